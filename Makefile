@@ -1,0 +1,45 @@
+# Two entry points: `make demo` and `make test`. Both create and reuse ./.venv.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+# torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
+TORCH  := torch==2.13.0
+
+.PHONY: demo test lint bench conformance precision-report clean
+
+$(VENV)/.base:
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	$(PIP) install -q $(TORCH)
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.base pyproject.toml
+	$(PIP) install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PIP) install -q -e ".[test]"
+	touch $@
+
+demo: $(VENV)/.installed
+	$(PY) examples/demo.py
+
+test: $(VENV)/.installed-test
+	$(PY) -m pytest -q -n 2 tests
+
+lint: $(VENV)/.installed-test
+	$(PIP) install -q ruff
+	$(VENV)/bin/ruff check trn_backend kernels tests benchmarks conformance examples
+
+bench: $(VENV)/.installed-test
+	$(PY) benchmarks/bench_contract.py
+
+conformance: $(VENV)/.installed-test
+	$(PY) conformance/run.py
+
+precision-report: $(VENV)/.installed-test
+	$(PY) -m trn_backend precision-report
+
+clean:
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

@@ -1,0 +1,3 @@
+"""creation functions of the standard (being written)."""
+
+__all__: list[str] = []

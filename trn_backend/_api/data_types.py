@@ -1,0 +1,3 @@
+"""data_types functions of the standard (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,329 @@
+"""Element-wise functions of the standard.
+
+Every function promotes with the standard's rules (0-d arrays included), accepts a Python scalar for one operand of
+a binary function, and checks dtypes by the standard's categories. uint16/32/64 run in torch's compute dtypes and
+wrap back (``_dtypes.compute``). Functions of a floating-point category promote integer input to the default
+floating dtype, as NumPy and torch do.
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+from collections.abc import Callable
+
+import torch
+
+from .. import _dtypes
+from .._helpers import NeuronArray, binary_operands, tensor, wrap
+
+__all__ = [
+    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
+    "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip",
+    "conj", "copysign", "cos", "cosh", "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater",
+    "greater_equal", "hypot", "imag", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2",
+    "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum",
+    "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder",
+    "round", "sign", "signbit", "sin", "sinh", "square", "sqrt", "subtract", "tan", "tanh", "trunc",
+]
+
+Tensor = torch.Tensor
+
+
+def _to_floating(t: Tensor) -> Tensor:
+    """Integer and boolean input of a floating-point function computes in the default floating dtype."""
+    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float())
+
+
+def _define(name: str, impl: Callable, doc: str, binary: bool) -> Callable:
+    """Give a generated function the standard's name, positional-only signature and a docstring."""
+    if binary:
+        def f(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
+            return impl(x1, x2)
+    else:
+        def f(x: NeuronArray, /) -> NeuronArray:
+            return impl(x)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+# ---------------------------------------------------------------- unary
+
+def _unary_float(name: str, op: Callable[[Tensor], Tensor], *, real_only: bool = False) -> Callable:
+    """A floating-point function: integers promote to the default float, complex is rejected if real_only."""
+    def impl(x: NeuronArray) -> NeuronArray:
+        t = tensor(x, name)
+        if real_only and t.dtype in _dtypes.COMPLEX_FLOAT:
+            raise TypeError(f"{name}() needs a real-valued dtype, got {_dtypes.name(t.dtype)}")
+        return wrap(op(_to_floating(t)))
+    return _define(name, impl, f"Element-wise {name} (floating-point; integers promote to the default float).",
+                   binary=False)
+
+
+acos = _unary_float("acos", torch.acos)
+acosh = _unary_float("acosh", torch.acosh)
+asin = _unary_float("asin", torch.asin)
+asinh = _unary_float("asinh", torch.asinh)
+atan = _unary_float("atan", torch.atan)
+atanh = _unary_float("atanh", torch.atanh)
+cos = _unary_float("cos", torch.cos)
+cosh = _unary_float("cosh", torch.cosh)
+exp = _unary_float("exp", torch.exp)
+expm1 = _unary_float("expm1", torch.expm1)
+log = _unary_float("log", torch.log)
+log1p = _unary_float("log1p", torch.log1p)
+log2 = _unary_float("log2", torch.log2)
+log10 = _unary_float("log10", torch.log10)
+sin = _unary_float("sin", torch.sin)
+sinh = _unary_float("sinh", torch.sinh)
+sqrt = _unary_float("sqrt", torch.sqrt)
+tan = _unary_float("tan", torch.tan)
+tanh = _unary_float("tanh", torch.tanh)
+reciprocal = _unary_float("reciprocal", torch.reciprocal)
+signbit = _unary_float("signbit", torch.signbit, real_only=True)
+
+
+def _unary_numeric(name: str, op: Callable[[Tensor], Tensor], category: str = "numeric",
+                   returns_bool: bool = False) -> Callable:
+    """A same-dtype function; unsigned types go through their compute dtype and wrap back."""
+    def impl(x: NeuronArray) -> NeuronArray:
+        t = tensor(x, name)
+        _dtypes.check(t.dtype, category, name)
+        out = op(_dtypes.compute(t))
+        return wrap(out if returns_bool else _dtypes.restore(out, t.dtype))
+    return _define(name, impl, f"Element-wise {name} ({category} dtypes).", binary=False)
+
+
+def _integral_identity(op: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    """Rounding functions are the identity on integers (torch has no integer kernels for some)."""
+    return lambda t: op(t) if t.is_floating_point() else t.clone()
+
+
+def _round(t: Tensor) -> Tensor:
+    if t.is_complex():
+        return torch.complex(torch.round(t.real), torch.round(t.imag))
+    return torch.round(t) if t.is_floating_point() else t.clone()
+
+
+def _square(t: Tensor) -> Tensor:
+    return t * t
+
+
+ceil = _unary_numeric("ceil", _integral_identity(torch.ceil), "real numeric")
+floor = _unary_numeric("floor", _integral_identity(torch.floor), "real numeric")
+trunc = _unary_numeric("trunc", _integral_identity(torch.trunc), "real numeric")
+round = _unary_numeric("round", _round)  # noqa: A001
+negative = _unary_numeric("negative", torch.negative)
+positive = _unary_numeric("positive", torch.clone)
+square = _unary_numeric("square", _square)
+bitwise_invert = _unary_numeric("bitwise_invert", torch.bitwise_not, "integer or boolean")
+isfinite = _unary_numeric("isfinite", torch.isfinite, returns_bool=True)
+isinf = _unary_numeric("isinf", torch.isinf, returns_bool=True)
+isnan = _unary_numeric("isnan", torch.isnan, returns_bool=True)
+
+
+def abs(x: NeuronArray, /) -> NeuronArray:  # noqa: A001
+    """Element-wise absolute value; complex input gives the real dtype of matching precision."""
+    t = tensor(x, "abs")
+    _dtypes.check(t.dtype, "numeric", "abs")
+    if t.dtype in _dtypes.UNSIGNED_INT:
+        return wrap(t.clone())
+    return wrap(torch.abs(t))
+
+
+def sign(x: NeuronArray, /) -> NeuronArray:
+    """Element-wise sign: -1, 0 or 1 for real input (nan stays nan), x/|x| for complex input."""
+    t = tensor(x, "sign")
+    _dtypes.check(t.dtype, "numeric", "sign")
+    if t.dtype in _dtypes.UNSIGNED_INT:
+        return wrap((t != 0).to(t.dtype) if t.dtype is torch.uint8 else _dtypes.restore(
+            (_dtypes.compute(t) != 0).to(_dtypes.compute(t).dtype), t.dtype))
+    if t.is_complex():
+        return wrap(torch.sgn(t))
+    return wrap(torch.sign(t))
+
+
+def logical_not(x: NeuronArray, /) -> NeuronArray:
+    """Element-wise logical NOT; non-boolean input is read as its truth value."""
+    return wrap(torch.logical_not(tensor(x, "logical_not")))
+
+
+def real(x: NeuronArray, /) -> NeuronArray:
+    """Real part; a real array is returned unchanged (as a new array)."""
+    t = tensor(x, "real")
+    _dtypes.check(t.dtype, "numeric", "real")
+    return wrap(t.real.clone() if t.is_complex() else t.clone())
+
+
+def imag(x: NeuronArray, /) -> NeuronArray:
+    """Imaginary part; zeros of the same dtype for a real array."""
+    t = tensor(x, "imag")
+    _dtypes.check(t.dtype, "numeric", "imag")
+    return wrap(t.imag.clone() if t.is_complex() else torch.zeros_like(t))
+
+
+def conj(x: NeuronArray, /) -> NeuronArray:
+    """Complex conjugate (materialized, not torch's lazy conjugate view); real input unchanged."""
+    t = tensor(x, "conj")
+    _dtypes.check(t.dtype, "numeric", "conj")
+    return wrap(torch.conj_physical(t) if t.is_complex() else t.clone())
+
+
+# ---------------------------------------------------------------- binary
+
+def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], category: str,
+            result: str = "same") -> Callable:
+    """A binary function: promote, check the category, compute, and bring unsigned results back.
+
+    result: "same" (the promoted dtype, wrapped back from the compute dtype), "bool" (comparisons) or
+    "float" (true division: integers promote to the default float first).
+    """
+    def impl(x1: NeuronArray | complex, x2: NeuronArray | complex) -> NeuronArray:
+        t1, t2, dtype = binary_operands(x1, x2, name)
+        if result == "float" and dtype not in _dtypes.FLOATING:
+            dtype = _dtypes.default_float()
+            t1, t2 = _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype)
+        _dtypes.check(dtype, category, name, "x1 and x2")
+        out = op(t1, t2, dtype)
+        if result == "bool" or out.dtype is dtype:
+            return wrap(out)
+        return wrap(_dtypes.restore(out, dtype))
+    return _define(name, impl, f"Element-wise {name} ({category} dtypes, standard type promotion).", binary=True)
+
+
+def _plain(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
+    """Operations whose result on the compute dtype's bits is right for unsigned types too (modular)."""
+    return lambda a, b, dtype: op(_dtypes.compute(a), _dtypes.compute(b))
+
+
+def _ordered(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
+    """Comparisons: uint64 compares with the sign bit flipped."""
+    return lambda a, b, dtype: op(_dtypes.ordered(a, dtype), _dtypes.ordered(b, dtype))
+
+
+def _ordered_select(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
+    """maximum/minimum: select in the ordered domain and map back."""
+    return lambda a, b, dtype: _dtypes.unordered(op(_dtypes.ordered(a, dtype), _dtypes.ordered(b, dtype)), dtype)
+
+
+def _floor_divide(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
+    if dtype is _dtypes.uint64:
+        return _udivmod64(a, b)[0]
+    return torch.floor_divide(_dtypes.compute(a), _dtypes.compute(b))
+
+
+def _remainder(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
+    if dtype is _dtypes.uint64:
+        return _udivmod64(a, b)[1]
+    r = torch.remainder(_dtypes.compute(a), _dtypes.compute(b))
+    if r.is_floating_point():
+        # Python's %: a zero result carries the divisor's sign (torch keeps the dividend's)
+        r = torch.where(r == 0, torch.copysign(torch.zeros_like(r), b), r)
+    return r
+
+
+def _udivmod64(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
+    """Unsigned 64-bit floor division and remainder on int64 bit patterns (shift-and-correct long division)."""
+    x, d = torch.broadcast_tensors(_dtypes.compute(a), _dtypes.compute(b))
+    flip = _dtypes._SIGN_BIT
+    ge = lambda p, q: (p ^ flip) >= (q ^ flip)  # noqa: E731 - unsigned >=
+    big_d = d < 0  # divisor >= 2**63: the quotient is 0 or 1
+    safe_d = torch.where(big_d | (d == 0), torch.ones_like(d), d)
+    if (d == 0).any():
+        raise ZeroDivisionError("integer division by zero")
+    # x >> 1 is non-negative, so signed division is exact there; the doubled quotient is off by at most one
+    q = torch.div(torch.bitwise_right_shift(x, 1) & ~flip, safe_d, rounding_mode="floor") << 1
+    r = x - q * safe_d
+    fix = ge(r, safe_d)
+    q = q + fix.to(q.dtype)
+    r = torch.where(fix, r - safe_d, r)
+    q = torch.where(big_d, ge(x, d).to(q.dtype), q)
+    r = torch.where(big_d, torch.where(ge(x, d), x - d, x), r)
+    return q, r
+
+
+def _right_shift(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
+    x, n = _dtypes.compute(a), _dtypes.compute(b)
+    if dtype is _dtypes.uint64:
+        # logical shift of the bit pattern: clear the sign copies an arithmetic shift brings in
+        n = n.clamp(min=0)
+        shifted = torch.bitwise_right_shift(x, n.clamp(max=63))
+        keep = torch.bitwise_left_shift(torch.ones_like(x), (64 - n).clamp(min=0, max=63)) - 1
+        keep = torch.where(n == 0, torch.full_like(x, -1), keep)
+        return torch.where(n >= 64, torch.zeros_like(x), shifted & keep)
+    return torch.bitwise_right_shift(x, n)
+
+
+def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
+    return torch.pow(_dtypes.compute(a), _dtypes.compute(b))
+
+
+def _logical(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
+    return lambda a, b, dtype: op(a, b)
+
+
+def _real_float(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
+    return lambda a, b, dtype: op(_to_floating(a), _to_floating(b))
+
+
+add = _binary("add", _plain(torch.add), "numeric")
+subtract = _binary("subtract", _plain(torch.subtract), "numeric")
+multiply = _binary("multiply", _plain(torch.multiply), "numeric")
+divide = _binary("divide", lambda a, b, d: torch.divide(a, b), "floating-point", result="float")
+floor_divide = _binary("floor_divide", _floor_divide, "real numeric")
+remainder = _binary("remainder", _remainder, "real numeric")
+pow = _binary("pow", _pow, "numeric")  # noqa: A001
+equal = _binary("equal", _plain(torch.eq), "any", result="bool")
+not_equal = _binary("not_equal", _plain(torch.ne), "any", result="bool")
+less = _binary("less", _ordered(torch.lt), "real numeric", result="bool")
+less_equal = _binary("less_equal", _ordered(torch.le), "real numeric", result="bool")
+greater = _binary("greater", _ordered(torch.gt), "real numeric", result="bool")
+greater_equal = _binary("greater_equal", _ordered(torch.ge), "real numeric", result="bool")
+maximum = _binary("maximum", _ordered_select(torch.maximum), "real numeric")
+minimum = _binary("minimum", _ordered_select(torch.minimum), "real numeric")
+bitwise_and = _binary("bitwise_and", _plain(torch.bitwise_and), "integer or boolean")
+bitwise_or = _binary("bitwise_or", _plain(torch.bitwise_or), "integer or boolean")
+bitwise_xor = _binary("bitwise_xor", _plain(torch.bitwise_xor), "integer or boolean")
+bitwise_left_shift = _binary("bitwise_left_shift", _plain(torch.bitwise_left_shift), "integer")
+bitwise_right_shift = _binary("bitwise_right_shift", _right_shift, "integer")
+logical_and = _binary("logical_and", _logical(torch.logical_and), "any", result="bool")
+logical_or = _binary("logical_or", _logical(torch.logical_or), "any", result="bool")
+logical_xor = _binary("logical_xor", _logical(torch.logical_xor), "any", result="bool")
+atan2 = _binary("atan2", _real_float(torch.atan2), "real numeric", result="float")
+copysign = _binary("copysign", _real_float(torch.copysign), "real numeric", result="float")
+hypot = _binary("hypot", _real_float(torch.hypot), "real numeric", result="float")
+logaddexp = _binary("logaddexp", _real_float(torch.logaddexp), "real numeric", result="float")
+nextafter = _binary("nextafter", _real_float(torch.nextafter), "real numeric", result="float")
+
+
+def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A002
+         max: NeuronArray | float | None = None) -> NeuronArray:  # noqa: A002
+    """Clamp to [min, max]; bounds are arrays that broadcast to x or Python scalars. x's dtype is kept."""
+    t = tensor(x, "clip")
+    _dtypes.check(t.dtype, "real numeric", "clip")
+    result = x
+    if min is not None:
+        result = maximum(result, _bound(min, t, "min", math.ceil))
+    if max is not None:
+        result = minimum(result, _bound(max, t, "max", math.floor))
+    out = result._t
+    if out.shape != t.shape:
+        raise ValueError(f"clip(): bounds broadcast x's shape {tuple(t.shape)} to {tuple(out.shape)}")
+    return wrap(out if out is not t else t.clone())
+
+
+def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> NeuronArray | complex:
+    """A clip bound in x's dtype: arrays are cast, a float bound on integer x rounds inward."""
+    if isinstance(b, NeuronArray):
+        if b._t.device != t.device:
+            raise ValueError(f"clip(): {arg} is on {b._t.device}, x on {t.device}")
+        return b if b.dtype == t.dtype else wrap(_dtypes.cast(b._t, t.dtype))
+    if t.dtype in _dtypes.INTEGER and isinstance(b, (int, float)) and not isinstance(b, bool):
+        if isinstance(b, float):
+            if not math.isfinite(b):
+                raise ValueError(f"clip(): {arg}={b} is not a finite bound for an integer array")
+            b = to_int(b)
+        lo, hi = _dtypes.int_range(t.dtype)
+        return builtins.min(builtins.max(b, lo), hi)
+    return b

@@ -1,0 +1,3 @@
+"""indexing functions of the standard (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""info functions of the standard (being written)."""
+
+__all__: list[str] = []

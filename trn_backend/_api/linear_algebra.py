@@ -1,0 +1,3 @@
+"""linear_algebra functions of the standard (being written)."""
+
+__all__: list[str] = []

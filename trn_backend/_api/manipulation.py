@@ -1,0 +1,3 @@
+"""manipulation functions of the standard (being written)."""
+
+__all__: list[str] = []

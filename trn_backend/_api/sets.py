@@ -1,0 +1,3 @@
+"""sets functions of the standard (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,3 @@
+"""sorting functions of the standard (being written)."""
+
+__all__: list[str] = []

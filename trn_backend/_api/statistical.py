@@ -1,0 +1,3 @@
+"""statistical functions of the standard (being written)."""
+
+__all__: list[str] = []

@@ -1,0 +1,241 @@
+"""Data types of the standard, their promotion rules, and the compute dtypes behind torch's thin uint support.
+
+The dtype objects are torch's own (``trn_backend.float32 is torch.float32``), so a NeuronArray's dtype and its
+tensor's dtype never disagree. Promotion follows the standard's table exactly, 0-d arrays included (torch lets a
+0-d tensor lose to a higher-rank one of the same kind; the standard does not).
+"""
+
+from __future__ import annotations
+
+import torch
+
+bool = torch.bool  # noqa: A001 - the standard's name
+int8 = torch.int8
+int16 = torch.int16
+int32 = torch.int32
+int64 = torch.int64
+uint8 = torch.uint8
+uint16 = torch.uint16
+uint32 = torch.uint32
+uint64 = torch.uint64
+float32 = torch.float32
+float64 = torch.float64
+complex64 = torch.complex64
+complex128 = torch.complex128
+
+SIGNED_INT = (int8, int16, int32, int64)
+UNSIGNED_INT = (uint8, uint16, uint32, uint64)
+INTEGER = SIGNED_INT + UNSIGNED_INT
+REAL_FLOAT = (float32, float64)
+COMPLEX_FLOAT = (complex64, complex128)
+FLOATING = REAL_FLOAT + COMPLEX_FLOAT
+NUMERIC = INTEGER + FLOATING
+ALL = (bool,) + NUMERIC
+
+NAMES = {
+    bool: "bool", int8: "int8", int16: "int16", int32: "int32", int64: "int64",
+    uint8: "uint8", uint16: "uint16", uint32: "uint32", uint64: "uint64",
+    float32: "float32", float64: "float64", complex64: "complex64", complex128: "complex128",
+}
+
+# Kind names of isdtype(), and the groups of dtypes each function category accepts.
+KINDS = {
+    "bool": (bool,),
+    "signed integer": SIGNED_INT,
+    "unsigned integer": UNSIGNED_INT,
+    "integral": INTEGER,
+    "real floating": REAL_FLOAT,
+    "complex floating": COMPLEX_FLOAT,
+    "numeric": NUMERIC,
+}
+CATEGORIES = {
+    "any": ALL,
+    "boolean": (bool,),
+    "integer": INTEGER,
+    "integer or boolean": INTEGER + (bool,),
+    "real numeric": INTEGER + REAL_FLOAT,
+    "numeric": NUMERIC,
+    "real floating-point": REAL_FLOAT,
+    "floating-point": FLOATING,
+    "complex floating-point": COMPLEX_FLOAT,
+}
+
+_BITS = {int8: 8, int16: 16, int32: 32, int64: 64, uint8: 8, uint16: 16, uint32: 32, uint64: 64}
+
+
+def _build_table() -> dict[tuple[torch.dtype, torch.dtype], torch.dtype]:
+    table: dict[tuple[torch.dtype, torch.dtype], torch.dtype] = {}
+    for family in (SIGNED_INT, UNSIGNED_INT, REAL_FLOAT, COMPLEX_FLOAT):
+        for i, a in enumerate(family):
+            for b in family[i:]:
+                table[a, b] = b
+    # mixed sign: the smallest signed type that holds both ranges; uint64 has none.
+    for u in (uint8, uint16, uint32):
+        for s in SIGNED_INT:
+            bits = max(_BITS[s], 2 * _BITS[u])
+            if bits <= 64:
+                table[u, s] = {8: int8, 16: int16, 32: int32, 64: int64}[bits]
+    # real with complex: the complex type with the larger precision
+    for f in REAL_FLOAT:
+        for c in COMPLEX_FLOAT:
+            table[f, c] = complex128 if (c is complex128 or f is float64) else complex64
+    table.update({(b, a): c for (a, b), c in list(table.items())})
+    for d in ALL:
+        table[d, d] = d
+    return table
+
+
+PROMOTION_TABLE = _build_table()
+
+
+def int_range(dtype: torch.dtype) -> tuple[int, int]:
+    """The closed range of an integer dtype, as Python ints."""
+    bits = _BITS[dtype]
+    if dtype in UNSIGNED_INT:
+        return 0, 2**bits - 1
+    return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+
+
+def name(dtype: torch.dtype) -> str:
+    return NAMES.get(dtype, str(dtype))
+
+
+def kind_rank(dtype: torch.dtype) -> int:
+    """0 bool, 1 integer, 2 real floating, 3 complex floating."""
+    if dtype is bool:
+        return 0
+    if dtype in INTEGER:
+        return 1
+    if dtype in REAL_FLOAT:
+        return 2
+    return 3
+
+
+def promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
+    """The standard's promotion; across kinds, the higher kind wins (as in torch and NumPy) with enough precision."""
+    try:
+        return PROMOTION_TABLE[a, b]
+    except KeyError:
+        pass
+    ka, kb = kind_rank(a), kind_rank(b)
+    if ka == kb:  # only uint64 with a signed integer lands here
+        raise TypeError(f"no integer dtype holds both {name(a)} and {name(b)}; cast one of them explicitly")
+    lo, hi = (a, b) if ka < kb else (b, a)
+    if lo is bool or kind_rank(lo) == 1:
+        return hi
+    # real floating with complex
+    return PROMOTION_TABLE[lo, hi]
+
+
+def default_float() -> torch.dtype:
+    d = torch.get_default_dtype()
+    return d if d in REAL_FLOAT else float32
+
+
+def default_complex() -> torch.dtype:
+    return complex128 if default_float() is float64 else complex64
+
+
+def default_int() -> torch.dtype:
+    return int64
+
+
+def complex_of(dtype: torch.dtype) -> torch.dtype:
+    return complex128 if dtype in (float64, complex128) else complex64
+
+
+def real_of(dtype: torch.dtype) -> torch.dtype:
+    return {complex64: float32, complex128: float64}.get(dtype, dtype)
+
+
+def check(dtype: torch.dtype, category: str, func: str, arg: str = "x") -> None:
+    """Raise TypeError if ``dtype`` is outside the standard's dtype category for ``func``."""
+    if dtype not in CATEGORIES[category]:
+        raise TypeError(f"{func}() needs {arg} of a {category} dtype, got {name(dtype)}")
+
+
+def to_dtype(dtype: object, func: str = "dtype") -> torch.dtype:
+    """Validate a dtype argument: one of the standard's dtypes (torch.dtype objects)."""
+    if isinstance(dtype, torch.dtype) and dtype in ALL:
+        return dtype
+    raise TypeError(f"{func}: {dtype!r} is not a dtype of this namespace (use e.g. trn_backend.float32)")
+
+
+# --- uint16/32/64: torch stores them but implements few kernels. Arithmetic runs in a wider (or same-width
+# signed) compute dtype and is wrapped back, which is exact for the modular semantics of unsigned integers. ---
+
+COMPUTE = {uint16: int32, uint32: int64, uint64: int64}
+_SIGN_BIT = -(2**63)
+
+
+def compute(t: torch.Tensor) -> torch.Tensor:
+    """The tensor in a dtype torch fully supports. uint64 keeps its bit pattern as int64 (modular arithmetic,
+    bitwise operations and equality are then exact; ordering needs ``ordered``)."""
+    if t.dtype is uint64:
+        return t.view(int64)
+    c = COMPUTE.get(t.dtype)
+    return t if c is None else t.to(c)
+
+
+def restore(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Back from the compute dtype to ``dtype``, wrapping modulo 2**bits for unsigned types."""
+    if t.dtype is dtype:
+        return t
+    if dtype is uint64 and t.dtype is int64:
+        return t.view(uint64)
+    return t.to(dtype)
+
+
+def ordered(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """A tensor whose signed order equals the unsigned order of uint64 data (flip the sign bit); other dtypes
+    come back through ``compute``."""
+    c = compute(t)
+    if dtype is uint64:
+        return c ^ _SIGN_BIT
+    return c
+
+
+def unordered(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """Inverse of ``ordered``."""
+    if dtype is uint64:
+        return (t ^ _SIGN_BIT).view(uint64)
+    return restore(t, dtype)
+
+
+def to_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
+    """Convert integer data of any width to a floating dtype with unsigned values read correctly."""
+    if t.dtype is uint64:
+        s = t.view(int64)
+        f = s.to(float64)
+        f = torch.where(s < 0, f + 2.0**64, f)
+        return f.to(target)
+    return compute(t).to(target)
+
+
+def from_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
+    """Convert floating data to an unsigned type through int64 (values beyond int64 go through uint64 bits)."""
+    if target is uint64:
+        big = t >= 2.0**63
+        low = torch.where(big, t - 2.0**64, t).to(int64)
+        return low.view(uint64)
+    return t.to(int64).to(target) if target in COMPUTE else t.to(target)
+
+
+def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
+    """``t.to(target)`` that is also right for every uint16/32/64 source and target."""
+    src = t.dtype
+    if src is target:
+        return t
+    if src in COMPUTE:
+        if target in FLOATING:
+            return to_float(t, target)
+        if target is uint64 or target is int64:
+            return compute(t).to(int64).view(target) if src is uint64 else compute(t).to(int64).to(target)
+        return compute(t).to(target)
+    if target in COMPUTE:
+        if src in FLOATING:
+            return from_float(t.real if src in COMPLEX_FLOAT else t, target)
+        if target is uint64:
+            return t.to(int64).view(uint64)
+        return t.to(int64).to(target)
+    return t.to(target)

@@ -1,0 +1,140 @@
+"""Small shared pieces of the namespace: unwrapping arguments, Python scalars, devices, axes.
+
+Every namespace function takes NeuronArrays, works on their torch tensors and wraps the result; these helpers
+are where argument errors are raised, with the function and argument named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from . import _device, _dtypes
+from ._array import NeuronArray, wrap
+
+PY_SCALARS = (bool, int, float, complex)
+
+__all__ = [
+    "NeuronArray", "wrap", "tensor", "tensors", "binary_operands", "scalar_to_tensor", "normalize_axis",
+    "normalize_axes", "check_same_device", "PY_SCALARS",
+]
+
+
+def tensor(x: object, func: str, arg: str = "x") -> torch.Tensor:
+    """The tensor of a NeuronArray argument; anything else is a TypeError that names the argument."""
+    if isinstance(x, NeuronArray):
+        return x._t
+    raise TypeError(f"{func}() expects {arg} to be a NeuronArray, got {type(x).__name__}"
+                    + (" (wrap it with trn_backend.asarray first)" if _is_array_like(x) else ""))
+
+
+def tensors(xs: Sequence[object], func: str, arg: str = "arrays") -> list[torch.Tensor]:
+    if isinstance(xs, NeuronArray) or not isinstance(xs, (list, tuple)):
+        raise TypeError(f"{func}() expects {arg} to be a tuple or list of arrays, got {type(xs).__name__}")
+    ts = [tensor(x, func, f"{arg}[{i}]") for i, x in enumerate(xs)]
+    check_same_device(ts, func, arg)
+    return ts
+
+
+def _is_array_like(x: object) -> bool:
+    return isinstance(x, (np.ndarray, torch.Tensor, list, tuple)) or hasattr(x, "__dlpack__")
+
+
+def check_same_device(ts: Sequence[torch.Tensor], func: str, what: str = "inputs") -> torch.device | None:
+    """All tensors on one device, else ValueError naming both devices."""
+    if not ts:
+        return None
+    first = ts[0].device
+    for t in ts[1:]:
+        if t.device != first and not _device.same(t.device, first):
+            raise ValueError(f"{func}(): {what} are on different devices, {first} and {t.device}; "
+                             "move one with x.to_device(...)")
+    return first
+
+
+def scalar_dtype(value: object, dtype: torch.dtype, func: str) -> torch.dtype:
+    """The dtype a Python scalar combines to with an array of ``dtype`` (the scalar is weak, as in NEP 50)."""
+    if isinstance(value, bool):
+        return dtype
+    if isinstance(value, int):
+        return _dtypes.default_int() if dtype is _dtypes.bool else dtype
+    if isinstance(value, float):
+        return dtype if dtype in _dtypes.FLOATING else _dtypes.default_float()
+    if isinstance(value, complex):
+        if dtype in _dtypes.COMPLEX_FLOAT:
+            return dtype
+        return _dtypes.complex_of(dtype) if dtype in _dtypes.REAL_FLOAT else _dtypes.default_complex()
+    raise TypeError(f"{func}() got an operand of type {type(value).__name__}; expected an array or a Python scalar")
+
+
+def as_py_scalar(value: object) -> object:
+    """NumPy scalars behave like the Python scalars they hold."""
+    if isinstance(value, np.generic) and value.ndim == 0:
+        return value.item()
+    return value
+
+
+def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
+    """A 0-d tensor of ``dtype`` holding a Python scalar; an integer that does not fit is an OverflowError."""
+    if dtype in _dtypes.INTEGER and isinstance(value, int) and not isinstance(value, bool):
+        lo, hi = _dtypes.int_range(dtype)
+        if not lo <= value <= hi:
+            raise OverflowError(f"{func}(): Python int {value} is out of range for {_dtypes.name(dtype)}")
+        if dtype in _dtypes.COMPUTE:
+            return _dtypes.restore(torch.tensor(_wrap_unsigned(value, dtype), dtype=_dtypes.COMPUTE[dtype],
+                                                device=device), dtype)
+    if dtype in _dtypes.COMPUTE:
+        return _dtypes.cast(torch.tensor(value, device=device), dtype)
+    return torch.tensor(value, dtype=dtype, device=device)
+
+
+def _wrap_unsigned(value: int, dtype: torch.dtype) -> int:
+    # uint64 values above 2**63 are stored as the int64 with the same bits
+    return value - 2**64 if dtype is _dtypes.uint64 and value >= 2**63 else value
+
+
+def binary_operands(x1: object, x2: object, func: str) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """Both operands as tensors of their promoted dtype on one device; at least one must be an array."""
+    x1, x2 = as_py_scalar(x1), as_py_scalar(x2)
+    a1, a2 = isinstance(x1, NeuronArray), isinstance(x2, NeuronArray)
+    if a1 and a2:
+        t1, t2 = x1._t, x2._t
+        if t1.device != t2.device:
+            check_same_device((t1, t2), func, "x1 and x2")
+        dtype = _dtypes.promote(t1.dtype, t2.dtype)
+    elif a1 and isinstance(x2, PY_SCALARS):
+        t1 = x1._t
+        dtype = scalar_dtype(x2, t1.dtype, func)
+        t2 = scalar_to_tensor(x2, dtype, t1.device, func)
+    elif a2 and isinstance(x1, PY_SCALARS):
+        t2 = x2._t
+        dtype = scalar_dtype(x1, t2.dtype, func)
+        t1 = scalar_to_tensor(x1, dtype, t2.device, func)
+    else:
+        bad, arg = (x1, "x1") if not a1 else (x2, "x2")
+        if a1 or a2:
+            raise TypeError(f"{func}() expects {arg} to be a NeuronArray or a Python scalar, got {type(bad).__name__}")
+        raise TypeError(f"{func}() needs at least one NeuronArray operand, got {type(x1).__name__} and "
+                        f"{type(x2).__name__}")
+    return _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype), dtype
+
+
+def normalize_axis(axis: int, ndim: int, func: str) -> int:
+    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        raise TypeError(f"{func}(): axis must be an int, got {type(axis).__name__}")
+    if not -ndim <= axis < ndim:
+        raise IndexError(f"{func}(): axis {axis} is out of bounds for an array of {ndim} dimensions")
+    return int(axis) % ndim
+
+
+def normalize_axes(axis: int | Sequence[int] | None, ndim: int, func: str) -> tuple[int, ...]:
+    """None means every axis; repeated axes are a ValueError."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = tuple(normalize_axis(a, ndim, func) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{func}(): repeated axis in {axis}")
+    return out
