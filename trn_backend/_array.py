@@ -192,20 +192,24 @@ class NeuronArray:
         else:
             v = _setitem_scalar(value, t)
         key = _torch_key(key, t)
-        if _has_negative_step(key):
-            # Positions of the selected elements in row-major order; put_ writes through any strides.
-            positions = _getitem_negative_steps(torch.arange(t.numel(), device=t.device).reshape(t.shape), key)
-            t.put_(positions.reshape(-1), torch.broadcast_to(v, positions.shape).reshape(-1))
-        elif t.dtype in _dtypes.COMPUTE and not _is_basic(key):
-            # advanced assignment has no unsigned kernels: assign through the compute view (same bits for uint64)
-            if t.dtype is _dtypes.uint64:
-                t.view(torch.int64)[key] = v.view(torch.int64)
-            else:
-                c = _dtypes.compute(t)
-                c[key] = _dtypes.compute(v)
-                t.copy_(_dtypes.restore(c, t.dtype))
+        if t.dtype not in _dtypes.COMPUTE or (_is_basic(key) and not _has_negative_step(key)):
+            _assign(t, key, v)
+        elif t.dtype is _dtypes.uint64:
+            # no unsigned kernels for scatter: write the same bits through an int64 view
+            _assign(t.view(torch.int64), key, v.view(torch.int64))
         else:
-            t[key] = v
+            c = _dtypes.compute(t)
+            _assign(c, key, _dtypes.compute(v))
+            t.copy_(_dtypes.restore(c, t.dtype))
+
+
+def _assign(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
+    if _has_negative_step(key):
+        # Positions of the selected elements in row-major order; put_ writes through any strides.
+        positions = _getitem_negative_steps(torch.arange(t.numel(), device=t.device).reshape(t.shape), key)
+        t.put_(positions.reshape(-1), torch.broadcast_to(v, positions.shape).reshape(-1))
+    else:
+        t[key] = v
 
 
 builtin_bool = bool

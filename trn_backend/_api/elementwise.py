@@ -256,7 +256,11 @@ def _right_shift(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
-    return torch.pow(_dtypes.compute(a), _dtypes.compute(b))
+    out = torch.pow(_dtypes.compute(a), _dtypes.compute(b))
+    if out.is_complex():
+        # torch computes exp(b*log(a)), which makes 0**0 nan; x**0 is 1 for every x
+        out = torch.where(b == 0, torch.ones_like(out), out)
+    return out
 
 
 def _logical(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
@@ -267,8 +271,18 @@ def _real_float(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Ten
     return lambda a, b, dtype: op(_to_floating(a), _to_floating(b))
 
 
-add = _binary("add", _plain(torch.add), "numeric")
-subtract = _binary("subtract", _plain(torch.subtract), "numeric")
+def _complex_safe(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
+    """torch's complex add/subtract multiply the second operand by alpha=1, which turns 0+inf*j into nan+inf*j;
+    complex operands are combined part by part instead."""
+    def run(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
+        if a.is_complex():
+            return torch.complex(op(a.real, b.real), op(a.imag, b.imag))
+        return op(_dtypes.compute(a), _dtypes.compute(b))
+    return run
+
+
+add = _binary("add", _complex_safe(torch.add), "numeric")
+subtract = _binary("subtract", _complex_safe(torch.subtract), "numeric")
 multiply = _binary("multiply", _plain(torch.multiply), "numeric")
 divide = _binary("divide", lambda a, b, d: torch.divide(a, b), "floating-point", result="float")
 floor_divide = _binary("floor_divide", _floor_divide, "real numeric")

@@ -1,0 +1,313 @@
+"""The array object: attributes, operators (plain, reflected, in-place), indexing, conversions and protocols."""
+
+from __future__ import annotations
+
+import operator
+
+import array_api_compat
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support import DTYPE_NAMES, INT_NAMES, arrays, assert_same, from_numpy, shapes, to_numpy
+
+import trn_backend as xp
+
+
+def test_namespace_identity_and_versions():
+    x = from_numpy(np.ones(3))
+    assert array_api_compat.array_namespace(x) is xp
+    assert xp.__array_api_version__ == "2025.12"
+    for version in (None, "2023.12", "2024.12", "2025.12"):
+        assert x.__array_namespace__(api_version=version) is xp
+    with pytest.raises(ValueError, match="unsupported array API version '2021.12'"):
+        x.__array_namespace__(api_version="2021.12")
+
+
+def test_attributes():
+    x = from_numpy(np.zeros((2, 3, 4), dtype=np.float64))
+    assert x.shape == (2, 3, 4) and isinstance(x.shape, tuple)
+    assert x.ndim == 3 and x.size == 24
+    assert x.dtype == xp.float64
+    assert x.device == torch.device("cpu") and x.device == xp.__array_namespace_info__().default_device()
+    assert x.mT.shape == (2, 4, 3)
+    assert from_numpy(np.zeros((2, 5))).T.shape == (5, 2)
+    with pytest.raises(ValueError, match="x.T needs a 2-dimensional array"):
+        x.T
+    with pytest.raises(ValueError, match="x.mT needs at least 2 dimensions"):
+        from_numpy(np.zeros(3)).mT
+    assert x.to_device("cpu").device == x.device
+    with pytest.raises(TypeError, match="expected a device"):
+        x.to_device(3)
+
+
+def test_constructor_validates():
+    with pytest.raises(TypeError, match="NeuronArray wraps a torch.Tensor, got list"):
+        xp.NeuronArray([1, 2])
+    with pytest.raises(TypeError, match="does not support torch dtype torch.bfloat16"):
+        xp.NeuronArray(torch.zeros(2, dtype=torch.bfloat16))
+
+
+BINARY_OPERATORS = {
+    "__add__": np.add, "__sub__": np.subtract, "__mul__": np.multiply, "__truediv__": np.divide,
+    "__floordiv__": np.floor_divide, "__mod__": np.remainder, "__pow__": np.power, "__and__": np.bitwise_and,
+    "__or__": np.bitwise_or, "__xor__": np.bitwise_xor, "__lshift__": np.left_shift,
+    "__rshift__": np.right_shift, "__lt__": np.less, "__le__": np.less_equal, "__gt__": np.greater,
+    "__ge__": np.greater_equal, "__eq__": np.equal, "__ne__": np.not_equal,
+}
+
+
+def _operands(op: str, dtype: str):
+    """Small positive integer operands keep every operator defined (no division by zero, no huge shifts)."""
+    if dtype == "bool":
+        return np.array([True, False, True]), np.array([True, True, False])
+    a = np.array([7, 12, 5], dtype=dtype)
+    b = np.array([2, 3, 1], dtype=dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("op", sorted(BINARY_OPERATORS))
+@pytest.mark.parametrize("dtype", ["int8", "uint16", "uint64", "int64", "float32", "float64", "bool"])
+def test_binary_operators_plain_reflected_and_inplace(op, dtype):
+    if dtype == "bool" and op not in ("__and__", "__or__", "__xor__", "__eq__", "__ne__"):
+        return
+    if dtype.startswith("float") and op in ("__and__", "__or__", "__xor__", "__lshift__", "__rshift__"):
+        return
+    a, b = _operands(op, dtype)
+    expected = BINARY_OPERATORS[op](a, b)
+    if op == "__truediv__" and dtype not in ("float32", "float64"):
+        expected = expected.astype(np.float32)  # integer true division gives the default float
+    x, y = from_numpy(a), from_numpy(b)
+    assert_same(getattr(x, op)(y), expected)
+    # a Python scalar on either side
+    scalar = True if dtype == "bool" else 2
+    s_expected = BINARY_OPERATORS[op](a, np.asarray(scalar, dtype=dtype))
+    if op == "__truediv__" and dtype not in ("float32", "float64"):
+        s_expected = s_expected.astype(np.float32)
+    assert_same(getattr(x, op)(scalar), s_expected)
+    if op not in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+        r_expected = BINARY_OPERATORS[op](np.asarray(scalar, dtype=dtype), a)
+        if op == "__truediv__" and dtype not in ("float32", "float64"):
+            r_expected = r_expected.astype(np.float32)
+        assert_same(getattr(x, op.replace("__", "__r", 1))(scalar), r_expected)
+        inplace = op.replace("__", "__i", 1)
+        z = from_numpy(a)
+        if expected.dtype == a.dtype:
+            same_object = getattr(z, inplace)(y)
+            assert same_object is z
+            assert_same(z, expected)
+        else:
+            with pytest.raises(TypeError, match="would change the dtype"):
+                getattr(z, inplace)(y)
+
+
+def test_inplace_keeps_the_shape_and_mutates_views():
+    x = from_numpy(np.zeros((2, 3), dtype=np.float32))
+    row = x[0]
+    x += from_numpy(np.ones(3, dtype=np.float32))
+    assert_same(row, np.ones(3, dtype=np.float32))
+    with pytest.raises(ValueError, match="would change the shape of x from \\(3,\\) to \\(2, 3\\)"):
+        v = from_numpy(np.zeros(3, dtype=np.float32))
+        v += x
+
+
+def test_unary_operators():
+    a = np.array([1, -2, 3], dtype=np.int16)
+    x = from_numpy(a)
+    assert_same(-x, -a)
+    assert_same(+x, a)
+    assert_same(abs(x), np.abs(a))
+    assert_same(~x, ~a)
+    u = from_numpy(np.array([1, 2], dtype=np.uint32))
+    assert_same(-u, -np.array([1, 2], dtype=np.uint32))
+
+
+def test_matmul_operator():
+    a = np.arange(6.0).reshape(2, 3)
+    b = np.arange(12.0).reshape(3, 4)
+    assert_same(from_numpy(a) @ from_numpy(b), a @ b)
+
+
+def test_unsupported_operand_types_defer():
+    x = from_numpy(np.ones(2))
+    with pytest.raises(TypeError):
+        x + "a"
+    assert (x == None) is False  # noqa: E711 - Python falls back to identity
+    assert x.__add__([1]) is NotImplemented
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_python_conversions(dtype):
+    one = from_numpy(np.array(1, dtype=dtype))
+    assert bool(one) is True
+    if dtype.startswith("complex"):
+        assert complex(one) == 1 + 0j
+        with pytest.raises(TypeError, match="complex"):
+            int(one)
+        with pytest.raises(TypeError, match="complex"):
+            float(one)
+    else:
+        assert int(one) == 1 and float(one) == 1.0 and complex(one) == 1 + 0j
+    if dtype in INT_NAMES:
+        assert operator.index(one) == 1
+        assert [10, 20][one] == 20
+    else:
+        with pytest.raises(TypeError, match="only integer arrays"):
+            operator.index(one)
+    with pytest.raises(TypeError, match="exactly one element"):
+        bool(from_numpy(np.ones(2, dtype=dtype)))
+
+
+def test_uint64_scalar_conversion():
+    big = from_numpy(np.array(2**64 - 1, dtype=np.uint64))
+    assert int(big) == 2**64 - 1
+    assert float(big) == float(2**64 - 1)
+
+
+def test_repr_shows_values_dtype_and_device():
+    r = repr(from_numpy(np.array([1.5, 2.0], dtype=np.float32)))
+    assert r == "NeuronArray([1.5, 2. ], dtype=float32, device='cpu')"
+
+
+def test_dlpack_protocol_both_ways():
+    a = np.arange(6.0).reshape(2, 3)
+    x = from_numpy(a)
+    assert x.__dlpack_device__()[0] == 1  # kDLCPU
+    back = np.from_dlpack(x)
+    assert np.shares_memory(back, to_numpy(x)) or back.ctypes.data == x._t.data_ptr()
+    np.testing.assert_array_equal(back, a)
+    t = torch.from_dlpack(x)
+    assert t.data_ptr() == x._t.data_ptr()
+    capsule = x.__dlpack__(max_version=(1, 0), copy=True)
+    assert torch.from_dlpack(capsule).data_ptr() != x._t.data_ptr()
+
+
+def test_array_conversion_numpy2_semantics():
+    x = from_numpy(np.arange(4.0))
+    a = np.asarray(x)
+    assert a.ctypes.data == x._t.data_ptr()  # CPU: no copy
+    c = np.array(x, copy=True)
+    assert c.ctypes.data != x._t.data_ptr()
+    with pytest.raises(ValueError, match="needs a copy"):
+        np.asarray(x, dtype=np.float32, copy=False)
+    meta = xp.NeuronArray(torch.zeros(2, device="meta"))
+    with pytest.raises(ValueError, match="copies it to the host"):
+        np.asarray(meta, copy=False)
+
+
+# ---------------------------------------------------------------- indexing
+
+def _slices(size: int):
+    bound = st.one_of(st.none(), st.integers(-size - 2, size + 2))
+    step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
+    return st.builds(slice, bound, bound, step)
+
+
+@st.composite
+def basic_keys(draw, shape):
+    """Tuples of ints, slices (negative steps included), None and at most one Ellipsis."""
+    key = []
+    for size in shape:
+        kind = draw(st.sampled_from(["slice", "int", "none"] if size else ["slice", "none"]))
+        if kind == "int":
+            key.append(draw(st.integers(-size, size - 1)))
+        elif kind == "none":
+            key.append(None)
+            key.append(draw(_slices(size)))
+        else:
+            key.append(draw(_slices(size)))
+    if key and draw(st.booleans()):
+        i = draw(st.integers(0, len(key)))
+        j = draw(st.integers(i, len(key)))
+        key = key[:i] + [Ellipsis] + key[j:]
+    return tuple(key)
+
+
+@settings(max_examples=100)
+@given(data=st.data())
+def test_basic_indexing_matches_numpy(data):
+    a = data.draw(arrays("int32", shapes(max_dims=3, max_side=5)))
+    key = data.draw(basic_keys(a.shape))
+    assert_same(from_numpy(a)[key], a[key])
+
+
+@settings(max_examples=100)
+@given(data=st.data())
+def test_basic_setitem_matches_numpy(data):
+    a = data.draw(arrays("float64", shapes(max_dims=3, max_side=5), elements=st.floats(-10, 10)))
+    key = data.draw(basic_keys(a.shape))
+    target_shape = a[key].shape
+    # a value shape that broadcasts *to* the target: a suffix of it with some sides set to 1
+    suffix = target_shape[data.draw(st.integers(0, len(target_shape))):]
+    value_shape = tuple(data.draw(st.sampled_from([side, 1])) for side in suffix)
+    value = data.draw(arrays("float64", value_shape, elements=st.floats(-10, 10)))
+    x = from_numpy(a)
+    x[key] = from_numpy(value)
+    expected = a.copy()
+    expected[key] = value
+    assert_same(x, expected)
+
+
+@settings(max_examples=60)
+@given(data=st.data())
+def test_integer_array_and_mask_indexing_matches_numpy(data):
+    a = data.draw(arrays("int64", shapes(min_dims=1, max_dims=3, max_side=4)))
+    if 0 in a.shape:
+        return
+    idx = [data.draw(arrays("int64", (2,), elements=st.integers(-s, s - 1))) for s in a.shape]
+    n = data.draw(st.integers(1, a.ndim))
+    key = tuple(idx[:n])
+    assert_same(from_numpy(a)[tuple(from_numpy(i) for i in key)], a[key])
+    mask = data.draw(arrays("bool", a.shape))
+    assert_same(from_numpy(a)[from_numpy(mask)], a[mask])
+    x = from_numpy(a)
+    x[from_numpy(mask)] = 0
+    expected = a.copy()
+    expected[mask] = 0
+    assert_same(x, expected)
+
+
+def test_indexing_with_unsigned_index_arrays_is_integer_indexing():
+    a = np.arange(5)
+    for dt in ("uint8", "uint16", "uint64", "int8"):
+        idx = np.array([1, 0, 1], dtype=dt)
+        assert_same(from_numpy(a)[from_numpy(idx)], a[idx.astype(np.int64)])
+
+
+def test_setitem_on_unsigned_arrays_and_negative_steps():
+    a = np.arange(6, dtype=np.uint32)
+    x = from_numpy(a)
+    x[from_numpy(np.array([0, 5]))] = 2**32 - 1
+    x[::-2] = from_numpy(np.array([7, 8, 9], dtype=np.uint32))
+    a[[0, 5]] = 2**32 - 1
+    a[::-2] = [7, 8, 9]
+    assert_same(x, a)
+    u = from_numpy(np.zeros(3, dtype=np.uint64))
+    u[from_numpy(np.array([True, False, True]))] = 2**64 - 1
+    assert_same(u, np.array([2**64 - 1, 0, 2**64 - 1], dtype=np.uint64))
+
+
+def test_indexing_errors():
+    x = from_numpy(np.arange(6).reshape(2, 3))
+    with pytest.raises(IndexError):
+        x[2]
+    with pytest.raises(IndexError, match="integer or boolean, got float32"):
+        x[from_numpy(np.array([0.0], dtype=np.float32))]
+    with pytest.raises(IndexError, match="valid indices"):
+        x[1.0]
+    with pytest.raises(IndexError, match="single ellipsis"):
+        x[..., ::-1, ...]
+    with pytest.raises(TypeError, match="cannot assign a float value into a int64 array"):
+        x[0, 0] = 1.5
+    with pytest.raises(ValueError, match="value is on meta"):
+        x[0] = xp.NeuronArray(torch.zeros(3, dtype=torch.int64, device="meta"))
+
+
+def test_iteration_and_len():
+    x = from_numpy(np.arange(6).reshape(3, 2))
+    assert len(x) == 3
+    rows = list(x)
+    assert len(rows) == 3 and rows[1].shape == (2,)
+    with pytest.raises(TypeError, match="len\\(\\) of a 0-dimensional array"):
+        len(from_numpy(np.array(1)))

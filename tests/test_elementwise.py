@@ -1,0 +1,274 @@
+"""Element-wise functions against NumPy, for every dtype their category allows (uint16/32/64 included)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from support import (
+    COMPLEX_NAMES, DTYPE_NAMES, FLOAT_NAMES, INT_NAMES, NUMERIC_NAMES, REAL_NAMES, arrays, assert_same, from_numpy,
+    shapes,
+)
+
+import trn_backend as xp
+
+FLOATING = FLOAT_NAMES + COMPLEX_NAMES
+RTOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12}
+
+
+def _moderate(name: str):
+    """Finite values of moderate size, where transcendental functions of numpy and torch agree to a few ulp."""
+    f = st.floats(-20, 20, width=32 if name in ("float32", "complex64") else 64, allow_subnormal=False)
+    return st.builds(complex, f, f) if name in COMPLEX_NAMES else f
+
+
+UNARY = {
+    # name: (numpy function, dtype names, elements strategy factory or None)
+    "abs": (np.abs, NUMERIC_NAMES, None),
+    "negative": (np.negative, NUMERIC_NAMES, None),
+    "positive": (np.positive, NUMERIC_NAMES, None),
+    "square": (np.square, NUMERIC_NAMES, None),
+    "sign": (np.sign, REAL_NAMES, None),
+    "ceil": (np.ceil, REAL_NAMES, None),
+    "floor": (np.floor, REAL_NAMES, None),
+    "trunc": (np.trunc, REAL_NAMES, None),
+    "round": (np.round, NUMERIC_NAMES, None),
+    "isnan": (np.isnan, NUMERIC_NAMES, None),
+    "isinf": (np.isinf, NUMERIC_NAMES, None),
+    "isfinite": (np.isfinite, NUMERIC_NAMES, None),
+    "signbit": (np.signbit, FLOAT_NAMES, None),
+    "bitwise_invert": (np.invert, INT_NAMES + ("bool",), None),
+    "logical_not": (np.logical_not, ("bool",), None),
+    "conj": (np.conj, NUMERIC_NAMES, None),
+    "real": (np.real, NUMERIC_NAMES, None),
+    "sqrt": (np.sqrt, FLOATING, None),
+    "exp": (np.exp, FLOATING, _moderate),
+    "expm1": (np.expm1, FLOAT_NAMES, _moderate),
+    "log": (np.log, FLOATING, _moderate),
+    "log1p": (np.log1p, FLOAT_NAMES, _moderate),
+    "log2": (np.log2, FLOATING, _moderate),
+    "log10": (np.log10, FLOATING, _moderate),
+    "sin": (np.sin, FLOATING, _moderate),
+    "cos": (np.cos, FLOATING, _moderate),
+    "tan": (np.tan, FLOAT_NAMES, _moderate),
+    "sinh": (np.sinh, FLOATING, _moderate),
+    "cosh": (np.cosh, FLOATING, _moderate),
+    "tanh": (np.tanh, FLOAT_NAMES, _moderate),
+    "asin": (np.arcsin, FLOAT_NAMES, _moderate),
+    "acos": (np.arccos, FLOAT_NAMES, _moderate),
+    "atan": (np.arctan, FLOATING, _moderate),
+    "asinh": (np.arcsinh, FLOAT_NAMES, _moderate),
+    "acosh": (np.arccosh, FLOAT_NAMES, _moderate),
+    "atanh": (np.arctanh, FLOAT_NAMES, _moderate),
+    "reciprocal": (np.reciprocal, FLOAT_NAMES, None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(UNARY))
+@settings(max_examples=25)
+@given(data=st.data())
+def test_unary_matches_numpy(name, data):
+    np_func, dtypes, elements = UNARY[name]
+    dtype = data.draw(st.sampled_from(dtypes), label="dtype")
+    a = data.draw(arrays(dtype, shapes(), elements=elements(dtype) if elements else None), label="x")
+    with np.errstate(all="ignore"):
+        expected = np.asarray(np_func(a))
+    assert_same(getattr(xp, name)(from_numpy(a)), expected, rtol=RTOL.get(str(expected.dtype)))
+
+
+def _int_elements(dtype: str, positive: bool = False, below: int | None = None):
+    info = np.iinfo(dtype)
+    lo = 1 if positive else int(info.min)
+    hi = int(info.max) if below is None else min(int(info.max), below)
+    return st.integers(lo, hi)
+
+
+BINARY = {
+    # name: (numpy function, dtype names)
+    "add": (np.add, NUMERIC_NAMES),
+    "subtract": (np.subtract, NUMERIC_NAMES),
+    "multiply": (np.multiply, NUMERIC_NAMES),
+    "divide": (np.divide, FLOATING),
+    "floor_divide": (np.floor_divide, REAL_NAMES),
+    "remainder": (np.remainder, REAL_NAMES),
+    "equal": (np.equal, DTYPE_NAMES),
+    "not_equal": (np.not_equal, DTYPE_NAMES),
+    "less": (np.less, REAL_NAMES),
+    "less_equal": (np.less_equal, REAL_NAMES),
+    "greater": (np.greater, REAL_NAMES),
+    "greater_equal": (np.greater_equal, REAL_NAMES),
+    "maximum": (np.maximum, REAL_NAMES),
+    "minimum": (np.minimum, REAL_NAMES),
+    "bitwise_and": (np.bitwise_and, INT_NAMES + ("bool",)),
+    "bitwise_or": (np.bitwise_or, INT_NAMES + ("bool",)),
+    "bitwise_xor": (np.bitwise_xor, INT_NAMES + ("bool",)),
+    "logical_and": (np.logical_and, ("bool",)),
+    "logical_or": (np.logical_or, ("bool",)),
+    "logical_xor": (np.logical_xor, ("bool",)),
+    "atan2": (np.arctan2, FLOAT_NAMES),
+    "copysign": (np.copysign, FLOAT_NAMES),
+    "hypot": (np.hypot, FLOAT_NAMES),
+    "logaddexp": (np.logaddexp, FLOAT_NAMES),
+    "nextafter": (np.nextafter, FLOAT_NAMES),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BINARY))
+@settings(max_examples=25)
+@given(data=st.data())
+def test_binary_matches_numpy(name, data):
+    np_func, dtypes = BINARY[name]
+    dtype = data.draw(st.sampled_from(dtypes), label="dtype")
+    shape1, shape2 = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3)).input_shapes
+    integer_division = name in ("floor_divide", "remainder") and dtype in INT_NAMES
+    a = data.draw(arrays(dtype, shape1), label="x1")
+    b = data.draw(arrays(dtype, shape2, elements=_int_elements(dtype, positive=True) if integer_division else None),
+                  label="x2")
+    with np.errstate(all="ignore"):
+        expected = np.asarray(np_func(a, b))
+    assert_same(getattr(xp, name)(from_numpy(a), from_numpy(b)), expected, rtol=RTOL.get(str(expected.dtype)))
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_shifts_match_numpy(data):
+    dtype = data.draw(st.sampled_from(INT_NAMES), label="dtype")
+    bits = np.dtype(dtype).itemsize * 8
+    a = data.draw(arrays(dtype, shapes(max_dims=2)), label="x1")
+    n = data.draw(arrays(dtype, a.shape, elements=st.integers(0, bits - 1)), label="x2")
+    assert_same(xp.bitwise_left_shift(from_numpy(a), from_numpy(n)), np.left_shift(a, n))
+    assert_same(xp.bitwise_right_shift(from_numpy(a), from_numpy(n)), np.right_shift(a, n))
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_pow_matches_numpy(data):
+    dtype = data.draw(st.sampled_from(NUMERIC_NAMES), label="dtype")
+    a = data.draw(arrays(dtype, shapes(max_dims=2), elements=_moderate(dtype) if dtype in FLOATING else None))
+    if dtype in INT_NAMES:
+        b = data.draw(arrays(dtype, a.shape, elements=st.integers(0, 5)))
+    else:
+        b = data.draw(arrays(dtype, a.shape, elements=st.integers(-3, 3).map(float)))
+        b = b.astype(dtype)
+    with np.errstate(all="ignore"):
+        expected = np.power(a, b)
+    assert_same(xp.pow(from_numpy(a), from_numpy(b)), expected, rtol=RTOL.get(dtype) and 10 * RTOL[dtype])
+
+
+def test_uint64_extremes():
+    big = np.array([2**64 - 1, 2**63, 2**63 - 1, 0, 1], dtype=np.uint64)
+    small = np.array([3, 2**63 + 1, 7, 5, 2**64 - 1], dtype=np.uint64)
+    x, y = from_numpy(big), from_numpy(small)
+    for name, f in [("floor_divide", np.floor_divide), ("remainder", np.remainder), ("less", np.less),
+                    ("maximum", np.maximum), ("minimum", np.minimum), ("add", np.add), ("multiply", np.multiply),
+                    ("subtract", np.subtract), ("greater_equal", np.greater_equal)]:
+        assert_same(getattr(xp, name)(x, y), f(big, small))
+    assert_same(xp.bitwise_right_shift(x, 63), big >> np.uint64(63))
+    assert_same(xp.divide(x, y), (big.astype(np.float64) / small.astype(np.float64)).astype(np.float32))
+
+
+def test_promotion_follows_the_standard_with_0d_arrays():
+    # torch lets a 0-d tensor lose against a higher-rank one of the same kind; the standard does not
+    a = from_numpy(np.array(1.5, dtype=np.float64))
+    b = from_numpy(np.ones(3, dtype=np.float32))
+    assert xp.add(a, b).dtype == xp.float64
+    i8 = from_numpy(np.ones(2, dtype=np.int8))
+    i64 = from_numpy(np.array(300, dtype=np.int64))
+    assert_same(i8 * i64, np.full(2, 300, dtype=np.int64))
+    u8 = from_numpy(np.array([200], dtype=np.uint8))
+    assert (u8 + from_numpy(np.array([100], dtype=np.int8))).dtype == xp.int16
+    assert (u8 + from_numpy(np.array([1], dtype=np.uint32))).dtype == xp.uint32
+    with pytest.raises(TypeError, match="uint64 and int64"):
+        xp.add(from_numpy(np.ones(1, np.uint64)), from_numpy(np.ones(1, np.int64)))
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_python_scalars_are_weak(dtype):
+    x = from_numpy(np.zeros(2, dtype=dtype))
+    if dtype == "bool":
+        assert (x | True).dtype == xp.bool
+        return
+    assert (x + 1).dtype == getattr(xp, dtype)
+    assert (1 + x).dtype == getattr(xp, dtype)
+    assert xp.add(x, 2).dtype == getattr(xp, dtype)
+    expected_float = getattr(xp, dtype) if dtype in FLOATING else xp.float32
+    assert (x * 0.5).dtype == expected_float
+
+
+def test_scalar_out_of_range_and_bad_operands():
+    x = from_numpy(np.zeros(2, dtype=np.uint8))
+    with pytest.raises(OverflowError, match="300 is out of range for uint8"):
+        x + 300
+    with pytest.raises(TypeError, match="add\\(\\) needs at least one NeuronArray"):
+        xp.add(1, 2)
+    with pytest.raises(TypeError, match="x2 to be a NeuronArray or a Python scalar, got list"):
+        xp.add(x, [1, 2])
+    with pytest.raises(TypeError, match="NeuronArray, got ndarray"):
+        xp.sin(np.zeros(3))
+
+
+@pytest.mark.parametrize("name", ["bitwise_and", "bitwise_left_shift"])
+def test_wrong_dtype_category_is_a_type_error(name):
+    x = from_numpy(np.ones(2, dtype=np.float32))
+    with pytest.raises(TypeError, match=f"{name}\\(\\) needs x1 and x2 of a"):
+        getattr(xp, name)(x, x)
+
+
+def test_complex_input_to_real_only_functions():
+    z = from_numpy(np.ones(2, dtype=np.complex64))
+    for f in (xp.less, xp.maximum, xp.floor_divide):
+        with pytest.raises(TypeError, match="real numeric"):
+            f(z, z)
+    with pytest.raises(TypeError, match="signbit\\(\\) needs a real-valued dtype"):
+        xp.signbit(z)
+
+
+def test_integer_input_to_floating_functions_promotes_to_default_float():
+    x = from_numpy(np.array([1, 4, 9], dtype=np.int32))
+    assert_same(xp.sqrt(x), np.array([1, 2, 3], dtype=np.float32))
+    assert_same(xp.divide(x, x), np.ones(3, dtype=np.float32))
+
+
+def test_remainder_and_floor_divide_follow_python_for_signed_zeros_and_infinities():
+    a = np.array([-0.0, 0.0, 5.0, -5.0, 1.0], dtype=np.float64)
+    b = np.array([1.0, -1.0, math.inf, math.inf, -math.inf], dtype=np.float64)
+    got_r = xp.remainder(from_numpy(a), from_numpy(b))
+    got_q = xp.floor_divide(from_numpy(a), from_numpy(b))
+    for i in range(len(a)):
+        expected_r, expected_q = float(a[i]) % float(b[i]), float(a[i]) // float(b[i])
+        assert float(got_r[i]) == expected_r
+        assert math.copysign(1, float(got_r[i])) == math.copysign(1, expected_r)
+        assert float(got_q[i]) == expected_q
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_clip_matches_numpy(data):
+    dtype = data.draw(st.sampled_from(REAL_NAMES))
+    a = data.draw(arrays(dtype, shapes(max_dims=2)))
+    bounds = data.draw(st.lists(arrays(dtype, ()), min_size=2, max_size=2))
+    if any(np.isnan(v) for v in bounds):
+        return
+    lo, hi = sorted(bounds)
+    assert_same(xp.clip(from_numpy(a), from_numpy(lo), from_numpy(hi)), np.clip(a, lo, hi))
+
+
+def test_clip_scalar_bounds_keep_dtype():
+    x = from_numpy(np.array([0, 100, 255], dtype=np.uint8))
+    assert_same(xp.clip(x, 10, 1000), np.array([10, 100, 255], dtype=np.uint8))
+    assert_same(xp.clip(x, min=2.5), np.array([3, 100, 255], dtype=np.uint8))
+    with pytest.raises(ValueError, match="broadcast"):
+        xp.clip(x, from_numpy(np.zeros((2, 3), dtype=np.uint8)))
+
+
+def test_cross_device_operands_name_both_devices():
+    if not torch.cuda.is_available():
+        a = xp.NeuronArray(torch.zeros(2))
+        b = xp.NeuronArray(torch.zeros(2, device="meta"))
+        with pytest.raises(ValueError, match="cpu and meta"):
+            xp.add(a, b)
