@@ -133,7 +133,7 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, func: str) -> tu
     """None means every axis; repeated axes are a ValueError."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out = tuple(normalize_axis(a, ndim, func) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"{func}(): repeated axis in {axis}")

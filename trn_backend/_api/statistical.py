@@ -1,3 +1,172 @@
-"""statistical functions of the standard (being written)."""
+"""Statistical functions of the standard: reductions and cumulative sums and products.
 
-__all__: list[str] = []
+Every reduction moves the reduced axes to the end and flattens them into one (torch's reductions differ in
+which accept several axes; one path serves all, and ``axis=()`` becomes a reduction over a length-1 axis, the
+identity). Accumulation dtypes follow the standard: signed integers sum in int64, unsigned ones in uint64
+(wrapping modulo 2**64 on the int64 bits), bool in the default integer dtype. mean, std and var promote
+integer and boolean input to the default floating dtype (the standard's required result dtype for integer
+input, as in NumPy); std and var of complex input give the real dtype of matching precision, as NumPy does.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Sequence
+
+import torch
+
+from .. import _dtypes
+from .._helpers import NeuronArray, normalize_axes, normalize_axis, tensor, wrap
+from .sorting import order_key
+
+__all__ = ["cumulative_prod", "cumulative_sum", "max", "mean", "min", "prod", "std", "sum", "var"]
+
+Tensor = torch.Tensor
+Axis = int | Sequence[int] | None
+
+
+def reduce_axes(t: Tensor, axis: Axis, keepdims: bool, func: str, op: Callable[[Tensor], Tensor]) -> Tensor:
+    """Apply ``op`` (a reduction over the last dimension) to ``t`` with ``axis`` flattened last."""
+    axes = normalize_axes(axis, t.dim(), func)
+    kept = [d for d in range(t.dim()) if d not in axes]
+    reduced = math.prod(t.shape[d] for d in axes)
+    flat = t.permute(kept + list(axes)).reshape([t.shape[d] for d in kept] + [reduced])
+    out = op(flat)
+    if keepdims:
+        out = out.reshape([1 if d in axes else n for d, n in enumerate(t.shape)])
+    return out
+
+
+def _accumulation_dtype(x_dtype: torch.dtype, dtype: object, func: str) -> torch.dtype:
+    """The result dtype of sum, prod and the cumulative functions: ``dtype`` if given, else the standard's
+    default (integers widen to 64 bits keeping their signedness, bool counts in the default integer dtype)."""
+    if dtype is not None:
+        return _dtypes.to_dtype(dtype, f"{func}(dtype=...)")
+    if x_dtype is _dtypes.bool or x_dtype in _dtypes.SIGNED_INT:
+        return _dtypes.default_int()
+    if x_dtype in _dtypes.UNSIGNED_INT:
+        return _dtypes.uint64
+    return x_dtype
+
+
+def _accumulator_tensor(t: Tensor, target: torch.dtype) -> Tensor:
+    """``t`` cast to ``target`` in a dtype torch accumulates in; bool accumulates as int64, and restoring
+    the result to bool then reads it as logical or (sums) and logical and (products), as NumPy does."""
+    c = _dtypes.compute(_dtypes.cast(t, target))
+    return c.to(torch.int64) if c.dtype is _dtypes.bool else c
+
+
+def _to_floating(t: Tensor) -> Tensor:
+    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float())
+
+
+def _sum_or_prod(x: NeuronArray, axis: Axis, dtype: object, keepdims: bool, func: str,
+                 op: Callable[..., Tensor]) -> NeuronArray:
+    t = tensor(x, func)
+    target = _accumulation_dtype(t.dtype, dtype, func)
+    c = _accumulator_tensor(t, target)
+    out = reduce_axes(c, axis, keepdims, func, lambda f: op(f, dim=-1, dtype=c.dtype))
+    return wrap(_dtypes.restore(out, target))
+
+
+def sum(x: NeuronArray, /, *, axis: Axis = None, dtype: torch.dtype | None = None,  # noqa: A001
+        keepdims: bool = False) -> NeuronArray:
+    """Sum over ``axis`` (all axes by default) in the standard's accumulation dtype; the empty sum is 0."""
+    return _sum_or_prod(x, axis, dtype, keepdims, "sum", torch.sum)
+
+
+def prod(x: NeuronArray, /, *, axis: Axis = None, dtype: torch.dtype | None = None,
+         keepdims: bool = False) -> NeuronArray:
+    """Product over ``axis`` (all axes by default) in the standard's accumulation dtype; empty product 1."""
+    return _sum_or_prod(x, axis, dtype, keepdims, "prod", torch.prod)
+
+
+def _extreme(x: NeuronArray, axis: Axis, keepdims: bool, func: str, op: Callable[..., Tensor]) -> NeuronArray:
+    """max/min in the ordered domain (uint64 compares with its sign bit flipped); NaN propagates."""
+    t = tensor(x, func)
+
+    def reduce(f: Tensor) -> Tensor:
+        if f.shape[-1] == 0:
+            raise ValueError(f"{func}(): zero-size reduction over axis={axis} of an array of shape "
+                             f"{tuple(t.shape)}; the {func}imum of no elements is undefined")
+        return op(f, dim=-1)
+
+    out = reduce_axes(order_key(t, func), axis, keepdims, func, reduce)
+    return wrap(_dtypes.unordered(out, t.dtype))
+
+
+def max(x: NeuronArray, /, *, axis: Axis = None, keepdims: bool = False) -> NeuronArray:  # noqa: A001
+    """Maximum over ``axis``; NaN propagates; an empty reduction is a ValueError (there is no identity)."""
+    return _extreme(x, axis, keepdims, "max", torch.amax)
+
+
+def min(x: NeuronArray, /, *, axis: Axis = None, keepdims: bool = False) -> NeuronArray:  # noqa: A001
+    """Minimum over ``axis``; NaN propagates; an empty reduction is a ValueError (there is no identity)."""
+    return _extreme(x, axis, keepdims, "min", torch.amin)
+
+
+def mean(x: NeuronArray, /, *, axis: Axis = None, keepdims: bool = False) -> NeuronArray:
+    """Arithmetic mean over ``axis`` (real or complex); integers give the default float; empty gives NaN."""
+    t = _to_floating(tensor(x, "mean"))
+    return wrap(reduce_axes(t, axis, keepdims, "mean", lambda f: torch.mean(f, dim=-1)))
+
+
+def _spread(x: NeuronArray, axis: Axis, correction: float, keepdims: bool, func: str,
+            op: Callable[..., Tensor]) -> NeuronArray:
+    """var/std with divisor M - correction; NaN where that divisor is not positive (the standard's rule)."""
+    t = _to_floating(tensor(x, func))
+    if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
+        raise TypeError(f"{func}(): correction must be an int or a float, got {type(correction).__name__}")
+
+    def reduce(f: Tensor) -> Tensor:
+        if f.shape[-1] - correction <= 0 or f.numel() == 0:  # (torch warns on empty input)
+            return torch.full(f.shape[:-1], math.nan, dtype=_dtypes.real_of(f.dtype), device=f.device)
+        return op(f, dim=-1, correction=correction)
+
+    return wrap(reduce_axes(t, axis, keepdims, func, reduce))
+
+
+def var(x: NeuronArray, /, *, axis: Axis = None, correction: int | float = 0.0,
+        keepdims: bool = False) -> NeuronArray:
+    """Variance over ``axis`` with divisor M - correction; NaN when M - correction <= 0."""
+    return _spread(x, axis, correction, keepdims, "var", torch.var)
+
+
+def std(x: NeuronArray, /, *, axis: Axis = None, correction: int | float = 0.0,
+        keepdims: bool = False) -> NeuronArray:
+    """Standard deviation over ``axis`` with divisor M - correction; NaN when M - correction <= 0."""
+    return _spread(x, axis, correction, keepdims, "std", torch.std)
+
+
+def _cumulative(x: NeuronArray, axis: int | None, dtype: object, include_initial: bool, func: str,
+                op: Callable[..., Tensor], identity: int) -> NeuronArray:
+    t = tensor(x, func)
+    if t.dim() == 0:
+        t = t.reshape(1)  # unspecified by the standard; NumPy treats a 0-d array as one element
+    if axis is None:
+        if t.dim() > 1:
+            raise ValueError(f"{func}(): axis is required for an array of {t.dim()} dimensions "
+                             f"(shape {tuple(t.shape)})")
+        axis = 0
+    dim = normalize_axis(axis, t.dim(), func)
+    target = _accumulation_dtype(t.dtype, dtype, func)
+    c = _accumulator_tensor(t, target)
+    out = op(c, dim=dim, dtype=c.dtype)
+    if include_initial:
+        shape = list(c.shape)
+        shape[dim] = 1
+        out = torch.cat([torch.full(shape, identity, dtype=c.dtype, device=c.device), out], dim=dim)
+    return wrap(_dtypes.restore(out, target))
+
+
+def cumulative_sum(x: NeuronArray, /, *, axis: int | None = None, dtype: torch.dtype | None = None,
+                   include_initial: bool = False) -> NeuronArray:
+    """Running sum along ``axis`` (required for ndim > 1); include_initial prepends the empty sum 0."""
+    return _cumulative(x, axis, dtype, include_initial, "cumulative_sum", torch.cumsum, 0)
+
+
+def cumulative_prod(x: NeuronArray, /, *, axis: int | None = None, dtype: torch.dtype | None = None,
+                    include_initial: bool = False) -> NeuronArray:
+    """Running product along ``axis`` (required for ndim > 1); include_initial prepends the identity 1."""
+    return _cumulative(x, axis, dtype, include_initial, "cumulative_prod", torch.cumprod, 1)
