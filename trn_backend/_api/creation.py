@@ -1,3 +1,411 @@
-"""creation functions of the standard (being written)."""
+"""Creation functions of the standard.
 
-__all__: list[str] = []
+New arrays go to ``device=`` (a torch.device or a string) or the default device. ``asarray`` and
+``from_dlpack`` share memory with NumPy arrays and tensors where the standard's ``copy`` keyword allows it.
+uint16/32/64 are built through their compute dtypes (``_dtypes``), so every value of the type round-trips.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+import torch
+
+from .. import _device, _dtypes
+from .._helpers import PY_SCALARS, NeuronArray, as_py_scalar, scalar_to_tensor, tensor, tensors, wrap
+from .data_types import check_castable, convert, promoted, via_compute
+
+__all__ = [
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
+    "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+]
+
+Device = torch.device | str | None
+Shape = int | tuple[int, ...]
+_NUMPY_NAMES = frozenset(_dtypes.NAMES.values())
+
+
+# ---------------------------------------------------------------- arguments
+
+def _device_arg(device: Device, func: str) -> torch.device:
+    return _device.default_device() if device is None else _device.normalize(device, f"{func}() device")
+
+
+def _dtype_arg(dtype: object, func: str, default: torch.dtype) -> torch.dtype:
+    return default if dtype is None else _dtypes.to_dtype(dtype, f"{func}() dtype")
+
+
+def int_arg(value: object, func: str, arg: str, *, minimum: int | None = None) -> int:
+    """A Python int argument (NumPy integers accepted), optionally bounded below."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{func}(): {arg} must be an int, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{func}(): {arg} must be at least {minimum}, got {value}")
+    return int(value)
+
+
+def int_tuple(value: object, func: str, arg: str, *, minimum: int | None = None) -> tuple[int, ...]:
+    """An int or a sequence of ints as a tuple of Python ints (shapes, repetitions)."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        value = (value,)
+    if not isinstance(value, (tuple, list)):
+        raise TypeError(f"{func}(): {arg} must be an int or a tuple of ints, got {type(value).__name__}")
+    return tuple(int_arg(v, func, f"{arg} {tuple(value)}", minimum=minimum) for v in value)
+
+
+def _shape_arg(shape: object, func: str) -> tuple[int, ...]:
+    return int_tuple(shape, func, "shape", minimum=0)
+
+
+def _number(value: object, func: str, arg: str, kinds: tuple[type, ...]) -> bool | int | float | complex:
+    """A Python (or NumPy) scalar argument of one of ``kinds``; bool is not a number here."""
+    value = as_py_scalar(value)
+    if isinstance(value, bool) or not isinstance(value, kinds):
+        names = "/".join(k.__name__ for k in kinds)
+        raise TypeError(f"{func}(): {arg} must be a Python {names}, got {type(value).__name__}")
+    return value
+
+
+def _scalars_dtype(values: Sequence[object]) -> torch.dtype:
+    """The standard's default dtype for Python scalars: complex > float > int > bool; no values -> float."""
+    kinds = {type(v) for v in values}
+    if complex in kinds:
+        return _dtypes.default_complex()
+    if float in kinds or not values:
+        return _dtypes.default_float()
+    if int in kinds:
+        return _dtypes.default_int()
+    return _dtypes.bool
+
+
+# ---------------------------------------------------------------- asarray and from_dlpack
+
+def asarray(obj: object, /, *, dtype: torch.dtype | None = None, device: Device = None,
+            copy: bool | None = None) -> NeuronArray:
+    """Convert arrays, tensors, NumPy data, DLPack or buffer objects, Python scalars and nested sequences.
+
+    Arrays and tensors stay on their device; other data goes to ``device`` or the default device. Memory is
+    shared where no dtype or device change is needed, unless ``copy=True``.
+    """
+    target = None if dtype is None else _dtypes.to_dtype(dtype, "asarray() dtype")
+    dev = None if device is None else _device.normalize(device, "asarray() device")
+    source = _source_tensor(obj, copy)
+    if source is None:
+        if copy is False:
+            raise ValueError("asarray(copy=False): Python scalars and sequences have no buffer to share; "
+                             "a new array is always made (pass copy=None)")
+        return wrap(_from_python(obj, target, dev))
+    t, home, fresh = source
+    return wrap(convert(t, target or t.dtype, dev or home, None if fresh else copy, "asarray"))
+
+
+def _source_tensor(obj: object, copy: bool | None) -> tuple[torch.Tensor, torch.device, bool] | None:
+    """A tensor over ``obj``'s memory, the device it belongs on, and whether it is already a private copy;
+    None for Python scalars and sequences."""
+    if isinstance(obj, NeuronArray):
+        return obj._t, obj._t.device, False
+    if isinstance(obj, torch.Tensor):
+        return _supported(obj, "asarray"), obj.device, False
+    if isinstance(obj, (np.ndarray, np.generic)):  # before PY_SCALARS: np.float64 is a float
+        return _from_numpy(np.asarray(obj), copy)
+    if isinstance(obj, (PY_SCALARS, list, tuple)):
+        return None
+    if hasattr(obj, "__dlpack__"):
+        t = _supported(torch.from_dlpack(obj), "asarray")
+        return t, t.device, False
+    try:  # before other sequences: bytes, bytearray and memoryview are sequences too
+        view = memoryview(obj)
+    except TypeError:
+        if isinstance(obj, Sequence) and not isinstance(obj, str):
+            return None
+        raise TypeError(f"asarray(): cannot convert {type(obj).__name__}; expected an array, a Python "
+                        "scalar, a nested sequence, or an object with __dlpack__ or the buffer "
+                        "protocol") from None
+    return _from_numpy(np.asarray(view), copy)
+
+
+def _supported(t: torch.Tensor, func: str) -> torch.Tensor:
+    if t.dtype not in _dtypes.ALL:
+        raise TypeError(f"{func}(): dtype {t.dtype} is not a dtype of this namespace; "
+                        f"supported: {', '.join(_dtypes.NAMES.values())}")
+    return t
+
+
+def _from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.device, bool]:
+    """Share a NumPy array's memory when torch can (native byte order, non-negative strides, writeable: torch
+    has no read-only tensors); otherwise copy, which ``copy=False`` refuses."""
+    if a.dtype.name not in _NUMPY_NAMES:
+        raise TypeError(f"asarray(): NumPy dtype {a.dtype} is not a dtype of this namespace; "
+                        f"supported: {', '.join(_dtypes.NAMES.values())}")
+    aligned = all(s >= 0 and s % a.itemsize == 0 for s in a.strides)
+    shareable = a.flags.writeable and a.dtype.isnative and aligned
+    if not shareable:
+        if copy is False:
+            raise ValueError("asarray(copy=False): this NumPy array cannot be shared (read-only, non-native "
+                             "byte order or negative strides); pass copy=None to copy it")
+        a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
+    return torch.from_numpy(a), _device.default_device(), not shareable
+
+
+def _nested(obj: object) -> tuple[list[object], tuple[int, ...]]:
+    """Leaves (Python scalars and arrays) of a nested sequence in row-major order, and its shape."""
+    if isinstance(obj, (np.ndarray, torch.Tensor)):
+        obj = asarray(obj)
+    if isinstance(obj, NeuronArray):
+        return [obj], obj.shape
+    if isinstance(obj, Sequence) and not isinstance(obj, (str, bytes)):
+        if all(type(item) in PY_SCALARS for item in obj):  # the innermost level, without recursion
+            return list(obj), (len(obj),)
+        parts = [_nested(item) for item in obj]
+        shapes = {shape for _, shape in parts}
+        if len(shapes) > 1:
+            raise ValueError(f"asarray(): nested sequence is ragged: its items have shapes {sorted(shapes)}")
+        inner = shapes.pop() if shapes else ()
+        return [leaf for leaves, _ in parts for leaf in leaves], (len(parts),) + inner
+    value = as_py_scalar(obj)
+    if not isinstance(value, PY_SCALARS):
+        raise TypeError(f"asarray(): sequences may hold Python scalars or arrays, got {type(obj).__name__}")
+    return [value], ()
+
+
+def _from_python(obj: object, dtype: torch.dtype | None, device: torch.device | None) -> torch.Tensor:
+    leaves, shape = _nested(obj)
+    arrays = [leaf._t for leaf in leaves if isinstance(leaf, NeuronArray)]
+    if arrays:
+        dtype = dtype or promoted(leaves, "asarray")
+        device = device or arrays[0].device
+        parts = [convert(leaf._t, dtype, device, None, "asarray") if isinstance(leaf, NeuronArray)
+                 else _fill_tensor(leaf, dtype, device, "asarray") for leaf in leaves]
+        return torch.stack(parts).reshape(shape)
+    dtype = dtype or _scalars_dtype(leaves)
+    return _scalars_tensor(leaves, dtype, device or _device.default_device()).reshape(shape)
+
+
+def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """A 1-D tensor of Python scalars; integers are range-checked and built exactly (uint64 beyond 2**63)."""
+    kinds = {type(v) for v in values}
+    if complex in kinds:
+        check_castable(_dtypes.complex128, dtype, "asarray")
+    if dtype in _dtypes.INTEGER and kinds <= {bool, int}:
+        lo, hi = _dtypes.int_range(dtype)
+        if values and not (lo <= min(values) and max(values) <= hi):
+            bad = min(values) if min(values) < lo else max(values)
+            raise OverflowError(f"asarray(): Python int {bad} is out of range for {_dtypes.name(dtype)}")
+        if dtype is _dtypes.uint64:
+            values = [v - 2**64 if v >= 2**63 else v for v in values]  # the int64 with the same bits
+        return _dtypes.restore(torch.tensor(values, dtype=torch.int64, device=device), dtype)
+    if dtype in _dtypes.INTEGER:
+        # floats into an integer dtype: build exactly in float64, then cast (truncation, as in NumPy)
+        return _dtypes.cast(torch.tensor(values, dtype=torch.float64, device=device), dtype)
+    return torch.tensor(values, dtype=dtype, device=device)
+
+
+def from_dlpack(x: object, /, *, device: Device = None, copy: bool | None = None) -> NeuronArray:
+    """An array over the memory of any DLPack exporter (NumPy, torch, other array libraries), without a copy
+    where possible; ``device=`` moves it, which ``copy=False`` refuses."""
+    if isinstance(x, NeuronArray):
+        t = x._t
+    elif hasattr(x, "__dlpack__"):
+        t = _supported(torch.from_dlpack(x), "from_dlpack")
+    else:
+        raise AttributeError(f"from_dlpack(): {type(x).__name__} has no __dlpack__ method; "
+                             "use asarray instead")
+    dev = t.device if device is None else _device.normalize(device, "from_dlpack() device")
+    return wrap(convert(t, t.dtype, dev, copy, "from_dlpack"))
+
+
+# ---------------------------------------------------------------- filled arrays
+
+def _fill_tensor(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
+    """A 0-d tensor of ``dtype`` holding a Python scalar; a float into an integer or bool dtype, or a complex
+    into a real one, is a TypeError rather than a silent truncation."""
+    value = as_py_scalar(value)
+    if not isinstance(value, PY_SCALARS):
+        raise TypeError(f"{func}(): fill value must be a Python scalar, got {type(value).__name__}")
+    if isinstance(value, complex) and dtype not in _dtypes.COMPLEX_FLOAT:
+        raise TypeError(f"{func}(): cannot fill a {_dtypes.name(dtype)} array with the complex {value}")
+    if isinstance(value, float) and dtype not in _dtypes.FLOATING:
+        raise TypeError(f"{func}(): cannot fill a {_dtypes.name(dtype)} array with the float {value}")
+    return scalar_to_tensor(value, dtype, device, func)
+
+
+def _full(shape: tuple[int, ...], fill_value: object, dtype: torch.dtype, device: torch.device,
+          func: str) -> NeuronArray:
+    return wrap(_fill_tensor(fill_value, dtype, device, func).expand(shape).contiguous())
+
+
+def empty(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """An uninitialized array (default dtype: the default float)."""
+    return wrap(torch.empty(_shape_arg(shape, "empty"),
+                            dtype=_dtype_arg(dtype, "empty", _dtypes.default_float()),
+                            device=_device_arg(device, "empty")))
+
+
+def zeros(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """An array of zeros (default dtype: the default float)."""
+    return wrap(torch.zeros(_shape_arg(shape, "zeros"),
+                            dtype=_dtype_arg(dtype, "zeros", _dtypes.default_float()),
+                            device=_device_arg(device, "zeros")))
+
+
+def ones(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """An array of ones (default dtype: the default float)."""
+    return wrap(torch.ones(_shape_arg(shape, "ones"),
+                           dtype=_dtype_arg(dtype, "ones", _dtypes.default_float()),
+                           device=_device_arg(device, "ones")))
+
+
+def full(shape: Shape, fill_value: bool | int | float | complex, *, dtype: torch.dtype | None = None,
+         device: Device = None) -> NeuronArray:
+    """An array filled with ``fill_value``; without ``dtype``, the default dtype of the value's kind."""
+    value = as_py_scalar(fill_value)  # anything but a Python scalar is refused by _fill_tensor
+    return _full(_shape_arg(shape, "full"), value, _dtype_arg(dtype, "full", _scalars_dtype([value])),
+                 _device_arg(device, "full"), "full")
+
+
+def _like(x: NeuronArray, dtype: object, device: Device, func: str) -> tuple[tuple[int, ...], torch.dtype,
+                                                                              torch.device]:
+    """Shape of ``x``, and its dtype and device unless overridden."""
+    t = tensor(x, func)
+    dev = t.device if device is None else _device.normalize(device, f"{func}() device")
+    return tuple(t.shape), _dtype_arg(dtype, func, t.dtype), dev
+
+
+def empty_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """An uninitialized array with ``x``'s shape (and dtype and device unless given)."""
+    shape, dtype, dev = _like(x, dtype, device, "empty_like")
+    return wrap(torch.empty(shape, dtype=dtype, device=dev))
+
+
+def zeros_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """Zeros with ``x``'s shape (and dtype and device unless given)."""
+    shape, dtype, dev = _like(x, dtype, device, "zeros_like")
+    return wrap(torch.zeros(shape, dtype=dtype, device=dev))
+
+
+def ones_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """Ones with ``x``'s shape (and dtype and device unless given)."""
+    shape, dtype, dev = _like(x, dtype, device, "ones_like")
+    return wrap(torch.ones(shape, dtype=dtype, device=dev))
+
+
+def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
+              dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """``fill_value`` with ``x``'s shape (and dtype and device unless given)."""
+    shape, dtype, dev = _like(x, dtype, device, "full_like")
+    return _full(shape, fill_value, dtype, dev, "full_like")
+
+
+# ---------------------------------------------------------------- ranges and grids
+
+def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
+           dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """Values ``start + i*step`` in ``[start, stop)``, ``ceil((stop-start)/step)`` of them (none if the signs
+    differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern)."""
+    start, stop, step = (None if v is None else _number(v, "arange", a, (int, float))
+                         for v, a in ((start, "start"), (stop, "stop"), (step, "step")))
+    if stop is None:
+        start, stop = 0, start
+    if step == 0:
+        raise ValueError("arange(): step must not be 0")
+    all_int = all(isinstance(v, int) for v in (start, stop, step))
+    target = _dtype_arg(dtype, "arange", _dtypes.default_int() if all_int else _dtypes.default_float())
+    dev = _device_arg(device, "arange")
+    if target is _dtypes.bool:
+        raise TypeError("arange(): dtype must be numeric, got bool")
+    if target in _dtypes.INTEGER:
+        if not all_int:
+            raise TypeError(f"arange(): an integer dtype ({_dtypes.name(target)}) needs integer start, stop "
+                            f"and step, got {start!r}, {stop!r}, {step!r}")
+        return wrap(_integer_range(start, stop, step, target, dev))
+    span = (stop - start) / step
+    if not math.isfinite(span):
+        raise ValueError(f"arange(): the range from {start} to {stop} in steps of {step} is not finite")
+    n = max(0, -((start - stop) // step) if all_int else math.ceil(span))
+    real = torch.arange(n, dtype=torch.float64, device=dev) * float(step) + float(start)
+    return wrap(_dtypes.cast(real, target))
+
+
+def _integer_range(start: int, stop: int, step: int, dtype: torch.dtype,
+                   device: torch.device) -> torch.Tensor:
+    n = max(0, -((start - stop) // step))  # ceil((stop - start) / step) in exact integer arithmetic
+    lo, hi = _dtypes.int_range(dtype)
+    if n and not (lo <= start <= hi and lo <= start + (n - 1) * step <= hi):
+        raise OverflowError(f"arange(): values from {start} to {start + (n - 1) * step} do not fit "
+                            f"{_dtypes.name(dtype)}")
+    wrap64 = lambda v: (v + 2**63) % 2**64 - 2**63  # noqa: E731 - the int64 with v's low 64 bits
+    # int64 arithmetic is modular, so the low 64 bits (and so every in-range value) come out exact
+    values = torch.arange(n, dtype=torch.int64, device=device) * wrap64(step) + wrap64(start)
+    return _dtypes.restore(values, dtype)
+
+
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: torch.dtype | None = None,
+        device: Device = None) -> NeuronArray:
+    """Ones on the ``k``-th diagonal, zeros elsewhere (any dtype: built as a mask and cast)."""
+    rows = int_arg(n_rows, "eye", "n_rows", minimum=0)
+    cols = rows if n_cols is None else int_arg(n_cols, "eye", "n_cols", minimum=0)
+    # diagonals beyond the matrix are all zero: clamp k so that it fits the offsets' int64
+    k = max(-rows, min(cols, int_arg(k, "eye", "k")))
+    dev = _device_arg(device, "eye")
+    target = _dtype_arg(dtype, "eye", _dtypes.default_float())
+    offsets = torch.arange(cols, device=dev)[None, :] - torch.arange(rows, device=dev)[:, None]
+    return wrap(_dtypes.cast(offsets == k, target))
+
+
+def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
+             dtype: torch.dtype | None = None, device: Device = None, endpoint: bool = True) -> NeuronArray:
+    """``num`` evenly spaced values from ``start`` to ``stop`` (excluded when ``endpoint=False``), computed in
+    double precision and rounded once to ``dtype`` (a floating dtype)."""
+    start, stop = (_number(v, "linspace", a, (int, float, complex))
+                   for v, a in ((start, "start"), (stop, "stop")))
+    num = int_arg(num, "linspace", "num", minimum=0)
+    if not isinstance(endpoint, bool):
+        raise TypeError(f"linspace(): endpoint must be a bool, got {type(endpoint).__name__}")
+    is_complex = isinstance(start, complex) or isinstance(stop, complex)
+    default = _dtypes.default_complex() if is_complex else _dtypes.default_float()
+    target = _dtype_arg(dtype, "linspace", default)
+    if target not in _dtypes.FLOATING:
+        raise TypeError(f"linspace(): dtype must be floating-point, got {_dtypes.name(target)}")
+    if is_complex:
+        check_castable(_dtypes.complex128, target, "linspace")
+    wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
+    dev = _device_arg(device, "linspace")
+    kind = complex if wide is _dtypes.complex128 else float
+    values = torch.linspace(kind(start), kind(stop), num + (not endpoint), dtype=wide, device=dev)
+    return wrap(values[:num].to(target))
+
+
+def meshgrid(*arrays: NeuronArray, indexing: str = "xy") -> tuple[NeuronArray, ...]:
+    """Coordinate matrices of 1-D arrays of one dtype and device; 'xy' swaps the first two output axes.
+    The outputs are new arrays (not broadcast views), as NumPy's, so they can be written to."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"meshgrid(): indexing must be 'xy' or 'ij', got {indexing!r}")
+    ts = tensors(arrays, "meshgrid")
+    for i, t in enumerate(ts):
+        if t.dim() != 1:
+            raise ValueError(f"meshgrid(): arrays[{i}] must be 1-dimensional, got shape {tuple(t.shape)}")
+        if t.dtype is not ts[0].dtype:
+            raise TypeError(f"meshgrid(): arrays must share one dtype, got {_dtypes.name(ts[0].dtype)} and "
+                            f"{_dtypes.name(t.dtype)} (arrays[{i}])")
+    return tuple(wrap(g.contiguous()) for g in torch.meshgrid(*ts, indexing=indexing)) if ts else ()
+
+
+def tril(x: NeuronArray, /, *, k: int = 0) -> NeuronArray:
+    """The lower triangle (on and below diagonal ``k``) of each matrix in a stack, the rest zeroed."""
+    return _triangle(x, k, torch.tril, "tril")
+
+
+def triu(x: NeuronArray, /, *, k: int = 0) -> NeuronArray:
+    """The upper triangle (on and above diagonal ``k``) of each matrix in a stack, the rest zeroed."""
+    return _triangle(x, k, torch.triu, "triu")
+
+
+def _triangle(x: NeuronArray, k: int, op: Callable[..., torch.Tensor], func: str) -> NeuronArray:
+    t = tensor(x, func)
+    if t.dim() < 2:
+        raise ValueError(f"{func}() needs an array of at least 2 dimensions, got shape {tuple(t.shape)}")
+    # diagonals beyond the matrix act like the outermost ones: clamp so that torch gets a small int
+    k = max(-t.shape[-2], min(t.shape[-1], int_arg(k, func, "k")))
+    return wrap(via_compute(lambda c: op(c, k), t))
