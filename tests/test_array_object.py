@@ -34,9 +34,9 @@ def test_attributes():
     assert x.mT.shape == (2, 4, 3)
     assert from_numpy(np.zeros((2, 5))).T.shape == (5, 2)
     with pytest.raises(ValueError, match="x.T needs a 2-dimensional array"):
-        x.T
+        _ = x.T
     with pytest.raises(ValueError, match="x.mT needs at least 2 dimensions"):
-        from_numpy(np.zeros(3)).mT
+        _ = from_numpy(np.zeros(3)).mT
     assert x.to_device("cpu").device == x.device
     with pytest.raises(TypeError, match="expected a device"):
         x.to_device(3)

@@ -11,7 +11,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from support import (
-    COMPLEX_NAMES, DTYPE_NAMES, FLOAT_NAMES, INT_NAMES, NUMERIC_NAMES, REAL_NAMES, arrays, assert_same, from_numpy,
+    COMPLEX_NAMES,
+    DTYPE_NAMES,
+    FLOAT_NAMES,
+    INT_NAMES,
+    NUMERIC_NAMES,
+    REAL_NAMES,
+    arrays,
+    assert_same,
+    from_numpy,
     shapes,
 )
 

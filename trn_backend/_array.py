@@ -130,6 +130,18 @@ class NeuronArray:
             out = out.astype(dtype)
         return out
 
+    def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+        """NEP 18: NumPy functions on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch)."""
+        from .numpy_dispatch import array_function
+
+        return array_function(func, types, args, kwargs)
+
+    def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        """NEP 13: NumPy ufuncs on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch)."""
+        from .numpy_dispatch import array_ufunc
+
+        return array_ufunc(ufunc, method, inputs, kwargs)
+
     # --- Python conversions ---
     def _scalar(self, kind: str) -> Any:
         if self._t.numel() != 1:
@@ -236,9 +248,26 @@ def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
 def _torch_key(key: Any, t: torch.Tensor) -> Any:
     """Translate an index key: NeuronArrays to tensors (integer ones as int64, since torch reads uint8 as a
     mask), with device and dtype checks."""
-    if isinstance(key, tuple):
-        return tuple(_torch_key_part(k, t) for k in key)
-    return _torch_key_part(key, t)
+    if not isinstance(key, tuple):
+        return _empty_mask_fix(_torch_key_part(key, t), t, 0)
+    parts, dim = [], 0
+    for k in key:
+        p = _torch_key_part(k, t)
+        if dim is not None:
+            p = _empty_mask_fix(p, t, dim)
+            dim = None if p is Ellipsis else dim + _consumed_dims(p)
+        parts.append(p)
+    return tuple(parts)
+
+
+def _empty_mask_fix(p: Any, t: torch.Tensor, dim: int) -> Any:
+    """An empty boolean mask selects nothing whatever the sides it leaves at 0 (NumPy accepts a (0, 0) mask on
+    a (0, 1) array); torch wants the exact sides, so give it an all-false mask of those."""
+    if isinstance(p, torch.Tensor) and p.dtype is torch.bool and p.numel() == 0 and p.dim():
+        sides = t.shape[dim:dim + p.dim()]
+        if len(sides) == p.dim() and all(ps in (ts, 0) for ps, ts in zip(p.shape, sides)):
+            return torch.zeros(sides, dtype=torch.bool, device=p.device)
+    return p
 
 
 def _torch_key_part(k: Any, t: torch.Tensor) -> Any:
@@ -318,7 +347,7 @@ def _getitem_negative_steps(t: torch.Tensor, key: Any) -> torch.Tensor:
         dim += n
     sliced = t[tuple(first)]
     if flips:
-        sliced = sliced.flip(flips)
+        sliced = _dtypes.via_compute(lambda c: c.flip(flips), sliced)
     return sliced[tuple(rest)]
 
 

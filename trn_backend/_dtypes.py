@@ -7,6 +7,8 @@ tensor's dtype never disagree. Promotion follows the standard's table exactly, 0
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import torch
 
 bool = torch.bool  # noqa: A001 - the standard's name
@@ -184,6 +186,12 @@ def restore(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     if dtype is uint64 and t.dtype is int64:
         return t.view(uint64)
     return t.to(dtype)
+
+
+def via_compute(op: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
+    """Run a data-movement op that torch lacks for uint16/32/64 on the compute dtype and come back (exact:
+    moving values never leaves their range)."""
+    return restore(op(compute(t)), t.dtype)
 
 
 def ordered(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

@@ -14,8 +14,9 @@ import numpy as np
 import torch
 
 from .. import _device, _dtypes
+from .._dtypes import via_compute
 from .._helpers import PY_SCALARS, NeuronArray, as_py_scalar, scalar_to_tensor, tensor, tensors, wrap
-from .data_types import check_castable, convert, promoted, via_compute
+from .data_types import check_castable, convert, promoted
 
 __all__ = [
     "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",

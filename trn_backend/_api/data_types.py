@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable
 
 import torch
 
@@ -46,12 +45,6 @@ def _dtype_of(obj: object, func: str, arg: str) -> torch.dtype:
     if isinstance(obj, NeuronArray):
         return obj.dtype
     return _dtypes.to_dtype(obj, f"{func}() {arg}")
-
-
-def via_compute(op: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:
-    """Run a data-movement op that torch lacks for uint16/32/64 on the compute dtype and come back (exact:
-    moving values never leaves their range)."""
-    return _dtypes.restore(op(_dtypes.compute(t)), t.dtype)
 
 
 def check_castable(src: torch.dtype, dst: torch.dtype, func: str) -> None:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import torch
 
 from .. import _dtypes
+from .._dtypes import via_compute
 from .._helpers import NeuronArray, check_same_device, normalize_axis, tensor, wrap
-from .data_types import via_compute
 
 __all__ = ["take", "take_along_axis"]
 

@@ -14,9 +14,10 @@ import numpy as np
 import torch
 
 from .. import _dtypes
+from .._dtypes import via_compute
 from .._helpers import NeuronArray, check_same_device, normalize_axes, normalize_axis, tensor, tensors, wrap
 from .creation import int_arg, int_tuple
-from .data_types import promoted, via_compute
+from .data_types import promoted
 
 __all__ = [
     "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
