@@ -242,16 +242,41 @@ def test_integer_input_to_floating_functions_promotes_to_default_float():
     assert_same(xp.divide(x, x), np.ones(3, dtype=np.float32))
 
 
-def test_remainder_and_floor_divide_follow_python_for_signed_zeros_and_infinities():
+def _same_float(got: float, expected: float) -> bool:
+    if math.isnan(expected):
+        return math.isnan(got)
+    return got == expected and math.copysign(1, got) == math.copysign(1, expected)
+
+
+def test_remainder_follows_python_for_signed_zeros_and_infinities():
     a = np.array([-0.0, 0.0, 5.0, -5.0, 1.0], dtype=np.float64)
     b = np.array([1.0, -1.0, math.inf, math.inf, -math.inf], dtype=np.float64)
-    got_r = xp.remainder(from_numpy(a), from_numpy(b))
-    got_q = xp.floor_divide(from_numpy(a), from_numpy(b))
+    got = xp.remainder(from_numpy(a), from_numpy(b))
     for i in range(len(a)):
-        expected_r, expected_q = float(a[i]) % float(b[i]), float(a[i]) // float(b[i])
-        assert float(got_r[i]) == expected_r
-        assert math.copysign(1, float(got_r[i])) == math.copysign(1, expected_r)
-        assert float(got_q[i]) == expected_q
+        assert _same_float(float(got[i]), float(a[i]) % float(b[i])), (a[i], b[i])
+
+
+def test_floor_divide_special_values_follow_the_standard():
+    # where the standard parts from Python: inf // finite is inf, finite // inf is a signed zero
+    cases = [(math.inf, 2.0, math.inf), (-math.inf, 2.0, -math.inf), (math.inf, -2.0, -math.inf),
+             (5.0, -math.inf, -0.0), (-5.0, math.inf, -0.0), (5.0, math.inf, 0.0), (-5.0, -math.inf, 0.0),
+             (7.0, 2.0, 3.0), (-7.0, 2.0, -4.0), (math.inf, math.inf, math.nan)]
+    a = from_numpy(np.array([c[0] for c in cases]))
+    b = from_numpy(np.array([c[1] for c in cases]))
+    got = xp.floor_divide(a, b)
+    for i, (_, _, expected) in enumerate(cases):
+        assert _same_float(float(got[i]), expected), cases[i]
+
+
+def test_complex_special_values():
+    z = from_numpy(np.array([0j, complex(math.inf, 0), complex(-math.inf, math.inf), complex(math.nan, 0)]))
+    e = xp.expm1(z)
+    assert [complex(v) for v in e][:2] == [0j, complex(math.inf, 0)]
+    assert complex(e[2]) == -1 + 0j
+    assert math.isnan(complex(e[3]).real) and complex(e[3]).imag == 0
+    a = complex(xp.acos(from_numpy(np.array(0j))))
+    assert a.real == math.pi / 2 and math.copysign(1, a.imag) == -1
+    assert math.isnan(float(xp.sign(from_numpy(np.array(math.nan)))))
 
 
 @settings(max_examples=30)

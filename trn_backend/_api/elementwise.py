@@ -61,7 +61,39 @@ def _unary_float(name: str, op: Callable[[Tensor], Tensor], *, real_only: bool =
                    binary=False)
 
 
-acos = _unary_float("acos", torch.acos)
+def _acos(t: Tensor) -> Tensor:
+    out = torch.acos(t)
+    if t.is_complex():
+        # C99: cacos(x + 0j) = acos(x) - 0j for |x| <= 1 (torch loses the sign of the zero imaginary part)
+        on_cut = (t.imag == 0) & (t.real.abs() <= 1)
+        out = torch.where(on_cut, torch.complex(out.real, -torch.copysign(torch.zeros_like(out.imag), t.imag)), out)
+    return out
+
+
+def _expm1(t: Tensor) -> Tensor:
+    if not t.is_complex():
+        return torch.expm1(t)
+    # expm1(x + iy) = expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y, accurate near 0, with C99 cexp's special values
+    x, y = t.real, t.imag
+    real = torch.expm1(x) * torch.cos(y) - 2 * torch.sin(y / 2) ** 2 + 0.0  # + 0.0: -0 becomes +0, as in C99
+    imag = torch.where(y == 0, y, torch.exp(x) * torch.sin(y))
+    real = torch.where(x == -math.inf, -torch.ones_like(real), real)
+    imag = torch.where(x == -math.inf, torch.zeros_like(imag), imag)
+    wild = (x == math.inf) & ~torch.isfinite(y)
+    real = torch.where(wild, x, real)
+    imag = torch.where(wild, torch.full_like(imag, math.nan), imag)
+    return torch.complex(real, imag)
+
+
+def _log1p(t: Tensor) -> Tensor:
+    if not t.is_complex():
+        return torch.log1p(t)
+    # torch's complex log1p misses C99's special values at infinity; log(1 + z) has them and is exact there
+    one_plus = torch.complex(1 + t.real, t.imag)
+    return torch.where(torch.isinf(t.real) | torch.isinf(t.imag), torch.log(one_plus), torch.log1p(t))
+
+
+acos = _unary_float("acos", _acos)
 acosh = _unary_float("acosh", torch.acosh)
 asin = _unary_float("asin", torch.asin)
 asinh = _unary_float("asinh", torch.asinh)
@@ -70,9 +102,9 @@ atanh = _unary_float("atanh", torch.atanh)
 cos = _unary_float("cos", torch.cos)
 cosh = _unary_float("cosh", torch.cosh)
 exp = _unary_float("exp", torch.exp)
-expm1 = _unary_float("expm1", torch.expm1)
+expm1 = _unary_float("expm1", _expm1)
 log = _unary_float("log", torch.log)
-log1p = _unary_float("log1p", torch.log1p)
+log1p = _unary_float("log1p", _log1p)
 log2 = _unary_float("log2", torch.log2)
 log10 = _unary_float("log10", torch.log10)
 sin = _unary_float("sin", torch.sin)
@@ -141,7 +173,8 @@ def sign(x: NeuronArray, /) -> NeuronArray:
             (_dtypes.compute(t) != 0).to(_dtypes.compute(t).dtype), t.dtype))
     if t.is_complex():
         return wrap(torch.sgn(t))
-    return wrap(torch.sign(t))
+    out = torch.sign(t)
+    return wrap(torch.where(torch.isnan(t), t, out) if t.is_floating_point() else out)
 
 
 def logical_not(x: NeuronArray, /) -> NeuronArray:
@@ -210,7 +243,11 @@ def _ordered_select(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor,
 def _floor_divide(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     if dtype is _dtypes.uint64:
         return _udivmod64(a, b)[0]
-    return torch.floor_divide(_dtypes.compute(a), _dtypes.compute(b))
+    q = torch.floor_divide(_dtypes.compute(a), _dtypes.compute(b))
+    if q.is_floating_point():
+        # the standard (unlike Python) has inf // 2 == inf and 5 // -inf == -0: plain division there
+        q = torch.where(torch.isinf(a) | torch.isinf(b), a / b, q)
+    return q
 
 
 def _remainder(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
