@@ -111,7 +111,17 @@ sin = _unary_float("sin", torch.sin)
 sinh = _unary_float("sinh", torch.sinh)
 sqrt = _unary_float("sqrt", torch.sqrt)
 tan = _unary_float("tan", torch.tan)
-tanh = _unary_float("tanh", torch.tanh)
+def _tanh(t: Tensor) -> Tensor:
+    out = torch.tanh(t)
+    if t.is_complex():
+        # the standard: tanh(±inf + iy) = ±1 + 0j with the zero signed like y (torch signs it like sin(2y))
+        at_inf = torch.isinf(t.real) & torch.isfinite(t.imag)
+        limit = torch.complex(torch.sign(t.real), torch.copysign(torch.zeros_like(t.imag), t.imag))
+        out = torch.where(at_inf, limit, out)
+    return out
+
+
+tanh = _unary_float("tanh", _tanh)
 reciprocal = _unary_float("reciprocal", torch.reciprocal)
 signbit = _unary_float("signbit", torch.signbit, real_only=True)
 
@@ -350,7 +360,7 @@ nextafter = _binary("nextafter", _real_float(torch.nextafter), "real numeric", r
 
 def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A002
          max: NeuronArray | float | None = None) -> NeuronArray:  # noqa: A002
-    """Clamp to [min, max]; bounds are arrays that broadcast to x or Python scalars. x's dtype is kept."""
+    """Clamp to [min, max]; bounds are arrays broadcast with x, or Python scalars. x's dtype is kept."""
     t = tensor(x, "clip")
     _dtypes.check(t.dtype, "real numeric", "clip")
     result = x
@@ -358,10 +368,8 @@ def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A00
         result = maximum(result, _bound(min, t, "min", math.ceil))
     if max is not None:
         result = minimum(result, _bound(max, t, "max", math.floor))
-    out = result._t
-    if out.shape != t.shape:
-        raise ValueError(f"clip(): bounds broadcast x's shape {tuple(t.shape)} to {tuple(out.shape)}")
-    return wrap(out if out is not t else t.clone())
+    # the result has the broadcast shape of x, min and max, as the standard's maximum(minimum(x, max), min)
+    return result if result is not x else wrap(t.clone())
 
 
 def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> NeuronArray | complex:
