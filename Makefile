@@ -36,6 +36,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_contract.py
 
 conformance: $(VENV)/.installed-test
+	$(PIP) install -q -e ".[test,conformance]"
 	$(PY) conformance/run.py
 
 precision-report: $(VENV)/.installed-test
