@@ -1,0 +1,359 @@
+"""NumPy ufuncs on NeuronArray (NEP 13) against NumPy on ndarrays: every handled ufunc over hypothesis-drawn
+shapes and dtypes, reduce, accumulate, outer, out=, dtype=, mixed inputs and the refusals.
+
+Known differences, pinned here: integer input of a floating-point ufunc computes in float32 (NumPy: float64, or
+float16 for 8-bit integers); uint64 with a signed integer array is a TypeError (NumPy: float64).
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from typing import Any
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+from support import INT_NAMES, NUMERIC_NAMES, REAL_NAMES, from_numpy, to_numpy
+
+import trn_backend as xp
+from trn_backend.numpy_dispatch import handled_ufuncs
+from trn_backend.numpy_dispatch.ufuncs import ACCUMULATE, REDUCE, UFUNCS
+
+FLOAT_NAMES = ("float32", "float64")
+COMPLEX_NAMES = ("complex64", "complex128")
+SIGNED = ("int8", "int16", "int32", "int64")
+
+
+# ---------------------------------------------------------------- element strategies
+
+def _any_float(width: int) -> st.SearchStrategy:
+    return st.floats(width=width, allow_subnormal=False)
+
+
+def _elements(dtype_name: str, domain: str) -> st.SearchStrategy:
+    """Values of ``dtype_name`` in ``domain``: "any" (floats include inf and nan), "moderate" (finite, |x| <=
+    100; trigonometry and complex functions), "nonzero" (finite divisors), "small" (integers that neither
+    overflow a product nor a power), "shift" (shift counts within the width)."""
+    dtype = np.dtype(dtype_name)
+    width = 32 if dtype_name in ("float32", "complex64") else 64
+    if dtype.kind == "b":
+        return st.booleans()
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        if domain == "shift":
+            return st.integers(0, info.bits - 1)
+        if domain in ("small", "nonzero"):
+            values = st.integers(0 if dtype.kind == "u" else -7, 7)
+            return values.filter(bool) if domain == "nonzero" else values
+        return st.integers(int(info.min), int(info.max))
+    if domain == "any":
+        reals = _any_float(width)
+    else:
+        reals = st.floats(-100, 100, width=width, allow_subnormal=False)
+        if domain == "nonzero":
+            reals = reals.filter(lambda v: abs(v) > 1e-3)
+    return reals if dtype.kind == "f" else st.builds(complex, reals, reals)
+
+
+# ufunc -> (dtypes, domain of each input); one entry for every handled ufunc
+ALL_REAL = REAL_NAMES
+FLOATING = FLOAT_NAMES + COMPLEX_NAMES
+SPECS: dict[np.ufunc, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    np.absolute: (NUMERIC_NAMES, ("any",)), np.negative: (NUMERIC_NAMES, ("any",)),
+    np.positive: (NUMERIC_NAMES, ("any",)), np.square: (NUMERIC_NAMES, ("moderate",)),
+    np.sign: (REAL_NAMES + COMPLEX_NAMES, ("moderate",)), np.conjugate: (NUMERIC_NAMES, ("any",)),
+    np.sqrt: (FLOATING, ("moderate",)), np.exp: (FLOATING, ("moderate",)), np.expm1: (FLOAT_NAMES, ("any",)),
+    np.log: (FLOATING, ("moderate",)), np.log1p: (FLOAT_NAMES, ("any",)), np.log2: (FLOAT_NAMES, ("any",)),
+    np.log10: (FLOAT_NAMES, ("any",)), np.sin: (FLOATING, ("moderate",)), np.cos: (FLOATING, ("moderate",)),
+    np.tan: (FLOAT_NAMES, ("moderate",)), np.arcsin: (FLOAT_NAMES, ("any",)),
+    np.arccos: (FLOAT_NAMES, ("any",)), np.arctan: (FLOAT_NAMES, ("any",)),
+    np.sinh: (FLOAT_NAMES, ("moderate",)), np.cosh: (FLOAT_NAMES, ("moderate",)),
+    np.tanh: (FLOATING, ("moderate",)), np.arcsinh: (FLOAT_NAMES, ("any",)),
+    np.arccosh: (FLOAT_NAMES, ("any",)), np.arctanh: (FLOAT_NAMES, ("any",)),
+    np.floor: (ALL_REAL, ("any",)), np.ceil: (ALL_REAL, ("any",)), np.trunc: (ALL_REAL, ("any",)),
+    np.rint: (FLOAT_NAMES, ("any",)), np.isnan: (NUMERIC_NAMES, ("any",)), np.isinf: (NUMERIC_NAMES, ("any",)),
+    np.isfinite: (NUMERIC_NAMES, ("any",)), np.signbit: (FLOAT_NAMES, ("any",)),
+    np.reciprocal: (FLOATING, ("nonzero",)), np.invert: (INT_NAMES + ("bool",), ("any",)),
+    np.logical_not: (REAL_NAMES + ("bool",), ("any",)),
+    np.add: (NUMERIC_NAMES, ("any", "any")), np.subtract: (NUMERIC_NAMES, ("any", "any")),
+    np.multiply: (NUMERIC_NAMES, ("small", "small")), np.divide: (FLOATING, ("moderate", "nonzero")),
+    np.floor_divide: (REAL_NAMES, ("small", "nonzero")), np.remainder: (REAL_NAMES, ("small", "nonzero")),
+    np.power: (REAL_NAMES, ("small", "shift")), np.maximum: (REAL_NAMES, ("any", "any")),
+    np.minimum: (REAL_NAMES, ("any", "any")), np.arctan2: (FLOAT_NAMES, ("any", "any")),
+    np.hypot: (FLOAT_NAMES, ("moderate", "moderate")), np.copysign: (FLOAT_NAMES, ("any", "any")),
+    np.nextafter: (FLOAT_NAMES, ("any", "any")), np.logaddexp: (FLOAT_NAMES, ("moderate", "moderate")),
+    np.equal: (NUMERIC_NAMES + ("bool",), ("any", "any")), np.not_equal: (NUMERIC_NAMES + ("bool",), ("any", "any")),
+    np.less: (REAL_NAMES, ("any", "any")), np.less_equal: (REAL_NAMES, ("any", "any")),
+    np.greater: (REAL_NAMES, ("any", "any")), np.greater_equal: (REAL_NAMES, ("any", "any")),
+    np.logical_and: (REAL_NAMES + ("bool",), ("any", "any")), np.logical_or: (REAL_NAMES + ("bool",), ("any", "any")),
+    np.logical_xor: (REAL_NAMES + ("bool",), ("any", "any")),
+    np.bitwise_and: (INT_NAMES + ("bool",), ("any", "any")), np.bitwise_or: (INT_NAMES + ("bool",), ("any", "any")),
+    np.bitwise_xor: (INT_NAMES + ("bool",), ("any", "any")),
+    np.left_shift: (INT_NAMES, ("small", "shift")), np.right_shift: (INT_NAMES, ("any", "shift")),
+}
+
+
+def _rtol(dtype: np.dtype) -> float:
+    return 2e-5 if dtype in (np.float32, np.complex64) else 1e-12
+
+
+def check(ours: Any, theirs: Any, *, dtype: str | None = None) -> None:
+    """Same dtype (or the one we document), shape and values; NaNs in the same places."""
+    assert isinstance(ours, xp.NeuronArray), type(ours)
+    got, expected = to_numpy(ours), np.asarray(theirs)
+    assert got.dtype == np.dtype(dtype or expected.dtype), (got.dtype, expected.dtype)
+    assert got.shape == expected.shape, (got.shape, expected.shape)
+    if got.dtype.kind in "fc":
+        np.testing.assert_allclose(got, expected.astype(got.dtype), rtol=_rtol(got.dtype),
+                                   atol=_rtol(got.dtype) * 1e-3, equal_nan=True)
+    else:
+        np.testing.assert_array_equal(got, expected)
+
+
+def numpy_answer(func: Any, *args: Any, **kwargs: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            return func(*args, **kwargs)
+
+
+def test_every_handled_ufunc_has_a_spec() -> None:
+    assert set(SPECS) | {np.matmul, np.vecdot} == set(UFUNCS)
+    assert set(handled_ufuncs()) == {f"numpy.{u.__name__}" for u in UFUNCS}
+
+
+@pytest.mark.parametrize("ufunc", sorted(SPECS, key=lambda u: u.__name__), ids=lambda u: u.__name__)
+@settings(max_examples=25)
+@given(data=st.data())
+def test_call_matches_numpy(ufunc, data) -> None:
+    dtypes, domains = SPECS[ufunc]
+    dtype = data.draw(st.sampled_from(dtypes), label="dtype")
+    shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=ufunc.nin, max_dims=3, max_side=4))
+    inputs = [data.draw(hnp.arrays(dtype, shape, elements=_elements(dtype, domain)), label=f"x{i}")
+              for i, (shape, domain) in enumerate(zip(shapes.input_shapes, domains, strict=True))]
+    check(ufunc(*map(from_numpy, inputs)), numpy_answer(ufunc, *inputs))
+
+
+@pytest.mark.parametrize("ufunc", [np.sqrt, np.sin, np.divide, np.exp], ids=lambda u: u.__name__)
+@pytest.mark.parametrize("dtype", ["int8", "int64", "uint16", "bool"])
+def test_integer_input_of_floating_ufuncs_is_float32(ufunc, dtype) -> None:
+    inputs = [np.arange(1, 5).astype(dtype)] * ufunc.nin
+    ours = ufunc(*map(from_numpy, inputs))
+    check(ours, numpy_answer(ufunc, *(x.astype(np.float32) for x in inputs)))
+
+
+@settings(max_examples=40)
+@given(data=st.data())
+def test_same_kind_promotion_matches_numpy(data) -> None:
+    kinds = [INT_NAMES, FLOAT_NAMES, COMPLEX_NAMES]
+    family = data.draw(st.sampled_from(kinds))
+    d1, d2 = (data.draw(st.sampled_from(family)) for _ in range(2))
+    if {d1, d2} & {"uint64"} and {d1, d2} & set(SIGNED):
+        return
+    a, b = np.ones(3, dtype=d1), np.full(3, 2, dtype=d2)
+    for ufunc in (np.add, np.multiply, np.maximum if family != COMPLEX_NAMES else np.subtract):
+        check(ufunc(from_numpy(a), from_numpy(b)), ufunc(a, b))
+
+
+def test_uint64_with_signed_integers_is_an_error() -> None:
+    with pytest.raises(TypeError, match="uint64 and int64"):
+        np.add(from_numpy(np.arange(3, dtype=np.uint64)), from_numpy(np.arange(3)))
+
+
+@pytest.mark.parametrize(("ufunc", "array", "scalar"), [
+    (np.add, np.arange(3, dtype=np.int8), 5), (np.multiply, np.ones(3, dtype=np.float32), 2.5),
+    (np.subtract, np.ones(3, dtype=np.uint16), 1), (np.add, np.ones(3, dtype=np.complex64), 1j),
+    (np.maximum, np.ones(3, dtype=np.float32), np.float64(2.0)), (np.add, np.ones(3, dtype=np.int16),
+                                                                 np.int32(3)),
+    (np.less, np.arange(3, dtype=np.uint8), 1), (np.power, np.arange(3, dtype=np.float32), 2),
+])
+def test_scalars_promote_as_in_numpy_2(ufunc, array, scalar) -> None:
+    check(ufunc(from_numpy(array), scalar), ufunc(array, scalar))
+    check(ufunc(scalar, from_numpy(array)), ufunc(scalar, array))
+
+
+def test_mixed_numpy_and_neuron_inputs_give_neuron_arrays() -> None:
+    a, b = np.arange(6.0).reshape(2, 3), np.arange(3.0)
+    for result in (np.add(from_numpy(a), b), np.add(a, from_numpy(b)), a * from_numpy(b),
+                   np.maximum([1.0, 5.0, 0.0], from_numpy(b))):
+        assert isinstance(result, xp.NeuronArray)
+    check(np.add(a, from_numpy(b)), a + b)
+    check(np.maximum([1.0, 5.0, 0.0], from_numpy(b)), np.maximum([1.0, 5.0, 0.0], b))
+
+
+def test_numpy_inputs_move_to_the_neuron_arrays_device() -> None:
+    # torch's meta device stands in for an accelerator: shapes and dtypes only, no host data
+    on_device = xp.NeuronArray(torch.empty(3, dtype=torch.float64, device="meta"))
+    out = xp.NeuronArray(torch.empty(3, dtype=torch.float64, device="meta"))
+    assert np.add(np.ones(3), on_device).device.type == "meta"
+    assert np.multiply(on_device, np.float64(2.0), out=out) is out
+    assert np.add.outer(np.ones(2), on_device).device.type == "meta"
+
+
+# ---------------------------------------------------------------- gufuncs
+
+@settings(max_examples=30)
+@given(m=st.integers(1, 4), k=st.integers(1, 4), n=st.integers(1, 4),
+       batch=st.lists(st.integers(1, 3), max_size=2), dtype=st.sampled_from(["float64", "complex128", "int64"]))
+def test_matmul_and_vecdot_match_numpy(m, k, n, batch, dtype) -> None:
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a = (rng.standard_normal((*batch, m, k)) * 3).astype(dtype)
+    b = (rng.standard_normal((k, n)) * 3).astype(dtype)
+    check(np.matmul(from_numpy(a), from_numpy(b)), np.matmul(a, b))
+    check(np.matmul(from_numpy(a), from_numpy(b[:, 0])), np.matmul(a, b[:, 0]))
+    check(np.vecdot(from_numpy(a), from_numpy(a)), np.vecdot(a, a))
+    check(np.vecdot(from_numpy(a), from_numpy(a), axis=0), np.vecdot(a, a, axis=0))
+    check(from_numpy(a) @ b, a @ b)
+
+
+# ---------------------------------------------------------------- reduce, accumulate, outer
+
+@pytest.mark.parametrize("ufunc", sorted(REDUCE, key=lambda u: u.__name__), ids=lambda u: u.__name__)
+@settings(max_examples=20)
+@given(data=st.data())
+def test_reduce_matches_numpy(ufunc, data) -> None:
+    dtype = data.draw(st.sampled_from(REAL_NAMES + ("bool",)))
+    a = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+                             elements=_elements(dtype, "small")))
+    axis = data.draw(st.sampled_from([None, 0, -1, (0, a.ndim - 1)]) | st.just(()) if a.ndim > 1 else
+                     st.sampled_from([None, 0, -1]))
+    keepdims = data.draw(st.booleans())
+    kwargs = {"axis": axis, "keepdims": keepdims}
+    if ufunc in (np.maximum, np.minimum) and dtype == "bool":
+        return  # the standard's max/min take numbers
+    check(ufunc.reduce(from_numpy(a), **kwargs), numpy_answer(ufunc.reduce, a, **kwargs))
+    check(ufunc.reduce(from_numpy(a)), numpy_answer(ufunc.reduce, a))  # NumPy's default axis is 0
+
+
+def test_reduce_arguments() -> None:
+    a = np.arange(1, 13, dtype=np.int8).reshape(3, 4)
+    check(np.add.reduce(from_numpy(a), axis=1, dtype=np.float64), np.add.reduce(a, axis=1, dtype=np.float64))
+    check(np.multiply.reduce(from_numpy(a), 0, None, None, False, 2), np.multiply.reduce(a, 0, None, None, False, 2))
+    check(np.maximum.reduce(from_numpy(a), axis=None, initial=100), np.maximum.reduce(a, axis=None, initial=100))
+    check(np.minimum.reduce(from_numpy(a[:0]), axis=0, initial=5), np.minimum.reduce(a[:0], axis=0, initial=5))
+    check(np.logical_and.reduce(from_numpy(a > 3), axis=1), np.logical_and.reduce(a > 3, axis=1))
+    check(np.logical_or.reduce(from_numpy(a), axis=0), np.logical_or.reduce(a, axis=0))
+    with pytest.raises(TypeError, match="where="):
+        np.add.reduce(from_numpy(a), where=from_numpy(a > 2))
+
+
+@pytest.mark.parametrize("ufunc", sorted(ACCUMULATE, key=lambda u: u.__name__), ids=lambda u: u.__name__)
+@settings(max_examples=20)
+@given(data=st.data())
+def test_accumulate_matches_numpy(ufunc, data) -> None:
+    dtype = data.draw(st.sampled_from(NUMERIC_NAMES + ("bool",)))
+    a = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
+                             elements=_elements(dtype, "small")))
+    axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
+    check(ufunc.accumulate(from_numpy(a), axis=axis), numpy_answer(ufunc.accumulate, a, axis=axis))
+    check(ufunc.accumulate(from_numpy(a)), numpy_answer(ufunc.accumulate, a))
+    if a.dtype.kind != "c":
+        check(ufunc.accumulate(from_numpy(a), dtype="float64"), numpy_answer(ufunc.accumulate, a, dtype="float64"))
+
+
+@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.subtract, np.maximum, np.less, np.power,
+                                   np.arctan2, np.bitwise_and], ids=lambda u: u.__name__)
+def test_outer_matches_numpy(ufunc) -> None:
+    a, b = np.arange(1, 5).reshape(2, 2), np.arange(3)
+    if ufunc is np.arctan2:
+        a, b = a.astype(np.float64), b.astype(np.float64)
+    check(ufunc.outer(from_numpy(a), from_numpy(b)), ufunc.outer(a, b))
+    check(ufunc.outer(from_numpy(a), b), ufunc.outer(a, b))
+
+
+def test_unhandled_methods_and_ufuncs_raise_type_error() -> None:
+    a = from_numpy(np.arange(4.0))
+    for call in (lambda: np.subtract.reduce(a), lambda: np.maximum.accumulate(a), lambda: np.add.at(a, [0], 1),
+                 lambda: np.add.reduceat(a, [0, 2]), lambda: np.cbrt(a), lambda: np.matmul.outer(a, a),
+                 lambda: np.divmod(a, 2.0)):
+        with pytest.raises(TypeError, match="NotImplemented|not allowed"):
+            call()
+
+
+# ---------------------------------------------------------------- out=, dtype=, where=, refusals
+
+def test_out_writes_into_neuron_arrays() -> None:
+    a = np.arange(6.0).reshape(2, 3)
+    x = from_numpy(a)
+    out = xp.zeros((2, 3), dtype=xp.float64)
+    assert np.add(x, 1.0, out=out) is out
+    check(out, a + 1)
+    assert np.multiply(x, 2, out=(out,)) is out
+    check(out, a * 2)
+    assert np.sqrt(x, out) is out
+    check(out, np.sqrt(a))
+    np.add(x, 1, out=x)  # in place
+    check(x, a + 1)
+    wide = xp.zeros((4, 2, 3), dtype=xp.float64)
+    np.negative(x, out=wide)  # the result broadcasts to out, as in NumPy
+    check(wide, np.broadcast_to(-(a + 1), (4, 2, 3)))
+    f32 = xp.zeros((2, 3), dtype=xp.float32)
+    np.add(x, x, out=f32)  # float64 -> float32 is same_kind
+    check(f32, (2 * (a + 1)).astype(np.float32))
+    reduced = xp.zeros((3,), dtype=xp.float64)
+    assert np.add.reduce(x, out=reduced) is reduced
+    check(reduced, (a + 1).sum(axis=0))
+    ints = from_numpy(np.arange(3))
+    with pytest.raises(TypeError, match="same_kind"):
+        np.add(x, x, out=xp.zeros((2, 3), dtype=xp.int64))
+    with pytest.raises(TypeError, match="out= must be a NeuronArray"):
+        np.add(ints, ints, out=np.zeros(3, dtype=np.int64))
+    with pytest.raises(ValueError, match="broadcast"):
+        np.add(x, x, out=xp.zeros((3,), dtype=xp.float64))
+
+
+def test_out_alone_brings_numpy_inputs_to_the_device() -> None:
+    out = xp.zeros((3,), dtype=xp.float64)
+    assert np.add(np.arange(3.0), 1.0, out=out) is out
+    check(out, np.arange(3.0) + 1)
+
+
+def test_dtype_argument() -> None:
+    a = np.arange(1, 5, dtype=np.int8)
+    check(np.add(from_numpy(a), from_numpy(a), dtype=np.float64), np.add(a, a, dtype=np.float64))
+    check(np.sqrt(from_numpy(a), dtype="float64"), np.sqrt(a, dtype="float64"))
+    check(np.multiply(from_numpy(a), 3, dtype=np.int32), np.multiply(a, 3, dtype=np.int32))
+    with pytest.raises(TypeError, match="same_kind"):
+        np.add(from_numpy(a.astype(np.float64)), 1, dtype=np.int32)
+    with pytest.raises(TypeError, match="float16 is not supported"):
+        np.add(from_numpy(a), 1, dtype=np.float16)
+
+
+@pytest.mark.parametrize(("kwargs", "argument"), [
+    ({"where": np.array([True, False, True, True])}, "where="), ({"casting": "unsafe"}, "casting='unsafe'"),
+    ({"order": "F"}, "order='F'"), ({"subok": False}, "subok=False"),
+])
+def test_unsupported_ufunc_arguments_raise_type_error_naming_them(kwargs, argument) -> None:
+    a = from_numpy(np.arange(4.0))
+    with pytest.raises(TypeError, match=re.escape(argument)):
+        np.add(a, a, **kwargs)
+    check(np.add(a, a, where=True, casting="same_kind"), np.arange(4.0) * 2)
+
+
+def test_matmul_axes_are_unsupported() -> None:
+    a = from_numpy(np.ones((2, 2)))
+    with pytest.raises(TypeError, match="axes="):
+        np.matmul(a, a, axes=[(0, 1), (0, 1), (0, 1)])
+
+
+def test_integer_reciprocal_and_negative_powers_refused() -> None:
+    ints = from_numpy(np.array([1, 2, 4]))
+    with pytest.raises(TypeError, match="reciprocal"):
+        np.reciprocal(ints)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        np.power(ints, -1)
+    with pytest.raises(ValueError, match="negative integer powers"):
+        np.power(ints, from_numpy(np.array([1, -1, 2])))
+    check(np.power(ints, 2), np.array([1, 4, 16]))
+    check(np.power(from_numpy(np.array([1.0, 2.0])), -1), np.array([1.0, 0.5]))
+
+
+def test_operators_with_ndarrays_dispatch() -> None:
+    a, b = np.arange(3.0), from_numpy(np.arange(3.0))
+    check(a + b, a + a)
+    check(a < b, a < a)
+    check(a ** b, a ** a)

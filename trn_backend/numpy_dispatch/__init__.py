@@ -1,0 +1,64 @@
+"""NumPy dispatch for NeuronArray: NumPy functions (NEP 18) and ufuncs (NEP 13) run on trn_backend.
+
+``numpy.einsum(a, b)`` with NeuronArrays runs on the contraction engine under the active precision context and
+returns a NeuronArray; a NumPy function or ufunc method without an entry here makes NumPy raise TypeError instead
+of copying device data to the host. ``handled_functions()`` and ``handled_ufuncs()`` list what is handled;
+``python -m trn_backend.numpy_dispatch`` prints that list as the Markdown in docs/numpy.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
+
+from . import functions  # noqa: F401  (registers the table's entries)
+from ._registry import TABLE, dispatch, qualname
+from .ufuncs import UFUNCS, array_ufunc, methods
+
+__all__ = ["array_function", "array_ufunc", "handled_functions", "handled_ufuncs", "markdown", "BEGIN", "END"]
+
+# The generated section of docs/numpy.md lies between these lines.
+BEGIN = "<!-- BEGIN GENERATED: python -m trn_backend.numpy_dispatch -->\n"
+END = "<!-- END GENERATED -->"
+
+
+def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
+    """``NeuronArray.__array_function__``: the table's implementation of ``func``, or NotImplemented."""
+    return dispatch(func, types, args, kwargs)
+
+
+def handled_functions() -> list[str]:
+    """Qualified names of the NumPy functions in the table (``numpy.sum``, ``numpy.linalg.norm``, ...)."""
+    return sorted({qualname(f) for f in TABLE})
+
+
+def handled_ufuncs() -> dict[str, tuple[str, ...]]:
+    """Handled ufuncs by name, each with its handled methods (``__call__``, ``reduce``, ...)."""
+    return {f"numpy.{u.__name__}": methods(u) for u in sorted(UFUNCS, key=lambda u: u.__name__)}
+
+
+def _aliases(obj: Any, module: str) -> list[str]:
+    """Other public names of ``obj`` in ``module`` (``numpy.concat`` for ``numpy.concatenate``)."""
+    mod = importlib.import_module(module)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return sorted(f"{module}.{n}" for n in dir(mod)
+                      if not n.startswith("_") and n != obj.__name__ and getattr(mod, n, None) is obj)
+
+
+def _entry(name: str, obj: Any, module: str) -> str:
+    aliases = _aliases(obj, module)
+    return f"- `{name}`" + (f" (also {', '.join(f'`{a}`' for a in aliases)})" if aliases else "")
+
+
+def markdown() -> str:
+    """The generated section of docs/numpy.md: every handled function and ufunc, with NumPy's aliases."""
+    functions_ = sorted(TABLE, key=qualname)
+    ufuncs = sorted(UFUNCS, key=lambda u: u.__name__)
+    lines = [f"### Functions ({len(functions_)})", ""]
+    lines += [_entry(qualname(f), f, f.__module__) for f in functions_]
+    lines += ["", f"### Ufuncs ({len(ufuncs)})", ""]
+    lines += [_entry(f"numpy.{u.__name__}", u, "numpy") + ": " + ", ".join(f"`{m}`" for m in methods(u))
+              for u in ufuncs]
+    return "\n".join(lines) + "\n"

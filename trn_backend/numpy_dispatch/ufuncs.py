@@ -1,0 +1,187 @@
+"""NumPy ufuncs on NeuronArray (NEP 13): ``__call__`` of every ufunc with a standard counterpart, ``reduce``,
+``accumulate`` and ``outer`` where the namespace has the operation, ``out=`` into NeuronArrays, ``dtype=``.
+
+Operands that are not NeuronArrays join the call's device: ndarrays and NumPy scalars keep their dtype (a NumPy
+scalar is a strong 0-d array under NEP 50), Python scalars stay weak. ``where=`` and the other loop controls
+raise TypeError unless left at their defaults.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+import trn_backend as xp
+
+from .. import _dtypes
+from .._helpers import PY_SCALARS, NeuronArray
+from ._registry import as_array, can_cast, device_of, to_dtype, write_out
+from .functions import _extreme
+
+__all__ = ["UFUNCS", "REDUCE", "ACCUMULATE", "array_ufunc", "methods"]
+
+A = NeuronArray
+
+# ufunc -> the namespace function of the same meaning
+UFUNCS: dict[np.ufunc, str] = {
+    np.absolute: "abs", np.add: "add", np.arccos: "acos", np.arccosh: "acosh", np.arcsin: "asin",
+    np.arcsinh: "asinh", np.arctan: "atan", np.arctan2: "atan2", np.arctanh: "atanh",
+    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
+    np.invert: "bitwise_invert", np.left_shift: "bitwise_left_shift", np.right_shift: "bitwise_right_shift",
+    np.ceil: "ceil", np.conjugate: "conj", np.copysign: "copysign", np.cos: "cos", np.cosh: "cosh",
+    np.divide: "divide", np.equal: "equal", np.exp: "exp", np.expm1: "expm1", np.floor: "floor",
+    np.floor_divide: "floor_divide", np.greater: "greater", np.greater_equal: "greater_equal",
+    np.hypot: "hypot", np.isfinite: "isfinite", np.isinf: "isinf", np.isnan: "isnan", np.less: "less",
+    np.less_equal: "less_equal", np.log: "log", np.log1p: "log1p", np.log2: "log2", np.log10: "log10",
+    np.logaddexp: "logaddexp", np.logical_and: "logical_and", np.logical_not: "logical_not",
+    np.logical_or: "logical_or", np.logical_xor: "logical_xor", np.maximum: "maximum", np.minimum: "minimum",
+    np.multiply: "multiply", np.negative: "negative", np.nextafter: "nextafter", np.not_equal: "not_equal",
+    np.positive: "positive", np.power: "pow", np.reciprocal: "reciprocal", np.remainder: "remainder",
+    np.rint: "round", np.sign: "sign", np.signbit: "signbit", np.sin: "sin", np.sinh: "sinh", np.sqrt: "sqrt",
+    np.square: "square", np.subtract: "subtract", np.tan: "tan", np.tanh: "tanh", np.trunc: "trunc",
+    np.matmul: "matmul", np.vecdot: "vecdot",
+}
+
+# ufunc.reduce -> namespace reduction, and ufunc.accumulate -> namespace cumulative function
+REDUCE: dict[np.ufunc, str] = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
+                               np.logical_and: "all", np.logical_or: "any"}
+ACCUMULATE: dict[np.ufunc, str] = {np.add: "cumulative_sum", np.multiply: "cumulative_prod"}
+
+_LOGICAL = frozenset({np.logical_and, np.logical_or, np.logical_xor, np.logical_not})
+# NumPy's defaults of the loop controls we do not implement; any other value is a TypeError
+_DEFAULTS: dict[str, Any] = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
+                             "signature": None, "axes": None, "axis": None, "keepdims": False}
+
+
+def methods(ufunc: np.ufunc) -> tuple[str, ...]:
+    """The ufunc methods handled for ``ufunc``."""
+    names = ["__call__"]
+    if ufunc in REDUCE:
+        names.append("reduce")
+    if ufunc in ACCUMULATE:
+        names.append("accumulate")
+    if ufunc.nin == 2 and ufunc.signature is None:
+        names.append("outer")
+    return tuple(names)
+
+
+def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """NEP 13 entry: ``ufunc.method(*inputs, **kwargs)`` on the namespace, or NotImplemented."""
+    if ufunc not in UFUNCS or method not in methods(ufunc) or _foreign(inputs, kwargs.get("out")):
+        return NotImplemented
+    handler = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer}[method]
+    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    return handler(ufunc, inputs, dict(kwargs), name)
+
+
+def _foreign(inputs: tuple[Any, ...], out: Any) -> bool:
+    """An operand of another type with its own ``__array_ufunc__`` gets its turn (NEP 13)."""
+    operands = inputs + (out if isinstance(out, tuple) else ())
+    return any(hasattr(type(x), "__array_ufunc__") and not isinstance(x, (A, np.ndarray, np.generic))
+               for x in operands)
+
+
+def _take_out(kwargs: dict[str, Any]) -> Any:
+    out = kwargs.pop("out", None)
+    return None if out is None or all(o is None for o in out) else out
+
+
+def _reject(kwargs: dict[str, Any], name: str) -> None:
+    for k, v in kwargs.items():
+        default = _DEFAULTS.get(k, np._NoValue)
+        if not (v is default or (type(v) is type(default) and v == default)):
+            raise TypeError(f"{name}() on NeuronArray does not support the argument {k}={v!r}; leave it at "
+                            "its default")
+
+
+def _operands(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, dtype: Any, name: str) -> list[Any]:
+    """Inputs on the call's device (Python scalars stay weak beside an array); logical ufuncs take truth
+    values, and ``dtype=`` casts under NumPy's same_kind rule."""
+    device = device_of((inputs, out))
+    ops = [as_array(x, device, weak=True) for x in inputs]
+    if not any(isinstance(x, A) for x in ops):
+        ops = [as_array(x, device) for x in inputs]
+    if ufunc in _LOGICAL:
+        ops = [x if not isinstance(x, A) else xp.astype(x, _dtypes.bool, copy=False) for x in ops]
+    if dtype is not None:
+        for x in ops:
+            if isinstance(x, A) and not can_cast(x.dtype, dtype):
+                raise TypeError(f"{name}(): cannot cast an input of dtype {_dtypes.name(x.dtype)} to "
+                                f"dtype={_dtypes.name(dtype)} under NumPy's same_kind casting")
+        ops = [xp.astype(x, dtype, copy=False) if isinstance(x, A) else x for x in ops]
+    return [bool(x) if ufunc in _LOGICAL and isinstance(x, PY_SCALARS) else x for x in ops]
+
+
+def _finish(result: A, out: Any, name: str) -> A:
+    return result if out is None else write_out(result, out, name, broadcast=True)
+
+
+def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
+    out = _take_out(kwargs)
+    dtype = to_dtype(kwargs.pop("dtype", None), name)
+    ops = _operands(ufunc, inputs, out, dtype, name)
+    extra = {}
+    if ufunc is np.vecdot and kwargs.get("axis") is not None:
+        extra["axis"] = _vecdot_axis(kwargs.pop("axis"), ops)
+    _reject(kwargs, name)
+    if ufunc is np.reciprocal and any(isinstance(x, A) and x.dtype in _dtypes.INTEGER for x in ops):
+        # NumPy's integer reciprocal truncates (1 // x); the namespace's is floating: refuse rather than differ
+        raise TypeError(f"{name}() of an integer NeuronArray is not supported; use numpy.divide(1, x) or "
+                        "numpy.floor_divide(1, x)")
+    if ufunc is np.power:
+        _check_integer_power(*ops, name=name)
+    return _finish(getattr(xp, UFUNCS[ufunc])(*ops, **extra), out, name)
+
+
+def _check_integer_power(base: Any, exponent: Any, *, name: str) -> None:
+    """NumPy refuses negative integer powers of integers (the namespace's answer, 0, would differ)."""
+    if isinstance(exponent, bool) or not all(
+            isinstance(x, int) or (isinstance(x, A) and x.dtype in _dtypes.INTEGER) for x in (base, exponent)):
+        return
+    negative = exponent < 0 if isinstance(exponent, int) else bool(xp.any(xp.less(exponent, 0)))
+    if negative:
+        raise ValueError(f"{name}(): integers to negative integer powers are not allowed (as in NumPy); "
+                         "use a floating base")
+
+
+def _vecdot_axis(axis: int, ops: list[Any]) -> int:
+    """NumPy's gufunc axis counts in each operand; the namespace's vecdot takes it from the end."""
+    if axis >= 0 and len({x.ndim for x in ops}) == 1:
+        return axis - ops[0].ndim
+    return axis
+
+
+def _reduce(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
+    out = _take_out(kwargs)
+    dtype = to_dtype(kwargs.pop("dtype", None), name)
+    axis, keepdims = kwargs.pop("axis", 0), kwargs.pop("keepdims", False)
+    initial = kwargs.pop("initial", None) if ufunc not in _LOGICAL else None
+    _reject(kwargs, name)
+    fname = REDUCE[ufunc]
+    if fname in ("sum", "prod"):
+        (x,) = _operands(ufunc, inputs, out, None, name)
+        r = getattr(xp, fname)(x, axis=axis, dtype=dtype, keepdims=keepdims)
+        if initial is not None:
+            r = getattr(xp, UFUNCS[ufunc])(r, initial)
+    else:
+        (x,) = _operands(ufunc, inputs, out, dtype, name)
+        r = _extreme(fname, x, axis, keepdims, initial) if fname in ("max", "min") else \
+            getattr(xp, fname)(x, axis=axis, keepdims=keepdims)
+    return _finish(r, out, name)
+
+
+def _accumulate(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
+    out = _take_out(kwargs)
+    dtype = to_dtype(kwargs.pop("dtype", None), name)
+    axis = kwargs.pop("axis", 0)
+    _reject(kwargs, name)
+    (x,) = _operands(ufunc, inputs, out, None, name)
+    return _finish(getattr(xp, ACCUMULATE[ufunc])(x, axis=axis, dtype=dtype), out, name)
+
+
+def _outer(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
+    """``ufunc.outer(a, b)``: the call on a reshaped to a.shape + (1,) * b.ndim."""
+    device = device_of((inputs, kwargs.get("out")))
+    a, b = (as_array(x, device) for x in inputs)
+    return _call(ufunc, (xp.reshape(a, a.shape + (1,) * b.ndim), b), kwargs, name)
