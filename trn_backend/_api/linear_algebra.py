@@ -1,3 +1,46 @@
-"""linear_algebra functions of the standard (being written)."""
+"""Linear-algebra functions of the standard: matmul, matrix_transpose, tensordot, vecdot.
 
-__all__: list[str] = []
+The three contractions go through the contraction planner (one matmul or bmm in the kernel layer each), with
+keyword-only ``precision=`` / ``target_forward_error=`` beyond the standard's signatures; matrix_transpose is a view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .._helpers import NeuronArray, check_same_device, tensor, wrap
+from ..contraction.api import matmul_tensors, tensordot_tensors, vecdot_tensors
+
+__all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
+
+
+def _operands(x1: NeuronArray, x2: NeuronArray, func: str):
+    t1, t2 = tensor(x1, func, "x1"), tensor(x2, func, "x2")
+    check_same_device((t1, t2), func, "x1 and x2")
+    return t1, t2
+
+
+def matmul(x1: NeuronArray, x2: NeuronArray, /, *, precision: str | None = None,
+           target_forward_error: float | None = None) -> NeuronArray:
+    """Matrix product with the standard's 1-D promotion and batch broadcasting (the ``@`` operator)."""
+    return wrap(matmul_tensors(*_operands(x1, x2, "matmul"), precision, target_forward_error))
+
+
+def matrix_transpose(x: NeuronArray, /) -> NeuronArray:
+    """Swap the last two axes (a view, no copy)."""
+    t = tensor(x, "matrix_transpose")
+    if t.dim() < 2:
+        raise ValueError(f"matrix_transpose(): x needs at least 2 dimensions, got shape {tuple(t.shape)}")
+    return wrap(t.transpose(-1, -2))
+
+
+def tensordot(x1: NeuronArray, x2: NeuronArray, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2,
+              precision: str | None = None, target_forward_error: float | None = None) -> NeuronArray:
+    """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences."""
+    return wrap(tensordot_tensors(*_operands(x1, x2, "tensordot"), axes, precision, target_forward_error))
+
+
+def vecdot(x1: NeuronArray, x2: NeuronArray, /, *, axis: int = -1, precision: str | None = None,
+           target_forward_error: float | None = None) -> NeuronArray:
+    """Dot products of vectors along ``axis`` (negative), conjugating x1; other axes broadcast."""
+    return wrap(vecdot_tensors(*_operands(x1, x2, "vecdot"), axis, precision, target_forward_error))

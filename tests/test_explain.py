@@ -1,0 +1,67 @@
+"""explain(): the path, per-step plans and totals as numbers and text; the `python -m trn_backend explain` CLI."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import torch
+
+import trn_backend as xp
+from trn_backend.__main__ import main
+
+
+def test_chain_numbers_and_text():
+    e = xp.explain("ij,jk,kl->il", (512, 512), (512, 512), (512, 512))
+    assert e.path == ((0, 1), (0, 1)) and e.kernel_calls == 2
+    assert [p.bmkn for p in e.steps] == [(1, 512, 512, 512)] * 2
+    assert e.flops == 2 * 2 * 512**3 and e.largest_intermediate == 512 * 512
+    text = str(e)
+    for piece in ("path: [(0, 1), (0, 1)]", "ij,jk->ik", "matmul", "(1, 512, 512, 512)", "2.68e+08", "262,144",
+                  "native", "total: 2 kernel call(s), 5.37e+08 FLOPs, largest intermediate 262,144 elements"):
+        assert piece in text, piece
+    assert repr(e).startswith("Explanation('ij,jk,kl->il', steps=2")
+
+
+def test_modes_bounds_and_per_step_k():
+    e = xp.explain("ij,jk,kl->il", (8, 16), (16, 4096), (4096, 8), precision="dd", optimize=[(0, 1), (0, 1)])
+    assert [p.mode for p in e.steps] == ["dd", "dd"]
+    assert [p.bmkn[2] for p in e.steps] == [16, 4096]
+    assert e.steps[0].bound < e.steps[1].bound  # each step's bound follows its own K
+    assert f"{e.steps[1].bound:.2g}" in str(e)
+    assert "native  -" in str(xp.explain("ij,jk->ik", (2, 3), (3, 4), dtype=xp.int64))  # no bound: "-"
+
+
+def test_operands_or_shapes():
+    a = xp.NeuronArray(torch.ones(2, 3, dtype=torch.float64))
+    e = xp.explain("bij,bjk->bik", np.ones((5, 2, 3)), torch.ones(5, 3, 4))
+    assert e.steps[0].kernel == "bmm" and e.steps[0].bmkn == (5, 2, 3, 4) and e.dtype == torch.float64
+    assert xp.explain("ij,jk", a, (3, 4)).dtype == torch.float64  # float64 array with a default-float shape
+    single = xp.explain("ii->i", (3, 3))
+    assert single.kernel_calls == 0 and "-" in str(single)
+    with pytest.raises(TypeError, match="operand 1 must be an array or a shape"):
+        xp.explain("ij,jk", (2, 3), "3x4")
+    with pytest.raises(ValueError, match="explain\\(\\): index 'j' has size 3"):
+        xp.explain("ij,jk", (2, 3), (4, 5))
+
+
+def test_cli(capsys):
+    assert main(["explain", "ij,jk,kl->il", "512x512", "512x512", "512x512"]) == 0
+    out = capsys.readouterr().out
+    assert "path: [(0, 1), (0, 1)]" in out and "matmul" in out and "total: 2 kernel call(s)" in out
+    assert main(["explain", "ij,jk->ik", "2x3", "4x5"]) == 2
+    assert "index 'j' has size 3" in capsys.readouterr().err
+    assert main(["explain", "...ij,jk", "2x3x4", "4x5", "--precision", "dd", "--dtype", "float64",
+                 "--optimize", "(0,1)"]) == 0
+    assert "dd" in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        main(["explain", "ij", "2xq"])
+
+
+def test_python_dash_m():
+    done = subprocess.run([sys.executable, "-m", "trn_backend", "explain", "ij,jk,kl->il", "64x64", "64x64",
+                           "64x64"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "total: 2 kernel call(s)" in done.stdout

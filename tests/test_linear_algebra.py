@@ -1,0 +1,155 @@
+"""matmul, matrix_transpose, tensordot and vecdot against NumPy, through the planner; their errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import trn_backend as xp
+from tests.support import NUMERIC_NAMES, assert_same, from_numpy, to_numpy
+from trn_backend import kernels
+
+DTYPES = NUMERIC_NAMES + ("bool",)
+
+
+def _values(data, dtype: str, shape) -> np.ndarray:
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)  # full range: products and sums wrap, exactly as NumPy's
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    real = rng.standard_normal(shape)
+    return (real + 1j * rng.standard_normal(shape) if np.dtype(dtype).kind == "c" else real).astype(dtype)
+
+
+def _check(got: xp.NeuronArray, expected: np.ndarray) -> None:
+    if expected.dtype.kind in "fc":
+        tol = 1e-5 if expected.dtype in (np.float32, np.complex64) else 1e-12
+        out = to_numpy(got)
+        assert out.dtype == expected.dtype and out.shape == expected.shape
+        np.testing.assert_allclose(out, expected, rtol=tol, atol=tol * 10)
+    else:
+        assert_same(got, expected)
+
+
+@settings(max_examples=60)
+@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+       st.integers(1, 4), st.integers(0, 4), st.integers(1, 4), st.sampled_from(DTYPES), st.booleans(),
+       st.booleans(), st.data())
+def test_matmul_matches_numpy(batch, m, k, n, dtype, vec1, vec2, data):
+    s1 = (k,) if vec1 else batch.input_shapes[0] + (m, k)
+    s2 = (k,) if vec2 else batch.input_shapes[1] + (k, n)
+    a, b = _values(data, dtype, s1), _values(data, dtype, s2)
+    with kernels.count_calls() as calls:
+        got = xp.matmul(from_numpy(a), from_numpy(b))
+    _check(got, np.matmul(a, b))
+    assert sum(calls.values()) == 1
+
+
+def test_matmul_operator_and_mixed_dtypes():
+    a = from_numpy(np.arange(6, dtype=np.int16).reshape(2, 3))
+    b = from_numpy(np.arange(3, dtype=np.uint8))
+    assert_same(a @ b, np.arange(6, dtype=np.int16).reshape(2, 3) @ np.arange(3, dtype=np.uint8))
+    f = from_numpy(np.ones((3, 2), dtype=np.float32))
+    assert (a @ f).dtype == xp.float32
+
+
+@settings(max_examples=40)
+@given(st.sampled_from(NUMERIC_NAMES), st.data())
+def test_tensordot_matches_numpy(dtype, data):
+    shape_a = data.draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3), label="shape_a")
+    n = data.draw(st.integers(0, len(shape_a)), label="n")
+    if data.draw(st.booleans(), label="int axes"):
+        shape_b = shape_a[len(shape_a) - n:] + data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+        axes = n
+    else:
+        axes_a = data.draw(st.permutations(range(len(shape_a))), label="axes_a")[:n]
+        extra = data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3), label="extra")
+        order = data.draw(st.permutations(range(n + len(extra))), label="order")
+        dims = [shape_a[i] for i in axes_a] + list(extra)
+        shape_b = tuple(dims[i] for i in order)
+        axes_b = [order.index(i) for i in range(n)]
+        # negative axes count from the end
+        axes = ([i - len(shape_a) if data.draw(st.booleans()) else i for i in axes_a], axes_b)
+    a, b = _values(data, dtype, shape_a), _values(data, dtype, shape_b)
+    _check(xp.tensordot(from_numpy(a), from_numpy(b), axes=axes), np.tensordot(a, b, axes=axes))
+
+
+@settings(max_examples=40)
+@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3, max_side=3),
+       st.sampled_from(NUMERIC_NAMES), st.data())
+def test_vecdot_matches_numpy(shapes, dtype, data):
+    s1, s2 = shapes.input_shapes
+    axis = data.draw(st.integers(-min(len(s1), len(s2)), -1), label="axis")
+    size = data.draw(st.integers(0, 3), label="size")  # the contracted axis does not broadcast
+    s1, s2 = (s[:len(s) + axis] + (size,) + s[len(s) + axis + 1:] for s in (s1, s2))
+    a, b = _values(data, dtype, s1), _values(data, dtype, s2)
+    expected = np.sum(np.conj(a) * b if a.dtype.kind == "c" else a * b, axis=axis, dtype=np.result_type(a, b))
+    _check(xp.vecdot(from_numpy(a), from_numpy(b), axis=axis), np.asarray(expected))
+
+
+def test_vecdot_conjugates_x1():
+    x1, x2 = from_numpy(np.array([1j, 2j, 3j])), from_numpy(np.array([1, 2j, 3]))
+    assert complex(xp.vecdot(x1, x2)) == pytest.approx(4 - 10j)
+
+
+def test_matrix_transpose_is_a_view():
+    t = torch.arange(24).reshape(2, 3, 4)
+    out = xp.matrix_transpose(xp.NeuronArray(t))
+    assert out.shape == (2, 4, 3) and out._t.data_ptr() == t.data_ptr()
+    assert_same(out, np.swapaxes(t.numpy(), -1, -2))
+
+
+def test_precision_keywords():
+    a = xp.NeuronArray(torch.randn(4, 8))
+    b = xp.NeuronArray(torch.randn(8, 3))
+    with kernels.count_calls() as calls:
+        xp.matmul(a, b, precision="dd")
+        xp.tensordot(a, b, axes=1, precision="fast")
+        xp.vecdot(a, a, precision="bf16x6")
+    assert calls == {("matmul", "dd"): 1, ("matmul", "fast"): 1, ("bmm", "bf16x6"): 1}
+    with pytest.raises(ValueError, match="not both"):
+        xp.matmul(a, b, precision="dd", target_forward_error=1e-6)
+
+
+_A = xp.NeuronArray(torch.ones(2, 3))
+_B = xp.NeuronArray(torch.ones(3, 4))
+_META = xp.NeuronArray(torch.ones(3, 4, device="meta"))
+
+
+@pytest.mark.parametrize("call, exc, match", [
+    (lambda: xp.matmul(xp.NeuronArray(torch.tensor(1.0)), _B), ValueError, "x1 is 0-dimensional"),
+    (lambda: xp.matmul(_A, xp.NeuronArray(torch.tensor(1.0))), ValueError, "x2 is 0-dimensional"),
+    (lambda: xp.matmul(_A, _A), ValueError, r"x1 has 3 columns but x2 has 2 rows \(shapes \(2, 3\) and \(2, 3\)\)"),
+    (lambda: xp.matmul(xp.NeuronArray(torch.ones(2, 2, 3)), xp.NeuronArray(torch.ones(4, 3, 1))), ValueError,
+     r"batch shapes \(2,\) and \(4,\) do not broadcast"),
+    (lambda: xp.matmul(_A, np.ones((3, 4))), TypeError, "matmul.*x2.*ndarray"),
+    (lambda: xp.matmul(_A, _META), ValueError, "different devices"),
+    (lambda: xp.matmul(xp.NeuronArray(torch.ones(2, dtype=torch.uint64)),
+                       xp.NeuronArray(torch.ones(2, dtype=torch.int64))), TypeError, "matmul.*uint64"),
+    (lambda: xp.tensordot(_A, _B, axes=3), ValueError, "axes=3 must be between 0 and"),
+    (lambda: xp.tensordot(_A, _B, axes=-1), ValueError, "axes=-1"),
+    (lambda: xp.tensordot(_A, _B, axes=True), TypeError, "axes must be an int or a pair"),
+    (lambda: xp.tensordot(_A, _B, axes="x"), TypeError, "axes must be an int or a pair"),
+    (lambda: xp.tensordot(_A, _B, axes=([0], [0, 1])), ValueError, "name 1 axes of x1 but 2 of x2"),
+    (lambda: xp.tensordot(_A, _B, axes=([0, 0], [0, 1])), ValueError, "repeat an axis of x1"),
+    (lambda: xp.tensordot(_A, _B, axes=([5], [0])), IndexError, "axis 5 is out of bounds"),
+    (lambda: xp.tensordot(_A, _B, axes=([0], [0])), ValueError,
+     r"axis 0 of x1 has size 2 but axis 0 of x2 has size 3"),
+    (lambda: xp.tensordot(xp.NeuronArray(torch.ones(1, 3)), _B, axes=([0], [0])), ValueError,
+     "size 1 but axis 0 of x2 has size 3"),  # contracted axes never broadcast
+    (lambda: xp.vecdot(_A, _A, axis=0), ValueError, "axis must be a negative int"),
+    (lambda: xp.vecdot(_A, _A, axis=-3), IndexError, r"in \[-2, -1\]"),
+    (lambda: xp.vecdot(_A, _A, axis=1.0), TypeError, "axis must be an int"),
+    (lambda: xp.vecdot(_A, xp.NeuronArray(torch.ones(2, 1))), ValueError, "size 3 in x1 but 1 in x2"),
+    (lambda: xp.vecdot(_A, xp.NeuronArray(torch.ones(4, 3))), ValueError, "do not broadcast"),
+    (lambda: xp.matrix_transpose(xp.NeuronArray(torch.ones(3))), ValueError, "at least 2 dimensions"),
+])
+def test_errors(call, exc, match):
+    with pytest.raises(exc, match=match):
+        call()

@@ -1,0 +1,158 @@
+"""opt_einsum with backend="trn" and backend="auto" on NeuronArrays: conversions, expressions, constants,
+sharing, optimize=False, precision, and the kernel-call counter that proves no step bypasses the planner."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import opt_einsum as oe
+import opt_einsum.testing
+import pytest
+import tomllib
+import torch
+
+import trn_backend as xp
+from tests.support import to_numpy
+from trn_backend import kernels
+from trn_backend.contraction import opt_einsum_backend
+
+EQ = "ij,jk,kl->il"
+
+
+@pytest.fixture
+def arrays():
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(s) for s in ((3, 4), (4, 5), (5, 2))]
+
+
+def _expected(arrays):
+    return np.einsum(EQ, *arrays)
+
+
+def test_opt_einsum_version_is_the_pinned_series():
+    """The backend writes into opt_einsum's private dispatch tables: the installed version must be the series
+    this was written against, and pyproject must pin the same one."""
+    assert oe.__version__.startswith(opt_einsum_backend.OPT_EINSUM_SERIES + ".")
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("opt_einsum"))
+    low, high = re.match(r"opt_einsum>=([\d.]+),<([\d.]+)", pin).groups()
+    assert low == opt_einsum_backend.OPT_EINSUM_SERIES and high.startswith("3.5")
+    from opt_einsum.backends import dispatch
+
+    assert dispatch._aliases["trn"] == dispatch._aliases["trn_backend"] == opt_einsum_backend.__name__
+    assert dispatch.has_backend("trn")
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch", "trn"])
+def test_backend_trn_converts_inputs(arrays, kind):
+    ops = {"numpy": arrays, "torch": [torch.from_numpy(a) for a in arrays],
+           "trn": [xp.asarray(a) for a in arrays]}[kind]
+    with kernels.count_calls() as calls:
+        out = oe.contract(EQ, *ops, backend="trn")
+    assert isinstance(out, xp.NeuronArray)
+    np.testing.assert_allclose(to_numpy(out), _expected(arrays), rtol=1e-12)
+    assert calls == {("matmul", "native"): 2}
+
+
+def test_backend_auto_on_neuron_arrays(arrays):
+    with kernels.count_calls() as calls:
+        out = oe.contract(EQ, *map(xp.asarray, arrays))
+    assert isinstance(out, xp.NeuronArray) and calls == {("matmul", "native"): 2}
+    np.testing.assert_allclose(to_numpy(out), _expected(arrays), rtol=1e-12)
+
+
+def test_batched_steps_reach_bmm():
+    a, b = (xp.NeuronArray(torch.randn(s, dtype=torch.float64)) for s in ((2, 3, 4), (2, 4, 5)))
+    with kernels.count_calls() as calls:
+        out = oe.contract("bij,bjk->bik", a, b, backend="trn")
+    assert calls == {("bmm", "native"): 1}
+    np.testing.assert_allclose(to_numpy(out), np.einsum("bij,bjk->bik", to_numpy(a), to_numpy(b)), rtol=1e-12)
+
+
+def test_contract_expression_with_numpy_converts_back(arrays):
+    expr = oe.contract_expression(EQ, *(a.shape for a in arrays))
+    out = expr(*arrays, backend="trn")
+    assert isinstance(out, np.ndarray)
+    np.testing.assert_allclose(out, _expected(arrays), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "trn"])
+def test_contract_expression_constants(arrays, kind):
+    ops = arrays if kind == "numpy" else [xp.asarray(a) for a in arrays]
+    expr = oe.contract_expression(EQ, ops[0], ops[1], ops[2].shape, constants=[0, 1], optimize=[(0, 1), (0, 1)])
+    with kernels.count_calls() as first:
+        out = expr(ops[2], backend="trn")
+    with kernels.count_calls() as again:
+        out = expr(ops[2], backend="trn")
+    # the constant part (0 @ 1) is contracted once; each call then does the one remaining step
+    assert sum(first.values()) == 2 and sum(again.values()) == 1
+    np.testing.assert_allclose(np.asarray(out), _expected(arrays), rtol=1e-12)
+
+
+def test_shared_intermediates(arrays):
+    ops = [xp.asarray(a) for a in arrays]
+    with oe.shared_intermediates():
+        with kernels.count_calls() as calls:
+            first = oe.contract(EQ, *ops, backend="trn", optimize=[(0, 1), (0, 1)])
+            second = oe.contract(EQ, *ops, backend="trn", optimize=[(0, 1), (0, 1)])
+            third = oe.contract("ij,jk->ik", ops[0], ops[1], backend="trn")
+    assert sum(calls.values()) == 2  # the repeats reuse the cached intermediates
+    np.testing.assert_allclose(to_numpy(second), to_numpy(first))
+    np.testing.assert_allclose(to_numpy(third), arrays[0] @ arrays[1], rtol=1e-12)
+
+
+def test_optimize_false(arrays):
+    with kernels.count_calls() as calls:
+        out = xp.contract(EQ, *arrays, optimize=False)  # left to right, through the planner
+    assert calls == {("matmul", "native"): 2}
+    np.testing.assert_allclose(to_numpy(out), _expected(arrays), rtol=1e-12)
+    # opt_einsum itself hands optimize=False to numpy.einsum whatever the backend (opt_einsum PR #252):
+    # with NeuronArrays that arrives through NumPy dispatch, which runs it on the engine
+    with kernels.count_calls() as calls:
+        out = oe.contract(EQ, *map(xp.asarray, arrays), backend="trn", optimize=False)
+    assert isinstance(out, xp.NeuronArray) and calls == {("matmul", "native"): 2}
+    np.testing.assert_allclose(to_numpy(out), _expected(arrays), rtol=1e-12)
+
+
+def test_contract_conveniences_and_precision(arrays):
+    with kernels.count_calls() as calls:
+        out = xp.contract(EQ, *arrays, precision="dd")
+        expr = xp.contract_expression(EQ, *(a.shape for a in arrays), precision="fast")
+        expr(*map(xp.asarray, arrays))
+        xp.contract(EQ, *arrays)
+    assert calls == {("matmul", "dd"): 2, ("matmul", "fast"): 2, ("matmul", "native"): 2}
+    np.testing.assert_allclose(to_numpy(out), _expected(arrays), rtol=1e-4)
+    assert "ij,jk,kl->il" in str(expr)
+    with pytest.raises(TypeError, match="always uses backend='trn'"):
+        xp.contract(EQ, *arrays, backend="numpy")
+
+
+def test_every_binary_step_reaches_the_kernels(monkeypatch):
+    """Count kernel calls on a 20-tensor random network (tensordot and einsum steps) while torch's own
+    contraction routines are disabled: every binary step of the path is one matmul or bmm."""
+    eq, shapes = oe.testing.rand_equation(20, 3, n_out=2, d_min=2, d_max=3, seed=3, global_dim=True)
+    ops = [xp.NeuronArray(torch.randn(s, dtype=torch.float64)) for s in shapes]
+    path, info = oe.contract_path(eq, *shapes, shapes=True)
+    binary = sum(len(step[0]) == 2 for step in info.contraction_list)
+    for name in ("einsum", "tensordot", "bmm", "mm", "bilinear"):
+        monkeypatch.setattr(torch, name, _forbidden(name))
+    with kernels.count_calls() as calls:
+        out = oe.contract(eq, *ops, backend="trn", optimize=path)
+    assert sum(calls.values()) == binary and set(calls) <= {("matmul", "native"), ("bmm", "native")}
+    assert calls[("bmm", "native")] > 0  # the global dimension makes batched steps
+    monkeypatch.undo()
+    expected = oe.contract(eq, *(o._t for o in ops), backend="torch", optimize=path)
+    np.testing.assert_allclose(to_numpy(out), expected.numpy(), rtol=1e-10)
+
+
+def _forbidden(name):
+    def f(*args, **kwargs):
+        raise AssertionError(f"torch.{name} called outside the kernel layer")
+    return f
+
+
+def test_bad_operands():
+    with pytest.raises(TypeError, match="backend 'trn' got an operand of type list"):
+        oe.contract("ij,jk->ik", [[1.0]], [[1.0]], backend="trn")

@@ -1,0 +1,202 @@
+"""The planner: plans as plain data, the cache, views instead of copies, output order, per-step precision, and
+the exact integer kernel behind native mode."""
+
+from __future__ import annotations
+
+import dataclasses
+import pickle
+
+import numpy as np
+import pytest
+import torch
+from trn_backend.kernels import reference
+
+import trn_backend as xp
+from tests.support import assert_same, from_numpy
+from trn_backend import _precision, kernels
+from trn_backend.contraction import plan as planner
+from trn_backend.contraction.parse import parse
+
+CPU = torch.device("cpu")
+F32 = torch.float32
+
+
+def _plan(subscripts: str, *shapes, dtype=F32, **kw) -> planner.Plan:
+    spec = parse(subscripts, shapes)
+    return planner.plan_for(spec.inputs, spec.output, shapes, (dtype,) * len(shapes), CPU, **kw)
+
+
+def test_plans_are_plain_frozen_hashable_printable_data():
+    p = _plan("bij,bjk->bik", (2, 3, 4), (2, 4, 5))
+    assert p.kernel == "bmm" and p.bmkn == (2, 3, 4, 5) and p.mode == "native" and p.shape == (2, 3, 5)
+    assert p.flops == 2 * 2 * 3 * 4 * 5 and p.size == 30
+    assert "bij,bjk->bik" in repr(p) and "bmm" in repr(p)
+    assert hash(p) == hash(dataclasses.replace(p)) and p == dataclasses.replace(p)
+    assert pickle.loads(pickle.dumps(p)) == p
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.kernel = "matmul"  # type: ignore[misc]
+
+
+def test_cache_by_labels_shapes_dtypes_and_mode():
+    planner.entry.cache_clear()
+    p1 = _plan("ij,jk->ik", (2, 3), (3, 4))
+    assert _plan("ij,jk->ik", (2, 3), (3, 4)) is p1
+    assert planner.entry.cache_info().hits == 1
+    assert _plan("ij,jk->ik", (2, 3), (3, 5)) is not p1  # shapes
+    assert _plan("ij,jk->ik", (2, 3), (3, 4), dtype=torch.float64).dtype == torch.float64  # dtypes
+    fast = _plan("ij,jk->ik", (2, 3), (3, 4), precision="fast")
+    assert fast.mode == "fast" and fast is not p1
+    assert dataclasses.replace(fast, mode="native", bound=p1.bound) == p1
+    assert _plan("ij,jk->ik", (2, 3), (3, 4), precision="fast") is fast
+    with xp.precision("dd"):  # the active context reaches the plan
+        assert _plan("ij,jk->ik", (2, 3), (3, 4)).mode == "dd"
+
+
+def test_matmul_without_batch_bmm_with_one():
+    assert _plan("ij,jk->ik", (2, 3), (3, 4)).kernel == "matmul"
+    assert _plan("bij,bjk->bik", (1, 3, 4), (1, 4, 5)).kernel == "matmul"  # a batch of one is no batch
+    assert _plan("ij,ij->ij", (2, 3), (2, 3)).bmkn == (6, 1, 1, 1)  # Hadamard: batch only
+    assert _plan("i,j->ij", (2,), (3,)).bmkn == (1, 2, 1, 3)  # outer: K = 1
+    assert _plan("ii->", (3, 3)).kernel is None  # one operand: a trace is no contraction
+
+
+def test_output_order_needs_no_permute_when_the_second_operand_leads():
+    p = _plan("ij,jk->ki", (2, 3), (3, 4))
+    assert p.order == (1, 0) and p.out_perm is None and p.out_shape is None
+    p = _plan("bij,bjk->bki", (2, 3, 4), (2, 4, 5))
+    assert p.order == (1, 0) and p.out_perm is None
+
+
+def test_pre_reductions_diagonals_and_broadcast():
+    p = _plan("iij,jkl->ik", (3, 3, 4), (4, 5, 6))
+    a, b = p.operands
+    assert a.diagonals == ((0, 1),) and b.summed == (2,)  # l is summed on its own side, before the kernel
+    assert p.bmkn == (1, 3, 4, 5)
+    p = _plan("ij,jk->ik", (2, 1), (3, 4))  # j broadcasts: A lacks it, B sums it out
+    assert p.operands[1].summed == (0,) and p.bmkn[2] == 1
+
+
+class _Recorder:
+    """Replaces the kernels and records their operands."""
+
+    def __init__(self, monkeypatch):
+        self.operands: list[tuple[torch.Tensor, torch.Tensor]] = []
+        for name in ("matmul", "bmm"):
+            real = getattr(kernels, name)
+            monkeypatch.setattr(kernels, name, self._wrap(real))
+
+    def _wrap(self, real):
+        def kernel(a, b, mode="native", **params):
+            self.operands.append((a, b))
+            return real(a, b, mode, **params)
+        return kernel
+
+
+@pytest.mark.parametrize("subscripts, shapes", [
+    ("ij,jk->ik", [(4, 5), (5, 6)]),
+    ("ji,jk->ik", [(5, 4), (5, 6)]),  # transposed operand: a strided view, no copy
+    ("abc,cd->abd", [(2, 3, 5), (5, 6)]),  # merged free indices
+    ("abcd,cdef->abef", [(2, 3, 4, 5), (4, 5, 6, 7)]),  # merged contracted indices
+    ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]),
+    ("bij,bkj->bik", [(3, 4, 5), (3, 6, 5)]),
+])
+def test_operands_reach_the_kernel_as_views(monkeypatch, subscripts, shapes):
+    rec = _Recorder(monkeypatch)
+    ts = [torch.randn(s) for s in shapes]
+    out = xp.einsum(subscripts, *map(xp.NeuronArray, ts))
+    (a, b), = rec.operands
+    ptrs = {t.untyped_storage().data_ptr() for t in ts}
+    assert {a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()} == ptrs
+    np.testing.assert_allclose(out._t.numpy(), np.einsum(subscripts, *(t.numpy() for t in ts)), rtol=1e-5,
+                               atol=1e-5)
+
+
+def test_intermediates_leave_the_kernel_in_the_order_the_next_step_uses():
+    ops = [xp.NeuronArray(torch.randn(s)) for s in ((2, 3, 4), (4, 5), (3, 5, 6))]
+    steps = planner.plan_for  # the path's own plans
+    spec = parse("abc,cd,bde->ae", tuple(o.shape for o in ops))
+    from trn_backend.contraction import paths
+
+    for step in paths.steps(spec, tuple(o.shape for o in ops))[:-1]:
+        for inputs, output, shapes in step.chain:
+            assert steps(inputs, output, shapes, (F32,) * len(inputs), CPU).out_perm is None
+
+
+def test_each_binary_step_resolves_its_own_k(monkeypatch):
+    seen = []
+    real = _precision.resolve
+
+    def spy(dtype, K, device, **kw):
+        seen.append(K)
+        return real(dtype, K, device, **kw)
+
+    monkeypatch.setattr(_precision, "resolve", spy)
+    a, b, c = (xp.NeuronArray(torch.randn(s)) for s in ((2, 16), (16, 700), (700, 3)))
+    xp.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)])
+    assert seen == [16, 700]
+
+
+def test_single_operand_results_are_views_where_numpy_would_allow():
+    t = torch.randn(3, 4)
+    out = xp.einsum("ij->ji", xp.NeuronArray(t))
+    assert out._t.untyped_storage().data_ptr() == t.untyped_storage().data_ptr()
+
+
+@pytest.mark.parametrize("dtype", ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64"])
+def test_native_kernel_is_exact_for_integers_and_bool(dtype):
+    rng = np.random.default_rng(0)
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    if info is None:
+        a, b = rng.random((2, 3, 7)) < 0.3, rng.random((2, 7, 4)) < 0.3
+    else:  # full-range values: products and sums wrap modulo 2**bits, as NumPy's do
+        a = rng.integers(info.min, info.max, (2, 3, 7), dtype=dtype, endpoint=True)
+        b = rng.integers(info.min, info.max, (2, 7, 4), dtype=dtype, endpoint=True)
+    expected = np.matmul(a, b)
+    ta, tb = from_numpy(a)._t, from_numpy(b)._t
+    assert_same(xp.NeuronArray(reference.native(ta, tb)), expected)
+    assert_same(xp.NeuronArray(reference.native(ta[0], tb[0])), expected[0])
+    if dtype != "bool":  # the broadcast multiply-sum used where torch has no integer GEMM (CUDA)
+        got = reference._multiply_sum(*(x.view(torch.int64) if dtype == "uint64" else x.long() for x in (ta, tb)))
+        assert_same(xp.NeuronArray(got.view(torch.uint64) if dtype == "uint64" else got.to(ta.dtype)), expected)
+
+
+@pytest.mark.parametrize("subscripts, shapes, dtype", [
+    ("Qmn,mi->Qni", [(64, 32, 48), (32, 8)], "float64"),  # the DF-MP2 first step
+    ("mi,Qmn->iQn", [(32, 8), (64, 32, 48)], "float64"),  # as opt_einsum's tensordot orders it
+    ("Qmn,mi->inQ", [(64, 32, 48), (32, 8)], "int64"),
+    ("bQmn,bmi->bQni", [(2, 40, 32, 40), (2, 32, 5)], "complex128"),  # with a shared batch index too
+])
+def test_broadcast_batching_keeps_the_large_operand_a_view(monkeypatch, subscripts, shapes, dtype):
+    """[lead, K, trail] operands would be copied to [lead*trail, K]; the planner batches over lead instead, with
+    the small operand broadcast (stride 0), so the large one reaches bmm as a view."""
+    rec = _Recorder(monkeypatch)
+    rng = np.random.default_rng(0)
+    arrays = [rng.integers(-3, 4, s).astype(dtype) for s in shapes]
+    big = max(range(2), key=lambda i: arrays[i].size)
+    ts = [from_numpy(a) for a in arrays]
+    got = xp.einsum(subscripts, *ts)
+    assert_same(got, np.einsum(subscripts, *arrays))
+    (a, b), = rec.operands
+    assert ts[big]._t.untyped_storage().data_ptr() in {a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()}
+    if not subscripts.startswith("b"):  # with a shared batch index too, merging it with lead copies the small one
+        assert 0 in a.stride() + b.stride()  # the small operand is broadcast, not copied
+
+
+def test_broadcast_batching_only_where_it_pays():
+    assert _plan("Qmn,mi->Qni", (64, 32, 48), (32, 8)).kernel == "bmm"
+    assert _plan("Qmn,mi->Qni", (4, 8, 8), (8, 2)).kernel == "matmul"  # small: the copy is cheap
+    assert _plan("Qmn,mi->Qni", (4096, 4, 4), (4, 2)).kernel == "matmul"  # tiny per-batch products
+
+
+def test_paths_keep_broadcast_batched_intermediates_unpermuted():
+    from trn_backend.contraction import paths
+
+    shapes = ((64, 32, 48), (32, 8), (48, 7))
+    spec = parse("Qmn,mi,na->Qia", shapes)
+    step = paths.steps(spec, shapes, [(0, 1), (0, 1)])[0]
+    (inputs, output, step_shapes), = step.chain
+    p = planner.plan_for(inputs, output, step_shapes, (F32, F32), CPU)
+    assert p.kernel == "bmm" and p.out_perm is None
+    arrays = [np.random.default_rng(1).standard_normal(s) for s in shapes]
+    got = xp.einsum("Qmn,mi,na->Qia", *map(from_numpy, arrays), optimize=[(0, 1), (0, 1)])
+    np.testing.assert_allclose(got._t.numpy(), np.einsum("Qmn,mi,na->Qia", *arrays), rtol=1e-10)

@@ -1,0 +1,165 @@
+"""The front doors of the planner: einsum, tensordot, matmul and vecdot.
+
+Each validates its arguments with errors that name the function, argument and sizes, turns them into labels,
+and hands one contraction to the planner (or a path of them to ``paths``); validation and labels are cached per
+shapes, dtypes and axes, so a repeated call costs two cache lookups. The ``*_tensors`` functions work on torch
+tensors; the namespace wraps them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import torch
+
+from .. import _dtypes
+from .._helpers import NeuronArray, check_same_device, normalize_axis, tensor, wrap
+from . import execute, paths
+from .parse import parse, symbol
+from .plan import Entry, entry, result_dtype
+
+__all__ = ["einsum", "einsum_tensors", "tensordot_tensors", "matmul_tensors", "vecdot_tensors"]
+
+Precision = str | None
+
+
+def einsum(subscripts: str, /, *operands: NeuronArray, optimize: object = "auto", precision: Precision = None,
+           target_forward_error: float | None = None) -> NeuronArray:
+    """Einstein summation with NumPy's semantics, every product a planned matmul or bmm in the kernel layer.
+
+    ``optimize`` picks the order of a contraction of three or more operands (see ``trn_backend.contraction.paths``);
+    ``precision`` or ``target_forward_error`` choose the precision mode of every binary step.
+    """
+    ts = [tensor(x, "einsum", f"operands[{i}]") for i, x in enumerate(operands)]
+    check_same_device(ts, "einsum", "operands")
+    return wrap(einsum_tensors(subscripts, ts, optimize, precision, target_forward_error))
+
+
+def einsum_tensors(subscripts: str, ts: list[torch.Tensor], optimize: object = "auto",
+                   precision: Precision = None, target_forward_error: float | None = None) -> torch.Tensor:
+    """``einsum`` on torch tensors (validated, on one device)."""
+    spec = parse(subscripts, tuple(t.shape for t in ts))
+    if len(ts) <= 2:
+        return execute.contract(spec.inputs, spec.output, ts, precision, target_forward_error)
+    # promote once, so every step computes in the result dtype (as NumPy does)
+    dtype = result_dtype(tuple(t.dtype for t in ts))
+    ts = [_dtypes.cast(t, dtype) for t in ts]
+    return paths.run(spec, ts, optimize, precision, target_forward_error)
+
+
+# --- tensordot, matmul, vecdot: each validates once per (shapes, dtypes, axes) and caches the planner entry ---
+
+Size = tuple[int, ...]
+
+
+def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precision: Precision = None,
+                      target_forward_error: float | None = None) -> torch.Tensor:
+    """The standard's tensordot: ``axes`` an int N (last N of a with first N of b) or a pair of axis sequences."""
+    try:  # an int, or a pair of tuples as opt_einsum passes them, hits the cache directly
+        found = _tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, axes)
+    except TypeError:
+        found = _tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, _hashable_axes(axes))
+    return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
+
+
+def _hashable_axes(axes: object) -> object:
+    if isinstance(axes, bool) or not isinstance(axes, (int, Sequence)) or (
+            isinstance(axes, Sequence) and len(axes) != 2):
+        raise TypeError(f"tensordot(): axes must be an int or a pair of axis sequences, got {axes!r}")
+    if isinstance(axes, int):
+        return axes
+    return tuple(tuple(x) if isinstance(x, Sequence) else x for x in axes)
+
+
+@functools.lru_cache(maxsize=4096)
+def _tensordot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Entry:
+    result_dtype((da, db), "tensordot")
+    if isinstance(axes, bool) or not isinstance(axes, (int, tuple)) or (isinstance(axes, tuple) and len(axes) != 2):
+        raise TypeError(f"tensordot(): axes must be an int or a pair of axis sequences, got {axes!r}")
+    if isinstance(axes, int):
+        if not 0 <= axes <= min(len(sa), len(sb)):
+            raise ValueError(f"tensordot(): axes={axes} must be between 0 and the smaller rank "
+                             f"({min(len(sa), len(sb))}) of x1 and x2")
+        axes_a, axes_b = tuple(range(len(sa) - axes, len(sa))), tuple(range(axes))
+    else:
+        axes_a, axes_b = ((x,) if isinstance(x, int) else x for x in axes)
+        if len(axes_a) != len(axes_b):
+            raise ValueError(f"tensordot(): axes {axes!r} name {len(axes_a)} axes of x1 but {len(axes_b)} of x2")
+        axes_a = tuple(normalize_axis(i, len(sa), "tensordot") for i in axes_a)
+        axes_b = tuple(normalize_axis(i, len(sb), "tensordot") for i in axes_b)
+        for ax, name in ((axes_a, "x1"), (axes_b, "x2")):
+            if len(set(ax)) != len(ax):
+                raise ValueError(f"tensordot(): axes {axes!r} repeat an axis of {name}")
+    for i, j in zip(axes_a, axes_b, strict=True):
+        if sa[i] != sb[j]:
+            raise ValueError(f"tensordot(): axis {i} of x1 has size {sa[i]} but axis {j} of x2 has size "
+                             f"{sb[j]} (shapes {tuple(sa)} and {tuple(sb)}); contracted sizes must be equal")
+    a = [symbol(i) for i in range(len(sa))]
+    b = [symbol(len(sa) + j) for j in range(len(sb))]
+    for i, j in zip(axes_a, axes_b, strict=True):
+        b[j] = a[i]
+    output = [c for i, c in enumerate(a) if i not in axes_a] + [c for j, c in enumerate(b) if j not in axes_b]
+    return entry(("".join(a), "".join(b)), "".join(output), (sa, sb), (da, db))
+
+
+def matmul_tensors(a: torch.Tensor, b: torch.Tensor, precision: Precision = None,
+                   target_forward_error: float | None = None) -> torch.Tensor:
+    """The standard's matmul: 1-D operands promoted to matrices and back, batch dimensions broadcast."""
+    found = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype)
+    return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _matmul_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype) -> Entry:
+    for shape, name in ((sa, "x1"), (sb, "x2")):
+        if not shape:
+            raise ValueError(f"matmul(): {name} is 0-dimensional; matmul needs arrays of at least 1 dimension "
+                             "(use multiply for scalars)")
+    result_dtype((da, db), "matmul")
+    ka, kb = sa[-1], sb[-2 if len(sb) > 1 else -1]
+    if ka != kb:
+        raise ValueError(f"matmul(): x1 has {ka} columns but x2 has {kb} rows (shapes {tuple(sa)} and "
+                         f"{tuple(sb)})")
+    _check_broadcast(sa[:-2], sb[:-2], "matmul", "batch shapes", sa, sb)
+    width = max(len(sa), len(sb), 2) - 2
+    batch = "".join(symbol(i) for i in range(width))
+    m, k, n = (symbol(width + i) for i in range(3))
+    la = batch[width - len(sa) + 2:] + m + k if len(sa) > 1 else k
+    lb = batch[width - len(sb) + 2:] + k + n if len(sb) > 1 else k
+    return entry((la, lb), batch + m * (len(sa) > 1) + n * (len(sb) > 1), (sa, sb), (da, db))
+
+
+def _check_broadcast(s1: Size, s2: Size, func: str, what: str, full1: Size, full2: Size) -> None:
+    for d1, d2 in zip(reversed(s1), reversed(s2), strict=False):
+        if d1 != d2 and 1 not in (d1, d2):
+            raise ValueError(f"{func}(): the {what} {tuple(s1)} and {tuple(s2)} do not broadcast (shapes "
+                             f"{tuple(full1)} and {tuple(full2)})")
+
+
+def vecdot_tensors(a: torch.Tensor, b: torch.Tensor, axis: int = -1, precision: Precision = None,
+                   target_forward_error: float | None = None) -> torch.Tensor:
+    """The standard's vecdot: sum of conj(a) * b over ``axis`` (negative, counted from the end of each)."""
+    found = _vecdot_entry(a.shape, b.shape, a.dtype, b.dtype, axis)
+    a = a.conj() if a.is_complex() else a
+    return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
+
+
+@functools.lru_cache(maxsize=4096)
+def _vecdot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axis: int) -> Entry:
+    if isinstance(axis, bool) or not isinstance(axis, int):
+        raise TypeError(f"vecdot(): axis must be an int, got {type(axis).__name__}")
+    low = -min(len(sa), len(sb))
+    if not low <= axis <= -1:
+        raise (ValueError if axis >= 0 else IndexError)(
+            f"vecdot(): axis must be a negative int in [{low}, -1] (it counts from the end of both arrays), "
+            f"got {axis}")
+    result_dtype((da, db), "vecdot")
+    if sa[axis] != sb[axis]:
+        raise ValueError(f"vecdot(): axis {axis} has size {sa[axis]} in x1 but {sb[axis]} in x2 "
+                         f"(shapes {tuple(sa)} and {tuple(sb)}); the contracted axis does not broadcast")
+    _check_broadcast(sa, sb, "vecdot", "shapes", sa, sb)
+    width = max(len(sa), len(sb))
+    labels = "".join(symbol(i) for i in range(width))
+    return entry((labels[width - len(sa):], labels[width - len(sb):]), labels.replace(labels[axis], ""),
+                 (sa, sb), (da, db))

@@ -1,0 +1,112 @@
+"""``explain``: the path and, per binary step, what the planner will run, without running it."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+import numpy as np
+import torch
+
+from .. import _device, _dtypes
+from .._helpers import NeuronArray
+from . import paths
+from .parse import Shapes, parse
+from .plan import Plan, plan_for, result_dtype
+
+__all__ = ["Explanation", "explain"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Explanation:
+    """The steps of one contraction: ``str()`` gives the table, the fields give the numbers."""
+
+    subscripts: str
+    shapes: Shapes
+    dtype: torch.dtype
+    path: tuple[tuple[int, ...], ...]
+    steps: tuple[Plan, ...]
+
+    @property
+    def flops(self) -> int:
+        return sum(p.flops for p in self.steps)
+
+    @property
+    def largest_intermediate(self) -> int:
+        """Elements of the largest step result (the output included)."""
+        return max((p.size for p in self.steps), default=0)
+
+    @property
+    def kernel_calls(self) -> int:
+        return sum(p.kernel is not None for p in self.steps)
+
+    def __str__(self) -> str:
+        header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound")
+        rows = [(str(i), _readable(p.subscripts), p.kernel or "-", str(p.bmkn) if p.kernel else "-",
+                 f"{p.flops:.3g}", f"{p.size:,}", p.mode or "-", "-" if p.bound is None else f"{p.bound:.2g}")
+                for i, p in enumerate(self.steps, start=1)]
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+        lines = [f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
+                 f"dtype {_dtypes.name(self.dtype)}",
+                 f"path: {list(self.path)}",
+                 "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        lines.append(f"total: {self.kernel_calls} kernel call(s), {self.flops:.3g} FLOPs, "
+                     f"largest intermediate {self.largest_intermediate:,} elements")
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        return (f"Explanation({self.subscripts!r}, steps={len(self.steps)}, flops={self.flops:.3g}, "
+                f"largest_intermediate={self.largest_intermediate})")
+
+
+def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = "auto",
+            precision: str | None = None, target_forward_error: float | None = None,
+            dtype: torch.dtype | None = None) -> Explanation:
+    """What ``einsum(subscripts, *operands, optimize=..., precision=...)`` would run: path, per-step plans,
+    totals. Operands may be arrays (NeuronArray, NumPy, torch) or shapes; shapes use ``dtype`` (default float)."""
+    shapes, dtypes, device = _describe(operands_or_shapes, dtype)
+    spec = parse(subscripts, shapes, "explain")
+    if len(shapes) <= 2:
+        path = (tuple(range(len(shapes))),)
+        chain = [(spec.inputs, spec.output, shapes)]
+    else:
+        steps = paths.steps(spec, shapes, optimize)
+        path = tuple(tuple(sorted(s.positions)) for s in steps)
+        chain = [link for s in steps for link in s.chain]
+    out_dtype = result_dtype(dtypes, "explain")
+    plans = tuple(plan_for(inputs, output, step_shapes, (out_dtype,) * len(inputs), device, precision,
+                           target_forward_error) for inputs, output, step_shapes in chain)
+    return Explanation(subscripts, shapes, out_dtype, path, plans)
+
+
+def _describe(operands: Sequence[object], dtype: torch.dtype | None
+              ) -> tuple[Shapes, tuple[torch.dtype, ...], torch.device]:
+    """Shapes, dtypes and device of arrays or shapes (shapes take ``dtype`` and the default device)."""
+    default = _dtypes.to_dtype(dtype, "explain()") if dtype is not None else _dtypes.default_float()
+    shapes, dtypes, device = [], [], _device.default_device()
+    for i, x in enumerate(operands):
+        if isinstance(x, (NeuronArray, torch.Tensor)):
+            t = x._t if isinstance(x, NeuronArray) else x
+            shapes.append(tuple(t.shape))
+            dtypes.append(t.dtype)
+            device = t.device
+        elif isinstance(x, np.ndarray):
+            shapes.append(x.shape)
+            dtypes.append(torch.from_numpy(np.empty(0, x.dtype)).dtype)
+        elif isinstance(x, Sequence) and all(isinstance(d, (int, np.integer)) and d >= 0 for d in x):
+            shapes.append(tuple(int(d) for d in x))
+            dtypes.append(default)
+        else:
+            raise TypeError(f"explain(): operand {i} must be an array or a shape (a tuple of sizes), got {x!r}")
+    return tuple(shapes), tuple(dtypes), device
+
+
+def _readable(subscripts: str) -> str:
+    """Ellipsis labels are digits or private-use characters: show the latter as '#'."""
+    return "".join("#" if 0xE000 <= ord(c) < 0xF900 else c for c in subscripts)
+
+
+def _shape_text(shape: tuple[int, ...]) -> str:
+    return "x".join(map(str, shape)) if shape else "scalar"
+

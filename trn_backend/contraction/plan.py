@@ -1,0 +1,285 @@
+"""The planner: a one- or two-operand einsum lowered to one GEMM, as plain data.
+
+A ``Plan`` says how each operand reaches the kernel (diagonals for repeated indices, sums of indices that occur in
+that operand only, a permute, a reshape to [B, M, K] or [B, K, N]), which kernel runs (``matmul`` without a batch,
+``bmm`` with one), and how the kernel's [B, M, N] result becomes the requested output (reshape, permute). Plans are
+frozen, hashable and printable, and cached by labels, shapes, dtypes and the resolved precision mode.
+
+Layout choices keep operands views wherever strides allow: groups keep each operand's own index order (so a
+contiguous operand reshapes without a copy), contracted and batch indices follow the larger operand, and the
+operands swap places when the output lists the second operand's free indices first, so the result comes out of
+the kernel already in output order. Where the larger operand's free indices sit on both sides of its contracted
+ones ([Q, m, n] contracted over m), [free, K] would copy it; the planner batches over the leading free indices
+instead and broadcasts the smaller operand over them (a stride-0 view), as torch.matmul broadcasting does.
+Plans assume operands laid out in label order (contiguous); other strides still work, at the cost of a copy.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from typing import NamedTuple
+
+import torch
+
+from .. import _dtypes, _precision
+
+__all__ = ["Operand", "Plan", "Entry", "entry", "plan_for", "natural_output", "result_dtype"]
+
+Shapes = tuple[tuple[int, ...], ...]
+
+
+@dataclasses.dataclass(frozen=True)
+class Operand:
+    """How one input becomes a kernel operand, in field order; empty or None fields are skipped (no call)."""
+
+    diagonals: tuple[tuple[int, int], ...] = ()  # successive torch.diagonal(dim1, dim2) calls
+    summed: tuple[int, ...] = ()  # dimensions summed out after the diagonals (indices of this operand only)
+    perm: tuple[int, ...] | None = None
+    expand: tuple[tuple[int, ...], tuple[int, ...]] | None = None  # insert size-1 dims, broadcast them (a view)
+    shape: tuple[int, ...] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One contraction step: operand preparation, one kernel call (or none for a single operand), output layout."""
+
+    subscripts: str
+    dtype: torch.dtype
+    operands: tuple[Operand, ...]  # in kernel order
+    order: tuple[int, ...]  # the input feeding each kernel operand: (0, 1), or (1, 0) when swapped
+    kernel: str | None  # "matmul", "bmm", or None when there is nothing to multiply
+    bmkn: tuple[int, int, int, int]  # kernel sizes (B, M, K, N); B is 1 for matmul
+    out_shape: tuple[int, ...] | None  # reshape of the kernel result
+    out_perm: tuple[int, ...] | None  # then this permute gives the output order
+    shape: tuple[int, ...]  # the output shape
+    mode: str | None = None
+    params: tuple[tuple[str, object], ...] = ()
+    bound: float | None = None
+
+    @property
+    def kwargs(self) -> dict[str, object]:
+        return dict(self.params)
+
+    @property
+    def flops(self) -> int:
+        """Kernel FLOPs, 2*B*M*K*N (a multiply-add counts two; pre-reductions are not counted)."""
+        b, m, k, n = self.bmkn
+        return 2 * b * m * k * n if self.kernel else 0
+
+    @property
+    def size(self) -> int:
+        """Elements of the step's result."""
+        return math.prod(self.shape)
+
+
+class _Groups(NamedTuple):
+    """Indices of a pair of operands by role, each in the order the layout uses."""
+
+    drop_a: tuple[str, ...]  # size-1 dimensions of A broadcast against B (A simply lacks the index)
+    drop_b: tuple[str, ...]
+    sum_a: tuple[str, ...]  # in A only and not kept: summed before the kernel
+    sum_b: tuple[str, ...]
+    batch: tuple[str, ...]
+    contracted: tuple[str, ...]
+    m: tuple[str, ...]
+    n: tuple[str, ...]
+
+
+def result_dtype(dtypes: tuple[torch.dtype, ...], func: str = "einsum") -> torch.dtype:
+    """The standard's promotion of all operand dtypes; an impossible one is a TypeError naming ``func``."""
+    try:
+        return functools.reduce(_dtypes.promote, dtypes)
+    except TypeError as e:
+        raise TypeError(f"{func}(): {e}") from None
+
+
+def plan_for(inputs: tuple[str, ...], output: str, shapes: Shapes, dtypes: tuple[torch.dtype, ...],
+             device: torch.device, precision: str | None = None,
+             target_forward_error: float | None = None) -> Plan:
+    """The plan for one validated contraction, its precision mode resolved from its own contracted length K."""
+    return entry(inputs, output, shapes, dtypes).plan(device, precision, target_forward_error)
+
+
+class Entry:
+    """The cache entry of one contraction (labels, shapes, dtypes): its layout, and its plan for each precision
+    mode seen so far. Front doors that validate per shape cache entries directly and call ``plan``."""
+
+    __slots__ = ("base", "by_mode")
+
+    def __init__(self, base: Plan) -> None:
+        self.base = base
+        self.by_mode: dict[tuple, Plan] = {}
+
+    def plan(self, device: torch.device, precision: str | None = None,
+             target_forward_error: float | None = None) -> Plan:
+        """The plan under the mode ``_precision.resolve`` picks for this step's own K (per call: the active
+        precision context may change between calls)."""
+        base = self.base
+        if base.kernel is None:
+            return base
+        r = _precision.resolve(base.dtype, base.bmkn[2], device, precision=precision,
+                               target_forward_error=target_forward_error)
+        key = (r.mode, r.params, r.bound)
+        plan = self.by_mode.get(key)
+        if plan is None:
+            plan = self.by_mode[key] = dataclasses.replace(base, mode=r.mode, params=r.params, bound=r.bound)
+        return plan
+
+
+@functools.lru_cache(maxsize=4096)
+def entry(inputs: tuple[str, ...], output: str, shapes: Shapes, dtypes: tuple[torch.dtype, ...]) -> Entry:
+    """The cached layout of a validated contraction (see ``Entry``)."""
+    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    dtype = result_dtype(dtypes)
+    if len(inputs) == 1:
+        return Entry(_single(inputs[0], output, shapes[0], dtype))
+    return Entry(_pair(inputs, output, shapes, dtype))
+
+
+def _diagonalize(labels: str) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """Repeated indices become torch.diagonal calls; each moves its diagonal to the last dimension."""
+    current = list(labels)
+    calls = []
+    while (dup := next((c for c in current if current.count(c) > 1), None)) is not None:
+        i = current.index(dup)
+        j = current.index(dup, i + 1)
+        calls.append((i, j))
+        current = [c for k, c in enumerate(current) if k not in (i, j)] + [dup]
+    return "".join(current), tuple(calls)
+
+
+def _perm(current: str, target: str) -> tuple[int, ...] | None:
+    perm = tuple(current.index(c) for c in target)
+    return None if perm == tuple(range(len(perm))) else perm
+
+
+def _single(labels: str, output: str, shape: tuple[int, ...], dtype: torch.dtype) -> Plan:
+    sizes = dict(zip(labels, shape, strict=True))
+    diag, diagonals = _diagonalize(labels)
+    summed = tuple(i for i, c in enumerate(diag) if c not in output)
+    rest = "".join(c for c in diag if c in output)
+    out_shape = tuple(sizes[c] for c in output)
+    operand = Operand(diagonals, summed, _perm(rest, output))
+    return Plan(f"{labels}->{output}", dtype, (operand,), (0,), None, (1, 1, 1, 1), None, None, out_shape)
+
+
+def _groups(a: str, b: str, size_a: dict[str, int], size_b: dict[str, int], keep: str,
+            a_is_larger: bool) -> _Groups:
+    """Roles of the indices of two operands (each without repeated indices) for the kept output indices."""
+    drop_a = tuple(c for c in a if c in size_b and size_a[c] == 1 != size_b[c])
+    drop_b = tuple(c for c in b if c in size_a and size_b[c] == 1 != size_a[c])
+    has_a = "".join(c for c in a if c not in drop_a)
+    has_b = "".join(c for c in b if c not in drop_b)
+    shared = has_a if a_is_larger else has_b
+    return _Groups(
+        drop_a, drop_b,
+        sum_a=tuple(c for c in has_a if c not in keep and c not in has_b),
+        sum_b=tuple(c for c in has_b if c not in keep and c not in has_a),
+        batch=tuple(c for c in shared if c in has_a and c in has_b and c in keep),
+        contracted=tuple(c for c in shared if c in has_a and c in has_b and c not in keep),
+        m=tuple(c for c in has_a if c in keep and c not in has_b),
+        n=tuple(c for c in has_b if c in keep and c not in has_a),
+    )
+
+
+def natural_output(inputs: tuple[str, str], keep: str, shapes: Shapes) -> str:
+    """The order of the kept indices in which a two-operand step's result leaves the kernel without a permute."""
+    perm = entry(inputs, keep, shapes, (torch.float32, torch.float32)).base.out_perm
+    if perm is None:
+        return keep
+    produced = [""] * len(keep)
+    for label, j in zip(keep, perm, strict=True):
+        produced[j] = label
+    return "".join(produced)
+
+
+# Broadcast batching (see ``_spread``) pays off once the copy it avoids is large and each batch GEMM is not tiny.
+SPREAD_MIN_ELEMENTS = 2**16
+SPREAD_MIN_SLICE = 2**10
+
+
+def _spread(x: str, free: tuple[str, ...], contracted: tuple[str, ...], batch: tuple[str, ...], size,
+            numel: int) -> tuple[str, ...]:
+    """Free indices of the larger operand ``x`` laid out [batch, lead, contracted, trail] (lead and trail free)
+    that should become batch indices, the other operand broadcast over them (a stride-0 view). [free, K] would
+    copy x there (its free indices are not adjacent); [batch+lead, K, trail] is a view of it. Size-1 dimensions
+    merge anywhere and are left out of the test."""
+    order = [c for c in x if size(c) != 1 and (c in free or c in contracted or c in batch)]
+    shared = [c for c in batch if size(c) != 1]
+    k = [c for c in contracted if size(c) != 1]
+    if order[:len(shared)] != shared or not k:
+        return ()
+    rest = order[len(shared):]
+    n_lead = next((i for i, c in enumerate(rest) if c not in free), len(rest))
+    lead, trail = rest[:n_lead], rest[n_lead + len(k):]
+    if not lead or not trail or rest[n_lead:n_lead + len(k)] != k or any(c not in free for c in trail):
+        return ()
+    batches = math.prod(size(c) for c in shared + lead)
+    if numel < SPREAD_MIN_ELEMENTS or numel < SPREAD_MIN_SLICE * batches:
+        return ()
+    return tuple(lead)
+
+
+def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dtype) -> Plan:
+    size_a, size_b = dict(zip(inputs[0], shapes[0], strict=True)), dict(zip(inputs[1], shapes[1], strict=True))
+    (a, diag_a), (b, diag_b) = _diagonalize(inputs[0]), _diagonalize(inputs[1])
+    numel_a, numel_b = math.prod(shapes[0]), math.prod(shapes[1])
+    a_larger = numel_a >= numel_b
+    g = _groups(a, b, size_a, size_b, output, a_larger)
+
+    def size(c: str) -> int:  # a size-1 dimension broadcasts (to any size, 0 included)
+        sa = size_a.get(c, 1)
+        return size_b.get(c, 1) if sa == 1 else sa
+
+    spread = _spread(a if a_larger else b, g.m if a_larger else g.n, g.contracted, g.batch, size,
+                     max(numel_a, numel_b))
+    batch = g.batch + spread
+    m, n = (tuple(c for c in group if c not in spread) for group in (g.m, g.n))
+    # The kernel's left operand is the one whose free indices come first in the output.
+    first_free = next((c for c in output if c in m or c in n), None)
+    swap = first_free is not None and first_free in n
+    rows, cols = (n, m) if swap else (m, n)
+    B, M, K, N = (math.prod(size(c) for c in group) for group in (batch, rows, g.contracted, cols))
+    kernel = "bmm" if batch and B != 1 else "matmul"
+    lead = (B,) if kernel == "bmm" else ()
+    # the left kernel operand is [B, M, K], the right one [B, K, N]
+    if swap:
+        (a_groups, a_shape), (b_groups, b_shape) = ((g.contracted, m), (K, N)), ((n, g.contracted), (M, K))
+    else:
+        (a_groups, a_shape), (b_groups, b_shape) = ((m, g.contracted), (M, K)), ((g.contracted, n), (K, N))
+    # the larger operand holds the spread indices in its batch group; the smaller one is broadcast over them
+    spread_a, spread_b = ((), spread) if a_larger else (spread, ())
+    a_op = _operand(a, diag_a, g.sum_a, g.drop_a, batch, spread_a, a_groups, size, lead + a_shape)
+    b_op = _operand(b, diag_b, g.sum_b, g.drop_b, batch, spread_b, b_groups, size, lead + b_shape)
+    produced = "".join(batch + rows + cols)
+    out_shape = tuple(size(c) for c in produced)
+    kernel_shape = lead + (M, N)
+    return Plan(
+        subscripts=f"{inputs[0]},{inputs[1]}->{output}", dtype=dtype,
+        operands=(b_op, a_op) if swap else (a_op, b_op), order=(1, 0) if swap else (0, 1),
+        kernel=kernel, bmkn=(B, M, K, N),
+        out_shape=None if out_shape == kernel_shape else out_shape,
+        out_perm=_perm(produced, output), shape=tuple(size(c) for c in output),
+    )
+
+
+def _operand(labels: str, diagonals: tuple[tuple[int, int], ...], summed: tuple[str, ...],
+             dropped: tuple[str, ...], batch: tuple[str, ...], missing: tuple[str, ...],
+             groups: tuple[tuple[str, ...], tuple[str, ...]], size, target: tuple[int, ...]) -> Operand:
+    """Sum, then permute to [dropped size-1 dims, batch, groups...], broadcast over the ``missing`` batch
+    indices (a stride-0 view), then reshape to the kernel's operand shape (size-1 dimensions merge into any
+    group, so dropping them costs nothing)."""
+    rest = "".join(c for c in labels if c not in summed)
+    present = tuple(c for c in batch if c not in missing)
+    order = "".join(dropped + present + groups[0] + groups[1])
+    shape = tuple(1 if c in dropped else size(c) for c in order)
+    expand = None
+    if missing:
+        at = len(dropped) + len(present)
+        expand = (shape[:at] + (1,) * len(missing) + shape[at:],
+                  shape[:at] + tuple(size(c) for c in missing) + shape[at:])
+        shape = expand[1]
+    return Operand(diagonals, tuple(labels.index(c) for c in summed), _perm(rest, order), expand,
+                   None if shape == target else target)
