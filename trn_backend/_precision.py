@@ -1,13 +1,31 @@
 """Precision modes: the registry, the active-mode context, and resolution of a mode for one contraction.
 
-(First cut: only "native" is registered; the precision work adds the other modes behind the same ``resolve``.)
+Every kernel mode is registered here with its algorithm, its cost in bf16 Tensor Engine passes and its
+error bound: ``bound(dtype, K)`` is componentwise, in units of |A||B|, for K contracted terms, and includes
+the rounding of the result to ``dtype`` (derivations and measurements: docs/precision.md). ``resolve`` picks
+the mode of one binary contraction: an explicit ``precision=`` or ``target_forward_error=``, else the
+innermost ``precision(...)`` block, else the device default (native on CPU and CUDA, fast on Neuron).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
+import functools
+import math
+import operator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import torch
+
+from .kernels import reference
+
+U_BF16 = 2.0**-8
+U_FP32 = reference.U_FP32
+U_FP64 = reference.U_FP64
+gamma = reference.gamma
 
 
 @dataclasses.dataclass(frozen=True)
@@ -23,12 +41,284 @@ class Resolved:
     def kwargs(self) -> dict[str, object]:
         return dict(self.params)
 
+    @property
+    def label(self) -> str:
+        """The mode with its parameters, as a user would write it: ``ozaki(slices=6)``."""
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params)
+        return f"{self.mode}({args})" if args else self.mode
+
+
+@dataclasses.dataclass(frozen=True)
+class Mode:
+    """One registered precision mode: what it computes, what it costs, and how wrong it can be."""
+
+    name: str
+    algorithm: str
+    kernel: str  # its implementation: kernels.reference.MODES[kernel]
+    passes: Callable[[int], int | None]  # bf16 Tensor Engine passes, given the ozaki slice count
+    bound: Callable[..., float | None]  # bound(real dtype, K, **params) in units of |A||B|, K >= 1
+    params: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+
+
+# --- bounds (derivations in docs/precision.md; u = unit roundoff, gamma_n = n u / (1 - n u)) ---
+
+def _unit(dtype: torch.dtype) -> float:
+    return torch.finfo(dtype).eps / 2
+
+
+def _bits(dtype: torch.dtype) -> int:
+    return round(1 - math.log2(torch.finfo(dtype).eps))
+
+
+def _rounded(pre: float, dtype: torch.dtype, work_unit: float) -> float:
+    """Bound ``pre`` of a result computed with unit roundoff ``work_unit``, plus its rounding to ``dtype``."""
+    u = _unit(dtype)
+    return pre + u * (1 + pre) if u > work_unit else pre
+
+
+def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None) -> float:
+    """The fp32 engine result of a ``words``-word bf16 split: representation error of the kept word products,
+    plus the fp32 accumulation of each level (all of it, or ``chunk`` terms at a time added with Sum2)."""
+    n = 1 if _bits(dtype) <= 8 else words
+    u, grow = U_BF16, (1 + U_BF16) ** 2  # |w_t| <= (1 + u) u**(t-1) |x|
+    eps = u**n if 8 * n < _bits(dtype) else 0.0  # what n words leave of x; 0 when they hold all its bits
+    dropped = sum(grow * u ** (i + j - 2) for i in range(1, n + 1) for j in range(1, n + 1) if i + j > n + 1)
+    pre = eps + (1 + eps) * eps + dropped
+    levels = [((level - 1) * K, (level - 1) * grow * u ** (level - 2)) for level in range(2, n + 2)]
+    if chunk is None:
+        pre += sum(gamma(terms - 1, U_FP32) * size for terms, size in levels)
+        total = sum((1 + gamma(terms - 1, U_FP32)) * size for terms, size in levels)
+        return pre + gamma(n - 1, U_FP32) * total  # the levels added one by one
+    partials = sum(math.ceil(terms / chunk) for terms, _ in levels)
+    total = sum((1 + gamma(min(terms, chunk) - 1, U_FP32)) * size for terms, size in levels)
+    pre += sum(gamma(min(terms, chunk) - 1, U_FP32) * size for terms, size in levels)
+    return pre + (U_FP32 + gamma(partials - 1, U_FP32) ** 2) * total  # Sum2: u |s| + gamma_{m-1}^2 sum |p|
+
+
+def _native_bound(dtype: torch.dtype, K: int) -> float | None:
+    # bf16/fp16 accumulation is the device's own business: no bound is published for it
+    return gamma(K, _unit(dtype)) if dtype in (torch.float32, torch.float64) else None
+
+
+def _sr_bound(dtype: torch.dtype, K: int) -> float:
+    pre = _split_pre(1, dtype, K)
+    u = _unit(dtype)
+    return pre + 2 * u * (1 + pre) if u > U_FP32 else pre  # a stochastic rounding moves by less than one ulp
+
+
+def _ozaki_bound(dtype: torch.dtype, K: int, slices: int | None = None) -> float:
+    if _bits(dtype) <= 8:
+        return _rounded(_split_pre(1, dtype, K), dtype, U_FP32)  # bf16 operands run as fast
+    s = reference.ozaki_default_slices(dtype) if slices is None else slices
+    return _rounded(reference.ozaki_error(s), dtype, U_FP64)
+
+
+MODES: dict[str, Mode] = {m.name: m for m in (
+    Mode("native", "the operand dtype and the device's own arithmetic", "native", lambda s: None,
+         _native_bound),
+    Mode("fast", "inputs rounded to bf16, one pass, fp32 accumulation", "fast", lambda s: 1,
+         lambda dtype, K: _rounded(_split_pre(1, dtype, K), dtype, U_FP32)),
+    Mode("sr", "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)", "sr", lambda s: 1,
+         _sr_bound, params=("generator",)),
+    Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", lambda s: 3,
+         lambda dtype, K: _rounded(_split_pre(2, dtype, K), dtype, U_FP32)),
+    Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {reference.BF16X6_CHUNK} added by TwoSum",
+         "bf16x6", lambda s: 6,
+         lambda dtype, K: _rounded(_split_pre(3, dtype, K, reference.BF16X6_CHUNK), dtype, U_FP32)),
+    Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
+         "ozaki", lambda s: s * (s + 1) // 2 + 1, _ozaki_bound, params=("slices",)),
+    Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", lambda s: 0,
+         lambda dtype, K: _rounded(gamma(K, U_FP64), dtype, U_FP64), aliases=("fp64",)),
+)}
+ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}
+# Selection order: cheapest on the device first; kahan (host float64) is the last resort. sr never appears:
+# its stochastic rounding removes bias but does not shrink the error bound.
+LADDER = ("fast", "dd", "bf16x6", "ozaki", "kahan")
+
+
+@functools.lru_cache(maxsize=4096)
+def _bound(name: str, dtype: torch.dtype, K: int, slices: int | None) -> float | None:
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return None  # integer and bool products are exact (modular) in native arithmetic
+    if K == 0:
+        return 0.0  # an empty sum is exactly zero
+    kwargs = {} if slices is None else {"slices": slices}
+    if not dtype.is_complex:
+        return MODES[name].bound(dtype, K, **kwargs)
+    real = dtype.to_real()
+    u = _unit(real)
+    if name in ("native", "kahan"):
+        # Higham's complex inner product bound, then (kahan) the rounding to the output dtype
+        return math.sqrt(2) * gamma(K + 2, u) if name == "native" else _rounded(
+            math.sqrt(2) * gamma(K + 2, U_FP64), real, U_FP64)
+    # four real products combined in the real dtype: |Re| and |Im| errors each <= b + u (1 + b) of |A||B|
+    b = MODES[name].bound(real, K, **kwargs)
+    return math.sqrt(2) * (b + u * (1 + b))
+
+
+# --- argument checks ---
+
+def _canonical(mode: object, func: str) -> str:
+    if not isinstance(mode, str):
+        raise TypeError(f"{func}: a precision mode is a string such as 'dd', got {type(mode).__name__}")
+    name = ALIASES.get(mode, mode)
+    if name not in MODES:
+        known = ", ".join(f"{n} (alias {', '.join(m.aliases)})" if m.aliases else n for n, m in MODES.items())
+        raise ValueError(f"{func}: unknown precision mode {mode!r}; known: {known}")
+    return name
+
+
+def _check_params(name: str, params: dict[str, Any], func: str) -> tuple[tuple[str, object], ...]:
+    for key, value in params.items():
+        if key not in MODES[name].params:
+            takes = f"; it takes {', '.join(MODES[name].params)}" if MODES[name].params else ""
+            raise TypeError(f"{func}: mode {name!r} takes no parameter {key!r}{takes}")
+        if key == "slices" and (not isinstance(value, int) or isinstance(value, bool)):
+            raise TypeError(f"{func}: slices must be an int, got {type(value).__name__}")
+        if key == "slices" and not 1 <= value <= reference.MAX_SLICES:
+            raise ValueError(f"{func}: slices must be in 1..{reference.MAX_SLICES}, got {value}")
+        if key == "generator" and not isinstance(value, torch.Generator | None):
+            raise TypeError(f"{func}: generator must be a torch.Generator, got {type(value).__name__}")
+    return tuple(sorted(params.items()))
+
+
+def _check_target(target: object, func: str) -> float:
+    if isinstance(target, bool) or not isinstance(target, int | float):
+        raise TypeError(f"{func}: target_forward_error must be a real number, got {type(target).__name__}")
+    if not target > 0:
+        raise ValueError(f"{func}: target_forward_error must be positive, got {target!r}")
+    return float(target)
+
+
+def _check_problem(dtype: object, K: object, func: str) -> tuple[torch.dtype, int]:
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{func}: dtype must be a dtype such as trn_backend.float32, got {dtype!r}")
+    try:
+        k = operator.index(K)
+    except TypeError:
+        raise TypeError(f"{func}: K must be an int, got {type(K).__name__}") from None
+    if isinstance(K, bool) or k < 0:
+        raise ValueError(f"{func}: K must be a non-negative int, got {K!r}")
+    return dtype, k
+
+
+# --- the active setting: contextvars make it per thread and per asyncio task, and nestable ---
+
+@dataclasses.dataclass(frozen=True)
+class _Setting:
+    mode: str | None
+    params: tuple[tuple[str, object], ...]
+    target: float | None
+
+
+_ACTIVE: contextvars.ContextVar[_Setting | None] = contextvars.ContextVar("trn_precision", default=None)
+
+
+def _setting(mode: object, target: object, params: dict[str, Any], func: str) -> _Setting | None:
+    if mode is not None and target is not None:
+        raise ValueError(f"{func}: give a precision mode or target_forward_error=, not both")
+    if mode is not None:
+        name = _canonical(mode, func)
+        return _Setting(name, _check_params(name, params, func), None)
+    if params:
+        raise TypeError(f"{func}: parameters {', '.join(params)} need a mode: precision('ozaki', slices=5)")
+    return None if target is None else _Setting(None, (), _check_target(target, func))
+
+
+@contextlib.contextmanager
+def _activate(setting: _Setting) -> Iterator[None]:
+    token = _ACTIVE.set(setting)
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
+
+
+def precision(mode: str | None = None, *, target_forward_error: float | None = None,
+              **params: Any) -> contextlib.AbstractContextManager[None]:
+    """``with precision("dd"):`` or ``with precision(target_forward_error=1e-6):`` sets how contractions in
+    the block (this thread or asyncio task only) are computed; nested blocks override, no argument inherits.
+    Mode parameters go by keyword: ``precision("ozaki", slices=5)``, ``precision("sr", generator=g)``."""
+    setting = _setting(mode, target_forward_error, params, "precision")
+    return contextlib.nullcontext() if setting is None else _activate(setting)
+
+
+# --- resolution ---
+
+@functools.lru_cache(maxsize=4096)
+def _resolved(name: str, params: tuple[tuple[str, object], ...], dtype: torch.dtype, K: int) -> Resolved:
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return Resolved("native")  # integer and bool contractions are exact: no mode to choose
+    kwargs = dict(params)
+    if name == "ozaki" and "slices" not in kwargs:
+        real = dtype.to_real() if dtype.is_complex else dtype
+        kwargs["slices"] = reference.ozaki_default_slices(real)
+    return Resolved(name, tuple(sorted(kwargs.items())), _bound(name, dtype, K, kwargs.get("slices")))
+
+
+def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
+    for name in LADDER:
+        if name == "ozaki":
+            yield from ((name, (("slices", s),)) for s in range(1, reference.MAX_SLICES + 1))
+        else:
+            yield name, ()
+
+
+@functools.lru_cache(maxsize=4096)
+def _select(dtype: torch.dtype, K: int, target: float) -> Resolved:
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return Resolved("native")
+    best = None
+    for name, params in _ladder():
+        candidate = _resolved(name, params, dtype, K)
+        if candidate.bound <= target:
+            return candidate
+        best = candidate if best is None or candidate.bound < best.bound else best
+    raise ValueError(f"select_precision: no mode reaches target_forward_error={target:g} for {dtype} with "
+                     f"K={K}; the best available bound is {best.bound:.3g}, from {best.label}")
+
+
+def select_precision(dtype: torch.dtype, K: int, target: float) -> Resolved:
+    """The first mode whose bound meets ``target`` (units of |A||B|) on the ladder fast, dd, bf16x6, ozaki
+    (fewest slices first), kahan; never sr. An impossible target raises ValueError naming the best bound."""
+    dtype, K = _check_problem(dtype, K, "select_precision")
+    return _select(dtype, K, _check_target(target, "select_precision"))
+
+
+def error_bound(mode: str, dtype: torch.dtype, K: int, **params: Any) -> float | None:
+    """The published componentwise bound of ``mode`` on a length-K contraction to ``dtype``, in units of
+    |A||B|, output rounding included; None where none is published (native bf16/fp16, integer dtypes)."""
+    dtype, K = _check_problem(dtype, K, "error_bound")
+    name = _canonical(mode, "error_bound")
+    return _resolved(name, _check_params(name, params, "error_bound"), dtype, K).bound
+
+
+def _default_mode(device: torch.device) -> str:
+    return "fast" if torch.device(device).type in ("neuron", "xla") else "native"
+
 
 def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str | None = None,
             target_forward_error: float | None = None) -> Resolved:
-    """The mode for one binary contraction of contracted length ``K`` on ``device``."""
-    if precision is not None and target_forward_error is not None:
-        raise ValueError("give precision= or target_forward_error=, not both")
-    if precision not in (None, "native"):
-        raise ValueError(f"unknown precision mode {precision!r}; known: native")
-    return Resolved("native")
+    """The mode for one binary contraction of contracted length ``K`` on ``device``: explicit precision= or
+    target_forward_error= (not both), else the innermost ``precision`` block, else the device default."""
+    setting = _setting(precision, target_forward_error, {}, "resolve") or _ACTIVE.get()
+    if setting is None:
+        return _resolved(_default_mode(device), (), dtype, K)
+    if setting.target is not None:
+        return _select(dtype, K, setting.target)
+    return _resolved(setting.mode, setting.params, dtype, K)
+
+
+def next_mode(resolved: Resolved, dtype: torch.dtype, K: int) -> Resolved | None:
+    """The first rung of the ladder after ``resolved`` whose bound is smaller: where an a posteriori check
+    that misses its target escalates to. None at the top, and for exact (integer) contractions."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return None
+    rungs = list(_ladder())
+    current = (resolved.mode, resolved.params)
+    for name, params in rungs[rungs.index(current) + 1 if current in rungs else 0:]:
+        candidate = _resolved(name, params, dtype, K)
+        if resolved.bound is None or candidate.bound < resolved.bound:
+            return candidate
+    return None

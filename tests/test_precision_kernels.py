@@ -1,0 +1,258 @@
+"""The emulated precision modes measured against exact references: every mode stays within its published bound
+on normal, uniform positive and heavily cancelling inputs, the modes rank in order, and the edge cases (inf/nan,
+bf16 operands, complex, batches, K = 0, dynamic range) behave as documented."""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from trn_backend.kernels import reference
+
+from trn_backend import _precision, kernels
+
+KS = (16, 512, 4096)
+KINDS = ("normal", "uniform", "cancel")
+LADDER = ("fast", "dd", "bf16x6", "ozaki", "kahan")
+
+
+@functools.cache
+def operands(kind: str, K: int, dtype: torch.dtype, seed: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """32 x K and K x 32 test operands; "cancel" rows carry large equal-and-opposite terms (L r, -L r against
+    two equal rows of B), so |C| is far below |A||B|."""
+    g = np.random.default_rng(seed + K)
+    if kind == "uniform":
+        a, b = g.random((32, K)), g.random((K, 32))
+    else:
+        a, b = g.standard_normal((32, K)), g.standard_normal((K, 32))
+    if kind == "cancel":
+        r = 1e4 * g.standard_normal(32)
+        a[:, 0], a[:, 1], b[1] = r, -r, b[0]
+    return torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
+
+
+@functools.cache
+def exact(kind: str, K: int, dtype: torch.dtype) -> tuple[np.ndarray, np.ndarray]:
+    """A @ B and |A| @ |B| in extended precision (error ~K 2**-64, far below every bound tested)."""
+    a, b = (t.double().numpy().astype(np.longdouble) for t in operands(kind, K, dtype))
+    return a @ b, np.abs(a) @ np.abs(b)
+
+
+def measured(c: torch.Tensor, kind: str, K: int, dtype: torch.dtype) -> float:
+    """max_ij |C^ - C| / (|A||B|)_ij."""
+    ref, scale = exact(kind, K, dtype)
+    return float(np.max(np.abs(c.double().numpy().astype(np.longdouble) - ref) / scale))
+
+
+@functools.cache
+def errors(kind: str, K: int, dtype: torch.dtype) -> dict[str, float]:
+    a, b = operands(kind, K, dtype)
+    return {mode: measured(reference.MODES[mode](a, b), kind, K, dtype) for mode in ("native",) + LADDER}
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("K", KS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_every_mode_within_its_bound(kind, K, dtype):
+    for mode, error in errors(kind, K, dtype).items():
+        assert error <= _precision.error_bound(mode, dtype, K), (mode, error)
+
+
+@pytest.mark.parametrize("K", KS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_modes_rank_in_order(kind, K):
+    e = errors(kind, K, torch.float32)
+    assert e["fast"] > e["dd"] > e["bf16x6"] >= e["ozaki"] >= e["kahan"], e
+    e = errors(kind, K, torch.float64)
+    assert e["fast"] > e["dd"] > e["bf16x6"] > e["ozaki"], e
+    assert e["kahan"] < e["bf16x6"], e
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_dd_reaches_1e_5_at_K_4096(kind):
+    assert errors(kind, 4096, torch.float32)["dd"] <= 1e-5
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("K", KS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_bf16x6_at_least_as_accurate_as_sgemm(kind, K, seed):
+    a, b = operands(kind, K, torch.float32, seed)
+    ref, scale = (np.asarray(x) for x in (a.double() @ b.double(), a.double().abs() @ b.double().abs()))
+    err = {mode: np.max(np.abs(reference.MODES[mode](a, b).double().numpy() - ref) / scale)
+           for mode in ("bf16x6", "native")}
+    assert err["bf16x6"] <= err["native"], err
+
+
+@pytest.mark.parametrize("K", KS)
+@pytest.mark.parametrize("kind", KINDS)
+def test_ozaki_float64_meets_1e_12_with_the_selected_slices(kind, K):
+    chosen = _precision.select_precision(torch.float64, K, 1e-12)
+    assert chosen.mode == "ozaki"
+    a, b = operands(kind, K, torch.float64)
+    assert measured(kernels.matmul(a, b, "ozaki", **chosen.kwargs), kind, K, torch.float64) <= 1e-12
+
+
+def test_ozaki_adds_slices_where_the_dynamic_range_needs_them():
+    a, b = operands("cancel", 512, torch.float32)
+    assert reference.ozaki_slices(a, b, 4) > 4
+    # a row spanning 2**40: four slices alone would drop the small entry, whose product is all of C
+    a = torch.tensor([[1.0, 2.0**-40]])
+    b = torch.tensor([[0.0], [1.0]])
+    assert reference.ozaki_slices(a, b) > reference.ozaki_default_slices(torch.float32)
+    assert reference.ozaki(a, b).item() == 2.0**-40
+
+
+def test_ozaki_refuses_a_dynamic_range_beyond_its_slices():
+    a = torch.tensor([[1.0, 2.0**-200]], dtype=torch.float64)
+    b = torch.tensor([[0.0], [1.0]], dtype=torch.float64)
+    with pytest.raises(ValueError, match="ozaki.*more than 16 slices.*kahan"):
+        reference.ozaki(a, b)
+
+
+def test_ozaki_handles_the_float64_range():
+    a = torch.tensor([[1e300, -1e300], [1e-300, 3e-300]], dtype=torch.float64)
+    b = torch.tensor([[2.0, 1.0], [1.0, 1.0]], dtype=torch.float64)
+    np.testing.assert_allclose(reference.ozaki(a, b).numpy(), (a @ b).numpy(), rtol=1e-15)
+
+
+# --- stochastic rounding ---
+
+def _biased(dtype: torch.dtype, frac: float) -> tuple[torch.Tensor, torch.Tensor, float]:
+    """16x2 @ 2x16 whose exact entries are 1 + a quarter ulp of ``dtype`` at 1: nearest rounding always loses it."""
+    quarter = frac * torch.finfo(dtype).eps
+    a = torch.ones(16, 2, dtype=dtype)
+    b = torch.tensor([[1.0] * 16, [quarter] * 16], dtype=dtype)
+    return a, b, 1 + quarter
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_sr_is_unbiased_where_nearest_is_not(dtype):
+    a, b, value = _biased(dtype, 0.25)
+    g = torch.Generator().manual_seed(1)
+    samples = torch.stack([kernels.matmul(a, b, "sr", generator=g) for _ in range(100)]).double()
+    nearest = kernels.matmul(a, b, "fast").double()
+    ulp = torch.finfo(dtype).eps
+    assert set(samples.unique().tolist()) == {1.0, 1.0 + ulp}  # always a neighbour of the exact value
+    noise = ulp * (0.25 * 0.75) ** 0.5 / samples.numel() ** 0.5  # standard error of the mean
+    assert abs(samples.mean().item() - value) < 5 * noise
+    assert abs(nearest.mean().item() - value) > 50 * noise
+
+
+def test_sr_same_seed_same_result():
+    a, b, _ = _biased(torch.bfloat16, 0.5)
+    runs = [kernels.matmul(a, b, "sr", generator=torch.Generator().manual_seed(s)) for s in (7, 7, 8)]
+    assert torch.equal(runs[0], runs[1])
+    assert not torch.equal(runs[0], runs[2])
+
+
+def test_sr_equals_fast_for_float32_outputs():
+    a, b = operands("normal", 512, torch.float32)
+    g = torch.Generator().manual_seed(3)
+    state = g.get_state()
+    assert torch.equal(reference.sr(a, b, generator=g), reference.fast(a, b))
+    assert torch.equal(g.get_state(), state)  # nothing to randomise, nothing drawn
+
+
+# --- inf and nan ---
+
+def _nonfinite_operands(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    inf, nan = float("inf"), float("nan")
+    a = torch.tensor([[inf, 1.0, 2.0], [inf, -inf, 1.0], [0.5, nan, 1.0], [inf, 0.0, 3.0], [1.0, 2.0, 3.0]],
+                     dtype=dtype)
+    b = torch.tensor([[1.0, 0.0, -2.0], [1.0, 1.0, 1.0], [1.5, 2.0, 0.1]], dtype=dtype)
+    return a, b
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mode", ["fast", "sr", "dd", "bf16x6", "ozaki", "kahan"])
+def test_inf_and_nan_exactly_as_native(mode, dtype):
+    a, b = _nonfinite_operands(dtype)
+    got, want = kernels.matmul(a, b, mode), torch.matmul(a, b)
+    assert torch.equal(torch.isnan(got), torch.isnan(want))
+    assert torch.equal(torch.isposinf(got), torch.isposinf(want))
+    assert torch.equal(torch.isneginf(got), torch.isneginf(want))
+    finite = torch.isfinite(want)
+    torch.testing.assert_close(got[finite], want[finite], rtol=1e-2, atol=0)
+
+
+def test_split_modes_refuse_values_beyond_bf16_range():
+    a = torch.tensor([[1e39]], dtype=torch.float64)
+    with pytest.raises(ValueError, match="'dd' cannot represent the finite operand value 1e\\+39"):
+        kernels.matmul(a, a, "dd")
+
+
+# --- operand kinds ---
+
+def test_float64_operands_are_rounded_to_bf16_once():
+    # nearest bf16 of 1 + 2**-8 + 2**-40 is 1 + 2**-7; rounding through float32 first would tie down to 1
+    a = torch.tensor([[1 + 2.0**-8 + 2.0**-40]], dtype=torch.float64)
+    assert kernels.matmul(a, torch.ones(1, 1, dtype=torch.float64), "fast").item() == 1 + 2.0**-7
+
+
+def test_bf16_operands_run_split_modes_as_fast_and_warn_once():
+    a, b = (t.to(torch.bfloat16) for t in operands("normal", 16, torch.float32))
+    reference._WARNED.discard("dd")
+    with pytest.warns(reference.PrecisionWarning, match="'dd' runs as 'fast'"):
+        first = kernels.matmul(a, b, "dd")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert torch.equal(kernels.matmul(a, b, "dd"), first)
+    assert torch.equal(first, kernels.matmul(a, b, "fast"))
+    assert first.dtype is torch.bfloat16
+
+
+@pytest.mark.parametrize("mode", LADDER)
+def test_batched_operands(mode):
+    a = torch.stack([operands(kind, 512, torch.float32)[0] for kind in KINDS])
+    b = torch.stack([operands(kind, 512, torch.float32)[1] for kind in KINDS])
+    c = kernels.bmm(a, b, mode)
+    assert c.shape == (3, 32, 32) and c.dtype is torch.float32
+    for i, kind in enumerate(KINDS):
+        assert measured(c[i], kind, 512, torch.float32) <= _precision.error_bound(mode, torch.float32, 512)
+
+
+@pytest.mark.parametrize("mode", LADDER + ("sr",))
+def test_complex_operands_within_the_complex_bound(mode):
+    g = np.random.default_rng(5)
+    a = g.standard_normal((8, 300)) + 1j * g.standard_normal((8, 300))
+    b = g.standard_normal((300, 8)) + 1j * g.standard_normal((300, 8))
+    c = kernels.matmul(torch.from_numpy(a).to(torch.complex64), torch.from_numpy(b).to(torch.complex64), mode)
+    assert c.dtype is torch.complex64
+    a, b = a.astype(np.complex64).astype(np.clongdouble), b.astype(np.complex64).astype(np.clongdouble)
+    error = np.max(np.abs(c.numpy().astype(np.clongdouble) - a @ b) / (np.abs(a) @ np.abs(b)))
+    assert error <= _precision.error_bound(mode, torch.complex64, 300)
+
+
+@pytest.mark.parametrize("mode", LADDER + ("sr",))
+def test_empty_contraction_is_exact_zero(mode):
+    c = kernels.matmul(torch.ones(3, 0), torch.ones(0, 2), mode)
+    assert c.shape == (3, 2) and c.dtype is torch.float32 and not c.any()
+
+
+def test_mixed_float_operands_promote():
+    c = kernels.matmul(torch.ones(2, 3), torch.ones(3, 2, dtype=torch.float64), "dd")
+    assert c.dtype is torch.float64 and (c == 3).all()
+
+
+@pytest.mark.parametrize("mode", ["fast", "dd", "ozaki", "kahan"])
+def test_integer_operands_are_refused(mode):
+    with pytest.raises(TypeError, match=f"mode '{mode}' needs floating-point operands.*native"):
+        kernels.matmul(torch.ones(2, 2, dtype=torch.int64), torch.ones(2, 2, dtype=torch.int64), mode)
+
+
+def test_fp64_is_an_alias_of_kahan():
+    a, b = operands("normal", 16, torch.float32)
+    assert torch.equal(kernels.matmul(a, b, "fp64"), kernels.matmul(a, b, "kahan"))
+
+
+@pytest.mark.parametrize(("slices", "error", "match"), [
+    (0, ValueError, "slices must be in 1..16, got 0"),
+    (2.0, TypeError, "slices must be an int, got float"),
+])
+def test_ozaki_slices_are_checked(slices, error, match):
+    with pytest.raises(error, match=match):
+        kernels.matmul(torch.ones(2, 2), torch.ones(2, 2), "ozaki", slices=slices)
