@@ -265,7 +265,7 @@ def _empty_mask_fix(p: Any, t: torch.Tensor, dim: int) -> Any:
     a (0, 1) array); torch wants the exact sides, so give it an all-false mask of those."""
     if isinstance(p, torch.Tensor) and p.dtype is torch.bool and p.numel() == 0 and p.dim():
         sides = t.shape[dim:dim + p.dim()]
-        if len(sides) == p.dim() and all(ps in (ts, 0) for ps, ts in zip(p.shape, sides)):
+        if len(sides) == p.dim() and all(ps in (ts, 0) for ps, ts in zip(p.shape, sides, strict=True)):
             return torch.zeros(sides, dtype=torch.bool, device=p.device)
     return p
 
