@@ -244,6 +244,13 @@ def test_complex_input_to_real_only_functions():
         xp.signbit(z)
 
 
+def test_negative_integer_powers_are_refused():
+    x = from_numpy(np.array([2, 3], dtype=np.int32))
+    with pytest.raises(ValueError, match="negative integer powers"):
+        xp.pow(x, -1)
+    assert_same(xp.pow(x, from_numpy(np.array([0, 2], dtype=np.int32))), np.array([1, 9], dtype=np.int32))
+
+
 def test_integer_input_to_floating_functions_promotes_to_default_float():
     x = from_numpy(np.array([1, 4, 9], dtype=np.int32))
     assert_same(xp.sqrt(x), np.array([1, 2, 3], dtype=np.float32))

@@ -303,6 +303,10 @@ def _right_shift(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
 
 
 def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
+    if dtype in _dtypes.SIGNED_INT and bool((b < 0).any()):
+        # torch answers 0 (or 1, -1) where the true power is a fraction; an integer result cannot hold it
+        raise ValueError(f"pow(): integer {_dtypes.name(dtype)} arrays cannot be raised to negative integer "
+                         "powers; convert to a floating dtype first")
     out = torch.pow(_dtypes.compute(a), _dtypes.compute(b))
     if out.is_complex():
         # torch computes exp(b*log(a)), which makes 0**0 nan; x**0 is 1 for every x
