@@ -29,4 +29,5 @@ from ._api.utility import *  # noqa: F401,F403
 from ._api.info import *  # noqa: F401,F403
 from . import fft, linalg  # noqa: F401,E402
 from .contraction import contract, contract_expression, einsum, explain  # noqa: F401,E402
-from ._precision import error_bound, precision, select_precision  # noqa: F401,E402
+from ._precision import error_bound, last_precision_report, precision, select_precision  # noqa: F401,E402
+from .contraction.multi import multi_einsum  # noqa: F401,E402

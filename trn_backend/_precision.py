@@ -4,7 +4,9 @@ Every kernel mode is registered here with its algorithm, its cost in bf16 Tensor
 error bound: ``bound(dtype, K)`` is componentwise, in units of |A||B|, for K contracted terms, and includes
 the rounding of the result to ``dtype`` (derivations and measurements: docs/precision.md). ``resolve`` picks
 the mode of one binary contraction: an explicit ``precision=`` or ``target_forward_error=``, else the
-innermost ``precision(...)`` block, else the device default (native on CPU and CUDA, fast on Neuron).
+innermost ``precision(...)`` block, else the device default (native on CPU and CUDA, fast on Neuron). Under
+``target_relative_error=`` it picks the mode to start from; the contraction layer checks the result a
+posteriori, escalates along ``next_mode``, and records each step here (``last_precision_report``).
 """
 
 from __future__ import annotations
@@ -31,11 +33,13 @@ gamma = reference.gamma
 @dataclasses.dataclass(frozen=True)
 class Resolved:
     """The mode one binary contraction runs under: kernel mode name, its parameters, and its error bound
-    (componentwise, in units of |A||B|; None where no bound is published)."""
+    (componentwise, in units of |A||B|; None where no bound is published); under target_relative_error=,
+    also the relative target its result is checked against a posteriori (the mode is where it starts)."""
 
     mode: str
     params: tuple[tuple[str, object], ...] = ()
     bound: float | None = None
+    target_relative_error: float | None = None
 
     @property
     def kwargs(self) -> dict[str, object]:
@@ -183,11 +187,11 @@ def _check_params(name: str, params: dict[str, Any], func: str) -> tuple[tuple[s
     return tuple(sorted(params.items()))
 
 
-def _check_target(target: object, func: str) -> float:
+def _check_target(target: object, func: str, name: str = "target_forward_error") -> float:
     if isinstance(target, bool) or not isinstance(target, int | float):
-        raise TypeError(f"{func}: target_forward_error must be a real number, got {type(target).__name__}")
+        raise TypeError(f"{func}: {name} must be a real number, got {type(target).__name__}")
     if not target > 0:
-        raise ValueError(f"{func}: target_forward_error must be positive, got {target!r}")
+        raise ValueError(f"{func}: {name} must be positive, got {target!r}")
     return float(target)
 
 
@@ -210,38 +214,102 @@ class _Setting:
     mode: str | None
     params: tuple[tuple[str, object], ...]
     target: float | None
+    relative: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Check:
+    """One binary contraction run under target_relative_error=: each mode tried, in order, with its a
+    posteriori bound on max |C^ - C| / |C|; the last one produced the result (or missed, and raised)."""
+
+    subscripts: str
+    K: int
+    target: float
+    tried: tuple[tuple[str, float], ...]
+
+    @property
+    def mode(self) -> str:
+        """The label of the last mode run, e.g. ``ozaki(slices=4)``."""
+        return self.tried[-1][0]
+
+    @property
+    def estimate(self) -> float:
+        return self.tried[-1][1]
+
+    @property
+    def met(self) -> bool:
+        return self.estimate <= self.target
 
 
 _ACTIVE: contextvars.ContextVar[_Setting | None] = contextvars.ContextVar("trn_precision", default=None)
+# the checks of the innermost target_relative_error= scope, and of the last one to finish
+_REPORT: contextvars.ContextVar[list[Check] | None] = contextvars.ContextVar("trn_precision_report", default=None)
+_LAST: contextvars.ContextVar[list[Check] | None] = contextvars.ContextVar("trn_precision_last", default=None)
+_NO_SCOPE = contextlib.nullcontext()
 
 
-def _setting(mode: object, target: object, params: dict[str, Any], func: str) -> _Setting | None:
-    if mode is not None and target is not None:
-        raise ValueError(f"{func}: give a precision mode or target_forward_error=, not both")
+def _setting(mode: object, target: object, params: dict[str, Any], func: str,
+             relative: object = None) -> _Setting | None:
+    if sum(x is not None for x in (mode, target, relative)) > 1:
+        raise ValueError(f"{func}: give a precision mode or one target (target_forward_error= or "
+                         "target_relative_error=), not both")
     if mode is not None:
         name = _canonical(mode, func)
         return _Setting(name, _check_params(name, params, func), None)
     if params:
         raise TypeError(f"{func}: parameters {', '.join(params)} need a mode: precision('ozaki', slices=5)")
+    if relative is not None:
+        return _Setting(None, (), None, _check_target(relative, func, "target_relative_error"))
     return None if target is None else _Setting(None, (), _check_target(target, func))
 
 
 @contextlib.contextmanager
-def _activate(setting: _Setting) -> Iterator[None]:
+def _activate(setting: _Setting) -> Iterator[list[Check] | None]:
     token = _ACTIVE.set(setting)
+    report = None if setting.relative is None else []
+    report_token = None if report is None else _REPORT.set(report)
     try:
-        yield
+        yield report
     finally:
+        if report_token is not None:
+            _REPORT.reset(report_token)
+            _LAST.set(report)
         _ACTIVE.reset(token)
 
 
 def precision(mode: str | None = None, *, target_forward_error: float | None = None,
-              **params: Any) -> contextlib.AbstractContextManager[None]:
+              target_relative_error: float | None = None,
+              **params: Any) -> contextlib.AbstractContextManager[list[Check] | None]:
     """``with precision("dd"):`` or ``with precision(target_forward_error=1e-6):`` sets how contractions in
     the block (this thread or asyncio task only) are computed; nested blocks override, no argument inherits.
-    Mode parameters go by keyword: ``precision("ozaki", slices=5)``, ``precision("sr", generator=g)``."""
-    setting = _setting(mode, target_forward_error, params, "precision")
+    Mode parameters go by keyword: ``precision("ozaki", slices=5)``, ``precision("sr", generator=g)``.
+    ``with precision(target_relative_error=1e-6) as report:`` checks each result a posteriori; ``report``
+    collects a ``Check`` per binary contraction."""
+    setting = _setting(mode, target_forward_error, params, "precision", target_relative_error)
     return contextlib.nullcontext() if setting is None else _activate(setting)
+
+
+def scope(mode: str | None, target_forward_error: float | None, target_relative_error: float | None,
+          func: str) -> contextlib.AbstractContextManager[list[Check] | None]:
+    """The per-call precision arguments of a front door, checked for conflicts naming ``func``: a
+    target_relative_error= becomes a ``precision`` block around the call (its report is the call's);
+    precision= and target_forward_error= travel on to ``resolve`` as they are."""
+    if target_relative_error is None and (mode is None or target_forward_error is None):
+        return _NO_SCOPE
+    return _activate(_setting(mode, target_forward_error, {}, func, target_relative_error))
+
+
+def record(check: Check) -> None:
+    """Add ``check`` to the report of the innermost target_relative_error= scope."""
+    report = _REPORT.get()
+    if report is not None:
+        report.append(check)
+
+
+def last_precision_report() -> list[Check] | None:
+    """The checks of the last call or ``precision`` block with target_relative_error= to finish in this
+    thread or asyncio task (one ``Check`` per binary contraction, in order); None if there was none."""
+    return _LAST.get()
 
 
 # --- resolution ---
@@ -266,7 +334,7 @@ def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
 
 
 @functools.lru_cache(maxsize=4096)
-def _select(dtype: torch.dtype, K: int, target: float) -> Resolved:
+def _select(dtype: torch.dtype, K: int, target: float, what: str = "target_forward_error") -> Resolved:
     if not (dtype.is_floating_point or dtype.is_complex):
         return Resolved("native")
     best = None
@@ -275,7 +343,7 @@ def _select(dtype: torch.dtype, K: int, target: float) -> Resolved:
         if candidate.bound <= target:
             return candidate
         best = candidate if best is None or candidate.bound < best.bound else best
-    raise ValueError(f"select_precision: no mode reaches target_forward_error={target:g} for {dtype} with "
+    raise ValueError(f"select_precision: no mode reaches {what}={target:g} for {dtype} with "
                      f"K={K}; the best available bound is {best.bound:.3g}, from {best.label}")
 
 
@@ -307,7 +375,17 @@ def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str 
         return _resolved(_default_mode(device), (), dtype, K)
     if setting.target is not None:
         return _select(dtype, K, setting.target)
+    if setting.relative is not None:
+        return _checked(dtype, K, setting.relative)
     return _resolved(setting.mode, setting.params, dtype, K)
+
+
+@functools.lru_cache(maxsize=4096)
+def _checked(dtype: torch.dtype, K: int, target: float) -> Resolved:
+    """Where a target_relative_error= check starts: the cheapest rung whose a priori bound could meet it
+    (|C| <= |A||B|, so no estimate falls much below the bound); exact integer contractions need no check."""
+    start = _select(dtype, K, target, "target_relative_error")
+    return start if start.bound is None else dataclasses.replace(start, target_relative_error=target)
 
 
 def next_mode(resolved: Resolved, dtype: torch.dtype, K: int) -> Resolved | None:

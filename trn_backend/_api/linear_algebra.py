@@ -1,13 +1,15 @@
 """Linear-algebra functions of the standard: matmul, matrix_transpose, tensordot, vecdot.
 
 The three contractions go through the contraction planner (one matmul or bmm in the kernel layer each), with
-keyword-only ``precision=`` / ``target_forward_error=`` beyond the standard's signatures; matrix_transpose is a view.
+keyword-only ``precision=`` / ``target_forward_error=`` / ``target_relative_error=`` (one of them) beyond the
+standard's signatures; matrix_transpose is a view.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .. import _precision
 from .._helpers import NeuronArray, check_same_device, tensor, wrap
 from ..contraction.api import matmul_tensors, tensordot_tensors, vecdot_tensors
 
@@ -21,9 +23,11 @@ def _operands(x1: NeuronArray, x2: NeuronArray, func: str):
 
 
 def matmul(x1: NeuronArray, x2: NeuronArray, /, *, precision: str | None = None,
-           target_forward_error: float | None = None) -> NeuronArray:
+           target_forward_error: float | None = None, target_relative_error: float | None = None) -> NeuronArray:
     """Matrix product with the standard's 1-D promotion and batch broadcasting (the ``@`` operator)."""
-    return wrap(matmul_tensors(*_operands(x1, x2, "matmul"), precision, target_forward_error))
+    t1, t2 = _operands(x1, x2, "matmul")
+    with _precision.scope(precision, target_forward_error, target_relative_error, "matmul()"):
+        return wrap(matmul_tensors(t1, t2, precision, target_forward_error))
 
 
 def matrix_transpose(x: NeuronArray, /) -> NeuronArray:
@@ -35,12 +39,17 @@ def matrix_transpose(x: NeuronArray, /) -> NeuronArray:
 
 
 def tensordot(x1: NeuronArray, x2: NeuronArray, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2,
-              precision: str | None = None, target_forward_error: float | None = None) -> NeuronArray:
+              precision: str | None = None, target_forward_error: float | None = None,
+              target_relative_error: float | None = None) -> NeuronArray:
     """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences."""
-    return wrap(tensordot_tensors(*_operands(x1, x2, "tensordot"), axes, precision, target_forward_error))
+    t1, t2 = _operands(x1, x2, "tensordot")
+    with _precision.scope(precision, target_forward_error, target_relative_error, "tensordot()"):
+        return wrap(tensordot_tensors(t1, t2, axes, precision, target_forward_error))
 
 
 def vecdot(x1: NeuronArray, x2: NeuronArray, /, *, axis: int = -1, precision: str | None = None,
-           target_forward_error: float | None = None) -> NeuronArray:
+           target_forward_error: float | None = None, target_relative_error: float | None = None) -> NeuronArray:
     """Dot products of vectors along ``axis`` (negative), conjugating x1; other axes broadcast."""
-    return wrap(vecdot_tensors(*_operands(x1, x2, "vecdot"), axis, precision, target_forward_error))
+    t1, t2 = _operands(x1, x2, "vecdot")
+    with _precision.scope(precision, target_forward_error, target_relative_error, "vecdot()"):
+        return wrap(vecdot_tensors(t1, t2, axis, precision, target_forward_error))

@@ -13,33 +13,41 @@ from collections.abc import Sequence
 
 import torch
 
-from .. import _dtypes
+from .. import _dtypes, _precision
 from .._helpers import NeuronArray, check_same_device, normalize_axis, tensor, wrap
 from . import execute, paths
-from .parse import parse, symbol
+from .parse import Spec, parse, symbol
 from .plan import Entry, entry, result_dtype
 
-__all__ = ["einsum", "einsum_tensors", "tensordot_tensors", "matmul_tensors", "vecdot_tensors"]
+__all__ = ["einsum", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors", "vecdot_tensors"]
 
 Precision = str | None
 
 
 def einsum(subscripts: str, /, *operands: NeuronArray, optimize: object = "auto", precision: Precision = None,
-           target_forward_error: float | None = None) -> NeuronArray:
+           target_forward_error: float | None = None, target_relative_error: float | None = None) -> NeuronArray:
     """Einstein summation with NumPy's semantics, every product a planned matmul or bmm in the kernel layer.
 
     ``optimize`` picks the order of a contraction of three or more operands (see ``trn_backend.contraction.paths``);
-    ``precision`` or ``target_forward_error`` choose the precision mode of every binary step.
+    ``precision``, ``target_forward_error`` or ``target_relative_error`` (one of them) choose the precision mode of
+    every binary step.
     """
     ts = [tensor(x, "einsum", f"operands[{i}]") for i, x in enumerate(operands)]
     check_same_device(ts, "einsum", "operands")
-    return wrap(einsum_tensors(subscripts, ts, optimize, precision, target_forward_error))
+    with _precision.scope(precision, target_forward_error, target_relative_error, "einsum()"):
+        return wrap(einsum_tensors(subscripts, ts, optimize, precision, target_forward_error))
 
 
 def einsum_tensors(subscripts: str, ts: list[torch.Tensor], optimize: object = "auto",
                    precision: Precision = None, target_forward_error: float | None = None) -> torch.Tensor:
     """``einsum`` on torch tensors (validated, on one device)."""
-    spec = parse(subscripts, tuple(t.shape for t in ts))
+    return contract_spec(parse(subscripts, tuple(t.shape for t in ts)), ts, optimize, precision,
+                         target_forward_error)
+
+
+def contract_spec(spec: Spec, ts: list[torch.Tensor], optimize: object = "auto", precision: Precision = None,
+                  target_forward_error: float | None = None) -> torch.Tensor:
+    """Contract tensors labelled by a parsed ``spec``: one planned step, or a path of them."""
     if len(ts) <= 2:
         return execute.contract(spec.inputs, spec.output, ts, precision, target_forward_error)
     # promote once, so every step computes in the result dtype (as NumPy does)

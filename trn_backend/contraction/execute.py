@@ -1,4 +1,5 @@
-"""Running a plan on torch tensors: views, pre-reductions, exactly one kernel call, the output layout.
+"""Running a plan on torch tensors: views, pre-reductions, exactly one kernel call, the output layout (under
+target_relative_error=, the checked call of ``posteriori``: one more fast pass, and reruns on escalation).
 
 ``contract`` is the single entry every contraction of the package goes through (einsum, tensordot, matmul,
 vecdot, each step of an opt_einsum or multi-operand path): plan (cached), then execute.
@@ -9,6 +10,7 @@ from __future__ import annotations
 import torch
 
 from .. import _dtypes, kernels
+from . import posteriori
 from .plan import Operand, Plan, plan_for
 
 __all__ = ["contract", "execute"]
@@ -48,6 +50,8 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
         ops.append(t)
     if plan.kernel is None:
         out = ops[0]
+    elif plan.target_relative_error is not None:
+        out = posteriori.run(plan, ops[0], ops[1])
     elif plan.params:
         out = getattr(kernels, plan.kernel)(ops[0], ops[1], plan.mode, **plan.kwargs)
     else:

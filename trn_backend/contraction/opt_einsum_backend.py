@@ -95,19 +95,23 @@ def register() -> None:
 
 # --- conveniences ---
 
-def _precision_scope(precision: str | None, target_forward_error: float | None):
-    """The precision context for the backend calls opt_einsum makes on our behalf."""
-    if precision is None and target_forward_error is None:
+def _precision_scope(precision: str | None, target_forward_error: float | None,
+                     target_relative_error: float | None):
+    """The precision context for the backend calls opt_einsum makes on our behalf (conflicts raise here)."""
+    if precision is None and target_forward_error is None and target_relative_error is None:
         return contextlib.nullcontext()
-    return _precision.precision(precision, target_forward_error=target_forward_error)
+    return _precision.precision(precision, target_forward_error=target_forward_error,
+                                target_relative_error=target_relative_error)
 
 
 def contract(subscripts: Any, *operands: Any, precision: str | None = None,
-             target_forward_error: float | None = None, **kwargs: Any) -> NeuronArray:
-    """``opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)`` under a precision mode."""
+             target_forward_error: float | None = None, target_relative_error: float | None = None,
+             **kwargs: Any) -> NeuronArray:
+    """``opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)`` under a precision mode or a
+    target (with target_relative_error=, ``trn_backend.last_precision_report()`` then tells the modes run)."""
     if "backend" in kwargs:
         raise TypeError("trn_backend.contract() always uses backend='trn'; call opt_einsum.contract for others")
-    with _precision_scope(precision, target_forward_error):
+    with _precision_scope(precision, target_forward_error, target_relative_error):
         if kwargs.get("optimize", True) is False:
             # opt_einsum sends optimize=False to numpy.einsum whatever the backend: keep it on the engine
             return einsum(subscripts, *operands, out=kwargs.get("out"), optimize=False)
@@ -117,13 +121,16 @@ def contract(subscripts: Any, *operands: Any, precision: str | None = None,
 class Expression:
     """An opt_einsum ContractExpression that evaluates with backend "trn" under a fixed precision choice."""
 
-    def __init__(self, expression: Any, precision: str | None, target_forward_error: float | None) -> None:
+    def __init__(self, expression: Any, precision: str | None, target_forward_error: float | None,
+                 target_relative_error: float | None = None) -> None:
+        _precision_scope(precision, target_forward_error, target_relative_error)  # conflicts raise now
         self.expression = expression
         self.precision = precision
         self.target_forward_error = target_forward_error
+        self.target_relative_error = target_relative_error
 
     def __call__(self, *arrays: Any, out: Any = None) -> Any:
-        with _precision_scope(self.precision, self.target_forward_error):
+        with _precision_scope(self.precision, self.target_forward_error, self.target_relative_error):
             return self.expression(*arrays, backend="trn", out=out)
 
     def __repr__(self) -> str:
@@ -134,7 +141,8 @@ class Expression:
 
 
 def contract_expression(subscripts: Any, *shapes: Any, precision: str | None = None,
-                        target_forward_error: float | None = None, **kwargs: Any) -> Expression:
+                        target_forward_error: float | None = None, target_relative_error: float | None = None,
+                        **kwargs: Any) -> Expression:
     """``opt_einsum.contract_expression`` (shapes, ``constants=``, ``optimize=``...) evaluated with "trn"."""
     return Expression(opt_einsum.contract_expression(subscripts, *shapes, **kwargs), precision,
-                      target_forward_error)
+                      target_forward_error, target_relative_error)

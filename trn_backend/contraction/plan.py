@@ -57,6 +57,7 @@ class Plan:
     mode: str | None = None
     params: tuple[tuple[str, object], ...] = ()
     bound: float | None = None
+    target_relative_error: float | None = None  # set: the result is checked a posteriori (``posteriori``)
 
     @property
     def kwargs(self) -> dict[str, object]:
@@ -121,10 +122,11 @@ class Entry:
             return base
         r = _precision.resolve(base.dtype, base.bmkn[2], device, precision=precision,
                                target_forward_error=target_forward_error)
-        key = (r.mode, r.params, r.bound)
+        key = (r.mode, r.params, r.bound, r.target_relative_error)
         plan = self.by_mode.get(key)
         if plan is None:
-            plan = self.by_mode[key] = dataclasses.replace(base, mode=r.mode, params=r.params, bound=r.bound)
+            plan = self.by_mode[key] = dataclasses.replace(base, mode=r.mode, params=r.params, bound=r.bound,
+                                                           target_relative_error=r.target_relative_error)
         return plan
 
 

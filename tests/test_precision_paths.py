@@ -1,0 +1,315 @@
+"""Precision through the contraction engine: per-step resolution, explain's modes and bounds, multi_einsum's
+batching, and target_relative_error's a posteriori checks, with every error path."""
+
+from __future__ import annotations
+
+import threading
+from fractions import Fraction
+
+import numpy as np
+import opt_einsum as oe
+import pytest
+import torch
+
+import trn_backend as xp
+from tests.support import from_numpy, to_numpy
+from trn_backend import kernels
+from trn_backend._precision import error_bound, select_precision
+
+f32, f64 = torch.float32, torch.float64
+CHAIN = "ij,jk,kl->il"
+STEPS = [(0, 1), (0, 1)]
+
+
+def _normal(*shape, dtype=np.float32, seed=0):
+    return from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
+
+
+def _chain():
+    """Three operands whose two steps contract K = 16, then K = 4096."""
+    return _normal(8, 16, seed=1), _normal(16, 4096, seed=2), _normal(4096, 8, seed=3)
+
+
+# --- per-step resolution ---
+
+def test_each_step_resolves_its_mode_from_its_own_K():
+    # target 1e-4: K = 16 needs dd, K = 4096 needs bf16x6; the product of the contracted sizes would put the
+    # first step on bf16x6 too
+    target = 1e-4
+    assert [select_precision(f32, K, target).mode for K in (16, 4096, 16 * 4096)] == ["dd", "bf16x6", "bf16x6"]
+    a, b, c = _chain()
+    with kernels.count_calls() as calls:
+        xp.einsum(CHAIN, a, b, c, optimize=STEPS, target_forward_error=target)
+        with xp.precision(target_forward_error=target):
+            xp.contract(CHAIN, a, b, c, optimize=STEPS)
+        xp.contract_expression(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS,
+                               target_forward_error=target)(a, b, c)
+    assert calls == {("matmul", "dd"): 3, ("matmul", "bf16x6"): 3}
+
+
+def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bound():
+    e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, target_forward_error=1e-4)
+    assert [p.mode for p in e.steps] == ["dd", "bf16x6"]
+    for p, K in zip(e.steps, (16, 4096), strict=True):
+        assert p.bound == error_bound(p.mode, f32, K) and f"{p.bound:.2g}" in str(e)
+    e64 = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float64,
+                     target_forward_error=1e-12)
+    assert [p.kwargs for p in e64.steps] == [{"slices": 6}] * 2
+    assert [p.bound for p in e64.steps] == [error_bound("ozaki", f64, K, slices=6) for K in (16, 4096)]
+    assert "ozaki(slices=6)" in str(e64)
+    with xp.precision(target_relative_error=1e-3):
+        checked = xp.explain("ij,jk->ik", (8, 512), (512, 8))
+    assert checked.steps[0].target_relative_error == 1e-3 and "dd, checked to rel 0.001" in str(checked)
+
+
+# --- multi_einsum ---
+
+def _pair(seed, m=4, k=8, n=3, dtype=np.float64):
+    return _normal(m, k, dtype=dtype, seed=seed), _normal(k, n, dtype=dtype, seed=seed + 100)
+
+
+def test_multi_einsum_runs_a_group_of_identical_contractions_as_one_bmm():
+    group = [("ij,jk->ik", *_pair(i)) for i in range(6)]
+    rest = [("ij,jk->ik", *_pair(10, m=5)),  # another shape
+            ("ij,kj->ik", _normal(4, 8, seed=11), _normal(3, 8, seed=12)),  # other subscripts
+            ("ij,jk->ik", *_pair(13, dtype=np.float32))]  # another dtype
+    contractions = [group[0], rest[0], *group[1:4], rest[1], *group[4:], rest[2]]
+    with kernels.count_calls() as calls:
+        out = xp.multi_einsum(*contractions)
+    assert calls == {("bmm", "native"): 1, ("matmul", "native"): 3}
+    assert len(out) == len(contractions)
+    for got, (subscripts, *ops) in zip(out, contractions, strict=True):
+        expected = xp.einsum(subscripts, *ops)
+        assert isinstance(got, xp.NeuronArray) and got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_allclose(to_numpy(got), to_numpy(expected), rtol=1e-5 if got.dtype == xp.float32
+                                   else 1e-13)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.uint16, np.uint32, np.uint64, np.int8, np.complex128])
+def test_multi_einsum_is_exact_like_einsum(dtype):
+    g = np.random.default_rng(4)
+    ops = [(from_numpy(g.integers(0, 50, (3, 5)).astype(dtype)), from_numpy(g.integers(0, 50, (5, 2)).astype(dtype)))
+           for _ in range(3)]
+    out = xp.multi_einsum(*(("ij,jk", a, b) for a, b in ops))
+    for got, (a, b) in zip(out, ops, strict=True):
+        assert got.dtype == a.dtype
+        np.testing.assert_array_equal(to_numpy(got), to_numpy(xp.einsum("ij,jk", a, b)))
+
+
+def test_multi_einsum_groups_paths_batches_and_single_operands():
+    chains = [(CHAIN, _normal(3, 4, seed=i), _normal(4, 5, seed=i + 1), _normal(5, 2, seed=i + 2))
+              for i in range(3)]
+    batched = [("...ij,...jk->...ik", _normal(2, 4, 5, seed=i), _normal(2, 5, 3, seed=i + 7)) for i in range(3)]
+    diagonals = [("ii->i", _normal(4, 4, seed=i)) for i in range(2)]
+    with kernels.count_calls() as calls:
+        out = xp.multi_einsum(*chains, *batched, *diagonals)
+    assert calls == {("bmm", "native"): 3}  # two steps for the chains, one for the batched products
+    for got, (subscripts, *ops) in zip(out, chains + batched + diagonals, strict=True):
+        np.testing.assert_allclose(to_numpy(got), np.einsum(subscripts, *map(to_numpy, ops)), rtol=1e-5)
+    assert xp.multi_einsum() == []
+
+
+def test_multi_einsum_resolves_one_mode_per_group_from_its_K():
+    small = [("ij,jk->ik", *_pair(i, k=16, dtype=np.float32)) for i in range(3)]
+    large = [("ij,jk->ik", *_pair(i, k=4096, dtype=np.float32)) for i in range(2)]
+    lone = ("ij,jk->ik", *_pair(9, k=16, n=5, dtype=np.float32))
+    with kernels.count_calls() as calls:
+        xp.multi_einsum(*small, *large, lone, target_forward_error=1e-4)
+        xp.multi_einsum(*small, precision="fast")
+        with xp.precision("dd"):
+            xp.multi_einsum(*large)
+    assert calls == {("bmm", "dd"): 2, ("bmm", "bf16x6"): 1, ("matmul", "dd"): 1, ("bmm", "fast"): 1}
+    with xp.precision(target_relative_error=0.5) as report:  # a group is checked as one product
+        xp.multi_einsum(*small)
+    assert [(c.subscripts[0], c.K) for c in report] == [("a", 16)] and report[0].met
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda a: xp.multi_einsum("ij", a), TypeError, r"each contraction as a tuple .*contraction 0 is a str"),
+    (lambda a: xp.multi_einsum(()), TypeError, "contraction 0 is empty"),
+    (lambda a: xp.multi_einsum(("ij", a), (a, "ij")), TypeError, "contraction 1 is a tuple starting with NeuronArray"),
+    (lambda a: xp.multi_einsum(["ij,jk", a, np.ones((3, 3))]), TypeError,
+     r"multi_einsum\(\) expects operand 1 of contraction 0 to be a NeuronArray, got ndarray"),
+    (lambda a: xp.multi_einsum(("ij", a), ("ij,jk", a, _normal(2, 3))), ValueError,
+     r"multi_einsum\(\): index 'j' has size 3 in operand 0 .* \(contraction 1\)"),
+    (lambda a: xp.multi_einsum(("ij", a), precision="dd", target_forward_error=1e-3), ValueError,
+     r"multi_einsum\(\): give a precision mode or one target"),
+    (lambda a: xp.multi_einsum(("ij,jk", a, a), ("ij,jk", a, a), precision="quad"), ValueError,
+     "unknown precision mode 'quad'"),
+])
+def test_multi_einsum_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call(_normal(3, 3))
+
+
+# --- target_relative_error ---
+
+def _exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The exact product of small float matrices, rounded once to float64 at the end."""
+    fa, fb = [[Fraction(float(x)) for x in row] for row in a], [[Fraction(float(x)) for x in col] for col in b.T]
+    return np.array([[float(sum(x * y for x, y in zip(r, c, strict=True))) for c in fb] for r in fa])
+
+
+def _relative_error(got: xp.NeuronArray, a: np.ndarray, b: np.ndarray) -> float:
+    exact = _exact(a, b)
+    return float(np.max(np.abs(to_numpy(got).astype(np.float64) - exact) / np.abs(exact)))
+
+
+def _uniform(m, k, n, dtype, seed=0):
+    g = np.random.default_rng(seed)
+    return g.uniform(0.5, 1, (m, k)).astype(dtype), g.uniform(0.5, 1, (k, n)).astype(dtype)
+
+
+def _cancelling(m, k, n, dtype, seed=0):
+    """Positive data plus a pair of columns of A, 1e4 times larger, that nearly cancel against equal rows of
+    B: |C| is about 300 times smaller than |A||B|, and bf16-rounded operands cancel the pair exactly."""
+    a, b = _uniform(m, k, n, np.float64, seed)
+    a[:, 0] *= 1e4
+    a[:, 1] = a[:, 0] * (1 + 2.0**-12)
+    b[1] = -b[0]
+    return a.astype(dtype), b.astype(dtype)
+
+
+def test_benign_products_stay_on_the_cheapest_mode_with_one_extra_fast_pass():
+    a, b = _uniform(16, 512, 16, np.float32)
+    with kernels.count_calls() as calls:
+        c = xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=1e-3)
+    assert calls == {("matmul", "fast"): 1, ("matmul", "dd"): 1}
+    (check,) = xp.last_precision_report()
+    assert (check.subscripts, check.K, check.target, check.mode) == ("ab,bc->ac", 512, 1e-3, "dd")
+    assert len(check.tried) == 1 and check.met
+    assert _relative_error(c, a, b) <= check.estimate <= 1e-3
+
+
+@pytest.mark.parametrize(("dtype", "target", "first"), [(np.float32, 1e-3, "dd"), (np.float64, 1e-9, "ozaki")])
+def test_cancellation_escalates_until_the_estimate_meets_the_target(dtype, target, first):
+    """|C| ~ |A||B| / 300: the a priori rung's estimate misses, and escalation meets the target honestly."""
+    a, b = _cancelling(8, 64, 8, dtype)
+    with kernels.count_calls() as calls:
+        c = xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=target)
+    (check,) = xp.last_precision_report()
+    assert check.tried[0][0].startswith(first) and check.tried[0][1] > target
+    assert len(check.tried) >= 2 and check.met
+    assert calls[("matmul", "fast")] == 1 and sum(calls.values()) == 1 + len(check.tried)
+    assert _relative_error(c, a, b) <= check.estimate <= target
+    if dtype is np.float32:  # dd really misses here: its relative error is above the target
+        assert _relative_error(xp.matmul(from_numpy(a), from_numpy(b), precision="dd"), a, b) > target
+
+
+def test_an_unreachable_target_names_the_best_estimate():
+    a, b = _cancelling(8, 64, 8, np.float64)
+    with pytest.raises(ValueError, match=r"target_relative_error=1e-14 is out of reach for 'ab,bc->ac' \(K=64, "
+                                         r"torch.float64\): the best a posteriori estimate reached is .* with ozaki"):
+        xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=1e-14)
+    (check,) = xp.last_precision_report()
+    assert not check.met and check.tried[-1][0] == "ozaki(slices=8)"
+    with pytest.raises(ValueError, match="no mode reaches target_relative_error=1e-09 for torch.float32"):
+        xp.matmul(from_numpy(a.astype(np.float32)), from_numpy(b.astype(np.float32)), target_relative_error=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["fast", "dd", "bf16x6", "ozaki3", "ozaki5", "kahan"])
+def test_float32_results_are_their_float64_results_rounded_once(mode):
+    """What the float32 estimate relies on (see contraction/posteriori.py), bit for bit, specials included."""
+    a, b = _normal(2, 8, 700, seed=5)._t, _normal(2, 700, 6, seed=6)._t
+    a[0, 1, 2], b[1, 3, 4], a[1, 2] = float("inf"), float("nan"), a[1, 2] * 1e30
+    name, params = (mode[:5], {"slices": int(mode[5])}) if mode.startswith("ozaki") else (mode, {})
+    got = kernels.bmm(a, b, name, **params)
+    expected = kernels.bmm(a.double(), b.double(), name, **params).float()
+    assert torch.equal(got.isnan(), expected.isnan()) and torch.equal(got.nan_to_num(), expected.nan_to_num())
+
+
+def test_every_front_door_checks_each_binary_step():
+    a, b = _uniform(8, 32, 8, np.float32)
+    x, y = from_numpy(a), from_numpy(b)
+    calls = [lambda: xp.einsum("ij,jk->ik", x, y, target_relative_error=1e-3),
+             lambda: xp.tensordot(x, y, axes=1, target_relative_error=1e-3),
+             lambda: xp.matmul(x, y, target_relative_error=1e-3),
+             lambda: xp.vecdot(x, x, target_relative_error=1e-3),
+             lambda: xp.contract("ij,jk->ik", x, y, target_relative_error=1e-3),
+             lambda: xp.contract_expression("ij,jk->ik", x.shape, y.shape, target_relative_error=1e-3)(x, y)]
+    for call in calls:
+        call()
+        (check,) = xp.last_precision_report()
+        assert check.met and check.mode == "dd"
+    xp.einsum(CHAIN, x, y, x, optimize=STEPS, target_relative_error=1e-3)
+    assert [c.K for c in xp.last_precision_report()] == [32, 8]
+
+
+def test_the_context_collects_a_report_and_nests():
+    a, b = _uniform(8, 32, 8, np.float32)
+    x, y = from_numpy(a), from_numpy(b)
+    with xp.precision(target_relative_error=1e-3) as report:
+        x @ y
+        with xp.precision("fast"):
+            xp.matmul(x, y)  # an explicit mode: no check
+        with xp.precision(target_relative_error=1e-2) as inner:
+            xp.matmul(x, y)
+        assert xp.last_precision_report() is inner and [c.target for c in inner] == [1e-2]
+        xp.einsum("ij,jk->ik", x, y, precision="kahan")  # per call overrides the block
+        xp.matmul(x, y)
+    assert xp.last_precision_report() is report and [c.target for c in report] == [1e-3, 1e-3]
+    with xp.precision(target_relative_error=1e-3) as exact:
+        xp.matmul(xp.asarray([[1, 2]]), xp.asarray([[3], [4]]))  # integers are exact: nothing to check
+    assert exact == []
+
+
+def test_reports_belong_to_their_thread():
+    before = xp.last_precision_report()
+    seen = []
+
+    def worker():
+        a, b = _uniform(4, 16, 4, np.float32)
+        xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=1e-3)
+        seen.append(xp.last_precision_report())
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    thread.join()
+    assert len(seen[0]) == 1 and xp.last_precision_report() is before
+
+
+def test_special_values_zeros_and_wide_ranges():
+    a, b = _uniform(6, 16, 5, np.float32)
+    a[1, 2], a[2, 0], b[:, 3] = np.nan, np.inf, 0  # row 1 nan, row 2 inf, column 3 exact zeros
+    with kernels.count_calls() as calls:
+        c = xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=1e-3)
+    native = to_numpy(xp.matmul(from_numpy(a), from_numpy(b)))
+    np.testing.assert_array_equal(np.isfinite(to_numpy(c)), np.isfinite(native))
+    assert calls[("matmul", "fast")] == 2  # |A||B|, and the exact count of nonzero products behind its zeros
+    assert xp.last_precision_report()[0].mode == "dd"
+    # float64 beyond bf16's range: the split modes cannot hold it (a miss each), ozaki can
+    a, b = _uniform(4, 32, 4, np.float64)
+    c = xp.matmul(from_numpy(a * 1e200), from_numpy(b * 1e-100), target_relative_error=1e-6)
+    (check,) = xp.last_precision_report()
+    assert [e for _, e in check.tried[:-1]] == [np.inf] * (len(check.tried) - 1) and check.mode.startswith("ozaki")
+    assert _relative_error(c, a * 1e200, b * 1e-100) <= check.estimate
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda x: xp.einsum("ij,jk", x, x, precision="dd", target_relative_error=1e-3), ValueError,
+     r"einsum\(\): give a precision mode or one target \(target_forward_error= or target_relative_error=\)"),
+    (lambda x: xp.tensordot(x, x, target_forward_error=1e-3, target_relative_error=1e-3), ValueError,
+     r"tensordot\(\): give a precision mode"),
+    (lambda x: xp.matmul(x, x, precision="dd", target_relative_error=1e-3), ValueError, r"matmul\(\): give"),
+    (lambda x: xp.vecdot(x, x, precision="dd", target_relative_error=1e-3), ValueError, r"vecdot\(\): give"),
+    (lambda x: xp.contract("ij,jk", x, x, precision="dd", target_relative_error=1e-3), ValueError,
+     "precision: give a precision mode"),
+    (lambda x: xp.contract_expression("ij,jk", (3, 3), (3, 3), target_forward_error=1e-3,
+                                      target_relative_error=1e-3), ValueError, "precision: give"),
+    (lambda x: xp.precision("dd", target_relative_error=1e-3), ValueError, "precision: give"),
+    (lambda x: xp.precision(target_relative_error=1e-3, slices=3), TypeError, "parameters slices need a mode"),
+    (lambda x: xp.precision(target_relative_error=0.0), ValueError, "target_relative_error must be positive"),
+    (lambda x: xp.matmul(x, x, target_relative_error="1e-3"), TypeError,
+     r"matmul\(\): target_relative_error must be a real number, got str"),
+    (lambda x: xp.matmul(x, x, target_relative_error=-1), ValueError, "must be positive, got -1"),
+])
+def test_target_relative_error_errors(call, error, match):
+    with pytest.raises(error, match=match):
+        call(_normal(3, 3))
+
+
+def test_opt_einsum_direct_calls_follow_the_context():
+    a, b = _uniform(8, 32, 8, np.float32)
+    with xp.precision(target_relative_error=1e-3) as report:
+        oe.contract("ij,jk->ik", from_numpy(a), from_numpy(b), backend="trn")
+    assert [c.mode for c in report] == ["dd"]

@@ -1,0 +1,113 @@
+"""A posteriori checks for ``target_relative_error=``: run one binary contraction, bound the error of every
+entry relative to |C|, and rerun under the next mode of the ladder until the bound meets the target.
+
+A mode's published bound b (units of |A||B|, output rounding included) gives |C^ - C| <= b S, S = |A||B|. A
+real float32 result of a ladder mode is that mode's result on the same values as float64, rounded once to
+float32 (splits, digits and accumulations do not depend on the storage dtype; tests/test_precision_paths.py
+checks it bit for bit), so there the error is at most b64 S + u |C64| <= b64 S + u/(1-u) |C^| with the mode's
+float64 bound b64: the output rounding counts relative to |C|, not |A||B|.
+
+One extra fast pass through the kernel layer computes S^ = |A| @ |B|, after scaling the rows of |A| and the
+columns of |B| by powers of two (so it covers the whole float64 range); its own error is at most b_fast S, so
+S <= S^ / (1 - b_fast). With E the resulting bound on |C^ - C|, r = E / |C^| and |C| >= |C^| - E, each entry's
+error relative to the exact |C| is at most r / (1 - r): infinite where r >= 1, where C^ = 0 < S, and where C^
+or S^ is not finite although the entry's inputs are. Entries fed by an inf or nan input are left out: every
+mode gives native arithmetic's inf or nan there. An S^ of zero is trusted as an exact zero only where an exact
+count of the nonzero products (one more pass, only then) says so; otherwise every product underflowed.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import _precision, kernels
+from ..kernels import reference
+from .plan import Plan
+
+__all__ = ["run"]
+
+
+def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The kernel call of ``plan`` on operands in kernel layout, checked against the plan's relative target
+    and rerun one rung up the ladder while the estimate misses; the modes tried are recorded (a ``Check``)."""
+    kernel = getattr(kernels, plan.kernel)
+    K, target = plan.bmkn[2], plan.target_relative_error
+    scale, zero = _magnitude(kernel, a, b, K)
+    special = _special(a, b)
+    resolved: _precision.Resolved | None = _precision.Resolved(plan.mode, plan.params, plan.bound)
+    tried, error = [], None
+    while resolved is not None:
+        try:
+            out = kernel(a, b, resolved.mode, **resolved.kwargs)
+            estimate = _estimate(out, scale, zero, *_terms(resolved, plan.dtype, K), special)
+        except ValueError as e:  # the mode cannot hold these operands (bf16's range, ozaki's slices): a miss
+            error, estimate = e, math.inf
+        tried.append((resolved.label, estimate))
+        if estimate <= target:
+            break
+        resolved = _escalate(resolved, plan.dtype, K)
+    check = _precision.Check(plan.subscripts, K, target, tuple(tried))
+    _precision.record(check)
+    if not check.met:
+        label, best = min(tried, key=lambda t: t[1])
+        steps = ", ".join(f"{m} {e:.3g}" for m, e in tried)
+        raise ValueError(f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (K={K}, "
+                         f"{plan.dtype}): the best a posteriori estimate reached is {best:.3g}, with {label} "
+                         f"(tried: {steps}); |C| is too small against |A||B| for this dtype") from error
+    return out
+
+
+def _terms(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> tuple[float, float]:
+    """(b, e) with |C^ - C| <= b |A||B| + e |C^| entrywise: the float64 bound and the output rounding for a
+    float32 result (see the module docstring), else the published bound and 0."""
+    if dtype is not torch.float32:
+        return resolved.bound, 0.0
+    u = _precision.U_FP32
+    return _precision.error_bound(resolved.mode, torch.float64, K, **resolved.kwargs), u / (1 - u)
+
+
+def _escalate(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> _precision.Resolved | None:
+    """The next rung (``next_mode``) that at least halves the bound the estimate uses: rungs that improve it
+    less (float32 ozaki past its output rounding, say) barely move the estimate and are skipped."""
+    limit = _terms(resolved, dtype, K)[0] / 2
+    nxt = _precision.next_mode(resolved, dtype, K)
+    while nxt is not None and _terms(nxt, dtype, K)[0] > limit:
+        nxt = _precision.next_mode(nxt, dtype, K)
+    return nxt
+
+
+def _magnitude(kernel, a: torch.Tensor, b: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """An upper bound of |A||B| per entry (float64) from one fast pass, divided by (1 - its own bound), and
+    where the entries are exact zeros. The rows of |A| and columns of |B| are scaled by powers of two to at
+    most 1 first (exact; ozaki's scaling), so neither bf16's range nor fp32 overflow limits the pass."""
+    a_scaled, e, b_scaled, f = reference._scaled(a.abs(), b.abs())
+    fast = kernel(a_scaled, b_scaled, "fast")
+    zero = fast == 0
+    if bool(zero.any()):
+        # 0/1 patterns are exact in bf16, and a sum of them is zero only if every term is: a true test
+        count = kernel((a != 0).double(), (b != 0).double(), "fast")
+        zero &= count == 0
+    return reference._ldexp(fast / (1 - _precision.error_bound("fast", torch.float64, K)), e + f), zero
+
+
+def _special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
+    """Entries with an inf or nan among their inputs (None when no input has one)."""
+    rows, cols = torch.isfinite(a).all(-1), torch.isfinite(b).all(-2)
+    if bool(rows.all()) and bool(cols.all()):
+        return None
+    return ~(rows.unsqueeze(-1) & cols.unsqueeze(-2))
+
+
+def _estimate(out: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bound: float, rounding: float,
+              special: torch.Tensor | None) -> float:
+    """max over entries of r / (1 - r), r = bound * scale / |out| + rounding (see the module docstring)."""
+    c = out.abs().double()
+    trusted = torch.isfinite(c) & torch.isfinite(scale) & (scale > 0)
+    r = torch.where(trusted, bound * scale / c + rounding, math.inf)  # C^ = 0 < S gives inf as well
+    r = torch.where(r < 1, r / (1 - r), math.inf)
+    r = torch.where(zero & (c == 0), 0.0, r)
+    if special is not None:
+        r = torch.where(special, 0.0, r)
+    return r.max().item() if r.numel() else 0.0
