@@ -41,7 +41,8 @@ def arrays(dtype_name: str, shape, *, elements=None) -> st.SearchStrategy:
     return hnp.arrays(dtype, shape, elements=elements)
 
 
-def assert_same(actual: xp.NeuronArray, expected: np.ndarray, *, rtol: float | None = None) -> None:
+def assert_same(actual: xp.NeuronArray, expected: np.ndarray, *, rtol: float | None = None,
+                atol: float = 0.0) -> None:
     """Same dtype, same shape, and the same values (exactly for exact dtypes; NaNs in the same places)."""
     assert isinstance(actual, xp.NeuronArray), type(actual)
     got = to_numpy(actual)
@@ -59,4 +60,4 @@ def assert_same(actual: xp.NeuronArray, expected: np.ndarray, *, rtol: float | N
                 ok = (g == e) | (np.isnan(g) & np.isnan(e)) | (np.abs(g - e) <= scale)
             assert ok.all(), f"{part.__name__} parts differ:\n{got}\n{expected}"
     else:
-        np.testing.assert_allclose(got, expected, rtol=rtol, atol=0, equal_nan=True)
+        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)

@@ -310,7 +310,8 @@ def _small(dtype_name: str) -> st.SearchStrategy:
         return st.booleans()
     if kind in "iu":
         return st.integers(0 if kind == "u" else -3, 3)
-    return st.floats(-4, 4, width=32)
+    # multiples of 1/8: no subnormal products (whose rounding torch and NumPy may do differently)
+    return st.integers(-32, 32).map(lambda i: i / 8)
 
 
 @settings(max_examples=60)
