@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import array_api_compat
 import numpy as np
 import torch
 
@@ -39,7 +40,8 @@ def tensors(xs: Sequence[object], func: str, arg: str = "arrays") -> list[torch.
 
 
 def _is_array_like(x: object) -> bool:
-    return isinstance(x, (np.ndarray, torch.Tensor, list, tuple)) or hasattr(x, "__dlpack__")
+    """Another library's array (NumPy, torch, CuPy, JAX, ... as array-api-compat knows them) or a sequence."""
+    return array_api_compat.is_array_api_obj(x) or isinstance(x, (list, tuple))
 
 
 def check_same_device(ts: Sequence[torch.Tensor], func: str, what: str = "inputs") -> torch.device | None:
