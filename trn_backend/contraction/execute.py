@@ -7,13 +7,19 @@ vecdot, each step of an opt_einsum or multi-operand path): plan (cached), then e
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import torch
 
 from .. import _dtypes, kernels
 from . import posteriori
 from .plan import Operand, Plan, plan_for
 
-__all__ = ["contract", "execute"]
+__all__ = ["contract", "execute", "EXECUTORS"]
+
+# Tensor subclasses whose operands run a plan their own way: trn_backend.distributed registers DTensor (each
+# rank runs the plan on its blocks, then places the result).
+EXECUTORS: dict[type, Callable[[Plan, Sequence[torch.Tensor]], torch.Tensor]] = {}
 
 
 def contract(inputs: tuple[str, ...], output: str, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...],
@@ -32,6 +38,11 @@ def contract(inputs: tuple[str, ...], output: str, tensors: list[torch.Tensor] |
 
 def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
     """Run ``plan``; the only arithmetic outside the kernel is diagonal extraction and single-operand sums."""
+    if EXECUTORS:
+        for t in tensors:
+            run = EXECUTORS.get(type(t))
+            if run is not None:
+                return run(plan, tensors)
     dtype = plan.dtype
     ops = []
     for op, i in zip(plan.operands, plan.order, strict=True):

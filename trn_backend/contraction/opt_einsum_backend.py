@@ -112,6 +112,11 @@ def contract(subscripts: Any, *operands: Any, precision: str | None = None,
     if "backend" in kwargs:
         raise TypeError("trn_backend.contract() always uses backend='trn'; call opt_einsum.contract for others")
     with _precision_scope(precision, target_forward_error, target_relative_error):
+        if kwargs.get("memory_limit") is not None:
+            # sliced with cotengra, the slices spread over the ranks (imported on use: torch.distributed)
+            from ..distributed import _slicing
+
+            return _slicing.contract(subscripts, *map(to_trn, operands), **kwargs)
         if kwargs.get("optimize", True) is False:
             # opt_einsum sends optimize=False to numpy.einsum whatever the backend: keep it on the engine
             return einsum(subscripts, *operands, out=kwargs.get("out"), optimize=False)

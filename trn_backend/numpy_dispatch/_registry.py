@@ -155,12 +155,13 @@ def _call(impl: Callable[..., Any], params: dict[str, inspect.Parameter], values
 # --- conversions ---
 
 def device_of(values: Any) -> torch.device:
-    """The device of the first NeuronArray in ``values`` (searched through tuples, lists and dicts)."""
+    """The device of the first NeuronArray in ``values`` (searched through tuples, lists and dicts); for a
+    sharded array the device of its blocks (NumPy operands then count as replicated, not partitioned)."""
     stack = [values]
     while stack:
         v = stack.pop(0)
         if isinstance(v, NeuronArray):
-            return v.device
+            return v._t.device
         if isinstance(v, (tuple, list)):
             stack.extend(v)
         elif isinstance(v, dict):
