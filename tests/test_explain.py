@@ -27,10 +27,10 @@ def test_chain_numbers_and_text():
 
 def test_modes_bounds_and_per_step_k():
     e = xp.explain("ij,jk,kl->il", (8, 16), (16, 4096), (4096, 8), precision="dd", optimize=[(0, 1), (0, 1)])
-    assert [p.mode for p in e.steps] == ["dd", "dd"]
+    assert [p.resolved.mode for p in e.steps] == ["dd", "dd"]
     assert [p.bmkn[2] for p in e.steps] == [16, 4096]
-    assert e.steps[0].bound < e.steps[1].bound  # each step's bound follows its own K
-    assert f"{e.steps[1].bound:.2g}" in str(e)
+    assert e.steps[0].resolved.bound < e.steps[1].resolved.bound  # each step's bound follows its own K
+    assert f"{e.steps[1].resolved.bound:.2g}" in str(e)
     assert "native  -" in str(xp.explain("ij,jk->ik", (2, 3), (3, 4), dtype=xp.int64))  # no bound: "-"
 
 

@@ -28,7 +28,7 @@ def _plan(subscripts: str, *shapes, dtype=F32, **kw) -> planner.Plan:
 
 def test_plans_are_plain_frozen_hashable_printable_data():
     p = _plan("bij,bjk->bik", (2, 3, 4), (2, 4, 5))
-    assert p.kernel == "bmm" and p.bmkn == (2, 3, 4, 5) and p.mode == "native" and p.shape == (2, 3, 5)
+    assert p.kernel == "bmm" and p.bmkn == (2, 3, 4, 5) and p.resolved.mode == "native" and p.shape == (2, 3, 5)
     assert p.flops == 2 * 2 * 3 * 4 * 5 and p.size == 30
     assert "bij,bjk->bik" in repr(p) and "bmm" in repr(p)
     assert hash(p) == hash(dataclasses.replace(p)) and p == dataclasses.replace(p)
@@ -45,11 +45,11 @@ def test_cache_by_labels_shapes_dtypes_and_mode():
     assert _plan("ij,jk->ik", (2, 3), (3, 5)) is not p1  # shapes
     assert _plan("ij,jk->ik", (2, 3), (3, 4), dtype=torch.float64).dtype == torch.float64  # dtypes
     fast = _plan("ij,jk->ik", (2, 3), (3, 4), precision="fast")
-    assert fast.mode == "fast" and fast is not p1
-    assert dataclasses.replace(fast, mode="native", bound=p1.bound) == p1
+    assert fast.resolved.mode == "fast" and fast is not p1
+    assert dataclasses.replace(fast, resolved=p1.resolved) == p1
     assert _plan("ij,jk->ik", (2, 3), (3, 4), precision="fast") is fast
     with xp.precision("dd"):  # the active context reaches the plan
-        assert _plan("ij,jk->ik", (2, 3), (3, 4)).mode == "dd"
+        assert _plan("ij,jk->ik", (2, 3), (3, 4)).resolved.mode == "dd"
 
 
 def test_matmul_without_batch_bmm_with_one():

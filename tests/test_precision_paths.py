@@ -49,17 +49,17 @@ def test_each_step_resolves_its_mode_from_its_own_K():
 
 def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bound():
     e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, target_forward_error=1e-4)
-    assert [p.mode for p in e.steps] == ["dd", "bf16x6"]
+    assert [p.resolved.mode for p in e.steps] == ["dd", "bf16x6"]
     for p, K in zip(e.steps, (16, 4096), strict=True):
-        assert p.bound == error_bound(p.mode, f32, K) and f"{p.bound:.2g}" in str(e)
+        assert p.resolved.bound == error_bound(p.resolved.mode, f32, K) and f"{p.resolved.bound:.2g}" in str(e)
     e64 = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float64,
                      target_forward_error=1e-12)
-    assert [p.kwargs for p in e64.steps] == [{"slices": 6}] * 2
-    assert [p.bound for p in e64.steps] == [error_bound("ozaki", f64, K, slices=6) for K in (16, 4096)]
+    assert [p.resolved.kwargs for p in e64.steps] == [{"slices": 6}] * 2
+    assert [p.resolved.bound for p in e64.steps] == [error_bound("ozaki", f64, K, slices=6) for K in (16, 4096)]
     assert "ozaki(slices=6)" in str(e64)
     with xp.precision(target_relative_error=1e-3):
         checked = xp.explain("ij,jk->ik", (8, 512), (512, 8))
-    assert checked.steps[0].target_relative_error == 1e-3 and "dd, checked to rel 0.001" in str(checked)
+    assert checked.steps[0].resolved.target_relative_error == 1e-3 and "dd, checked to rel 0.001" in str(checked)
 
 
 # --- multi_einsum ---

@@ -59,14 +59,15 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
             # a view whenever the strides allow; torch copies only when the merged dimensions are not adjacent
             t = t.reshape(op.shape)
         ops.append(t)
+    r = plan.resolved
     if plan.kernel is None:
         out = ops[0]
-    elif plan.target_relative_error is not None:
+    elif r.target_relative_error is not None:
         out = posteriori.run(plan, ops[0], ops[1])
-    elif plan.params:
-        out = getattr(kernels, plan.kernel)(ops[0], ops[1], plan.mode, **plan.kwargs)
+    elif r.params:
+        out = getattr(kernels, plan.kernel)(ops[0], ops[1], r.mode, **r.kwargs)
     else:
-        out = getattr(kernels, plan.kernel)(ops[0], ops[1], plan.mode)
+        out = getattr(kernels, plan.kernel)(ops[0], ops[1], r.mode)
     if plan.out_shape is not None:
         out = out.reshape(plan.out_shape)
     if plan.out_perm is not None:

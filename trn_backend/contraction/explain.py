@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import _device, _dtypes, _precision
+from .. import _device, _dtypes
 from .._helpers import NeuronArray
 from . import paths
 from .parse import Shapes, parse
@@ -43,7 +43,7 @@ class Explanation:
     def __str__(self) -> str:
         header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound")
         rows = [(str(i), _readable(p.subscripts), p.kernel or "-", str(p.bmkn) if p.kernel else "-",
-                 f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), "-" if p.bound is None else f"{p.bound:.2g}")
+                 f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p))
                 for i, p in enumerate(self.steps, start=1)]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
@@ -104,10 +104,14 @@ def _describe(operands: Sequence[object], dtype: torch.dtype | None
 
 def _mode_text(p: Plan) -> str:
     """The mode as a user would write it (``ozaki(slices=4)``); a relative target shows where checks start."""
-    if p.mode is None:
+    r = p.resolved
+    if r is None:
         return "-"
-    label = _precision.Resolved(p.mode, p.params).label
-    return label if p.target_relative_error is None else f"{label}, checked to rel {p.target_relative_error:g}"
+    return r.label if r.target_relative_error is None else f"{r.label}, checked to rel {r.target_relative_error:g}"
+
+
+def _bound_text(p: Plan) -> str:
+    return "-" if p.resolved is None or p.resolved.bound is None else f"{p.resolved.bound:.2g}"
 
 
 def _readable(subscripts: str) -> str:

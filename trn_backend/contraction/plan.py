@@ -54,14 +54,9 @@ class Plan:
     out_shape: tuple[int, ...] | None  # reshape of the kernel result
     out_perm: tuple[int, ...] | None  # then this permute gives the output order
     shape: tuple[int, ...]  # the output shape
-    mode: str | None = None
-    params: tuple[tuple[str, object], ...] = ()
-    bound: float | None = None
-    target_relative_error: float | None = None  # set: the result is checked a posteriori (``posteriori``)
-
-    @property
-    def kwargs(self) -> dict[str, object]:
-        return dict(self.params)
+    # the precision mode the kernel runs under (None until resolved, and for steps without a kernel); a
+    # target_relative_error on it means the result is checked a posteriori (``posteriori``)
+    resolved: _precision.Resolved | None = None
 
     @property
     def flops(self) -> int:
@@ -111,7 +106,7 @@ class Entry:
 
     def __init__(self, base: Plan) -> None:
         self.base = base
-        self.by_mode: dict[tuple, Plan] = {}
+        self.by_mode: dict[_precision.Resolved, Plan] = {}
 
     def plan(self, device: torch.device, precision: str | None = None,
              target_forward_error: float | None = None) -> Plan:
@@ -122,11 +117,9 @@ class Entry:
             return base
         r = _precision.resolve(base.dtype, base.bmkn[2], device, precision=precision,
                                target_forward_error=target_forward_error)
-        key = (r.mode, r.params, r.bound, r.target_relative_error)
-        plan = self.by_mode.get(key)
+        plan = self.by_mode.get(r)
         if plan is None:
-            plan = self.by_mode[key] = dataclasses.replace(base, mode=r.mode, params=r.params, bound=r.bound,
-                                                           target_relative_error=r.target_relative_error)
+            plan = self.by_mode[r] = dataclasses.replace(base, resolved=r)
         return plan
 
 

@@ -33,10 +33,10 @@ def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The kernel call of ``plan`` on operands in kernel layout, checked against the plan's relative target
     and rerun one rung up the ladder while the estimate misses; the modes tried are recorded (a ``Check``)."""
     kernel = getattr(kernels, plan.kernel)
-    K, target = plan.bmkn[2], plan.target_relative_error
+    K, target = plan.bmkn[2], plan.resolved.target_relative_error
     scale, zero = _magnitude(kernel, a, b, K)
     special = _special(a, b)
-    resolved: _precision.Resolved | None = _precision.Resolved(plan.mode, plan.params, plan.bound)
+    resolved: _precision.Resolved | None = plan.resolved
     tried, error = [], None
     while resolved is not None:
         try:
