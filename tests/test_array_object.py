@@ -191,6 +191,10 @@ def test_array_conversion_numpy2_semantics():
     assert c.ctypes.data != x._t.data_ptr()
     with pytest.raises(ValueError, match="needs a copy"):
         np.asarray(x, dtype=np.float32, copy=False)
+    lazy = xp.NeuronArray(torch.tensor([1 + 2j]).conj())
+    assert np.asarray(lazy)[0] == 1 - 2j
+    with pytest.raises(ValueError, match="lazy conjugate view"):
+        np.asarray(lazy, copy=False)
     meta = xp.NeuronArray(torch.zeros(2, device="meta"))
     with pytest.raises(ValueError, match="copies it to the host"):
         np.asarray(meta, copy=False)

@@ -120,9 +120,14 @@ class NeuronArray:
                 raise ValueError(f"np.asarray(x, copy=False): x lives on {t.device}; converting it to NumPy "
                                  "copies it to the host")
             t = t.cpu()
+        elif t.is_conj() or t.is_neg():
+            # torch's lazy conjugate/negative views have no NumPy equivalent: they must be materialized
+            if copy is False:
+                raise ValueError("np.asarray(x, copy=False): x is a lazy conjugate view; converting it copies")
+            t = t.resolve_conj().resolve_neg()
         elif copy:
             t = t.clone()
-        out = t.resolve_conj().resolve_neg().numpy()
+        out = t.numpy()
         if dtype is not None and np.dtype(dtype) != out.dtype:
             if copy is False:
                 raise ValueError(f"np.asarray(x, dtype={np.dtype(dtype)}, copy=False) needs a copy to convert "
