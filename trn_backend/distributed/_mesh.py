@@ -6,6 +6,8 @@ none is running (from a launcher's environment, such as torchrun's, or else a wo
 
 from __future__ import annotations
 
+import atexit
+import datetime
 import os
 
 import torch
@@ -33,12 +35,34 @@ def default_mesh() -> DeviceMesh:
 
 
 def _init_world() -> None:
+    # a group this package starts, it also ends: gloo threads still running at interpreter exit abort the
+    # process ("terminate called without an active exception") after the program's work is done
+    atexit.register(_end_world)
     if "RANK" in os.environ and "WORLD_SIZE" in os.environ:
         # a launcher's env:// rendezvous; torch picks the backend of each device type (gloo for the CPU)
         dist.init_process_group()
     else:
         # no launcher: a world of one process, its rendezvous in this process's memory (no port, no file)
         dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+
+
+def _end_world() -> None:
+    """Wait for every rank, then end the group (a rank that tears gloo down while another still talks to it
+    aborts that one). A rank that died makes the barrier time out: the exit then goes on without it."""
+    if not dist.is_initialized():
+        return
+    try:
+        if dist.get_world_size() > 1 and dist.get_backend() == "gloo":
+            dist.monitored_barrier(timeout=END_TIMEOUT)
+        elif dist.get_world_size() > 1:
+            dist.barrier()
+        dist.destroy_process_group()
+    except RuntimeError:
+        pass
+    _MESHES.clear()
+
+
+END_TIMEOUT = datetime.timedelta(seconds=30)
 
 
 def check_mesh(mesh: object, func: str) -> DeviceMesh:
