@@ -362,15 +362,18 @@ def error_bound(mode: str, dtype: torch.dtype, K: int, **params: Any) -> float |
     return _resolved(name, _check_params(name, params, "error_bound"), dtype, K).bound
 
 
-def _default_mode(device: torch.device) -> str:
-    return "fast" if torch.device(device).type in ("neuron", "xla") else "native"
+def _default_mode(device: torch.device | str) -> str:
+    kind = device.type if isinstance(device, torch.device) else torch.device(device).type
+    return "fast" if kind in ("neuron", "xla") else "native"
 
 
 def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str | None = None,
             target_forward_error: float | None = None) -> Resolved:
     """The mode for one binary contraction of contracted length ``K`` on ``device``: explicit precision= or
     target_forward_error= (not both), else the innermost ``precision`` block, else the device default."""
-    setting = _setting(precision, target_forward_error, {}, "resolve") or _ACTIVE.get()
+    # the common call (no per-call choice) skips validating one: it runs once per binary step
+    explicit = precision is not None or target_forward_error is not None
+    setting = (explicit and _setting(precision, target_forward_error, {}, "resolve")) or _ACTIVE.get()
     if setting is None:
         return _resolved(_default_mode(device), (), dtype, K)
     if setting.target is not None:
