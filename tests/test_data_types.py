@@ -7,6 +7,8 @@ import itertools
 import array_api_strict as strict
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import trn_backend as xp
 from tests.support import (
@@ -55,6 +57,66 @@ def test_astype_unsigned_values_beyond_the_signed_range():
     assert_same(xp.astype(from_numpy(b), xp.uint32), b.astype(np.uint32))
     c = np.array([1.8e19, 3.0])
     assert_same(xp.astype(from_numpy(c), xp.uint64), c.astype(np.uint64))
+
+
+def _round_to_bits(v: int, bits: int) -> int:
+    """v rounded once, to nearest with ties to even, to ``bits`` significant bits (float32: 24, float64: 53)."""
+    shift = v.bit_length() - bits
+    if shift <= 0:
+        return v
+    q, r = divmod(v, 1 << shift)
+    half = 1 << (shift - 1)
+    return (q + (r > half or (r == half and q % 2 == 1))) << shift
+
+
+@st.composite
+def _uint64_values(draw: st.DrawFn) -> int:
+    """uint64 values, mostly from 2**63 up (stored as negative int64) and at or next to a float32 or float64
+    rounding tie, where rounding twice goes wrong."""
+    kind = draw(st.sampled_from(["tie", "tie", "high", "any"]))
+    if kind == "any":
+        return draw(st.integers(0, 2**64 - 1))
+    if kind == "high":
+        return draw(st.integers(2**63, 2**64 - 1))
+    bits = draw(st.sampled_from([24, 53]))
+    top = draw(st.just(63) | st.integers(bits, 63))  # the highest set bit
+    shift = top - bits + 1  # the bits below the significand
+    significand = draw(st.integers(1 << (bits - 1), (1 << bits) - 1))
+    tie = (significand << shift) + (1 << (shift - 1))
+    return min(tie + draw(st.integers(-2, 2)), 2**64 - 1)
+
+
+FLOAT_BITS = {"float32": 24, "complex64": 24, "float64": 53, "complex128": 53}
+
+
+@settings(max_examples=150)
+@given(values=st.lists(_uint64_values(), min_size=1, max_size=16))
+def test_uint64_to_floating_rounds_once(values):
+    a = np.array(values, dtype=np.uint64)
+    x = from_numpy(a)
+    for name, bits in FLOAT_BITS.items():
+        expected = a.astype(name)
+        exact = np.array([_round_to_bits(v, bits) for v in values], dtype=np.float64).astype(name)
+        np.testing.assert_array_equal(expected, exact)  # NumPy rounds once, the reference
+        assert_same(xp.astype(x, DT[name]), expected)
+        assert_same(xp.asarray(x, dtype=DT[name]), expected)
+        assert_same(xp.asarray(a, dtype=DT[name]), expected)  # from NumPy data
+    # promotion converts through the same cast: uint64 with a float array, a Python float, true division
+    assert_same(xp.add(x, from_numpy(np.zeros(1, np.float64))), a.astype(np.float64))
+    assert_same(xp.multiply(x, from_numpy(np.ones(1, np.float32))), a.astype(np.float32))
+    assert_same(xp.add(x, from_numpy(np.zeros(1, np.complex64))), a.astype(np.complex64))
+    assert_same(xp.add(x, 0.0), a.astype(np.float32))  # the default float
+    assert_same(xp.divide(x, 1), a.astype(np.float32))
+
+
+@pytest.mark.parametrize("name", ["float32", "float64"])
+def test_uint64_to_floating_at_known_double_rounding_cases(name):
+    # 2**63 + 2**39 + 1 lies just above a float32 tie, 2**63 + 2**10 + 1 just above a float64 tie: rounding to
+    # float64 first lands on the tie, and the second rounding goes down to 2**63 (to even) instead of up
+    values = [2**63 + 2**39 + 1, 2**63 + 2**10 + 1, 2**64 - 1, 2**63 + 1025]
+    a = np.array(values, dtype=np.uint64)
+    got = to_numpy(xp.astype(from_numpy(a), DT[name]))
+    assert got.tolist() == [float(_round_to_bits(v, FLOAT_BITS[name])) for v in values]
 
 
 def test_astype_copy_semantics():

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 import math
+import operator
+import re
 
 import numpy as np
 import pytest
@@ -21,9 +24,11 @@ from support import (
     assert_same,
     from_numpy,
     shapes,
+    to_numpy,
 )
 
 import trn_backend as xp
+from trn_backend._api import elementwise
 
 FLOATING = FLOAT_NAMES + COMPLEX_NAMES
 RTOL = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-12, "complex128": 1e-12}
@@ -321,3 +326,138 @@ def test_cross_device_operands_name_both_devices():
         b = xp.NeuronArray(torch.zeros(2, device="meta"))
         with pytest.raises(ValueError, match="cpu and meta"):
             xp.add(a, b)
+
+
+# ---------------------------------------------------------------- integer division by zero
+
+def _int_operands(dtype: str):
+    """Integers of ``dtype`` with the special divisors and dividends (0, ±1, both limits) drawn often."""
+    info = np.iinfo(dtype)
+    special = [0, 1, int(info.min), int(info.max)] + ([-1, int(info.min) + 1] if info.min < 0 else [])
+    return st.sampled_from(special) | st.integers(int(info.min), int(info.max))
+
+
+@settings(max_examples=60)
+@given(data=st.data())
+def test_integer_floor_divide_and_remainder_match_numpy_for_every_divisor(data):
+    # NumPy: x // 0 == x % 0 == 0 (with a warning), INT_MIN // -1 wraps to INT_MIN and INT_MIN % -1 is 0
+    dtype = data.draw(st.sampled_from(INT_NAMES), label="dtype")
+    shape1, shape2 = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=2, max_side=4)).input_shapes
+    a = data.draw(arrays(dtype, shape1, elements=_int_operands(dtype)), label="x1")
+    b = data.draw(arrays(dtype, shape2, elements=_int_operands(dtype)), label="x2")
+    with np.errstate(all="ignore"):
+        assert_same(xp.floor_divide(from_numpy(a), from_numpy(b)), np.floor_divide(a, b))
+        assert_same(xp.remainder(from_numpy(a), from_numpy(b)), np.remainder(a, b))
+
+
+@pytest.mark.parametrize("dtype", INT_NAMES)
+def test_integer_division_by_zero_gives_zero_everywhere(dtype):
+    info = np.iinfo(dtype)
+    a = np.array([0, 1, 7, int(info.max), int(info.min)], dtype=dtype)
+    zero = np.zeros(5, dtype=dtype)
+    expected = np.zeros(5, dtype=dtype)
+    x = from_numpy(a)
+    for f in (xp.floor_divide, xp.remainder):
+        assert_same(f(x, from_numpy(zero)), expected)
+        assert_same(f(x, 0), expected)  # a Python divisor
+        assert_same(f(from_numpy(zero), from_numpy(zero)), expected)
+    assert_same(0 // x, np.zeros(5, dtype=dtype))  # 0 // 0 is 0 too; the rest are 0 or -1
+    assert_same(x // 0, expected)
+    assert_same(x % 0, expected)
+    assert_same(1 % from_numpy(zero), expected)
+    y = from_numpy(a)
+    y //= 0
+    assert_same(y, expected)
+    y = from_numpy(a)
+    y %= from_numpy(zero)
+    assert_same(y, expected)
+
+
+@pytest.mark.parametrize("dtype", ("int8", "int16", "int32", "int64"))
+def test_int_min_floor_divided_by_minus_one_wraps_as_numpy(dtype):
+    a = np.full(3, np.iinfo(dtype).min, dtype=dtype)
+    x = from_numpy(a)
+    with np.errstate(over="ignore"):
+        assert_same(x // -1, np.floor_divide(a, -1))
+        assert_same(x % -1, np.remainder(a, -1))
+        assert_same(xp.floor_divide(x, from_numpy(np.full(3, -1, dtype))), np.floor_divide(a, a.dtype.type(-1)))
+    assert to_numpy(x // -1).tolist() == [np.iinfo(dtype).min] * 3
+
+
+def test_floor_divide_and_remainder_document_division_by_zero():
+    assert "division by zero gives 0" in xp.floor_divide.__doc__
+    assert "x % 0 gives 0" in xp.remainder.__doc__
+
+
+# ---------------------------------------------------------------- Python ints beyond the dtype
+
+COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt, "less_equal": operator.le,
+               "greater": operator.gt, "greater_equal": operator.ge}
+
+
+@pytest.mark.parametrize("name", sorted(COMPARISONS))
+@pytest.mark.parametrize("dtype", INT_NAMES)
+def test_comparisons_with_python_ints_beyond_the_dtype_are_exact(dtype, name):
+    compare = COMPARISONS[name]
+    lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    a = np.array([[lo, lo + 1, 0], [hi - 1, hi, hi // 2]], dtype=dtype)
+    x = from_numpy(a)
+    for v in (lo - 2**70, lo - 1, lo, hi, hi + 1, hi + 2**70):  # at and beyond both limits
+        left = np.array([[compare(int(e), v) for e in row] for row in a])
+        right = np.array([[compare(v, int(e)) for e in row] for row in a])
+        assert_same(getattr(xp, name)(x, v), left)
+        assert_same(getattr(xp, name)(v, x), right)
+        assert_same(compare(x, v), left)  # the operators, reflected ones included
+        assert_same(compare(v, x), right)
+
+
+@pytest.mark.parametrize("dtype", INT_NAMES)
+def test_arithmetic_with_python_ints_beyond_the_dtype_is_an_overflow_error(dtype):
+    lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    x = from_numpy(np.zeros(2, dtype=dtype))
+    for name in ("add", "multiply", "maximum", "bitwise_and", "floor_divide"):
+        for v in (lo - 1, hi + 1):
+            with pytest.raises(OverflowError, match=f"{name}\\(\\): Python int {v} is out of range for {dtype}"):
+                getattr(xp, name)(x, v)
+    with pytest.raises(OverflowError, match="out of range"):
+        x + (hi + 1)
+
+
+# ---------------------------------------------------------------- shapes that do not broadcast
+
+# every binary element-wise function of the namespace (those with parameters x1 and x2)
+BINARY_NAMES = sorted(n for n in elementwise.__all__
+                      if list(inspect.signature(getattr(xp, n)).parameters) == ["x1", "x2"])
+
+
+def test_the_binary_table_covers_the_namespace():
+    assert set(BINARY_NAMES) - set(BINARY) == {"bitwise_left_shift", "bitwise_right_shift", "pow"}
+
+
+@pytest.mark.parametrize("name", BINARY_NAMES)
+def test_incompatible_shapes_name_the_function_and_both_shapes(name):
+    dtypes = BINARY[name][1] if name in BINARY else INT_NAMES
+    dtype = next(d for d in ("float64", "int64", "bool") if d in dtypes)
+    x, y = from_numpy(np.ones((2, 6), dtype)), from_numpy(np.ones(5, dtype))
+    message = re.escape(f"{name}(): shapes (2, 6) and (5,) cannot be broadcast together")
+    with pytest.raises(ValueError, match=message):
+        getattr(xp, name)(x, y)
+    with pytest.raises(ValueError, match=re.escape(f"{name}(): shapes (5,) and (2, 6)")):
+        getattr(xp, name)(y, x)
+
+
+def test_incompatible_shapes_in_operators_clip_and_where():
+    x, y = from_numpy(np.ones((2, 6))), from_numpy(np.ones(5))
+    shapes_ = re.escape("shapes (2, 6) and (5,) cannot be broadcast together (axis -1: 6 against 5)")
+    for op, name in ((operator.add, "add"), (operator.lt, "less"), (operator.eq, "equal"),
+                     (operator.floordiv, "floor_divide"), (operator.pow, "pow"), (operator.iadd, "add")):
+        with pytest.raises(ValueError, match=f"{name}\\(\\): {shapes_}"):
+            op(x, y)
+    with pytest.raises(ValueError, match=f"clip\\(\\): {shapes_}"):
+        xp.clip(x, y)
+    with pytest.raises(ValueError, match=f"clip\\(\\): {shapes_}"):
+        xp.clip(x, max=y)
+    with pytest.raises(ValueError, match=f"where\\(\\): {shapes_}"):
+        xp.where(from_numpy(np.ones((2, 6), bool)), x, y)
+    with pytest.raises(ValueError, match=re.escape("where(): shapes (5,) and (2, 6)")):
+        xp.where(from_numpy(np.ones(5, bool)), x, 0.0)

@@ -36,6 +36,40 @@ def test_broadcast_shapes_and_arrays(bshapes):
         assert_same(o, e)
 
 
+@settings(max_examples=60)
+@given(st.lists(hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=3), min_size=2, max_size=3))
+def test_broadcast_checks_agree_with_numpy_on_any_shapes(shape_list):
+    """The shared check (broadcast_shapes, broadcast_arrays and every element-wise function) accepts exactly the
+    shapes NumPy accepts; incompatible ones are a ValueError naming the function, never torch's RuntimeError."""
+    try:
+        expected = np.broadcast_shapes(*shape_list)
+    except ValueError:
+        expected = None
+    ones = [xp.ones(s) for s in shape_list]
+    if expected is None:
+        with pytest.raises(ValueError, match=r"broadcast_shapes\(\): shapes .* cannot be broadcast together"):
+            xp.broadcast_shapes(*shape_list)
+        with pytest.raises(ValueError, match=r"broadcast_arrays\(\): shapes"):
+            xp.broadcast_arrays(*ones)
+    else:
+        assert xp.broadcast_shapes(*shape_list) == expected
+        assert all(o.shape == expected for o in xp.broadcast_arrays(*ones))
+    first, second = shape_list[:2]
+    if _broadcasts(first, second):
+        assert xp.add(ones[0], ones[1]).shape == np.broadcast_shapes(first, second)
+    else:
+        with pytest.raises(ValueError, match=r"add\(\): shapes .* cannot be broadcast together"):
+            xp.add(ones[0], ones[1])
+
+
+def _broadcasts(*shape_list) -> bool:
+    try:
+        np.broadcast_shapes(*shape_list)
+    except ValueError:
+        return False
+    return True
+
+
 def test_broadcast_errors_are_value_errors():
     assert xp.broadcast_shapes() == ()
     with pytest.raises(ValueError, match=r"broadcast_shapes\(\): shapes \(2, 3\) and \(4,\) cannot"):

@@ -21,7 +21,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, REAL_NAMES, arrays, from_numpy, shapes, to_numpy
+from support import DTYPE_NAMES, INT_NAMES, REAL_NAMES, arrays, from_numpy, shapes, to_numpy
 
 import trn_backend as xp
 from trn_backend import kernels
@@ -433,6 +433,71 @@ def test_elementwise_functions_match_numpy(a, decimals, lo, hi) -> None:
     check(*run_both(np.clip, a, lo, hi))
     check(*run_both(np.isclose, a, a * (1 + 1e-6)))
     assert np.allclose(from_numpy(a), from_numpy(a)) is True
+
+
+@st.composite
+def _round_case(draw: st.DrawFn) -> tuple[str, int, list[int]]:
+    """An integer dtype, decimals in [-20, -1], and values near the dtype's limits, at rounding ties and
+    around zero as well as anywhere in range."""
+    dtype = draw(st.sampled_from(INT_NAMES))
+    decimals = draw(st.integers(-20, -1))
+    lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    step = 10**-decimals
+    near = st.integers(-3 * step, 3 * step)
+    values = st.one_of(
+        st.integers(lo, hi),
+        near.map(lambda d: lo + abs(d)), near.map(lambda d: hi - abs(d)),  # near the limits
+        st.integers(lo // step, hi // step).map(lambda q: q * step + step // 2),  # ties, half to even
+        st.integers(-1000, 1000),
+    ).map(lambda v: min(max(v, lo), hi))
+    return dtype, decimals, draw(st.lists(values, min_size=1, max_size=12))
+
+
+@settings(max_examples=200)
+@given(case=_round_case())
+def test_round_of_integers_is_exact(case: tuple[str, int, list[int]]) -> None:
+    dtype, decimals, values = case
+    info = np.iinfo(dtype)
+    a = np.array(values, dtype=dtype)
+    ours, expected = run_both(np.round, a, decimals)
+    got = to_numpy(ours)
+    assert got.dtype == a.dtype
+    # Python's round of an int is exact and half to even; a result beyond the dtype wraps modulo 2**bits
+    exact = [round(v, decimals) for v in values]
+    assert got.tolist() == [(r - int(info.min)) % 2**info.bits + int(info.min) for r in exact]
+    # NumPy rounds integers through float64, which is exact below 2**53 where the result fits the dtype
+    for v, r, g, e in zip(values, exact, got.tolist(), expected.tolist(), strict=True):
+        if abs(v) <= 2**53 and info.min <= r <= info.max:
+            assert g == e, (v, decimals, g, e)
+
+
+def test_round_of_integers_at_the_reported_cases() -> None:
+    int8 = np.array([100, -50, 50, 127, -128, 150 - 256], dtype=np.int8)
+    check(np.round(from_numpy(int8), -2), np.round(int8, -2))
+    check(np.round(from_numpy(np.array([100], np.int8)), -3), np.zeros(1, np.int8))
+    check(np.round(from_numpy(np.array([2**64 - 1], np.uint64)), -20), np.zeros(1, np.uint64))
+    check(np.round(from_numpy(int8), np.int64(-1)), np.round(int8, np.int64(-1)))  # NumPy integer decimals
+
+
+def test_where_with_python_scalars_follows_numpy() -> None:
+    c = np.array([True, False, True])
+    for x, y in ((1, 2), (1, 2.0), (True, 2), (1, 1j), (True, False), (0.5, 2)):
+        check(np.where(from_numpy(c), x, y), np.where(c, x, y))
+    check(np.where(from_numpy(np.array([0, 3, 0])), 1, 2), np.where(np.array([0, 3, 0]), 1, 2))
+    i8 = np.array([1, 2, 3], np.int8)
+    check(np.where(from_numpy(c), from_numpy(i8), 1), np.where(c, i8, 1))  # the scalar is weak beside an array
+    check(np.where(from_numpy(c)), np.where(c))
+    check(np.where(from_numpy(np.array([[0, 1], [2, 0]]))), np.where(np.array([[0, 1], [2, 0]])))
+
+
+def test_incompatible_shapes_name_the_function_and_both_shapes() -> None:
+    x, y = from_numpy(np.ones((2, 6))), from_numpy(np.ones(5))
+    shapes_ = re.escape("shapes (2, 6) and (5,) cannot be broadcast together")
+    for call, name in ((lambda: np.isclose(x, y), "numpy.isclose"), (lambda: np.allclose(x, y), "numpy.allclose"),
+                       (lambda: np.isclose(x, np.ones(5)), "numpy.isclose"), (lambda: np.clip(x, y, 2.0), "clip"),
+                       (lambda: np.where(x > 0, x, y), "where"), (lambda: np.where(x > 0, x, np.ones(5)), "where")):
+        with pytest.raises(ValueError, match=f"{re.escape(name)}\\(\\): {shapes_}"):
+            call()
 
 
 # ---------------------------------------------------------------- dispatch rules

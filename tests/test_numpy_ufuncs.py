@@ -176,6 +176,48 @@ def test_scalars_promote_as_in_numpy_2(ufunc, array, scalar) -> None:
     check(ufunc(scalar, from_numpy(array)), ufunc(scalar, array))
 
 
+@pytest.mark.parametrize("dtype", INT_NAMES)
+@pytest.mark.parametrize("ufunc", [np.floor_divide, np.remainder, np.mod], ids=lambda u: u.__name__)
+def test_integer_division_by_zero_gives_zero_as_in_numpy(ufunc, dtype) -> None:
+    info = np.iinfo(dtype)
+    a = np.array([0, 1, 7, int(info.max), int(info.min)], dtype=dtype)
+    b = np.array([0, 0, 2, 0, -1 if info.min else 0], dtype=dtype)  # INT_MIN // -1 wraps, as in NumPy
+    check(ufunc(from_numpy(a), from_numpy(b)), numpy_answer(ufunc, a, b))
+    check(ufunc(from_numpy(a), 0), numpy_answer(ufunc, a, 0))
+    check(ufunc(0, from_numpy(a)), numpy_answer(ufunc, 0, a))
+    check(ufunc(a, from_numpy(b)), numpy_answer(ufunc, a, b))  # an ndarray operand
+
+
+@pytest.mark.parametrize("dtype", INT_NAMES)
+@pytest.mark.parametrize("ufunc", [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal],
+                         ids=lambda u: u.__name__)
+def test_comparisons_with_python_ints_beyond_the_dtype_match_numpy_2(ufunc, dtype) -> None:
+    lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
+    a = np.array([lo, lo + 1, 0, hi - 1, hi], dtype=dtype)
+    for v in (lo - 2**65, lo - 1, lo, hi, hi + 1, hi + 2**65):
+        check(ufunc(from_numpy(a), v), ufunc(a, v))
+        check(ufunc(v, from_numpy(a)), ufunc(v, a))
+        # NumPy 2 answers exactly: the Python comparison of each element with v
+        assert to_numpy(ufunc(from_numpy(a), v)).tolist() == [bool(ufunc(int(e), v)) for e in a]
+
+
+def test_arithmetic_ufuncs_with_python_ints_beyond_the_dtype_overflow() -> None:
+    for ufunc in (np.add, np.maximum, np.floor_divide):
+        with pytest.raises(OverflowError, match="Python int -1 is out of range for uint8"):
+            ufunc(from_numpy(np.arange(3, dtype=np.uint8)), -1)
+
+
+@pytest.mark.parametrize("ufunc", sorted((u for u in SPECS if u.nin == 2), key=lambda u: u.__name__),
+                         ids=lambda u: u.__name__)
+def test_incompatible_shapes_name_the_ufunc_and_both_shapes(ufunc) -> None:
+    dtype = next(d for d in ("float64", "int64", "bool") if d in SPECS[ufunc][0])
+    x, y = np.ones((2, 6), dtype), np.ones(5, dtype)
+    message = re.escape(f"numpy.{ufunc.__name__}(): shapes (2, 6) and (5,) cannot be broadcast together")
+    for a, b in ((from_numpy(x), from_numpy(y)), (from_numpy(x), y), (x, from_numpy(y))):
+        with pytest.raises(ValueError, match=message):
+            ufunc(a, b)
+
+
 def test_mixed_numpy_and_neuron_inputs_give_neuron_arrays() -> None:
     a, b = np.arange(6.0).reshape(2, 3), np.arange(3.0)
     for result in (np.add(from_numpy(a), b), np.add(a, from_numpy(b)), a * from_numpy(b),

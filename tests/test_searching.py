@@ -5,7 +5,7 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, FLOAT_NAMES, REAL_NAMES, arrays, assert_same, from_numpy, shapes
+from support import DTYPE_NAMES, FLOAT_NAMES, INT_NAMES, REAL_NAMES, arrays, assert_same, from_numpy, shapes
 
 import trn_backend as xp
 
@@ -126,6 +126,18 @@ def test_searchsorted_nan_and_scalars():
     assert_same(xp.searchsorted(small, wide), np.array([0, 1]))
 
 
+@pytest.mark.parametrize("dtype_name", INT_NAMES)
+def test_searchsorted_python_ints_beyond_the_dtype_go_first_or_last(dtype_name):
+    lo, hi = int(np.iinfo(dtype_name).min), int(np.iinfo(dtype_name).max)
+    x1 = np.array([lo, lo, 0, hi, hi], dtype=dtype_name)
+    for v in (lo - 2**65, lo - 1, lo, hi, hi + 1, hi + 2**65):
+        # exactly: left counts the elements below v, right those not above it (NumPy agrees except that it
+        # compares int64 with 2**63 in float64, where the two are equal)
+        left, right = sum(int(e) < v for e in x1), sum(int(e) <= v for e in x1)
+        assert_same(xp.searchsorted(from_numpy(x1), v), np.array(left))
+        assert_same(xp.searchsorted(from_numpy(x1), v, side="right"), np.array(right))
+
+
 def test_searchsorted_errors():
     x = from_numpy(np.array([1.0, 2.0]))
     with pytest.raises(ValueError, match=r"searchsorted\(\): x1 must be 1-dimensional, got shape \(1, 2\)"):
@@ -183,10 +195,14 @@ def test_where_errors():
     x = from_numpy(np.ones(3))
     with pytest.raises(TypeError, match=r"where\(\): condition must have a boolean dtype, got float64"):
         xp.where(x, x, x)
-    with pytest.raises(ValueError, match=r"where\(\): shapes \(2,\), \(3,\), \(3,\) do not broadcast"):
+    with pytest.raises(ValueError, match=r"where\(\): shapes \(2,\) and \(3,\) cannot be broadcast together"):
         xp.where(from_numpy(np.ones(2, bool)), x, x)
-    with pytest.raises(TypeError, match=r"where\(\) needs at least one NeuronArray"):
-        xp.where(from_numpy(np.ones(2, bool)), 1, 2)
+    with pytest.raises(ValueError, match=r"where\(\): shapes \(3,\) and \(2,\) cannot be broadcast together"):
+        xp.where(from_numpy(np.ones(3, bool)), x, from_numpy(np.ones(2)))
+    # the standard (2024.12 on) allows a Python scalar for x1 or x2, but asks for at least one array
+    for x1, x2 in ((1, 2), (1, 2.0), (True, 0j)):
+        with pytest.raises(TypeError, match=r"where\(\): x1 and x2 are both scalars .* at least one of them"):
+            xp.where(from_numpy(np.ones(2, bool)), x1, x2)
     with pytest.raises(TypeError, match=r"where\(\) expects condition to be a NeuronArray"):
         xp.where(np.ones(3, bool), x, x)
     with pytest.raises(ValueError, match=r"where\(\): condition, x1 and x2 are on different devices"):

@@ -211,13 +211,25 @@ def unordered(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 
 def to_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
-    """Convert integer data of any width to a floating dtype with unsigned values read correctly."""
+    """Convert integer data of any width to a floating dtype, rounding once (to nearest, ties to even), as NumPy.
+
+    Below 2**63 every value goes through torch's own int64 conversion, which rounds once. A uint64 value v from
+    2**63 up is stored as a negative int64, so it converts as 2 * float(w), w = (v >> 1) | (v & 1): halving
+    with the dropped bit kept sticky in the lowest bit leaves w (63 significant bits) on the same side of every
+    rounding tie and representable value as v / 2 (those lie on multiples of 2**9 at least, as no float keeps
+    more than 53 bits), so float(w) rounds v / 2 correctly and doubling is exact. Rounding through float64
+    first would round twice, which is wrong for float32 (and complex64) near their ties. Complex targets take
+    the real conversion as their real part.
+    """
+    real = real_of(target)
     if t.dtype is uint64:
         s = t.view(int64)
-        f = s.to(float64)
-        f = torch.where(s < 0, f + 2.0**64, f)
-        return f.to(target)
-    return compute(t).to(target)
+        half = torch.bitwise_right_shift(s, 1) & ~_SIGN_BIT  # a logical shift: clear the copied sign bit
+        w = half | (s & 1)
+        f = torch.where(s < 0, w.to(real) * 2, s.to(real))
+    else:
+        f = compute(t).to(real)
+    return f if real is target else f.to(target)
 
 
 def from_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:

@@ -18,8 +18,8 @@ from ._array import NeuronArray, wrap
 PY_SCALARS = (bool, int, float, complex)
 
 __all__ = [
-    "NeuronArray", "wrap", "tensor", "tensors", "binary_operands", "scalar_to_tensor", "normalize_axis",
-    "normalize_axes", "check_same_device", "PY_SCALARS",
+    "NeuronArray", "wrap", "tensor", "tensors", "binary_operands", "scalar_to_tensor", "broadcast_shape",
+    "check_broadcastable", "normalize_axis", "normalize_axes", "check_same_device", "PY_SCALARS",
 ]
 
 
@@ -83,7 +83,8 @@ def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, fu
     if dtype in _dtypes.INTEGER and isinstance(value, int) and not isinstance(value, bool):
         lo, hi = _dtypes.int_range(dtype)
         if not lo <= value <= hi:
-            raise OverflowError(f"{func}(): Python int {value} is out of range for {_dtypes.name(dtype)}")
+            raise OverflowError(f"{func}(): Python int {value} is out of range for {_dtypes.name(dtype)} "
+                                f"[{lo}, {hi}]")
         if dtype in _dtypes.COMPUTE:
             return _dtypes.restore(torch.tensor(_wrap_unsigned(value, dtype), dtype=_dtypes.COMPUTE[dtype],
                                                 device=device), dtype)
@@ -97,14 +98,20 @@ def _wrap_unsigned(value: int, dtype: torch.dtype) -> int:
     return value - 2**64 if dtype is _dtypes.uint64 and value >= 2**63 else value
 
 
-def binary_operands(x1: object, x2: object, func: str) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
-    """Both operands as tensors of their promoted dtype on one device; at least one must be an array."""
+def binary_operands(x1: object, x2: object, func: str, *,
+                    broadcast: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """Both operands as tensors of their promoted dtype on one device; at least one must be an array. With
+    ``broadcast`` (element-wise functions) their shapes must broadcast: a ValueError naming ``func`` and both
+    shapes, not torch's RuntimeError. (searchsorted and isin only promote.)"""
     x1, x2 = as_py_scalar(x1), as_py_scalar(x2)
     a1, a2 = isinstance(x1, NeuronArray), isinstance(x2, NeuronArray)
     if a1 and a2:
         t1, t2 = x1._t, x2._t
         if t1.device != t2.device:
             check_same_device((t1, t2), func, "x1 and x2")
+        s1, s2 = t1.shape, t2.shape
+        if broadcast and s1 != s2:  # equal shapes, the common case, cost one tuple comparison
+            check_broadcastable(s1, s2, func)
         dtype = _dtypes.promote(t1.dtype, t2.dtype)
     elif a1 and isinstance(x2, PY_SCALARS):
         t1 = x1._t
@@ -121,6 +128,31 @@ def binary_operands(x1: object, x2: object, func: str) -> tuple[torch.Tensor, to
         raise TypeError(f"{func}() needs at least one NeuronArray operand, got {type(x1).__name__} and "
                         f"{type(x2).__name__}")
     return _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype), dtype
+
+
+def check_broadcastable(s1: Sequence[int], s2: Sequence[int], func: str) -> None:
+    """ValueError unless two shapes broadcast (aligned from the right, each axis pair equal or one of them 1);
+    cheap enough for every call of a binary function, and torch's RuntimeError never reaches the user."""
+    for d1, d2 in zip(reversed(s1), reversed(s2), strict=False):  # the extra leading axes of one broadcast
+        if d1 != d2 and d1 != 1 and d2 != 1:
+            broadcast_shape((s1, s2), func)  # raises the ValueError that names the clashing axis
+
+
+def broadcast_shape(shapes: Sequence[Sequence[int]], func: str) -> tuple[int, ...]:
+    """The shape ``shapes`` broadcast to; incompatible shapes are a ValueError naming ``func``, the two shapes
+    that clash and the axis."""
+    ndim = max(map(len, shapes), default=0)
+    result = [1] * ndim
+    owner: list[tuple[int, ...]] = [()] * ndim
+    for shape in shapes:
+        for i, d in enumerate(shape, start=ndim - len(shape)):
+            if d == 1 or d == result[i]:
+                continue
+            if result[i] != 1:
+                raise ValueError(f"{func}(): shapes {owner[i]} and {tuple(shape)} cannot be broadcast together "
+                                 f"(axis {i - ndim}: {result[i]} against {d})")
+            result[i], owner[i] = d, tuple(shape)
+    return tuple(result)
 
 
 def normalize_axis(axis: int, ndim: int, func: str) -> int:

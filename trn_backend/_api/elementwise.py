@@ -10,12 +10,21 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from collections.abc import Callable
 
 import torch
 
 from .. import _dtypes
-from .._helpers import NeuronArray, binary_operands, tensor, wrap
+from .._helpers import (
+    NeuronArray,
+    as_py_scalar,
+    binary_operands,
+    broadcast_shape,
+    scalar_dtype,
+    tensor,
+    wrap,
+)
 
 __all__ = [
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
@@ -216,14 +225,22 @@ def conj(x: NeuronArray, /) -> NeuronArray:
 # ---------------------------------------------------------------- binary
 
 def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], category: str,
-            result: str = "same") -> Callable:
+            result: str = "same", doc: str = "", compare: Callable[[int, int], bool] | None = None) -> Callable:
     """A binary function: promote, check the category, compute, and bring unsigned results back.
 
     result: "same" (the promoted dtype, wrapped back from the compute dtype), "bool" (comparisons) or
-    "float" (true division: integers promote to the default float first).
+    "float" (true division: integers promote to the default float first). doc: more of the docstring.
+    compare: the Python operator of a comparison, which answers for a Python int beyond the array's integer
+    dtype (``_beyond_range``); every other function keeps the OverflowError of such an int.
     """
     def impl(x1: NeuronArray | complex, x2: NeuronArray | complex) -> NeuronArray:
-        t1, t2, dtype = binary_operands(x1, x2, name)
+        try:
+            t1, t2, dtype = binary_operands(x1, x2, name, broadcast=True)
+        except OverflowError:
+            answer = None if compare is None else _beyond_range(x1, x2, compare, name)
+            if answer is None:
+                raise
+            return answer
         if result == "float" and dtype not in _dtypes.FLOATING:
             dtype = _dtypes.default_float()
             t1, t2 = _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype)
@@ -232,7 +249,26 @@ def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], cate
         if result == "bool" or out.dtype is dtype:
             return wrap(out)
         return wrap(_dtypes.restore(out, dtype))
-    return _define(name, impl, f"Element-wise {name} ({category} dtypes, standard type promotion).", binary=True)
+    return _define(name, impl, f"Element-wise {name} ({category} dtypes, standard type promotion).{doc}",
+                   binary=True)
+
+
+def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], name: str) -> NeuronArray | None:
+    """A comparison of an integer array with a Python int its dtype cannot hold (uint8 array > -1): every
+    element lies on the same side of the int, so the answer for the dtype's smallest value is every element's,
+    as NumPy 2 answers. None where the operands are not that case."""
+    x1, x2 = as_py_scalar(x1), as_py_scalar(x2)
+    array, value = (x1, x2) if isinstance(x1, NeuronArray) else (x2, x1)
+    if not isinstance(array, NeuronArray) or not isinstance(value, int):
+        return None
+    dtype = scalar_dtype(value, array.dtype, name)
+    if dtype not in _dtypes.INTEGER:
+        return None
+    lo, hi = _dtypes.int_range(dtype)
+    if lo <= value <= hi:
+        return None
+    answer = compare(lo, value) if array is x1 else compare(value, lo)
+    return wrap(torch.full_like(array._t, answer, dtype=torch.bool))
 
 
 def _plain(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
@@ -250,35 +286,44 @@ def _ordered_select(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor,
     return lambda a, b, dtype: _dtypes.unordered(op(_dtypes.ordered(a, dtype), _dtypes.ordered(b, dtype)), dtype)
 
 
+def _integer_division(op: Callable[[Tensor, Tensor], Tensor], a: Tensor, b: Tensor) -> Tensor:
+    """Integer floor division or remainder, 0 where the divisor is 0 as in NumPy (torch raises on the CPU and
+    gives garbage on other devices, so the zeros are divided by 1 and masked). INT_MIN // -1 wraps to INT_MIN
+    and INT_MIN % -1 is 0 in torch, as in NumPy."""
+    zero = b == 0
+    return op(a, b.masked_fill(zero, 1)).masked_fill(zero, 0)
+
+
 def _floor_divide(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     if dtype is _dtypes.uint64:
         return _udivmod64(a, b)[0]
-    q = torch.floor_divide(_dtypes.compute(a), _dtypes.compute(b))
-    if q.is_floating_point():
-        # the standard (unlike Python) has inf // 2 == inf and 5 // -inf == -0: plain division there
-        q = torch.where(torch.isinf(a) | torch.isinf(b), a / b, q)
-    return q
+    a, b = _dtypes.compute(a), _dtypes.compute(b)
+    if not a.is_floating_point():
+        return _integer_division(torch.floor_divide, a, b)
+    # the standard (unlike Python) has inf // 2 == inf and 5 // -inf == -0: plain division there
+    return torch.where(torch.isinf(a) | torch.isinf(b), a / b, torch.floor_divide(a, b))
 
 
 def _remainder(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     if dtype is _dtypes.uint64:
         return _udivmod64(a, b)[1]
-    r = torch.remainder(_dtypes.compute(a), _dtypes.compute(b))
-    if r.is_floating_point():
-        # Python's %: a zero result carries the divisor's sign (torch keeps the dividend's)
-        r = torch.where(r == 0, torch.copysign(torch.zeros_like(r), b), r)
-    return r
+    a, b = _dtypes.compute(a), _dtypes.compute(b)
+    if not a.is_floating_point():
+        return _integer_division(torch.remainder, a, b)
+    # Python's %: a zero result carries the divisor's sign (torch keeps the dividend's)
+    r = torch.remainder(a, b)
+    return torch.where(r == 0, torch.copysign(torch.zeros_like(r), b), r)
 
 
 def _udivmod64(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
-    """Unsigned 64-bit floor division and remainder on int64 bit patterns (shift-and-correct long division)."""
+    """Unsigned 64-bit floor division and remainder on int64 bit patterns (shift-and-correct long division);
+    both are 0 for a zero divisor, as in NumPy."""
     x, d = torch.broadcast_tensors(_dtypes.compute(a), _dtypes.compute(b))
     flip = _dtypes._SIGN_BIT
     ge = lambda p, q: (p ^ flip) >= (q ^ flip)  # noqa: E731 - unsigned >=
     big_d = d < 0  # divisor >= 2**63: the quotient is 0 or 1
-    safe_d = torch.where(big_d | (d == 0), torch.ones_like(d), d)
-    if (d == 0).any():
-        raise ZeroDivisionError("integer division by zero")
+    zero = d == 0
+    safe_d = torch.where(big_d | zero, torch.ones_like(d), d)
     # x >> 1 is non-negative, so signed division is exact there; the doubled quotient is off by at most one
     q = torch.div(torch.bitwise_right_shift(x, 1) & ~flip, safe_d, rounding_mode="floor") << 1
     r = x - q * safe_d
@@ -287,7 +332,7 @@ def _udivmod64(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
     r = torch.where(fix, r - safe_d, r)
     q = torch.where(big_d, ge(x, d).to(q.dtype), q)
     r = torch.where(big_d, torch.where(ge(x, d), x - d, x), r)
-    return q, r
+    return q.masked_fill(zero, 0), r.masked_fill(zero, 0)
 
 
 def _right_shift(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
@@ -336,15 +381,21 @@ add = _binary("add", _complex_safe(torch.add), "numeric")
 subtract = _binary("subtract", _complex_safe(torch.subtract), "numeric")
 multiply = _binary("multiply", _plain(torch.multiply), "numeric")
 divide = _binary("divide", lambda a, b, d: torch.divide(a, b), "floating-point", result="float")
-floor_divide = _binary("floor_divide", _floor_divide, "real numeric")
-remainder = _binary("remainder", _remainder, "real numeric")
+floor_divide = _binary("floor_divide", _floor_divide, "real numeric", doc=(
+    " Rounds the quotient toward -inf. Integer division by zero gives 0, as in NumPy (which also warns), and "
+    "INT_MIN // -1 wraps to INT_MIN; floating inf // finite is inf and finite // inf a signed zero, as the "
+    "standard asks."))
+remainder = _binary("remainder", _remainder, "real numeric", doc=(
+    " The result has the divisor's sign, as Python's %. Integer x % 0 gives 0, as in NumPy (which also warns)."))
 pow = _binary("pow", _pow, "numeric")  # noqa: A001
-equal = _binary("equal", _plain(torch.eq), "any", result="bool")
-not_equal = _binary("not_equal", _plain(torch.ne), "any", result="bool")
-less = _binary("less", _ordered(torch.lt), "real numeric", result="bool")
-less_equal = _binary("less_equal", _ordered(torch.le), "real numeric", result="bool")
-greater = _binary("greater", _ordered(torch.gt), "real numeric", result="bool")
-greater_equal = _binary("greater_equal", _ordered(torch.ge), "real numeric", result="bool")
+_BEYOND = (" A Python int beyond the array's integer dtype compares by its value (uint8 array > -1 is all True), "
+           "as in NumPy 2.")
+equal = _binary("equal", _plain(torch.eq), "any", "bool", _BEYOND, operator.eq)
+not_equal = _binary("not_equal", _plain(torch.ne), "any", "bool", _BEYOND, operator.ne)
+less = _binary("less", _ordered(torch.lt), "real numeric", "bool", _BEYOND, operator.lt)
+less_equal = _binary("less_equal", _ordered(torch.le), "real numeric", "bool", _BEYOND, operator.le)
+greater = _binary("greater", _ordered(torch.gt), "real numeric", "bool", _BEYOND, operator.gt)
+greater_equal = _binary("greater_equal", _ordered(torch.ge), "real numeric", "bool", _BEYOND, operator.ge)
 maximum = _binary("maximum", _ordered_select(torch.maximum), "real numeric")
 minimum = _binary("minimum", _ordered_select(torch.minimum), "real numeric")
 bitwise_and = _binary("bitwise_and", _plain(torch.bitwise_and), "integer or boolean")
@@ -367,6 +418,7 @@ def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A00
     """Clamp to [min, max]; bounds are arrays broadcast with x, or Python scalars. x's dtype is kept."""
     t = tensor(x, "clip")
     _dtypes.check(t.dtype, "real numeric", "clip")
+    broadcast_shape([t.shape] + [b._t.shape for b in (min, max) if isinstance(b, NeuronArray)], "clip")
     result = x
     if min is not None:
         result = maximum(result, _bound(min, t, "min", math.ceil))

@@ -15,7 +15,16 @@ import torch
 
 from .. import _dtypes
 from .._dtypes import via_compute
-from .._helpers import NeuronArray, check_same_device, normalize_axes, normalize_axis, tensor, tensors, wrap
+from .._helpers import (
+    NeuronArray,
+    broadcast_shape,
+    check_same_device,
+    normalize_axes,
+    normalize_axis,
+    tensor,
+    tensors,
+    wrap,
+)
 from .creation import int_arg, int_tuple
 from .data_types import promoted
 
@@ -38,25 +47,10 @@ def _axes_tuple(axis: object, func: str, arg: str = "axis") -> tuple[int, ...]:
 
 # ---------------------------------------------------------------- broadcasting
 
-def _broadcast(shapes: Sequence[tuple[int, ...]], func: str) -> tuple[int, ...]:
-    ndim = max(map(len, shapes), default=0)
-    result = [1] * ndim
-    owner: list[tuple[int, ...]] = [()] * ndim
-    for shape in shapes:
-        for i, d in enumerate(shape, start=ndim - len(shape)):
-            if d == 1 or d == result[i]:
-                continue
-            if result[i] != 1:
-                raise ValueError(f"{func}(): shapes {owner[i]} and {shape} cannot be broadcast together "
-                                 f"(axis {i - ndim}: {result[i]} against {d})")
-            result[i], owner[i] = d, shape
-    return tuple(result)
-
-
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """The shape the given shapes broadcast to; incompatible shapes are a ValueError naming both."""
     dims = [int_tuple(s, "broadcast_shapes", f"shapes[{i}]", minimum=0) for i, s in enumerate(shapes)]
-    return _broadcast(dims, "broadcast_shapes")
+    return broadcast_shape(dims, "broadcast_shapes")
 
 
 def broadcast_to(x: NeuronArray, /, shape: tuple[int, ...]) -> NeuronArray:
@@ -73,7 +67,7 @@ def broadcast_to(x: NeuronArray, /, shape: tuple[int, ...]) -> NeuronArray:
 def broadcast_arrays(*arrays: NeuronArray) -> tuple[NeuronArray, ...]:
     """Views of the arrays broadcast against one another."""
     ts = tensors(arrays, "broadcast_arrays")
-    shape = _broadcast([tuple(t.shape) for t in ts], "broadcast_arrays")
+    shape = broadcast_shape([t.shape for t in ts], "broadcast_arrays")
     return tuple(wrap(t.broadcast_to(shape)) for t in ts)
 
 

@@ -12,7 +12,16 @@ from collections.abc import Callable
 import torch
 
 from .. import _dtypes
-from .._helpers import NeuronArray, binary_operands, check_same_device, normalize_axis, tensor, wrap
+from .._helpers import (
+    NeuronArray,
+    as_py_scalar,
+    binary_operands,
+    broadcast_shape,
+    check_same_device,
+    normalize_axis,
+    tensor,
+    wrap,
+)
 from .sorting import order_key
 from .statistical import Axis, reduce_axes
 
@@ -82,6 +91,12 @@ def searchsorted(x1: NeuronArray, x2: NeuronArray | int | float, /, *, side: str
         raise ValueError(f"searchsorted(): side must be 'left' or 'right', got {side!r}")
     if sorter is not None:
         t1 = t1[_sorter_index(sorter, t1)]
+    value = as_py_scalar(x2)
+    if isinstance(value, int) and t1.dtype in _dtypes.INTEGER:
+        lo, hi = _dtypes.int_range(t1.dtype)
+        if not lo <= value <= hi:
+            # a Python int beyond x1's dtype (which could not hold it) lies beyond every element, as in NumPy 2
+            return wrap(torch.tensor(0 if value < lo else t1.shape[0], dtype=torch.int64, device=t1.device))
     a, v, dtype = binary_operands(wrap(t1), x2, "searchsorted")
     a, v = order_key(a, "searchsorted", "x1 and x2").contiguous(), order_key(v, "searchsorted", "x1 and x2")
     right = side == "right"
@@ -105,20 +120,20 @@ def _sorter_index(sorter: object, t1: Tensor) -> Tensor:
     return _dtypes.cast(s, torch.int64)
 
 
-def _broadcast_shape(func: str, *shapes: torch.Size) -> torch.Size:
-    try:
-        return torch.broadcast_shapes(*shapes)
-    except RuntimeError:
-        shown = ", ".join(str(tuple(s)) for s in shapes)
-        raise ValueError(f"{func}(): shapes {shown} do not broadcast together") from None
-
-
 def where(condition: NeuronArray, x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
-    """Elements of ``x1`` where ``condition`` is true, else of ``x2``; x1 and x2 promote and broadcast."""
+    """Elements of ``x1`` where ``condition`` is true, else of ``x2``; x1 and x2 promote and broadcast.
+
+    Either of x1 and x2 may be a Python scalar (weak, as in binary functions), but not both: the standard asks for
+    at least one array to take the result dtype from.
+    """
     c = tensor(condition, "where", "condition")
     if c.dtype is not _dtypes.bool:
         raise TypeError(f"where(): condition must have a boolean dtype, got {_dtypes.name(c.dtype)}")
-    t1, t2, dtype = binary_operands(x1, x2, "where")
+    if not isinstance(x1, NeuronArray) and not isinstance(x2, NeuronArray):
+        raise TypeError(f"where(): x1 and x2 are both scalars ({type(x1).__name__} and {type(x2).__name__}); "
+                        "the standard needs at least one of them to be an array (e.g. asarray(x1))")
+    t1, t2, dtype = binary_operands(x1, x2, "where", broadcast=True)
     check_same_device((c, t1, t2), "where", "condition, x1 and x2")
-    _broadcast_shape("where", c.shape, t1.shape, t2.shape)
+    if not c.shape == t1.shape == t2.shape:  # x1 and x2 broadcast (binary_operands); the condition must too
+        broadcast_shape((c.shape, t1.shape, t2.shape), "where")
     return wrap(_dtypes.restore(torch.where(c, _dtypes.compute(t1), _dtypes.compute(t2)), dtype))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import builtins
 import inspect
 import itertools
+import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -20,8 +21,8 @@ import opt_einsum
 import trn_backend as xp
 
 from .. import _dtypes
-from .._helpers import NeuronArray, normalize_axes, normalize_axis
-from ._registry import as_arrays, can_cast, device_of, implements, qualname
+from .._helpers import NeuronArray, check_broadcastable, normalize_axes, normalize_axis
+from ._registry import as_array, as_arrays, can_cast, device_of, implements, qualname
 
 A = NeuronArray
 Shape = tuple[int, ...]
@@ -450,6 +451,9 @@ def where(condition: A, x: Any = None, y: Any = None) -> A | tuple[A, ...]:
         return nonzero(condition)
     if x is None or y is None:
         raise ValueError("numpy.where(): give both x and y, or neither")
+    if not isinstance(x, A) and not isinstance(y, A):
+        # two Python scalars: NumPy types each by its value alone (1 is int64, 2.0 float64), as arrays
+        x, y = as_array(x, condition.device), as_array(y, condition.device)
     return xp.where(_truth(condition), x, y)
 
 
@@ -712,8 +716,10 @@ def clip(a: A, a_min: Any = None, a_max: Any = None, min: Any = None, max: Any =
 
 @implements(np.round, np.around, arrays="a")
 def round(a: A, decimals: int = 0) -> A:
-    """numpy.round: half to even at ``decimals`` places (floats scale, round and unscale as NumPy does;
-    integers round exactly, to tens or hundreds for negative decimals)."""
+    """numpy.round: half to even at ``decimals`` places. Floats scale, round and unscale as NumPy does;
+    integers round exactly to tens, hundreds, ... for negative decimals (NumPy's float64 detour is exact only
+    below 2**53), and a result beyond the dtype wraps modulo 2**bits, as integer multiplication does."""
+    decimals = operator.index(decimals)  # as a Python int: NumPy refuses 10 ** -np.int64(2)
     if decimals == 0 or (decimals > 0 and a.dtype not in _dtypes.FLOATING):
         return xp.round(a) if a.dtype in _dtypes.FLOATING else xp.asarray(a, copy=True)
     if a.dtype in _dtypes.FLOATING:
@@ -721,15 +727,32 @@ def round(a: A, decimals: int = 0) -> A:
         if decimals > 0:
             return xp.divide(xp.round(xp.multiply(a, scale)), scale)
         return xp.multiply(xp.round(xp.divide(a, scale)), scale)
-    step = 10 ** -decimals
-    q, r = xp.floor_divide(a, step), xp.remainder(a, step)
-    up = xp.logical_or(xp.greater(2 * r, step),
-                       xp.logical_and(xp.equal(2 * r, step), xp.equal(xp.remainder(q, 2), 1)))
-    return xp.multiply(xp.add(q, xp.astype(up, a.dtype)), step)
+    return _round_integer(a, 10 ** -decimals)
 
 
-def _close_operands(a: Any, b: Any) -> tuple[Any, Any]:
-    """a and b in their common floating dtype (NumPy's: integers compare as float64)."""
+def _round_integer(a: A, step: int) -> A:
+    """Integers rounded half to even to a multiple of ``step`` (10, 100, ...), exactly. The magnitude rounds in
+    uint64, which holds every |x| and every step up to 10**19 (no intermediate overflows: r > step - r is the
+    test, not 2 * r > step); half to even is symmetric, so the sign comes back after, and the result wraps back
+    into a's dtype."""
+    u64 = _dtypes.uint64
+    if step > _dtypes.int_range(u64)[1]:  # 10**20 and up: every |x| < 2**64 is under half a step, so 0
+        return xp.zeros_like(a)
+    negative = xp.less(a, 0)
+    bits = xp.astype(a, u64)  # a negative x as its two's complement, so negating it gives |x|
+    magnitude = xp.where(negative, xp.negative(bits), bits)
+    q, r = xp.floor_divide(magnitude, step), xp.remainder(magnitude, step)
+    rest = xp.subtract(step, r)
+    up = xp.logical_or(xp.greater(r, rest), xp.logical_and(xp.equal(r, rest), xp.equal(xp.remainder(q, 2), 1)))
+    rounded = xp.multiply(xp.add(q, xp.astype(up, u64)), step)
+    return xp.astype(xp.where(negative, xp.negative(rounded), rounded), a.dtype)
+
+
+def _close_operands(a: Any, b: Any, func: str) -> tuple[Any, Any]:
+    """a and b in their common floating dtype (NumPy's: integers compare as float64); their shapes must
+    broadcast."""
+    if isinstance(b, A) and a.shape != b.shape:
+        check_broadcastable(a.shape, b.shape, func)
     dtype = xp.result_type(a, b)
     dtype = dtype if dtype in _dtypes.FLOATING else _dtypes.float64
     return xp.astype(a, dtype, copy=False), xp.asarray(b, dtype=dtype, device=a.device)
@@ -738,7 +761,11 @@ def _close_operands(a: Any, b: Any) -> tuple[Any, Any]:
 @implements(np.isclose, arrays="a b", weak="b")
 def isclose(a: A, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> A:
     """numpy.isclose: |a - b| <= atol + rtol * |b| where b is finite; equal values (infinities) always."""
-    a, b = _close_operands(a, b)
+    return _isclose(a, b, rtol, atol, equal_nan, "numpy.isclose")
+
+
+def _isclose(a: A, b: Any, rtol: float, atol: float, equal_nan: bool, func: str) -> A:
+    a, b = _close_operands(a, b, func)
     close = xp.less_equal(xp.abs(xp.subtract(a, b)), xp.add(atol, xp.multiply(rtol, xp.abs(b))))
     result = xp.logical_or(xp.logical_and(close, xp.isfinite(b)), xp.equal(a, b))
     if equal_nan:
@@ -749,7 +776,7 @@ def isclose(a: A, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: b
 @implements(np.allclose, arrays="a b", weak="b")
 def allclose(a: A, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False) -> bool:
     """numpy.allclose (a Python bool, as in NumPy)."""
-    return builtins.bool(xp.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+    return builtins.bool(xp.all(_isclose(a, b, rtol, atol, equal_nan, "numpy.allclose")))
 
 
 @implements(np.array_equal, arrays="a1 a2")

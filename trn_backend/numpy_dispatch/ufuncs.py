@@ -15,7 +15,7 @@ import numpy as np
 import trn_backend as xp
 
 from .. import _dtypes
-from .._helpers import PY_SCALARS, NeuronArray
+from .._helpers import PY_SCALARS, NeuronArray, check_broadcastable
 from ._registry import as_array, can_cast, device_of, to_dtype, write_out
 from .functions import _extreme
 
@@ -121,6 +121,11 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
     out = _take_out(kwargs)
     dtype = to_dtype(kwargs.pop("dtype", None), name)
     ops = _operands(ufunc, inputs, out, dtype, name)
+    if ufunc.nin == 2 and ufunc.signature is None and isinstance(ops[0], A) and isinstance(ops[1], A):
+        # element-wise operands must broadcast; the error names the ufunc (matmul and vecdot have core dims)
+        s1, s2 = ops[0]._t.shape, ops[1]._t.shape
+        if s1 != s2:
+            check_broadcastable(s1, s2, name)
     extra = {}
     if ufunc is np.vecdot and kwargs.get("axis") is not None:
         extra["axis"] = _vecdot_axis(kwargs.pop("axis"), ops)
