@@ -292,6 +292,17 @@ def test_setitem_on_unsigned_arrays_and_negative_steps():
     assert_same(u, np.array([2**64 - 1, 0, 2**64 - 1], dtype=np.uint64))
 
 
+def test_basic_keys_give_views_advanced_keys_copies():
+    a = np.arange(12).reshape(3, 4)
+    x = from_numpy(a)
+    row, block, col = x[1], x[..., 1:3], x[from_numpy(np.array(2)), None]  # a 0-d integer array is an integer
+    adv = x[[0, 1], 1:]
+    x[...] = -1
+    for view in (row, block, col):
+        assert bool(xp.all(view == -1))
+    assert_same(adv, a[[0, 1], 1:])
+
+
 def test_indexing_errors():
     x = from_numpy(np.arange(6).reshape(2, 3))
     with pytest.raises(IndexError):

@@ -1,7 +1,8 @@
 """NeuronArray: the array object of the standard, wrapping one torch.Tensor.
 
-Operators delegate to the namespace functions (one implementation of each rule); indexing adds what torch lacks
-(negative slice steps, unsigned index arrays); conversions follow the standard and NumPy 2.
+Operators delegate to the namespace functions (one implementation of each rule); indexing follows NumPy where
+torch differs (negative slice steps, index arrays of any integer dtype, the place of advanced dimensions, writes
+from overlapping views); conversions follow the standard and NumPy 2.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from __future__ import annotations
 import enum
 import math
 import operator
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -195,41 +196,54 @@ class NeuronArray:
 
     # --- indexing ---
     def __getitem__(self, key: Any) -> NeuronArray:
-        key = _torch_key(key, self._t)
-        if _has_negative_step(key):
-            return wrap(_getitem_negative_steps(self._t, key))
-        return wrap(self._t[key])
+        t = self._t
+        r = _getitem(_movable(t), key)
+        return wrap(r if r.dtype is t.dtype else r.view(t.dtype))
 
     def __setitem__(self, key: Any, value: Any) -> None:
         t = self._t
         if isinstance(value, NeuronArray):
             if value._t.device != t.device:
                 raise ValueError(f"x[...] = value: value is on {value._t.device}, x on {t.device}")
-            v = _dtypes.cast(value._t, t.dtype)
+            v = unaliased(_dtypes.cast(value._t, t.dtype), t)
         else:
             v = _setitem_scalar(value, t)
-        key = _torch_key(key, t)
-        if t.dtype not in _dtypes.COMPUTE or (_is_basic(key) and not _has_negative_step(key)):
-            _assign(t, key, v)
-        elif t.dtype is _dtypes.uint64:
-            # no unsigned kernels for scatter: write the same bits through an int64 view
-            _assign(t.view(torch.int64), key, v.view(torch.int64))
-        else:
-            c = _dtypes.compute(t)
-            _assign(c, key, _dtypes.compute(v))
-            t.copy_(_dtypes.restore(c, t.dtype))
-
-
-def _assign(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
-    if _has_negative_step(key):
-        # Positions of the selected elements in row-major order; put_ writes through any strides.
-        positions = _getitem_negative_steps(torch.arange(t.numel(), device=t.device).reshape(t.shape), key)
-        t.put_(positions.reshape(-1), torch.broadcast_to(v, positions.shape).reshape(-1))
-    else:
-        t[key] = v
+        _setitem(_movable(t), key, _movable(v))
 
 
 builtin_bool = bool
+
+
+def unaliased(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
+    """``src``, copied if its memory may overlap ``dst``'s: NumPy reads a whole right-hand side before writing
+    (``x[1:] = x[:-1]``), while torch writing from an overlapping view raises or reads what it already overwrote.
+    Byte ranges rather than storages are compared, since two storages can share memory (``torch.from_numpy`` of
+    overlapping NumPy views); tensor subclasses (DTensor) have no data pointer to compare and are always copied."""
+    if type(src) is torch.Tensor and type(dst) is torch.Tensor and (
+            src.numel() == 0 or dst.numel() == 0 or not _overlap(_span(src), _span(dst))):
+        return src
+    return src.clone()
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    """The bytes [first, end) holding a nonempty tensor's elements (torch strides are never negative)."""
+    first = t.data_ptr()
+    last = first + t.element_size() * sum((n - 1) * s for n, s in zip(t.shape, t.stride(), strict=True))
+    return first, last + t.element_size()
+
+
+def _overlap(a: tuple[int, int], b: tuple[int, int]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+# Indexing only moves data, which the signed integers of the same width do bit for bit; torch lacks flip and
+# index_put_ for uint16/32/64.
+_SIGNED_TWIN = {_dtypes.uint16: torch.int16, _dtypes.uint32: torch.int32, _dtypes.uint64: torch.int64}
+
+
+def _movable(t: torch.Tensor) -> torch.Tensor:
+    twin = _SIGNED_TWIN.get(t.dtype)
+    return t if twin is None else t.view(twin)
 
 
 def _unsigned_item(t: torch.Tensor) -> int:
@@ -250,58 +264,170 @@ def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
     return scalar_to_tensor(value, t.dtype, t.device, "__setitem__")
 
 
-def _torch_key(key: Any, t: torch.Tensor) -> Any:
-    """Translate an index key: NeuronArrays to tensors (integer ones as int64, since torch reads uint8 as a
-    mask), with device and dtype checks."""
-    if not isinstance(key, tuple):
-        return _empty_mask_fix(_torch_key_part(key, t), t, 0)
-    parts, dim = [], 0
-    for k in key:
-        p = _torch_key_part(k, t)
-        if dim is not None:
-            p = _empty_mask_fix(p, t, dim)
-            dim = None if p is Ellipsis else dim + _consumed_dims(p)
-        parts.append(p)
-    return tuple(parts)
+# --- NumPy's indexing on torch. torch's own rules differ: it reads uint8 arrays as masks, counts integers beside
+# arrays as basic indices, places advanced dimensions differently around None and Ellipsis, and has no negative
+# strides. So a key runs as basic indexing with positive steps (a view of the array), one gather over the
+# advanced dimensions moved to the front (where torch's order is NumPy's), flips for the negative steps, and a
+# move of the advanced dimensions to NumPy's place for them. ---
+
+class _Plan(NamedTuple):
+    """A key as torch operations: the result is ``view[indices]`` (the advanced dimensions, of ``shape``, then
+    the basic ones), flipped along ``flips``, with the advanced dimensions moved to position ``at``."""
+
+    view: torch.Tensor  # the array with the key's basic part applied, its advanced dimensions first
+    indices: tuple[torch.Tensor, ...]  # int64, one per advanced dimension, broadcast; none for a basic key
+    shape: tuple[int, ...]
+    flips: tuple[int, ...]
+    at: int
+
+    def result_shape(self) -> tuple[int, ...]:
+        basic = tuple(self.view.shape[len(self.indices):])
+        return basic[:self.at] + self.shape + basic[self.at:]
+
+    def numpy_order(self, r: torch.Tensor) -> torch.Tensor:
+        n = len(self.shape)
+        return r.movedim(tuple(range(n)), tuple(range(self.at, self.at + n))) if self.at else r
+
+    def torch_order(self, r: torch.Tensor) -> torch.Tensor:
+        n = len(self.shape)
+        return r.movedim(tuple(range(self.at, self.at + n)), tuple(range(n))) if self.at else r
 
 
-def _empty_mask_fix(p: Any, t: torch.Tensor, dim: int) -> Any:
-    """An empty boolean mask selects nothing whatever the sides it leaves at 0 (NumPy accepts a (0, 0) mask on
-    a (0, 1) array); torch wants the exact sides, so give it an all-false mask of those."""
-    if isinstance(p, torch.Tensor) and p.dtype is torch.bool and p.numel() == 0 and p.dim():
-        sides = t.shape[dim:dim + p.dim()]
-        if len(sides) == p.dim() and all(ps in (ts, 0) for ps, ts in zip(p.shape, sides, strict=True)):
-            return torch.zeros(sides, dtype=torch.bool, device=p.device)
-    return p
+def _getitem(t: torch.Tensor, key: Any) -> torch.Tensor:
+    p = _plan(t, key)
+    r = p.view[p.indices] if p.indices else p.view
+    return p.numpy_order(r.flip(p.flips) if p.flips else r)
+
+
+def _setitem(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
+    p = _plan(t, key)
+    v = p.torch_order(_broadcast_value(v, p.result_shape()))
+    if p.flips:
+        v = v.flip(p.flips)
+    if p.indices:
+        # an index array that is a view of x itself (x[x] = v) must be read before x changes, like the value
+        p.view.index_put_(tuple(unaliased(i, t) for i in p.indices), v)
+    else:
+        p.view.copy_(v)
+
+
+def _plan(t: torch.Tensor, key: Any) -> _Plan:
+    if _simple(key):
+        return _Plan(t[key], (), (), (), 0)
+    parts = [_torch_key_part(k, t) for k in (key if isinstance(key, tuple) else (key,))]
+    if sum(p is Ellipsis for p in parts) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if not any(p is Ellipsis for p in parts):
+        parts.append(Ellipsis)  # dimensions the key leaves out are kept whole, after the others
+    consumed = sum(_consumed_dims(p) for p in parts)
+    if consumed > t.dim():
+        raise IndexError(f"too many indices: array is {t.dim()}-dimensional, but {consumed} were indexed")
+    # NumPy: beside an array or a boolean scalar (a 0-d mask), integers are advanced indices too; alone, 0-d
+    # integer arrays are integers
+    advanced = any(isinstance(p, torch.Tensor) and (p.dim() or p.dtype is torch.bool) for p in parts)
+    if not advanced:
+        parts = [int(p) if isinstance(p, torch.Tensor) else p for p in parts]
+    basic_key: list[Any] = []  # the key's basic part, on t
+    indices: dict[int, torch.Tensor] = {}  # dimension of the basic part's result -> its advanced index
+    flipped: list[int] = []  # dimensions of the basic part's result that negative steps reverse
+    advanced_parts: list[int] = []  # positions in the key
+    d = n = 0  # the next dimension of t, of the basic part's result
+    for i, p in enumerate(parts):
+        if p is None:
+            basic_key.append(None)
+            n += 1
+        elif p is Ellipsis:
+            basic_key.append(Ellipsis)
+            d += t.dim() - consumed
+            n += t.dim() - consumed
+        elif isinstance(p, slice):
+            twin, negative = _positive_twin(p, t.shape[d])
+            basic_key.append(twin)
+            if negative:
+                flipped.append(n)
+            d += 1
+            n += 1
+        elif isinstance(p, int) and not advanced:
+            basic_key.append(_in_bounds(p, t.shape[d], d))
+            d += 1
+        elif isinstance(p, int) or p.dtype is not torch.bool:
+            basic_key.append(slice(None))
+            indices[n] = torch.tensor(_in_bounds(p, t.shape[d], d), device=t.device) if isinstance(p, int) else p
+            advanced_parts.append(i)
+            d += 1
+            n += 1
+        else:
+            # a mask is its nonzero() integer arrays, one per dimension it covers; a 0-d one covers a new axis
+            if p.dim() == 0:
+                basic_key.append(None)
+                p = p.reshape(1)
+            else:
+                _check_mask(p, t.shape, d)
+                basic_key += [slice(None)] * p.dim()
+                d += p.dim()
+            for column in p.nonzero().unbind(1):
+                indices[n] = column
+                n += 1
+            advanced_parts.append(i)
+    view = t[tuple(basic_key)]
+    if not indices:
+        return _Plan(view, (), (), tuple(flipped), 0)
+    shape = _broadcast_indices(list(indices.values()))
+    basic = [j for j in range(n) if j not in indices]
+    flips = tuple(len(shape) + basic.index(j) for j in flipped)
+    # NumPy keeps the advanced dimensions in place when nothing (a slice, None, Ellipsis) separates their
+    # indices in the key, and puts them first otherwise
+    adjacent = advanced_parts == list(range(advanced_parts[0], advanced_parts[-1] + 1))
+    return _Plan(view.permute(list(indices) + basic), tuple(i.expand(shape) for i in indices.values()), shape,
+                 flips, min(indices) if adjacent else 0)
+
+
+def _simple(key: Any) -> bool:
+    """Whether ``key`` holds only ints, slices of positive step, None and at most one Ellipsis: there torch's
+    basic indexing is NumPy's, and using it directly keeps ``x[i]`` about as cheap as ``x._t[i]``."""
+    ellipses = 0
+    for p in key if type(key) is tuple else (key,):
+        if p is Ellipsis:
+            ellipses += 1
+        elif not (type(p) is int or p is None or (type(p) is slice and all(
+                v is None or type(v) is int for v in (p.start, p.stop, p.step)) and (p.step is None or p.step > 0))):
+            return False
+    return ellipses <= 1
 
 
 def _torch_key_part(k: Any, t: torch.Tensor) -> Any:
+    """One entry of a key in torch terms. Arrays of any origin (NeuronArray, torch tensor, NumPy array, list)
+    become bool masks or, whatever their integer dtype, int64 index tensors (torch reads uint8 ones as masks);
+    a boolean scalar is a 0-d mask, as in NumPy; integers of any type become ints."""
     if isinstance(k, NeuronArray):
-        kt = k._t
-        if kt.device != t.device:
-            raise ValueError(f"index array is on {kt.device}, the indexed array on {t.device}")
-        if kt.dtype is torch.bool:
-            return kt
-        if kt.dtype not in _dtypes.INTEGER:
-            raise IndexError(f"arrays used as indices must be integer or boolean, got {_dtypes.name(kt.dtype)}")
-        return _dtypes.cast(kt, torch.int64) if kt.dtype is not torch.int64 else kt
-    if isinstance(k, (np.integer, np.bool_)):
-        return k.item()
-    if isinstance(k, float):
-        raise IndexError("only integers, slices, ellipsis, None and integer or boolean arrays are valid indices")
+        k = k._t
+    if isinstance(k, torch.Tensor):
+        if k.device != t.device:
+            raise ValueError(f"index array is on {k.device}, the indexed array on {t.device}")
+        if k.dtype is torch.bool:
+            return k
+        if k.dtype not in _dtypes.INTEGER:
+            raise IndexError(f"arrays used as indices must be integer or boolean, got {_dtypes.name(k.dtype)}")
+        return _dtypes.cast(k, torch.int64)
+    if isinstance(k, list) and not k:
+        k = np.zeros(0, dtype=np.int64)  # NumPy reads [] as an empty integer index, not as float64
+    if isinstance(k, (np.ndarray, list)):
+        # host data, like a Python int, goes to the array's device; NumPy reads a (nested) list as an array
+        a = np.asarray(k)
+        if a.dtype.kind not in "biu":
+            raise IndexError(f"arrays used as indices must be integer or boolean, got {a.dtype}")
+        return torch.tensor(a if a.dtype.kind == "b" else a.astype(np.int64), device=t.device)
+    if isinstance(k, (builtin_bool, np.bool_)):
+        return torch.tensor(builtin_bool(k), device=t.device)
     if isinstance(k, slice):
         return slice(*(operator.index(v) if v is not None else None for v in (k.start, k.stop, k.step)))
-    return k
-
-
-def _is_basic(key: Any) -> bool:
-    parts = key if isinstance(key, tuple) else (key,)
-    return all(isinstance(p, (int, slice)) or p is None or p is Ellipsis for p in parts)
-
-
-def _has_negative_step(key: Any) -> bool:
-    parts = key if isinstance(key, tuple) else (key,)
-    return any(isinstance(p, slice) and p.step is not None and p.step < 0 for p in parts)
+    if k is None or k is Ellipsis:
+        return k
+    try:
+        return operator.index(k)
+    except TypeError:
+        raise IndexError("only integers, slices, ellipsis, None and integer or boolean arrays are valid indices, "
+                         f"got {type(k).__name__}") from None
 
 
 def _consumed_dims(p: Any) -> int:
@@ -309,51 +435,51 @@ def _consumed_dims(p: Any) -> int:
         return 0
     if isinstance(p, torch.Tensor) and p.dtype is torch.bool:
         return p.dim()
-    if isinstance(p, builtin_bool):
-        return 0
     return 1
 
 
-def _getitem_negative_steps(t: torch.Tensor, key: Any) -> torch.Tensor:
-    """torch has no negative strides. Apply every slice first, each negative one as its positive twin plus a
-    flip (dimensions are unchanged by slicing), then the rest of the key with those slices as ``:``. Slicing
-    commutes with the remaining integer, array and None entries, so this equals NumPy's one-step result."""
-    parts = key if isinstance(key, tuple) else (key,)
-    n_consumed = sum(_consumed_dims(p) for p in parts)
-    if sum(p is Ellipsis for p in parts) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if n_consumed > t.dim():
-        raise IndexError(f"too many indices: array is {t.dim()}-dimensional, but {n_consumed} were indexed")
-    dim = 0
-    flips: list[int] = []
-    first: list[Any] = []
-    rest: list[Any] = []
-    for p in parts:
-        if p is Ellipsis:
-            skip = t.dim() - n_consumed
-            first += [slice(None)] * skip
-            dim += skip
-            rest.append(p)
-            continue
-        n = _consumed_dims(p)
-        if isinstance(p, slice):
-            start, stop, step = p.indices(t.shape[dim])
-            if step < 0:
-                count = len(range(start, stop, step))
-                last = start + (count - 1) * step
-                first.append(slice(last, start + 1, -step) if count else slice(0, 0))
-                flips.append(dim)
-            else:
-                first.append(p)
-            rest.append(slice(None))
-        else:
-            first += [slice(None)] * n
-            rest.append(p)
-        dim += n
-    sliced = t[tuple(first)]
-    if flips:
-        sliced = _dtypes.via_compute(lambda c: c.flip(flips), sliced)
-    return sliced[tuple(rest)]
+def _positive_twin(s: slice, size: int) -> tuple[slice, bool]:
+    """A slice with a positive step selecting the same elements, and whether they must then be reversed."""
+    start, stop, step = s.indices(size)
+    if step > 0:
+        return slice(start, stop, step), False
+    count = len(range(start, stop, step))
+    return (slice(start + (count - 1) * step, start + 1, -step) if count else slice(0, 0)), True
+
+
+def _in_bounds(k: int, size: int, axis: int) -> int:
+    if not -size <= k < size:
+        raise IndexError(f"index {k} is out of bounds for axis {axis} with size {size}")
+    return k
+
+
+def _check_mask(mask: torch.Tensor, shape: torch.Size, first: int) -> None:
+    """NumPy's rule: each side of a mask is the side of the axis it covers, or 0 (an empty mask)."""
+    for axis in range(first, first + mask.dim()):
+        side = mask.shape[axis - first]
+        if side not in (shape[axis], 0):
+            raise IndexError(f"boolean index did not match indexed array along axis {axis}; size of axis is "
+                             f"{shape[axis]} but size of corresponding boolean axis is {side}")
+
+
+def _broadcast_indices(indices: list[torch.Tensor]) -> tuple[int, ...]:
+    shapes = [tuple(i.shape) for i in indices]
+    try:
+        return np.broadcast_shapes(*shapes)  # several times faster than torch.broadcast_shapes
+    except ValueError:
+        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
+                         + " ".join(map(str, shapes))) from None
+
+
+def _broadcast_value(v: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
+    """The value broadcast to the indexed shape; like NumPy, leading unit dimensions of the value are dropped."""
+    extra = v.dim() - len(shape)
+    trimmed = v.reshape(v.shape[extra:]) if extra > 0 and all(s == 1 for s in v.shape[:extra]) else v
+    if trimmed.dim() > len(shape) or any(
+            s not in (1, side) for s, side in zip(reversed(trimmed.shape), reversed(shape), strict=False)):
+        raise ValueError(f"x[key] = value: a value of shape {tuple(v.shape)} does not broadcast to the indexed "
+                         f"shape {shape}")
+    return trimmed.broadcast_to(shape)
 
 
 # --- operators: each delegates to the namespace function of the same meaning ---
@@ -380,7 +506,7 @@ def _inplace(fname: str):
         if result.shape != self.shape:
             raise ValueError(f"in-place {fname} would change the shape of x from {self.shape} to "
                              f"{result.shape}; in-place operands must broadcast to x's shape")
-        self._t.copy_(result._t)
+        self._t.copy_(unaliased(result._t, self._t))  # result may be a view of x
         return self
 
     op.__name__ = f"i{fname}"

@@ -19,6 +19,7 @@ import torch
 import trn_backend as xp
 
 from .. import _device, _dtypes
+from .._array import unaliased
 from .._helpers import PY_SCALARS, NeuronArray
 
 __all__ = ["Entry", "TABLE", "implements", "dispatch", "device_of", "as_array", "as_arrays", "to_dtype",
@@ -232,5 +233,6 @@ def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False) -> N
                         f"{_dtypes.name(out.dtype)} under NumPy's same_kind casting")
     if result.shape != out.shape and not broadcast:
         raise ValueError(f"{func}(): out has shape {out.shape}, the result {result.shape}")
-    out._t.copy_(_dtypes.cast(xp.broadcast_to(result, out.shape)._t, out.dtype))
+    # a result that is a view of out (einsum "ij->ji", out=x) is read whole before out changes, as in NumPy
+    out._t.copy_(unaliased(_dtypes.cast(xp.broadcast_to(result, out.shape)._t, out.dtype), out._t))
     return out
