@@ -18,9 +18,24 @@ from .. import _dtypes
 def native(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The operand dtype and the device's own arithmetic; integer and bool products are exact (modular for
     integers, logical for bool, as in NumPy)."""
-    if a.is_floating_point() or a.is_complex():
+    if a.is_complex():
+        return _textbook_specials(torch.matmul(a, b), a, b)
+    if a.is_floating_point():
         return torch.matmul(a, b)
     return _exact(a, b)
+
+
+def _textbook_specials(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A complex product ``c`` with the entries an inf or nan input feeds set as IEEE arithmetic on the textbook
+    formula sets them (Re = sum ar br - ai bi, Im = sum ar bi + ai br: NumPy's and Python's ``inf+nanj`` for
+    (inf+0j)(1+0j)). torch's complex GEMM makes all of them nan+nanj; four real products keep the pattern,
+    and the emulated modes, which are four real products, give it too."""
+    rows, cols = torch.isfinite(a).all(-1), torch.isfinite(b).all(-2)
+    if bool(rows.all()) and bool(cols.all()):
+        return c
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    textbook = torch.complex(torch.matmul(ar, br) - torch.matmul(ai, bi), torch.matmul(ar, bi) + torch.matmul(ai, br))
+    return torch.where(rows.unsqueeze(-1) & cols.unsqueeze(-2), c, textbook)
 
 
 def _exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -61,6 +76,13 @@ BF16X6_CHUNK = 256
 OZAKI_RANGE = 64.0
 DIGIT_GROWTH = (2 + 1 / (1 - 2.0**-SLICE_BITS)) ** 2
 MAX_SLICES = 16
+# Split modes work on rows of A and columns of B scaled by powers of two to magnitudes at most 1 (exact), so
+# neither bf16's range nor fp32 overflow limits them. Only gradual underflow remains: a bf16 word or an fp32
+# product below the normal range loses at most UNDERFLOW_TERM in absolute terms (bf16 subnormal words of both
+# operands and up to three dropped word pairs, 2**-131 together, with 8x to spare). Each call certifies that
+# this costs at most UNDERFLOW_ALLOWANCE of |A||B| per entry (it is part of every split bound), or raises.
+UNDERFLOW_TERM = 2.0**-128
+UNDERFLOW_ALLOWANCE = 2.0**-40
 _GROUP_ELEMENTS = 2**22  # chunk products materialised at once (memory cap of the chunked passes)
 _WARNED: set[str] = set()
 _NARROW_BITS = {torch.bfloat16: 8, torch.float16: 11}  # significand bits of the sub-fp32 formats
@@ -68,6 +90,22 @@ _NARROW_BITS = {torch.bfloat16: 8, torch.float16: 11}  # significand bits of the
 
 class PrecisionWarning(UserWarning):
     """A precision mode ran as a cheaper one because the operands leave nothing more to gain."""
+
+
+class PrecisionError(ValueError):
+    """A precision mode or target that cannot be honoured (operands whose range a mode cannot vouch for, a target
+    no mode reaches). The message starts with the function that raised it; the front doors (einsum, matmul, ...)
+    rename it to the function the user called."""
+
+    def __init__(self, message: str, func: str = "kernels") -> None:
+        super().__init__(f"{func}: {message}")
+        self.message = message
+
+    def named(self, func: str) -> PrecisionError:
+        """The same error, as raised by ``func`` (the cause travels along)."""
+        renamed = PrecisionError(self.message, func)
+        renamed.__cause__ = self.__cause__
+        return renamed
 
 
 def gamma(n: int, u: float) -> float:
@@ -160,15 +198,11 @@ def _round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x.to(dtype)
 
 
-def _words(x: torch.Tensor, n: int, mode: str) -> list[torch.Tensor]:
-    """x as n bf16 words, largest first: each word is the nearest bf16 to what the previous ones leave, and
-    the remainders are exact in float32 (float64 for float64 data)."""
-    rest = x if x.dtype is torch.float64 else x.float()
+def _words(x: torch.Tensor, n: int) -> list[torch.Tensor]:
+    """x (scaled, |x| <= 1) as n bf16 words, largest first: each word is the nearest bf16 to what the previous
+    ones leave, and the remainders are exact in x's dtype (float32 or float64)."""
+    rest = x
     words = [_round_to(rest, torch.bfloat16)]
-    if bool(torch.isinf(words[0]).any()):
-        big = rest[torch.isinf(words[0])][0].item()
-        raise ValueError(f"kernels: mode {mode!r} cannot represent the finite operand value {big:g} in bf16 "
-                         "(its range ends near 3.39e38); use precision='ozaki' or 'kahan'")
     for _ in range(n - 1):
         rest = rest - words[-1].to(rest.dtype)
         words.append(_round_to(rest, torch.bfloat16))
@@ -235,30 +269,125 @@ def _compensated_engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Ten
                  for group in _chunk_sums(*_level(a_words, b_words, level), chunk) for part in group.unbind(-3))
 
 
+def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
+    """x * 2**e (e broadcasts against x) exactly unless the result over/underflows. One factor where every
+    2**e is a normal float64; else three factors of one sign (|e| <= 2148 keeps each finite and normal), so the
+    magnitude moves monotonically and no intermediate leaves the range."""
+    if bool((e.abs() <= 1022).all()):
+        return x * torch.exp2(e.to(x.dtype))
+    first = torch.div(e, 3, rounding_mode="floor")
+    second = torch.div(e - first, 2, rounding_mode="floor")
+    return x * torch.exp2(first.to(x.dtype)) * torch.exp2(second.to(x.dtype)) * torch.exp2(
+        (e - first - second).to(x.dtype))
+
+
+def _scaled(a: torch.Tensor, b: torch.Tensor):
+    """A's rows and B's columns divided by powers of two 2**e_i, 2**f_j at or above their largest magnitude,
+    in float64 (exact unless an entry is over 2**1022 times smaller than its row's largest), with the
+    exponents: (A', e, B', f), |A'|, |B'| < 1."""
+    a, b = a.double(), b.double()
+    e = torch.frexp(a.abs().amax(-1, keepdim=True))[1]
+    f = torch.frexp(b.abs().amax(-2, keepdim=True))[1]
+    return _ldexp(a, -e), e, _ldexp(b, -f), f
+
+
 def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None):
-    """The fp32 engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word)."""
+    """The engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word), computed on
+    power-of-two scaled rows of A and columns of B and scaled back in float64 (exact): a float64 tensor."""
     if words > 1 and _single_word(a, mode):
         words = 1
-    a_words, b_words = _words(a, words, mode), _words(b, words, mode)
-    if chunk is None:
-        return _engine_sum(a_words, b_words)
-    return _compensated_engine_sum(a_words, b_words, chunk)
+    a_scaled, e, b_scaled, f = _split_operands(a, b, mode)
+    a_words, b_words = _words(a_scaled, words), _words(b_scaled, words)
+    total = (_engine_sum(a_words, b_words) if chunk is None
+             else _compensated_engine_sum(a_words, b_words, chunk))
+    return _ldexp(total.double(), e + f)
+
+
+def _split_operands(a: torch.Tensor, b: torch.Tensor, mode: str):
+    """(A', e, B', f) as ``_scaled`` gives them, with the underflow of the split certified (or a PrecisionError):
+    in float32 where float32 holds the scaled values exactly (the common case, and a faster split)."""
+    if a.dtype is not torch.float64:
+        scaled = _scaled_float32(a.float(), b.float())
+        if scaled is not None:
+            return scaled
+    a_scaled, e, b_scaled, f = _scaled(a, b)
+    if not _small_terms_are_safe(_min_nonzero(a_scaled), _min_nonzero(b_scaled)):
+        _certify_underflow(a_scaled, b_scaled, mode)
+    return a_scaled, e, b_scaled, f
+
+
+def _scaled_float32(a: torch.Tensor, b: torch.Tensor):
+    """``_scaled`` in float32, or None where that could lose a bit or leave the cheap underflow test unsure.
+    Every row's (column's) smallest nonzero magnitude over its scale is at least the operand's smallest over
+    twice its largest, so when those pass ``_small_terms_are_safe`` every scaled value is a normal float32."""
+    row_max, col_max = a.abs().amax(-1, keepdim=True), b.abs().amax(-2, keepdim=True)
+    e, f = torch.frexp(row_max)[1], torch.frexp(col_max)[1]
+    if a.numel() == 0 or b.numel() == 0 or not (bool((e.abs() <= 126).all()) and bool((f.abs() <= 126).all())):
+        return None
+    largest = [row_max.max().item(), col_max.max().item()]
+    ranges = [_min_nonzero(x) / (2 * top) if top > 0 else math.inf for x, top in zip((a, b), largest, strict=True)]
+    if not _small_terms_are_safe(*ranges):
+        return None
+    return a * torch.exp2(-e.float()), e, b * torch.exp2(-f.float()), f
+
+
+def _min_nonzero(x: torch.Tensor) -> float:
+    """The smallest nonzero magnitude in x (inf when x has none)."""
+    if x.numel() == 0:
+        return math.inf
+    magnitudes = x.abs()
+    smallest = magnitudes.min().item()  # 0 when x holds a zero: then look again without the zeros
+    return smallest if smallest > 0 else magnitudes.masked_fill_(magnitudes == 0, math.inf).min().item()
+
+
+def _small_terms_are_safe(smallest_a: float, smallest_b: float) -> bool:
+    """Whether every nonzero product term |a'| |b'| (scaled operands whose smallest nonzero magnitudes are
+    these) is at least UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE: underflow then costs at most UNDERFLOW_ALLOWANCE
+    of each term, hence of |A||B| (zero terms cost nothing)."""
+    return smallest_a * smallest_b >= UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
+
+
+def _certify_underflow(a_scaled: torch.Tensor, b_scaled: torch.Tensor, mode: str) -> None:
+    """Operands with tiny entries beside large ones: the underflow of a split (at most UNDERFLOW_TERM per term,
+    K terms) must stay within UNDERFLOW_ALLOWANCE of every entry's |A'||B'|, measured from below by one pass."""
+    floor = a_scaled.shape[-1] * UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
+    if bool((_magnitude_lower(a_scaled, b_scaled, floor) < floor).any()):
+        raise PrecisionError(f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
+                             "or columns of B hold entries so much smaller than their largest (beyond about "
+                             "2**88 between the two operands) that their bf16 split underflows; use "
+                             "precision='kahan'")
+
+
+def _magnitude_lower(a_scaled: torch.Tensor, b_scaled: torch.Tensor, floor: float) -> torch.Tensor:
+    """A lower bound of |A'||B'| (float64) from one fast pass, +inf where an entry has no nonzero term. The pass
+    rounds |A'|, |B'| to bf16 (relative 2**-8 each), sums in fp32 (gamma_{K-1}) and may underflow (at most
+    UNDERFLOW_TERM per term): undo all three. Only if some entry falls below ``floor`` does an exact pass over
+    the 0/1 patterns find the entries without a nonzero term."""
+    k = a_scaled.shape[-1]
+    magnitude = _engine_sum([_round_to(a_scaled.abs(), torch.bfloat16)],
+                            [_round_to(b_scaled.abs(), torch.bfloat16)]).double()
+    lower = magnitude / ((1 + 2.0**-8) ** 2 * (1 + gamma(k - 1, U_FP32))) - k * UNDERFLOW_TERM
+    if bool((lower < floor).any()):
+        nonzero = torch.matmul((a_scaled != 0).float(), (b_scaled != 0).float()) > 0
+        lower = torch.where(nonzero, lower, math.inf)
+    return lower
 
 
 @_emulated
 def fast(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Inputs rounded to bf16, one engine pass (fp32 accumulation), rounded to the operand dtype."""
-    return _split_fp32(a, b, 1, "fast").to(a.dtype)
+    return _round_to(_split_fp32(a, b, 1, "fast"), a.dtype)
 
 
 def _stochastic_round(y: torch.Tensor, dtype: torch.dtype, generator: torch.Generator | None) -> torch.Tensor:
-    """y (fp32) rounded to ``dtype`` up or down to a neighbour, up with probability equal to the fractional
-    distance: unbiased. Exact values, inf, nan and overflow round as round-to-nearest does."""
+    """y (float32 or float64) rounded to ``dtype`` up or down to a neighbour, up with probability equal to the
+    fractional distance: unbiased. Exact values, inf, nan and overflow round as round-to-nearest does (a cast
+    that rounds twice still lands on one of y's two neighbours, which is all ``nearest`` is used for)."""
     nearest = y.to(dtype)
     down = torch.nextafter(nearest, nearest.new_tensor(-torch.inf))
-    below = torch.where(nearest.float() > y, down, nearest)
+    below = torch.where(nearest.to(y.dtype) > y, down, nearest)
     above = torch.nextafter(below, below.new_tensor(torch.inf))
-    fraction = (y - below.float()) / (above.float() - below.float())
+    fraction = (y - below.to(y.dtype)) / (above.to(y.dtype) - below.to(y.dtype))
     draw = torch.rand(y.shape, generator=generator, device=y.device)
     rounded = torch.where(draw < fraction, above, below)
     return torch.where(torch.isfinite(nearest), rounded, nearest)
@@ -270,39 +399,21 @@ def sr(a: torch.Tensor, b: torch.Tensor, *, generator: torch.Generator | None = 
     seeds it); for float32/float64 outputs there is no rounding to randomise and sr equals fast."""
     y = _split_fp32(a, b, 1, "sr")
     if torch.finfo(a.dtype).eps <= torch.finfo(torch.float32).eps:
-        return y.to(a.dtype)
+        return _round_to(y, a.dtype)
     return _stochastic_round(y, a.dtype, generator)
 
 
 @_emulated
 def dd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Two-word bf16 split, three products (hi*hi, hi*lo, lo*hi), fp32 accumulation: three engine passes."""
-    return _split_fp32(a, b, 2, "dd").to(a.dtype)
+    return _round_to(_split_fp32(a, b, 2, "dd"), a.dtype)
 
 
 @_emulated
 def bf16x6(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Three-word bf16 split, six products, chunked PSUM accumulation added with TwoSum: six engine passes, at
     least as accurate as an fp32 SGEMM."""
-    return _split_fp32(a, b, 3, "bf16x6", BF16X6_CHUNK).to(a.dtype)
-
-
-def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """x * 2**e exactly unless the result over/underflows: three factors of one sign (|e| <= 2148 keeps each
-    finite and normal in float64), so the magnitude moves monotonically and no intermediate leaves range."""
-    first = torch.div(e, 3, rounding_mode="floor")
-    second = torch.div(e - first, 2, rounding_mode="floor")
-    return x * torch.exp2(first.to(x.dtype)) * torch.exp2(second.to(x.dtype)) * torch.exp2(
-        (e - first - second).to(x.dtype))
-
-
-def _scaled(a: torch.Tensor, b: torch.Tensor):
-    """A's rows and B's columns divided by powers of two 2**e_i, 2**f_j at or above their largest magnitude,
-    in float64 (exact), with the exponents: (A', e, B', f), |A'|, |B'| <= 1."""
-    a, b = a.double(), b.double()
-    e = torch.frexp(a.abs().amax(-1, keepdim=True))[1]
-    f = torch.frexp(b.abs().amax(-2, keepdim=True))[1]
-    return _ldexp(a, -e), e, _ldexp(b, -f), f
+    return _round_to(_split_fp32(a, b, 3, "bf16x6", BF16X6_CHUNK), a.dtype)
 
 
 def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
@@ -317,21 +428,15 @@ def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
 
 
 def _needed_slices(a: torch.Tensor, b: torch.Tensor, slices: int) -> int:
-    """``slices``, raised until ozaki_error(s, rho) <= ozaki_error(slices): rho comes from one fast pass of
-    |A'| @ |B'|, a lower bound of |A||B| / (2**e_i 2**f_j) once divided by its rounding factor."""
-    magnitude = _engine_sum([_round_to(a.abs(), torch.bfloat16)], [_round_to(b.abs(), torch.bfloat16)])
-    positive = magnitude[magnitude > 0]
-    k = a.shape[-1]
-    rho = k * (1 + 2.0**-8) ** 2 * (1 + gamma(k - 1, U_FP32)) / positive.min().item() if positive.numel() else 1
-    if positive.numel() < magnitude.numel():
-        # a zero may be exact or every product of the entry underflowed in bf16: an exact pass over the 0/1
-        # patterns tells them apart, and underflow means a range no slice count can cover
-        nonzero = torch.matmul((a != 0).float(), (b != 0).float())
-        rho = math.inf if bool(((magnitude == 0) & (nonzero > 0)).any()) else rho
+    """``slices``, raised until ozaki_error(s, rho) <= ozaki_error(slices), with rho = K / min |A'||B'| over the
+    entries that have a nonzero term (a lower bound from one fast pass): an entry whose lower bound is not
+    positive needs a range no slice count covers."""
+    smallest = _magnitude_lower(a, b, math.ulp(0.0)).min().item() if a.numel() and b.numel() else math.inf
+    rho = 1.0 if smallest == math.inf else a.shape[-1] / smallest if smallest > 0 else math.inf
     budget = ozaki_error(slices)
     needed = next((s for s in range(slices, MAX_SLICES + 1) if ozaki_error(s, rho) <= budget), None)
     if needed is None:
-        raise ValueError(f"kernels: mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
+        raise PrecisionError(f"mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
                          f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='kahan'")
     return needed
 
@@ -367,7 +472,7 @@ def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None) -> tor
     8-bit digit slices, digit pairs with i + j <= s + 1 multiplied exactly per K-chunk, the exact level sums
     combined by Sum2 in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range."""
     if _single_word(a, "ozaki"):
-        return _split_fp32(a, b, 1, "ozaki").to(a.dtype)
+        return _round_to(_split_fp32(a, b, 1, "ozaki"), a.dtype)
     s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
     a_scaled, e, b_scaled, f = _scaled(a, b)
     s = _needed_slices(a_scaled, b_scaled, s)
@@ -381,8 +486,9 @@ def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None) -> tor
 def kahan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Promotion to float64 (complex128) on the host, one product there, rounded to the operand dtype."""
     a, b = _operands(a, b, "kahan")
-    wide = torch.complex128 if a.is_complex() else torch.float64
-    return _round_to(torch.matmul(a.to(wide), b.to(wide)), a.dtype)
+    if a.is_complex():
+        return native(a.to(torch.complex128), b.to(torch.complex128)).to(a.dtype)
+    return _round_to(torch.matmul(a.double(), b.double()), a.dtype)
 
 
 MODES = {

@@ -200,3 +200,26 @@ def test_errors(call, exc, match):
     a, b = xp.NeuronArray(torch.ones(2, 3)), xp.NeuronArray(torch.ones(3, 4))
     with pytest.raises(exc, match=match):
         call(a, b)
+
+
+def test_optimize_is_checked_whatever_the_number_of_operands():
+    a, b = xp.NeuronArray(torch.ones(2, 3)), xp.NeuronArray(torch.ones(3, 4))
+    for operands in ((a,), (a, b), (a, b, xp.NeuronArray(torch.ones(4, 2)))):
+        subscripts = ",".join(["ij", "jk", "kl"][:len(operands)])
+        with pytest.raises(ValueError, match="unknown optimize='bogus'; known: .*greedy"):
+            xp.einsum(subscripts, *operands, optimize="bogus")
+        with pytest.raises(TypeError, match=r"optimize must be .*got \['a', 'b'\]"):
+            xp.einsum(subscripts, *operands, optimize=["a", "b"])
+        xp.einsum(subscripts, *operands, optimize="greedy")
+
+
+def test_python_scalars_are_weak_operands():
+    """NEP 50: a Python scalar takes the dtype it combines to with the arrays (NumPy's einsum would promote)."""
+    x = xp.asarray([1.0, 2.0, 3.0])
+    assert_same(xp.einsum("a,->a", x, 0.5), np.array([0.5, 1.0, 1.5], np.float32))
+    assert_same(xp.einsum("a,,->a", xp.asarray([1, 2], dtype=xp.int8), 3, True), np.array([3, 6], np.int8))
+    assert_same(xp.einsum(",a->a", np.float64(2.0), x), np.array([2.0, 4.0, 6.0], np.float32))
+    assert_same(xp.einsum("a,->a", x, 1j), np.array([1j, 2j, 3j], np.complex64))
+    assert_same(xp.einsum(",->", 2, 3.5), np.float32(7.0))
+    with pytest.raises(OverflowError, match="300 is out of range for int8"):
+        xp.einsum("a,->a", xp.asarray([1], dtype=xp.int8), 300)

@@ -65,3 +65,14 @@ def test_python_dash_m():
                            "64x64"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "total: 2 kernel call(s)" in done.stdout
+
+
+def test_explain_refuses_what_einsum_would_refuse(capsys):
+    with pytest.raises(TypeError, match="operand 0 has dtype (torch.)?float16, which trn_backend does not support"):
+        xp.explain("ij,jk", np.ones((2, 2), np.float16), np.ones((2, 2), np.float16))
+    with pytest.raises(ValueError, match=r"explain\(\): unknown optimize='bogus'"):
+        xp.explain("ij,jk", (2, 2), (2, 2), optimize="bogus")
+    with pytest.raises(ValueError, match=r"explain\(\): unknown precision mode 'x'"):
+        xp.explain("ij,jk", (2, 2), (2, 2), precision="x")
+    assert main(["explain", "ij,jk", "2x2", "2x2", "--optimize", "bogus"]) == 2
+    assert "unknown optimize='bogus'" in capsys.readouterr().err

@@ -153,3 +153,18 @@ _META = xp.NeuronArray(torch.ones(3, 4, device="meta"))
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
+
+
+def test_axes_are_checked_before_the_plan_cache():
+    """2.0 and True hash like 2 and 1: once axes=2 (or axis=-1) is cached, the lookalikes must still be refused."""
+    a, b = xp.NeuronArray(torch.ones(3, 3)), xp.NeuronArray(torch.ones(3, 3))
+    for good, bad in ((2, 2.0), (1, True), (((1,), (0,)), ((1.0,), (0,))), ((1, 0), (True, 0))):
+        xp.tensordot(a, b, axes=good)
+        with pytest.raises(TypeError, match="axes must be an int or a pair of sequences of ints"):
+            xp.tensordot(a, b, axes=bad)
+    assert xp.tensordot(a, b, axes=np.int64(2)).shape == ()
+    xp.vecdot(a, b, axis=-1)
+    for bad in (-1.0, True):
+        with pytest.raises(TypeError, match="vecdot\\(\\): axis must be an int"):
+            xp.vecdot(a, b, axis=bad)
+    assert xp.vecdot(a, b, axis=np.int64(-1)).shape == (3,)

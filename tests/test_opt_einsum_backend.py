@@ -156,3 +156,53 @@ def _forbidden(name):
 def test_bad_operands():
     with pytest.raises(TypeError, match="backend 'trn' got an operand of type list"):
         oe.contract("ij,jk->ik", [[1.0]], [[1.0]], backend="trn")
+
+
+def test_python_scalar_operands_are_weak_scalars():
+    """opt_einsum's own test expressions pass Python scalars; with "trn" they adopt the arrays' dtype (NEP 50)."""
+    x = xp.asarray([1.0, 2.0, 3.0])
+    for got in (oe.contract("a,->a", x, 0.5, backend="trn"), xp.contract("a,->a", x, 0.5),
+                oe.contract("a,,b->ab", x, 2, xp.ones(2), backend="trn")[:, 0]):
+        assert got.dtype == xp.float32
+    np.testing.assert_array_equal(to_numpy(oe.contract("a,->a", x, 0.5, backend="trn")), [0.5, 1.0, 1.5])
+    np.testing.assert_array_equal(to_numpy(oe.contract("a,,b->ab", x, 2, xp.ones(2), backend="trn")),
+                                  np.outer([2.0, 4.0, 6.0], [1.0, 1.0]))
+
+
+@pytest.mark.parametrize(("contract", "subscripts"), [
+    (lambda *a, **k: xp.contract(*a, optimize=False, **k), "ij,jk->ik"),
+    (xp.contract, "ij,jk->ik"),
+    (lambda *a, **k: oe.contract(*a, backend="trn", **k), "ij,ij->ij"),  # opt_einsum's einsum step gets out=
+])
+def test_out_is_checked_before_any_work(contract, subscripts):
+    a, b = xp.ones((3, 4)), xp.ones((4, 5)) if subscripts == "ij,jk->ik" else xp.ones((3, 4))
+    shape = (3, 5) if subscripts == "ij,jk->ik" else (3, 4)
+    with pytest.raises(ValueError, match=rf"out= has shape \(5, 3\), but the result of '{subscripts}' has shape "
+                                         rf"\({shape[0]}, {shape[1]}\)"):
+        contract(subscripts, a, b, out=xp.zeros((5, 3)))
+    with pytest.raises(TypeError, match="cannot write the float32 result into out= of dtype int32 .*'safe'"):
+        contract(subscripts, a, b, out=xp.zeros(shape, dtype=xp.int32))
+    wide = xp.zeros(shape, dtype=xp.float64)  # a safe cast is fine
+    assert contract(subscripts, a, b, out=wide) is wide
+    np.testing.assert_array_equal(to_numpy(wide), np.full(shape, 4.0 if subscripts == "ij,jk->ik" else 1.0))
+
+
+def test_contract_checks_out_on_every_path():
+    a, b, c = xp.ones((3, 4)), xp.ones((4, 5)), xp.ones((5, 2))
+    with pytest.raises(ValueError, match=r"contract\(\): out= has shape \(2, 2\)"):
+        xp.contract("ij,jk,kl->il", a, b, c, out=xp.zeros((2, 2)))
+    with pytest.raises(TypeError, match="into out= of dtype int64"):
+        xp.contract("ij,jk,kl->il", a, b, c, out=xp.zeros((3, 2), dtype=xp.int64))
+    out = xp.zeros((3, 2))
+    assert xp.contract("ij,jk,kl->il", a, b, c, out=out) is out and float(out[0, 0]) == 20.0
+
+
+def test_precision_errors_name_the_function_called():
+    x = xp.ones((3, 3))
+    with pytest.raises(ValueError, match=r"^contract\(\): no mode reaches target_forward_error=1e-30"):
+        xp.contract("ij,jk->ik", x, x, target_forward_error=1e-30)
+    with xp.precision(target_forward_error=1e-30):
+        with pytest.raises(ValueError, match=r"^opt_einsum.contract\(backend='trn'\): no mode reaches"):
+            oe.contract("ij,jk->ik", x, x, backend="trn")
+        with pytest.raises(ValueError, match=r"^contract_expression\(\.\.\.\)\(\): no mode reaches"):
+            xp.contract_expression("ij,jk->ik", (3, 3), (3, 3))(x, x)

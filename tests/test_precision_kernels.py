@@ -5,6 +5,7 @@ bf16 operands, complex, batches, K = 0, dynamic range) behave as documented."""
 from __future__ import annotations
 
 import functools
+import math
 import warnings
 
 import numpy as np
@@ -179,10 +180,92 @@ def test_inf_and_nan_exactly_as_native(mode, dtype):
     torch.testing.assert_close(got[finite], want[finite], rtol=1e-2, atol=0)
 
 
-def test_split_modes_refuse_values_beyond_bf16_range():
-    a = torch.tensor([[1e39]], dtype=torch.float64)
-    with pytest.raises(ValueError, match="'dd' cannot represent the finite operand value 1e\\+39"):
-        kernels.matmul(a, a, "dd")
+SPECIAL_VALUES = (0.0, 1.0, -2.0, math.inf, -math.inf, math.nan)
+
+
+def _textbook(a: list, b: list) -> list:
+    """A @ B in Python floats, term by term: Re += ar br - ai bi, Im += ar bi + ai br (IEEE arithmetic)."""
+    out = []
+    for row in a:
+        out.append([])
+        for j in range(len(b[0])):
+            re = im = 0.0
+            for x, y in zip(row, (r[j] for r in b), strict=True):
+                x, y = complex(x), complex(y)
+                re += x.real * y.real - x.imag * y.imag
+                im += x.real * y.imag + x.imag * y.real
+            out[-1].append(complex(re, im))
+    return out
+
+
+def _special_pattern(v: complex, parts: int) -> tuple:
+    return tuple((math.isnan(p), p == math.inf, p == -math.inf) for p in (v.real, v.imag)[:parts])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64, torch.complex128])
+@pytest.mark.parametrize("mode", ["native", "fast", "sr", "dd", "bf16x6", "ozaki", "kahan"])
+def test_special_values_on_a_grid_follow_the_textbook_formula(mode, dtype):
+    """Every pair of special values (real and imaginary parts from 0, 1, -2, inf, -inf, nan) at K = 1, and
+    random draws of them at K = 2 and 3: nan and the sign of each inf, per part, as IEEE arithmetic on the
+    textbook formula (what NumPy and Python give) has them; torch's own complex GEMM would give nan+nanj."""
+    values = [complex(r, i) for r in SPECIAL_VALUES for i in SPECIAL_VALUES] if dtype.is_complex else list(
+        SPECIAL_VALUES)
+    pool, n = torch.tensor(values, dtype=dtype), len(values)
+    g = torch.Generator().manual_seed(0)
+    cases = [(pool.reshape(n, 1), pool.reshape(1, n))] + [
+        (pool[torch.randint(0, n, (40, k), generator=g)], pool[torch.randint(0, n, (k, 40), generator=g)])
+        for k in (2, 3)]
+    parts = 2 if dtype.is_complex else 1
+    for a, b in cases:
+        got, want = kernels.matmul(a, b, mode).tolist(), _textbook(a.tolist(), b.tolist())
+        for got_row, want_row in zip(got, want, strict=True):
+            for x, y in zip(got_row, want_row, strict=True):
+                assert _special_pattern(complex(x), parts) == _special_pattern(y, parts), (mode, x, y)
+
+
+@pytest.mark.parametrize("mode", ["fast", "sr", "dd", "bf16x6", "ozaki"])
+def test_finite_operands_overflow_only_where_the_exact_result_does(mode):
+    """The emulated modes scale rows and columns, so no intermediate overflows (kahan and native are float64
+    arithmetic on float64 data, and overflow where it does).
+    Exact results 1.1e41 (beyond float32, within float64) and 0 (float64 arithmetic gives inf - inf = nan)."""
+    a = torch.tensor([[1e20, 2e20], [1e300, 1e300]], dtype=torch.float64)
+    b = torch.tensor([[3e20, 1e300], [4e20, -1e300]], dtype=torch.float64)
+    c = kernels.matmul(a, b, mode)
+    assert c[0, 0].item() == pytest.approx(1.1e41, rel=_precision.error_bound(mode, torch.float64, 2))
+    assert c[1, 1].item() == 0.0 and torch.isnan(torch.matmul(a, b)[1, 1])
+    assert c[0, 1].item() == -math.inf and c[1, 0].item() == math.inf  # -1e320 and 7e320 overflow float64
+    assert kernels.matmul(a.float(), b.float(), mode)[0, 0].item() == math.inf  # 1.1e41 overflows float32
+
+
+@pytest.mark.parametrize("mode", ["fast", "sr", "dd", "bf16x6", "ozaki", "kahan", "native"])
+def test_products_beyond_the_fp32_range_keep_the_published_bound(mode):
+    """The issue's cases: products far above and below fp32's range, as float64 operands."""
+    for scale in (1e20, 1e-25, 1e150, 1e-150):
+        a = torch.tensor([[1.0, 2.0]], dtype=torch.float64) * scale
+        b = torch.tensor([[3.0], [4.0]], dtype=torch.float64) * scale
+        got = kernels.matmul(a, b, mode).item()
+        assert abs(got - 11 * scale * scale) <= _precision.error_bound(mode, torch.float64, 2) * 11 * scale**2
+
+
+def test_split_modes_certify_their_underflow_or_refuse():
+    """Entries 2**-100 beside 1 in one row (and column): fine where the large terms dominate every |A||B|
+    entry, a ValueError where an entry rests on tiny terms alone (their bf16 words and fp32 products underflow
+    after scaling)."""
+    tiny = 2.0**-100
+    a = torch.tensor([[1.0, tiny], [1.0, 1.0]], dtype=torch.float64)
+    b = torch.tensor([[1.0, 1.0], [tiny, 1.0]], dtype=torch.float64)
+    exact = [[1 + tiny * tiny, 1 + tiny], [1 + tiny, 2.0]]
+    for mode in ("fast", "sr", "dd", "bf16x6"):
+        got = kernels.matmul(a, b, mode)
+        bound = _precision.error_bound(mode, torch.float64, 2)
+        assert np.all(np.abs(got.numpy() - np.array(exact)) <= bound * np.abs(np.array(exact)))
+    # (1, tiny, 0) . (0, tiny, 1) = tiny**2 = 2**-200 rests on the tiny terms alone, beside scales of 1
+    a, b = torch.tensor([[1.0, tiny, 0.0]], dtype=torch.float64), torch.tensor([[0.0], [tiny], [1.0]],
+                                                                                dtype=torch.float64)
+    for mode in ("fast", "sr", "dd", "bf16x6"):
+        with pytest.raises(ValueError, match=f"mode '{mode}' cannot vouch for its bound on these operands"):
+            kernels.matmul(a, b, mode)
+    assert kernels.matmul(a, b, "kahan").item() == 2.0**-200
 
 
 # --- operand kinds ---

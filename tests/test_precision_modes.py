@@ -270,3 +270,37 @@ def test_precision_report_cli_writes_its_table_and_a_png(tmp_path, capsys):
     assert image.imread(png).shape[2] in (3, 4)
     for row in precision_report.measure((16, 512), size=16, kind="cancel", repeats=1):
         assert row.bound is None or row.max_error <= row.bound, row
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda x: xp.einsum("ij,jk", x, x, precision="bogus"), r"^einsum\(\): unknown precision mode 'bogus'"),
+    (lambda x: xp.matmul(x, x, precision="dd", target_forward_error=1e-3), r"^matmul\(\): give a precision mode"),
+    (lambda x: xp.einsum("ij,jk", x, x, target_forward_error=1e-30), r"^einsum\(\): no mode reaches"),
+    (lambda x: xp.matmul(x, x, target_forward_error=1e-30), r"^matmul\(\): no mode reaches"),
+    (lambda x: xp.tensordot(x, x, target_forward_error=1e-30), r"^tensordot\(\): no mode reaches"),
+    (lambda x: xp.vecdot(x, x, target_forward_error=1e-30), r"^vecdot\(\): no mode reaches"),
+    (lambda x: x @ x, None),
+    (lambda x: xp.multi_einsum(("ij,jk", x, x), target_forward_error=1e-30), r"^multi_einsum\(\): no mode"),
+    (lambda x: xp.explain("ij,jk", x, x, target_forward_error=1e-30), r"^explain\(\): no mode reaches"),
+    (lambda x: xp.einsum("ij,jk", x, x, target_relative_error=1e-30), r"^einsum\(\): no mode reaches"),
+    (lambda x: xp.matmul(xp.asarray([[1.0, 2.0**-100, 0.0]]), xp.asarray([[0.0], [2.0**-100], [1.0]]),
+                         precision="dd"), r"^matmul\(\): mode 'dd' cannot vouch for its bound"),
+])
+def test_precision_errors_name_the_function_the_user_called(call, match):
+    x = xp.ones((3, 3))
+    with xp.precision(target_forward_error=1e-30):  # a context's impossible target is named the same way
+        with pytest.raises(ValueError, match=match or r"^matmul\(\): no mode reaches"):
+            call(x)
+
+
+def test_error_bound_of_a_sum_over_ranks():
+    b = error_bound("dd", f32, 64)
+    assert error_bound("dd", f32, 64, ranks=1) == b
+    assert error_bound("dd", f32, 64, ranks=4) == b + _precision.gamma(3, 2.0**-24) * (1 + b) * (1 + 2.0**-24)
+    k = error_bound("kahan", f32, 64)  # kahan sums its float64 summands before its one rounding
+    assert error_bound("kahan", f32, 64, ranks=4) == k + _precision.gamma(3, 2.0**-53) * (1 + k) * (1 + 2.0**-24)
+    assert error_bound("kahan", f64, 64, ranks=4) > error_bound("kahan", f64, 64)
+    assert error_bound("native", torch.int32, 64, ranks=4) is None
+    for bad in (0, True, 2.0):
+        with pytest.raises(ValueError, match="ranks must be a positive int"):
+            error_bound("dd", f32, 8, ranks=bad)

@@ -37,7 +37,13 @@ from ._dtypes import (  # noqa: F401
     uint32,
     uint64,
 )
-from ._precision import error_bound, last_precision_report, precision, select_precision  # noqa: F401
+from ._precision import (  # noqa: F401
+    PrecisionError,
+    error_bound,
+    last_precision_report,
+    precision,
+    select_precision,
+)
 from .contraction import contract, contract_expression, einsum, explain  # noqa: F401
 from .contraction.multi import multi_einsum  # noqa: F401
 

@@ -17,13 +17,14 @@ import dataclasses
 import functools
 import math
 import operator
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
 import torch
 
 from .kernels import reference
 
+PrecisionError = reference.PrecisionError
 U_BF16 = 2.0**-8
 U_FP32 = reference.U_FP32
 U_FP64 = reference.U_FP64
@@ -63,6 +64,7 @@ class Mode:
     bound: Callable[..., float | None]  # bound(real dtype, K, **params) in units of |A||B|, K >= 1
     params: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
+    float64_working: bool = False  # computes in float64 and rounds the result to the output dtype once
 
 
 # --- bounds (derivations in docs/precision.md; u = unit roundoff, gamma_n = n u / (1 - n u)) ---
@@ -83,7 +85,8 @@ def _rounded(pre: float, dtype: torch.dtype, work_unit: float) -> float:
 
 def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None) -> float:
     """The fp32 engine result of a ``words``-word bf16 split: representation error of the kept word products,
-    plus the fp32 accumulation of each level (all of it, or ``chunk`` terms at a time added with Sum2)."""
+    plus the fp32 accumulation of each level (all of it, or ``chunk`` terms at a time added with Sum2), plus
+    what gradual underflow may cost (each call certifies it stays within UNDERFLOW_ALLOWANCE, or raises)."""
     n = 1 if _bits(dtype) <= 8 else words
     u, grow = U_BF16, (1 + U_BF16) ** 2  # |w_t| <= (1 + u) u**(t-1) |x|
     eps = u**n if 8 * n < _bits(dtype) else 0.0  # what n words leave of x; 0 when they hold all its bits
@@ -93,11 +96,12 @@ def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None)
     if chunk is None:
         pre += sum(gamma(terms - 1, U_FP32) * size for terms, size in levels)
         total = sum((1 + gamma(terms - 1, U_FP32)) * size for terms, size in levels)
-        return pre + gamma(n - 1, U_FP32) * total  # the levels added one by one
+        return pre + gamma(n - 1, U_FP32) * total + reference.UNDERFLOW_ALLOWANCE  # levels added one by one
     partials = sum(math.ceil(terms / chunk) for terms, _ in levels)
     total = sum((1 + gamma(min(terms, chunk) - 1, U_FP32)) * size for terms, size in levels)
     pre += sum(gamma(min(terms, chunk) - 1, U_FP32) * size for terms, size in levels)
-    return pre + (U_FP32 + gamma(partials - 1, U_FP32) ** 2) * total  # Sum2: u |s| + gamma_{m-1}^2 sum |p|
+    # Sum2 adds u |s| + gamma_{m-1}^2 sum |p|
+    return pre + (U_FP32 + gamma(partials - 1, U_FP32) ** 2) * total + reference.UNDERFLOW_ALLOWANCE
 
 
 def _native_bound(dtype: torch.dtype, K: int) -> float | None:
@@ -131,9 +135,9 @@ MODES: dict[str, Mode] = {m.name: m for m in (
          "bf16x6", lambda s: 6,
          lambda dtype, K: _rounded(_split_pre(3, dtype, K, reference.BF16X6_CHUNK), dtype, U_FP32)),
     Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
-         "ozaki", lambda s: s * (s + 1) // 2 + 1, _ozaki_bound, params=("slices",)),
+         "ozaki", lambda s: s * (s + 1) // 2 + 1, _ozaki_bound, params=("slices",), float64_working=True),
     Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", lambda s: 0,
-         lambda dtype, K: _rounded(gamma(K, U_FP64), dtype, U_FP64), aliases=("fp64",)),
+         lambda dtype, K: _rounded(gamma(K, U_FP64), dtype, U_FP64), aliases=("fp64",), float64_working=True),
 )}
 ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}
 # Selection order: cheapest on the device first; kahan (host float64) is the last resort. sr never appears:
@@ -291,10 +295,12 @@ def precision(mode: str | None = None, *, target_forward_error: float | None = N
 
 def scope(mode: str | None, target_forward_error: float | None, target_relative_error: float | None,
           func: str) -> contextlib.AbstractContextManager[list[Check] | None]:
-    """The per-call precision arguments of a front door, checked for conflicts naming ``func``: a
+    """The per-call precision arguments of a front door, checked here so errors name ``func``: a
     target_relative_error= becomes a ``precision`` block around the call (its report is the call's);
     precision= and target_forward_error= travel on to ``resolve`` as they are."""
-    if target_relative_error is None and (mode is None or target_forward_error is None):
+    if target_relative_error is None:
+        if mode is not None or target_forward_error is not None:
+            _setting(mode, target_forward_error, {}, func)
         return _NO_SCOPE
     return _activate(_setting(mode, target_forward_error, {}, func, target_relative_error))
 
@@ -304,6 +310,33 @@ def record(check: Check) -> None:
     report = _REPORT.get()
     if report is not None:
         report.append(check)
+
+
+def active_setting() -> Hashable:
+    """The precision setting in force (None for the device default): what a cache of contraction results must
+    key them by, since the same operands give different results under different modes."""
+    return _ACTIVE.get()
+
+
+@contextlib.contextmanager
+def captured_checks() -> Iterator[list[Check]]:
+    """The checks recorded inside the block, which still reach the enclosing report: a cache stores them beside
+    its result and ``replay``s them when it reuses it, so every report lists every step it depends on."""
+    outer = _REPORT.get()
+    inner: list[Check] = []
+    token = _REPORT.set(None if outer is None else inner)
+    try:
+        yield inner
+    finally:
+        _REPORT.reset(token)
+        if outer is not None:
+            outer.extend(inner)
+
+
+def replay(checks: Iterable[Check]) -> None:
+    """Record again the checks of a cached result that is reused (see ``captured_checks``)."""
+    for check in checks:
+        record(check)
 
 
 def last_precision_report() -> list[Check] | None:
@@ -343,8 +376,8 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str = "target_forwa
         if candidate.bound <= target:
             return candidate
         best = candidate if best is None or candidate.bound < best.bound else best
-    raise ValueError(f"select_precision: no mode reaches {what}={target:g} for {dtype} with "
-                     f"K={K}; the best available bound is {best.bound:.3g}, from {best.label}")
+    raise PrecisionError(f"no mode reaches {what}={target:g} for {dtype} with K={K}; the best available bound "
+                         f"is {best.bound:.3g}, from {best.label}", "select_precision")
 
 
 def select_precision(dtype: torch.dtype, K: int, target: float) -> Resolved:
@@ -354,12 +387,33 @@ def select_precision(dtype: torch.dtype, K: int, target: float) -> Resolved:
     return _select(dtype, K, _check_target(target, "select_precision"))
 
 
-def error_bound(mode: str, dtype: torch.dtype, K: int, **params: Any) -> float | None:
+def error_bound(mode: str, dtype: torch.dtype, K: int, *, ranks: int = 1, **params: Any) -> float | None:
     """The published componentwise bound of ``mode`` on a length-K contraction to ``dtype``, in units of
-    |A||B|, output rounding included; None where none is published (native bf16/fp16, integer dtypes)."""
+    |A||B|, output rounding included; None where none is published (native bf16/fp16, integer dtypes).
+
+    ``ranks``: K partitioned over that many ranks of a sharded contraction, each rank's product a summand of a
+    pending sum. Summing the R summands adds gamma_{R-1} of their magnitudes (at most (1 + b) |A||B|) in the
+    dtype the sum is held in: float64 for the modes that work in float64 (kahan, ozaki; the sharded engine
+    resolves them in float64 and rounds once), the output dtype otherwise; sqrt(2) more for complex parts."""
     dtype, K = _check_problem(dtype, K, "error_bound")
     name = _canonical(mode, "error_bound")
-    return _resolved(name, _check_params(name, params, "error_bound"), dtype, K).bound
+    bound = _resolved(name, _check_params(name, params, "error_bound"), dtype, K).bound
+    if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
+        raise ValueError(f"error_bound: ranks must be a positive int, got {ranks!r}")
+    if ranks == 1 or bound is None:
+        return bound
+    held = working_dtype(Resolved(name), dtype) or dtype
+    u_held, u_out = (_unit(d.to_real() if d.is_complex else d) for d in (held, dtype))
+    parts = math.sqrt(2) if dtype.is_complex else 1.0
+    return bound + parts * gamma(ranks - 1, u_held) * (1 + bound) * (1 + u_out)  # (1 + u_out): a final rounding
+
+
+def working_dtype(resolved: Resolved | None, dtype: torch.dtype) -> torch.dtype | None:
+    """float64 (complex128) where ``resolved`` runs a mode that works in float64 on narrower ``dtype`` data: the
+    dtype partial results must be summed in to keep that mode's single rounding. None otherwise."""
+    if resolved is None or not MODES[resolved.mode].float64_working:
+        return None
+    return {torch.float32: torch.float64, torch.complex64: torch.complex128}.get(dtype)
 
 
 def _default_mode(device: torch.device | str) -> str:

@@ -26,8 +26,11 @@ def matmul(x1: NeuronArray, x2: NeuronArray, /, *, precision: str | None = None,
            target_forward_error: float | None = None, target_relative_error: float | None = None) -> NeuronArray:
     """Matrix product with the standard's 1-D promotion and batch broadcasting (the ``@`` operator)."""
     t1, t2 = _operands(x1, x2, "matmul")
-    with _precision.scope(precision, target_forward_error, target_relative_error, "matmul()"):
-        return wrap(matmul_tensors(t1, t2, precision, target_forward_error))
+    try:
+        with _precision.scope(precision, target_forward_error, target_relative_error, "matmul()"):
+            return wrap(matmul_tensors(t1, t2, precision, target_forward_error))
+    except _precision.PrecisionError as e:  # raised where the mode is resolved or run: name this function
+        raise e.named("matmul()") from e.__cause__
 
 
 def matrix_transpose(x: NeuronArray, /) -> NeuronArray:
@@ -43,13 +46,19 @@ def tensordot(x1: NeuronArray, x2: NeuronArray, /, *, axes: int | tuple[Sequence
               target_relative_error: float | None = None) -> NeuronArray:
     """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences."""
     t1, t2 = _operands(x1, x2, "tensordot")
-    with _precision.scope(precision, target_forward_error, target_relative_error, "tensordot()"):
-        return wrap(tensordot_tensors(t1, t2, axes, precision, target_forward_error))
+    try:
+        with _precision.scope(precision, target_forward_error, target_relative_error, "tensordot()"):
+            return wrap(tensordot_tensors(t1, t2, axes, precision, target_forward_error))
+    except _precision.PrecisionError as e:  # raised where the mode is resolved or run: name this function
+        raise e.named("tensordot()") from e.__cause__
 
 
 def vecdot(x1: NeuronArray, x2: NeuronArray, /, *, axis: int = -1, precision: str | None = None,
            target_forward_error: float | None = None, target_relative_error: float | None = None) -> NeuronArray:
     """Dot products of vectors along ``axis`` (negative), conjugating x1; other axes broadcast."""
     t1, t2 = _operands(x1, x2, "vecdot")
-    with _precision.scope(precision, target_forward_error, target_relative_error, "vecdot()"):
-        return wrap(vecdot_tensors(t1, t2, axis, precision, target_forward_error))
+    try:
+        with _precision.scope(precision, target_forward_error, target_relative_error, "vecdot()"):
+            return wrap(vecdot_tensors(t1, t2, axis, precision, target_forward_error))
+    except _precision.PrecisionError as e:  # raised where the mode is resolved or run: name this function
+        raise e.named("vecdot()") from e.__cause__

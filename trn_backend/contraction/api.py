@@ -11,15 +11,27 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
-from .. import _dtypes, _precision
-from .._helpers import NeuronArray, check_same_device, normalize_axis, tensor, wrap
+from .. import _device, _dtypes, _precision
+from .._helpers import (
+    PY_SCALARS,
+    NeuronArray,
+    as_py_scalar,
+    check_same_device,
+    normalize_axis,
+    scalar_dtype,
+    scalar_to_tensor,
+    tensor,
+    wrap,
+)
 from . import execute, paths
 from .parse import Spec, parse, symbol
 from .plan import Entry, entry, result_dtype
 
-__all__ = ["einsum", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors", "vecdot_tensors"]
+__all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors",
+           "vecdot_tensors"]
 
 Precision = str | None
 
@@ -32,10 +44,29 @@ def einsum(subscripts: str, /, *operands: NeuronArray, optimize: object = "auto"
     ``precision``, ``target_forward_error`` or ``target_relative_error`` (one of them) choose the precision mode of
     every binary step.
     """
-    ts = [tensor(x, "einsum", f"operands[{i}]") for i, x in enumerate(operands)]
-    check_same_device(ts, "einsum", "operands")
-    with _precision.scope(precision, target_forward_error, target_relative_error, "einsum()"):
-        return wrap(einsum_tensors(subscripts, ts, optimize, precision, target_forward_error))
+    ts = einsum_operands(operands, "einsum")
+    try:
+        with _precision.scope(precision, target_forward_error, target_relative_error, "einsum()"):
+            return wrap(einsum_tensors(subscripts, ts, optimize, precision, target_forward_error))
+    except _precision.PrecisionError as e:  # raised where the mode is resolved or run: name this function
+        raise e.named("einsum()") from e.__cause__
+
+
+def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]:
+    """The tensors of einsum operands on one device: NeuronArrays as they are, Python (and NumPy) scalars as weak
+    scalars, as in NEP 50: 0-d tensors of the dtype each combines to with the arrays' dtype, on their device."""
+    values = [as_py_scalar(x) for x in operands]
+    arrays = [tensor(x, func, f"operands[{i}]") for i, x in enumerate(values) if not isinstance(x, PY_SCALARS)]
+    check_same_device(arrays, func, "operands")
+    if len(arrays) == len(values):
+        return arrays
+    if arrays:
+        dtype, device = result_dtype(tuple(t.dtype for t in arrays), func), arrays[0].device
+    else:  # scalars only: each takes its default dtype (what it combines to with bool), then promotion decides
+        dtype, device = _dtypes.bool, _device.default_device()
+    found = iter(arrays)
+    return [next(found) if not isinstance(x, PY_SCALARS) else
+            scalar_to_tensor(x, scalar_dtype(x, dtype, func), device, func) for x in values]
 
 
 def einsum_tensors(subscripts: str, ts: list[torch.Tensor], optimize: object = "auto",
@@ -49,6 +80,7 @@ def contract_spec(spec: Spec, ts: list[torch.Tensor], optimize: object = "auto",
                   target_forward_error: float | None = None) -> torch.Tensor:
     """Contract tensors labelled by a parsed ``spec``: one planned step, or a path of them."""
     if len(ts) <= 2:
+        paths.check_optimize(optimize)  # there is no path to choose, but a wrong choice is still an error
         return execute.contract(spec.inputs, spec.output, ts, precision, target_forward_error)
     # promote once, so every step computes in the result dtype (as NumPy does)
     dtype = result_dtype(tuple(t.dtype for t in ts))
@@ -64,34 +96,37 @@ Size = tuple[int, ...]
 def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precision: Precision = None,
                       target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's tensordot: ``axes`` an int N (last N of a with first N of b) or a pair of axis sequences."""
-    try:  # an int, or a pair of tuples as opt_einsum passes them, hits the cache directly
-        found = _tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, axes)
-    except TypeError:
-        found = _tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, _hashable_axes(axes))
+    # validated and made canonical (ints) before the cache: 2.0 and True hash like 2 and 1
+    key = axes if type(axes) is int else _canonical_axes(axes)
+    found = _tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, key)
     return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
 
 
-def _hashable_axes(axes: object) -> object:
-    if isinstance(axes, bool) or not isinstance(axes, (int, Sequence)) or (
-            isinstance(axes, Sequence) and len(axes) != 2):
-        raise TypeError(f"tensordot(): axes must be an int or a pair of axis sequences, got {axes!r}")
-    if isinstance(axes, int):
-        return axes
-    return tuple(tuple(x) if isinstance(x, Sequence) else x for x in axes)
+def _canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]]:
+    """``axes`` as an int or a pair of int tuples; anything else is a TypeError naming it."""
+    if _is_int(axes):
+        return int(axes)
+    if isinstance(axes, Sequence) and not isinstance(axes, str) and len(axes) == 2:
+        pair = tuple(tuple(x) if isinstance(x, Sequence) and not isinstance(x, str) else (x,) for x in axes)
+        if all(_is_int(i) for side in pair for i in side):
+            return tuple(tuple(int(i) for i in side) for side in pair)
+    raise TypeError(f"tensordot(): axes must be an int or a pair of sequences of ints, got {axes!r}")
+
+
+def _is_int(x: object) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 @functools.lru_cache(maxsize=4096)
 def _tensordot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Entry:
     result_dtype((da, db), "tensordot")
-    if isinstance(axes, bool) or not isinstance(axes, (int, tuple)) or (isinstance(axes, tuple) and len(axes) != 2):
-        raise TypeError(f"tensordot(): axes must be an int or a pair of axis sequences, got {axes!r}")
     if isinstance(axes, int):
         if not 0 <= axes <= min(len(sa), len(sb)):
             raise ValueError(f"tensordot(): axes={axes} must be between 0 and the smaller rank "
                              f"({min(len(sa), len(sb))}) of x1 and x2")
         axes_a, axes_b = tuple(range(len(sa) - axes, len(sa))), tuple(range(axes))
     else:
-        axes_a, axes_b = ((x,) if isinstance(x, int) else x for x in axes)
+        axes_a, axes_b = axes
         if len(axes_a) != len(axes_b):
             raise ValueError(f"tensordot(): axes {axes!r} name {len(axes_a)} axes of x1 but {len(axes_b)} of x2")
         axes_a = tuple(normalize_axis(i, len(sa), "tensordot") for i in axes_a)
@@ -148,6 +183,10 @@ def _check_broadcast(s1: Size, s2: Size, func: str, what: str, full1: Size, full
 def vecdot_tensors(a: torch.Tensor, b: torch.Tensor, axis: int = -1, precision: Precision = None,
                    target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's vecdot: sum of conj(a) * b over ``axis`` (negative, counted from the end of each)."""
+    if type(axis) is not int:  # checked before the cache, where -1.0 and True would hash like ints
+        if not _is_int(axis):
+            raise TypeError(f"vecdot(): axis must be an int, got {type(axis).__name__}")
+        axis = int(axis)
     found = _vecdot_entry(a.shape, b.shape, a.dtype, b.dtype, axis)
     a = a.conj() if a.is_complex() else a
     return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
@@ -155,8 +194,6 @@ def vecdot_tensors(a: torch.Tensor, b: torch.Tensor, axis: int = -1, precision: 
 
 @functools.lru_cache(maxsize=4096)
 def _vecdot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axis: int) -> Entry:
-    if isinstance(axis, bool) or not isinstance(axis, int):
-        raise TypeError(f"vecdot(): axis must be an int, got {type(axis).__name__}")
     low = -min(len(sa), len(sb))
     if not low <= axis <= -1:
         raise (ValueError if axis >= 0 else IndexError)(

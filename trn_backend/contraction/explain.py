@@ -8,7 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import _device, _dtypes
+from .. import _device, _dtypes, _precision
 from .._helpers import NeuronArray
 from . import paths
 from .parse import Shapes, parse
@@ -67,6 +67,8 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
     totals. Operands may be arrays (NeuronArray, NumPy, torch) or shapes; shapes use ``dtype`` (default float)."""
     shapes, dtypes, device = _describe(operands_or_shapes, dtype)
     spec = parse(subscripts, shapes, "explain")
+    _precision.scope(precision, target_forward_error, None, "explain()")  # a wrong choice raises here
+    paths.check_optimize(optimize, "explain")
     if len(shapes) <= 2:
         path = (tuple(range(len(shapes))),)
         chain = [(spec.inputs, spec.output, shapes)]
@@ -75,8 +77,11 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
         path = tuple(tuple(sorted(s.positions)) for s in steps)
         chain = [link for s in steps for link in s.chain]
     out_dtype = result_dtype(dtypes, "explain")
-    plans = tuple(plan_for(inputs, output, step_shapes, (out_dtype,) * len(inputs), device, precision,
-                           target_forward_error) for inputs, output, step_shapes in chain)
+    try:
+        plans = tuple(plan_for(inputs, output, step_shapes, (out_dtype,) * len(inputs), device, precision,
+                               target_forward_error) for inputs, output, step_shapes in chain)
+    except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
+        raise e.named("explain()") from None
     return Explanation(subscripts, shapes, out_dtype, path, plans)
 
 
@@ -89,17 +94,33 @@ def _describe(operands: Sequence[object], dtype: torch.dtype | None
         if isinstance(x, (NeuronArray, torch.Tensor)):
             t = x._t if isinstance(x, NeuronArray) else x
             shapes.append(tuple(t.shape))
-            dtypes.append(t.dtype)
+            dtypes.append(_supported(t.dtype, i))
             device = t.device
         elif isinstance(x, np.ndarray):
             shapes.append(x.shape)
-            dtypes.append(torch.from_numpy(np.empty(0, x.dtype)).dtype)
+            dtypes.append(_supported(_numpy_dtype(x.dtype, i), i))
         elif isinstance(x, Sequence) and all(isinstance(d, (int, np.integer)) and d >= 0 for d in x):
             shapes.append(tuple(int(d) for d in x))
             dtypes.append(default)
         else:
             raise TypeError(f"explain(): operand {i} must be an array or a shape (a tuple of sizes), got {x!r}")
     return tuple(shapes), tuple(dtypes), device
+
+
+def _numpy_dtype(dtype: np.dtype, i: int) -> torch.dtype:
+    try:
+        return torch.from_numpy(np.empty(0, dtype)).dtype
+    except TypeError:
+        raise TypeError(f"explain(): operand {i} has NumPy dtype {dtype}, which trn_backend does not support; "
+                        f"supported: {', '.join(_dtypes.NAMES.values())}") from None
+
+
+def _supported(dtype: torch.dtype, i: int) -> torch.dtype:
+    """A dtype of the namespace; others (float16, bfloat16, ...) are a TypeError naming the operand."""
+    if dtype not in _dtypes.ALL:
+        raise TypeError(f"explain(): operand {i} has dtype {_dtypes.name(dtype)}, which trn_backend does not "
+                        f"support; supported: {', '.join(_dtypes.NAMES.values())}")
+    return dtype
 
 
 def _mode_text(p: Plan) -> str:

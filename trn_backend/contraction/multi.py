@@ -32,11 +32,14 @@ def multi_einsum(*contractions: Sequence[object], precision: str | None = None,
         key = (spec, tuple(t.shape for t in ts), tuple(t.dtype for t in ts), ts[0].device)
         groups.setdefault(key, []).append(i)
     results: list[torch.Tensor | None] = [None] * len(contractions)
-    for members in groups.values():
-        outs = _run_group(unpacked[members[0]][0], [unpacked[i][1] for i in members], precision,
-                          target_forward_error)
-        for i, out in zip(members, outs, strict=True):
-            results[i] = out
+    try:
+        for members in groups.values():
+            outs = _run_group(unpacked[members[0]][0], [unpacked[i][1] for i in members], precision,
+                              target_forward_error)
+            for i, out in zip(members, outs, strict=True):
+                results[i] = out
+    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name this function
+        raise e.named("multi_einsum()") from e.__cause__
     return [wrap(r) for r in results]
 
 

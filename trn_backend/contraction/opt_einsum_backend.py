@@ -1,8 +1,9 @@
 """The opt_einsum backend "trn", and ``contract`` / ``contract_expression`` conveniences that use it.
 
-opt_einsum has no public backend registry: ``register()`` adds this module to its private dispatch tables (the
-pyproject pins the opt_einsum minor series this was written against; ``tests/test_opt_einsum_backend.py`` checks
-it). ``backend="trn"`` then calls ``einsum``, ``tensordot`` and ``transpose`` below, which accept NeuronArray,
+opt_einsum has no public backend registry: ``register()`` adds this module to its private dispatch tables, and
+keys its two caches (``constants=`` folding, ``shared_intermediates``) by the precision setting for this backend
+(the pyproject pins the opt_einsum minor series this was written against; ``tests/test_opt_einsum_backend.py``
+checks it). ``backend="trn"`` then calls ``einsum``, ``tensordot`` and ``transpose`` below, which accept NeuronArray,
 NumPy and torch operands (converted without a copy where possible) and return NeuronArrays; expressions called
 on NumPy arrays convert back, as opt_einsum's torch backend does. NeuronArray inputs with ``backend="auto"`` come
 here too: opt_einsum names the backend after the array's top-level module, ``trn_backend``, aliased to this one.
@@ -16,20 +17,25 @@ from typing import Any
 import numpy as np
 import opt_einsum
 import torch
+from opt_einsum import sharing
 from opt_einsum.backends import dispatch
+from opt_einsum.contract import ContractExpression
 from opt_einsum.sharing import to_backend_cache_wrap
 
-from .. import _precision
+from .. import _dtypes, _precision
 from .._api.creation import asarray
-from .._helpers import NeuronArray, wrap
-from .api import einsum as _einsum
-from .api import tensordot_tensors
+from .._helpers import PY_SCALARS, NeuronArray, wrap
+from .api import einsum_operands, einsum_tensors, tensordot_tensors
+from .parse import parse
+from .paths import shape_of
+from .plan import result_dtype
 
 __all__ = ["einsum", "tensordot", "transpose", "contract", "contract_expression", "Expression", "register",
            "OPT_EINSUM_SERIES"]
 
 # The opt_einsum release series whose private dispatch module ``register`` writes into.
 OPT_EINSUM_SERIES = "3.4"
+_OPT_EINSUM_CALL = "opt_einsum.contract(backend='trn')"  # what precision errors name when opt_einsum calls us
 
 
 def to_trn(x: object) -> NeuronArray:
@@ -41,22 +47,57 @@ def to_trn(x: object) -> NeuronArray:
     if isinstance(x, (np.ndarray, np.generic)):
         return asarray(x)
     raise TypeError(f"opt_einsum backend 'trn' got an operand of type {type(x).__name__}; "
-                    "pass NeuronArray, NumPy or torch arrays")
+                    "pass NeuronArray, NumPy or torch arrays, or Python scalars")
+
+
+def _operands(operands: tuple[object, ...], func: str) -> list[torch.Tensor]:
+    """Operands as tensors: arrays through ``to_trn``, Python scalars as weak scalars (``einsum_operands``)."""
+    return einsum_operands([x if isinstance(x, PY_SCALARS) else to_trn(x) for x in operands], func)
 
 
 def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
            optimize: object = "auto") -> NeuronArray:
-    """The einsum opt_einsum calls for steps that are not plain tensordots (batched ones, for instance)."""
-    result = _einsum(subscripts, *map(to_trn, operands), optimize=optimize)
+    """The einsum opt_einsum calls for steps that are not plain tensordots (batched ones, for instance); an
+    ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe')."""
+    ts = _operands(operands, "einsum")
+    if out is not None:
+        check_out(out, subscripts, ts, "einsum")
+    try:
+        result = wrap(einsum_tensors(subscripts, ts, optimize))
+    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name opt_einsum's call
+        raise e.named(_OPT_EINSUM_CALL) from e.__cause__
     if out is None:
         return result
     out[...] = result
     return out
 
 
+def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str) -> None:
+    """``out=`` of a contraction: a NeuronArray of the result's shape, on its device, of a dtype NumPy's einsum
+    would write the result to (casting='safe'); anything else is refused before any work is done."""
+    if not isinstance(out, NeuronArray):
+        raise TypeError(f"{func}(): out= must be a NeuronArray, got {type(out).__name__}")
+    if isinstance(subscripts, str):
+        spec = parse(subscripts, tuple(tuple(t.shape) for t in ts), func)
+        shape = shape_of(spec.output, list(zip(spec.inputs, (tuple(t.shape) for t in ts), strict=True)))
+        if out.shape != shape:
+            raise ValueError(f"{func}(): out= has shape {out.shape}, but the result of {subscripts!r} has shape "
+                             f"{shape}")
+    dtype = result_dtype(tuple(t.dtype for t in ts), func)
+    if not np.can_cast(np.dtype(_dtypes.name(dtype)), np.dtype(_dtypes.name(out.dtype)), casting="safe"):
+        raise TypeError(f"{func}(): cannot write the {_dtypes.name(dtype)} result into out= of dtype "
+                        f"{_dtypes.name(out.dtype)} (NumPy's einsum casting='safe' rule)")
+    if ts and out.device != ts[0].device:
+        raise ValueError(f"{func}(): out= is on {out.device}, the operands on {ts[0].device}")
+
+
 def tensordot(x: object, y: object, axes: int | tuple[Any, Any] = 2) -> NeuronArray:
     """The tensordot opt_einsum calls, lowered by the planner (see ``trn_backend.tensordot``)."""
-    return wrap(tensordot_tensors(to_trn(x)._t, to_trn(y)._t, axes))
+    a, b = _operands((x, y), "tensordot")
+    try:
+        return wrap(tensordot_tensors(a, b, axes))
+    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name opt_einsum's call
+        raise e.named(_OPT_EINSUM_CALL) from e.__cause__
 
 
 def transpose(x: object, axes: tuple[int, ...]) -> NeuronArray:
@@ -85,12 +126,58 @@ def evaluate_constants(const_arrays: list[object], expr: Any) -> Any:
     return expr(*(_to_trn_shared(x) for x in const_arrays), backend="trn", evaluate_constants=True)
 
 
+# --- opt_einsum's caches, keyed by the precision setting: its constants and shared intermediates are keyed
+# by backend name only, so a result computed under one mode would be reused under another. ---
+
+_NAMES = ("trn", "trn_backend")
+_CONTRACTIONS = ("tensordot", "einsum")
+_opt_einsum_memoize = sharing._memoize
+_opt_einsum_constants = ContractExpression._get_evaluated_constants
+
+
+def _memoize(key: tuple, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """opt_einsum's ``shared_intermediates`` memo: for this backend's contractions, keyed by the precision
+    setting too, with the precision checks made on the way replayed on every reuse."""
+    if key[0] not in _CONTRACTIONS or key[1] not in _NAMES:
+        return _opt_einsum_memoize(key, fn, *args, **kwargs)
+    cache = sharing.get_sharing_cache()
+    key = (*key, _precision.active_setting())
+    if key not in cache:
+        with _precision.captured_checks() as checks:
+            result = fn(*args, **kwargs)
+        cache[key] = (result, tuple(checks))
+        return result
+    result, checks = cache[key]
+    _precision.replay(checks)
+    return result
+
+
+def _evaluated_constants(self: ContractExpression, backend: str) -> list[Any]:
+    """``ContractExpression``'s folded constants: for this backend, folded once per precision setting (and
+    their checks replayed on every reuse) instead of once under whichever mode the first call ran."""
+    if backend not in _NAMES:
+        return _opt_einsum_constants(self, backend)
+    folds = self.__dict__.setdefault("_trn_folds", {})
+    key = (backend, _precision.active_setting())
+    if key not in folds:
+        with _precision.captured_checks() as checks:
+            self.evaluate_constants(backend)
+        folds[key] = (self._evaluated_constants[backend], tuple(checks))
+        return folds[key][0]
+    operands, checks = folds[key]
+    _precision.replay(checks)
+    return operands
+
+
 def register() -> None:
-    """Make ``backend="trn"`` (and ``"auto"`` on NeuronArrays) reach this module."""
-    for name in ("trn", "trn_backend"):
+    """Make ``backend="trn"`` (and ``"auto"`` on NeuronArrays) reach this module, with opt_einsum's caches keyed
+    by the precision setting for it."""
+    for name in _NAMES:
         dispatch._aliases[name] = __name__
     dispatch.CONVERT_BACKENDS["trn"] = build_expression
     dispatch.EVAL_CONSTS_BACKENDS["trn"] = evaluate_constants
+    sharing._memoize = _memoize
+    ContractExpression._get_evaluated_constants = _evaluated_constants
 
 
 # --- conveniences ---
@@ -111,16 +198,25 @@ def contract(subscripts: Any, *operands: Any, precision: str | None = None,
     target (with target_relative_error=, ``trn_backend.last_precision_report()`` then tells the modes run)."""
     if "backend" in kwargs:
         raise TypeError("trn_backend.contract() always uses backend='trn'; call opt_einsum.contract for others")
-    with _precision_scope(precision, target_forward_error, target_relative_error):
-        if kwargs.get("memory_limit") is not None:
-            # sliced with cotengra, the slices spread over the ranks (imported on use: torch.distributed)
-            from ..distributed import _slicing
+    try:
+        with _precision_scope(precision, target_forward_error, target_relative_error):
+            return _contract(subscripts, operands, kwargs)
+    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name this function
+        raise e.named("contract()") from e.__cause__
 
-            return _slicing.contract(subscripts, *map(to_trn, operands), **kwargs)
-        if kwargs.get("optimize", True) is False:
-            # opt_einsum sends optimize=False to numpy.einsum whatever the backend: keep it on the engine
-            return einsum(subscripts, *operands, out=kwargs.get("out"), optimize=False)
-        return opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)
+
+def _contract(subscripts: Any, operands: tuple[Any, ...], kwargs: dict[str, Any]) -> NeuronArray:
+    if kwargs.get("out") is not None and isinstance(subscripts, str):
+        check_out(kwargs["out"], subscripts, _operands(operands, "contract"), "contract")
+    if kwargs.get("memory_limit") is not None:
+        # sliced with cotengra, the slices spread over the ranks (imported on use: torch.distributed)
+        from ..distributed import _slicing
+
+        return _slicing.contract(subscripts, *map(to_trn, operands), **kwargs)
+    if kwargs.get("optimize", True) is False:
+        # opt_einsum sends optimize=False to numpy.einsum whatever the backend: keep it on the engine
+        return einsum(subscripts, *operands, out=kwargs.get("out"), optimize=False)
+    return opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)
 
 
 class Expression:
@@ -135,8 +231,11 @@ class Expression:
         self.target_relative_error = target_relative_error
 
     def __call__(self, *arrays: Any, out: Any = None) -> Any:
-        with _precision_scope(self.precision, self.target_forward_error, self.target_relative_error):
-            return self.expression(*arrays, backend="trn", out=out)
+        try:
+            with _precision_scope(self.precision, self.target_forward_error, self.target_relative_error):
+                return self.expression(*arrays, backend="trn", out=out)
+        except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name the expression
+            raise e.named("contract_expression(...)()") from e.__cause__
 
     def __repr__(self) -> str:
         return f"trn_backend.{self.expression!r}"

@@ -12,6 +12,7 @@ import dataclasses
 import functools
 from collections.abc import Sequence
 
+import numpy as np
 import opt_einsum
 import torch
 
@@ -19,7 +20,7 @@ from . import execute
 from .parse import Shapes, Spec
 from .plan import natural_output
 
-__all__ = ["Step", "steps", "run"]
+__all__ = ["Step", "steps", "run", "shape_of", "check_optimize"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,7 +34,7 @@ class Step:
 
 def steps(spec: Spec, shapes: Shapes, optimize: object = "auto") -> tuple[Step, ...]:
     """The contraction steps for ``spec``; cached unless ``optimize`` is an optimizer object."""
-    key = _optimize_key(optimize)
+    key = check_optimize(optimize)
     if key is None:
         return _steps(spec, shapes, _path(spec, shapes, optimize))
     return _cached_steps(spec, shapes, key)
@@ -56,21 +57,26 @@ def run(spec: Spec, tensors: Sequence[torch.Tensor], optimize: object = "auto", 
     return terms[0]
 
 
-def _optimize_key(optimize: object) -> object:
-    """A hashable form of ``optimize`` for the step cache, or None for optimizer objects (they keep state)."""
+def check_optimize(optimize: object, func: str = "einsum") -> object:
+    """``optimize`` validated (an error names ``func``), as a hashable key for the step cache; None for
+    optimizer objects (they keep state). Front doors check it even when there is no path to choose."""
     if optimize is None or optimize is True:
         return "auto"
-    if optimize is False or isinstance(optimize, str):
+    if optimize is False:
+        return optimize
+    if isinstance(optimize, str):
+        if optimize not in opt_einsum.paths._PATH_OPTIONS:
+            raise ValueError(f"{func}(): unknown optimize={optimize!r}; known: "
+                             f"{', '.join(sorted(opt_einsum.paths._PATH_OPTIONS))}")
         return optimize
     if isinstance(optimize, opt_einsum.paths.PathOptimizer):
         return None
     if isinstance(optimize, (list, tuple)):
         path = list(optimize[1:] if optimize and optimize[0] == "einsum_path" else optimize)
-        try:
+        if all(isinstance(step, (list, tuple)) and all(
+                isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in step) for step in path):
             return tuple(tuple(int(i) for i in step) for step in path)
-        except TypeError:
-            pass
-    raise TypeError(f"einsum(): optimize must be an optimizer name, a PathOptimizer, an explicit path such as "
+    raise TypeError(f"{func}(): optimize must be an optimizer name, a PathOptimizer, an explicit path such as "
                     f"[(0, 1), (0, 1)], True or False; got {optimize!r}")
 
 
@@ -90,12 +96,7 @@ def _path(spec: Spec, shapes: Shapes, optimize: object) -> tuple[tuple[int, ...]
     sizes = _label_sizes(zip(spec.inputs, shapes, strict=True))
     if isinstance(optimize, opt_einsum.paths.PathOptimizer):
         return tuple(tuple(s) for s in optimize(inputs, output, sizes, None))
-    name = "auto" if optimize in (None, True) else optimize
-    try:
-        finder = opt_einsum.paths.get_path_fn(name)
-    except KeyError:
-        raise ValueError(f"einsum(): unknown optimize={name!r}; known: "
-                         f"{', '.join(sorted(opt_einsum.paths._PATH_OPTIONS))}") from None
+    finder = opt_einsum.paths.get_path_fn(optimize)  # a name check_optimize has checked
     return tuple(tuple(s) for s in finder(inputs, output, sizes, None))
 
 
@@ -117,7 +118,7 @@ def _steps(spec: Spec, shapes: Shapes, path: tuple[tuple[int, ...], ...]) -> tup
         if len(taken) == 1:
             out = spec.output if last else "".join(dict.fromkeys(c for c in acc[0] if c in needed))
             chain.append(((acc[0],), out, (acc[1],)))
-            acc = (out, _shape(out, [acc]))
+            acc = (out, shape_of(out, [acc]))
         for i, nxt in enumerate(taken[1:], start=2):
             keep = needed + "".join(t for t, _ in taken[i:])
             pair = (acc[0], nxt[0])
@@ -127,7 +128,7 @@ def _steps(spec: Spec, shapes: Shapes, path: tuple[tuple[int, ...], ...]) -> tup
                 out = natural_output(pair, "".join(dict.fromkeys(c for c in acc[0] + nxt[0] if c in keep)),
                                      (acc[1], nxt[1]))
             chain.append((pair, out, (acc[1], nxt[1])))
-            acc = (out, _shape(out, [acc, nxt]))
+            acc = (out, shape_of(out, [acc, nxt]))
         terms.append(acc)
         result.append(Step(positions, tuple(chain)))
     if len(terms) != 1:
@@ -144,7 +145,7 @@ def _label_sizes(terms) -> dict[str, int]:
     return sizes
 
 
-def _shape(labels: str, terms: list[tuple[str, tuple[int, ...]]]) -> tuple[int, ...]:
+def shape_of(labels: str, terms: list[tuple[str, tuple[int, ...]]]) -> tuple[int, ...]:
     """The shape of the result with ``labels`` of contracting ``terms``."""
     sizes = _label_sizes(terms)
     return tuple(sizes[c] for c in labels)

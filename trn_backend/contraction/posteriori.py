@@ -12,8 +12,10 @@ columns of |B| by powers of two (so it covers the whole float64 range); its own 
 S <= S^ / (1 - b_fast). With E the resulting bound on |C^ - C|, r = E / |C^| and |C| >= |C^| - E, each entry's
 error relative to the exact |C| is at most r / (1 - r): infinite where r >= 1, where C^ = 0 < S, and where C^
 or S^ is not finite although the entry's inputs are. Entries fed by an inf or nan input are left out: every
-mode gives native arithmetic's inf or nan there. An S^ of zero is trusted as an exact zero only where an exact
-count of the nonzero products (one more pass, only then) says so; otherwise every product underflowed.
+mode gives native arithmetic's inf or nan there. The pass raises tiny nonzero magnitudes to 2**-44 (still an
+upper bound), so it never underflows and an S^ of zero is an exact zero. Every published mode bound holds for
+any finite operands (the split modes scale by powers of two and certify their underflow, or raise), so the
+estimate never vouches for arithmetic that left its range. K = 0 gives exact zeros, with nothing to check.
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     and rerun one rung up the ladder while the estimate misses; the modes tried are recorded (a ``Check``)."""
     kernel = getattr(kernels, plan.kernel)
     K, target = plan.bmkn[2], plan.resolved.target_relative_error
+    if K == 0 or a.numel() == 0 or b.numel() == 0:  # an empty sum, or an empty result: exact, nothing to check
+        _precision.record(_precision.Check(plan.subscripts, K, target, ((plan.resolved.label, 0.0),)))
+        return kernel(a, b, plan.resolved.mode, **plan.resolved.kwargs)
     scale, zero = _magnitude(kernel, a, b, K)
     special = _special(a, b)
     resolved: _precision.Resolved | None = plan.resolved
@@ -42,7 +47,7 @@ def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         try:
             out = kernel(a, b, resolved.mode, **resolved.kwargs)
             estimate = _estimate(out, scale, zero, *_terms(resolved, plan.dtype, K), special)
-        except ValueError as e:  # the mode cannot hold these operands (bf16's range, ozaki's slices): a miss
+        except _precision.PrecisionError as e:  # the mode cannot vouch for these operands (ozaki's slices): a miss
             error, estimate = e, math.inf
         tried.append((resolved.label, estimate))
         if estimate <= target:
@@ -53,19 +58,24 @@ def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if not check.met:
         label, best = min(tried, key=lambda t: t[1])
         steps = ", ".join(f"{m} {e:.3g}" for m, e in tried)
-        raise ValueError(f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (K={K}, "
-                         f"{plan.dtype}): the best a posteriori estimate reached is {best:.3g}, with {label} "
-                         f"(tried: {steps}); |C| is too small against |A||B| for this dtype") from error
+        raise _precision.PrecisionError(
+            f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (K={K}, {plan.dtype}): the "
+            f"best a posteriori estimate reached is {best:.3g}, with {label} (tried: {steps}); |C| is too small "
+            "against |A||B| for this dtype, or underflows it", "contraction") from error
     return out
 
 
-def _terms(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> tuple[float, float]:
-    """(b, e) with |C^ - C| <= b |A||B| + e |C^| entrywise: the float64 bound and the output rounding for a
-    float32 result (see the module docstring), else the published bound and 0."""
+def _terms(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> tuple[float, float, float]:
+    """(b, e, t) with |C^ - C| <= b |A||B| + e |C^| + t entrywise: the float64 bound and the output rounding for
+    a float32 result (see the module docstring), else the published bound and 0; t, what gradual underflow of
+    the result and of float64 products can cost beyond the bounds (at most K + 1 roundings to a subnormal,
+    half the smallest subnormal each, doubled for the two parts of a complex entry)."""
+    real = dtype.to_real() if dtype.is_complex else dtype
+    underflow = (K + 1) * torch.finfo(real).smallest_normal * torch.finfo(real).eps  # (K + 1) * 2 * eta
     if dtype is not torch.float32:
-        return resolved.bound, 0.0
+        return resolved.bound, 0.0, underflow
     u = _precision.U_FP32
-    return _precision.error_bound(resolved.mode, torch.float64, K, **resolved.kwargs), u / (1 - u)
+    return _precision.error_bound(resolved.mode, torch.float64, K, **resolved.kwargs), u / (1 - u), underflow
 
 
 def _escalate(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> _precision.Resolved | None:
@@ -78,18 +88,22 @@ def _escalate(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> _pre
     return nxt
 
 
+# Nonzero magnitudes below this are raised to it before the fast pass: an upper bound of |A'| stays one, and
+# every nonzero product term is then at least 2**-88, so the pass underflows nowhere (its zeros are exact).
+_FLOOR = 2.0**-44
+
+
 def _magnitude(kernel, a: torch.Tensor, b: torch.Tensor, K: int) -> tuple[torch.Tensor, torch.Tensor]:
     """An upper bound of |A||B| per entry (float64) from one fast pass, divided by (1 - its own bound), and
     where the entries are exact zeros. The rows of |A| and columns of |B| are scaled by powers of two to at
-    most 1 first (exact; ozaki's scaling), so neither bf16's range nor fp32 overflow limits the pass."""
+    most 1 first (exact; ozaki's scaling) and tiny nonzero magnitudes raised to _FLOOR, so neither range nor
+    underflow limits the pass."""
     a_scaled, e, b_scaled, f = reference._scaled(a.abs(), b.abs())
-    fast = kernel(a_scaled, b_scaled, "fast")
-    zero = fast == 0
-    if bool(zero.any()):
-        # 0/1 patterns are exact in bf16, and a sum of them is zero only if every term is: a true test
-        count = kernel((a != 0).double(), (b != 0).double(), "fast")
-        zero &= count == 0
-    return reference._ldexp(fast / (1 - _precision.error_bound("fast", torch.float64, K)), e + f), zero
+    a_up = torch.where(a_scaled != 0, a_scaled.clamp(min=_FLOOR), 0.0)
+    b_up = torch.where(b_scaled != 0, b_scaled.clamp(min=_FLOOR), 0.0)
+    fast = kernel(a_up, b_up, "fast")
+    bound = _precision.error_bound("fast", torch.float64, K)
+    return reference._ldexp(fast / (1 - bound), e + f), fast == 0
 
 
 def _special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
@@ -101,11 +115,12 @@ def _special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
 
 
 def _estimate(out: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bound: float, rounding: float,
-              special: torch.Tensor | None) -> float:
-    """max over entries of r / (1 - r), r = bound * scale / |out| + rounding (see the module docstring)."""
+              underflow: float, special: torch.Tensor | None) -> float:
+    """max over entries of r / (1 - r), r = (bound * scale + underflow) / |out| + rounding (see the module
+    docstring)."""
     c = out.abs().double()
     trusted = torch.isfinite(c) & torch.isfinite(scale) & (scale > 0)
-    r = torch.where(trusted, bound * scale / c + rounding, math.inf)  # C^ = 0 < S gives inf as well
+    r = torch.where(trusted, (bound * scale + underflow) / c + rounding, math.inf)  # C^ = 0 < S gives inf as well
     r = torch.where(r < 1, r / (1 - r), math.inf)
     r = torch.where(zero & (c == 0), 0.0, r)
     if special is not None:

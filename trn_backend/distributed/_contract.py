@@ -20,6 +20,7 @@ import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Shard
 
+from .. import _precision
 from ..contraction import execute as _execute
 from ..contraction.plan import Plan, entry
 from ._array import as_dtensor, redistribute
@@ -31,12 +32,19 @@ _LAYOUT = ("operands", "order", "kernel", "bmkn", "out_shape", "out_perm", "shap
 
 
 def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> DTensor:
-    """Run ``plan`` (made for the global shapes) on operands of which at least one is a DTensor."""
+    """Run ``plan`` (made for the global shapes) on operands of which at least one is a DTensor. A pending
+    result of a mode that works in float64 (kahan, ozaki) on narrower data keeps its summands in float64 and
+    is resolved at once, so the result is rounded once, as the mode promises, not once per rank and again."""
     inputs, output = _labels(plan.subscripts)
     dts, label = localize(tensors, inputs, plan.dtype, plan.subscripts)
     blocks = [t.to_local() for t in dts]
-    out = _execute.execute(_local_plan(plan, inputs, output, blocks), blocks)
-    return finish(out, dts, label, output, plan.shape)
+    local = _local_plan(plan, inputs, output, blocks)
+    working = _precision.working_dtype(plan.resolved, plan.dtype) if _pending(dts, label, output) else None
+    if working is None:
+        return finish(_execute.execute(local, blocks), dts, label, output, plan.shape)
+    summand = _execute.execute(dataclasses.replace(local, dtype=working), blocks)
+    total = redistribute(finish(summand, dts, label, output, plan.shape), Replicate()).to_local()
+    return _dtensor(total.to(plan.dtype), dts[0], Replicate(), plan.shape)
 
 
 def localize(tensors: Sequence[torch.Tensor], inputs: Sequence[str], dtype: torch.dtype, what: str,
@@ -62,13 +70,17 @@ def finish(out: torch.Tensor, dts: Sequence[DTensor], label: str | None, output:
     """This rank's result block as the DTensor of the whole result: partitioned along the label when the output
     keeps it, a pending sum when it was contracted, an operand was pending or ``out`` is one ``summand``,
     else replicated."""
-    pending = summand or any(t.placements[0].is_partial() for t in dts) or (
-        label is not None and label not in output)
+    pending = summand or _pending(dts, label, output)
     where: Placement = Partial("sum") if pending else Replicate() if label is None else Shard(output.index(label))
     if pending and out.dtype is torch.bool:  # a pending logical or: count, all-reduce, compare
         counts = _dtensor(out.to(torch.int64), dts[0], where, shape)
         return _dtensor(redistribute(counts, Replicate()).to_local() > 0, dts[0], Replicate(), shape)
     return _dtensor(out, dts[0], where, shape)
+
+
+def _pending(dts: Sequence[DTensor], label: str | None, output: str) -> bool:
+    """Whether the step's result is a sum over the ranks: an operand is one, or the partitioned label is summed."""
+    return any(t.placements[0].is_partial() for t in dts) or (label is not None and label not in output)
 
 
 def _whole_along(t: DTensor, labels: str, label: str) -> bool:
