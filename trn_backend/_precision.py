@@ -396,10 +396,10 @@ def error_bound(mode: str, dtype: torch.dtype, K: int, *, ranks: int = 1, **para
     dtype the sum is held in: float64 for the modes that work in float64 (kahan, ozaki; the sharded engine
     resolves them in float64 and rounds once), the output dtype otherwise; sqrt(2) more for complex parts."""
     dtype, K = _check_problem(dtype, K, "error_bound")
-    name = _canonical(mode, "error_bound")
-    bound = _resolved(name, _check_params(name, params, "error_bound"), dtype, K).bound
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise ValueError(f"error_bound: ranks must be a positive int, got {ranks!r}")
+    name = _canonical(mode, "error_bound")
+    bound = _resolved(name, _check_params(name, params, "error_bound"), dtype, K).bound
     if ranks == 1 or bound is None:
         return bound
     held = working_dtype(Resolved(name), dtype) or dtype

@@ -81,7 +81,7 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
         plans = tuple(plan_for(inputs, output, step_shapes, (out_dtype,) * len(inputs), device, precision,
                                target_forward_error) for inputs, output, step_shapes in chain)
     except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
-        raise e.named("explain()") from None
+        raise e.named("explain()") from e.__cause__
     return Explanation(subscripts, shapes, out_dtype, path, plans)
 
 

@@ -135,38 +135,37 @@ _opt_einsum_memoize = sharing._memoize
 _opt_einsum_constants = ContractExpression._get_evaluated_constants
 
 
-def _memoize(key: tuple, fn: Any, *args: Any, **kwargs: Any) -> Any:
-    """opt_einsum's ``shared_intermediates`` memo: for this backend's contractions, keyed by the precision
-    setting too, with the precision checks made on the way replayed on every reuse."""
-    if key[0] not in _CONTRACTIONS or key[1] not in _NAMES:
-        return _opt_einsum_memoize(key, fn, *args, **kwargs)
-    cache = sharing.get_sharing_cache()
-    key = (*key, _precision.active_setting())
-    if key not in cache:
+def _cached(store: dict, key: Any, compute: Any) -> Any:
+    """``store[key]``, computed once with the precision checks made on the way, which every reuse replays."""
+    if key not in store:
         with _precision.captured_checks() as checks:
-            result = fn(*args, **kwargs)
-        cache[key] = (result, tuple(checks))
+            result = compute()
+        store[key] = (result, tuple(checks))
         return result
-    result, checks = cache[key]
+    result, checks = store[key]
     _precision.replay(checks)
     return result
 
 
+def _memoize(key: tuple, fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """opt_einsum's ``shared_intermediates`` memo: for this backend's contractions, keyed by the precision
+    setting too."""
+    if key[0] not in _CONTRACTIONS or key[1] not in _NAMES:
+        return _opt_einsum_memoize(key, fn, *args, **kwargs)
+    return _cached(sharing.get_sharing_cache(), (*key, _precision.active_setting()), lambda: fn(*args, **kwargs))
+
+
 def _evaluated_constants(self: ContractExpression, backend: str) -> list[Any]:
-    """``ContractExpression``'s folded constants: for this backend, folded once per precision setting (and
-    their checks replayed on every reuse) instead of once under whichever mode the first call ran."""
+    """``ContractExpression``'s folded constants: for this backend, folded once per precision setting instead
+    of once under whichever mode the first call ran."""
     if backend not in _NAMES:
         return _opt_einsum_constants(self, backend)
-    folds = self.__dict__.setdefault("_trn_folds", {})
-    key = (backend, _precision.active_setting())
-    if key not in folds:
-        with _precision.captured_checks() as checks:
-            self.evaluate_constants(backend)
-        folds[key] = (self._evaluated_constants[backend], tuple(checks))
-        return folds[key][0]
-    operands, checks = folds[key]
-    _precision.replay(checks)
-    return operands
+
+    def fold() -> list[Any]:
+        self.evaluate_constants(backend)
+        return self._evaluated_constants[backend]
+
+    return _cached(self.__dict__.setdefault("_trn_folds", {}), (backend, _precision.active_setting()), fold)
 
 
 def register() -> None:
@@ -207,7 +206,9 @@ def contract(subscripts: Any, *operands: Any, precision: str | None = None,
 
 def _contract(subscripts: Any, operands: tuple[Any, ...], kwargs: dict[str, Any]) -> NeuronArray:
     if kwargs.get("out") is not None and isinstance(subscripts, str):
-        check_out(kwargs["out"], subscripts, _operands(operands, "contract"), "contract")
+        ts = _operands(operands, "contract")  # converted once: checked here, contracted below
+        check_out(kwargs["out"], subscripts, ts, "contract")
+        operands = tuple(map(wrap, ts))
     if kwargs.get("memory_limit") is not None:
         # sliced with cotengra, the slices spread over the ranks (imported on use: torch.distributed)
         from ..distributed import _slicing
