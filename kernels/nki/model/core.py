@@ -1,0 +1,340 @@
+"""The NeuronCore state of the CPU model: targets, memories, tensors (strided views) and the rules they obey.
+
+A kernel runs eagerly on one ``Core``: every ``nl.ndarray`` is an ``Allocation`` (a NumPy array of the storage
+dtype, bf16 through ml_dtypes, so storing rounds to nearest even), every indexing a view of it. The core keeps what
+the hardware limits: SBUF bytes per partition and PSUM banks of the live allocations (an allocation dies with its
+last Python reference, the model's stand-in for the compiler's liveness), and it counts every instruction per
+engine for the cost model. Each allocation carries a mask of written elements (new memory is NaN; reading an
+unwritten element is an error in strict mode) and, in PSUM, who wrote each element (accumulating onto memory that
+no matmul wrote is undefined behaviour on NeuronCore-v2/v3).
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import dataclasses
+import math
+import os
+import weakref
+from collections.abc import Iterator
+
+import ml_dtypes
+import numpy as np
+from numpy.lib.array_utils import byte_bounds
+
+__all__ = ["Target", "TARGETS", "Core", "Allocation", "Tensor", "Buffer", "ModelError", "current", "running",
+           "target_from_environment"]
+
+
+class ModelError(RuntimeError):
+    """A kernel broke a documented hardware rule; the message names the rule (the NKI compiler or the hardware
+    would reject the kernel, or compute garbage)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Target:
+    """The limits of one NeuronCore generation that the model enforces (NKI_FACTS.md sections 2 and 4)."""
+
+    name: str
+    sbuf_partition_bytes: int  # usable SBUF bytes per partition
+    partitions: int = 128  # nl.tile_size.pmax
+    psum_banks: int = 8
+    psum_bank_bytes: int = 2048  # 512 fp32 per partition per bank
+    stationary_fmax: int = 128
+    moving_fmax: int = 512  # one fp32 PSUM bank (NeuronCore-v2/v3)
+
+
+TARGETS = {
+    "trn1": Target("trn1", 192 * 1024),
+    "trn2": Target("trn2", 224 * 1024),
+}
+ALIASES = {"gen2": "trn1", "inf2": "trn1", "gen3": "trn2"}
+TARGET_VARIABLE = "NEURON_PLATFORM_TARGET_OVERRIDE"
+
+
+def target_from_environment() -> Target:
+    """The target named by NEURON_PLATFORM_TARGET_OVERRIDE (as for nki.simulate), default trn2 (NeuronCore-v3)."""
+    name = os.environ.get(TARGET_VARIABLE, "trn2").lower()
+    name = ALIASES.get(name, name)
+    try:
+        return TARGETS[name]
+    except KeyError:
+        raise ModelError(f"{TARGET_VARIABLE}={name!r}: the CPU model knows {', '.join(TARGETS)} "
+                         "(trn3's wider moving tiles are not modelled)") from None
+
+
+def no_memory(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    """A read-only array with contiguous strides over a single element: shapes and strides for cost modelling,
+    never read (the core skips arithmetic)."""
+    strides = tuple(int(np.prod(shape[i + 1:])) * dtype.itemsize for i in range(len(shape)))
+    return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides, writeable=False)
+
+
+class Buffer:
+    """A memory: SBUF, PSUM or HBM (private or shared)."""
+
+    def __init__(self, name: str, on_chip: bool) -> None:
+        self.name, self.on_chip = name, on_chip
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+SBUF, PSUM = Buffer("sbuf", True), Buffer("psum", True)
+PRIVATE_HBM, SHARED_HBM = Buffer("private_hbm", False), Buffer("shared_hbm", False)
+
+# PSUM element states: who wrote it last (accumulate=True needs MATMUL)
+UNWRITTEN, MATMUL, OTHER = 0, 1, 2
+
+
+class Core:
+    """One kernel run: the target's limits, live allocations, peaks, and instruction counts for the cost model.
+
+    ``events`` counts instructions by (engine, instruction, details) where details are the numbers the cost model
+    needs (free elements per partition; bytes and contiguous run for DMA; operand sizes and widths)."""
+
+    def __init__(self, target: Target | None = None, strict: bool = True, arithmetic: bool = True) -> None:
+        self.target = target or target_from_environment()
+        self.strict = strict
+        self.arithmetic = arithmetic  # False: check rules and count, but skip the data (cost modelling)
+        self.events: collections.Counter[tuple] = collections.Counter()
+        self.sbuf_bytes = 0
+        self.sbuf_peak = 0
+        self.banks = [False] * self.target.psum_banks
+        self.banks_peak = 0
+
+    # --- accounting -----------------------------------------------------------------------------------------
+    def count(self, engine: str, instruction: str, *details: object) -> None:
+        self.events[(engine, instruction, *details)] += 1
+
+    def instructions(self, engine: str | None = None, instruction: str | None = None) -> int:
+        """How many instructions ran (on ``engine``, of kind ``instruction``; None means any)."""
+        return sum(n for key, n in self.events.items()
+                   if (engine is None or key[0] == engine) and (instruction is None or key[1] == instruction))
+
+    def reserve(self, buffer: Buffer, bytes_per_partition: int, name: str) -> tuple[int, ...]:
+        """Claim on-chip space for a new allocation; returns the PSUM banks it occupies (empty for SBUF)."""
+        if buffer is SBUF:
+            if self.sbuf_bytes + bytes_per_partition > self.target.sbuf_partition_bytes:
+                raise ModelError(
+                    f"SBUF budget exceeded allocating {name}: {bytes_per_partition} more bytes per partition on "
+                    f"top of {self.sbuf_bytes} live ones exceeds the {self.target.sbuf_partition_bytes} bytes "
+                    f"per partition of {self.target.name}")
+            self.sbuf_bytes += bytes_per_partition
+            self.sbuf_peak = max(self.sbuf_peak, self.sbuf_bytes)
+            return ()
+        needed = max(1, math.ceil(bytes_per_partition / self.target.psum_bank_bytes))
+        total = self.target.psum_banks * self.target.psum_bank_bytes
+        if bytes_per_partition > total:
+            raise ModelError(f"PSUM allocation {name} needs {bytes_per_partition} bytes per partition; PSUM has "
+                             f"{total} ({self.target.psum_banks} banks of {self.target.psum_bank_bytes})")
+        for start in range(self.target.psum_banks - needed + 1):
+            if not any(self.banks[start:start + needed]):
+                for i in range(start, start + needed):
+                    self.banks[i] = True
+                live = sum(self.banks)
+                self.banks_peak = max(self.banks_peak, live)
+                return tuple(range(start, start + needed))
+        raise ModelError(f"PSUM banks exhausted allocating {name}: it needs {needed} bank(s) and "
+                         f"{sum(self.banks)} of the {self.target.psum_banks} banks are live (at most "
+                         f"{self.target.psum_banks} accumulation groups can be in flight)")
+
+    def release(self, buffer: Buffer, bytes_per_partition: int, banks: tuple[int, ...]) -> None:
+        if buffer is SBUF:
+            self.sbuf_bytes -= bytes_per_partition
+        for i in banks:
+            self.banks[i] = False
+
+
+_CURRENT: list[Core] = []
+
+
+def current() -> Core:
+    """The core the running kernel executes on (a default one outside kernels, for tests of single rules)."""
+    if not _CURRENT:
+        _CURRENT.append(Core())
+    return _CURRENT[-1]
+
+
+@contextlib.contextmanager
+def running(core: Core) -> Iterator[Core]:
+    _CURRENT.append(core)
+    try:
+        yield core
+    finally:
+        _CURRENT.remove(core)
+
+
+class Allocation:
+    """One ``nl.ndarray``: its storage, written-mask, PSUM writer states, and its claim on the core's memory."""
+
+    def __init__(self, core: Core, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str,
+                 data: np.ndarray | None = None) -> None:
+        self.core, self.buffer, self.name = core, buffer, name
+        shape = tuple(int(d) for d in shape)
+        if any(d <= 0 for d in shape):
+            raise ModelError(f"{name}: shape {shape} has a dimension that is not positive")
+        if buffer.on_chip:
+            if len(shape) < 2:
+                raise ModelError(f"{name}: on-chip tensors have a partition dimension and at least one free "
+                                 f"dimension, got shape {shape}")
+            if shape[0] > core.target.partitions:
+                raise ModelError(f"{name}: partition dimension {shape[0]} exceeds {core.target.partitions} "
+                                 "(nl.tile_size.pmax); dim 0 of an on-chip tensor is the partition dimension")
+        if data is not None:  # an input: written
+            self.data, self.written = data, np.ones((), bool)
+        elif not core.arithmetic and not buffer.on_chip:
+            # cost modelling: HBM outputs hold no data
+            self.data, self.written = no_memory(shape, dtype), np.ones((), bool)
+        else:
+            # new memory holds garbage: NaN for floats, 4 for integers (as the NKI simulator fills it)
+            fill = np.nan if dtype in FLOAT_DTYPES else 4
+            self.data = np.empty(shape, dtype) if not core.arithmetic else np.full(shape, fill, dtype)
+            self.written = np.zeros(shape, bool)
+        self.state = np.full(shape, UNWRITTEN, np.uint8) if buffer is PSUM else None
+        self.partition_bytes = math.prod(shape[1:]) * dtype.itemsize if buffer.on_chip else 0
+        self.banks: tuple[int, ...] = ()
+        if buffer.on_chip:
+            self.banks = core.reserve(buffer, self.partition_bytes, name)
+            weakref.finalize(self, core.release, buffer, self.partition_bytes, self.banks)
+
+
+FLOAT_DTYPES = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
+                np.dtype(ml_dtypes.float8_e4m3), np.dtype(ml_dtypes.float8_e5m2)}
+
+
+def _reshaped(array: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
+    """``array`` viewed with ``shape`` (a broadcast mask stays a broadcast); never a copy."""
+    if array.strides and not any(array.strides):  # a broadcast of one value
+        return np.broadcast_to(array.reshape(-1)[:1].reshape(()), shape)
+    view = array.view()
+    try:
+        view.shape = shape
+    except AttributeError:
+        raise ModelError(f"{name}: reshape {array.shape} -> {shape} is not a view of these strides") from None
+    return view
+
+
+class Tensor:
+    """An NkiTensor: a strided view of an allocation (indexing, ``view(dtype)`` and ``reshape`` never copy)."""
+
+    __slots__ = ("alloc", "data", "written", "state", "__weakref__")
+
+    def __init__(self, alloc: Allocation, data: np.ndarray, written: np.ndarray, state: np.ndarray | None) -> None:
+        self.alloc, self.data, self.written, self.state = alloc, data, written, state
+
+    @classmethod
+    def allocate(cls, shape, dtype, buffer: Buffer, name: str = "", data: np.ndarray | None = None) -> Tensor:
+        alloc = Allocation(current(), tuple(shape), np.dtype(dtype), buffer, name or f"{buffer.name} tensor", data)
+        written = alloc.written if alloc.written.ndim else np.broadcast_to(alloc.written, alloc.data.shape)
+        return cls(alloc, alloc.data, written, alloc.state)
+
+    # --- the NkiTensor attributes -----------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.data.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def buffer(self) -> Buffer:
+        return self.alloc.buffer
+
+    @property
+    def ndim(self) -> int:
+        return self.data.ndim
+
+    @property
+    def size(self) -> int:
+        return self.data.size
+
+    @property
+    def name(self) -> str:
+        return self.alloc.name
+
+    def __repr__(self) -> str:
+        return f"<{self.buffer.name} tensor {self.name!r} {self.shape} {self.dtype}>"
+
+    # --- views -------------------------------------------------------------------------------------------------
+    def __getitem__(self, key) -> Tensor:
+        key = key if isinstance(key, tuple) else (key,)
+        key = tuple(k.slice() if hasattr(k, "slice") else k for k in key)  # nl.ds(start, size)
+        if self.buffer.on_chip and key and isinstance(key[0], (int, np.integer)):
+            key = (slice(int(key[0]), int(key[0]) + 1), *key[1:])  # integer indexing keeps the partition dim
+        for k in key:
+            if not (k is Ellipsis or isinstance(k, (slice, int, np.integer))):
+                raise ModelError(f"{self.name}: index {k!r} is not an integer, slice, nl.ds or ...")
+        self._check_bounds(key)
+        data = self.data[key]
+        if self.buffer.on_chip and data.ndim < 2:
+            data = data.reshape(data.shape[0] if data.ndim else 1, -1)
+        written = self.written[key].reshape(data.shape)
+        state = None if self.state is None else self.state[key].reshape(data.shape)
+        return Tensor(self.alloc, data, written, state)
+
+    def _check_bounds(self, key: tuple) -> None:
+        """Slices past the end are an error on the hardware (NumPy would clip them silently)."""
+        dims = iter(range(self.ndim))
+        for k in key:
+            if k is Ellipsis:
+                dims = iter(range(self.ndim - (len(key) - 1 - key.index(Ellipsis)), self.ndim))
+                continue
+            d = next(dims, None)
+            if d is None:
+                raise ModelError(f"{self.name}: too many indices for shape {self.shape}")
+            size = self.shape[d]
+            if isinstance(k, slice):
+                start, stop, step = k.start or 0, size if k.stop is None else k.stop, k.step or 1
+                if step <= 0 or start < 0 or stop > size or start > stop:
+                    raise ModelError(f"{self.name}: slice {start}:{stop}:{step} is out of bounds for dimension "
+                                     f"{d} of size {size}")
+            elif not -size <= int(k) < size:
+                raise ModelError(f"{self.name}: index {k} is out of bounds for dimension {d} of size {size}")
+
+    def view(self, dtype) -> Tensor:
+        """The same bytes as another dtype of the same width (fp32 <-> uint32: what bit tricks need; the model
+        leaves out views that rescale the last dimension)."""
+        dtype = np.dtype(dtype)
+        if dtype.itemsize != self.dtype.itemsize:
+            raise ModelError(f"{self.name}: the CPU model supports .view() between dtypes of one width, not "
+                             f"{self.dtype} -> {dtype}")
+        return Tensor(self.alloc, self.data.view(dtype), self.written, self.state)
+
+    def reshape(self, shape) -> Tensor:
+        """A view with a new shape; a reshape that would need a copy is an error (views never copy)."""
+        shape = tuple(int(d) for d in shape)
+        if self.buffer.on_chip and shape[0] != self.shape[0]:
+            raise ModelError(f"{self.name}: reshape to {shape} changes the partition dimension {self.shape[0]}")
+        state = None if self.state is None else _reshaped(self.state, shape, self.name)
+        return Tensor(self.alloc, _reshaped(self.data, shape, self.name), _reshaped(self.written, shape, self.name),
+                      state)
+
+    # --- where a view lies on chip ---------------------------------------------------------------------------
+    def partitions(self) -> tuple[int, int]:
+        """(first partition, number of partitions) of an on-chip view, checking the documented access rules:
+        partitions are contiguous (no stride along P) and start where the span allows."""
+        base = self.alloc.data
+        stride = base.strides[0]
+        start = (byte_bounds(self.data)[0] - byte_bounds(base)[0]) // stride
+        count = self.shape[0]
+        if count > 1 and self.data.strides[0] != stride:
+            raise ModelError(f"{self.name}: a view with a stride along the partition dimension (partitions must "
+                             "be consecutive)")
+        allowed = (0,) if count > 64 else (0, 64) if count > 32 else (0, 32, 64, 96)
+        if start not in allowed:
+            raise ModelError(f"{self.name}: a view over {count} partitions must start at partition "
+                             f"{' or '.join(map(str, allowed))}, not {start}")
+        return start, count
+
+    def free_bytes(self) -> tuple[int, int]:
+        """[first, last] byte offsets, within a partition, that the view touches."""
+        base = self.alloc.data
+        first_row = self.data[:1]
+        lo, hi = byte_bounds(first_row)
+        offset = byte_bounds(base)[0]
+        stride = base.strides[0]
+        row_start = (lo - offset) // stride * stride + offset
+        return lo - row_start, hi - row_start - 1

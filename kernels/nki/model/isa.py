@@ -1,0 +1,316 @@
+"""``nki.isa`` as the CPU model provides it: the instructions our kernels use, each checking the documented rules
+of its operands (buffers, partitions, tile sizes, dtypes, PSUM banks and accumulation) before it computes, and
+counting itself for the cost model. Arithmetic follows the documented datapaths: engines compute in fp32 and
+round to the destination dtype to nearest even; the Tensor Engine multiplies exactly where the operands are 16-bit
+or narrower (bf16 x bf16 fits fp32's significand) and accumulates in fp32, in K order, in PSUM."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import core
+from . import language as nl
+from .core import MATMUL, OTHER, UNWRITTEN, ModelError, Tensor
+
+__all__ = ["engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine",
+           "dma_copy", "tensor_copy", "memset", "nc_matmul", "nc_transpose", "tensor_tensor", "activation",
+           "get_nc_version", "nc_version"]
+
+
+class engine:
+    """``nisa.engine``: where an instruction runs."""
+
+    tensor, vector, scalar, gpsimd, dma, sync, unknown = "tensor", "vector", "scalar", "gpsimd", "dma", "sync", \
+        "unknown"
+
+
+tensor_engine, vector_engine, scalar_engine, gpsimd_engine, unknown_engine = (
+    engine.tensor, engine.vector, engine.scalar, engine.gpsimd, engine.unknown)
+
+
+class nc_version:
+    gen2, gen3 = "gen2", "gen3"
+
+
+def get_nc_version() -> str:
+    return {"trn1": nc_version.gen2, "trn2": nc_version.gen3}[core.current().target.name]
+
+
+MATMUL_DTYPES = {nl.bfloat16, nl.float16, nl.float8_e4m3, nl.float8_e5m2, nl.float32}
+
+
+# --- operand checks and data access --------------------------------------------------------------------------
+def _tensor(x: object, role: str, instruction: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise ModelError(f"{instruction}: {role} must be a tensor, got {type(x).__name__}")
+    return x
+
+
+def _on_chip(t: Tensor, role: str, instruction: str, allowed: tuple[core.Buffer, ...]) -> tuple[int, int]:
+    if t.buffer not in allowed:
+        raise ModelError(f"{instruction}: {role} {t.name!r} is in {t.buffer.name}; it must be in "
+                         f"{' or '.join(b.name for b in allowed)}")
+    return t.partitions()
+
+
+def _read(t: Tensor, role: str, instruction: str, shape: tuple[int, ...] | None = None) -> np.ndarray | None:
+    """The values of ``t`` (reshaped to ``shape``), None when the core skips arithmetic; in strict mode an
+    element no instruction wrote is an error."""
+    core_ = core.current()
+    if core_.strict and not t.written.all():
+        raise ModelError(f"{instruction}: {role} {t.name!r} {t.shape} reads memory that was allocated but never "
+                         "written (uninitialized; the simulator fills it with NaN)")
+    if not core_.arithmetic:
+        return None
+    return t.data if shape is None else t.data.reshape(shape)
+
+
+def _write(t: Tensor, values, psum_state: int | None = None) -> None:
+    """Store ``values`` into ``t`` in its dtype (rounded to nearest even; integers saturate), marking it written."""
+    if values is not None and core.current().arithmetic:
+        t.data[...] = _cast(np.asarray(values), t.dtype)
+    if t.written.flags.writeable:
+        t.written[...] = True
+    if t.state is not None and psum_state is not None:
+        t.state[...] = psum_state
+
+
+def _cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
+    if x.dtype == dtype:
+        return x
+    if dtype.kind in "iu" and x.dtype.kind not in "iu":  # fp -> int: nearest even, saturating (as the hardware)
+        info = np.iinfo(dtype)
+        return np.clip(np.rint(x.astype(np.float64)), info.min, info.max).astype(dtype)
+    return x.astype(np.float32).astype(dtype) if x.dtype.kind not in "iu" or dtype.kind not in "iu" \
+        else x.astype(dtype)
+
+
+def _engine(requested: str, default: str, instruction: str, allowed: tuple[str, ...]) -> str:
+    chosen = default if requested in (None, engine.unknown) else requested
+    if chosen not in allowed:
+        raise ModelError(f"{instruction}: engine {chosen!r} cannot run it (allowed: {', '.join(allowed)})")
+    return chosen
+
+
+def _free(t: Tensor) -> int:
+    """Elements per partition."""
+    return t.size // t.shape[0]
+
+
+def _same_layout(dst: Tensor, src: Tensor, instruction: str) -> None:
+    if dst.shape[0] != src.shape[0] or _free(dst) != _free(src):
+        raise ModelError(f"{instruction}: dst {dst.shape} and source {src.shape} differ in partitions or elements "
+                         "per partition (no broadcasting)")
+
+
+def _no_gpsimd_psum(chosen: str, instruction: str, *tensors: Tensor) -> None:
+    if chosen == engine.gpsimd and any(t.buffer is core.PSUM for t in tensors):
+        raise ModelError(f"{instruction}: GpSimd cannot access PSUM")
+
+
+# --- data movement ---------------------------------------------------------------------------------------------
+def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None, name=None) -> None:
+    """HBM <-> SBUF (either way, or HBM -> HBM); never PSUM. Dtypes convert through fp32."""
+    dst, src = _tensor(dst, "dst", "nisa.dma_copy"), _tensor(src, "src", "nisa.dma_copy")
+    if src.buffer is core.PSUM:
+        raise ModelError("nisa.dma_copy cannot read PSUM; copy the tile to SBUF with nisa.tensor_copy first")
+    if dst.buffer is core.PSUM:
+        raise ModelError("nisa.dma_copy cannot write PSUM; DMA moves data between HBM and SBUF")
+    if dst.size != src.size:
+        raise ModelError(f"nisa.dma_copy: dst {dst.shape} and src {src.shape} hold different element counts")
+    for t in (dst, src):
+        if t.buffer.on_chip:
+            t.partitions()
+    _write(dst, _read(src, "src", "nisa.dma_copy", dst.shape))
+    hbm = src if not src.buffer.on_chip else dst
+    core.current().count("dma", "dma_copy", src.size * src.dtype.itemsize, _contiguous_run(hbm))
+
+
+def _contiguous_run(t: Tensor) -> int:
+    """Bytes of the longest contiguous run of ``t``'s elements (DMA efficiency depends on it)."""
+    run, expected = t.dtype.itemsize, t.dtype.itemsize
+    for size, stride in zip(reversed(t.shape), reversed(t.data.strides), strict=True):
+        if size == 1:
+            continue
+        if stride != expected:
+            break
+        run = expected = size * stride
+    return run
+
+
+def tensor_copy(dst, src, engine=None, name=None) -> None:
+    """SBUF/PSUM -> SBUF/PSUM on the Vector, Scalar or GpSimd engine; same dtype copies bits, others convert
+    through fp32."""
+    dst, src = _tensor(dst, "dst", "nisa.tensor_copy"), _tensor(src, "src", "nisa.tensor_copy")
+    chosen = _engine(engine, vector_engine, "nisa.tensor_copy", (vector_engine, scalar_engine, gpsimd_engine))
+    for t, role in ((dst, "dst"), (src, "src")):
+        _on_chip(t, role, "nisa.tensor_copy", (core.SBUF, core.PSUM))
+    _no_gpsimd_psum(chosen, "nisa.tensor_copy", dst, src)
+    _same_layout(dst, src, "nisa.tensor_copy")
+    _write(dst, _read(src, "src", "nisa.tensor_copy", dst.shape), OTHER)
+    core.current().count(chosen, "tensor_copy", _free(dst))
+
+
+def memset(dst, value, engine=None, name=None) -> None:
+    dst = _tensor(dst, "dst", "nisa.memset")
+    chosen = _engine(engine, vector_engine, "nisa.memset", (vector_engine, scalar_engine, gpsimd_engine))
+    _on_chip(dst, "dst", "nisa.memset", (core.SBUF, core.PSUM))
+    _no_gpsimd_psum(chosen, "nisa.memset", dst)
+    _write(dst, np.full(dst.shape, value, np.float32), OTHER)
+    core.current().count(chosen, "memset", _free(dst))
+
+
+# --- engines ---------------------------------------------------------------------------------------------------
+def tensor_tensor(dst, data1, data2, op, engine=None, name=None) -> None:
+    """dst = data1 op data2, elementwise (no broadcasting): fp32 arithmetic rounded to dst's dtype; bitwise
+    operators act on integer bits; all-32-bit-integer operands on GpSimd compute exactly (mod 2**32)."""
+    instruction = "nisa.tensor_tensor"
+    dst, data1, data2 = (_tensor(t, r, instruction) for t, r in ((dst, "dst"), (data1, "data1"), (data2, "data2")))
+    if not isinstance(op, nl.Op):
+        raise ModelError(f"{instruction}: op must be an operator token such as nl.add, got {op!r}")
+    integer = all(t.dtype in (nl.int32, nl.uint32) for t in (dst, data1, data2))
+    default = gpsimd_engine if integer and not any(t.buffer is core.PSUM for t in (dst, data1, data2)) \
+        else vector_engine
+    chosen = _engine(engine, default, instruction, (vector_engine, gpsimd_engine))
+    for t, role in ((dst, "dst"), (data1, "data1"), (data2, "data2")):
+        _on_chip(t, role, instruction, (core.SBUF, core.PSUM))
+    if data1.buffer is core.PSUM and data2.buffer is core.PSUM:
+        raise ModelError(f"{instruction}: data1 and data2 cannot both be in PSUM")
+    _no_gpsimd_psum(chosen, instruction, dst, data1, data2)
+    _same_layout(dst, data1, instruction)
+    _same_layout(dst, data2, instruction)
+    x, y = _read(data1, "data1", instruction, dst.shape), _read(data2, "data2", instruction, dst.shape)
+    if x is not None:
+        if op.bitwise:
+            if not all(t.dtype.kind in "iu" for t in (data1, data2)):
+                raise ModelError(f"{instruction}: {op!r} needs integer operands (view floats with .view)")
+            result = op.fn(x, y.astype(x.dtype))
+        elif integer and chosen == gpsimd_engine:
+            result = (op.fn(x.astype(np.int64), y.astype(np.int64)) & 0xFFFFFFFF).astype(np.uint32).view(dst.dtype)
+        else:
+            result = op.fn(x.astype(np.float32), y.astype(np.float32))
+        _write(dst, result, OTHER)
+    else:
+        _write(dst, None, OTHER)
+    core.current().count(chosen, "tensor_tensor", _free(dst))
+
+
+def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
+               name=None) -> None:
+    """dst = op(data * scale + bias) on the Scalar Engine in fp32; the model implements op=nl.copy."""
+    instruction = "nisa.activation"
+    dst, data = _tensor(dst, "dst", instruction), _tensor(data, "data", instruction)
+    if op is not nl.copy or bias is not None or reduce_op is not None:
+        raise ModelError(f"{instruction}: the CPU model implements only op=nl.copy without bias or reduction")
+    for t, role in ((dst, "dst"), (data, "data")):
+        _on_chip(t, role, instruction, (core.SBUF, core.PSUM))
+    _same_layout(dst, data, instruction)
+    values = _read(data, "data", instruction, dst.shape)
+    _write(dst, None if values is None else values.astype(np.float32) * np.float32(scale), OTHER)
+    core.current().count(scalar_engine, "activation", _free(dst))
+
+
+def nc_transpose(dst, data, engine=None, name=None) -> None:
+    """dst = data.T: on the Tensor Engine ([P <= 128, F <= 128] SBUF -> PSUM, bit-exact from NeuronCore-v3) or the
+    Vector Engine (at most 32 x 32)."""
+    instruction = "nisa.nc_transpose"
+    dst, data = _tensor(dst, "dst", instruction), _tensor(data, "data", instruction)
+    chosen = _engine(engine, tensor_engine if dst.buffer is core.PSUM else vector_engine, instruction,
+                     (tensor_engine, vector_engine))
+    if data.ndim != 2 or dst.shape != data.shape[::-1]:
+        raise ModelError(f"{instruction}: dst {dst.shape} must be the transpose of data {data.shape} (2-D)")
+    if dst.dtype != data.dtype:
+        raise ModelError(f"{instruction}: dst dtype {dst.dtype} must equal data dtype {data.dtype}")
+    limit = 128 if chosen == tensor_engine else 32
+    if max(data.shape) > limit:
+        raise ModelError(f"{instruction}: the {chosen} engine transposes at most {limit} x {limit}, got "
+                         f"{data.shape}")
+    if chosen == tensor_engine:
+        _on_chip(data, "data", instruction, (core.SBUF,))
+        _on_chip(dst, "dst", instruction, (core.PSUM,))
+        _one_bank(dst, instruction)
+    else:
+        _on_chip(data, "data", instruction, (core.SBUF, core.PSUM))
+        _on_chip(dst, "dst", instruction, (core.SBUF, core.PSUM))
+    values = _read(data, "data", instruction)
+    _write(dst, None if values is None else values.T, OTHER)
+    core.current().count(chosen, "nc_transpose", data.shape[0], data.dtype.itemsize)
+
+
+def _one_bank(dst: Tensor, instruction: str) -> None:
+    """A Tensor Engine result lands in one 2 KiB PSUM bank (per partition)."""
+    bank = core.current().target.psum_bank_bytes
+    first, last = dst.free_bytes()
+    if first // bank != last // bank:
+        raise ModelError(f"{instruction}: dst {dst.name!r} {dst.shape} {dst.dtype} spans bytes {first}..{last} of "
+                         f"each partition, crossing a {bank}-byte PSUM bank boundary (one matmul writes one bank: "
+                         f"at most {bank // 4} fp32 per partition)")
+
+
+def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
+              accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None) -> None:
+    """dst[M, N] (PSUM, fp32) = stationary[K, M].T @ moving[K, N] (both SBUF), K <= 128 partitions, M <= 128,
+    N <= 512. accumulate=False overwrites, True adds to what earlier matmuls wrote there, None infers it (overwrite
+    where nothing was written, add where a matmul wrote); adding onto memory a matmul did not write is an error
+    (undefined behaviour on NeuronCore-v2/v3)."""
+    instruction = "nisa.nc_matmul"
+    dst = _tensor(dst, "dst", instruction)
+    stationary, moving = _tensor(stationary, "stationary", instruction), _tensor(moving, "moving", instruction)
+    if is_transpose or tile_position or tile_size or perf_mode not in (None, "none"):
+        raise ModelError(f"{instruction}: transpose mode, PE tiling and perf modes are not modelled")
+    target = core.current().target
+    if stationary.ndim != 2 or moving.ndim != 2 or dst.ndim != 2:
+        raise ModelError(f"{instruction}: the model takes 2-D operands, got dst {dst.shape}, stationary "
+                         f"{stationary.shape}, moving {moving.shape}")
+    _on_chip(stationary, "stationary", instruction, (core.SBUF,))
+    _on_chip(moving, "moving", instruction, (core.SBUF,))
+    _on_chip(dst, "dst", instruction, (core.PSUM,))
+    (k, m), (k2, n) = stationary.shape, moving.shape
+    if k != k2:
+        raise ModelError(f"{instruction}: stationary {stationary.shape} and moving {moving.shape} differ in the "
+                         "contraction (partition) dimension")
+    if m > target.stationary_fmax:
+        raise ModelError(f"{instruction}: stationary free size {m} exceeds {target.stationary_fmax} "
+                         "(nl.tile_size.gemm_stationary_fmax)")
+    if n > target.moving_fmax:
+        raise ModelError(f"{instruction}: moving free size {n} exceeds {target.moving_fmax} "
+                         "(nl.tile_size.gemm_moving_fmax)")
+    if dst.shape != (m, n):
+        raise ModelError(f"{instruction}: dst {dst.shape} must be (stationary free, moving free) = {(m, n)}")
+    for t, role in ((stationary, "stationary"), (moving, "moving")):
+        if t.dtype not in MATMUL_DTYPES:
+            raise ModelError(f"{instruction}: {role} dtype {t.dtype} is not a Tensor Engine input dtype")
+    fp32 = stationary.dtype == nl.float32 or moving.dtype == nl.float32
+    if fp32 and stationary.dtype != moving.dtype:
+        raise ModelError(f"{instruction}: fp32 operands multiply only with fp32 (got {stationary.dtype} and "
+                         f"{moving.dtype})")
+    if dst.dtype != nl.float32:
+        raise ModelError(f"{instruction}: dst must be fp32 in PSUM on NeuronCore-v2/v3, got {dst.dtype}")
+    _one_bank(dst, instruction)
+    state = dst.state
+    if accumulate is None:
+        if (state == OTHER).any():
+            raise ModelError(f"{instruction}: accumulating onto PSUM written by a non-matmul instruction (memset, "
+                             "tensor_copy) is undefined behaviour on NeuronCore-v2/v3")
+        adds = state == MATMUL
+        if adds.any() and not adds.all():
+            raise ModelError(f"{instruction}: dst {dst.name!r} is partly matmul-written and partly not; "
+                             "pass accumulate= explicitly")
+        add = bool(adds.all())
+    elif accumulate:
+        if (state != MATMUL).any():
+            what = "uninitialized" if (state == UNWRITTEN).any() else "written by a non-matmul instruction"
+            raise ModelError(f"{instruction}: accumulate=True onto PSUM {what} (undefined on NeuronCore-v2/v3: "
+                             "start each accumulation group with accumulate=False)")
+        add = True
+    else:
+        add = False
+    s, mv = _read(stationary, "stationary", instruction), _read(moving, "moving", instruction)
+    values = None
+    if s is not None:
+        values = dst.data.astype(np.float32) if add else np.zeros((m, n), np.float32)
+        s32, m32 = s.astype(np.float32), mv.astype(np.float32)
+        for i in range(k):  # fp32 accumulation in K order: product rounded to fp32 (exact for bf16), then added
+            values += np.multiply.outer(s32[i], m32[i])
+    _write(dst, values, MATMUL)
+    core.current().count(tensor_engine, "nc_matmul", n, m, k, bool(fp32))

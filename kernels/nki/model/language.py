@@ -1,0 +1,145 @@
+"""``nki.language`` as the CPU model provides it: dtypes, buffers, tile sizes, allocation, index helpers, loop
+ranges, and the elementwise operators that ISA instructions take as ``op=``. Only what our kernels use is here;
+anything else is an AttributeError, so a kernel cannot lean on a name the model does not check."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import ml_dtypes
+import numpy as np
+
+from . import core
+
+__all__ = ["ndarray", "zeros", "ds", "affine_range", "sequential_range", "static_range", "tile_size", "Op",
+           "add", "subtract", "multiply", "maximum", "minimum", "copy", "bitwise_and", "bitwise_or", "bitwise_xor",
+           "float32", "float16", "bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8",
+           "uint16", "uint32", "bool_", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "is_hbm", "is_sbuf",
+           "is_psum", "is_on_chip"]
+
+float32 = np.dtype(np.float32)
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+int8, int16, int32 = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32)
+uint8, uint16, uint32 = np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.uint32)
+bool_ = np.dtype(np.bool_)
+
+sbuf, psum = core.SBUF, core.PSUM
+private_hbm = hbm = core.PRIVATE_HBM  # nl.hbm is an alias of nl.private_hbm
+shared_hbm = core.SHARED_HBM
+
+
+def is_hbm(buffer: core.Buffer) -> bool:
+    return not buffer.on_chip
+
+
+def is_sbuf(buffer: core.Buffer) -> bool:
+    return buffer is sbuf
+
+
+def is_psum(buffer: core.Buffer) -> bool:
+    return buffer is psum
+
+
+def is_on_chip(buffer: core.Buffer) -> bool:
+    return buffer.on_chip
+
+
+class _TileSize:
+    """``nl.tile_size``: the limits of the target the kernel runs on."""
+
+    @property
+    def pmax(self) -> int:
+        return core.current().target.partitions
+
+    @property
+    def gemm_stationary_fmax(self) -> int:
+        return core.current().target.stationary_fmax
+
+    @property
+    def gemm_moving_fmax(self) -> int:
+        return core.current().target.moving_fmax
+
+    @property
+    def psum_bank_fmax(self) -> int:
+        return core.current().target.psum_bank_bytes // 4
+
+    @property
+    def psum_bank_fmax_bytes(self) -> int:
+        return core.current().target.psum_bank_bytes
+
+    @property
+    def psum_num_banks(self) -> int:
+        return core.current().target.psum_banks
+
+    @property
+    def sbuf_fmax_bytes(self) -> int:
+        return core.current().target.sbuf_partition_bytes
+
+
+tile_size = _TileSize()
+
+
+def ndarray(shape, dtype, buffer: core.Buffer = sbuf, name: str = "", address=None) -> core.Tensor:
+    """A new tensor in ``buffer``; its memory is not initialized (NaN in the model). ``address`` (manual
+    placement) is not modelled."""
+    if address is not None:
+        raise core.ModelError("nl.ndarray(address=...): manual placement is not modelled by the CPU model")
+    if isinstance(buffer, str):
+        raise core.ModelError(f"nl.ndarray(buffer={buffer!r}): buffers are nl.sbuf, nl.psum, nl.shared_hbm, ... "
+                              "not strings")
+    if buffer is private_hbm:
+        raise core.ModelError("nl.ndarray(buffer=nl.hbm): kernel outputs must use nl.shared_hbm (NKI 0.3.0+)")
+    return core.Tensor.allocate(tuple(shape), dtype, buffer, name)
+
+
+def zeros(shape, dtype, buffer: core.Buffer = sbuf, name: str = "") -> core.Tensor:
+    """A new tensor filled with zeros by a memset instruction (Vector Engine)."""
+    from . import isa
+
+    t = ndarray(shape, dtype, buffer, name)
+    isa.memset(t, 0)
+    return t
+
+
+@dataclasses.dataclass(frozen=True)
+class ds:
+    """``nl.ds(start, size)``: the index ``start:start + size``."""
+
+    start: int
+    size: int
+
+    def slice(self) -> slice:
+        return slice(self.start, self.start + self.size)
+
+
+def affine_range(start: int, stop: int | None = None, step: int = 1) -> range:
+    """An alias of ``range`` in NKI 0.6 (deprecated there; kernels use ``range``)."""
+    return range(start, stop, step) if stop is not None else range(start)
+
+
+sequential_range = static_range = affine_range
+
+
+class Op:
+    """An elementwise operator token (``op=nl.add``), computed in fp32 as the engines do; bitwise ones act on
+    the raw integer bits."""
+
+    def __init__(self, name: str, fn, bitwise: bool = False) -> None:
+        self.name, self.fn, self.bitwise = name, fn, bitwise
+
+    def __repr__(self) -> str:
+        return f"nl.{self.name}"
+
+
+add = Op("add", np.add)
+subtract = Op("subtract", np.subtract)
+multiply = Op("multiply", np.multiply)
+maximum = Op("maximum", np.maximum)
+minimum = Op("minimum", np.minimum)
+copy = Op("copy", lambda x: x)
+bitwise_and = Op("bitwise_and", np.bitwise_and, bitwise=True)
+bitwise_or = Op("bitwise_or", np.bitwise_or, bitwise=True)
+bitwise_xor = Op("bitwise_xor", np.bitwise_xor, bitwise=True)

@@ -1,0 +1,157 @@
+"""The NKI matmul and bmm kernels on the CPU model of the NeuronCore: within their modes' bounds against float64
+on a sampled grid of edge sizes, in agreement with the torch reference modes, bit-for-bit on exact integer data,
+blocked so each operand tile is loaded once per block, and (modelled) near the Tensor Engine's peak."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+from trn_backend.kernels import nki, reference
+from trn_backend.kernels.nki import cost, matmul, model, toolchain
+
+import trn_backend as xp
+
+# every size in every position: 1, 2, the 128 and 512 tile edges on both sides, and larger
+TRIPLES = [(1, 1, 1), (2, 127, 513), (127, 2, 512), (128, 129, 1), (129, 128, 2), (511, 512, 129),
+           (512, 513, 127), (513, 1000, 128), (1000, 2048, 2), (2048, 511, 1000), (2, 2048, 2048),
+           (1, 1000, 511), (2048, 1, 513), (1000, 129, 2048)]
+BATCHED = [(3, 129, 513, 127), (2, 1, 1000, 513), (4, 128, 128, 128)]
+
+
+@pytest.fixture(params=toolchain.available())
+def chain(request, monkeypatch):
+    """Each toolchain present: the CPU model always; the real NKI simulator (as trn2) where installed."""
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    return request.param
+
+
+def componentwise_error(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
+    """max |C - AB| / (|A||B|) in float64; entries with |A||B| = 0 must be exact."""
+    a64, b64 = a.double(), b.double()
+    err = (c.double() - a64 @ b64).abs()
+    scale = a64.abs() @ b64.abs()
+    assert bool((err[scale == 0] == 0).all())
+    return float((err[scale > 0] / scale[scale > 0]).max()) if bool((scale > 0).any()) else 0.0
+
+
+def operands(shape_a, shape_b, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(shape_a, generator=g), torch.randn(shape_b, generator=g)
+
+
+def layout(a: torch.Tensor, transposed: bool) -> torch.Tensor:
+    """A as the planner may hand it over: contiguous, or a transposed view of a contiguous A^T (the kernel then
+    skips the on-chip transpose)."""
+    return a.mT.contiguous().mT if transposed else a
+
+
+@pytest.mark.parametrize("mode", ["fast", "native"])
+@pytest.mark.parametrize("i", range(len(TRIPLES)))
+def test_matmul_within_bound_and_agrees_with_the_reference_mode(mode, i, chain):
+    m, k, n = TRIPLES[i]
+    a, b = operands((m, k), (k, n), i)
+    c = nki.run("matmul", layout(a, i % 2 == 0), b, mode, chain)
+    assert c.dtype == torch.float32 and c.shape == (m, n)
+    bound = xp.error_bound(mode, xp.float32, k)
+    assert componentwise_error(c, a, b) <= bound
+    ref = reference.MODES[mode](a, b)
+    scale = a.double().abs() @ b.double().abs()
+    assert float(((c.double() - ref.double()).abs() - 2 * bound * scale).max()) <= 0  # both within the bound
+
+
+@pytest.mark.parametrize("mode", ["fast", "native"])
+@pytest.mark.parametrize("shape", BATCHED)
+def test_bmm_within_bound(mode, shape, chain):
+    batch, m, k, n = shape
+    a, b = operands((batch, m, k), (batch, k, n), sum(shape))
+    c = nki.run("bmm", layout(a, m % 2 == 1), b, mode, chain)
+    assert c.shape == (batch, m, n)
+    assert componentwise_error(c, a, b) <= xp.error_bound(mode, xp.float32, k)
+
+
+@pytest.mark.parametrize("mode", ["fast", "native"])
+@pytest.mark.parametrize("kernel, shape_a, shape_b", [("matmul", (513, 2048), (2048, 129)),
+                                                      ("matmul", (1, 1), (1, 1)),
+                                                      ("bmm", (2, 130, 700), (2, 700, 514))])
+def test_bit_for_bit_on_exact_integer_data(mode, kernel, shape_a, shape_b, chain):
+    """Small integers: bf16 holds them, products and every partial sum (below 2**24) are exact in any order."""
+    g = torch.Generator().manual_seed(7)
+    a = torch.randint(-8, 9, shape_a, generator=g).float()
+    b = torch.randint(-8, 9, shape_b, generator=g).float()
+    exact = torch.matmul(a.long(), b.long()).float()
+    assert torch.equal(nki.run(kernel, a, b, mode, chain), exact)
+    assert torch.equal(nki.run(kernel, layout(a, True), b, mode, chain), exact)
+
+
+def test_fast_rounds_fp32_inputs_on_chip_exactly_like_bf16_inputs(chain):
+    a, b = operands((300, 700), (700, 200), 3)
+    on_chip = nki.run("matmul", a, b, "fast", chain)
+    host = nki.run("matmul", a.to(torch.bfloat16), b.to(torch.bfloat16), "fast", chain)
+    assert torch.equal(on_chip, host)
+
+
+def test_cross_block_sums_are_fp32():
+    """K spread over three K blocks (native: 14 K tiles per block here): block partials add in fp32 SBUF."""
+    a, b = operands((512, 5000), (5000, 1024), 11)
+    block_m, k_tiles, block_n = matmul.block_sizes(512, 5000, 1024, False, 224 * 1024)
+    assert math.ceil(5000 / (k_tiles * 128)) == 3
+    c = nki.run("matmul", a, b, "native", "model")
+    assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 5000)
+    run = nki.jitted("matmul", "model").last_run
+    assert run.instructions("vector", "tensor_tensor") == 4 * 2 * 2  # tiles x the two later K blocks
+
+
+@pytest.mark.parametrize("transposed", [True, False])
+def test_each_operand_tile_is_loaded_once_per_block(transposed):
+    """One K block: A is read once, B once per M block (of 512 rows), C written once; 8 x 3 x 6 matmuls."""
+    m, k, n = 1000, 700, 1500
+    a, b = operands((m, k), (k, n), 5)
+    a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
+    nki.run("matmul", layout(a, transposed), b, "fast", "model")
+    run = nki.jitted("matmul", "model").last_run
+    assert run.instructions("tensor", "nc_matmul") == 8 * 3 * 6
+    moved = sum(n_ * key[2] for key, n_ in run.events.items() if key[0] == "dma")
+    assert moved == m * k * 2 + k * n * 2 * math.ceil(m / 512) + m * n * 4
+    assert run.instructions("tensor", "nc_transpose") == (0 if transposed else 8 * 6)
+    assert run.instructions("gpsimd") == 0  # bf16 inputs need no rounding on chip
+    assert run.banks_peak <= 8 and run.sbuf_peak <= 224 * 1024
+
+
+def test_smaller_sbuf_of_trn1_is_respected():
+    a, b = operands((700, 3000), (3000, 600), 13)
+    with model.targeting("trn1"):
+        c = nki.run("matmul", a, b, "native", "model")
+    assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 3000)
+    assert nki.jitted("matmul", "model").last_run.sbuf_peak <= 192 * 1024
+
+
+def test_empty_operands_and_dtype_errors():
+    assert nki.run("matmul", torch.ones(3, 0), torch.ones(0, 4), "native").equal(torch.zeros(3, 4))
+    assert nki.run("bmm", torch.ones(2, 0, 3), torch.ones(2, 3, 4), "fast").shape == (2, 0, 4)
+    with pytest.raises(TypeError, match=r"nki.matmul\[native\] takes torch.float32 operands, got A in "
+                                        "torch.float64"):
+        nki.run("matmul", torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2), "native")
+    with pytest.raises(ValueError, match=r"nki.bmm\[fast\] needs \[B, M, K\] x \[B, K, N\], got \(2, 3, 4\) x "
+                                         r"\(3, 4, 5\)"):
+        nki.run("bmm", torch.ones(2, 3, 4), torch.ones(3, 4, 5), "fast")
+    with pytest.raises(ValueError, match="no NKI kernel for mode 'dd'"):
+        nki.run("matmul", torch.ones(2, 2), torch.ones(2, 2), "dd")
+
+
+@pytest.mark.parametrize("transposed", [True, False])
+@pytest.mark.parametrize("mode", ["fast", "native"])
+def test_modelled_utilization_at_4096_on_trn2(mode, transposed):
+    e = cost.modelled("matmul", mode, (1, 4096, 4096, 4096), "trn2", transposed)
+    assert e.bound_by == "tensor" and e.utilization >= 0.85
+    assert e.psum_banks_peak <= 8 and e.sbuf_peak_bytes <= 224 * 1024
+
+
+def test_counting_only_skips_arithmetic_but_not_the_rules():
+    fn = nki.jitted("matmul", "model")
+    with model.counting_only():
+        out = fn(model.shape_only((300, 256), np.float32), model.shape_only((300, 513), np.float32), True, False)
+    assert out.shape == (256, 513)
+    assert fn.last_run.instructions("tensor", "nc_matmul") == 3 * 2 * 2

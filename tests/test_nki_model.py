@@ -1,0 +1,283 @@
+"""The CPU model of the NeuronCore: each documented hardware rule is enforced with an error naming it, and the
+arithmetic is the documented datapath (bf16 storage rounds to nearest even, bf16 products are exact, PSUM
+accumulates in fp32 in K order)."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from trn_backend.kernels.nki import model
+from trn_backend.kernels.nki.model import ModelError, core
+from trn_backend.kernels.nki.model import isa as nisa
+from trn_backend.kernels.nki.model import language as nl
+
+
+def run(kernel, *args):
+    """Run ``kernel`` on the model (a jit-ed copy), returning (output, core)."""
+    k = model.jit(kernel)
+    return k(*args), k.last_run
+
+
+def on_core(target="trn2"):
+    return core.running(core.Core(core.TARGETS[target]))
+
+
+def sbuf_tile(shape, value=1.0, dtype=nl.float32):
+    t = nl.ndarray(shape, dtype, buffer=nl.sbuf)
+    nisa.memset(t, value)
+    return t
+
+
+def test_partition_dimension_at_most_128():
+    with on_core(), pytest.raises(ModelError, match="partition dimension 129 exceeds 128"):
+        nl.ndarray((129, 4), nl.float32, buffer=nl.sbuf)
+    with on_core(), pytest.raises(ModelError, match="at least one free dimension"):
+        nl.ndarray((128,), nl.float32, buffer=nl.sbuf)
+
+
+def test_moving_tile_of_513_and_stationary_of_129_are_rejected():
+    with on_core():
+        psum = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+        with pytest.raises(ModelError, match="moving free size 513 exceeds 512"):
+            nisa.nc_matmul(nl.ndarray((128, 1024), nl.float32, buffer=nl.psum)[:, 0:513], sbuf_tile((128, 128)),
+                           sbuf_tile((128, 513)))
+        with pytest.raises(ModelError, match="stationary free size 129 exceeds 128"):
+            nisa.nc_matmul(psum, sbuf_tile((128, 129)), sbuf_tile((128, 512)))
+
+
+def test_matmul_result_must_stay_in_one_psum_bank():
+    with on_core():
+        wide = nl.ndarray((128, 1024), nl.float32, buffer=nl.psum)  # two banks
+        nisa.nc_matmul(wide[:, 512:1024], sbuf_tile((128, 128)), sbuf_tile((128, 512)))  # the second bank: fine
+        with pytest.raises(ModelError, match="crossing a 2048-byte PSUM bank boundary"):
+            nisa.nc_matmul(wide[:, 256:768], sbuf_tile((128, 128)), sbuf_tile((128, 512)))
+
+
+def test_a_ninth_live_psum_bank_is_rejected_and_dead_tiles_free_theirs():
+    with on_core() as c:
+        live = tuple(nl.ndarray((128, 512), nl.float32, buffer=nl.psum) for _ in range(8))
+        assert c.banks_peak == 8
+        with pytest.raises(ModelError, match="PSUM banks exhausted.*8 of the 8 banks are live"):
+            nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+        del live  # the compiler frees tiles that are no longer used; the model frees unreferenced ones
+        for _ in range(20):
+            nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+        with pytest.raises(ModelError, match="needs 20480 bytes per partition; PSUM has 16384"):
+            nl.ndarray((128, 5120), nl.float32, buffer=nl.psum)
+
+
+def test_accumulate_onto_memset_or_uninitialized_psum_is_rejected():
+    with on_core():
+        s, m = sbuf_tile((128, 128)), sbuf_tile((128, 512))
+        psum = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+        with pytest.raises(ModelError, match="accumulate=True onto PSUM uninitialized"):
+            nisa.nc_matmul(psum, s, m, accumulate=True)
+        nisa.memset(psum, 0.0)
+        with pytest.raises(ModelError, match="accumulate=True onto PSUM written by a non-matmul instruction"):
+            nisa.nc_matmul(psum, s, m, accumulate=True)
+        with pytest.raises(ModelError, match="non-matmul instruction .* undefined behaviour"):
+            nisa.nc_matmul(psum, s, m)  # accumulate=None infers accumulation onto the memset: also undefined
+        nisa.nc_matmul(psum, s, m, accumulate=False)  # a fresh accumulation group overwrites: fine
+        nisa.nc_matmul(psum, s, m, accumulate=True)
+        nisa.nc_matmul(psum, s, m)  # inferred: accumulates onto matmul-written memory
+        assert np.all(psum.data == 3 * 128)
+
+
+def test_dma_cannot_touch_psum():
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        p = nl.ndarray(x.shape, nl.float32, buffer=nl.psum)
+        nisa.memset(p, 1.0)
+        nisa.dma_copy(dst=out, src=p)
+        return out
+
+    with pytest.raises(ModelError, match="dma_copy cannot read PSUM; copy the tile to SBUF with nisa.tensor_copy"):
+        run(kernel, np.ones((4, 4), np.float32))
+
+
+def test_uninitialized_reads_are_errors_in_strict_mode(monkeypatch):
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t[0:2, :], src=x[0:2, :])  # half the tile
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    with pytest.raises(ModelError, match="reads memory that was allocated but never written"):
+        run(kernel, np.ones((4, 4), np.float32))
+    monkeypatch.setenv(model.STRICT_VARIABLE, "0")  # the simulator's behaviour: NaN garbage flows on
+    out, _ = run(kernel, np.ones((4, 4), np.float32))
+    assert np.all(out[:2] == 1) and np.all(np.isnan(out[2:]))
+
+
+def test_outputs_must_be_shared_hbm_and_fully_written():
+    def private(x):
+        return nl.ndarray(x.shape, nl.float32, buffer=nl.hbm)
+
+    def partial(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[0:1, :], src=x[0:1, :])
+        return out
+
+    with pytest.raises(ModelError, match="outputs must use nl.shared_hbm"):
+        run(private, np.ones((2, 2), np.float32))
+    with pytest.raises(ModelError, match="2 elements were never written"):
+        run(partial, np.ones((2, 2), np.float32))
+
+
+def test_sbuf_budget_per_generation():
+    def allocate_two(kib):
+        a = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf)
+        return a, b
+
+    with on_core("trn2") as c:
+        allocate_two(100)
+        assert c.sbuf_peak == 200 * 1024
+    with on_core("trn1"), pytest.raises(ModelError, match="exceeds the 196608 bytes per partition of trn1"):
+        allocate_two(100)
+    with on_core("trn2"), pytest.raises(ModelError, match="SBUF budget exceeded"):
+        allocate_two(120)
+
+
+def test_partition_access_rules():
+    with on_core():
+        t = sbuf_tile((128, 8))
+        psum = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+        nisa.tensor_copy(dst=psum[64:128, 0:8], src=t[0:64, :])  # 64 partitions from 0 or 64: fine
+        nisa.tensor_copy(dst=psum[96:128, 0:8], src=t[32:64, :])  # 32 from 0, 32, 64, 96: fine
+        with pytest.raises(ModelError, match="over 64 partitions must start at partition 0 or 64, not 1"):
+            nisa.tensor_copy(dst=psum[0:64, 0:8], src=t[1:65, :])
+        with pytest.raises(ModelError, match="stride along the partition dimension"):
+            nisa.tensor_copy(dst=psum[0:64, 0:8], src=t[0:128:2, :])
+        with pytest.raises(ModelError, match="out of bounds for dimension 1 of size 8"):
+            t[:, 0:9]
+
+
+def test_matmul_operand_rules():
+    with on_core():
+        psum = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
+        bf16 = sbuf_tile((128, 128), dtype=nl.bfloat16)
+        with pytest.raises(ModelError, match="fp32 operands multiply only with fp32"):
+            nisa.nc_matmul(psum, bf16, sbuf_tile((128, 512)))
+        with pytest.raises(ModelError, match="dst must be fp32 in PSUM"):
+            nisa.nc_matmul(nl.ndarray((128, 512), nl.bfloat16, buffer=nl.psum), bf16,
+                           sbuf_tile((128, 512), dtype=nl.bfloat16))
+        with pytest.raises(ModelError, match="stationary 'psum tensor' is in psum; it must be in sbuf"):
+            nisa.nc_matmul(psum[:, 0:128], psum[:, 0:128], sbuf_tile((128, 128)))
+        with pytest.raises(ModelError, match="GpSimd cannot access PSUM"):
+            nisa.tensor_copy(dst=sbuf_tile((128, 512)), src=psum, engine=nisa.gpsimd_engine)
+
+
+def test_bf16_storage_rounds_to_nearest_even():
+    values = np.array([[1 + 2**-8, 1 + 3 * 2**-8, 1 + 2**-8 + 2**-20, -(1 + 2**-8), 3.0e38]], np.float32)
+
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray(x.shape, nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_copy(dst=b, src=t)
+        nisa.tensor_copy(dst=t, src=b)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    out, _ = run(kernel, values)
+    np.testing.assert_array_equal(out, [[1.0, 1 + 2**-6, 1 + 2**-7, -1.0, float(ml_dtypes.bfloat16(3.0e38))]])
+
+
+def test_matmul_arithmetic_exact_bf16_products_fp32_sums_in_k_order():
+    rng = np.random.default_rng(0)
+    with on_core():
+        a = rng.standard_normal((128, 64)).astype(ml_dtypes.bfloat16)
+        b = rng.standard_normal((128, 32)).astype(ml_dtypes.bfloat16)
+        sa, sb = nl.ndarray(a.shape, nl.bfloat16, buffer=nl.sbuf), nl.ndarray(b.shape, nl.bfloat16, buffer=nl.sbuf)
+        nisa.memset(sa, 0.0), nisa.memset(sb, 0.0)
+        sa.data[...], sb.data[...] = a, b
+        psum = nl.ndarray((64, 32), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(psum, sa, sb)
+        expected = np.zeros((64, 32), np.float32)
+        for k in range(128):  # fp32 sums in K order of exact products
+            expected += (a[k].astype(np.float64)[:, None] * b[k].astype(np.float64)[None, :]).astype(np.float32)
+        np.testing.assert_array_equal(psum.data, expected)
+        # 1 followed by 127 terms of 2**-25: each add rounds back to 1 in K order (an exact sum would not)
+        col = np.full((128, 1), 2.0**-25, np.float32)
+        col[0] = 1.0
+        sc, ones = nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf), nl.ndarray((128, 1), nl.float32, buffer=nl.sbuf)
+        nisa.memset(sc, 0.0), nisa.memset(ones, 1.0)
+        sc.data[...] = col
+        one = nl.ndarray((1, 1), nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(one, sc, ones)
+        assert one.data[0, 0] == 1.0
+
+
+def test_instructions_are_counted_per_engine():
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray(x.shape, nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=x)
+        nisa.tensor_tensor(dst=t, data1=t, data2=t, op=nl.add)
+        nisa.activation(dst=t, op=nl.copy, data=t)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    out, run_core = run(kernel, np.full((8, 16), 1.5, np.float32))
+    np.testing.assert_array_equal(out, 3.0)
+    assert run_core.instructions("dma") == 2 and run_core.instructions("vector", "tensor_tensor") == 1
+    assert run_core.instructions("scalar", "activation") == 1
+    assert run_core.events["dma", "dma_copy", 8 * 16 * 4, 16 * 4 * 8] == 2  # bytes, contiguous run
+
+
+def test_target_follows_the_simulator_variable(monkeypatch):
+    monkeypatch.setenv(core.TARGET_VARIABLE, "trn1")
+    assert core.target_from_environment().sbuf_partition_bytes == 192 * 1024
+    monkeypatch.setenv(core.TARGET_VARIABLE, "trn3")
+    with pytest.raises(ModelError, match="knows trn1, trn2"):
+        core.target_from_environment()
+
+
+def test_engine_arithmetic_bitwise_integer_and_fp32():
+    with on_core():
+        x = sbuf_tile((4, 8), 1.5)
+        bits = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=bits, src=x.view(nl.uint32))  # same dtype: the bits, not a conversion
+        mask = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.memset(mask, 0)
+        mask.data[...] = 0xFFFF0000
+        hi = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=hi, data1=bits, data2=mask, op=nl.bitwise_and)
+        assert hi.data[0, 0] == np.float32(1.5).view(np.uint32) & 0xFFFF0000
+        with pytest.raises(ModelError, match="needs integer operands"):
+            nisa.tensor_tensor(dst=x, data1=x, data2=x, op=nl.bitwise_and)
+        big = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
+        nisa.memset(big, 0)
+        big.data[...] = 2**24 + 1  # not an fp32 value: exact only on GpSimd's integer path
+        total = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=total, data1=big, data2=big, op=nl.add)  # all int32: GpSimd by default
+        assert np.all(total.data == 2**25 + 2)
+        nisa.tensor_tensor(dst=total, data1=big, data2=big, op=nl.add, engine=nisa.vector_engine)
+        assert np.all(total.data == 2**25)  # the Vector Engine computes in fp32
+        with pytest.raises(ModelError, match="no broadcasting"):
+            nisa.tensor_tensor(dst=x, data1=x, data2=sbuf_tile((4, 4)), op=nl.add)
+
+
+def test_transposes_on_the_tensor_and_vector_engines():
+    with on_core():
+        x = sbuf_tile((32, 16), 0.0)
+        x.data[...] = np.arange(32 * 16, dtype=np.float32).reshape(32, 16)
+        on_tensor = nl.ndarray((16, 32), nl.float32, buffer=nl.psum)
+        nisa.nc_transpose(dst=on_tensor, data=x)
+        on_vector = nl.ndarray((16, 32), nl.float32, buffer=nl.sbuf)
+        nisa.nc_transpose(dst=on_vector, data=x, engine=nisa.vector_engine)
+        np.testing.assert_array_equal(on_tensor.data, x.data.T)
+        np.testing.assert_array_equal(on_vector.data, x.data.T)
+        with pytest.raises(ModelError, match="the vector engine transposes at most 32 x 32"):
+            nisa.nc_transpose(dst=nl.ndarray((16, 64), nl.float32, buffer=nl.sbuf), data=sbuf_tile((64, 16)),
+                              engine=nisa.vector_engine)
+        with pytest.raises(ModelError, match="dst dtype bfloat16 must equal data dtype float32"):
+            nisa.nc_transpose(dst=nl.ndarray((16, 32), nl.bfloat16, buffer=nl.psum), data=x)
+    with on_core("trn1"):
+        assert nisa.get_nc_version() == nisa.nc_version.gen2
+    with on_core("trn2"):
+        assert nisa.get_nc_version() == nisa.nc_version.gen3
