@@ -2,10 +2,15 @@
 
 ``matmul(a, b, mode)`` multiplies [M, K] x [K, N] and ``bmm(a, b, mode)`` [B, M, K] x [B, K, N], both on torch
 tensors, under a precision mode named in ``trn_backend.precision``. The torch reference implementation of every
-mode (``reference.py``) runs on any torch device; on a Neuron device with the NKI toolchain present, modes with an
-NKI kernel (``nki_kernels.py``, import-gated) run as one fused device program instead.
+mode (``reference.py``) runs on any torch device. Routing (``implementation``): on a Neuron device with the NKI
+toolchain installed, float32 steps of a mode with an NKI kernel (``nki/``, import-gated) and at least
+``config.nki_min_flops`` FLOPs (default: the cost model's break-even with the kernel launch) run the NKI kernel;
+smaller ones run torch on the device; the CPU default is unchanged (``config.nki = "model"`` sends CPU steps to
+the kernels on the CPU model of the NeuronCore). ``fast`` on NKI is the reference's fast mode with its one
+Tensor Engine pass run by the kernel (same scaling, same underflow certificate); ``native`` is the kernel.
 
-Every call is counted in ``CALLS`` so tests can prove that no contraction bypasses this layer.
+Every call is counted in ``CALLS`` so tests can prove that no contraction bypasses this layer; calls that ran an
+NKI kernel are also counted under ``("nki.matmul", mode)`` / ``("nki.bmm", mode)``.
 """
 
 from __future__ import annotations
@@ -17,9 +22,14 @@ from typing import Any
 
 import torch
 
+from .. import _config
 from . import reference
 
-__all__ = ["matmul", "bmm", "CALLS", "count_calls", "reference"]
+__all__ = ["matmul", "bmm", "CALLS", "count_calls", "reference", "implementation", "NKI_MODES",
+           "NEURON_DEVICE_TYPES"]
+
+NKI_MODES = ("fast", "native")  # the modes with an NKI kernel
+NEURON_DEVICE_TYPES = ("neuron", "xla")  # torch-neuronx's device types (native TorchNeuron, PyTorch/XLA)
 
 # (kernel name, mode name) -> number of calls since import
 CALLS: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -43,19 +53,65 @@ def _implementation(mode: str):
         raise ValueError(f"unknown kernel mode {mode!r}; known: {', '.join(reference.MODES)}") from None
 
 
+def implementation(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
+                   bmkn: tuple[int, int, int, int]) -> str:
+    """What runs a ``kernel`` step (matmul, bmm) of sizes (B, M, K, N): ``nki.matmul[fast]`` or ``torch.matmul``."""
+    return _nki_route(kernel, mode, dtype, device, bmkn) or f"torch.{kernel}"
+
+
+def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
+               bmkn: tuple[int, int, int, int]) -> str | None:
+    """The NKI kernel's name when the routing rule sends this step to it (see the module docstring)."""
+    setting = _config.config
+    if setting.nki == "off" or mode not in NKI_MODES or dtype is not torch.float32 or 0 in bmkn:
+        return None
+    if device.type in NEURON_DEVICE_TYPES:
+        from .nki import toolchain
+
+        if not toolchain.REAL:
+            return None
+    elif not (setting.nki == "model" and device.type == "cpu"):
+        return None
+    from . import nki
+    from .nki import cost
+
+    b, m, k, n = bmkn
+    threshold = setting.nki_min_flops if setting.nki_min_flops is not None else cost.default_min_flops(mode)
+    return nki.name(kernel, mode) if 2 * b * m * k * n >= threshold else None
+
+
+def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:
+    CALLS[kernel, mode] += 1
+    bmkn = (a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1])
+    if params or a.dtype is not b.dtype or _nki_route(kernel, mode, a.dtype, a.device, bmkn) is None:
+        return _implementation(mode)(a, b, **params)
+    from . import nki
+
+    CALLS[f"nki.{kernel}", mode] += 1
+    if mode == "native":
+        return nki.run(kernel, a, b, mode)
+    return reference.fast(a, b, engine=_nki_fast_pass)
+
+
+def _nki_fast_pass(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """One Tensor Engine pass of the fast mode on the NKI kernel: fp32 tensors holding bf16 values (exact in
+    bf16, so the kernel loads them as bf16)."""
+    from . import nki
+
+    return nki.run("bmm" if x.dim() == 3 else "matmul", x.to(torch.bfloat16), y.to(torch.bfloat16), "fast")
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
     """[M, K] x [K, N] -> [M, N] under ``mode``; ``params`` are the mode's own settings."""
     if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"kernels.matmul needs [M, K] x [K, N], got {tuple(a.shape)} x {tuple(b.shape)}")
-    impl = _implementation(mode)
-    CALLS["matmul", mode] += 1
-    return impl(a, b, **params)
+    _implementation(mode)
+    return _run("matmul", a, b, mode, params)
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
     """[B, M, K] x [B, K, N] -> [B, M, N] under ``mode``."""
     if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise ValueError(f"kernels.bmm needs [B, M, K] x [B, K, N], got {tuple(a.shape)} x {tuple(b.shape)}")
-    impl = _implementation(mode)
-    CALLS["bmm", mode] += 1
-    return impl(a, b, **params)
+    _implementation(mode)
+    return _run("bmm", a, b, mode, params)

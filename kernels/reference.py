@@ -216,12 +216,13 @@ def _level(a_words: list[torch.Tensor], b_words: list[torch.Tensor], level: int)
             torch.cat([b_words[j - 1] for _, j in pairs], dim=-2).float())
 
 
-def _engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor]) -> torch.Tensor:
-    """Sum of w_i v_j over i + j <= n + 1: one fp32 PSUM accumulation per level, smallest level first."""
+def _engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor], engine=torch.matmul) -> torch.Tensor:
+    """Sum of w_i v_j over i + j <= n + 1: one fp32 PSUM accumulation per level, smallest level first; each
+    level is one ``engine`` pass (torch.matmul, or an NKI kernel: the kernel layer passes one)."""
     n = len(a_words)
     total = None
     for level in range(n + 1, 1, -1):
-        part = torch.matmul(*_level(a_words, b_words, level))
+        part = engine(*_level(a_words, b_words, level))
         total = part if total is None else total + part
     return total
 
@@ -291,14 +292,15 @@ def _scaled(a: torch.Tensor, b: torch.Tensor):
     return _ldexp(a, -e), e, _ldexp(b, -f), f
 
 
-def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None):
+def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
+                engine=torch.matmul):
     """The engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word), computed on
     power-of-two scaled rows of A and columns of B and scaled back in float64 (exact): a float64 tensor."""
     if words > 1 and _single_word(a, mode):
         words = 1
     a_scaled, e, b_scaled, f = _split_operands(a, b, mode)
     a_words, b_words = _words(a_scaled, words), _words(b_scaled, words)
-    total = (_engine_sum(a_words, b_words) if chunk is None
+    total = (_engine_sum(a_words, b_words, engine) if chunk is None
              else _compensated_engine_sum(a_words, b_words, chunk))
     return _ldexp(total.double(), e + f)
 
@@ -374,9 +376,10 @@ def _magnitude_lower(a_scaled: torch.Tensor, b_scaled: torch.Tensor, floor: floa
 
 
 @_emulated
-def fast(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Inputs rounded to bf16, one engine pass (fp32 accumulation), rounded to the operand dtype."""
-    return _round_to(_split_fp32(a, b, 1, "fast"), a.dtype)
+def fast(a: torch.Tensor, b: torch.Tensor, *, engine=torch.matmul) -> torch.Tensor:
+    """Inputs rounded to bf16, one engine pass (fp32 accumulation), rounded to the operand dtype. ``engine``
+    runs the pass on fp32 tensors holding bf16 values (the kernel layer's NKI route passes the NKI kernel)."""
+    return _round_to(_split_fp32(a, b, 1, "fast", engine=engine), a.dtype)
 
 
 def _stochastic_round(y: torch.Tensor, dtype: torch.dtype, generator: torch.Generator | None) -> torch.Tensor:

@@ -22,6 +22,7 @@ from ._api.sorting import *  # noqa: F403
 from ._api.statistical import *  # noqa: F403
 from ._api.utility import *  # noqa: F403
 from ._array import NeuronArray  # noqa: F401
+from ._config import config  # noqa: F401
 from ._dtypes import (  # noqa: F401
     bool,
     complex64,

@@ -1,4 +1,5 @@
-"""``explain``: the path and, per binary step, what the planner will run, without running it."""
+"""``explain``: the path and, per binary step, what the planner will run and what implementation runs it (torch,
+or an NKI kernel with its modelled trn2 time), without running it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import _device, _dtypes, _precision
+from .. import _device, _dtypes, _precision, kernels
 from .._helpers import NeuronArray
 from . import paths
 from .parse import Shapes, parse
@@ -26,6 +27,10 @@ class Explanation:
     dtype: torch.dtype
     path: tuple[tuple[int, ...], ...]
     steps: tuple[Plan, ...]
+    # per step: what runs it ("torch.matmul", "nki.matmul[fast]", "-" without a kernel), and for NKI kernels
+    # the cost model's estimate on trn2 (kernels.nki.cost.Estimate: .seconds, .utilization, ...)
+    implementations: tuple[str, ...] = ()
+    modelled: tuple[object, ...] = ()
 
     @property
     def flops(self) -> int:
@@ -41,10 +46,11 @@ class Explanation:
         return sum(p.kernel is not None for p in self.steps)
 
     def __str__(self) -> str:
-        header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound")
-        rows = [(str(i), _readable(p.subscripts), p.kernel or "-", str(p.bmkn) if p.kernel else "-",
-                 f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p))
-                for i, p in enumerate(self.steps, start=1)]
+        header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound", "trn2 model")
+        rows = [(str(i), _readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
+                 f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p), _modelled_text(estimate))
+                for i, (p, impl, estimate) in enumerate(zip(self.steps, self.implementations, self.modelled,
+                                                            strict=True), start=1)]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
                  f"dtype {_dtypes.name(self.dtype)}",
@@ -82,7 +88,26 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
                                target_forward_error) for inputs, output, step_shapes in chain)
     except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
         raise e.named("explain()") from e.__cause__
-    return Explanation(subscripts, shapes, out_dtype, path, plans)
+    implementations = tuple(_implementation(p, device) for p in plans)
+    return Explanation(subscripts, shapes, out_dtype, path, plans, implementations,
+                       tuple(_estimate(p, impl) for p, impl in zip(plans, implementations, strict=True)))
+
+
+def _implementation(p: Plan, device: torch.device) -> str:
+    """What the kernel layer runs this step on (its routing rule, data aside)."""
+    if p.kernel is None:
+        return "-"
+    if p.resolved.params:  # modes with settings have no NKI kernel
+        return f"torch.{p.kernel}"
+    return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn)
+
+
+def _estimate(p: Plan, implementation: str) -> object:
+    if not implementation.startswith("nki."):
+        return None
+    from ..kernels.nki import cost
+
+    return cost.modelled(p.kernel, p.resolved.mode, p.bmkn)
 
 
 def _describe(operands: Sequence[object], dtype: torch.dtype | None
@@ -129,6 +154,10 @@ def _mode_text(p: Plan) -> str:
     if r is None:
         return "-"
     return r.label if r.target_relative_error is None else f"{r.label}, checked to rel {r.target_relative_error:g}"
+
+
+def _modelled_text(estimate) -> str:
+    return "-" if estimate is None else f"{estimate.seconds * 1e3:.3g} ms, {estimate.utilization:.0%} of peak"
 
 
 def _bound_text(p: Plan) -> str:
