@@ -69,6 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
                                  description=precision_report.__doc__.split("\n\n")[1])
     precision_report.add_arguments(report)
     report.set_defaults(run=precision_report.run)
+    from . import check_neuron
+
+    check = commands.add_parser("check-neuron", help="check the NKI kernels against float64 on a Neuron device, "
+                                                     "or on the CPU model without one",
+                                description=check_neuron.__doc__.split("\n\n")[1])
+    check_neuron.add_arguments(check)
+    check.set_defaults(run=check_neuron.run)
     return parser
 
 
