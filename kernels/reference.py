@@ -67,9 +67,11 @@ U_FP64 = 2.0**-53
 # and a chunk of EXACT_CHUNK digit products (each at most 2**16) sums to an integer below 2**24 (exact).
 SLICE_BITS = 8
 EXACT_CHUNK = 2 ** (24 - 2 * SLICE_BITS)
-# bf16x6 accumulates at most this many products per PSUM chunk and adds the chunks with TwoSum: its error
-# stops growing with K, which keeps it at least as accurate as an fp32 SGEMM (plain PSUM accumulation is not).
+# bf16x6 accumulates the products of at most this many K per PSUM chunk, adds BF16X6_GROUP chunk sums in fp32
+# and combines those with TwoSum: its error stops growing with K, which keeps it at least as accurate as an fp32
+# SGEMM (plain PSUM accumulation is not), and the TwoSums cost the vector engine once per group, not per chunk.
 BF16X6_CHUNK = 256
+BF16X6_GROUP = 4
 # Ozaki's error is relative to 2**e_i * 2**f_j (row and column scales). Its published bound assumes rho, the
 # ratio K * 2**e_i * 2**f_j / (|A||B|)_ij, is at most OZAKI_RANGE; one fast pass over |A|, |B| measures rho
 # and the kernel adds slices where the data needs them, so the bound holds for any input (barring underflow).
@@ -198,15 +200,26 @@ def _round_to(x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return x.to(dtype)
 
 
+def _nearest_bf16(x: torch.Tensor) -> torch.Tensor:
+    """x (float32 or float64, finite) rounded to the nearest bf16 value, ties away from zero, in x's dtype. On
+    float32 this is the kernels' on-chip integer split, (bits + 0x8000) & 0xFFFF0000 on the sign-magnitude bit
+    pattern: it depends on no rounding mode (the device's stochastic-rounding switch cannot reach it)."""
+    if x.dtype is torch.float32:
+        return ((x.view(torch.int32) + 0x8000) & -0x10000).view(torch.float32)
+    # |x| = m 2**e, m in [0.5, 1): 8 significant bits step by 2**(e-8); bf16's subnormals by 2**-133
+    quantum = torch.exp2(torch.clamp(torch.frexp(x)[1] - 8, min=-133).to(x.dtype))
+    return torch.sign(x) * torch.floor(x.abs() / quantum + 0.5) * quantum
+
+
 def _words(x: torch.Tensor, n: int) -> list[torch.Tensor]:
-    """x (scaled, |x| <= 1) as n bf16 words, largest first: each word is the nearest bf16 to what the previous
-    ones leave, and the remainders are exact in x's dtype (float32 or float64)."""
+    """x (scaled, |x| <= 1) as n bf16 words, largest first: each word is the nearest bf16 (ties away) to what
+    the previous ones leave, and the remainders are exact in x's dtype (float32 or float64)."""
     rest = x
-    words = [_round_to(rest, torch.bfloat16)]
-    for _ in range(n - 1):
-        rest = rest - words[-1].to(rest.dtype)
-        words.append(_round_to(rest, torch.bfloat16))
-    return words
+    words = []
+    for _ in range(n):
+        words.append(_nearest_bf16(rest))
+        rest = rest - words[-1]
+    return [w.to(torch.bfloat16) for w in words]  # exact
 
 
 def _level(a_words: list[torch.Tensor], b_words: list[torch.Tensor], level: int):
@@ -261,13 +274,33 @@ def _sum2(parts) -> torch.Tensor:
     return hi + lo
 
 
-def _compensated_engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor],
-                            chunk: int) -> torch.Tensor:
-    """Like _engine_sum, but each PSUM accumulation covers at most ``chunk`` products and the chunk sums are
-    added with Sum2 in fp32 (vector-engine TwoSums)."""
-    n = len(a_words)
-    return _sum2(part for level in range(n + 1, 1, -1)
-                 for group in _chunk_sums(*_level(a_words, b_words, level), chunk) for part in group.unbind(-3))
+def _chunked_engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor], chunk: int,
+                        group: int) -> torch.Tensor:
+    """Like _engine_sum on each K-chunk of ``chunk`` (one PSUM accumulation per chunk, smallest level first);
+    each ``group`` consecutive chunk sums are added in fp32, and the group sums combined by Sum2 (vector-engine
+    TwoSums): the error stops growing with K, and the TwoSums run once per ``group`` chunks."""
+    k = a_words[0].shape[-1]
+    pad = -k % chunk
+    a_words = [torch.nn.functional.pad(w.float(), (0, pad)) for w in a_words]
+    b_words = [torch.nn.functional.pad(w.float(), (0, 0, 0, pad)) for w in b_words]
+    n = (k + pad) // chunk
+    rows, cols = a_words[0].shape[-2], b_words[0].shape[-1]
+    step = group * max(1, _GROUP_ELEMENTS // max(1, rows * cols * group))  # chunks at once: whole groups
+    return _sum2(g for start in range(0, n, step)
+                 for g in _group_sums(a_words, b_words, chunk, start, min(n, start + step), group))
+
+
+def _group_sums(a_words, b_words, chunk: int, start: int, stop: int, group: int):
+    """The group sums of chunks [start, stop): per chunk the levels smallest first, then ``group`` chunks added."""
+    lo, hi = start * chunk, stop * chunk
+    per_chunk = _engine_sum([w[..., lo:hi].unflatten(-1, (stop - start, chunk)).transpose(-3, -2) for w in a_words],
+                            [w[..., lo:hi, :].unflatten(-2, (stop - start, chunk)) for w in b_words])
+    for g in range(0, stop - start, group):
+        parts = per_chunk[..., g:g + group, :, :].unbind(-3)
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        yield total
 
 
 def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
@@ -293,15 +326,21 @@ def _scaled(a: torch.Tensor, b: torch.Tensor):
 
 
 def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
-                engine=torch.matmul):
+                engine=torch.matmul, fused=None):
     """The engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word), computed on
-    power-of-two scaled rows of A and columns of B and scaled back in float64 (exact): a float64 tensor."""
+    power-of-two scaled rows of A and columns of B and scaled back in float64 (exact): a float64 tensor.
+    ``fused(a_scaled, b_scaled, words)``, where given, computes the engine result from the scaled operands in
+    one device program (the NKI kernels: split on chip, every product in PSUM); else the words are split here
+    and each level is one ``engine`` pass."""
     if words > 1 and _single_word(a, mode):
         words = 1
     a_scaled, e, b_scaled, f = _split_operands(a, b, mode)
-    a_words, b_words = _words(a_scaled, words), _words(b_scaled, words)
-    total = (_engine_sum(a_words, b_words, engine) if chunk is None
-             else _compensated_engine_sum(a_words, b_words, chunk))
+    if fused is not None:
+        total = fused(a_scaled, b_scaled, words)
+    else:
+        a_words, b_words = _words(a_scaled, words), _words(b_scaled, words)
+        total = (_engine_sum(a_words, b_words, engine) if chunk is None
+                 else _chunked_engine_sum(a_words, b_words, chunk, BF16X6_GROUP))
     return _ldexp(total.double(), e + f)
 
 
@@ -407,16 +446,17 @@ def sr(a: torch.Tensor, b: torch.Tensor, *, generator: torch.Generator | None = 
 
 
 @_emulated
-def dd(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Two-word bf16 split, three products (hi*hi, hi*lo, lo*hi), fp32 accumulation: three engine passes."""
-    return _round_to(_split_fp32(a, b, 2, "dd"), a.dtype)
+def dd(a: torch.Tensor, b: torch.Tensor, *, fused=None) -> torch.Tensor:
+    """Two-word bf16 split, three products (hi*hi, hi*lo, lo*hi), fp32 accumulation smallest products first:
+    three engine passes. ``fused``: see _split_fp32 (the kernel layer's NKI route)."""
+    return _round_to(_split_fp32(a, b, 2, "dd", fused=fused), a.dtype)
 
 
 @_emulated
-def bf16x6(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Three-word bf16 split, six products, chunked PSUM accumulation added with TwoSum: six engine passes, at
-    least as accurate as an fp32 SGEMM."""
-    return _round_to(_split_fp32(a, b, 3, "bf16x6", BF16X6_CHUNK), a.dtype)
+def bf16x6(a: torch.Tensor, b: torch.Tensor, *, fused=None) -> torch.Tensor:
+    """Three-word bf16 split, six products, PSUM chunks of BF16X6_CHUNK of K added in groups and combined with
+    TwoSum: six engine passes, at least as accurate as an fp32 SGEMM. ``fused``: see _split_fp32."""
+    return _round_to(_split_fp32(a, b, 3, "bf16x6", BF16X6_CHUNK, fused=fused), a.dtype)
 
 
 def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
@@ -469,11 +509,18 @@ def _exact_level(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], lev
     return sum(group.double().sum(-3) for group in _chunk_sums(a, b, EXACT_CHUNK))
 
 
+def exact_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> dict[int, torch.Tensor]:
+    """Every level s+1 .. 2 of the digit products, exactly (float64): what the NKI kernel's levels return too."""
+    return {level: _exact_level(a_digits, b_digits, level) for level in range(len(a_digits) + 1, 1, -1)}
+
+
 @_emulated
-def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None) -> torch.Tensor:
+def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None, levels=exact_levels) -> torch.Tensor:
     """Ozaki scheme I on the bf16 engine: rows of A and columns of B scaled by powers of two, cut into signed
     8-bit digit slices, digit pairs with i + j <= s + 1 multiplied exactly per K-chunk, the exact level sums
-    combined by Sum2 in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range."""
+    combined by Sum2 in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range.
+    ``levels(a_digits, b_digits)`` computes the exact level sums (the kernel layer's NKI route passes the
+    kernel; any exact computation gives bit-identical results)."""
     if _single_word(a, "ozaki"):
         return _round_to(_split_fp32(a, b, 1, "ozaki"), a.dtype)
     s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
@@ -481,8 +528,8 @@ def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None) -> tor
     s = _needed_slices(a_scaled, b_scaled, s)
     a_digits = [d.to(torch.bfloat16) for d in _digits(a_scaled, s)]  # exact
     b_digits = [d.to(torch.bfloat16) for d in _digits(b_scaled, s)]
-    total = _sum2(_exact_level(a_digits, b_digits, level) * 2.0 ** (-SLICE_BITS * level)
-                  for level in range(s + 1, 1, -1))
+    sums = levels(a_digits, b_digits)
+    total = _sum2(sums[level] * 2.0 ** (-SLICE_BITS * level) for level in range(s + 1, 1, -1))
     return _round_to(_ldexp(total, e + f), a.dtype)
 
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from fractions import Fraction
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trn_backend.kernels import reference
 
 from trn_backend import _precision, kernels
@@ -339,3 +342,25 @@ def test_fp64_is_an_alias_of_kahan():
 def test_ozaki_slices_are_checked(slices, error, match):
     with pytest.raises(error, match=match):
         kernels.matmul(torch.ones(2, 2), torch.ones(2, 2), "ozaki", slices=slices)
+
+
+def _nearest_ties_away(x: float) -> float:
+    """The nearest bf16 value to x (8 significant bits; subnormals step by 2**-133), ties away from zero, in
+    exact rational arithmetic."""
+    if x == 0:
+        return x
+    quantum = Fraction(2) ** max(math.frexp(abs(x))[1] - 8, -133)
+    return math.copysign(float(math.floor(Fraction(abs(x)) / quantum + Fraction(1, 2)) * quantum), x)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(-1, 1, width=32), min_size=1, max_size=40))
+def test_word_split_rounds_to_nearest_ties_away(values):
+    """The split's bf16 rounding (the kernels' integer trick on float32, frexp on float64) of scaled values
+    (|x| <= 1, subnormals included) is the exact nearest bf16, ties away from zero, and both paths agree."""
+    x = torch.tensor(values, dtype=torch.float32)
+    expected = [_nearest_ties_away(v) for v in values]
+    assert reference._nearest_bf16(x).tolist() == expected
+    assert reference._nearest_bf16(x.double()).tolist() == expected
+    ties = torch.tensor([1 + 2**-8, -(1 + 3 * 2**-8), 2.0**-130 * (1 + 2**-8)], dtype=torch.float32)
+    assert reference._nearest_bf16(ties).tolist() == [_nearest_ties_away(v) for v in ties.tolist()]

@@ -83,25 +83,42 @@ def _rounded(pre: float, dtype: torch.dtype, work_unit: float) -> float:
     return pre + u * (1 + pre) if u > work_unit else pre
 
 
-def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None) -> float:
+def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None, group: int = 1) -> float:
     """The fp32 engine result of a ``words``-word bf16 split: representation error of the kept word products,
-    plus the fp32 accumulation of each level (all of it, or ``chunk`` terms at a time added with Sum2), plus
-    what gradual underflow may cost (each call certifies it stays within UNDERFLOW_ALLOWANCE, or raises)."""
+    plus the fp32 accumulation (of all K at once, or per ``chunk`` of K with ``group`` chunk sums added in fp32
+    and those combined by Sum2), plus what gradual underflow may cost (each call certifies it stays within
+    UNDERFLOW_ALLOWANCE, or raises)."""
     n = 1 if _bits(dtype) <= 8 else words
     u, grow = U_BF16, (1 + U_BF16) ** 2  # |w_t| <= (1 + u) u**(t-1) |x|
     eps = u**n if 8 * n < _bits(dtype) else 0.0  # what n words leave of x; 0 when they hold all its bits
     dropped = sum(grow * u ** (i + j - 2) for i in range(1, n + 1) for j in range(1, n + 1) if i + j > n + 1)
     pre = eps + (1 + eps) * eps + dropped
-    levels = [((level - 1) * K, (level - 1) * grow * u ** (level - 2)) for level in range(2, n + 2)]
     if chunk is None:
-        pre += sum(gamma(terms - 1, U_FP32) * size for terms, size in levels)
-        total = sum((1 + gamma(terms - 1, U_FP32)) * size for terms, size in levels)
-        return pre + gamma(n - 1, U_FP32) * total + reference.UNDERFLOW_ALLOWANCE  # levels added one by one
-    partials = sum(math.ceil(terms / chunk) for terms, _ in levels)
-    total = sum((1 + gamma(min(terms, chunk) - 1, U_FP32)) * size for terms, size in levels)
-    pre += sum(gamma(min(terms, chunk) - 1, U_FP32) * size for terms, size in levels)
-    # Sum2 adds u |s| + gamma_{m-1}^2 sum |p|
-    return pre + (U_FP32 + gamma(partials - 1, U_FP32) ** 2) * total + reference.UNDERFLOW_ALLOWANCE
+        error, total = _accumulation(n, K)
+        return pre + error + reference.UNDERFLOW_ALLOWANCE
+    error, total = _accumulation(n, min(K, chunk))
+    chunks = math.ceil(K / chunk)
+    grouped = gamma(min(group, chunks) - 1, U_FP32) * total  # chunk sums added in fp32, ``group`` at a time
+    # Sum2 of the group sums adds u |s| + gamma_{m-1}^2 sum |p|
+    sum2 = (U_FP32 + gamma(math.ceil(chunks / group) - 1, U_FP32) ** 2) * total * (1 + grouped)
+    return pre + error + grouped + sum2 + reference.UNDERFLOW_ALLOWANCE
+
+
+def _accumulation(n: int, K: int) -> tuple[float, float]:
+    """(error, magnitude) in units of |A||B| of accumulating the kept word products over K in fp32, levels of
+    products smallest first (level l holds (l - 1) K products of size up to grow u**(l-2)), in any order within
+    a level, and in any grouping of sequential partial sums: each product is part of at most as many roundings
+    as there are products from its level's first to the last (one fewer for the first level). This covers the
+    reference (a pass per level, levels added smallest first) and the NKI kernels (one PSUM accumulation per K
+    block, levels smallest first, K-block partials added in SBUF)."""
+    u, grow = U_BF16, (1 + U_BF16) ** 2
+    levels = [((level - 1) * K, (level - 1) * grow * u ** (level - 2)) for level in range(n + 1, 1, -1)]
+    remaining = sum(terms for terms, _ in levels)
+    error = 0.0
+    for i, (terms, size) in enumerate(levels):
+        error += gamma(remaining - (1 if i == 0 else 0), U_FP32) * size
+        remaining -= terms
+    return error, sum(size for _, size in levels) + error
 
 
 def _native_bound(dtype: torch.dtype, K: int) -> float | None:
@@ -131,9 +148,10 @@ MODES: dict[str, Mode] = {m.name: m for m in (
          _sr_bound, params=("generator",)),
     Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", lambda s: 3,
          lambda dtype, K: _rounded(_split_pre(2, dtype, K), dtype, U_FP32)),
-    Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {reference.BF16X6_CHUNK} added by TwoSum",
-         "bf16x6", lambda s: 6,
-         lambda dtype, K: _rounded(_split_pre(3, dtype, K, reference.BF16X6_CHUNK), dtype, U_FP32)),
+    Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {reference.BF16X6_CHUNK} of K added "
+         f"{reference.BF16X6_GROUP} at a time, then by TwoSum", "bf16x6", lambda s: 6,
+         lambda dtype, K: _rounded(_split_pre(3, dtype, K, reference.BF16X6_CHUNK, reference.BF16X6_GROUP),
+                                   dtype, U_FP32)),
     Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
          "ozaki", lambda s: s * (s + 1) // 2 + 1, _ozaki_bound, params=("slices",), float64_working=True),
     Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", lambda s: 0,
