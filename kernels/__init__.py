@@ -6,8 +6,11 @@ mode (``reference.py``) runs on any torch device. Routing (``implementation``): 
 toolchain installed, float32 steps of a mode with an NKI kernel (``nki/``, import-gated) and at least
 ``config.nki_min_flops`` FLOPs (default: the cost model's break-even with the kernel launch) run the NKI kernel;
 smaller ones run torch on the device; the CPU default is unchanged (``config.nki = "model"`` sends CPU steps to
-the kernels on the CPU model of the NeuronCore). ``fast`` on NKI is the reference's fast mode with its one
-Tensor Engine pass run by the kernel (same scaling, same underflow certificate); ``native`` is the kernel.
+the kernels on the CPU model of the NeuronCore). On NKI every split mode is its reference with the engine work
+run by the kernel: the same power-of-two scaling and underflow certificate on the host, then fast's one Tensor
+Engine pass, dd's and bf16x6's fused split-and-multiply (``nki.split_product``), ozaki's exact level sums
+(``nki.level_sums``, combined on the host); ``native`` is the kernel alone. float64 data runs the split modes
+too (scaled on the host; no fp64 on chip); ``native`` on NKI is float32 only.
 
 Every call is counted in ``CALLS`` so tests can prove that no contraction bypasses this layer; calls that ran an
 NKI kernel are also counted under ``("nki.matmul", mode)`` / ``("nki.bmm", mode)``.
@@ -28,7 +31,7 @@ from . import reference
 __all__ = ["matmul", "bmm", "CALLS", "count_calls", "reference", "implementation", "NKI_MODES",
            "NEURON_DEVICE_TYPES"]
 
-NKI_MODES = ("fast", "native")  # the modes with an NKI kernel
+NKI_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # the modes with an NKI kernel
 NEURON_DEVICE_TYPES = ("neuron", "xla")  # torch-neuronx's device types (native TorchNeuron, PyTorch/XLA)
 
 # (kernel name, mode name) -> number of calls since import
@@ -54,16 +57,19 @@ def _implementation(mode: str):
 
 
 def implementation(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
-                   bmkn: tuple[int, int, int, int]) -> str:
+                   bmkn: tuple[int, int, int, int], params: dict[str, Any] | None = None) -> str:
     """What runs a ``kernel`` step (matmul, bmm) of sizes (B, M, K, N): ``nki.matmul[fast]`` or ``torch.matmul``."""
-    return _nki_route(kernel, mode, dtype, device, bmkn) or f"torch.{kernel}"
+    return _nki_route(kernel, mode, dtype, device, bmkn, params or {}) or f"torch.{kernel}"
 
 
 def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
-               bmkn: tuple[int, int, int, int]) -> str | None:
+               bmkn: tuple[int, int, int, int], params: dict[str, Any]) -> str | None:
     """The NKI kernel's name when the routing rule sends this step to it (see the module docstring)."""
     setting = _config.config
-    if setting.nki == "off" or mode not in NKI_MODES or dtype is not torch.float32 or 0 in bmkn:
+    dtypes = (torch.float32,) if mode == "native" else (torch.float32, torch.float64)
+    if setting.nki == "off" or mode not in NKI_MODES or dtype not in dtypes or 0 in bmkn:
+        return None
+    if params and not (mode == "ozaki" and set(params) == {"slices"}):  # sr's generator: the reference
         return None
     if device.type in NEURON_DEVICE_TYPES:
         from .nki import toolchain
@@ -83,13 +89,18 @@ def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
 def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:
     CALLS[kernel, mode] += 1
     bmkn = (a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1])
-    if params or a.dtype is not b.dtype or _nki_route(kernel, mode, a.dtype, a.device, bmkn) is None:
+    if a.dtype is not b.dtype or _nki_route(kernel, mode, a.dtype, a.device, bmkn, params) is None:
         return _implementation(mode)(a, b, **params)
     from . import nki
 
     CALLS[f"nki.{kernel}", mode] += 1
     if mode == "native":
         return nki.run(kernel, a, b, mode)
+    if mode in ("dd", "bf16x6"):
+        return reference.MODES[mode](a, b, fused=nki.split_product)
+    if mode == "ozaki":
+        return reference.ozaki(a, b, levels=nki.level_sums, **params)
+    # fast, and sr to a float32/float64 output (where sr is fast: no rounding to randomise)
     return reference.fast(a, b, engine=_nki_fast_pass)
 
 

@@ -54,13 +54,17 @@ def test_fast_on_nki_keeps_the_reference_scaling():
 def test_what_never_routes_to_nki():
     cpu = torch.device("cpu")
     with config.set(nki="model", nki_min_flops=0):
-        assert kernels.implementation("matmul", "dd", torch.float32, cpu, BIG) == "torch.matmul"  # issue 11
-        assert kernels.implementation("matmul", "native", torch.float64, cpu, BIG) == "torch.matmul"
+        assert kernels.implementation("matmul", "kahan", torch.float32, cpu, BIG) == "torch.matmul"  # host fp64
+        assert kernels.implementation("matmul", "native", torch.float64, cpu, BIG) == "torch.matmul"  # no fp64
+        assert kernels.implementation("matmul", "dd", torch.float64, cpu, BIG) == "nki.matmul[dd]"
+        assert kernels.implementation("bmm", "ozaki", torch.float64, cpu, BIG, {"slices": 6}) == "nki.bmm[ozaki]"
+        assert kernels.implementation("matmul", "sr", torch.float32, cpu, BIG, {"generator": None}) == \
+            "torch.matmul"
         assert kernels.implementation("bmm", "native", torch.complex64, cpu, BIG) == "torch.bmm"
         assert kernels.implementation("matmul", "native", torch.float32, cpu, (1, 5, 0, 5)) == "torch.matmul"
         assert kernels.implementation("matmul", "fast", torch.float32, cpu, BIG) == "nki.matmul[fast]"
-        with kernels.count_calls() as calls:  # a mode with settings (sr's generator) runs the reference
-            xp.matmul(xp.ones((8, 8)), xp.ones((8, 8)), precision="sr")
+        with kernels.count_calls() as calls, xp.precision("sr", generator=torch.Generator().manual_seed(1)):
+            xp.matmul(xp.ones((8, 8)), xp.ones((8, 8)))  # sr with its generator runs the reference
             xp.matmul(xp.ones((8, 8), dtype=xp.float64), xp.ones((8, 8), dtype=xp.float64), precision="native")
         assert not any(name.startswith("nki.") for name, _ in calls)
     with config.set(nki="off", nki_min_flops=0):

@@ -89,10 +89,7 @@ def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None,
     and those combined by Sum2), plus what gradual underflow may cost (each call certifies it stays within
     UNDERFLOW_ALLOWANCE, or raises)."""
     n = 1 if _bits(dtype) <= 8 else words
-    u, grow = U_BF16, (1 + U_BF16) ** 2  # |w_t| <= (1 + u) u**(t-1) |x|
-    eps = u**n if 8 * n < _bits(dtype) else 0.0  # what n words leave of x; 0 when they hold all its bits
-    dropped = sum(grow * u ** (i + j - 2) for i in range(1, n + 1) for j in range(1, n + 1) if i + j > n + 1)
-    pre = eps + (1 + eps) * eps + dropped
+    pre = split_representation(n, dtype)
     if chunk is None:
         error, total = _accumulation(n, K)
         return pre + error + reference.UNDERFLOW_ALLOWANCE
@@ -102,6 +99,15 @@ def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None,
     # Sum2 of the group sums adds u |s| + gamma_{m-1}^2 sum |p|
     sum2 = (U_FP32 + gamma(math.ceil(chunks / group) - 1, U_FP32) ** 2) * total * (1 + grouped)
     return pre + error + grouped + sum2 + reference.UNDERFLOW_ALLOWANCE
+
+
+def split_representation(n: int, dtype: torch.dtype) -> float:
+    """What an n-word split of both operands loses before any addition, in units of |A||B|: the words' remainder
+    and the dropped word products (i + j > n + 1)."""
+    u, grow = U_BF16, (1 + U_BF16) ** 2  # |w_t| <= (1 + u) u**(t-1) |x|
+    eps = u**n if 8 * n < _bits(dtype) else 0.0  # what n words leave of x; 0 when they hold all its bits
+    dropped = sum(grow * u ** (i + j - 2) for i in range(1, n + 1) for j in range(1, n + 1) if i + j > n + 1)
+    return eps + (1 + eps) * eps + dropped
 
 
 def _accumulation(n: int, K: int) -> tuple[float, float]:

@@ -1,9 +1,14 @@
 """NKI kernels for the Tensor Engine, and the host side of calling them on torch tensors.
 
 Import-gated: nothing outside this package imports ``nki``. ``toolchain`` picks the real NKI where installed, else
-the CPU model of the NeuronCore (``model/``), on which the same kernels run in tests. ``run`` hands torch tensors
-to a kernel: on a Neuron device the jitted kernel runs there; CPU tensors run through ``nki.simulate`` (the CPU
-model, or the real simulator where installed). ``cost`` models the time of a call on trn2.
+the CPU model of the NeuronCore (``model/``), on which the same kernels run in tests. On a Neuron device the
+jitted kernels run there; CPU tensors run through ``nki.simulate`` (the CPU model, or the real simulator where
+installed). ``cost`` models the time of a call on trn2.
+
+- ``run(kernel, a, b, mode)``: one kernel on fp32 (or bf16) operands as they are: fast, native, dd and bf16x6
+  (dd/bf16x6 split on chip), sr (a bf16 result; ``seed``).
+- ``split_product`` and ``level_sums``: the engine work of the reference's dd/bf16x6 (``fused=``) and ozaki
+  (``levels=``) hooks, which keep the reference's scaling, certificates and host-side combination.
 """
 
 from __future__ import annotations
@@ -14,12 +19,15 @@ import torch
 
 from . import toolchain
 
-__all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "jitted", "name"]
+__all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "name", "split_product", "level_sums",
+           "WORDS"]
 
 # The kernel sources (checked against the documented NKI 0.6 API by tests/test_nki_api.py).
 KERNEL_SOURCES = ("matmul.py",)
-# Modes with an NKI kernel, and the operand dtypes each accepts in HBM.
-MODES = {"fast": (torch.float32, torch.bfloat16), "native": (torch.float32,)}
+# Modes with an NKI kernel, and the operand dtypes ``run`` accepts for each.
+MODES = {"fast": (torch.float32, torch.bfloat16), "native": (torch.float32,), "dd": (torch.float32,),
+         "bf16x6": (torch.float32,), "sr": (torch.float32,)}
+WORDS = {"dd": 2, "bf16x6": 3}  # bf16 words per operand of the split modes
 TOOLCHAIN = toolchain.NAME
 
 
@@ -28,25 +36,35 @@ def name(kernel: str, mode: str) -> str:
     return f"nki.{kernel}[{mode}]"
 
 
-def jitted(kernel: str, choice: str | None = None):
-    """Kernel function ``kernel`` (matmul, bmm) wrapped by the ``nki.jit`` of toolchain ``choice`` (``model``,
-    ``nki``; default: the selected one). One wrapper per kernel and toolchain: on the model its ``last_run``
-    holds the counts of the latest call."""
-    return _jitted(kernel, choice or ("model" if toolchain.nki.__name__.endswith(".model") else "nki"))
+def jitted(kernel: str, choice: str | None = None, module: str = "matmul"):
+    """Kernel function ``kernel`` (matmul, bmm, matmul_split, ...) of kernel source ``module`` wrapped by the
+    ``nki.jit`` of toolchain ``choice`` (``model``, ``nki``; default: the selected one). One wrapper per kernel and
+    toolchain: on the model its ``last_run`` holds the counts of the latest call."""
+    return _jitted(kernel, choice or ("model" if toolchain.nki.__name__.endswith(".model") else "nki"), module)
 
 
 @functools.cache
-def _jitted(kernel: str, choice: str):
-    return toolchain.select(choice)[0].jit(getattr(toolchain.kernels_on(choice), kernel))
+def _jitted(kernel: str, choice: str, module: str):
+    return toolchain.select(choice)[0].jit(getattr(toolchain.kernels_on(choice, module), kernel))
 
 
-def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | None = None) -> torch.Tensor:
-    """``kernel`` (matmul: [M, K] x [K, N]; bmm: [B, M, K] x [B, K, N]) in ``mode`` on the NKI kernel: an fp32
-    result on a's device. A whose transpose is contiguous goes in as that view (the stationary layout); other A
-    is transposed on chip. Empty operands (nothing for the Tensor Engine to do) give torch's exact zeros.
-    ``choice`` picks the toolchain (``model``, ``nki``; default: the selected one)."""
-    if mode not in MODES:
-        raise ValueError(f"no NKI kernel for mode {mode!r}; NKI modes: {', '.join(MODES)}")
+def call(kernel: str, device: torch.device, choice: str | None, *args, module: str = "matmul"):
+    """Run jitted ``kernel`` of ``module``: on the device, or through nki.simulate for CPU tensors."""
+    fn = jitted(kernel, choice, module)
+    if device.type == "cpu":
+        fn = (toolchain.select(choice)[0] if choice else toolchain.nki).simulate(fn)
+    return fn(*args)
+
+
+def _stationary(a: torch.Tensor) -> tuple[torch.Tensor, bool]:
+    """A as the kernel takes it: its transposed view when that is contiguous (the stationary layout, no transpose
+    on chip), else A contiguous (transposed on chip)."""
+    if a.mT.is_contiguous():
+        return a.mT, True
+    return a.contiguous(), False
+
+
+def _check(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, dtypes) -> int:
     rank = {"matmul": 2, "bmm": 3}.get(kernel)
     if rank is None:
         raise ValueError(f"no NKI kernel {kernel!r}; kernels: matmul, bmm")
@@ -54,14 +72,57 @@ def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | 
         raise ValueError(f"{name(kernel, mode)} needs {'[M, K] x [K, N]' if rank == 2 else '[B, M, K] x [B, K, N]'}"
                          f", got {tuple(a.shape)} x {tuple(b.shape)}")
     for x, role in ((a, "A"), (b, "B")):
-        if x.dtype not in MODES[mode]:
-            raise TypeError(f"{name(kernel, mode)} takes {' or '.join(map(str, MODES[mode]))} operands, got "
-                            f"{role} in {x.dtype}")
+        if x.dtype not in dtypes:
+            raise TypeError(f"{name(kernel, mode)} takes {' or '.join(map(str, dtypes))} operands, got {role} in "
+                            f"{x.dtype}")
+    return rank
+
+
+def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | None = None,
+        seed: int = 0) -> torch.Tensor:
+    """``kernel`` (matmul: [M, K] x [K, N]; bmm: [B, M, K] x [B, K, N]) in ``mode`` on the NKI kernel, on the
+    operands as they are (no scaling): an fp32 result on a's device (bf16 for sr, rounded stochastically from
+    ``seed``). Empty operands (nothing for the Tensor Engine to do) give torch's exact zeros. ``choice`` picks
+    the toolchain (``model``, ``nki``; default: the selected one)."""
+    if mode not in MODES:
+        raise ValueError(f"no NKI kernel for mode {mode!r}; NKI modes: {', '.join(MODES)}")
+    _check(kernel, a, b, mode, MODES[mode])
     if a.numel() == 0 or b.numel() == 0:
-        return torch.matmul(a.float(), b.float())
-    transposed = a.mT.is_contiguous()
-    a_arg = a.mT if transposed else a.contiguous()
-    fn = jitted(kernel, choice)
-    if a.device.type == "cpu":
-        fn = (toolchain.select(choice)[0] if choice else toolchain.nki).simulate(fn)
-    return fn(a_arg, b.contiguous(), transposed, mode == "fast")
+        c = torch.matmul(a.float(), b.float())
+        return c.to(torch.bfloat16) if mode == "sr" else c
+    a_arg, transposed = _stationary(a)
+    b = b.contiguous()
+    if mode in WORDS:
+        return call(f"{kernel}_split", a.device, choice, a_arg, b, transposed, WORDS[mode])
+    if mode == "sr":
+        if kernel != "matmul":
+            raise ValueError("nki sr: the stochastic-rounding kernel is matmul only")
+        seeds = torch.tensor([[seed & 0xFFFFFFFF]], dtype=torch.int64).to(torch.uint32).to(a.device)
+        return call("matmul_sr", a.device, choice, a_arg, b, transposed, seeds)
+    return call(kernel, a.device, choice, a_arg, b, transposed, mode == "fast")
+
+
+def split_product(a_scaled: torch.Tensor, b_scaled: torch.Tensor, words: int) -> torch.Tensor:
+    """The reference's ``fused`` hook for dd (2 words) and bf16x6 (3): the fp32 engine result of the word
+    products of the scaled operands. float32 data is split on chip; float64 data (no fp64 on chip) is split
+    here exactly as the reference splits it and the words go to the same product phase."""
+    kernel = "bmm" if a_scaled.dim() == 3 else "matmul"
+    if a_scaled.dtype is torch.float32:
+        a_arg, transposed = _stationary(a_scaled)
+        return call(f"{kernel}_split", a_scaled.device, None, a_arg, b_scaled.contiguous(), transposed, words)
+    from .. import reference
+
+    a_words = torch.stack(reference._words(a_scaled, words))
+    b_words = torch.stack(reference._words(b_scaled, words))
+    return call(f"{kernel}_words", a_scaled.device, None, a_words, b_words, False)
+
+
+def level_sums(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> dict[int, torch.Tensor]:
+    """The reference's ``levels`` hook for ozaki: each level's exact sum of digit products (float64), from the
+    kernel's exact int32 sums per K block, added here exactly (int64)."""
+    slices = len(a_digits)
+    a, b = torch.stack(a_digits), torch.stack(b_digits)
+    kernel = "bmm_levels" if a.dim() == 4 else "matmul_levels"
+    sums = call(kernel, a.device, None, a, b.contiguous(), False)
+    exact = sums.to(torch.int64).sum(1)
+    return {slices + 1 - index: exact[index].double() for index in range(slices)}

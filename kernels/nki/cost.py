@@ -18,6 +18,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import torch
+
 __all__ = ["Generation", "TRN1", "TRN2", "GENERATIONS", "Estimate", "estimate", "LAUNCH_OVERHEAD_S"]
 
 MATMUL_MIN_CYCLES = 64  # MM_INIT_LATENCY: a matmul costs at least this many Tensor Engine cycles
@@ -124,20 +126,40 @@ def estimate(core, generation: Generation, kernel: str, flops: int, fp32: bool) 
 
 @functools.lru_cache(maxsize=1024)
 def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation: str = "trn2",
-             a_is_transposed: bool = False) -> Estimate:
-    """The modelled cost of ``nki.<kernel>[<mode>]`` on [B, M, K] x [B, K, N] (fp32 operands in HBM for native,
-    bf16 for fast: what the kernel layer hands it), counted by running the kernel on the CPU model without
-    arithmetic."""
-    from . import jitted, model
+             a_is_transposed: bool = False, float64: bool = False, slices: int | None = None) -> Estimate:
+    """The modelled cost of ``nki.<kernel>[<mode>]`` on [B, M, K] x [B, K, N] as the kernel layer calls it,
+    counted by running the kernel on the CPU model without arithmetic: fast gets bf16 words, native fp32; dd and
+    bf16x6 get fp32 data and split it on chip (``float64``: words split on the host, the product phase only);
+    ozaki gets its digit slices (``slices``, default the dtype's; the host's digit extraction and level combination
+    are not part of the kernel); sr gets fp32 and rounds its result to bf16."""
+    from .. import reference
+    from . import WORDS, jitted, model
 
     b, m, k, n = bmkn
-    dtype = model.language.bfloat16 if mode == "fast" else model.language.float32
+    nl = model.language
     lead = (b,) if kernel == "bmm" else ()
     a_shape = lead + ((k, m) if a_is_transposed else (m, k))
-    fn = jitted(kernel, "model")
+
+    def inputs(dtype, count=None):
+        words = () if count is None else (count,)
+        return model.shape_only(words + a_shape, dtype), model.shape_only(words + lead + (k, n), dtype)
+
+    if mode in ("fast", "native"):
+        name, args = kernel, (*inputs(nl.bfloat16 if mode == "fast" else nl.float32), a_is_transposed, mode == "fast")
+    elif mode in WORDS and float64:
+        name, args = f"{kernel}_words", (*inputs(nl.bfloat16, WORDS[mode]), a_is_transposed)
+    elif mode in WORDS:
+        name, args = f"{kernel}_split", (*inputs(nl.float32), a_is_transposed, WORDS[mode])
+    elif mode == "ozaki":
+        slices = slices or reference.ozaki_default_slices(torch.float64 if float64 else torch.float32)
+        name, args = f"{kernel}_levels", (*inputs(nl.bfloat16, slices), a_is_transposed)
+    elif mode == "sr" and kernel == "matmul":
+        name, args = "matmul_sr", (*inputs(nl.float32), a_is_transposed, model.shape_only((1, 1), nl.uint32))
+    else:
+        raise ValueError(f"no NKI kernel {kernel!r} for mode {mode!r}")
+    fn = jitted(name, "model")
     with model.targeting(generation), model.counting_only():
-        fn(model.shape_only(a_shape, dtype), model.shape_only(lead + (k, n), dtype), a_is_transposed,
-           mode == "fast")
+        fn(*args)
     return estimate(fn.last_run, GENERATIONS[generation], f"nki.{kernel}[{mode}]", 2 * b * m * k * n,
                     mode == "native")
 

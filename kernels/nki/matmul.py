@@ -1,19 +1,32 @@
-"""NKI kernels for the Tensor Engine: ``matmul`` C[M, N] = A[M, K] @ B[K, N] and ``bmm`` over a leading batch, with
-fp32 results, for NKI 0.6+ on Trainium2/3 (and the CPU model of the NeuronCore in ``model/``).
+"""NKI kernels for the Tensor Engine: C[M, N] = A[M, K] @ B[K, N] (``bmm``: over a leading batch), one device
+program per call, in every precision mode with a kernel, for NKI 0.6+ on Trainium2/3 (and the CPU model of the
+NeuronCore in ``model/``).
 
 ``nisa.nc_matmul(dst, stationary, moving)`` computes stationary.T @ moving with K on the partition axis of both:
-A enters as A^T tiles [K <= 128, M <= 128] (the stationary operand), B as [K <= 128, N <= 512] tiles (moving), and
-each output tile [M, N] accumulates its K tiles in one fp32 PSUM bank (accumulate=False on the first, True after:
-never onto memory a matmul did not write). ``a`` is either A^T [K, M] (a view the host hands over when A's strides
-allow: no transposition at all) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
+A enters as A^T tiles [K <= 128, M <= 128] (stationary), B as [K <= 128, N <= 512] tiles (moving), and an
+output tile [M, N] accumulates in one fp32 PSUM bank (accumulate=False on the first product, True after: never
+onto memory a matmul did not write). ``a`` is A^T [K, M] when ``a_is_transposed`` (a view the host hands over
+when A's strides allow) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
 
-Blocking: the output is cut into blocks of BLOCK_TILES_M x BLOCK_TILES_N tiles and K into blocks of as many K tiles
-as the SBUF budget allows; each block's A^T and B tiles are loaded into SBUF once and reused by every tile of
-the block (A's block once per M block when K fits in one block). Sums across K blocks are fp32 in SBUF (the
-documented tutorial adds them in the output dtype, which rounds bf16 outputs once per block: not here).
+Blocking (``_product``): the output is cut into blocks of BLOCK_TILES_M x BLOCK_TILES_N tiles and K into blocks
+of as many K tiles as the SBUF budget allows; each block's operand tiles are loaded into SBUF once and reused by
+every output tile of the block (A's once per M block when K fits in one block). Sums across K blocks are fp32 in
+SBUF (the documented tutorial adds them in the output dtype, which rounds bf16 outputs once per block: not here).
 
-Modes: ``fast`` multiplies bf16 operands (fp32 inputs are rounded to bf16 on chip, on GpSimd) at the full Tensor
-Engine rate; ``native`` multiplies fp32 operands (the Tensor Engine's fp32 path, at a quarter of that rate).
+Modes (kernels/reference.py is the specification of each; the words and levels are the reference's):
+- ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of
+  the bf16 rate).
+- ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B on chip into bf16 words with
+  integer operations only, (bits + 0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved), each
+  element once, into HBM scratch (A's words transposed on the way); phase 2 multiplies the words: every product
+  of an output tile and K block in one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6
+  evacuates PSUM every CHUNK_TILES K tiles, adds GROUP chunk sums in fp32 and combines those with TwoSum.
+  ``matmul_words`` is phase 2 alone, for words split on the host (float64 data: no fp64 on chip).
+- ``matmul_levels``: ozaki's exact level sums of digit products: PSUM accumulations of at most 256 products
+  (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level
+  and K block; the host adds those exactly and combines the levels.
+- ``matmul_sr``: fast, then the fp32 result stochastically rounded to bf16 on chip: 32 random bits per element
+  from ``nisa.rng``, the low 16 added to the fp32 bits with an exact integer add, masked, reinterpreted.
 
 The kernel functions are plain Python; the host wraps them with the toolchain's ``nki.jit``. Only documented NKI
 0.6 names appear here (tests/test_nki_api.py checks it), no ``is``, no ``*`` in signatures, tuples not lists.
@@ -26,71 +39,268 @@ TILE_M = 128  # stationary free size (nl.tile_size.gemm_stationary_fmax)
 TILE_N = 512  # moving free size (nl.tile_size.gemm_moving_fmax): 512 fp32 fill one 2 KiB PSUM bank
 BLOCK_TILES_M = 4  # output tiles per block along M: each loaded B tile serves this many stationary tiles
 BLOCK_TILES_N = 2  # and along N: each loaded A^T tile serves this many moving tiles
-STAGING_BYTES = 16 * 1024  # per partition: fp32 tiles staged for the bf16 rounding and the on-chip transposes
+STAGING_BYTES = 24 * 1024  # per partition: staged fp32 tiles, transposes, TwoSum temporaries, bit constants
+CHUNK_TILES = 2  # bf16x6: K tiles (256 of K: reference.BF16X6_CHUNK) per PSUM accumulation
+GROUP = 4  # bf16x6: chunk sums added in fp32 before one TwoSum (reference.BF16X6_GROUP)
+# ozaki: K tiles of digit products per PSUM accumulation, so every partial sum is an integer of at most 2**24
+# (exact in fp32). The first digit of a scaled entry is at most 2**8, the others 2**7: level 2 (first x first,
+# products up to 2**16) takes 256 products, every other level (at most one first digit: 2**15) 512.
+EXACT_TILES = 2
+EXACT_TILES_LATER = 4
+LEVEL_TERMS = 2**15  # ozaki: digit products one int32 sum takes (each <= 2**16) with no risk of overflow
+ROUND_BIAS = 0x8000  # added to fp32 bits: the mask below then rounds to the nearest bf16, ties away from zero
+HI_MASK = 0xFFFF0000  # the bits of fp32 that a bf16 keeps
+LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 
 
+# --- entry points (the host jits these) ---------------------------------------------------------------------
 def matmul(a, b, a_is_transposed, fast):
-    """C = A @ B in fp32 (see the module docstring for ``a``'s two layouts and the modes)."""
-    m = a.shape[1] if a_is_transposed else a.shape[0]
-    out = nl.ndarray((m, b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
-    _product(out, a, b, a_is_transposed, fast)
+    """C = A @ B in fp32; fast: bf16 operands (fp32 inputs rounded on chip), else fp32 operands (native)."""
+    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _product(out, _as_words(a), _as_words(b), a_is_transposed, nl.bfloat16 if fast else nl.float32, 1, 0, 0)
     return out
 
 
 def bmm(a, b, a_is_transposed, fast):
-    """C[i] = A[i] @ B[i] for each i of the leading batch dimension."""
-    m = a.shape[2] if a_is_transposed else a.shape[1]
-    out = nl.ndarray((a.shape[0], m, b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
+    """C[i] = A[i] @ B[i] for each i of the leading batch dimension (see ``matmul``)."""
+    out = nl.ndarray((a.shape[0], _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32,
+                     buffer=nl.shared_hbm)
     for i in range(a.shape[0]):
-        _product(out[i], a[i], b[i], a_is_transposed, fast)
+        _product(out[i], _as_words(a[i]), _as_words(b[i]), a_is_transposed, nl.bfloat16 if fast else nl.float32,
+                 1, 0, 0)
     return out
 
 
+def matmul_split(a, b, a_is_transposed, words):
+    """dd (words=2) or bf16x6 (words=3) on fp32 A, B: split on chip, then every product in PSUM (fp32 result)."""
+    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    a_words, b_words = _split_operands(a, b, a_is_transposed, words)
+    _product(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0)
+    return out
+
+
+def bmm_split(a, b, a_is_transposed, words):
+    """``matmul_split`` for each i of the leading batch dimension."""
+    out = nl.ndarray((a.shape[0], _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32,
+                     buffer=nl.shared_hbm)
+    for i in range(a.shape[0]):
+        a_words, b_words = _split_operands(a[i], b[i], a_is_transposed, words)
+        _product(out[i], a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0)
+    return out
+
+
+def matmul_words(a_words, b_words, a_is_transposed):
+    """Phase 2 of ``matmul_split`` on words split on the host: a_words [n, M, K] (or [n, K, M]), b_words [n, K, N],
+    bf16."""
+    words = a_words.shape[0]
+    out = nl.ndarray((_rows(a_words[0], a_is_transposed), b_words.shape[2]), dtype=nl.float32,
+                     buffer=nl.shared_hbm)
+    _product(out, a_words, b_words, a_is_transposed, nl.bfloat16, words, _chunking(words), 0)
+    return out
+
+
+def bmm_words(a_words, b_words, a_is_transposed):
+    """``matmul_words`` for each i of the batch dimension (a_words [n, B, M, K], b_words [n, B, K, N])."""
+    words = a_words.shape[0]
+    out = nl.ndarray((a_words.shape[1], _rows(a_words[0, 0], a_is_transposed), b_words.shape[3]),
+                     dtype=nl.float32, buffer=nl.shared_hbm)
+    for i in range(a_words.shape[1]):
+        _product(out[i], a_words[:, i], b_words[:, i], a_is_transposed, nl.bfloat16, words, _chunking(words), 0)
+    return out
+
+
+def matmul_levels(a_digits, b_digits, a_is_transposed):
+    """Ozaki's exact level sums of bf16 digit slices a_digits [s, M, K] (or [s, K, M]), b_digits [s, K, N]: int32
+    [s, K blocks, M, N], level s + 1 first (smallest), down to level 2; the host adds the K blocks."""
+    m, k, n = _rows(a_digits[0], a_is_transposed), b_digits.shape[1], b_digits.shape[2]
+    slices = a_digits.shape[0]
+    k_tiles = _level_k_tiles(m, k, n, slices)
+    out = nl.ndarray((slices, _tiles(k, k_tiles * TILE_K), m, n), dtype=nl.int32, buffer=nl.shared_hbm)
+    _levels(out, a_digits, b_digits, a_is_transposed, k_tiles)
+    return out
+
+
+def bmm_levels(a_digits, b_digits, a_is_transposed):
+    """``matmul_levels`` for each i of the batch dimension: int32 [s, K blocks, B, M, N]."""
+    m, k, n = _rows(a_digits[0, 0], a_is_transposed), b_digits.shape[2], b_digits.shape[3]
+    slices = a_digits.shape[0]
+    k_tiles = _level_k_tiles(m, k, n, slices)
+    out = nl.ndarray((slices, _tiles(k, k_tiles * TILE_K), a_digits.shape[1], m, n), dtype=nl.int32,
+                     buffer=nl.shared_hbm)
+    for i in range(a_digits.shape[1]):
+        _levels(out[:, :, i], a_digits[:, i], b_digits[:, i], a_is_transposed, k_tiles)
+    return out
+
+
+def matmul_sr(a, b, a_is_transposed, seed):
+    """fast, then the fp32 result rounded stochastically to bf16 on chip; ``seed``: uint32 [1, 1] in HBM."""
+    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    seeds = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=seeds, src=seed)
+    nisa.set_rng_seed(seeds)
+    _product(out, _as_words(a), _as_words(b), a_is_transposed, nl.bfloat16, 1, 0, 1)
+    return out
+
+
+# --- sizes ---------------------------------------------------------------------------------------------------
 def _tiles(size, tile):
     return (size + tile - 1) // tile
 
 
-def block_sizes(m, k, n, fast, sbuf_bytes):
-    """(block_m, k_tiles per block, block_n) for these sizes within ``sbuf_bytes`` per partition. A block's
-    operand tiles and result are double-buffered (the next block's load overlaps this block's matmuls), so two
-    of each must fit beside the staging tiles."""
+def _rows(a, a_is_transposed):
+    """M of an A given as A^T [K, M] or A [M, K]."""
+    return a.shape[1] if a_is_transposed else a.shape[0]
+
+
+def _as_words(x):
+    """A one-word view [1, ...] of an operand, so every mode shares the word-generic product."""
+    return x.reshape((1, x.shape[0], x.shape[1]))
+
+
+def _chunking(words):
+    """K tiles per PSUM accumulation: bf16x6 (3 words) evacuates every CHUNK_TILES; others accumulate a K block."""
+    return CHUNK_TILES if words == 3 else 0
+
+
+def block_sizes(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
+    """(block_m, k_tiles per block, block_n) within ``sbuf_bytes`` per partition, for operands of ``width`` bytes
+    per element (all words together) and ``accumulators`` fp32 result arrays per block. A block's operand tiles
+    and results are double-buffered (the next block's load overlaps this block's matmuls), so two of each must
+    fit beside the staging tiles; k_tiles is a multiple of ``k_multiple`` (whole chunks per K block)."""
     block_m = min(BLOCK_TILES_M * TILE_M, m)
     block_n = min(BLOCK_TILES_N * TILE_N, n)
-    width = 2 if fast else 4
-    result = _tiles(block_m, TILE_M) * block_n * 4
+    result = accumulators * _tiles(block_m, TILE_M) * block_n * 4
     room = (sbuf_bytes - STAGING_BYTES) // 2 - result
     k_tiles = min(_tiles(k, TILE_K), room // ((block_m + block_n) * width))
+    k_tiles = max(k_tiles - k_tiles % k_multiple, 0) if k_tiles < _tiles(k, TILE_K) else k_tiles
     if k_tiles < 1:
         raise ValueError(f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
                          f"{block_m} x {block_n} block")
     return block_m, k_tiles, block_n
 
 
-def _product(out, a, b, a_is_transposed, fast):
-    """out[M, N] = A @ B, block by block."""
+def _level_k_tiles(m, k, n, slices):
+    """K tiles per block for ozaki's levels: the SBUF budget, and at most LEVEL_TERMS products per level (a level
+    has up to ``slices`` digit pairs) so no int32 sum can overflow."""
+    k_tiles = block_sizes(m, k, n, 2 * slices, 1, nl.tile_size.sbuf_fmax_bytes)[1]
+    return max(1, min(k_tiles, LEVEL_TERMS // (slices * TILE_K)))
+
+
+def _level_pairs(words):
+    """The word pairs (i, j) of each level i + j (0-based words, so i + j + 2), smallest level first: the
+    products the reference keeps for an n-word split."""
+    levels = ()
+    for level in range(words + 1, 1, -1):
+        pairs = ()
+        for i in range(max(1, level - words), min(words, level - 1) + 1):
+            pairs = pairs + ((i - 1, level - i - 1),)
+        levels = levels + (pairs,)
+    return levels
+
+
+# --- phase 1: splitting on chip -----------------------------------------------------------------------------
+def _split_operands(a, b, a_is_transposed, words):
+    """The words of A (as A^T: [words, K, M]) and B ([words, K, N]) in HBM scratch, each element split once."""
     k, n = b.shape
+    m = _rows(a, a_is_transposed)
+    a_words = nl.ndarray((words, k, m), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    b_words = nl.ndarray((words, k, n), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    bias = _constant(ROUND_BIAS)
+    mask = _constant(HI_MASK)
+    _split(a_words, a, words, not a_is_transposed, bias, mask)
+    _split(b_words, b, words, False, bias, mask)
+    return a_words, b_words
+
+
+def _constant(value):
+    """A [128, TILE_N] uint32 tile holding ``value`` (exact through memset's fp32: both constants fit 24 bits)."""
+    t = nl.ndarray((TILE_K, TILE_N), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.memset(t, value, engine=nisa.vector_engine)
+    return t
+
+
+def _split(out, x, words, transpose, bias, mask):
+    """out[t] = word t of x (fp32 [R, C] in HBM), or of x^T when ``transpose`` (out is then [words, C, R]):
+    w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (exact bf16), x -= w (exact), for each word."""
+    rows, cols = x.shape
+    step = TILE_K if transpose else TILE_N  # transposed: 128 x 128 tiles for the Tensor Engine transpose
+    for r0 in range(0, rows, TILE_K):
+        rr = min(TILE_K, rows - r0)
+        for c0 in range(0, cols, step):
+            cc = min(step, cols - c0)
+            rest = nl.ndarray((TILE_K, step), dtype=nl.float32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=rest[0:rr, 0:cc], src=x[r0:r0 + rr, c0:c0 + cc])
+            for t in range(words):
+                word = _nearest_word(rest[0:rr, 0:cc], bias[0:rr, 0:cc], mask[0:rr, 0:cc])
+                if transpose:
+                    _store_transposed(out[t, c0:c0 + cc, r0:r0 + rr], word)
+                else:
+                    _store_word(out[t, r0:r0 + rr, c0:c0 + cc], word)
+                if t < words - 1:
+                    nisa.tensor_tensor(dst=rest[0:rr, 0:cc], data1=rest[0:rr, 0:cc], data2=word, op=nl.subtract,
+                                       engine=nisa.vector_engine)
+
+
+def _nearest_word(rest, bias, mask):
+    """The nearest bf16 to ``rest`` (ties away from zero) as an fp32 tile, by exact integer operations on GpSimd."""
+    bits = nl.ndarray(rest.shape, dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=bits, data1=rest.view(nl.uint32), data2=bias, op=nl.add, engine=nisa.gpsimd_engine)
+    nisa.tensor_tensor(dst=bits, data1=bits, data2=mask, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    return bits.view(nl.float32)
+
+
+def _store_word(dst, word):
+    """An fp32 tile holding bf16 values -> bf16 (exact) -> HBM."""
+    narrow = nl.ndarray(word.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=narrow, src=word, engine=nisa.scalar_engine)
+    nisa.dma_copy(dst=dst, src=narrow)
+
+
+def _store_transposed(dst, word):
+    """``_store_word`` of word^T: transposed on the Tensor Engine in bf16 (bit-exact from NeuronCore-v3)."""
+    narrow = nl.ndarray(word.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=narrow, src=word, engine=nisa.scalar_engine)
+    flipped = nl.ndarray((word.shape[1], word.shape[0]), dtype=nl.bfloat16, buffer=nl.psum)
+    nisa.nc_transpose(dst=flipped, data=narrow, engine=nisa.tensor_engine)
+    back = nl.ndarray((word.shape[1], word.shape[0]), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=back, src=flipped, engine=nisa.vector_engine)
+    nisa.dma_copy(dst=dst, src=back)
+
+
+# --- phase 2: products ----------------------------------------------------------------------------------------
+def _product(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic):
+    """out[M, N] = sum over the kept word pairs of A_i @ B_j, block by block. ``chunk_tiles``: 0 accumulates a
+    whole K block per PSUM accumulation, else that many K tiles, GROUP chunk sums added and TwoSum-combined.
+    ``stochastic``: round the fp32 result to out's bf16 stochastically (fast only)."""
+    k, n = b_words.shape[1], b_words.shape[2]
     m = out.shape[0]
-    operand = nl.bfloat16 if fast else nl.float32
-    block_m, k_tiles, block_n = block_sizes(m, k, n, fast, nl.tile_size.sbuf_fmax_bytes)
+    levels = _level_pairs(words)
+    width = words * (4 if operand == nl.float32 else 2)
+    accumulators = 3 if chunk_tiles else 1
+    block_m, k_tiles, block_n = block_sizes(m, k, n, width, accumulators, nl.tile_size.sbuf_fmax_bytes,
+                                            max(1, chunk_tiles))
     block_k = k_tiles * TILE_K
     one_k_block = k <= block_k
+    chunks = _tiles(k, chunk_tiles * TILE_K) if chunk_tiles else 0
     for m0 in range(0, m, block_m):
         ms = min(block_m, m - m0)
         if one_k_block:  # A's block serves every N block: load it once
-            a_tiles = _load_stationary(a, m0, ms, 0, k, a_is_transposed, operand, k_tiles, block_m)
+            a_tiles = _load_stationary(a_words, m0, ms, 0, k, a_is_transposed, operand, k_tiles, block_m)
         for n0 in range(0, n, block_n):
             ns = min(block_n, n - n0)
-            result = nl.ndarray((TILE_M, _tiles(block_m, TILE_M), block_n), dtype=nl.float32, buffer=nl.sbuf)
+            sums = nl.ndarray((TILE_M, accumulators, _tiles(block_m, TILE_M), block_n), dtype=nl.float32,
+                              buffer=nl.sbuf)
             for k0 in range(0, k, block_k):
                 ks = min(block_k, k - k0)
                 if not one_k_block:
-                    a_tiles = _load_stationary(a, m0, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m)
-                b_tiles = _load_moving(b, k0, ks, n0, ns, operand, k_tiles, block_n)
-                _multiply(result, a_tiles, b_tiles, ms, ks, ns, k0 == 0)
-            for i in range(_tiles(ms, TILE_M)):
-                rows = min(TILE_M, ms - i * TILE_M)
-                nisa.dma_copy(dst=out[m0 + i * TILE_M:m0 + i * TILE_M + rows, n0:n0 + ns],
-                              src=result[0:rows, i, 0:ns])
+                    a_tiles = _load_stationary(a_words, m0, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m)
+                b_tiles = _load_moving(b_words, k0, ks, n0, ns, operand, k_tiles, block_n)
+                if chunk_tiles:
+                    _multiply_chunked(sums, a_tiles, b_tiles, levels, ms, ks, ns, chunk_tiles,
+                                      k0 // (chunk_tiles * TILE_K), chunks)
+                else:
+                    _multiply(sums, a_tiles, b_tiles, levels, ms, ks, ns, k0 == 0)
+            _store(out, sums, m0, ms, n0, ns, chunk_tiles, stochastic)
 
 
 def _load(dst, src):
@@ -104,19 +314,20 @@ def _load(dst, src):
         nisa.tensor_copy(dst=dst, src=staged, engine=nisa.gpsimd_engine)
 
 
-def _load_stationary(a, m0, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m):
-    """A^T[k0:k0+ks, m0:m0+ms] as SBUF tiles [K tile partitions, k tile, m]."""
-    tiles = nl.ndarray((TILE_K, k_tiles, block_m), dtype=operand, buffer=nl.sbuf)
-    for t in range(_tiles(ks, TILE_K)):
-        kk = k0 + t * TILE_K
-        kr = min(TILE_K, ks - t * TILE_K)
-        if a_is_transposed:
-            _load(tiles[0:kr, t, 0:ms], a[kk:kk + kr, m0:m0 + ms])
-        else:
-            for i in range(_tiles(ms, TILE_M)):
-                mm = m0 + i * TILE_M
-                mr = min(TILE_M, ms - i * TILE_M)
-                _load_transposed(tiles[0:kr, t, i * TILE_M:i * TILE_M + mr], a[mm:mm + mr, kk:kk + kr])
+def _load_stationary(a_words, m0, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m):
+    """Each word of A^T[k0:k0+ks, m0:m0+ms] as SBUF tiles [K tile partitions, word, k tile, m]."""
+    tiles = nl.ndarray((TILE_K, a_words.shape[0], k_tiles, block_m), dtype=operand, buffer=nl.sbuf)
+    for w in range(a_words.shape[0]):
+        for t in range(_tiles(ks, TILE_K)):
+            kk = k0 + t * TILE_K
+            kr = min(TILE_K, ks - t * TILE_K)
+            if a_is_transposed:
+                _load(tiles[0:kr, w, t, 0:ms], a_words[w, kk:kk + kr, m0:m0 + ms])
+            else:
+                for i in range(_tiles(ms, TILE_M)):
+                    mm = m0 + i * TILE_M
+                    mr = min(TILE_M, ms - i * TILE_M)
+                    _load_transposed(tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr], a_words[w, mm:mm + mr, kk:kk + kr])
     return tiles
 
 
@@ -130,31 +341,168 @@ def _load_transposed(dst, src):
     nisa.tensor_copy(dst=dst, src=flipped, engine=nisa.vector_engine)
 
 
-def _load_moving(b, k0, ks, n0, ns, operand, k_tiles, block_n):
-    """B[k0:k0+ks, n0:n0+ns] as SBUF tiles [K tile partitions, k tile, n]."""
-    tiles = nl.ndarray((TILE_K, k_tiles, block_n), dtype=operand, buffer=nl.sbuf)
-    for t in range(_tiles(ks, TILE_K)):
-        kk = k0 + t * TILE_K
-        kr = min(TILE_K, ks - t * TILE_K)
-        _load(tiles[0:kr, t, 0:ns], b[kk:kk + kr, n0:n0 + ns])
+def _load_moving(b_words, k0, ks, n0, ns, operand, k_tiles, block_n):
+    """Each word of B[k0:k0+ks, n0:n0+ns] as SBUF tiles [K tile partitions, word, k tile, n]."""
+    tiles = nl.ndarray((TILE_K, b_words.shape[0], k_tiles, block_n), dtype=operand, buffer=nl.sbuf)
+    for w in range(b_words.shape[0]):
+        for t in range(_tiles(ks, TILE_K)):
+            kk = k0 + t * TILE_K
+            kr = min(TILE_K, ks - t * TILE_K)
+            _load(tiles[0:kr, w, t, 0:ns], b_words[w, kk:kk + kr, n0:n0 + ns])
     return tiles
 
 
-def _multiply(result, a_tiles, b_tiles, ms, ks, ns, first):
-    """Every output tile of the block: its K tiles accumulate in one PSUM bank, then land in ``result`` (fp32):
-    copied by the Scalar Engine for the first K block, added by the Vector Engine for later ones."""
+def _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, t0, t1):
+    """acc[mr, nr] (PSUM) = the kept word products of K tiles t0..t1 of the block, level by level, smallest
+    first: one accumulation group, started by its first matmul."""
+    first = True
+    for level in levels:
+        for t in range(t0, t1):
+            kr = min(TILE_K, ks - t * TILE_K)
+            for pair in level:
+                nisa.nc_matmul(acc[0:mr, 0:nr], a_tiles[0:kr, pair[0], t, i * TILE_M:i * TILE_M + mr],
+                               b_tiles[0:kr, pair[1], t, j * TILE_N:j * TILE_N + nr], accumulate=not first)
+                first = False
+
+
+def _multiply(sums, a_tiles, b_tiles, levels, ms, ks, ns, first_block):
+    """Every output tile of the block in one PSUM accumulation, landed in sums[:, 0] (fp32): copied by the Scalar
+    Engine for the first K block, added by the Vector Engine for later ones."""
     for i in range(_tiles(ms, TILE_M)):
         mr = min(TILE_M, ms - i * TILE_M)
         for j in range(_tiles(ns, TILE_N)):
             nr = min(TILE_N, ns - j * TILE_N)
             acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
-            for t in range(_tiles(ks, TILE_K)):
-                kr = min(TILE_K, ks - t * TILE_K)
-                nisa.nc_matmul(acc[0:mr, 0:nr], a_tiles[0:kr, t, i * TILE_M:i * TILE_M + mr],
-                               b_tiles[0:kr, t, j * TILE_N:j * TILE_N + nr], accumulate=(t > 0))
-            part = result[0:mr, i, j * TILE_N:j * TILE_N + nr]
-            if first:
+            _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, 0, _tiles(ks, TILE_K))
+            part = sums[0:mr, 0, i, j * TILE_N:j * TILE_N + nr]
+            if first_block:
                 nisa.activation(dst=part, op=nl.copy, data=acc[0:mr, 0:nr])
             else:
                 nisa.tensor_tensor(dst=part, data1=part, data2=acc[0:mr, 0:nr], op=nl.add,
                                    engine=nisa.vector_engine)
+
+
+def _multiply_chunked(sums, a_tiles, b_tiles, levels, ms, ks, ns, chunk_tiles, first_chunk, chunks):
+    """bf16x6: a PSUM accumulation per chunk of ``chunk_tiles`` K tiles; chunk sums added GROUP at a time into
+    sums[:, 2] (fp32), each full group TwoSum-added into (sums[:, 0], sums[:, 1]) = (s, e)."""
+    for i in range(_tiles(ms, TILE_M)):
+        mr = min(TILE_M, ms - i * TILE_M)
+        for j in range(_tiles(ns, TILE_N)):
+            nr = min(TILE_N, ns - j * TILE_N)
+            cols = slice(j * TILE_N, j * TILE_N + nr)
+            group = sums[0:mr, 2, i, cols]
+            for c in range(_tiles(ks, chunk_tiles * TILE_K)):
+                acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
+                _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, c * chunk_tiles,
+                            min((c + 1) * chunk_tiles, _tiles(ks, TILE_K)))
+                index = first_chunk + c
+                if index % GROUP == 0:
+                    nisa.activation(dst=group, op=nl.copy, data=acc[0:mr, 0:nr])
+                else:
+                    nisa.tensor_tensor(dst=group, data1=group, data2=acc[0:mr, 0:nr], op=nl.add,
+                                       engine=nisa.vector_engine)
+                if index % GROUP == GROUP - 1 or index == chunks - 1:
+                    _two_sum_into(sums[0:mr, 0, i, cols], sums[0:mr, 1, i, cols], group, index < GROUP)
+
+
+def _two_sum_into(s, e, g, first):
+    """(s, e) += g with Knuth's TwoSum (s + e holds the sum; the error of each addition goes to e), split between
+    the Vector Engine and GpSimd (both SBUF-only here)."""
+    if first:
+        nisa.tensor_copy(dst=s, src=g, engine=nisa.gpsimd_engine)
+        nisa.memset(e, 0.0, engine=nisa.gpsimd_engine)
+        return
+    total = nl.ndarray(g.shape, dtype=nl.float32, buffer=nl.sbuf)
+    other = nl.ndarray(g.shape, dtype=nl.float32, buffer=nl.sbuf)
+    error = nl.ndarray(g.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=total, data1=s, data2=g, op=nl.add, engine=nisa.vector_engine)  # t = s + g
+    nisa.tensor_tensor(dst=other, data1=total, data2=s, op=nl.subtract, engine=nisa.gpsimd_engine)  # bb = t - s
+    nisa.tensor_tensor(dst=error, data1=total, data2=other, op=nl.subtract, engine=nisa.vector_engine)  # t - bb
+    nisa.tensor_tensor(dst=error, data1=s, data2=error, op=nl.subtract, engine=nisa.gpsimd_engine)  # s - (t - bb)
+    nisa.tensor_tensor(dst=other, data1=g, data2=other, op=nl.subtract, engine=nisa.vector_engine)  # g - bb
+    nisa.tensor_tensor(dst=error, data1=error, data2=other, op=nl.add, engine=nisa.gpsimd_engine)  # TwoSum error
+    nisa.tensor_tensor(dst=e, data1=e, data2=error, op=nl.add, engine=nisa.vector_engine)
+    nisa.tensor_copy(dst=s, src=total, engine=nisa.gpsimd_engine)
+
+
+def _store(out, sums, m0, ms, n0, ns, chunk_tiles, stochastic):
+    """The block's result to HBM: s + e for bf16x6, stochastically rounded to bf16 for sr, else as it is."""
+    for i in range(_tiles(ms, TILE_M)):
+        rows = min(TILE_M, ms - i * TILE_M)
+        result = sums[0:rows, 0, i, 0:ns]
+        if chunk_tiles:
+            nisa.tensor_tensor(dst=result, data1=result, data2=sums[0:rows, 1, i, 0:ns], op=nl.add,
+                               engine=nisa.vector_engine)
+        if stochastic:
+            _store_stochastic(out[m0 + i * TILE_M:m0 + i * TILE_M + rows, n0:n0 + ns], result)
+        else:
+            nisa.dma_copy(dst=out[m0 + i * TILE_M:m0 + i * TILE_M + rows, n0:n0 + ns], src=result)
+
+
+def _store_stochastic(dst, result):
+    """fp32 ``result`` to bf16 ``dst``, rounded up with probability equal to the dropped fraction: 16 random bits
+    added to the 16 bits bf16 drops (an exact integer add; a carry rounds up), then masked."""
+    rows, cols = result.shape
+    random = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.rng(random, engine=nisa.gpsimd_engine)
+    low = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.memset(low, LOW_MASK, engine=nisa.vector_engine)
+    nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    nisa.tensor_tensor(dst=random, data1=result.view(nl.uint32), data2=random, op=nl.add, engine=nisa.gpsimd_engine)
+    nisa.memset(low, HI_MASK, engine=nisa.vector_engine)
+    nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    narrow = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=narrow, src=random.view(nl.float32), engine=nisa.scalar_engine)
+    nisa.dma_copy(dst=dst, src=narrow)
+
+
+# --- ozaki's exact levels ----------------------------------------------------------------------------------
+def _levels(out, a_digits, b_digits, a_is_transposed, k_tiles):
+    """out[l, kb] (int32) = the exact sum of level l's digit products over K block kb, for every output tile."""
+    k, n = b_digits.shape[1], b_digits.shape[2]
+    m = out.shape[2]
+    levels = _level_pairs(a_digits.shape[0])
+    block_m = min(BLOCK_TILES_M * TILE_M, m)
+    block_n = min(BLOCK_TILES_N * TILE_N, n)
+    block_k = k_tiles * TILE_K
+    for m0 in range(0, m, block_m):
+        ms = min(block_m, m - m0)
+        for n0 in range(0, n, block_n):
+            ns = min(block_n, n - n0)
+            for k0 in range(0, k, block_k):
+                ks = min(block_k, k - k0)
+                a_tiles = _load_stationary(a_digits, m0, ms, k0, ks, a_is_transposed, nl.bfloat16, k_tiles, block_m)
+                b_tiles = _load_moving(b_digits, k0, ks, n0, ns, nl.bfloat16, k_tiles, block_n)
+                for index in range(len(levels)):
+                    _exact_level(out[index, k0 // block_k], a_tiles, b_tiles, levels[index], m0, ms, n0, ns, ks)
+
+
+def _exact_level(out, a_tiles, b_tiles, pairs, m0, ms, n0, ns, ks):
+    """One level over one K block: PSUM accumulations of a few (pair, K tile) items, each exact in fp32, converted
+    to int32 and summed exactly on GpSimd, then stored."""
+    per_group = EXACT_TILES if pairs == ((0, 0),) else EXACT_TILES_LATER
+    items = ()  # (word pair, K tile): at most per_group of them per PSUM accumulation
+    for t in range(_tiles(ks, TILE_K)):
+        for pair in pairs:
+            items = items + ((pair, t),)
+    for i in range(_tiles(ms, TILE_M)):
+        mr = min(TILE_M, ms - i * TILE_M)
+        for j in range(_tiles(ns, TILE_N)):
+            nr = min(TILE_N, ns - j * TILE_N)
+            total = nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf)
+            for g in range(0, len(items), per_group):
+                acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
+                for index in range(g, min(g + per_group, len(items))):
+                    pair, t = items[index]
+                    kr = min(TILE_K, ks - t * TILE_K)
+                    nisa.nc_matmul(acc[0:mr, 0:nr], a_tiles[0:kr, pair[0], t, i * TILE_M:i * TILE_M + mr],
+                                   b_tiles[0:kr, pair[1], t, j * TILE_N:j * TILE_N + nr], accumulate=(index > g))
+                if g == 0:
+                    nisa.tensor_copy(dst=total[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.vector_engine)
+                else:
+                    exact = nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf)
+                    nisa.tensor_copy(dst=exact[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.scalar_engine)
+                    nisa.tensor_tensor(dst=total[0:mr, 0:nr], data1=total[0:mr, 0:nr], data2=exact[0:mr, 0:nr],
+                                       op=nl.add, engine=nisa.gpsimd_engine)
+            nisa.dma_copy(dst=out[m0 + i * TILE_M:m0 + i * TILE_M + mr, n0 + j * TILE_N:n0 + j * TILE_N + nr],
+                          src=total[0:mr, 0:nr])

@@ -97,9 +97,7 @@ def _implementation(p: Plan, device: torch.device) -> str:
     """What the kernel layer runs this step on (its routing rule, data aside)."""
     if p.kernel is None:
         return "-"
-    if p.resolved.params:  # modes with settings have no NKI kernel
-        return f"torch.{p.kernel}"
-    return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn)
+    return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs)
 
 
 def _estimate(p: Plan, implementation: str) -> object:
@@ -107,7 +105,7 @@ def _estimate(p: Plan, implementation: str) -> object:
         return None
     from ..kernels.nki import cost
 
-    return cost.modelled(p.kernel, p.resolved.mode, p.bmkn)
+    return cost.modelled(p.kernel, p.resolved.mode, p.bmkn, float64=p.dtype is torch.float64)
 
 
 def _describe(operands: Sequence[object], dtype: torch.dtype | None

@@ -103,6 +103,7 @@ class Core:
         self.sbuf_peak = 0
         self.banks = [False] * self.target.psum_banks
         self.banks_peak = 0
+        self.random = np.random.Generator(np.random.PCG64(0))  # the engines' PRNG (nisa.set_rng_seed reseeds)
 
     # --- accounting -----------------------------------------------------------------------------------------
     def count(self, engine: str, instruction: str, *details: object) -> None:

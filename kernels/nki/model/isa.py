@@ -14,7 +14,7 @@ from .core import MATMUL, OTHER, UNWRITTEN, ModelError, Tensor
 
 __all__ = ["engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine",
            "dma_copy", "tensor_copy", "memset", "nc_matmul", "nc_transpose", "tensor_tensor", "activation",
-           "get_nc_version", "nc_version"]
+           "get_nc_version", "nc_version", "rng", "set_rng_seed"]
 
 
 class engine:
@@ -314,3 +314,33 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
             values += np.multiply.outer(s32[i], m32[i])
     _write(dst, values, MATMUL)
     core.current().count(tensor_engine, "nc_matmul", n, m, k, bool(fp32))
+
+
+# --- random numbers ------------------------------------------------------------------------------------------
+def set_rng_seed(src_seeds, name=None) -> None:
+    """Seed the engines' PRNG from a [1, 1] 32-bit SBUF tile (the model's generator: PCG64, not the hardware's
+    XORWOW; only the seeding contract is modelled)."""
+    src_seeds = _tensor(src_seeds, "src_seeds", "nisa.set_rng_seed")
+    _on_chip(src_seeds, "src_seeds", "nisa.set_rng_seed", (core.SBUF,))
+    if src_seeds.shape != (1, 1) or src_seeds.dtype.itemsize != 4:
+        raise ModelError(f"nisa.set_rng_seed: the seed is a [1, 1] 32-bit tile, got {src_seeds.shape} "
+                         f"{src_seeds.dtype}")
+    values = _read(src_seeds, "src_seeds", "nisa.set_rng_seed")
+    seed = 0 if values is None else int(values.view(np.uint32)[0, 0])
+    core.current().random = np.random.Generator(np.random.PCG64(seed))
+    core.current().count(vector_engine, "set_rng_seed", 1)
+
+
+def rng(dst, engine=None, name=None) -> None:
+    """32 random bits per element into a 32-bit integer dst (Vector Engine, or GpSimd from v3); the model leaves
+    out the truncation to narrower dtypes."""
+    dst = _tensor(dst, "dst", "nisa.rng")
+    chosen = _engine(engine, vector_engine, "nisa.rng", (vector_engine, gpsimd_engine))
+    _on_chip(dst, "dst", "nisa.rng", (core.SBUF,))
+    if dst.dtype not in (nl.int32, nl.uint32):
+        raise ModelError(f"nisa.rng: the CPU model fills int32/uint32 tiles, got {dst.dtype}")
+    if core.current().arithmetic:
+        _write(dst, core.current().random.integers(0, 2**32, size=dst.shape, dtype=np.uint32).view(dst.dtype))
+    else:
+        _write(dst, None)
+    core.current().count(chosen, "rng", _free(dst))
