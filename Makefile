@@ -40,7 +40,7 @@ conformance: $(VENV)/.installed-test
 	$(PY) conformance/run.py
 
 precision-report: $(VENV)/.installed-test
-	$(PY) -m trn_backend precision-report --png benchmarks/results/precision_report.png | tee benchmarks/results/precision_report.txt
+	$(PY) -m trn_backend precision-report --device-model trn2 --png benchmarks/results/precision_report.png | tee benchmarks/results/precision_report.txt
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis

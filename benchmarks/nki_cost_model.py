@@ -1,6 +1,7 @@
-"""The cost model's table for docs/trainium.md: modelled time, TFLOPS and Tensor Engine utilization of the NKI
+"""The cost model's tables for docs/trainium.md: modelled time, TFLOPS and Tensor Engine utilization of the NKI
 matmul kernels at 512^3, 2048^3 and 4096^3, fast and native, on trn2 (trn1 for reference), with A handed over
-as A^T (a view) or transposed on chip. Writes benchmarks/results/nki_cost_model.md and prints it.
+as A^T (a view) or transposed on chip; then every precision mode's fused kernel at 4096^3 on trn2, relative to
+fast, with each engine's share. Writes benchmarks/results/nki_cost_model.md and prints it.
 
     python benchmarks/nki_cost_model.py
 """
@@ -13,6 +14,8 @@ from trn_backend.kernels.nki import cost
 
 SIZES = (512, 2048, 4096)
 MODES = ("fast", "native")
+FUSED = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")
+ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 OUT = Path(__file__).parent / "results" / "nki_cost_model.md"
 
 
@@ -25,7 +28,7 @@ def table() -> str:
             for mode in MODES:
                 for transposed in (True, False):
                     e = cost.modelled("matmul", mode, (1, n, n, n), generation, transposed)
-                    shares = [f"{e.share(engine):.0%}" for engine in ("tensor", "vector", "scalar", "gpsimd", "dma")]
+                    shares = [f"{e.share(engine):.0%}" for engine in ENGINES]
                     lines.append("| " + " | ".join([
                         generation, str(n), mode, "A^T view" if transposed else "on-chip transpose",
                         f"{e.seconds * 1e3:.3g} ms", f"{e.tflops:.3g}", f"{e.utilization:.0%}", e.bound_by,
@@ -33,8 +36,23 @@ def table() -> str:
     return "\n".join(lines) + "\n"
 
 
+def modes_table(n: int = 4096) -> str:
+    """Every mode's kernel at n^3 on trn2 (A as the A^T view), its time relative to fast and engine shares."""
+    header = ("mode", "bf16 passes", "modelled time", "vs fast", "bound by", "Tensor", "Vector", "Scalar", "GpSimd",
+              "DMA")
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    fast = cost.modelled("matmul", "fast", (1, n, n, n), "trn2", True).seconds
+    for mode in FUSED:
+        e = cost.modelled("matmul", mode, (1, n, n, n), "trn2", True)
+        passes = {"fast": "1", "native": "4 (fp32)", "dd": "3", "bf16x6": "6", "ozaki": "10 (4 slices)",
+                  "sr": "1"}[mode]
+        lines.append("| " + " | ".join([mode, passes, f"{e.seconds * 1e3:.3g} ms", f"{e.seconds / fast:.2f}x",
+                                        e.bound_by, *(f"{e.share(engine):.0%}" for engine in ENGINES)]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
-    text = table()
+    text = table() + "\n" + modes_table()
     OUT.write_text(text)
     print(text, end="")
 

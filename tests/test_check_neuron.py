@@ -1,16 +1,25 @@
-"""``python -m trn_backend check-neuron`` on the CPU model: the header, a row per case within its bound, the fp32
-section, the exit code of a wrong kernel, and the measured path with the CPU standing in for a device."""
+"""``python -m trn_backend check-neuron`` on the CPU model: the header, a row per case and mode within its bound
+through the NKI route, the device assumptions section, the exit code of a wrong kernel, a missed route and a
+biased sr kernel, the verdict helpers on made-up values, and the measured path with the CPU standing in for a
+device."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import re
 import subprocess
 import sys
 
+import numpy as np
+import pytest
 import torch
 
-from trn_backend import _device, check_neuron
+from trn_backend import _device, check_neuron, config, kernels
 from trn_backend.__main__ import main
+
+# two small cases (a matmul and a bmm) for the tests of failure paths: every mode still runs on each
+SMALL = (check_neuron.Case("matmul", 1, 128, 128, 128), check_neuron.Case("bmm", 2, 64, 130, 96))
 
 
 def _row(case: check_neuron.Case, mode: str, result: str = "ok") -> re.Pattern[str]:
@@ -19,25 +28,66 @@ def _row(case: check_neuron.Case, mode: str, result: str = "ok") -> re.Pattern[s
                       rf"{result}\s", re.MULTILINE)
 
 
-def test_on_the_cpu_model_every_case_is_within_its_bound(capsys):
-    assert main(["check-neuron"]) == 0
-    out = capsys.readouterr().out
+def _assumption(out: str, label: str) -> tuple[str, str]:
+    """(the verdict, the evidence line) of the assumption whose claim starts with ``label`` (``a.``, ``c2.``): the
+    verdict follows the claim's first colon (claims have none of their own)."""
+    found = re.search(rf"^  {re.escape(label)} [^\n]*?: ([^\n]+)\n    ([^\n]+)$", out, re.MULTILINE)
+    assert found, (label, out)
+    return found.group(1), found.group(2)
+
+
+@pytest.fixture(scope="module")
+def model_run() -> tuple[int, str]:
+    """One full run on the CPU model (exit code, output), shared by the tests that read it; the stochastic-
+    rounding switch probe must not spawn anything there."""
+    spawned = []
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(check_neuron, "cast_counts", lambda *args: spawned.append(args) or {})
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            code = main(["check-neuron"])
+    assert not spawned
+    return code, out.getvalue()
+
+
+def test_on_the_cpu_model_every_case_and_mode_is_within_its_bound(model_run):
+    code, out = model_run
+    assert code == 0, out
     assert re.search(r"NKI toolchain\s+cpu-model", out)
     for name in ("torch", "torch-neuronx", "neuronx-cc", "nki", "Python"):
         assert re.search(rf"^  {re.escape(name)}\s+\S", out, re.MULTILINE), name
     assert "device: no Neuron device" in out
     assert "the kernels run on the CPU model of a trn2 NeuronCore" in out
     assert "time (modelled, trn2)" in out
+    assert set(check_neuron.MODES) == set(kernels.NKI_MODES)
     assert {c.kernel for c in check_neuron.CASES} == {"matmul", "bmm"}
     assert any(c.inputs == "cancel" for c in check_neuron.CASES)
     for case in check_neuron.CASES:
         for mode in check_neuron.MODES:
             assert len(_row(case, mode).findall(out)) == 1, (case, mode)
     assert "FAIL" not in out
-    assert "effective significand bits 24.0" in out
-    assert re.search(r"accumulation \(simulated\).*: sequential fp32 in K order$", out, re.MULTILINE)
+    rows = len(check_neuron.CASES) * len(check_neuron.MODES)
+    assert f"check-neuron: ok; {rows}/{rows} cases within their bounds" in out
+
+
+def test_device_assumptions_on_the_model(model_run):
+    _, out = model_run
+    assert "device assumptions (undocumented; informational, except the sr kernel: ours):" in out
+    # a: the model's adds are numpy float32's by construction; the probe still runs and must agree with it
+    verdict, evidence = _assumption(out, "a.")
+    assert verdict == "model: by construction"
+    assert evidence.startswith("all 16384 results of 8192 pairs") and "equal numpy float32's" in evidence
+    verdict, evidence = _assumption(out, "b.")
+    assert verdict == "model: by construction" and evidence.endswith(": sequential fp32 in K order")
+    verdict, _ = _assumption(out, "c.")
+    assert verdict == "not applicable (the CPU model has no runtime rounding switch)"
+    verdict, evidence = _assumption(out, "c2.")
+    assert verdict == "ok" and "0 neither neighbour" in evidence
+    verdict, evidence = _assumption(out, "d.")
+    assert verdict == "model: by construction" and "effective significand bits 24.0" in evidence
+    verdict, evidence = _assumption(out, "e.")
+    assert verdict == "model: by construction" and evidence.startswith("12 of 12 dd and bf16x6 rows ran")
     assert "the CPU model's own arithmetic by construction" in out
-    assert "check-neuron: ok; 12/12 cases within their bounds" in out
 
 
 def test_a_wrong_kernel_result_fails(monkeypatch, capsys):
@@ -47,33 +97,117 @@ def test_a_wrong_kernel_result_fails(monkeypatch, capsys):
         c = right(kernel, a, b, mode)
         return c + 0.05 * c.abs().max()  # far outside even the fast mode's ~2**-7 bound
 
+    monkeypatch.setattr(check_neuron, "CASES", SMALL)
     monkeypatch.setattr(check_neuron, "run_kernel", off_by_a_little)
     assert main(["check-neuron"]) == 1
     out = capsys.readouterr().out
-    for case in check_neuron.CASES:
+    for case in SMALL:
         for mode in check_neuron.MODES:
             assert len(_row(case, mode, "FAIL").findall(out)) == 1, (case, mode)
     assert "check-neuron: FAIL: 12 of 12 cases outside their bounds" in out
 
 
 def test_a_kernel_that_raises_is_a_failed_row_with_its_reason(monkeypatch, capsys):
-    def broken(kernel, a, b, mode):
-        if kernel == "bmm":
-            raise RuntimeError("compilation failed")
-        return check_neuron.nki.run(kernel, a, b, mode)
+    right = check_neuron.run_kernel
 
+    def broken(kernel, a, b, mode):
+        if kernel == "bmm" and mode == "ozaki":
+            raise RuntimeError("compilation failed")
+        return right(kernel, a, b, mode)
+
+    monkeypatch.setattr(check_neuron, "CASES", SMALL)
     monkeypatch.setattr(check_neuron, "run_kernel", broken)
     assert main(["check-neuron", "--seed", "1"]) == 1
     out = capsys.readouterr().out
-    assert "bmm fast 3x65x130x513: RuntimeError: compilation failed" in out
+    assert "bmm ozaki 2x64x130x96: RuntimeError: compilation failed" in out
+    assert len(_row(SMALL[1], "ozaki", "FAIL").findall(out)) == 1
+    assert "check-neuron: FAIL: 1 of 12 cases outside their bounds" in out
+
+
+def test_a_mode_that_misses_its_nki_route_fails(monkeypatch, capsys):
+    right = check_neuron.run_kernel
+
+    def torch_route(kernel, a, b, mode):
+        if mode != "dd":
+            return right(kernel, a, b, mode)
+        with config.set(nki="off"):  # the torch reference: right answers, but not the NKI route
+            return right(kernel, a, b, mode)
+
+    monkeypatch.setattr(check_neuron, "CASES", SMALL)
+    monkeypatch.setattr(check_neuron, "run_kernel", torch_route)
+    assert main(["check-neuron"]) == 1
+    out = capsys.readouterr().out
+    assert "matmul dd 128x128x128: the NKI route did not run (kernels.matmul ran dd without nki.matmul)" in out
+    assert "bmm dd 2x64x130x96: the NKI route did not run (kernels.bmm ran dd without nki.bmm)" in out
     assert "check-neuron: FAIL: 2 of 12 cases outside their bounds" in out
 
 
-def test_generation_trn1(capsys):
-    assert main(["check-neuron", "--generation", "trn1"]) == 0
-    out = capsys.readouterr().out
-    assert "CPU model of a trn1 NeuronCore" in out and "time (modelled, trn1)" in out
+def test_a_biased_sr_kernel_fails_the_command(monkeypatch, capsys):
+    right = check_neuron.run_nki
 
+    def nearest(kernel, a, b, mode, seed=0):
+        if mode != "sr":
+            return right(kernel, a, b, mode)
+        return right(kernel, a, b, "fast").to(torch.bfloat16)  # nearest even: every result rounds down
+
+    monkeypatch.setattr(check_neuron, "CASES", SMALL[:1])
+    monkeypatch.setattr(check_neuron, "run_nki", nearest)
+    assert main(["check-neuron"]) == 1
+    out = capsys.readouterr().out
+    verdict, evidence = _assumption(out, "c2.")
+    assert verdict == "FAIL" and " 0 rounded up (0.00%" in evidence
+    assert "check-neuron: FAIL: the sr kernel is biased or failed; 6/6 cases within their bounds" in out
+
+
+def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, capsys):
+    # the CPU stands in for the Neuron device: the measured path (device transfer, synchronized median) runs, and
+    # the switch probe's subprocesses are replaced by counts that show stochastic rounding with the switch only
+    spawned = []
+
+    def counts(switch, seed):
+        spawned.append((switch, seed))
+        return {"up": 8100, "down": 57436, "other": 0} if switch else {"up": 0, "down": 65536, "other": 0}
+
+    monkeypatch.setattr(_device, "neuron_available", lambda: True)
+    monkeypatch.setattr(_device, "neuron_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(check_neuron.toolchain, "REAL", True)
+    monkeypatch.setattr(check_neuron, "REPEATS", 1)
+    monkeypatch.setattr(check_neuron, "CASES", SMALL[:1])
+    monkeypatch.setattr(check_neuron, "cast_counts", counts)
+    assert main(["check-neuron", "--seed", "7"]) == 0
+    out = capsys.readouterr().out
+    assert spawned == [(True, 7), (False, 7)]
+    assert "device: Neuron device cpu" in out and "no Neuron device" not in out
+    assert "time (measured, median of 1)" in out
+    for label in ("a.", "b.", "c.", "d.", "e."):
+        assert _assumption(out, label)[0] == "verified", label
+    assert _assumption(out, "c.")[1].startswith("65536 casts of 1 + 2**-10 to bf16")
+    assert _assumption(out, "c2.")[0] == "ok"
+    assert "measured on Neuron device cpu." in out
+
+
+def test_a_switch_probe_that_fails_is_informational(monkeypatch, capsys):
+    def no_device(switch, seed):
+        raise RuntimeError("the probe subprocess exited 1: no Neuron device")
+
+    monkeypatch.setattr(_device, "neuron_available", lambda: True)
+    monkeypatch.setattr(_device, "neuron_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(check_neuron.toolchain, "REAL", True)
+    monkeypatch.setattr(check_neuron, "REPEATS", 1)
+    monkeypatch.setattr(check_neuron, "CASES", SMALL[:1])
+    monkeypatch.setattr(check_neuron, "cast_counts", no_device)
+    assert main(["check-neuron"]) == 0
+    verdict, evidence = _assumption(capsys.readouterr().out, "c.")
+    assert verdict == "could not run" and evidence == "RuntimeError: the probe subprocess exited 1: no Neuron device"
+
+
+def test_the_switch_probe_subprocess_needs_a_device():
+    # the real spawn: the subprocess imports the command, finds no device and says so; nothing runs on the model
+    with pytest.raises(RuntimeError, match="exited 1: the probe subprocess found no Neuron device"):
+        check_neuron.cast_counts(True, 0)
+
+
+# --- the verdict helpers on made-up values ---
 
 def test_accumulation_verdicts():
     exact = 1.0000038146972656  # fp32(1 + 127 * 2**-25)
@@ -83,21 +217,64 @@ def test_accumulation_verdicts():
     assert check_neuron.accumulation_verdict(1.0000019073486328, exact) == "other"
 
 
-def test_with_a_device_times_are_measured(monkeypatch, capsys):
-    # the CPU stands in for the Neuron device: the measured path (device transfer, synchronized median) runs
-    monkeypatch.setattr(_device, "neuron_available", lambda: True)
-    monkeypatch.setattr(_device, "neuron_device", lambda: torch.device("cpu"))
-    monkeypatch.setattr(check_neuron.toolchain, "REAL", True)
-    monkeypatch.setattr(check_neuron, "REPEATS", 1)
-    assert main(["check-neuron"]) == 0
-    out = capsys.readouterr().out
-    assert "device: Neuron device cpu" in out and "no Neuron device" not in out
-    assert "time (measured, median of 1)" in out
-    assert "products (measured)" in out and "measured on Neuron device cpu." in out
+def test_rounding_verdict_tells_nearest_even_from_other_roundings():
+    x = np.float32([1.0, 1.0 + 2.0**-23, 3.0])
+    y = np.float32([2.0**-24, 2.0**-24, 1.0])
+    nearest_sum = np.float32([1.0, 1.0 + 2.0**-22, 4.0])  # ties to even: down, then up
+    nearest_difference = np.float32([1.0 - 2.0**-24, 1.0, 2.0])  # 1 - 2**-24 is exact
+    holds, evidence = check_neuron.rounding_verdict(x, y, nearest_sum, nearest_difference)
+    assert holds and evidence.startswith("all 6 results of 3 pairs")
+    away = np.float32([1.0 + 2.0**-23, 1.0 + 2.0**-22, 4.0])  # ties away from zero
+    holds, evidence = check_neuron.rounding_verdict(x, y, away, nearest_difference)
+    assert not holds
+    assert evidence == "1 of 6 results differ from IEEE nearest even; first: 1.0 + 5.960464477539063e-08 gave " \
+                       "1.0000001192092896, IEEE 1.0"
+    truncated = np.float32([1.0, 1.0 + 2.0**-23, 4.0])  # toward zero
+    assert not check_neuron.rounding_verdict(x, y, truncated, nearest_difference)[0]
+    assert not check_neuron.rounding_verdict(x, y, nearest_sum, np.float32([1.0 - 2.0**-24, 1.0, np.nan]))[0]
 
 
-def test_python_dash_m():
-    done = subprocess.run([sys.executable, "-m", "trn_backend", "check-neuron"], capture_output=True, text=True,
-                          timeout=300)
+def test_rounding_pairs_catch_ties_away_and_truncation():
+    x, y = check_neuron.rounding_pairs(np.random.default_rng(0))
+    assert x.shape == y.shape == check_neuron.ROUNDING_SHAPE and x.dtype == y.dtype == np.float32
+    assert check_neuron.rounding_verdict(x, y, x + y, x - y)[0]
+    exact = x.astype(np.float64) + y.astype(np.float64)  # exact for every tie and near tie (gaps of <= 26 bits)
+    nearest = (x + y).astype(np.float64)
+    up = np.nextafter((x + y), np.where(exact > nearest, np.inf, -np.inf).astype(np.float32))
+    ties = (exact - nearest) == (up.astype(np.float64) - exact)
+    assert ties.sum() > 1000
+    away = np.where(ties & (np.abs(up) > np.abs(x + y)), up, x + y)
+    assert not check_neuron.rounding_verdict(x, y, away, x - y)[0]
+
+
+def test_switch_verdicts():
+    on = {"up": 8192, "down": 57344, "other": 0}
+    off = {"up": 0, "down": 65536, "other": 0}
+    verdict, evidence = check_neuron.switch_verdict(on, off)
+    assert verdict == "verified"
+    assert evidence == ("65536 casts of 1 + 2**-10 to bf16 (1/8 of the way to 1 + 2**-7): with the switch 8192 "
+                        "rounded up (stochastic rounding: ~8192), 0 neither neighbour; without it 0 up, 0 neither")
+    assert check_neuron.switch_verdict(off, off)[0] == "refuted"  # the switch does not reach the cast
+    assert check_neuron.switch_verdict(on, on)[0] == "inconclusive"  # rounds up without the switch too
+    assert check_neuron.switch_verdict({"up": 1, "down": 65534, "other": 1}, off)[0] == "inconclusive"
+
+
+def test_unbiased_verdicts():
+    below, above, exact = check_neuron.CAST_NEIGHBOURS + (check_neuron.CAST_VALUE,)
+    fair = np.where(np.arange(80000) % 8 == 0, above, below)  # exactly 1/8 up
+    holds, evidence = check_neuron.unbiased_verdict(fair, below, above, exact)
+    assert holds and evidence.startswith("80000 results: 10000 rounded up (12.50%, expected 12.50%), 70000 down")
+    assert not check_neuron.unbiased_verdict(np.full(80000, below), below, above, exact)[0]  # nearest even
+    biased = np.where(np.arange(80000) % 6 == 0, above, below)  # 1/6 up: the mean is far off
+    holds, evidence = check_neuron.unbiased_verdict(biased, below, above, exact)
+    assert not holds and "standard errors" in evidence
+    odd = np.append(fair, 1.5)  # a result that is neither neighbour
+    assert not check_neuron.unbiased_verdict(odd, below, above, exact)[0]
+
+
+def test_python_dash_m_generation_trn1():
+    done = subprocess.run([sys.executable, "-m", "trn_backend", "check-neuron", "--generation", "trn1"],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
+    assert "CPU model of a trn1 NeuronCore" in done.stdout and "time (modelled, trn1)" in done.stdout
     assert "check-neuron: ok" in done.stdout

@@ -24,6 +24,8 @@ def test_cost_table_is_current():
         import nki_cost_model
     finally:
         sys.path.pop(0)
-    documented = re.search(r"<!-- cost-table -->\n(.*?)<!-- /cost-table -->", DOC.read_text(), flags=re.S)
-    assert documented and documented.group(1) == nki_cost_model.table(), \
-        "docs/trainium.md's cost table is stale: run python benchmarks/nki_cost_model.py and paste its output"
+    text = DOC.read_text()
+    for marker, table in (("cost-table", nki_cost_model.table()), ("modes-table", nki_cost_model.modes_table())):
+        documented = re.search(rf"<!-- {marker} -->\n(.*?)<!-- /{marker} -->", text, flags=re.S)
+        assert documented and documented.group(1) == table, \
+            f"docs/trainium.md's {marker} is stale: run python benchmarks/nki_cost_model.py and paste its output"

@@ -73,19 +73,20 @@ def test_within_bound_and_equal_to_the_reference_up_to_addition_order(mode, k, k
         assert relative(c, a, b, ref) <= 2 * accumulation
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("mode", ["dd", "bf16x6", "ozaki", "fast"])
-def test_float64_data_and_batches(mode):
-    """float64 operands: scaled and split (or cut into digits) on the host from the float64 values, the words
-    multiplied on the chip; batched steps run the bmm kernels."""
-    a, b = operands("cancel", 70, 300, 40, 3, torch.float64, batch=3)
+def test_batches_and_float64_data(mode, dtype):
+    """Batched steps run the bmm kernels; float64 operands are scaled and split (or cut into digits) on the host
+    from the float64 values, and the words multiplied on the chip."""
+    a, b = operands("cancel", 70, 300, 40, 3, dtype, batch=3)
     c = on_nki(a, b, mode)
-    assert c.dtype == torch.float64
-    assert relative(c, a, b) <= xp.error_bound(mode, xp.float64, 300)
+    assert c.dtype == dtype
+    assert relative(c, a, b) <= xp.error_bound(mode, dtype, 300)
     ref = reference.MODES[mode](a, b)
     if mode == "ozaki":
         assert torch.equal(c, ref)
     else:
-        assert relative(c, a, b, ref) <= 2 * xp.error_bound(mode, xp.float64, 300)
+        assert relative(c, a, b, ref) <= 2 * xp.error_bound(mode, dtype, 300)
 
 
 def test_ozaki_with_more_slices_and_large_k():

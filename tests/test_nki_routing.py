@@ -133,4 +133,9 @@ def test_explain_shows_the_implementation_and_modelled_time():
     assert e.implementations == ("nki.matmul[fast]", "torch.matmul")
     estimate = next(m for m in e.modelled if m is not None)
     assert 0.85 <= estimate.utilization <= 1
-    assert f"{estimate.seconds * 1e3:.3g} ms" in str(e) and "nki.matmul[fast]" in str(e)
+    assert f"{estimate.seconds * 1e3:.3g} ms, 1 bf16 pass" in str(e) and "nki.matmul[fast]" in str(e)
+    with config.set(nki="model", nki_min_flops=0):
+        text = str(xp.explain("ij,jk->ik", (256, 300), (300, 128), precision="dd", dtype=xp.float64))
+        assert "nki.matmul[dd]" in text and "3 bf16 passes" in text
+        text = str(xp.explain("ij,jk->ik", (256, 300), (300, 128), precision="ozaki"))
+        assert "nki.matmul[ozaki]" in text and "11 bf16 passes" in text  # 4 slices: 10, and the range pass

@@ -1,12 +1,17 @@
-"""``python -m trn_backend check-neuron``: the NKI kernels checked against float64, on a Neuron device or the model.
+"""``python -m trn_backend check-neuron``: every NKI mode checked against float64, and the device assumptions
+the kernels rest on, on a Neuron device or the model.
 
-Prints the toolchain versions and the device, then runs nki.matmul and nki.bmm in the fast and native modes on
-a few shapes (standard-normal inputs and a cancellation case) and compares each result with a float64 host
+Prints the toolchain versions and the device, then runs every mode with an NKI route (fast, native, dd, bf16x6,
+ozaki, sr) through the kernel layer's NKI route (the full mode: host scaling, the kernel, host combination) on a
+few shapes (standard-normal inputs and a cancellation case) and compares each result with a float64 host
 reference: the max componentwise error in units of |A||B| against the mode's published bound, with the time and
-TFLOPS (measured on a device; from the cost model without one). Then it probes the fp32 Tensor Engine path: the
-rounding of its products and the order of its accumulation. Exit code 0 when every case is within its bound.
-Without a Neuron device the kernels run on the CPU model of a NeuronCore (or the NKI simulator where nki is
-installed), whose arithmetic is the model's by construction.
+TFLOPS (measured on a device; the kernel's, from the cost model, without one). A row whose NKI route did not run
+fails. Then the device assumptions the documentation leaves open: correct rounding of fp32 vector add and
+subtract, the order and rounding of PSUM accumulation, whether the runtime's stochastic-rounding switch reaches
+casts inside NKI kernels, the precision of fp32 Tensor Engine products (each verified or refuted on a device),
+and that our sr kernel is unbiased. Exit code 0 when every row is within its bound and the sr kernel is unbiased
+(the other assumptions are informational). Without a Neuron device the kernels run on the CPU model of a
+NeuronCore (or the NKI simulator where nki is installed), whose arithmetic is the model's by construction.
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ import argparse
 import contextlib
 import dataclasses
 import importlib.metadata
+import json
 import math
+import os
 import platform
 import statistics
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -25,21 +34,45 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import _device, _precision
+from . import _device, _precision, kernels
+from ._config import config
 from .kernels import nki
 from .kernels.nki import cost, toolchain
 
-__all__ = ["CASES", "MODES", "Case", "Row", "Where", "add_arguments", "run", "run_kernel"]
+__all__ = ["CASES", "MODES", "Assumption", "Case", "Row", "Where", "add_arguments", "run", "run_kernel", "run_nki",
+           "run_probe", "cast_counts", "rounding_verdict", "switch_verdict", "unbiased_verdict"]
 
-MODES = ("fast", "native")
+MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # every mode with an NKI route
+KERNEL_MODE = {"sr": "fast"}  # the kernel a float32 step of the mode runs, where it is another mode's
 DISTRIBUTIONS = ("torch", "torch-neuronx", "torch-xla", "neuronx-cc", "nki")
 REPEATS = 5  # timed runs per case on a device; the median is shown
 # the fp32 path probes: full-significand values (K = 1) and an accumulation whose order shows in its result
 PRODUCT_SHAPE = (128, 512)
 SMALL_TERM = 2.0 ** -25  # a quarter of fp32's ulp at 1.0: each one vanishes when added to 1.0 alone
 ACCUMULATION_K = 128  # one nc_matmul: the order is the Tensor Engine's own
+ROUNDING_SHAPE = (128, 64)  # fp32 (x, y) pairs of the add/subtract probe, one [P, F] tile
+CAST_SHAPE = (128, 512)  # copies of CAST_VALUE the stochastic-rounding switch probe casts to bf16
+CAST_VALUE = 1.0 + 2.0 ** -10  # 1/8 of the way from 1 to the next bf16, 1 + 2**-7: nearest even gives 1
+CAST_NEIGHBOURS = (1.0, 1.0 + 2.0 ** -7)
+CAST_TIMEOUT_S = 900  # each probe subprocess compiles and runs one small kernel
+SR_SEEDS = 100  # seeds of the sr kernel's unbiasedness check
+SR_SHAPE = (128, 128)  # products per seed, each 1 * 1 + 2**-10 * 1 = CAST_VALUE (bf16 operands: exact)
+SR_SIGMAS = 4.0  # how far the mean may stray from the exact value
 
-run_kernel = nki.run  # what the checks call: tests swap it for a wrong kernel
+# What the checks call (tests swap them): a kernel as it is (run_nki: the assumption probes, the sr kernel), a mode
+# through the kernel layer's NKI route (run_kernel: the table), a probe kernel (run_probe).
+run_nki = nki.run
+
+
+def run_kernel(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str) -> torch.Tensor:
+    """``kernels.matmul`` / ``kernels.bmm`` in ``mode``: the full mode (host scaling, kernel, host combination),
+    on the NKI route when ``_routed`` forces it."""
+    return getattr(kernels, kernel)(a, b, mode)
+
+
+def run_probe(kernel: str, device: torch.device, *args: torch.Tensor) -> torch.Tensor:
+    """Kernel ``kernel`` of kernels/nki/probes.py on ``args`` (on the device, or simulated for CPU tensors)."""
+    return nki.call(kernel, device, None, *args, module="probes")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +138,7 @@ class Row:
     error: float
     bound: float
     seconds: float | None
-    problem: str = ""  # why the kernel did not run, if it did not
+    problem: str = ""  # why the kernel did not run (or not on its NKI route), if it did not
 
     @property
     def ok(self) -> bool:
@@ -240,19 +273,42 @@ def _on(where: Where, a: torch.Tensor, b: torch.Tensor, case: Case) -> tuple[tor
     return a.to(where.device), b.to(where.device)
 
 
+@contextlib.contextmanager
+def _routed(where: Where) -> Iterator[None]:
+    """Send every step to its NKI route: on a Neuron device whatever its size; on the CPU through the model."""
+    if where.device.type in kernels.NEURON_DEVICE_TYPES:
+        with config.set(nki_min_flops=0):
+            yield
+    else:
+        with config.set(nki="model", nki_min_flops=0):
+            yield
+
+
+def modelled_seconds(case: Case, mode: str, generation: str) -> float:
+    """The cost model's time of the kernel a float32 step of ``mode`` runs (host work left out)."""
+    kernel_mode = KERNEL_MODE.get(mode, mode)
+    return cost.modelled(case.kernel, kernel_mode, case.bmkn, generation, case.a_transposed).seconds
+
+
 def check(case: Case, mode: str, where: Where, generation: str, seed: Sequence[int]) -> Row:
-    """Run ``case`` in ``mode`` on inputs from ``seed``, compare with float64, and time it (measured on a device,
-    modelled on the CPU). A kernel that fails to run is a failed row with the reason; the other cases still run."""
+    """Run ``case`` in ``mode`` through the NKI route on inputs from ``seed``, compare with float64, and time it
+    (measured on a device, modelled on the CPU). A row fails with its reason when the kernel raises or the route
+    did not run; the other cases still run."""
     a, b = operands(case, np.random.default_rng(seed))
     bound = _precision.error_bound(mode, torch.float32, case.K)
     try:
         da, db = _on(where, a, b, case)
-        c = run_kernel(case.kernel, da, db, mode)
-        error = componentwise_error(c.cpu(), a, b)
-        if where.measured:
-            seconds = median_seconds(lambda: run_kernel(case.kernel, da, db, mode))
-        else:
-            seconds = cost.modelled(case.kernel, mode, case.bmkn, generation, case.a_transposed).seconds
+        with _routed(where):
+            with kernels.count_calls() as calls:
+                c = run_kernel(case.kernel, da, db, mode)
+            error = componentwise_error(c.cpu(), a, b)
+            if not calls[f"nki.{case.kernel}", mode]:
+                return Row(case, mode, error, bound, None, f"the NKI route did not run (kernels.{case.kernel} "
+                                                           f"ran {mode} without nki.{case.kernel})")
+            if where.measured:
+                seconds = median_seconds(lambda: run_kernel(case.kernel, da, db, mode))
+            else:
+                seconds = modelled_seconds(case, mode, generation)
     except Exception as e:  # reported in the row; the exit code says it failed
         return Row(case, mode, math.nan, bound, None, f"{type(e).__name__}: {e}")
     return Row(case, mode, error, bound, seconds)
@@ -281,22 +337,105 @@ def table(rows: list[Row], time_label: str) -> str:
                      for line in lines)
 
 
-# --- the fp32 Tensor Engine path ---
+# --- device assumptions ---
 
-def product_precision(where: Where, seed: int) -> tuple[float, float]:
-    """(max relative error, effective significand bits = -log2 of it) of the native kernel's K = 1 products of
-    1 + random 23-bit fractions (24 significant bits each) against their exact float64 products: 24 bits are
-    correctly rounded fp32 products; about 16 would point at a bf16x2/bf16x3 decomposition."""
-    rng = np.random.default_rng([seed, 1 << 20])
-    m, n = PRODUCT_SHAPE
-    fractions = (rng.integers(0, 1 << 22, size=m + n) << 1) | 1  # odd: the last significand bit is set
-    values = torch.from_numpy(1.0 + fractions / 2.0 ** 23).float()
-    a, b = values[:m].reshape(m, 1), values[m:].reshape(1, n)
-    c = run_kernel("matmul", a.to(where.device), b.to(where.device), "native").cpu().double()
-    exact = a.double() @ b.double()  # 48-bit products: exact in float64
-    worst = float(((c - exact).abs() / exact).max())
-    return worst, (-math.log2(worst) if worst > 0 else math.inf)
+@dataclasses.dataclass(frozen=True)
+class Assumption:
+    """One device assumption: what the kernels assume, the verdict (verified, refuted, model: by construction, not
+    applicable; ok or FAIL for a check of our own kernel) and the evidence in one line."""
 
+    claim: str
+    verdict: str
+    evidence: str
+    failed: bool = False  # counts against the exit code (only a check of our own kernel)
+
+    def lines(self) -> list[str]:
+        """The claim with its verdict, then the evidence, indented."""
+        return [f"  {self.claim}: {self.verdict}", f"    {self.evidence}"]
+
+
+def _label(where: Where, holds: bool) -> str:
+    """verified / refuted on a device; on the CPU the simulation's own arithmetic, unless it contradicts itself."""
+    if where.measured:
+        return "verified" if holds else "refuted"
+    if not holds:
+        return "refuted (the simulation contradicts its own arithmetic)"
+    return "simulator: not the hardware" if toolchain.REAL else "model: by construction"
+
+
+def _could_not_run(claim: str, error: Exception, failed: bool = False) -> Assumption:
+    """An assumption whose probe raised: informational, except for a check of our own kernel."""
+    return Assumption(claim, "FAIL" if failed else "could not run", f"{type(error).__name__}: {error}", failed)
+
+
+# a. fp32 vector add and subtract
+
+def _f32(values: object) -> np.ndarray:
+    """``values`` as a float32 array."""
+    return np.asarray(values, dtype=np.float32)
+
+
+def _bits_to_f32(bits: np.ndarray) -> np.ndarray:
+    """Integer bit patterns (below 2**32) as the float32 values they encode."""
+    return bits.astype(np.uint32).view(np.float32)
+
+
+def rounding_pairs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """fp32 (x, y) pairs, ROUNDING_SHAPE of them, whose x + y and x - y are hard to round: exact ties of odd and
+    even x (both tie directions), near ties (a bit past or short of the tie: the sticky bit), cancellations of
+    neighbours, the split's remainders (x and its nearest bf16 hi: x - hi is exact), and random pairs with
+    exponent gaps up to 2**-40, all in the normal range (subnormals are not probed)."""
+    count = ROUNDING_SHAPE[0] * ROUNDING_SHAPE[1]
+    ties = [(1.0, 2.0**-24), (1.0 + 2.0**-23, 2.0**-24), (1.0, 2.0**-25), (1.0 - 2.0**-24, 2.0**-25),
+            (1.0, 2.0**-24 * (1 + 2.0**-23)), (1.0, 2.0**-24 * (1 - 2.0**-24)), (1.0 + 2.0**-23, 1.0),
+            (3.0, 2.0**-23), (3.0 + 2.0**-22, 2.0**-23)]
+    fixed = _f32(ties)
+    family = (count - len(ties)) // 5
+    x = _f32(rng.uniform(1.0, 2.0, family) * 2.0 ** rng.integers(-30, 30, family))
+    half = np.spacing(x) / 2  # y = half an ulp of x: x + y and x - y are exact ties
+    tie_x, tie_y = x, half * _f32(rng.choice((-1.0, 1.0), family))
+    near_y = _f32(tie_y * (1 + _f32(rng.choice((-1.0, 1.0), family)) * 2.0**-20))
+    steps = rng.integers(1, 1 << 12, family)
+    cancel_y = _bits_to_f32(x.view(np.uint32) + steps.astype(np.uint32))  # x's neighbours: x - y exact
+    hi = _bits_to_f32((x.view(np.uint32).astype(np.uint64) + 0x8000) & 0xFFFF0000)  # the split's first word
+    rest = count - len(ties) - 4 * family
+    gap_x = _f32(rng.standard_normal(rest))
+    gap_y = _f32(rng.standard_normal(rest) * 2.0 ** -rng.integers(0, 41, rest))
+    xs = np.concatenate((fixed[:, 0], tie_x, x, x, x, gap_x))
+    ys = np.concatenate((fixed[:, 1], tie_y, near_y, cancel_y, hi, gap_y))
+    return xs.reshape(ROUNDING_SHAPE), ys.reshape(ROUNDING_SHAPE)
+
+
+def rounding_verdict(x: np.ndarray, y: np.ndarray, total: np.ndarray,
+                     difference: np.ndarray) -> tuple[bool, str]:
+    """(whether every x + y and x - y equals numpy's float32 result, IEEE round to nearest even, compared as
+    values: signed zeros are not told apart; the evidence line)."""
+    x, y = _f32(x).ravel(), _f32(y).ravel()
+    results = ((" + ", _f32(total).ravel(), x + y), (" - ", _f32(difference).ravel(), x - y))
+    bad = sum(int((got != want).sum()) for _, got, want in results)  # NaN results count as wrong too
+    if not bad:
+        return True, (f"all {2 * x.size} results of {x.size} pairs (ties both ways, near ties, cancellations, the "
+                       "split's x - hi, exponent gaps to 2**-40) equal numpy float32's (IEEE nearest even)")
+    op, got, want = next(result for result in results if (result[1] != result[2]).any())
+    i = int(np.flatnonzero(got != want)[0])
+    return False, (f"{bad} of {2 * x.size} results differ from IEEE nearest even; first: {float(x[i])!r}{op}"
+                   f"{float(y[i])!r} gave {float(got[i])!r}, IEEE {float(want[i])!r}")
+
+
+def vector_rounding(where: Where, seed: int) -> Assumption:
+    """Assumption a: add_subtract on rounding_pairs, against numpy float32."""
+    claim = "a. fp32 vector add and subtract round to nearest even (the split's x - hi and TwoSum need it)"
+    try:
+        x, y = rounding_pairs(np.random.default_rng([seed, 2]))
+        out = run_probe("add_subtract", where.device, torch.from_numpy(x).to(where.device),
+                        torch.from_numpy(y).to(where.device)).cpu().numpy()
+        holds, evidence = rounding_verdict(x, y, out[0], out[1])
+    except Exception as e:  # informational: say what failed
+        return _could_not_run(claim, e)
+    return Assumption(claim, _label(where, holds), evidence)
+
+
+# b. PSUM accumulation; d. fp32 Tensor Engine products
 
 def accumulation_operands() -> tuple[torch.Tensor, torch.Tensor]:
     """A [2, 128] against a column of ones: row 0 is 1.0 followed by 127 terms of 2**-25, row 1 the same terms
@@ -318,34 +457,174 @@ def accumulation_verdict(first: float, last: float) -> str:
 def accumulation_order(where: Where) -> tuple[float, float, str]:
     """Row 0 and row 1 of the native kernel on accumulation_operands, and which accumulation they match."""
     a, b = accumulation_operands()
-    c = run_kernel("matmul", a.to(where.device), b.to(where.device), "native").cpu()
+    c = run_nki("matmul", a.to(where.device), b.to(where.device), "native").cpu()
     first, last = float(c[0, 0]), float(c[1, 0])
     return first, last, accumulation_verdict(first, last)
 
 
-def precision_section(where: Where, seed: int) -> list[str]:
-    """The fp32 Tensor Engine section: what the products and the accumulation order look like, and whether
-    that is a measurement of hardware or the simulation's own arithmetic."""
-    how = "measured" if where.measured else "simulated"
-    lines = ["fp32 Tensor Engine path (native kernel; its precision is not documented):"]
+def psum_accumulation(where: Where) -> Assumption:
+    """Assumption b: PSUM accumulates in fp32 or wider (every mode's bound; ozaki's exact integer sums)."""
+    claim = "b. PSUM accumulates in fp32 or wider (every bound assumes it; ozaki's sums below 2**24 stay exact)"
+    try:
+        first, last, verdict = accumulation_order(where)
+    except Exception as e:  # informational
+        return _could_not_run(claim, e)
+    exact = 1.0 + (ACCUMULATION_K - 1) * SMALL_TERM
+    evidence = (f"K = {ACCUMULATION_K}, 1.0 and 127 terms of 2**-25: 1.0 first gives {first!r}, 1.0 last gives "
+                f"{last!r} (exact {exact!r}; sequential fp32 gives 1.0 and {float(np.float32(exact))!r}): {verdict}")
+    return Assumption(claim, _label(where, verdict != "other"), evidence)
+
+
+def product_precision(where: Where, seed: int) -> tuple[float, float]:
+    """(max relative error, effective significand bits = -log2 of it) of the native kernel's K = 1 products of
+    1 + random 23-bit fractions (24 significant bits each) against their exact float64 products: 24 bits are
+    correctly rounded fp32 products; about 16 would point at a bf16x2/bf16x3 decomposition."""
+    rng = np.random.default_rng([seed, 1 << 20])
+    m, n = PRODUCT_SHAPE
+    fractions = (rng.integers(0, 1 << 22, size=m + n) << 1) | 1  # odd: the last significand bit is set
+    values = torch.from_numpy(1.0 + fractions / 2.0 ** 23).float()
+    a, b = values[:m].reshape(m, 1), values[m:].reshape(1, n)
+    c = run_nki("matmul", a.to(where.device), b.to(where.device), "native").cpu().double()
+    exact = a.double() @ b.double()  # 48-bit products: exact in float64
+    worst = float(((c - exact).abs() / exact).max())
+    return worst, (-math.log2(worst) if worst > 0 else math.inf)
+
+
+def tensor_engine_products(where: Where, seed: int) -> Assumption:
+    """Assumption d: fp32 x fp32 products on the Tensor Engine are correctly rounded fp32 (native's bound)."""
+    claim = "d. fp32 Tensor Engine products are correctly rounded fp32 (native's bound assumes it)"
     try:
         worst, bits = product_precision(where, seed)
-        lines.append(f"  products ({how}): K = 1, {PRODUCT_SHAPE[0]} x {PRODUCT_SHAPE[1]} full-significand fp32 "
-                     f"values: max relative error {worst:.3g}, effective significand bits {bits:.1f} "
-                     "(24: correctly rounded fp32 products; ~16: a bf16x2/3 decomposition)")
-        first, last, verdict = accumulation_order(where)
-        exact = 1.0 + (ACCUMULATION_K - 1) * SMALL_TERM
-        lines.append(f"  accumulation ({how}): K = {ACCUMULATION_K}, 1.0 and 127 terms of 2**-25: 1.0 first "
-                     f"gives {first!r}, 1.0 last gives {last!r} (exact sum {exact!r}; sequential fp32 gives "
-                     f"1.0 and {float(np.float32(exact))!r}): {verdict}")
-    except Exception as e:  # informational section: say what failed, keep the exit code
-        lines.append(f"  could not run: {type(e).__name__}: {e}")
+    except Exception as e:  # informational
+        return _could_not_run(claim, e)
+    evidence = (f"K = 1, {PRODUCT_SHAPE[0]} x {PRODUCT_SHAPE[1]} full-significand fp32 values: max relative error "
+                f"{worst:.3g}, effective significand bits {bits:.1f} (24: correctly rounded; ~16: a bf16x2/3 "
+                "decomposition)")
+    return Assumption(claim, _label(where, worst <= 2.0**-24), evidence)
+
+
+# c. the runtime's stochastic-rounding switch; our sr kernel
+
+def rounding_counts(values: np.ndarray, below: float, above: float) -> dict[str, int]:
+    """How many of ``values`` are ``below``, ``above``, or neither (the two neighbours of a rounded value)."""
+    values = np.asarray(values, dtype=np.float64)
+    up, down = int((values == above).sum()), int((values == below).sum())
+    return {"up": up, "down": down, "other": values.size - up - down}
+
+
+def switch_verdict(on: dict[str, int], off: dict[str, int]) -> tuple[str, str]:
+    """(verdict, evidence) from round_to_bf16's counts with NEURON_RT_STOCHASTIC_ROUNDING_EN=1 (``on``) and =0
+    (``off``): verified when some casts round up with the switch and none without, refuted when none do with it."""
+    n = sum(on.values())
+    evidence = (f"{n} casts of 1 + 2**-10 to bf16 (1/8 of the way to 1 + 2**-7): with the switch {on['up']} rounded "
+                f"up (stochastic rounding: ~{n // 8}), {on['other']} neither neighbour; without it {off['up']} up, "
+                f"{off['other']} neither")
+    if off["up"] or off["other"] or on["other"]:
+        return "inconclusive", evidence + " (nearest even rounds every one down)"
+    return ("verified" if on["up"] else "refuted"), evidence
+
+
+def _cast_child() -> None:
+    """In a probe subprocess: round_to_bf16 on CAST_SHAPE copies of CAST_VALUE on the Neuron device; prints the
+    counts as JSON (the runtime reads NEURON_RT_STOCHASTIC_ROUNDING_EN when this process claims the device)."""
+    where = find_where("trn2")
+    if not where.measured:
+        raise SystemExit(f"the probe subprocess found no Neuron device: {where.line}")
+    x = torch.full(CAST_SHAPE, CAST_VALUE)
+    y = run_probe("round_to_bf16", where.device, x.to(where.device)).cpu().float().numpy()
+    print(json.dumps(rounding_counts(y, *CAST_NEIGHBOURS)))
+
+
+def _spawn_cast(switch: bool, seed: int) -> dict[str, int]:
+    """round_to_bf16's counts in a subprocess with NEURON_RT_STOCHASTIC_ROUNDING_EN on or off (seeded)."""
+    env = dict(os.environ, NEURON_RT_STOCHASTIC_ROUNDING_EN="1" if switch else "0",
+               NEURON_RT_STOCHASTIC_ROUNDING_SEED=str(seed))
+    code = "from trn_backend.check_neuron import _cast_child; _cast_child()"
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          timeout=CAST_TIMEOUT_S)
+    if done.returncode:
+        tail = (done.stderr or done.stdout).strip().splitlines()
+        raise RuntimeError(f"the probe subprocess exited {done.returncode}: {tail[-1] if tail else ''}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+cast_counts = _spawn_cast  # tests swap it: there is no device to spawn onto
+
+
+def stochastic_switch(where: Where, seed: int) -> Assumption:
+    """Assumption c: whether NEURON_RT_STOCHASTIC_ROUNDING_EN reaches a cast inside an NKI kernel. Runs before this
+    process claims the NeuronCore, so the subprocesses can; nothing is spawned on the CPU."""
+    claim = "c. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches casts inside NKI kernels (Vector Engine tensor_copy)"
+    if not where.measured:
+        return Assumption(claim, "not applicable (the CPU model has no runtime rounding switch)",
+                          "the model rounds every cast to nearest even; on a device round_to_bf16 runs in two "
+                          "subprocesses, with the switch and without")
+    try:
+        verdict, evidence = switch_verdict(cast_counts(True, seed), cast_counts(False, seed))
+    except Exception as e:  # informational
+        return _could_not_run(claim, e)
+    return Assumption(claim, verdict, evidence)
+
+
+def unbiased_verdict(values: np.ndarray, below: float, above: float, exact: float) -> tuple[bool, str]:
+    """(whether ``values``, stochastic roundings of ``exact`` to ``below`` or ``above``, are unbiased: every one a
+    neighbour, both occurring, the mean within SR_SIGMAS standard errors of ``exact``; the evidence line)."""
+    values = np.asarray(values, dtype=np.float64).ravel()
+    counts = rounding_counts(values, below, above)
+    p = (exact - below) / (above - below)
+    sigma = (above - below) * math.sqrt(p * (1 - p) / values.size)
+    z = (float(values.mean()) - exact) / sigma
+    holds = not counts["other"] and counts["up"] > 0 and counts["down"] > 0 and abs(z) <= SR_SIGMAS
+    return holds, (f"{values.size} results: {counts['up']} rounded up ({counts['up'] / values.size:.2%}, expected "
+                   f"{p:.2%}), {counts['down']} down, {counts['other']} neither neighbour; mean - exact = "
+                   f"{z:+.2f} standard errors (within {SR_SIGMAS:g} required)")
+
+
+def sr_kernel(where: Where) -> Assumption:
+    """Our sr kernel (matmul_sr) is unbiased: SR_SEEDS seeds of SR_SHAPE products equal to CAST_VALUE, rounded to
+    bf16. A real check on the model too: it fails the command."""
+    claim = f"c2. our sr kernel (matmul_sr) is unbiased ({SR_SEEDS} seeds of products 1 + 2**-10, 1/8 of a bf16 step)"
+    m, n = SR_SHAPE
+    a = torch.tensor([[1.0, 2.0**-10]]).repeat(m, 1).to(where.device)  # bf16 operands: the fp32 sum is exact
+    b = torch.ones(2, n).to(where.device)
+    try:
+        values = np.stack([run_nki("matmul", a, b, "sr", seed=s).cpu().float().numpy() for s in range(SR_SEEDS)])
+        holds, evidence = unbiased_verdict(values, *CAST_NEIGHBOURS, CAST_VALUE)
+    except Exception as e:  # our own kernel: a failure
+        return _could_not_run(claim, e, failed=True)
+    return Assumption(claim, "ok" if holds else "FAIL", evidence, failed=not holds)
+
+
+def hbm_scratch(where: Where, rows: list[Row]) -> Assumption:
+    """Assumption e, from the table: HBM scratch allocated inside a kernel and not returned (the split kernels'
+    words) is legal, as far as dd and bf16x6 ran."""
+    claim = "e. HBM scratch inside a kernel (nl.shared_hbm, not returned; dd's and bf16x6's words) is legal"
+    split = [r for r in rows if r.mode in ("dd", "bf16x6")]
+    ran = [r for r in split if not r.problem]
+    evidence = f"{len(ran)} of {len(split)} dd and bf16x6 rows ran"
+    if where.measured:
+        return Assumption(claim, "verified" if split and len(ran) == len(split) else "unverified (see the rows)",
+                          evidence)
+    return Assumption(claim, _label(where, True), evidence + " (the model allows it)")
+
+
+def assumptions_section(where: Where, rows: list[Row], switch: Assumption, seed: int) -> list[Assumption]:
+    """Every assumption (``switch``, the subprocess probe, ran before the table)."""
+    return [vector_rounding(where, seed), psum_accumulation(where), switch, sr_kernel(where),
+            tensor_engine_products(where, seed), hbm_scratch(where, rows)]
+
+
+def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
+    """The section's text: a heading, two lines per assumption, and what the verdicts are evidence of."""
+    lines = ["device assumptions (undocumented; informational, except the sr kernel: ours):"]
+    for assumption in found:
+        lines += assumption.lines()
     if where.measured:
         lines.append(f"  measured on {where.engine}.")
     else:
         model = ("the NKI simulator's" if toolchain.REAL
-                 else "the CPU model's own arithmetic by construction (fp32 products rounded to nearest, fp32 "
-                      "adds in K order)")
+                 else "the CPU model's own arithmetic by construction (fp32 engine arithmetic rounded to nearest "
+                      "even, fp32 products rounded to nearest, fp32 adds in K order)")
         lines.append(f"  no Neuron device: this is {model}, not evidence about the hardware.")
     return lines
 
@@ -360,20 +639,39 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
 
 
-def run(args: argparse.Namespace) -> int:
-    """Print the header, the device, a row per case and the fp32 section; 0 when every case is within its
-    bound, 1 otherwise."""
-    started = time.perf_counter()
+def _header(where: Where, generation: str) -> None:
+    """The versions and the device."""
     print("trn_backend check-neuron")
     width = max(len(name) for name, _ in versions())
     for name, version in versions():
         print(f"  {name.ljust(width)}  {version}")
-    where = find_where(args.generation)
     print(f"device: {where.line}")
     if not where.measured:
-        print(f"  (modelled times are the kernel's alone, engines overlapping perfectly; a call on a device also "
-              f"pays its launch, about {cost.LAUNCH_OVERHEAD_S * 1e3:.1f} ms)")
+        print(f"  (modelled times are the kernel's alone, engines overlapping perfectly: dd, bf16x6 and ozaki also "
+              f"scale and combine on the host, and a call on a device pays its launch, about "
+              f"{cost.LAUNCH_OVERHEAD_S * 1e3:.1f} ms)")
     print()
+
+
+def _summary(rows: list[Row], found: list[Assumption], where: Where, started: float) -> int:
+    """The last line; 1 when a row is outside its bound or a check of our own kernel failed."""
+    failed = [r for r in rows if not r.ok]
+    broken = [a for a in found if a.failed]
+    problems = ([f"{len(failed)} of {len(rows)} cases outside their bounds"] if failed else []) + \
+        (["the sr kernel is biased or failed"] if broken else [])
+    verdict = "ok" if not problems else "FAIL: " + "; ".join(problems)
+    print(f"\ncheck-neuron: {verdict}; {len(rows) - len(failed)}/{len(rows)} cases within their bounds on "
+          f"{where.engine} ({time.perf_counter() - started:.1f} s)")
+    return 1 if problems else 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the header, the device, a row per case and mode, and the device assumptions; 0 when every row is
+    within its bound and the sr kernel is unbiased, 1 otherwise."""
+    started = time.perf_counter()
+    where = find_where(args.generation)
+    _header(where, args.generation)
+    switch = stochastic_switch(where, args.seed)  # first: its subprocesses need the NeuronCore unclaimed
     time_label = f"time (measured, median of {REPEATS})" if where.measured else f"time (modelled, {args.generation})"
     with _simulating(where, args.generation):
         rows = [check(case, mode, where, args.generation, (args.seed, i))
@@ -383,9 +681,6 @@ def run(args: argparse.Namespace) -> int:
             if r.problem:
                 print(f"  {r.case.kernel} {r.mode} {r.case.shape}: {r.problem}")
         print()
-        print("\n".join(precision_section(where, args.seed)))
-    failed = [r for r in rows if not r.ok]
-    verdict = "ok" if not failed else f"FAIL: {len(failed)} of {len(rows)} cases outside their bounds"
-    print(f"\ncheck-neuron: {verdict}; {len(rows) - len(failed)}/{len(rows)} cases within their bounds on "
-          f"{where.engine} ({time.perf_counter() - started:.1f} s)")
-    return 1 if failed else 0
+        found = assumptions_section(where, rows, switch, args.seed)
+        print("\n".join(_assumption_lines(where, found)))
+    return _summary(rows, found, where, started)

@@ -3,6 +3,8 @@
 For each mode and contracted length K it multiplies an M x K by a K x N operand on the CPU emulation, and
 reports the bound, the measured max and mean componentwise error (units of |A||B|) against a more precise
 reference, the cost in bf16 Tensor Engine passes, and the median CPU time; then it plots error against K per mode.
+With --device-model trn2 (or trn1) it adds each mode's modelled NKI kernel time on that NeuronCore, its ratio to
+fast, the binding engine and the Vector Engine's share, and plots the accuracy/cost frontier at the largest K.
 """
 
 from __future__ import annotations
@@ -19,9 +21,13 @@ import torch
 
 from . import _precision
 from .kernels import reference
+from .kernels.nki import cost
 
 MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "kahan")
 KS = (16, 512, 4096)
+DEVICE_KERNEL = "matmul"  # the report's products are 2-D: one nki.matmul[mode] call each
+NO_DEVICE_KERNEL = "host fp64: no device kernel"
+COLORS = {mode: f"C{i}" for i, mode in enumerate(MODES)}  # one colour per mode in both panels
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +42,7 @@ class Row:
     max_error: float
     mean_error: float
     seconds: float
+    slices: int | None = None  # ozaki: the digit slices it ran (its kernel's cost depends on them)
 
 
 def operands(kind: str, M: int, K: int, N: int, dtype: torch.dtype, seed: int = 0):
@@ -84,46 +91,180 @@ def measure(ks: Sequence[int] = KS, *, size: int = 256, dtype: torch.dtype = tor
                 slices = reference.ozaki_slices(a, b, slices)
                 label += "" if f"={slices})" in label else f" ran {slices}"
             rows.append(Row(mode, label, K, _precision.MODES[mode].passes(slices), resolved.bound,
-                            float(error.max()), float(error.mean()), _median_seconds(call, repeats)))
+                            float(error.max()), float(error.mean()), _median_seconds(call, repeats),
+                            slices if mode == "ozaki" else None))
     return rows
 
 
-def table(rows: Sequence[Row]) -> str:
-    """The rows as a markdown table."""
-    lines = ["| mode | K | bf16 passes | bound | max error | mean error | max / bound | time (ms) |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rows:
+def host_only(mode: str, dtype: torch.dtype) -> bool:
+    """Whether ``mode`` on ``dtype`` data runs on the host, so that no NKI kernel time models it.
+    kahan sums in float64 on the host; the NeuronCore has no float64 arithmetic, so native float64 is host-side too."""
+    return mode == "kahan" or (mode == "native" and dtype is torch.float64)
+
+
+def modelled(rows: Sequence[Row], *, size: int, dtype: torch.dtype, generation: str) -> list[cost.Estimate | None]:
+    """Per row, the modelled cost of its mode's NKI kernel on ``generation`` at the row's size x K @ K x size shape.
+    None where the mode has no device kernel (``host_only``); ozaki is modelled with the slices it ran."""
+    return [None if host_only(r.mode, dtype) else
+            cost.modelled(DEVICE_KERNEL, r.mode, (1, size, r.K, size), generation,
+                          float64=dtype is torch.float64, slices=r.slices)
+            for r in rows]
+
+
+def format_seconds(seconds: float) -> str:
+    """``seconds`` to 3 significant digits (trailing zeros kept) in the largest unit that keeps it >= 1 (s, ms, us,
+    ns). Rounded before the unit is picked, so 999.96 us reads 1.00 ms rather than 1e+03 us."""
+    seconds = float(f"{seconds:.3g}")
+    units = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
+    unit, scale = next(((name, size) for name, size in units if seconds >= size), ("ns", 1e-9))
+    digits = f"{seconds / scale:#.3g}".rstrip(".")  # '#' keeps 2.80's zero, and leaves 120 as '120.'
+    return f"{digits} {unit}"
+
+
+def relative_to_fast(rows: Sequence[Row], costs: Sequence[cost.Estimate | None]) -> list[float | None]:
+    """Per row, its modelled time over fast's at the same K: fast is one bf16 pass, the natural unit of cost.
+    None where the row, or fast at its K, has no modelled time."""
+    fast = {r.K: c.seconds for r, c in zip(rows, costs, strict=True) if r.mode == "fast" and c is not None}
+    return [None if c is None or not fast.get(r.K) else c.seconds / fast[r.K] for r, c in zip(rows, costs, strict=True)]
+
+
+def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
+    """Indices of the (cost, error) points no other point dominates (no costlier, no less accurate, better in one),
+    ordered by cost then error: the frontier's line. Equal points are all kept; a tie in one coordinate keeps the
+    point better in the other."""
+    def dominated(p: tuple[float, float]) -> bool:
+        return any(q[0] <= p[0] and q[1] <= p[1] and q != p for q in points)
+
+    return sorted((i for i, p in enumerate(points) if not dominated(p)), key=lambda i: points[i])
+
+
+def _device_cells(estimate: cost.Estimate | None, ratio: float | None) -> str:
+    """The modelled columns of one row: time, ratio to fast, binding engine, Vector Engine share.
+    A mode without a device kernel says so in the time column."""
+    if estimate is None:
+        return f" {NO_DEVICE_KERNEL} | - | - | - |"
+    vs_fast = "-" if ratio is None else f"{ratio:.1f}x"
+    return f" {format_seconds(estimate.seconds)} | {vs_fast} | {estimate.bound_by} | {estimate.share('vector'):.0%} |"
+
+
+def table(rows: Sequence[Row], costs: Sequence[cost.Estimate | None] | None = None, generation: str = "trn2") -> str:
+    """The rows as a markdown table; with ``costs`` (from ``modelled``), four modelled columns on ``generation``:
+    kernel time, time relative to fast at the same K, the binding engine, and the Vector Engine's busy share."""
+    header = "| mode | K | bf16 passes | bound | max error | mean error | max / bound | time (ms) |"
+    rule = "|---|---:|---:|---:|---:|---:|---:|---:|"
+    if costs is not None:
+        header += f" {generation} time | vs fast | bound by | vector busy |"
+        rule += "---:|---:|---|---:|"
+        ratios = relative_to_fast(rows, costs)
+    lines = [header, rule]
+    for i, r in enumerate(rows):
         bound = "-" if r.bound is None else f"{r.bound:.2e}"
         ratio = "-" if not r.bound else f"{r.max_error / r.bound:.3f}"
         passes = "-" if r.passes is None else str(r.passes)
-        lines.append(f"| {r.label} | {r.K} | {passes} | {bound} | {r.max_error:.2e} | {r.mean_error:.2e} | "
-                     f"{ratio} | {r.seconds * 1e3:.1f} |")
+        line = (f"| {r.label} | {r.K} | {passes} | {bound} | {r.max_error:.2e} | {r.mean_error:.2e} | "
+                f"{ratio} | {r.seconds * 1e3:.1f} |")
+        lines.append(line if costs is None else line + _device_cells(costs[i], ratios[i]))
     return "\n".join(lines)
 
 
-def plot(rows: Sequence[Row], path: str, title: str) -> None:
-    """Measured max error (solid) and bound (dashed) against K per mode, log-log, into a PNG at ``path``."""
-    import matplotlib
+def _error_panel(ax, rows: Sequence[Row], title: str) -> None:
+    """Measured max error (solid) and bound (dashed) against K per mode, log-log, on ``ax``.
+    The first panel: how each mode's error grows with K, against what it promises."""
+    from matplotlib.ticker import NullFormatter
 
-    matplotlib.use("Agg")  # no display: the report runs headless
-    from matplotlib import pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(10, 5.5))
     for mode in dict.fromkeys(r.mode for r in rows):
         mine = [r for r in rows if r.mode == mode]
         ks = [r.K for r in mine]
         # sr coincides with fast wherever the output is float32/float64: draw it so both stay visible
         style = {"linestyle": ":", "marker": "x"} if mode == "sr" else {"marker": "o"}
-        line, = ax.plot(ks, [max(r.max_error, 1e-20) for r in mine], label=mode, **style)
+        ax.plot(ks, [max(r.max_error, 1e-20) for r in mine], label=mode, color=COLORS.get(mode), **style)
         if all(r.bound for r in mine):
-            ax.plot(ks, [r.bound for r in mine], linestyle="--", color=line.get_color(), linewidth=0.8)
+            ax.plot(ks, [r.bound for r in mine], linestyle="--", color=COLORS.get(mode), linewidth=0.8)
     ax.set(xscale="log", yscale="log", xlabel="K (contracted length)", ylabel="max error / (|A||B|)",
            title=title)
     ax.set_xticks(sorted({r.K for r in rows}), [str(k) for k in sorted({r.K for r in rows})])
+    ax.xaxis.set_minor_formatter(NullFormatter())  # the K ticks only: minor labels crowd a short range
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(title="measured (solid), bound (dashed)", fontsize="small", loc="center left",
               bbox_to_anchor=(1.01, 0.5))
+
+
+def _point_label(row: Row, ratio: float | None) -> str:
+    """A frontier point's label: the mode (ozaki with the slices it ran) and its cost relative to fast."""
+    name = f"ozaki({row.slices} slices)" if row.mode == "ozaki" else row.mode
+    return name if ratio is None else f"{name} {ratio:.1f}x"
+
+
+def _frontier_panel(ax, rows: Sequence[Row], costs: Sequence[cost.Estimate | None], title: str) -> None:
+    """Measured max error against modelled kernel time at the report's largest K, one point per mode, log-log,
+    with the line through the Pareto-optimal modes; host-only modes (kahan) are a horizontal line, off the frontier."""
+    K = max(r.K for r in rows)
+    ratios = relative_to_fast(rows, costs)
+    at_k = [(r, c, q) for r, c, q in zip(rows, costs, ratios, strict=True) if r.K == K]
+    device = [(r, c, q) for r, c, q in at_k if c is not None]
+    points = [(c.seconds * 1e6, max(r.max_error, 1e-20)) for r, c, _ in device]
+    for (r, _, q), (x, y) in zip(device, points, strict=True):
+        ax.scatter(x, y, color=COLORS.get(r.mode), marker="x" if r.mode == "sr" else "o", zorder=3)
+        below = r.mode == "sr"  # sr has fast's error: its label goes under the point, fast's over it
+        ax.annotate(_point_label(r, q), (x, y), textcoords="offset points", xytext=(5, -12 if below else 5),
+                    fontsize="small")
+    front = pareto_front(points)
+    ax.plot([points[i][0] for i in front], [points[i][1] for i in front], color="black", linewidth=1, zorder=2,
+            label="Pareto frontier: " + ", ".join(device[i][0].mode for i in front))
+    for r, c, _ in at_k:
+        if c is None:
+            ax.axhline(max(r.max_error, 1e-20), color=COLORS.get(r.mode), linestyle=":", linewidth=1,
+                       label=f"{r.mode}: {NO_DEVICE_KERNEL} (off the frontier)")
+    ax.set(xscale="log", yscale="log", xlabel="modelled kernel time (us)", ylabel=f"max error / (|A||B|) at K={K}",
+           title=title)
+    _plain_log_ticks(ax.xaxis)
+    fast = next((c.seconds * 1e6 for r, c, _ in device if r.mode == "fast"), None)
+    if fast:  # the same axis in fast's unit: one bf16 pass
+        top = ax.secondary_xaxis("top", functions=(lambda x: x / fast, lambda x: x * fast))
+        top.set_xlabel("cost relative to fast (as in the point labels)")
+        _plain_log_ticks(top.xaxis)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.margins(x=0.2, y=0.1)  # room for the rightmost point's label
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2)
+
+
+def _plain_log_ticks(axis) -> None:
+    """Ticks at 1, 2 and 5 per decade labelled as plain numbers, no minor labels, on a log ``axis``.
+    A frontier spans one or two decades, where the default labels overlap or are too few to read."""
+    from matplotlib import ticker
+
+    axis.set_major_locator(ticker.LogLocator(subs=(1.0, 2.0, 5.0)))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
+def figure(rows: Sequence[Row], title: str, costs: Sequence[cost.Estimate | None] | None = None,
+           frontier_title: str = ""):
+    """The report's matplotlib Figure: error against K, and with ``costs`` the accuracy/cost frontier beside it.
+    Built apart from ``plot`` so that tests can look at its axes without reading a PNG back."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # no display: the report runs headless
+    from matplotlib import pyplot as plt
+
+    if costs is None:
+        fig, ax = plt.subplots(figsize=(10, 5.5))
+        _error_panel(ax, rows, title)
+    else:
+        fig, (ax, frontier) = plt.subplots(1, 2, figsize=(18, 6), gridspec_kw={"width_ratios": (1, 1)})
+        _error_panel(ax, rows, title)
+        _frontier_panel(frontier, rows, costs, frontier_title)
     fig.tight_layout()
+    return fig
+
+
+def plot(rows: Sequence[Row], path: str, title: str, costs: Sequence[cost.Estimate | None] | None = None,
+         frontier_title: str = "") -> None:
+    """The report's figure (``figure``) into a PNG at ``path``.
+    One panel without ``costs``, two with them."""
+    from matplotlib import pyplot as plt
+
+    fig = figure(rows, title, costs, frontier_title)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -136,16 +277,34 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, nargs="+", default=list(KS), help="contracted lengths (default 16 512 4096)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per cell; the median is shown")
     parser.add_argument("--png", default="precision-report.png", help="where the plot goes")
+    parser.add_argument("--device-model", choices=tuple(cost.GENERATIONS), default=None,
+                        help="add each mode's modelled NKI kernel time on this NeuronCore generation, and the "
+                             "accuracy/cost frontier to the plot (default: none)")
+
+
+def _model_note(generation: str) -> str:
+    """The lines under the report's heading that say what the modelled columns are.
+    Printed only with --device-model, so the plain report reads as before."""
+    return (f"modelled: one nki.{DEVICE_KERNEL}[mode] call on a {generation} NeuronCore (kernels/nki/cost.py: "
+            "engines overlap, the busiest sets the time; no launch overhead),\n"
+            "ozaki with the slices it ran; vs fast = time / fast's at the same K; vector busy = the Vector "
+            "Engine's share of the time; kahan sums in float64 on the host: no device kernel, no modelled time\n")
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure, print the table, write the plot."""
+    """Measure, print the table, write the plot; with --device-model, the modelled kernel costs and frontier too."""
     dtype = getattr(torch, args.dtype)
     rows = measure(args.k, size=args.size, dtype=dtype, kind=args.inputs, repeats=args.repeats)
     ref = "float64" if dtype is torch.float32 else "extended-precision"
     print(f"{args.size}xK @ Kx{args.size}, {args.dtype} {args.inputs} inputs, errors / (|A||B|) against a {ref} "
           f"reference, CPU emulation (times are this host's, not Trainium's)\n")
-    print(table(rows))
-    plot(rows, args.png, f"{args.dtype} {args.inputs} inputs, {args.size}xK @ Kx{args.size}")
+    generation = args.device_model
+    costs = None if generation is None else modelled(rows, size=args.size, dtype=dtype, generation=generation)
+    if generation is not None:
+        print(_model_note(generation))
+    print(table(rows, costs, generation or "trn2"))
+    K = max(args.k)
+    plot(rows, args.png, f"{args.dtype} {args.inputs} inputs, {args.size}xK @ Kx{args.size}", costs,
+         f"accuracy / cost on a {generation} NeuronCore, {args.size}x{K} @ {K}x{args.size} {args.dtype}")
     print(f"\nplot: {args.png}")
     return 0

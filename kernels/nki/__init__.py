@@ -23,7 +23,7 @@ __all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "nam
            "WORDS"]
 
 # The kernel sources (checked against the documented NKI 0.6 API by tests/test_nki_api.py).
-KERNEL_SOURCES = ("matmul.py",)
+KERNEL_SOURCES = ("matmul.py", "probes.py")
 # Modes with an NKI kernel, and the operand dtypes ``run`` accepts for each.
 MODES = {"fast": (torch.float32, torch.bfloat16), "native": (torch.float32,), "dd": (torch.float32,),
          "bf16x6": (torch.float32,), "sr": (torch.float32,)}

@@ -11,6 +11,7 @@ import torch
 
 from .. import _device, _dtypes, _precision, kernels
 from .._helpers import NeuronArray
+from ..kernels import reference
 from . import paths
 from .parse import Shapes, parse
 from .plan import Plan, plan_for, result_dtype
@@ -48,7 +49,7 @@ class Explanation:
     def __str__(self) -> str:
         header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound", "trn2 model")
         rows = [(str(i), _readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
-                 f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p), _modelled_text(estimate))
+                 f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p), _modelled_text(p, estimate))
                 for i, (p, impl, estimate) in enumerate(zip(self.steps, self.implementations, self.modelled,
                                                             strict=True), start=1)]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
@@ -105,7 +106,8 @@ def _estimate(p: Plan, implementation: str) -> object:
         return None
     from ..kernels.nki import cost
 
-    return cost.modelled(p.kernel, p.resolved.mode, p.bmkn, float64=p.dtype is torch.float64)
+    return cost.modelled(p.kernel, p.resolved.mode, p.bmkn, float64=p.dtype is torch.float64,
+                         slices=p.resolved.kwargs.get("slices"))
 
 
 def _describe(operands: Sequence[object], dtype: torch.dtype | None
@@ -154,8 +156,14 @@ def _mode_text(p: Plan) -> str:
     return r.label if r.target_relative_error is None else f"{r.label}, checked to rel {r.target_relative_error:g}"
 
 
-def _modelled_text(estimate) -> str:
-    return "-" if estimate is None else f"{estimate.seconds * 1e3:.3g} ms, {estimate.utilization:.0%} of peak"
+def _modelled_text(p: Plan, estimate) -> str:
+    """An NKI step's modelled trn2 time and its Tensor Engine passes (bf16 passes; native runs one fp32 pass)."""
+    if estimate is None:
+        return "-"
+    slices = p.resolved.kwargs.get("slices") or reference.ozaki_default_slices(p.dtype)
+    passes = _precision.MODES[p.resolved.mode].passes(slices)
+    work = "one fp32 pass" if passes is None else f"{passes} bf16 pass{'es' if passes > 1 else ''}"
+    return f"{estimate.seconds * 1e3:.3g} ms, {work}"
 
 
 def _bound_text(p: Plan) -> str:
