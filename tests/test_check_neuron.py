@@ -36,6 +36,15 @@ def _assumption(out: str, label: str) -> tuple[str, str]:
     return found.group(1), found.group(2)
 
 
+def _the_cpu_as_a_device(monkeypatch) -> None:
+    """Pretend the CPU is a Neuron device with the real toolchain: check-neuron takes its measured path."""
+    monkeypatch.setattr(_device, "neuron_available", lambda: True)
+    monkeypatch.setattr(_device, "neuron_device", lambda: torch.device("cpu"))
+    monkeypatch.setattr(check_neuron.toolchain, "REAL", True)
+    monkeypatch.setattr(check_neuron, "REPEATS", 1)
+    monkeypatch.setattr(check_neuron, "CASES", SMALL[:1])
+
+
 @pytest.fixture(scope="module")
 def model_run() -> tuple[int, str]:
     """One full run on the CPU model (exit code, output), shared by the tests that read it; the stochastic-
@@ -168,11 +177,7 @@ def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, 
         spawned.append((switch, seed))
         return {"up": 8100, "down": 57436, "other": 0} if switch else {"up": 0, "down": 65536, "other": 0}
 
-    monkeypatch.setattr(_device, "neuron_available", lambda: True)
-    monkeypatch.setattr(_device, "neuron_device", lambda: torch.device("cpu"))
-    monkeypatch.setattr(check_neuron.toolchain, "REAL", True)
-    monkeypatch.setattr(check_neuron, "REPEATS", 1)
-    monkeypatch.setattr(check_neuron, "CASES", SMALL[:1])
+    _the_cpu_as_a_device(monkeypatch)
     monkeypatch.setattr(check_neuron, "cast_counts", counts)
     assert main(["check-neuron", "--seed", "7"]) == 0
     out = capsys.readouterr().out
@@ -190,11 +195,7 @@ def test_a_switch_probe_that_fails_is_informational(monkeypatch, capsys):
     def no_device(switch, seed):
         raise RuntimeError("the probe subprocess exited 1: no Neuron device")
 
-    monkeypatch.setattr(_device, "neuron_available", lambda: True)
-    monkeypatch.setattr(_device, "neuron_device", lambda: torch.device("cpu"))
-    monkeypatch.setattr(check_neuron.toolchain, "REAL", True)
-    monkeypatch.setattr(check_neuron, "REPEATS", 1)
-    monkeypatch.setattr(check_neuron, "CASES", SMALL[:1])
+    _the_cpu_as_a_device(monkeypatch)
     monkeypatch.setattr(check_neuron, "cast_counts", no_device)
     assert main(["check-neuron"]) == 0
     verdict, evidence = _assumption(capsys.readouterr().out, "c.")

@@ -8,6 +8,7 @@ import re
 import pytest
 import torch
 from matplotlib import image
+from trn_backend.kernels.nki import cost
 
 from trn_backend import precision_report as report
 from trn_backend.__main__ import main
@@ -78,4 +79,4 @@ def test_pareto_front(points, front):
     (2.5, "2.50 s"), (4e-10, "0.400 ns"),
 ])
 def test_format_seconds(seconds, text):
-    assert report.format_seconds(seconds) == text
+    assert cost.format_seconds(seconds) == text

@@ -42,7 +42,7 @@ from .kernels.nki import cost, toolchain
 __all__ = ["CASES", "MODES", "Assumption", "Case", "Row", "Where", "add_arguments", "run", "run_kernel", "run_nki",
            "run_probe", "cast_counts", "rounding_verdict", "switch_verdict", "unbiased_verdict"]
 
-MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # every mode with an NKI route
+MODES = kernels.NKI_MODES  # every mode with an NKI route
 KERNEL_MODE = {"sr": "fast"}  # the kernel a float32 step of the mode runs, where it is another mode's
 DISTRIBUTIONS = ("torch", "torch-neuronx", "torch-xla", "neuronx-cc", "nki")
 REPEATS = 5  # timed runs per case on a device; the median is shown
@@ -314,23 +314,14 @@ def check(case: Case, mode: str, where: Where, generation: str, seed: Sequence[i
     return Row(case, mode, error, bound, seconds)
 
 
-def _format_seconds(seconds: float | None) -> str:
-    """3 significant digits in s, ms, us or ns: modelled kernel times run from ns to ms."""
-    if seconds is None:
-        return "-"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds * 1e9:.3g} ns"
-
-
 def table(rows: list[Row], time_label: str) -> str:
     """The rows as an aligned text table, one line per (kernel, mode, shape)."""
     head = ("kernel", "mode", "inputs", "shape", "max error", "bound", "result", time_label, "TFLOPS")
     lines = [head]
     for r in rows:
         lines.append((r.case.kernel, r.mode, r.case.inputs_label, r.case.shape, f"{r.error:.2e}",
-                      f"{r.bound:.2e}", "ok" if r.ok else "FAIL", _format_seconds(r.seconds),
+                      f"{r.bound:.2e}", "ok" if r.ok else "FAIL",
+                      "-" if r.seconds is None else cost.format_seconds(r.seconds),
                       "-" if r.tflops is None else f"{r.tflops:.3g}"))
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()

@@ -111,16 +111,6 @@ def modelled(rows: Sequence[Row], *, size: int, dtype: torch.dtype, generation: 
             for r in rows]
 
 
-def format_seconds(seconds: float) -> str:
-    """``seconds`` to 3 significant digits (trailing zeros kept) in the largest unit that keeps it >= 1 (s, ms, us,
-    ns). Rounded before the unit is picked, so 999.96 us reads 1.00 ms rather than 1e+03 us."""
-    seconds = float(f"{seconds:.3g}")
-    units = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
-    unit, scale = next(((name, size) for name, size in units if seconds >= size), ("ns", 1e-9))
-    digits = f"{seconds / scale:#.3g}".rstrip(".")  # '#' keeps 2.80's zero, and leaves 120 as '120.'
-    return f"{digits} {unit}"
-
-
 def relative_to_fast(rows: Sequence[Row], costs: Sequence[cost.Estimate | None]) -> list[float | None]:
     """Per row, its modelled time over fast's at the same K: fast is one bf16 pass, the natural unit of cost.
     None where the row, or fast at its K, has no modelled time."""
@@ -144,7 +134,8 @@ def _device_cells(estimate: cost.Estimate | None, ratio: float | None) -> str:
     if estimate is None:
         return f" {NO_DEVICE_KERNEL} | - | - | - |"
     vs_fast = "-" if ratio is None else f"{ratio:.1f}x"
-    return f" {format_seconds(estimate.seconds)} | {vs_fast} | {estimate.bound_by} | {estimate.share('vector'):.0%} |"
+    seconds = cost.format_seconds(estimate.seconds)
+    return f" {seconds} | {vs_fast} | {estimate.bound_by} | {estimate.share('vector'):.0%} |"
 
 
 def table(rows: Sequence[Row], costs: Sequence[cost.Estimate | None] | None = None, generation: str = "trn2") -> str:

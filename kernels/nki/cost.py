@@ -20,7 +20,8 @@ import functools
 
 import torch
 
-__all__ = ["Generation", "TRN1", "TRN2", "GENERATIONS", "Estimate", "estimate", "LAUNCH_OVERHEAD_S"]
+__all__ = ["Generation", "TRN1", "TRN2", "GENERATIONS", "Estimate", "estimate", "modelled", "default_min_flops",
+           "format_seconds", "LAUNCH_OVERHEAD_S"]
 
 MATMUL_MIN_CYCLES = 64  # MM_INIT_LATENCY: a matmul costs at least this many Tensor Engine cycles
 FP32_MATMUL_FACTOR = 4  # fp32 operands: two FP32_LO_HI instructions, a quarter of the bf16 rate
@@ -182,8 +183,11 @@ def default_min_flops(mode: str, generation: str = "trn2") -> float:
     return 2.0 * (128 * lo) ** 3
 
 
-def describe(e: Estimate) -> str:
-    """One line: time, TFLOPS, utilization, the binding engine."""
-    return (f"{e.seconds * 1e3:.3g} ms, {e.tflops:.3g} TFLOPS, {e.utilization:.0%} of peak "
-            f"({e.bound_by}-bound)")
-
+def format_seconds(seconds: float) -> str:
+    """``seconds`` to 3 significant digits (trailing zeros kept) in the largest unit that keeps it >= 1 (s, ms, us,
+    ns). Rounded before the unit is picked, so 999.96 us reads 1.00 ms rather than 1e+03 us."""
+    seconds = float(f"{seconds:.3g}")
+    units = (("s", 1.0), ("ms", 1e-3), ("us", 1e-6))
+    unit, scale = next(((name, size) for name, size in units if seconds >= size), ("ns", 1e-9))
+    digits = f"{seconds / scale:#.3g}".rstrip(".")  # '#' keeps 2.80's zero, and leaves 120 as '120.'
+    return f"{digits} {unit}"

@@ -262,12 +262,11 @@ class Tensor:
     # --- views -------------------------------------------------------------------------------------------------
     def __getitem__(self, key) -> Tensor:
         key = key if isinstance(key, tuple) else (key,)
-        key = tuple(k.slice() if hasattr(k, "slice") else k for k in key)  # nl.ds(start, size)
         if self.buffer.on_chip and key and isinstance(key[0], (int, np.integer)):
             key = (slice(int(key[0]), int(key[0]) + 1), *key[1:])  # integer indexing keeps the partition dim
         for k in key:
             if not (k is Ellipsis or isinstance(k, (slice, int, np.integer))):
-                raise ModelError(f"{self.name}: index {k!r} is not an integer, slice, nl.ds or ...")
+                raise ModelError(f"{self.name}: index {k!r} is not an integer, slice or ...")
         self._check_bounds(key)
         data = self.data[key]
         if self.buffer.on_chip and data.ndim < 2:

@@ -1,21 +1,17 @@
-"""``nki.language`` as the CPU model provides it: dtypes, buffers, tile sizes, allocation, index helpers, loop
-ranges, and the elementwise operators that ISA instructions take as ``op=``. Only what our kernels use is here;
-anything else is an AttributeError, so a kernel cannot lean on a name the model does not check."""
+"""``nki.language`` as the CPU model provides it: dtypes, buffers, tile sizes, allocation, and the elementwise
+operators that ISA instructions take as ``op=``. Only what our kernels use is here; anything else is an
+AttributeError, so a kernel cannot lean on a name the model does not check."""
 
 from __future__ import annotations
-
-import dataclasses
 
 import ml_dtypes
 import numpy as np
 
 from . import core
 
-__all__ = ["ndarray", "zeros", "ds", "affine_range", "sequential_range", "static_range", "tile_size", "Op",
-           "add", "subtract", "multiply", "maximum", "minimum", "copy", "bitwise_and", "bitwise_or", "bitwise_xor",
-           "float32", "float16", "bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8",
-           "uint16", "uint32", "bool_", "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "is_hbm", "is_sbuf",
-           "is_psum", "is_on_chip"]
+__all__ = ["ndarray", "tile_size", "Op", "add", "subtract", "multiply", "copy", "bitwise_and", "float32", "float16",
+           "bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool_",
+           "sbuf", "psum", "hbm", "private_hbm", "shared_hbm"]
 
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
@@ -29,22 +25,6 @@ bool_ = np.dtype(np.bool_)
 sbuf, psum = core.SBUF, core.PSUM
 private_hbm = hbm = core.PRIVATE_HBM  # nl.hbm is an alias of nl.private_hbm
 shared_hbm = core.SHARED_HBM
-
-
-def is_hbm(buffer: core.Buffer) -> bool:
-    return not buffer.on_chip
-
-
-def is_sbuf(buffer: core.Buffer) -> bool:
-    return buffer is sbuf
-
-
-def is_psum(buffer: core.Buffer) -> bool:
-    return buffer is psum
-
-
-def is_on_chip(buffer: core.Buffer) -> bool:
-    return buffer.on_chip
 
 
 class _TileSize:
@@ -95,34 +75,6 @@ def ndarray(shape, dtype, buffer: core.Buffer = sbuf, name: str = "", address=No
     return core.Tensor.allocate(tuple(shape), dtype, buffer, name)
 
 
-def zeros(shape, dtype, buffer: core.Buffer = sbuf, name: str = "") -> core.Tensor:
-    """A new tensor filled with zeros by a memset instruction (Vector Engine)."""
-    from . import isa
-
-    t = ndarray(shape, dtype, buffer, name)
-    isa.memset(t, 0)
-    return t
-
-
-@dataclasses.dataclass(frozen=True)
-class ds:
-    """``nl.ds(start, size)``: the index ``start:start + size``."""
-
-    start: int
-    size: int
-
-    def slice(self) -> slice:
-        return slice(self.start, self.start + self.size)
-
-
-def affine_range(start: int, stop: int | None = None, step: int = 1) -> range:
-    """An alias of ``range`` in NKI 0.6 (deprecated there; kernels use ``range``)."""
-    return range(start, stop, step) if stop is not None else range(start)
-
-
-sequential_range = static_range = affine_range
-
-
 class Op:
     """An elementwise operator token (``op=nl.add``), computed in fp32 as the engines do; bitwise ones act on
     the raw integer bits."""
@@ -137,9 +89,5 @@ class Op:
 add = Op("add", np.add)
 subtract = Op("subtract", np.subtract)
 multiply = Op("multiply", np.multiply)
-maximum = Op("maximum", np.maximum)
-minimum = Op("minimum", np.minimum)
 copy = Op("copy", lambda x: x)
 bitwise_and = Op("bitwise_and", np.bitwise_and, bitwise=True)
-bitwise_or = Op("bitwise_or", np.bitwise_or, bitwise=True)
-bitwise_xor = Op("bitwise_xor", np.bitwise_xor, bitwise=True)
