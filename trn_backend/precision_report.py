@@ -1,8 +1,9 @@
 """``python -m trn_backend precision-report``: every precision mode measured against its published bound.
 
-For each mode and contracted length K it multiplies an M x K by a K x N operand on the CPU emulation, and
+For each mode and contracted length K it multiplies an M x K by a K x N operand with the mode's torch reference
+on a torch device (the CPU by default; ``--device cuda`` measures the modes on a GPU's own arithmetic), and
 reports the bound, the measured max and mean componentwise error (units of |A||B|) against a more precise
-reference, the cost in bf16 Tensor Engine passes, and the median CPU time; then it plots error against K per mode.
+reference, the cost in bf16 Tensor Engine passes, and the median time; then it plots error against K per mode.
 With --device-model trn2 (or trn1) it adds each mode's modelled NKI kernel time on that NeuronCore, its ratio to
 fast, the binding engine and the Vector Engine's share, and plots the accuracy/cost frontier at the largest K.
 """
@@ -65,33 +66,38 @@ def _reference(a: torch.Tensor, b: torch.Tensor) -> tuple[np.ndarray, np.ndarray
     return x @ y, np.abs(x) @ np.abs(y)
 
 
-def _median_seconds(call, repeats: int) -> float:
-    call()  # warm-up: first calls pay allocation and dispatch costs
-    times = []
-    for _ in range(repeats):
+def _median_seconds(call, repeats: int, device: torch.device) -> float:
+    def timed() -> float:
         start = time.perf_counter()
         call()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        if device.type == "cuda":  # kernels run asynchronously: time them to completion
+            torch.cuda.synchronize(device)
+        return time.perf_counter() - start
+
+    timed()  # warm-up: first calls pay allocation and dispatch costs
+    return statistics.median(timed() for _ in range(repeats))
 
 
 def measure(ks: Sequence[int] = KS, *, size: int = 256, dtype: torch.dtype = torch.float32,
-            kind: str = "normal", repeats: int = 3) -> list[Row]:
-    """Every mode at every K on ``size`` x K @ K x ``size`` operands (the same operands for every mode)."""
+            kind: str = "normal", repeats: int = 3, device: torch.device | str = "cpu") -> list[Row]:
+    """Every mode at every K on ``size`` x K @ K x ``size`` operands (the same operands for every mode), run on
+    ``device``; the reference is computed on the host."""
+    device = torch.device(device)
     rows = []
     for K in ks:
         a, b = operands(kind, size, K, size, dtype, seed=K)
         exact, scale = _reference(a, b)
+        a, b = a.to(device), b.to(device)
         for mode in MODES:
             resolved = _precision.resolve(dtype, K, a.device, precision=mode)
             call = functools.partial(reference.MODES[mode], a, b, **resolved.kwargs)
-            error = np.abs(call().numpy().astype(exact.dtype) - exact) / np.where(scale > 0, scale, 1)
+            error = np.abs(call().cpu().numpy().astype(exact.dtype) - exact) / np.where(scale > 0, scale, 1)
             label, slices = resolved.label, resolved.kwargs.get("slices", 0)
             if mode == "ozaki":  # the kernel adds slices where the data's dynamic range needs them
                 slices = reference.ozaki_slices(a, b, slices)
                 label += "" if f"={slices})" in label else f" ran {slices}"
             rows.append(Row(mode, label, K, _precision.MODES[mode].passes(slices), resolved.bound,
-                            float(error.max()), float(error.mean()), _median_seconds(call, repeats),
+                            float(error.max()), float(error.mean()), _median_seconds(call, repeats, device),
                             slices if mode == "ozaki" else None))
     return rows
 
@@ -268,6 +274,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--k", type=int, nargs="+", default=list(KS), help="contracted lengths (default 16 512 4096)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per cell; the median is shown")
     parser.add_argument("--png", default="precision-report.png", help="where the plot goes")
+    parser.add_argument("--device", default="cpu",
+                        help="torch device the modes run on (default cpu; e.g. cuda measures a GPU's arithmetic)")
     parser.add_argument("--device-model", choices=tuple(cost.GENERATIONS), default=None,
                         help="add each mode's modelled NKI kernel time on this NeuronCore generation, and the "
                              "accuracy/cost frontier to the plot (default: none)")
@@ -285,10 +293,11 @@ def _model_note(generation: str) -> str:
 def run(args: argparse.Namespace) -> int:
     """Measure, print the table, write the plot; with --device-model, the modelled kernel costs and frontier too."""
     dtype = getattr(torch, args.dtype)
-    rows = measure(args.k, size=args.size, dtype=dtype, kind=args.inputs, repeats=args.repeats)
+    rows = measure(args.k, size=args.size, dtype=dtype, kind=args.inputs, repeats=args.repeats, device=args.device)
     ref = "float64" if dtype is torch.float32 else "extended-precision"
+    where = "CPU" if args.device == "cpu" else args.device
     print(f"{args.size}xK @ Kx{args.size}, {args.dtype} {args.inputs} inputs, errors / (|A||B|) against a {ref} "
-          f"reference, CPU emulation (times are this host's, not Trainium's)\n")
+          f"reference, emulation on {where} (times are this host's, not Trainium's)\n")
     generation = args.device_model
     costs = None if generation is None else modelled(rows, size=args.size, dtype=dtype, generation=generation)
     if generation is not None:
