@@ -364,7 +364,8 @@ def test_sliced_contraction_without_a_process_group():
     assert sliced  # the limit forces slices
     with kernels.count_calls() as calls:
         r = xp.contract("ab,bc,cd->ad", *operands, memory_limit=12)
-    assert type(r) is xp.NeuronArray and sum(calls.values()) > 2  # two kernel calls per slice
+    # the last step varies along every sliced index (12 values each): it runs once per slice
+    assert type(r) is xp.NeuronArray and sum(calls.values()) >= 12
     np.testing.assert_allclose(np.asarray(r), CHAIN, rtol=1e-12)
     r = xp.contract("ab,bc,cd->ad", *operands, memory_limit="max_input")
     np.testing.assert_allclose(np.asarray(r), CHAIN, rtol=1e-12)

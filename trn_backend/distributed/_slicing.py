@@ -1,19 +1,38 @@
 """Contractions larger than memory: ``contract(..., memory_limit=...)`` sliced with cotengra, slices over ranks.
 
-cotengra slices contracted indices until no intermediate exceeds ``memory_limit`` elements; the contraction then
-is a sum over the slices, each one an ordinary contraction (every step through the planner) of the operands
-indexed at one value of each sliced index. The tree is decided once, on the mesh's first rank, and broadcast,
-so every rank sums the same slices (cotengra's search is randomized). Operands that are whole on every rank
-spread the slices over the ranks and sum them as a pending sum; sharded operands keep their partition (each rank
-contracts every slice of its own blocks, see ``_contract``). Without sharded operands or a process group, the
-slices run here and the result is a plain array.
+cotengra slices indices until no intermediate exceeds ``memory_limit`` elements; the contraction then is a sum
+over the slices, each one an ordinary contraction of the operands indexed at one value of each sliced index,
+every binary step a planned kernel call. The tree is decided once, on the mesh's first rank, and broadcast, so
+every rank sums the same slices (cotengra's search is randomized). Operands that are whole on every rank share
+the slices out (each rank a contiguous block of them) and sum them as a pending sum; sharded operands keep
+their partition (each rank contracts every slice of its own blocks, see ``_contract``). Without sharded operands
+or a process group, the slices run here and the result is a plain array.
+
+Speed: all slices have the same shapes, so every step's plan is derived once (``_Program``) and a slice costs
+one ``execute`` (one kernel call) per step whose operands vary along the sliced indices; an operand is indexed
+(a view) only when one of its sliced indices changes. The slices run in the order of an odometer over the
+sliced indices, and a step runs again only when a sliced index below it in the tree turned: steps below no
+sliced index run once, steps below only the slow digits once per value of those. The order of the digits is
+chosen to minimize the steps run (``_odometer_order``); the result is accumulated in place.
+Memory: every intermediate is one the plain slice-by-slice traversal computes, so none exceeds the limit; each
+step's last result is kept (at most one intermediate per step alive, where the traversal frees them as it goes).
+Slices are not contracted several at once (a sliced index kept as a batch index): that would multiply the
+intermediates past the limit cotengra sliced them to. Output indices are sliced only when the caller's tree or
+``HyperOptimizer`` slices them; each slice then adds to its own part of the output.
+
+Progress: when the first slices (``PROGRESS_DECIDE_S`` seconds of them) predict more than ``PROGRESS_MIN_S``
+seconds in all, a tqdm bar on stderr counts the slices (on the first rank only). ``progress=False`` turns it
+off, ``progress=True`` shows it from the start; tqdm's own ``TQDM_DISABLE=1`` in the environment (read when
+tqdm is imported) turns it off too. Without tqdm installed there is no automatic bar (and progress=True is an
+ImportError).
 """
 
 from __future__ import annotations
 
-import itertools
+import dataclasses
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 
 import opt_einsum
 import torch
@@ -23,23 +42,35 @@ from torch.distributed.tensor import DTensor
 
 from .. import _dtypes
 from .._array import NeuronArray, wrap
-from ..contraction.api import contract_spec
+from ..contraction import execute, paths
 from ..contraction.parse import Spec, parse
-from ..contraction.plan import result_dtype
+from ..contraction.plan import Plan, entry, result_dtype
 from . import _contract
 from ._mesh import default_mesh
 
-__all__ = ["contract", "slicing"]
+__all__ = ["contract", "slicing", "PROGRESS_DECIDE_S", "PROGRESS_MIN_S"]
 
 Path = tuple[tuple[int, ...], ...]
 
+# The progress bar's rule: time this many seconds of slices, then show a bar when the estimated total exceeds
+# PROGRESS_MIN_S (a contraction that ends within PROGRESS_DECIDE_S never shows one).
+PROGRESS_DECIDE_S = 0.5
+PROGRESS_MIN_S = 2.0
 
-def contract(subscripts: object, *operands: NeuronArray, memory_limit: int | str,
-             optimize: object = "auto") -> NeuronArray:
+
+def contract(subscripts: object, *operands: NeuronArray, memory_limit: int | str, optimize: object = "auto",
+             progress: bool | None = None) -> NeuronArray:
     """The contraction of ``operands`` with no intermediate above ``memory_limit`` elements ("max_input": the
-    largest operand), as a sum over cotengra's slices (see the module docstring)."""
+    largest operand), as a sum over cotengra's slices (see the module docstring). ``optimize``: what
+    opt_einsum takes, a ``cotengra.HyperOptimizer``, or a ``cotengra.ContractionTree`` (its path and sliced
+    indices are used as they are, sliced further if the limit needs it). ``progress``: None shows a tqdm bar
+    on stderr when the slices take long, False never, True always."""
     if not isinstance(subscripts, str):
         raise TypeError("contract(memory_limit=...) needs the subscripts as a string, such as 'ij,jk->ik'")
+    if progress is not None and not isinstance(progress, bool):
+        raise TypeError(f"contract(): progress must be True, False or None (automatic), got {progress!r}")
+    if progress and _tqdm() is None:
+        raise ImportError("contract(progress=True) shows its bar with tqdm, which is not installed: pip install tqdm")
     ts = [x._t for x in operands]
     spec = parse(subscripts, tuple(t.shape for t in ts), "contract")
     dtype = result_dtype(tuple(t.dtype for t in ts), "contract")
@@ -47,14 +78,14 @@ def contract(subscripts: object, *operands: NeuronArray, memory_limit: int | str
     limit = max(math.prod(t.shape) for t in ts) if memory_limit == "max_input" else memory_limit
     if not any(isinstance(t, DTensor) for t in ts) and not dist.is_initialized():
         path, sliced = slicing(spec, [tuple(t.shape) for t in ts], limit, optimize)
-        return wrap(_sum_of_slices(spec, [_dtypes.cast(t, dtype) for t in ts], path, sliced, None))
+        return wrap(_sum_of_slices(spec, [_dtypes.cast(t, dtype) for t in ts], path, sliced, None, progress))
     mesh = next((t.device_mesh for t in ts if isinstance(t, DTensor)), None) or default_mesh()
     dts, label = _contract.localize(ts, spec.inputs, dtype, subscripts, mesh)
     blocks = [_dtypes.cast(t.to_local(), dtype) for t in dts]
     # whole operands on every rank share the slices out; partitioned or pending ones each contract their own
     spread = label is None and not any(t.placements[0].is_partial() for t in dts)
     path, sliced = _decided(slicing(spec, [tuple(b.shape) for b in blocks], limit, optimize), mesh)
-    out = _sum_of_slices(spec, blocks, path, sliced, mesh if spread else None)
+    out = _sum_of_slices(spec, blocks, path, sliced, mesh if spread else None, progress)
     return wrap(_contract.finish(out, dts, label, spec.output, shape, summand=spread))
 
 
@@ -69,22 +100,42 @@ def slicing(spec: Spec, shapes: Sequence[tuple[int, ...]], memory_limit: object,
                          f"{memory_limit!r}")
     sizes = _sizes(spec, shapes)
     inputs = [tuple(s) for s in spec.inputs]
-    if isinstance(optimize, ctg.HyperOptimizer):
+    if isinstance(optimize, ctg.ContractionTree):
+        tree = _rebuilt(optimize, spec, sizes)
+    elif isinstance(optimize, ctg.HyperOptimizer):
         tree = optimize.search(inputs, tuple(spec.output), sizes)
     else:
         path = opt_einsum.contract_path(",".join(spec.inputs) + "->" + spec.output, *shapes, shapes=True,
                                         optimize=optimize)[0]
         tree = ctg.ContractionTree.from_path(inputs, tuple(spec.output), sizes, path=path)
-    if tree.max_size() > memory_limit:
+    if tree.max_size() > memory_limit and len(inputs) > 1:  # one operand: its only intermediate is the output
         try:
             tree = tree.slice(target_size=memory_limit, allow_outer=False)
-        except RuntimeError:  # cotengra ran out of contracted indices to slice
-            pass
+        except (RuntimeError, KeyError):  # cotengra ran out of contracted indices to slice (a KeyError when
+            pass  # the tree came with sliced indices)
     if tree.max_size() > memory_limit:
         raise ValueError(f"contract(): no slicing of contracted indices keeps every intermediate within "
                          f"memory_limit={memory_limit} elements (the smallest reaches {tree.max_size()}; the output "
                          f"has {math.prod(sizes[c] for c in spec.output)})")
     return tuple(map(tuple, tree.get_path())), tuple(tree.sliced_inds)
+
+
+def _rebuilt(given, spec: Spec, sizes: dict[str, int]):
+    """The caller's ContractionTree (its path and sliced indices) for these operand sizes: a rank's blocks may be
+    smaller than the shapes the tree was built for."""
+    import cotengra as ctg
+
+    inputs = tuple(tuple(s) for s in spec.inputs)
+    if tuple(map(tuple, given.inputs)) != inputs or tuple(given.output) != tuple(spec.output):
+        raise ValueError(f"contract(): optimize= is a cotengra ContractionTree of another contraction (inputs "
+                         f"{given.inputs}, output {given.output}), not of {spec.subscripts!r}")
+    if any(info.project is not None for info in given.sliced_inds.values()):
+        raise ValueError("contract(): optimize= is a ContractionTree with projected indices (a single value, not "
+                         "a sum over slices); pass the tree before remove_ind(..., project=...)")
+    tree = ctg.ContractionTree.from_path(inputs, tuple(spec.output), sizes, path=given.get_path())
+    for ind in given.sliced_inds:
+        tree = tree.remove_ind(ind)
+    return tree
 
 
 def _decided(choice: tuple[Path, tuple[str, ...]], mesh: DeviceMesh | None) -> tuple[Path, tuple[str, ...]]:
@@ -98,29 +149,191 @@ def _decided(choice: tuple[Path, tuple[str, ...]], mesh: DeviceMesh | None) -> t
 
 
 def _sum_of_slices(spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple[str, ...],
-                   mesh: DeviceMesh | None) -> torch.Tensor:
-    """The sum over this rank's slices (all of them, or every size-th from its rank when spread over a mesh)."""
-    sizes = _sizes(spec, [t.shape for t in ts])
-    values = list(itertools.product(*(range(sizes[c]) for c in sliced)))
-    mine = values[mesh.get_local_rank()::mesh.size()] if mesh is not None else values
-    inner = Spec(tuple(_drop(labels, sliced) for labels in spec.inputs), spec.output)
-    total = torch.zeros([sizes[c] for c in spec.output], dtype=ts[0].dtype, device=ts[0].device)
-    for value in mine:
-        at = dict(zip(sliced, value, strict=True))
+                   mesh: DeviceMesh | None, progress: bool | None = None) -> torch.Tensor:
+    """The sum over this rank's slices: all of them, or its contiguous block of them when spread over a mesh
+    (contiguous, so that steps keep being shared between consecutive slices)."""
+    program = _Program(spec, ts, path, sliced)
+    n = math.prod(program.digits)
+    start, stop = (0, n) if mesh is None else (n * mesh.get_local_rank() // mesh.size(),
+                                               n * (mesh.get_local_rank() + 1) // mesh.size())
+    if dist.is_initialized() and dist.get_rank() != 0:
+        progress = False  # one bar, not one per rank
+    return program.sum_slices(start, stop, progress)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Leaf:
+    """An operand's register: ``base`` indexed at the current values of the sliced indices it varies along."""
+
+    register: int
+    base: torch.Tensor  # the operand with the dimensions of those indices first (see ``_leading``)
+    digits: tuple[int, ...]  # the odometer digit giving the value of each of those dimensions
+
+
+@dataclasses.dataclass(frozen=True)
+class _Step:
+    """One planned one- or two-operand contraction, from registers to a register."""
+
+    register: int
+    plan: Plan
+    inputs: tuple[int, ...]
+    depends: frozenset[str]  # the sliced indices its operands vary along
+
+
+class _Program:
+    """The sliced contraction compiled once (every slice has the same shapes): operand views per slice, a plan
+    per step on registers (the operands, then each step's result), the odometer order of the sliced indices,
+    and for each odometer digit the leaves and steps that a turn of it makes stale."""
+
+    def __init__(self, spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple[str, ...]) -> None:
+        sizes = _sizes(spec, [t.shape for t in ts])
         # an operand broadcasting a sliced index from size 1 takes its one entry in every slice
-        parts = [t[tuple(at[c] * (d != 1) if c in at else slice(None) for c, d in zip(labels, t.shape,
-                                                                                      strict=True))]
-                 for labels, t in zip(spec.inputs, ts, strict=True)]
-        out = contract_spec(inner, parts, path if len(parts) > 2 else "auto")
-        total = _add(total, out)
-    return total
+        varies = [tuple(dict.fromkeys(c for c, d in zip(labels, t.shape, strict=True) if c in sliced and d != 1))
+                  for labels, t in zip(spec.inputs, ts, strict=True)]
+        steps = _steps(spec, ts, path, sliced, [frozenset(v) for v in varies])
+        order = _odometer_order(sliced, sizes, [s.depends for s in steps])
+        digit = {c: i for i, c in enumerate(order)}
+        leaves = []
+        for i, (labels, t, own) in enumerate(zip(spec.inputs, ts, varies, strict=True)):
+            base, front = _leading(labels, t, sliced, own)
+            leaves.append(_Leaf(i, base, tuple(digit[c] for c in front)))
+        self.registers: list[torch.Tensor | None] = [None] * (len(ts) + len(steps))
+        self.result = steps[-1].register
+        self.digits = tuple(sizes[c] for c in order)
+        self.dtype, self.device = ts[0].dtype, ts[0].device
+        self.shape = tuple(sizes[c] for c in spec.output)
+        # output indices sliced (by the caller's tree): each slice adds to its own part of the output
+        self.outer = (spec.output, tuple(c for c in spec.output if c in sliced))
+        self.outer_digits = tuple(digit[c] for c in self.outer[1])
+        # Turning digit p restarts every later digit, so it makes stale whatever varies along a digit at p or
+        # later. What varies along none is computed once, here.
+        for leaf in leaves:
+            if not leaf.digits:
+                self.registers[leaf.register] = leaf.base
+        for step in steps:
+            if not step.depends:
+                self._compute(step)
+        positions = range(max(len(order), 1))  # without sliced indices, the one slice turns position 0
+        self.stale_leaves = [[f for f in leaves if f.digits and max(f.digits) >= p] for p in positions]
+        self.stale_steps = [[s for s in steps if s.depends and max(digit[c] for c in s.depends) >= p]
+                            for p in positions]
+
+    def _compute(self, step: _Step) -> None:
+        registers = self.registers
+        registers[step.register] = execute.execute(step.plan, [registers[i] for i in step.inputs])
+
+    def sum_slices(self, start: int, stop: int, progress: bool | None) -> torch.Tensor:
+        """The sum of slices ``start`` to ``stop - 1`` in odometer order (``progress``: see the module)."""
+        # uint16/32/64 add in their compute dtype (modular, as the result type), bool is a logical or
+        acc = _dtypes.COMPUTE.get(self.dtype, self.dtype)
+        add = torch.Tensor.logical_or_ if self.dtype is torch.bool else torch.Tensor.add_
+        total = torch.zeros(self.shape, dtype=acc, device=self.device)
+        labels, outer = self.outer
+        parts, _ = _leading(labels, total, outer, outer)  # indexed by the slice's values: a view of its part
+        registers, result, run = self.registers, self.result, execute.execute
+        bar, deciding, began = None, progress is not False, time.perf_counter()
+        for done, (p, value) in enumerate(_odometer(self.digits, start, stop), start=1):
+            for leaf in self.stale_leaves[p]:
+                registers[leaf.register] = leaf.base[tuple(value[d] for d in leaf.digits)]
+            for step in self.stale_steps[p]:
+                registers[step.register] = run(step.plan, [registers[i] for i in step.inputs])
+            out = registers[result]
+            add(parts[tuple(value[d] for d in self.outer_digits)], out if acc is self.dtype else _dtypes.compute(out))
+            if bar is not None:
+                bar.update()
+            elif deciding:
+                elapsed = time.perf_counter() - began
+                if progress or elapsed >= PROGRESS_DECIDE_S:
+                    deciding = False
+                    if progress or elapsed / done * (stop - start) > PROGRESS_MIN_S:
+                        bar = _bar(stop - start, done)
+        if bar is not None:
+            bar.close()
+        return _dtypes.restore(total, self.dtype)
 
 
-def _add(total: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
-    """total + out in the result dtype (modular for unsigned types, logical or for bool)."""
-    if total.dtype is torch.bool:
-        return total | out
-    return _dtypes.restore(_dtypes.compute(total) + _dtypes.compute(out), total.dtype)
+def _bar(total: int, done: int):
+    """A tqdm bar on stderr counting slices, ``done`` of ``total`` already (None without tqdm)."""
+    tqdm = _tqdm()
+    return None if tqdm is None else tqdm(total=total, initial=done, desc="contract", unit="slice", leave=False)
+
+
+def _tqdm():
+    """tqdm's bar, or None when tqdm is not installed (the automatic bar is then left out)."""
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm
+
+
+def _steps(spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple[str, ...],
+           varies: list[frozenset[str]]) -> list[_Step]:
+    """Every step of ``path`` on one slice (the operands without their sliced indices), planned once, reading
+    and writing registers: operand i is register i, each step's result the next one."""
+    inner = Spec(tuple(_drop(labels, sliced) for labels in spec.inputs), _drop(spec.output, sliced))
+    shapes = tuple(tuple(int(d) for c, d in zip(labels, t.shape, strict=True) if c not in sliced)
+                   for labels, t in zip(spec.inputs, ts, strict=True))
+    dtype, device = ts[0].dtype, ts[0].device
+    depends = list(varies)
+    terms = list(range(len(ts)))  # the registers of the operands left, as ``paths.run`` pops them
+    steps = []
+    for step in paths.steps(inner, shapes, path or ((0,),)):  # one operand: cotengra's path is empty
+        taken = [terms.pop(p) for p in step.positions][::-1]
+        acc = taken[0]
+        links = [(step.chain[0], ())] if len(taken) == 1 else [
+            (link, (nxt,)) for link, nxt in zip(step.chain, taken[1:], strict=True)]
+        for (inputs, output, step_shapes), more in links:
+            operands = (acc,) + more
+            plan = entry(inputs, output, step_shapes, (dtype,) * len(inputs)).plan(device)
+            steps.append(_Step(len(depends), plan, operands, frozenset().union(*(depends[i] for i in operands))))
+            depends.append(steps[-1].depends)
+            acc = steps[-1].register
+        terms.append(acc)
+    return steps
+
+
+def _odometer_order(sliced: tuple[str, ...], sizes: dict[str, int],
+                    depends: list[frozenset[str]]) -> tuple[str, ...]:
+    """The sliced indices from the slowest odometer digit to the fastest. A step runs again each time a digit up
+    to the fastest one it depends on turns, so the fast digits should be indices few steps depend on: chosen
+    greedily from the fastest, each time the index that the fewest steps not yet placed depend on (ties: the
+    larger index, whose turns then cost the least)."""
+    left, fastest_first = set(sliced), []
+    while left:
+        c = min(sorted(left), key=lambda c: (sum(1 for d in depends if c in d and d <= left), -sizes[c]))
+        fastest_first.append(c)
+        left.discard(c)
+    return tuple(reversed(fastest_first))
+
+
+def _odometer(digits: tuple[int, ...], start: int, stop: int) -> Iterator[tuple[int, tuple[int, ...]]]:
+    """(the slowest digit that turned, the digits) for slices ``start`` to ``stop - 1`` of an odometer over
+    ``digits`` (the last digit the fastest); the first slice counts as turning every digit."""
+    if start >= stop:
+        return
+    value, rest = [0] * len(digits), start
+    for i in reversed(range(len(digits))):
+        rest, value[i] = divmod(rest, digits[i])
+    yield 0, tuple(value)
+    for _ in range(start + 1, stop):
+        i = len(digits) - 1
+        while value[i] == digits[i] - 1:  # carry
+            value[i] = 0
+            i -= 1
+        value[i] += 1
+        yield i, tuple(value)
+
+
+def _leading(labels: str, t: torch.Tensor, sliced: tuple[str, ...],
+             varies: tuple[str, ...]) -> tuple[torch.Tensor, str]:
+    """``t`` at 0 along the sliced indices it broadcasts from size 1, its dimensions of the sliced indices it
+    ``varies`` along moved first (in that order; a repeated index's dimensions side by side), and their labels:
+    indexing it with the values of those labels gives a view of one slice of ``t``."""
+    t = t[tuple(0 if c in sliced and c not in varies else slice(None) for c in labels)]
+    rest = [c for c in labels if c not in sliced or c in varies]
+    front = sorted((i for i, c in enumerate(rest) if c in varies), key=lambda i: varies.index(rest[i]))
+    return t.permute(front + [i for i, c in enumerate(rest) if c not in varies]), "".join(rest[i] for i in front)
 
 
 def _drop(labels: str, sliced: tuple[str, ...]) -> str:
