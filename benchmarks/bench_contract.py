@@ -6,6 +6,12 @@ orders), with idle BLAS/OpenMP threads set to sleep rather than spin (see below)
 mode on the CPU, native. Times are medians; ratios are medians of per-repetition ratios (robust to load changes
 on a shared machine). The JSON in benchmarks/results/ keeps every sample. A measurement, not a test.
 
+Issue 12 added steps with nothing to contract (Hadamard products in float32 and float64, outer products), a full
+contraction, networks of 100 and 200 tensors through contract_expression (per-step overhead; see ``_network``),
+and a first-call row: ``xp.contract(eq, *ops, optimize=path)`` on a 100-tensor network with the planner's caches
+cleared (path search excluded: the path is passed), in microseconds per binary step, the warm call beside it (trn
+only, no ratio; ``--only plan`` selects it).
+
     python benchmarks/bench_contract.py [--reps 15] [--only chain,network] [--out benchmarks/results/x.json]
 """
 
@@ -40,9 +46,18 @@ BACKENDS = ("trn", "torch", "numpy")
 RESULTS = Path(__file__).parent / "results"
 
 
+def _network(n: int, regularity: int = 3) -> tuple[str, list[tuple[int, ...]]]:
+    """A random network of n tensors. Regularity 3 contracts cheaply at 40 tensors only: at 100 its best known
+    paths need ~1e9 FLOPs and at 200 ~1e16 (treewidth grows with n), so the per-step overhead rows at 100 and
+    200 use regularity 2 (rings: intermediates of at most ~160 elements)."""
+    eq, shapes = oe.testing.rand_equation(n, regularity, n_out=2, d_min=2, d_max=3, seed=7)
+    return eq, [tuple(s) for s in shapes]
+
+
 def workloads() -> list[dict]:
-    """The five workloads of issue 3, plus the network with its path precomputed (pure per-call overhead)."""
-    network_eq, network_shapes = oe.testing.rand_equation(40, 3, n_out=2, d_min=2, d_max=3, seed=7)
+    """The five workloads of issue 3, the network with its path precomputed (pure per-call overhead), and
+    issue 12's steps without contraction, full contraction and larger networks."""
+    network_eq, network_shapes = _network(40)
     return [
         dict(name="chain of four 1024x1024", eq="ij,jk,kl,lm->im", shapes=[(1024, 1024)] * 4),
         dict(name="batched bij,bjk->bik 64x256x256x256", eq="bij,bjk->bik", shapes=[(64, 256, 256), (64, 256, 256)]),
@@ -51,12 +66,20 @@ def workloads() -> list[dict]:
         dict(name="40-tensor network (contract)", eq=network_eq, shapes=network_shapes, small=True),
         dict(name="40-tensor network (contract_expression)", eq=network_eq, shapes=network_shapes, small=True,
              expression=True),
+        dict(name="Hadamard ij,ij,ij->ij 1024^2 float32", eq="ij,ij,ij->ij", shapes=[(1024, 1024)] * 3),
+        dict(name="Hadamard ij,ij,ij->ij 1024^2 float64", eq="ij,ij,ij->ij", shapes=[(1024, 1024)] * 3,
+             dtype="float64"),
+        dict(name="outer i,j->ij 2048", eq="i,j->ij", shapes=[(2048,), (2048,)]),
+        dict(name="outer ij,kl->ijkl 64^2 x 64^2", eq="ij,kl->ijkl", shapes=[(64, 64), (64, 64)]),
+        dict(name="full abcd,dcba-> 48^4", eq="abcd,dcba->", shapes=[(48,) * 4] * 2),
+        *(dict(name=f"{n}-tensor ring network (contract_expression)", eq=eq, shapes=shapes, small=True,
+               expression=True) for n in (100, 200) for eq, shapes in [_network(n, regularity=2)]),
     ]
 
 
-def _operands(shapes: list[tuple[int, ...]], seed: int) -> dict[str, list]:
+def _operands(shapes: list[tuple[int, ...]], seed: int, dtype: str = "float32") -> dict[str, list]:
     rng = np.random.default_rng(seed)
-    base = [rng.standard_normal(s).astype(np.float32) for s in shapes]
+    base = [rng.standard_normal(s).astype(dtype) for s in shapes]
     torch_ops = [torch.from_numpy(a) for a in base]
     return {"numpy": base, "torch": torch_ops, "trn": [xp.NeuronArray(t) for t in torch_ops]}
 
@@ -77,7 +100,7 @@ def _check(results: dict[str, object]) -> float:
 
 
 def measure(w: dict, reps: int) -> dict:
-    ops = _operands(w["shapes"], seed=0)
+    ops = _operands(w["shapes"], seed=0, dtype=w.get("dtype", "float32"))
     calls = _callables(w, ops)
     error = _check({b: f() for b, f in calls.items()})  # also warms caches and thread pools
     inner = 20 if w.get("small") else 1  # small workloads: each sample averages several calls
@@ -98,17 +121,55 @@ def measure(w: dict, reps: int) -> dict:
     return {
         "name": w["name"], "subscripts": w["eq"] if len(w["eq"]) < 80 else w["eq"][:77] + "...",
         "shapes": [list(s) for s in w["shapes"]] if len(w["shapes"]) < 8 else f"{len(w['shapes'])} tensors",
-        "dtype": "float32", "reps": reps, "calls_per_sample": inner,
+        "dtype": w.get("dtype", "float32"), "reps": reps, "calls_per_sample": inner,
         "median_ms": med, "min_ms": {b: min(s) for b, s in samples.items()},
         "trn_over_torch": ratio["torch"], "trn_over_numpy": ratio["numpy"],
         "max_rel_diff_vs_numpy": error, "samples_ms": samples,
     }
 
 
+def _clear_planner_caches() -> None:
+    """Every cache between subscripts and a plan: parsing, paths, per-front-door entries, the plans."""
+    from trn_backend.contraction import api, parse, paths, plan
+
+    for cached in (parse.parse, paths._cached_steps, plan.entry, api._tensordot_entry, api._matmul_entry,
+                   api._vecdot_entry):
+        cached.cache_clear()
+
+
+def measure_planning(n: int, reps: int) -> dict:
+    """First-call time of an n-tensor network (path given, planner caches cleared) per binary step; also the
+    warm call and their difference (what building the plans costs)."""
+    eq, shapes = _network(n, regularity=2)
+    path, _ = oe.contract_path(eq, *shapes, shapes=True)
+    ops = _operands(shapes, seed=0)["trn"]
+    steps = len(path)
+    xp.contract(eq, *ops, optimize=path)  # imports, thread pools
+    first, warm = [], []
+    for _ in range(reps):
+        _clear_planner_caches()
+        t0 = time.perf_counter()
+        xp.contract(eq, *ops, optimize=path)
+        t1 = time.perf_counter()
+        xp.contract(eq, *ops, optimize=path)
+        t2 = time.perf_counter()
+        first.append((t1 - t0) / steps * 1e6)
+        warm.append((t2 - t1) / steps * 1e6)
+    building = [f - w for f, w in zip(first, warm, strict=True)]
+    return {"name": f"first call, {n}-tensor ring network (us per step)", "kind": "planning",
+            "subscripts": f"{n} tensors", "steps": steps, "reps": reps,
+            "building_us_per_step": statistics.median(building), "first_call_us_per_step": statistics.median(first),
+            "warm_call_us_per_step": statistics.median(warm), "samples_us_per_step": building}
+
+
 def table(rows: list[dict]) -> str:
     lines = ["| workload | trn (ms) | torch (ms) | numpy (ms) | trn/torch | trn/numpy |",
              "|---|---:|---:|---:|---:|---:|"]
     for r in rows:
+        if r.get("kind") == "planning":
+            lines.append(f"| {r['name']} | {r['first_call_us_per_step']:.1f} us (warm "
+                         f"{r['warm_call_us_per_step']:.1f} us) | - | - | - | - |")
+            continue
         m = r["median_ms"]
         lines.append(f"| {r['name']} | {m['trn']:.2f} | {m['torch']:.2f} | {m['numpy']:.2f} | "
                      f"{r['trn_over_torch']:.3f} | {r['trn_over_numpy']:.3f} |")
@@ -127,14 +188,18 @@ def main() -> None:
     for w in chosen:
         rows.append(measure(w, args.reps))
         print(f"{w['name']}: trn/torch {rows[-1]['trn_over_torch']:.3f}", flush=True)
+    if not args.only or any(s.strip().lower() in "plan building, first call" for s in args.only.split(",")):
+        rows.append(measure_planning(100, args.reps))
+        print(f"{rows[-1]['name']}: {rows[-1]['first_call_us_per_step']:.1f}", flush=True)
     meta = {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
         "torch": torch.__version__, "numpy": np.__version__, "opt_einsum": oe.__version__,
         "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "precision_mode": "native",
-        "dtype": "float32", "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
+        "dtype": "float32 unless a row says otherwise",
+        "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
         "note": "times: medians over interleaved repetitions; ratios: medians of per-repetition ratios; "
-                "every backend gets the same float32 operands",
+                "every backend gets the same operands; planning rows: first call (caches cleared) minus warm call",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))

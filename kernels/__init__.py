@@ -12,6 +12,9 @@ Engine pass, dd's and bf16x6's fused split-and-multiply (``nki.split_product``),
 (``nki.level_sums``, combined on the host); ``native`` is the kernel alone. float64 data runs the split modes
 too (scaled on the host; no fp64 on chip); ``native`` on NKI is float32 only.
 
+``mul(a, b, mode)`` is the elementwise product of broadcastable operands, for contraction steps with nothing to
+contract (Hadamard, outer, broadcast and batched-outer products): always torch.mul, never NKI (see ``mul``).
+
 Every call is counted in ``CALLS`` so tests can prove that no contraction bypasses this layer; calls that ran an
 NKI kernel are also counted under ``("nki.matmul", mode)`` / ``("nki.bmm", mode)``.
 """
@@ -25,10 +28,10 @@ from typing import Any
 
 import torch
 
-from .. import _config
+from .. import _config, _dtypes
 from . import reference
 
-__all__ = ["matmul", "bmm", "CALLS", "count_calls", "reference", "implementation", "NKI_MODES",
+__all__ = ["matmul", "bmm", "mul", "CALLS", "count_calls", "reference", "implementation", "NKI_MODES",
            "NEURON_DEVICE_TYPES"]
 
 NKI_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # the modes with an NKI kernel
@@ -58,7 +61,10 @@ def _implementation(mode: str):
 
 def implementation(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
                    bmkn: tuple[int, int, int, int], params: dict[str, Any] | None = None) -> str:
-    """What runs a ``kernel`` step (matmul, bmm) of sizes (B, M, K, N): ``nki.matmul[fast]`` or ``torch.matmul``."""
+    """What runs a ``kernel`` step (matmul, bmm, mul) of sizes (B, M, K, N): ``nki.matmul[fast]`` or
+    ``torch.matmul``; ``mul`` is always ``torch.mul``."""
+    if kernel == "mul":
+        return "torch.mul"
     return _nki_route(kernel, mode, dtype, device, bmkn, params or {}) or f"torch.{kernel}"
 
 
@@ -88,8 +94,14 @@ def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
 
 def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:
     CALLS[kernel, mode] += 1
-    bmkn = (a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1])
-    if a.dtype is not b.dtype or _nki_route(kernel, mode, a.dtype, a.device, bmkn, params) is None:
+    device = a.device.type  # only a Neuron device, or the CPU model, can route to NKI: the common call stops here
+    if (device not in NEURON_DEVICE_TYPES and not (device == "cpu" and _config.config.nki == "model")) or \
+            a.dtype is not b.dtype or _nki_route(kernel, mode, a.dtype, a.device, (
+                a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1]), params) is None:
+        if kernel == "matmul" and a.shape[0] == 1 == b.shape[1] and mode == "native" and a.is_floating_point():
+            # a dot product: torch's mm runs [1, K] x [K, 1] as one unthreaded dot, its gemv is threaded (6x
+            # faster at K = 5e6 on 2 cores); any summation order is within native's bound
+            return torch.mv(a, b[:, 0]).unsqueeze(1)
         return _implementation(mode)(a, b, **params)
     from . import nki
 
@@ -126,3 +138,34 @@ def bmm(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -
         raise ValueError(f"kernels.bmm needs [B, M, K] x [B, K, N], got {tuple(a.shape)} x {tuple(b.shape)}")
     _implementation(mode)
     return _run("bmm", a, b, mode, params)
+
+
+def mul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
+    """The elementwise product of broadcastable operands of one dtype under ``mode``: a contraction step with
+    nothing to contract (K = 1), the planner laying the operands out so the product comes out in output order.
+
+    Each entry is one product, one rounding to the output dtype: native arithmetic is within every mode's bound
+    at K = 1 (the bounds include the output rounding), so every mode runs torch.mul, except ``sr`` on bf16/fp16
+    outputs, which keeps its promise of unbiased rounding: the product computed in fp32 (exact for two bf16 or
+    fp16 values) and rounded stochastically as ``reference.sr`` does (its ``generator`` seeds it); other mode
+    parameters (ozaki's ``slices``) change nothing for a single product. Integers multiply modulo 2**bits and
+    bool operands are a logical and, as native's exact products; complex inf/nan follow the textbook formula,
+    as NumPy's elementwise multiply (torch's complex mul computes it so). The modes other than native need
+    floating-point operands, as in ``matmul``. Never routed to NKI: there is no engine work to offload."""
+    if a.dtype is not b.dtype:
+        raise TypeError(f"kernels.mul needs operands of one dtype, got {a.dtype} and {b.dtype}")
+    if any(x != y and x != 1 and y != 1 for x, y in zip(reversed(a.shape), reversed(b.shape), strict=False)):
+        raise ValueError(f"kernels.mul needs broadcastable operands, got {tuple(a.shape)} x {tuple(b.shape)}")
+    _implementation(mode)
+    if mode != "native":
+        reference._operands(a, b, mode)  # the emulated modes' TypeError for integer and bool operands
+    CALLS["mul", mode] += 1
+    dtype = a.dtype
+    if dtype.is_floating_point or dtype.is_complex:
+        if mode == "sr" and dtype in reference._NARROW_BITS:
+            product = torch.mul(a.float(), b.float())  # exact: at most 2 * 11 significand bits
+            return reference._stochastic_round(product, dtype, params.get("generator"))
+        return torch.mul(a, b)
+    if dtype is torch.bool:
+        return torch.logical_and(a, b)
+    return _dtypes.restore(torch.mul(_dtypes.compute(a), _dtypes.compute(b)), dtype)

@@ -104,6 +104,9 @@ def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precis
 
 def _canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]]:
     """``axes`` as an int or a pair of int tuples; anything else is a TypeError naming it."""
+    if type(axes) is tuple and len(axes) == 2 and type(axes[0]) is tuple and type(axes[1]) is tuple and \
+            all(type(i) is int for i in axes[0] + axes[1]):
+        return axes  # already canonical: what opt_einsum passes on every step
     if _is_int(axes):
         return int(axes)
     if isinstance(axes, Sequence) and not isinstance(axes, str) and len(axes) == 2:

@@ -7,11 +7,12 @@ vecdot, each step of an opt_einsum or multi-operand path): plan (cached), then e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 import torch
 
-from .. import _dtypes, kernels
+from .. import _dtypes, _precision, kernels
 from . import posteriori
 from .plan import Operand, Plan, plan_for
 
@@ -62,6 +63,10 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
     r = plan.resolved
     if plan.kernel is None:
         out = ops[0]
+    elif plan.kernel == "mul":
+        out = kernels.mul(ops[0], ops[1], r.mode, **r.kwargs)
+        if r.target_relative_error is not None:
+            _check_product(plan, ops[0], ops[1], out)
     elif r.target_relative_error is not None:
         out = posteriori.run(plan, ops[0], ops[1])
     elif r.params:
@@ -73,6 +78,41 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
     if plan.out_perm is not None:
         out = out.permute(plan.out_perm)
     return out
+
+
+def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
+    """target_relative_error= on a ``mul`` step: each entry is one product rounded once, so its error relative
+    to the exact entry is at most the unit roundoff u of the output dtype (2u under stochastic rounding, sqrt(5) u
+    for complex), plus,
+    below the normal range, an absolute t (half the smallest subnormal; the whole of it stochastically) that
+    counts t / (|C^| - t) relative; an entry rounded to zero that is not an exact zero, or that overflows from
+    finite inputs, is out of reach. Entries fed by inf or nan are left out, as ``posteriori`` does. No mode
+    does better than one rounding, so there is nothing to escalate to: a miss raises."""
+    r = plan.resolved
+    real = plan.dtype.to_real() if plan.dtype.is_complex else plan.dtype
+    stochastic = r.mode == "sr" and real in (torch.bfloat16, torch.float16)
+    # complex: the textbook product's normwise error is sqrt(5) u (Brent, Percival, Zimmermann 2007), and both
+    # parts may underflow
+    unit = torch.finfo(real).eps / 2 * (2 if stochastic else 1) * (math.sqrt(5) if plan.dtype.is_complex else 1)
+    tiny = torch.finfo(real).smallest_normal
+    t = tiny * torch.finfo(real).eps / (1 if stochastic else 2) * (2 if plan.dtype.is_complex else 1)
+    estimate = 0.0
+    if out.numel():
+        c = out.abs().double()
+        room = c - t
+        e = torch.where(c >= tiny, unit, torch.where(room > 0, unit + t / room, math.inf))
+        e = torch.where(torch.isfinite(c), e, math.inf)
+        e = torch.where((c == 0) & ((a == 0) | (b == 0)), 0.0, e)  # an exact zero
+        e = torch.where(torch.isfinite(a) & torch.isfinite(b), e, 0.0)
+        estimate = e.max().item()
+    target = r.target_relative_error
+    check = _precision.Check(plan.subscripts, 1, target, ((r.label, estimate),))
+    _precision.record(check)
+    if not check.met:
+        raise _precision.PrecisionError(
+            f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (nothing to contract, "
+            f"{plan.dtype}): each entry is one product rounded once, and the estimate reached is {estimate:.3g}",
+            "contraction")
 
 
 def _reduce(op: Operand, t: torch.Tensor) -> torch.Tensor:

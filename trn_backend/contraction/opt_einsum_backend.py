@@ -59,7 +59,10 @@ def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
            optimize: object = "auto") -> NeuronArray:
     """The einsum opt_einsum calls for steps that are not plain tensordots (batched ones, for instance); an
     ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe')."""
-    ts = _operands(operands, "einsum")
+    if all(type(x) is NeuronArray for x in operands) and len({x._t.device for x in operands}) == 1:
+        ts = [x._t for x in operands]  # every step of a network: nothing to convert or check
+    else:
+        ts = _operands(operands, "einsum")
     if out is not None:
         check_out(out, subscripts, ts, "einsum")
     try:
@@ -93,7 +96,10 @@ def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str
 
 def tensordot(x: object, y: object, axes: int | tuple[Any, Any] = 2) -> NeuronArray:
     """The tensordot opt_einsum calls, lowered by the planner (see ``trn_backend.tensordot``)."""
-    a, b = _operands((x, y), "tensordot")
+    if type(x) is NeuronArray and type(y) is NeuronArray and x._t.device == y._t.device:
+        a, b = x._t, y._t  # every step of a network: nothing to convert or check
+    else:
+        a, b = _operands((x, y), "tensordot")
     try:
         return wrap(tensordot_tensors(a, b, axes))
     except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name opt_einsum's call

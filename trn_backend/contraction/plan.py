@@ -12,6 +12,11 @@ the kernel already in output order. Where the larger operand's free indices sit 
 ones ([Q, m, n] contracted over m), [free, K] would copy it; the planner batches over the leading free indices
 instead and broadcasts the smaller operand over them (a stride-0 view), as torch.matmul broadcasting does.
 Plans assume operands laid out in label order (contiguous); other strides still work, at the cost of a copy.
+
+A step with nothing to contract (a Hadamard, outer, broadcast or batched-outer product; contracted indices of
+size 1 count as nothing) is no GEMM: it runs the kernel layer's elementwise ``mul`` on operands permuted to the
+output's index order, with size-1 dimensions where an operand lacks an output index, so broadcasting produces
+the output in order (no output permute), K = 1.
 """
 
 from __future__ import annotations
@@ -49,8 +54,8 @@ class Plan:
     dtype: torch.dtype
     operands: tuple[Operand, ...]  # in kernel order
     order: tuple[int, ...]  # the input feeding each kernel operand: (0, 1), or (1, 0) when swapped
-    kernel: str | None  # "matmul", "bmm", or None when there is nothing to multiply
-    bmkn: tuple[int, int, int, int]  # kernel sizes (B, M, K, N); B is 1 for matmul
+    kernel: str | None  # "matmul", "bmm", "mul" (nothing to contract), or None when there is nothing to multiply
+    bmkn: tuple[int, int, int, int]  # kernel sizes (B, M, K, N); B is 1 for matmul, K is 1 for mul
     out_shape: tuple[int, ...] | None  # reshape of the kernel result
     out_perm: tuple[int, ...] | None  # then this permute gives the output order
     shape: tuple[int, ...]  # the output shape
@@ -60,8 +65,11 @@ class Plan:
 
     @property
     def flops(self) -> int:
-        """Kernel FLOPs, 2*B*M*K*N (a multiply-add counts two; pre-reductions are not counted)."""
+        """Kernel FLOPs, 2*B*M*K*N (a multiply-add counts two; pre-reductions are not counted); a ``mul`` step
+        counts one multiply per output element, B*M*N."""
         b, m, k, n = self.bmkn
+        if self.kernel == "mul":
+            return b * m * n
         return 2 * b * m * k * n if self.kernel else 0
 
     @property
@@ -102,11 +110,14 @@ class Entry:
     """The cache entry of one contraction (labels, shapes, dtypes): its layout, and its plan for each precision
     mode seen so far. Front doors that validate per shape cache entries directly and call ``plan``."""
 
-    __slots__ = ("base", "by_mode")
+    __slots__ = ("base", "by_mode", "by_device")
 
     def __init__(self, base: Plan) -> None:
         self.base = base
         self.by_mode: dict[_precision.Resolved, Plan] = {}
+        # without a precision choice (none passed, no precision block) the mode is the device type's default:
+        # the per-call path of a network step looks that up here instead of resolving it
+        self.by_device: dict[str, Plan] = {}
 
     def plan(self, device: torch.device, precision: str | None = None,
              target_forward_error: float | None = None) -> Plan:
@@ -115,11 +126,18 @@ class Entry:
         base = self.base
         if base.kernel is None:
             return base
+        default = precision is None and target_forward_error is None and _precision.active_setting() is None
+        if default:
+            found = self.by_device.get(device.type)
+            if found is not None:
+                return found
         r = _precision.resolve(base.dtype, base.bmkn[2], device, precision=precision,
-                               target_forward_error=target_forward_error)
+                               target_forward_error=target_forward_error, bmkn=base.bmkn)
         plan = self.by_mode.get(r)
         if plan is None:
             plan = self.by_mode[r] = dataclasses.replace(base, resolved=r)
+        if default:
+            self.by_device[device.type] = plan
         return plan
 
 
@@ -224,10 +242,16 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
     a_larger = numel_a >= numel_b
     g = _groups(a, b, size_a, size_b, output, a_larger)
 
-    def size(c: str) -> int:  # a size-1 dimension broadcasts (to any size, 0 included)
-        sa = size_a.get(c, 1)
-        return size_b.get(c, 1) if sa == 1 else sa
+    # the size of each label; a size-1 dimension broadcasts (to any size, 0 included)
+    sizes = dict(size_b)
+    for c, s in size_a.items():
+        if s != 1 or c not in sizes:
+            sizes[c] = s
+    size = sizes.__getitem__
 
+    if all(size(c) == 1 for c in g.contracted):
+        return _product(inputs, output, (a, b), (diag_a, diag_b), (g.sum_a, g.sum_b), (size_a, size_b), g, size,
+                        dtype)
     spread = _spread(a if a_larger else b, g.m if a_larger else g.n, g.contracted, g.batch, size,
                      max(numel_a, numel_b))
     batch = g.batch + spread
@@ -258,6 +282,25 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
         out_shape=None if out_shape == kernel_shape else out_shape,
         out_perm=_perm(produced, output), shape=tuple(size(c) for c in output),
     )
+
+
+def _product(inputs: tuple[str, ...], output: str, labels: tuple[str, str], diagonals, summed, sizes, g: _Groups,
+             size, dtype: torch.dtype) -> Plan:
+    """A step with nothing to contract (see the module docstring): each operand, after its diagonals and sums,
+    permuted to the output order of the indices it has, then reshaped (a view) to one dimension per output
+    index, 1 where it lacks the index or broadcasts it; its size-1 indices outside the output merge away."""
+    operands = []
+    for own, diag, sums, own_size in zip(labels, diagonals, summed, sizes, strict=True):
+        rest = "".join(c for c in own if c not in sums)
+        ordered = "".join(c for c in output if c in rest) + "".join(c for c in rest if c not in output)
+        shape = tuple(own_size[c] if c in rest else 1 for c in output)
+        now = tuple(own_size[c] for c in ordered)
+        operands.append(Operand(diag, tuple(own.index(c) for c in sums), _perm(rest, ordered), None,
+                                None if shape == now else shape))
+    B, M, N = (math.prod(size(c) for c in group) for group in (g.batch, g.m, g.n))
+    return Plan(subscripts=f"{inputs[0]},{inputs[1]}->{output}", dtype=dtype, operands=tuple(operands),
+                order=(0, 1), kernel="mul", bmkn=(B, M, 1, N), out_shape=None, out_perm=None,
+                shape=tuple(size(c) for c in output))
 
 
 def _operand(labels: str, diagonals: tuple[tuple[int, int], ...], summed: tuple[str, ...],

@@ -1,0 +1,222 @@
+"""The kernel layer's elementwise product ``kernels.mul``, and the planner sending every step with nothing to contract
+(Hadamard, outer, broadcast, batched-outer products) to it instead of a bmm with K = 1."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from trn_backend.kernels import reference
+
+import trn_backend as xp
+from tests.support import assert_same, from_numpy
+from trn_backend import _config, _precision, kernels
+from trn_backend.contraction import plan as planner
+from trn_backend.contraction.parse import parse
+
+CPU = torch.device("cpu")
+INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
+SHAPES = [((3, 4), (3, 4)), ((3, 1), (1, 4)), ((2, 3, 4), (4,)), ((5,), (2, 1, 5)), ((), (2, 3)), ((0, 3), (1, 3))]
+
+
+def _data(dtype: str, shape, rng: np.random.Generator) -> np.ndarray:
+    if dtype == "bool":
+        return np.asarray(rng.integers(0, 2, shape).astype(bool))
+    if dtype in INTS:
+        info = np.iinfo(dtype)
+        return np.asarray(rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True))
+    x = rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 4, shape)
+    if dtype.startswith("complex"):
+        x = x + 1j * rng.standard_normal(shape)
+    return np.asarray(x).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", ["bool", *INTS, "float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize(("sa", "sb"), SHAPES)
+def test_mul_matches_numpy_for_every_dtype_and_broadcast(dtype, sa, sb):
+    rng = np.random.default_rng(len(sa) * 10 + len(sb))
+    a, b = _data(dtype, sa, rng), _data(dtype, sb, rng)
+    with np.errstate(over="ignore"):
+        expected = np.multiply(a, b)  # integers wrap, bool is a logical and
+    got = kernels.mul(torch.from_numpy(a), torch.from_numpy(b))
+    assert got.dtype == torch.from_numpy(a).dtype
+    assert got.shape == expected.shape
+    if dtype in ("float32", "float64"):
+        np.testing.assert_array_equal(got.numpy(), expected)  # one correctly rounded product each
+    elif dtype.startswith("complex"):
+        np.testing.assert_allclose(got.numpy(), expected, rtol=4 * np.finfo(dtype).eps, atol=0)
+    else:
+        np.testing.assert_array_equal(got.numpy(), expected)
+
+
+def test_complex_inf_and_nan_as_numpy():
+    inf, nan = np.inf, np.nan
+    values = [complex(inf, 0), complex(0, inf), complex(inf, inf), complex(nan, 0), complex(-inf, 1), 0j, 1 + 2j,
+              complex(1, -inf)]
+    a = np.array([x for x, _ in itertools.product(values, values)], dtype=np.complex128)
+    b = np.array([y for _, y in itertools.product(values, values)], dtype=np.complex128)
+    with np.errstate(invalid="ignore"):
+        expected = a * b
+    for dtype in (np.complex128, np.complex64):
+        got = kernels.mul(torch.from_numpy(a.astype(dtype)), torch.from_numpy(b.astype(dtype))).numpy()
+        np.testing.assert_array_equal(np.isnan(got.real), np.isnan(expected.real))
+        np.testing.assert_array_equal(np.isnan(got.imag), np.isnan(expected.imag))
+        finite = ~np.isnan(expected.real)
+        np.testing.assert_array_equal(got.real[finite], expected.real[finite])
+        finite = ~np.isnan(expected.imag)
+        np.testing.assert_array_equal(got.imag[finite], expected.imag[finite])
+
+
+@pytest.mark.parametrize("mode", sorted(reference.MODES))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.complex64])
+def test_every_mode_is_one_rounding(mode, dtype):
+    """Native arithmetic is within every mode's bound at K = 1 (docstring of kernels.mul)."""
+    g = torch.Generator().manual_seed(0)
+    a, b = torch.randn(4, 5, dtype=dtype, generator=g), torch.randn(1, 5, dtype=dtype, generator=g)
+    params = {"generator": torch.Generator().manual_seed(1)} if mode == "sr" else {}
+    with kernels.count_calls() as calls:
+        got = kernels.mul(a, b, mode, **params)
+    assert calls == {("mul", mode): 1}
+    assert torch.equal(got, a * b)
+    real = torch.float32 if dtype is not torch.float64 else torch.float64
+    if not dtype.is_complex and mode not in ("native",):  # within the mode's own published bound at K = 1
+        bound = _precision.error_bound(mode, real, 1, **({"slices": 2} if mode == "ozaki" else {}))
+        exact = a.double() * b.double()
+        assert ((got.double() - exact).abs() <= bound * exact.abs()).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_sr_rounds_narrow_products_stochastically_and_unbiased(dtype):
+    g = torch.Generator().manual_seed(3)
+    a = torch.randn(64, dtype=torch.float32, generator=g).to(dtype)
+    b = torch.randn(64, dtype=torch.float32, generator=g).to(dtype)
+    exact = a.double() * b.double()
+    draws = torch.stack([kernels.mul(a, b, "sr", generator=torch.Generator().manual_seed(s)) for s in range(400)])
+    assert draws.dtype == dtype
+    # every draw is one of the exact product's two neighbours in dtype
+    nearest = exact.to(torch.float32).to(dtype)
+    down = torch.nextafter(nearest, nearest.new_tensor(-torch.inf))
+    up = torch.nextafter(nearest, nearest.new_tensor(torch.inf))
+    lo = torch.where(nearest.double() > exact, down, nearest)
+    hi = torch.where(nearest.double() < exact, up, nearest)
+    assert ((draws == lo) | (draws == hi)).all()
+    assert (draws != draws[0]).any()  # stochastic, not nearest
+    # unbiased: the mean of the draws approaches the exact product (400 draws: within ~5 sigma of an ulp/2)
+    ulp = (hi.double() - lo.double()).clamp(min=1e-30)
+    mean_error = (draws.double().mean(0) - exact) / ulp
+    assert mean_error.abs().max() < 5 * 0.5 / 400**0.5
+    # the generator seeds it; native rounds to nearest
+    same = kernels.mul(a, b, "sr", generator=torch.Generator().manual_seed(0))
+    assert torch.equal(same, draws[0])
+    assert torch.equal(kernels.mul(a, b), (a.float() * b.float()).to(dtype))
+
+
+def test_mul_errors_name_the_problem():
+    a, b = torch.ones(2, 3), torch.ones(3, 2)
+    with pytest.raises(ValueError, match="broadcastable"):
+        kernels.mul(a, b)
+    with pytest.raises(TypeError, match="one dtype"):
+        kernels.mul(a, b.T.double())
+    with pytest.raises(ValueError, match="unknown kernel mode"):
+        kernels.mul(a, a, "nope")
+    ints = torch.ones(2, dtype=torch.int32)
+    with pytest.raises(TypeError, match="floating-point"):
+        kernels.mul(ints, ints, "dd")
+    assert torch.equal(kernels.mul(ints, ints), ints)
+
+
+def test_mul_never_routes_to_nki():
+    with _config.config.set(nki="model", nki_min_flops=0):
+        assert kernels.implementation("mul", "fast", torch.float32, CPU, (1, 64, 1, 64)) == "torch.mul"
+        with kernels.count_calls() as calls:
+            kernels.mul(torch.ones(64, 1), torch.ones(1, 64), "fast")
+    assert calls == {("mul", "fast"): 1}
+
+
+# --- plans: every step without a contracted index is a mul, in output order ---
+
+NO_CONTRACTION = [
+    ("ij,ij->ij", [(3, 4), (3, 4)]),  # Hadamard
+    ("ij,ij->ji", [(3, 4), (3, 4)]),
+    ("i,j->ij", [(3,), (4,)]),  # outer
+    ("ij,kl->ljki", [(2, 3), (4, 5)]),
+    ("ij,j->ij", [(3, 4), (4,)]),  # broadcast
+    ("bi,bj->bij", [(2, 3), (2, 4)]),  # batched outer
+    ("bi,bj->jbi", [(2, 3), (2, 4)]),
+    ("ij,kl->ik", [(2, 3), (4, 5)]),  # indices of one operand summed first
+    ("iij,k->kj", [(3, 3, 2), (4,)]),  # a diagonal first
+    ("ij,jk->ik", [(3, 1), (1, 4)]),  # a contracted index of size 1: nothing to contract
+    ("ij,jk->ijk", [(3, 1), (5, 4)]),  # size-1 j broadcast
+    ("ij,jk->ik", [(3, 1), (5, 4)]),  # j of size 1 in A: summed in B alone
+    ("i,i->", [(1,), (1,)]),
+    ("ij,kl->ijkl", [(0, 2), (3, 4)]),
+]
+
+
+@pytest.mark.parametrize(("subscripts", "shapes"), NO_CONTRACTION)
+@pytest.mark.parametrize("dtype", ["float64", "int64", "bool", "complex128"])
+def test_no_contraction_steps_run_mul_never_bmm(subscripts, shapes, dtype):
+    rng = np.random.default_rng(7)
+    ops = [_data(dtype, s, rng) for s in shapes]
+    spec = parse(subscripts, tuple(shapes))
+    p = planner.plan_for(spec.inputs, spec.output, tuple(shapes), (torch.float64,) * 2, CPU)
+    assert p.kernel == "mul" and p.out_perm is None and p.out_shape is None and p.bmkn[2] == 1
+    assert p.flops == p.size  # one multiply per output element
+    with kernels.count_calls() as calls:
+        got = xp.einsum(subscripts, *map(from_numpy, ops))
+    assert set(calls) == {("mul", "native")} and calls["mul", "native"] == 1
+    with np.errstate(over="ignore"):
+        expected = np.einsum(subscripts, *ops) if dtype != "bool" else \
+            np.einsum(subscripts, *(o.astype(np.int64) for o in ops)) > 0
+    assert_same(got, expected.astype(dtype), rtol=1e-12 if dtype != "bool" else None)
+
+
+def test_hadamard_network_and_integers_wrap():
+    a = np.array([[200, 3], [7, 255]], dtype=np.uint8)
+    with kernels.count_calls() as calls:
+        got = xp.einsum("ij,ij,ij->ij", *(from_numpy(a),) * 3)
+    assert set(calls) == {("mul", "native")} and calls["mul", "native"] == 2
+    np.testing.assert_array_equal(np.asarray(got), a * a * a)
+    with kernels.count_calls() as calls:
+        xp.tensordot(from_numpy(a.astype(np.float32)), from_numpy(a.astype(np.float32)), axes=0)
+    assert set(calls) == {("mul", "native")}
+
+
+def test_mul_steps_under_modes_and_targets():
+    a, b = (from_numpy(np.random.default_rng(s).standard_normal(5)) for s in (1, 2))
+    exact = np.multiply.outer(np.asarray(a), np.asarray(b))
+    for mode in ("fast", "dd", "ozaki", "kahan"):
+        with kernels.count_calls() as calls:
+            got = xp.einsum("i,j->ij", a, b, precision=mode)
+        assert calls == {("mul", mode): 1}
+        np.testing.assert_array_equal(np.asarray(got), exact)
+    got = xp.einsum("i,j->ij", a, b, target_forward_error=1e-3)
+    np.testing.assert_array_equal(np.asarray(got), exact)
+    got = xp.einsum("i,j->ij", a, b, target_relative_error=1e-15)
+    np.testing.assert_array_equal(np.asarray(got), exact)
+    (check,) = xp.last_precision_report()
+    assert check.met and check.K == 1 and check.estimate <= 2.0**-53
+    with pytest.raises(_precision.PrecisionError, match="einsum"):  # refused a priori
+        xp.einsum("i,j->ij", a, b, target_relative_error=1e-20)
+    # a product that underflows to zero from nonzero operands is not vouched for
+    tiny = from_numpy(np.array([1e-200]))
+    with pytest.raises(_precision.PrecisionError, match="out of reach"):
+        xp.einsum("i,j->ij", tiny, tiny, target_relative_error=1e-3)
+
+
+def test_explain_shows_mul():
+    e = xp.explain("ij,kl->ijkl", (3, 4), (4, 5))
+    (p,) = e.steps
+    assert p.kernel == "mul" and e.implementations == ("torch.mul",) and e.flops == 3 * 4 * 4 * 5
+    assert "torch.mul" in str(e)
+
+
+def test_full_contraction_is_a_dot():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((3, 4, 5, 6)), rng.standard_normal((6, 5, 4, 3))
+    with kernels.count_calls() as calls:
+        got = xp.einsum("abcd,dcba->", from_numpy(a), from_numpy(b))
+    assert calls == {("matmul", "native"): 1}
+    assert_same(got, np.einsum("abcd,dcba->", a, b), rtol=1e-12)
