@@ -34,6 +34,30 @@ def test_modes_bounds_and_per_step_k():
     assert "native  -" in str(xp.explain("ij,jk->ik", (2, 3), (3, 4), dtype=xp.int64))  # no bound: "-"
 
 
+def test_the_cost_basis_of_a_targets_choice():
+    from trn_backend import _mode_costs, _precision
+
+    date = _mode_costs.table()["devices"]["cpu"]["date"]
+    shapes = ((8, 16), (16, 4096), (4096, 8))
+    e = xp.explain("ij,jk,kl->il", *shapes, optimize=[(0, 1), (0, 1)], target_forward_error=1e-4)
+    assert [p.resolved.mode for p in e.steps] == ["native", "kahan"]  # the cheapest on the CPU that meet it
+    assert e.cost_basis == f"cpu calibration, benchmarks {date}"
+    assert (f"modes: the cheapest meeting the target, cost basis: cpu calibration, benchmarks {date}"
+            in str(e).splitlines())
+    with xp.precision(target_relative_error=1e-3):  # a block's target: the same basis, where checks start
+        assert xp.explain("ij,jk", (2, 3), (3, 4)).cost_basis == e.cost_basis
+    with _precision.planted_costs({}):  # no calibration for the device: the pass count ranks the modes
+        fallback = xp.explain("ij,jk,kl->il", *shapes, optimize=[(0, 1), (0, 1)], target_forward_error=1e-4)
+    assert [p.resolved.mode for p in fallback.steps] == ["dd", "bf16x6"]
+    assert "cost basis: pass count (no calibration for cpu)" in str(fallback)
+    # no target, no ranking: an explicit mode, the device default, or an exact integer product
+    for quiet in (xp.explain("ij,jk", (2, 3), (3, 4), precision="dd"), xp.explain("ij,jk", (2, 3), (3, 4)),
+                  xp.explain("ij,jk", (2, 3), (3, 4), dtype=xp.int64, target_forward_error=1e-3)):
+        assert quiet.cost_basis is None and "cost basis" not in str(quiet)
+    with xp.precision(target_forward_error=1e-3):
+        assert xp.explain("ij,jk", (2, 3), (3, 4), precision="kahan").cost_basis is None
+
+
 def test_operands_or_shapes():
     a = xp.NeuronArray(torch.ones(2, 3, dtype=torch.float64))
     e = xp.explain("bij,bjk->bik", np.ones((5, 2, 3)), torch.ones(5, 3, 4))

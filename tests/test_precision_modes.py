@@ -12,11 +12,24 @@ import pytest
 import torch
 
 import trn_backend as xp
-from trn_backend import _precision, kernels
+from trn_backend import _mode_costs, _precision, kernels
 from trn_backend._precision import Resolved, error_bound, next_mode, precision, resolve, select_precision
 
-CPU = torch.device("cpu")
+CPU, MPS = torch.device("cpu"), torch.device("mps")  # the CPU has a calibration; mps none (pass counts)
 f32, f64 = torch.float32, torch.float64
+
+
+@pytest.fixture
+def neuron_model(monkeypatch):
+    """A stand-in for the trn2 cost model (each real model run takes up to a second; tests/test_mode_costs.py runs
+    it): a kernel's time in bf16 passes, native's fp32 pass as four."""
+    def modelled(mode, float64, slices):
+        return 4.0 if mode == "native" else float(_precision.MODES[mode].passes(slices))
+
+    monkeypatch.setattr(_mode_costs, "_modelled", modelled)
+    _precision._clear_choices()
+    yield
+    _precision._clear_choices()
 
 
 def test_public_names():
@@ -30,6 +43,7 @@ def test_registry_modes_have_kernels_costs_and_bounds():
     passes = {name: m.passes(6) for name, m in _precision.MODES.items()}
     assert passes == {"native": None, "fast": 1, "sr": 1, "dd": 3, "bf16x6": 6, "ozaki": 22, "kahan": 0}
     assert _precision.ALIASES == {"fp64": "kahan"} and "sr" not in _precision.LADDER
+    assert set(_precision.LADDER) == set(_precision.MODES) - {"sr"}
 
 
 # --- error_bound ---
@@ -68,37 +82,73 @@ def test_bounds_of_special_dtypes():
 
 # --- select_precision ---
 
+def _cost(resolved: Resolved, dtype: torch.dtype, device: str = "cpu", K: int = 1024) -> float:
+    """The cost selection ranks ``resolved`` by (at the default size, M = N = 1024)."""
+    real = dtype.to_real() if dtype.is_complex else dtype
+    flops = 2.0 * 1024 * K * 1024
+    return _mode_costs.basis(device, real).cost(resolved.mode, resolved.kwargs.get("slices"), flops)
+
+
+def _meets(name, params, dtype, K, target):
+    bound = error_bound(name, dtype, K, **dict(params))
+    return bound is not None and bound <= target
+
+
+def _cheapest_meeting(dtype, K, target, device="cpu"):
+    """The brute-force answer: every rung, the cheapest that meets the target (LADDER order breaks ties)."""
+    meeting = [(name, params) for name, params in _precision._ladder() if _meets(name, params, dtype, K, target)
+               and (name != "native" or _precision._native_ok(device, dtype))]
+    return min(meeting, key=lambda r: _cost(Resolved(r[0], r[1]), dtype, device, K))
+
+
+@pytest.mark.parametrize(("dtype", "K", "target", "label"), [
+    (f32, 1024, 1e-4, "native"),  # native's bound gamma_K(u) = 6.1e-5 meets it and nothing is cheaper on the CPU
+    (f32, 1024, 1e-7, "kahan"),  # float64 on the host: ozaki(4) meets it too, at 10 times the cost
+    (f32, 16, 1e-4, "native"),
+    (f32, 4096, 1e-4, "kahan"),  # native's bound grows with K: 2.4e-4 here
+    (f64, 4096, 1e-12, "native"),
+    (f64, 4096, 1e-14, "ozaki(slices=7)"),  # below float64's own gamma_K(u): only ozaki reaches it
+    (torch.complex64, 1024, 1e-4, "native"),  # complex: the real dtype's costs
+    (torch.bfloat16, 512, 3.92e-3, "kahan"),  # bf16 operands: split modes run as fast, native has no bound
+])
+def test_selection_on_the_cpu_picks_the_cheapest_mode_that_meets_the_target(dtype, K, target, label):
+    chosen = select_precision(dtype, K, target)
+    assert chosen.label == label and chosen.bound <= target
+    assert select_precision(dtype, K, target, device="cpu") == chosen == select_precision(dtype, K, target,
+                                                                                          device=CPU)
+    assert (chosen.mode, chosen.params) == _cheapest_meeting(dtype, K, target)
+
+
 @pytest.mark.parametrize(("dtype", "K", "target", "label"), [
     (f32, 512, 1e-2, "fast"),
     (f32, 16, 1e-4, "dd"),
     (f32, 512, 2e-5, "bf16x6"),
     (f32, 4096, 1e-5, "ozaki(slices=3)"),
-    (f64, 4096, 1e-12, "ozaki(slices=6)"),
+    (f64, 4096, 1e-12, "native"),  # one fp32-rate pass (4 bf16 passes) meets it before ozaki(6)'s 22
     (f32, 16, 7e-8, "ozaki(slices=5)"),
     (f64, 4096, 1e-14, "ozaki(slices=7)"),
-    (torch.bfloat16, 512, 3.92e-3, "kahan"),  # bf16 operands: split modes run as fast, ozaki cannot help
+    (torch.bfloat16, 512, 3.92e-3, "kahan"),
 ])
-def test_selection_walks_the_ladder(dtype, K, target, label):
-    chosen = select_precision(dtype, K, target)
+def test_selection_without_a_calibration_follows_the_pass_count(dtype, K, target, label):
+    assert _precision.cost_basis(dtype, "mps") == "pass count (no calibration for mps)"
+    chosen = select_precision(dtype, K, target, device="mps")
     assert chosen.label == label and chosen.bound <= target
-    rungs = list(_precision._ladder())
-    for name, params in rungs[:rungs.index((chosen.mode, chosen.params))]:
-        assert error_bound(name, dtype, K, **dict(params)) > target
+    assert (chosen.mode, chosen.params) == _cheapest_meeting(dtype, K, target, "mps")
 
 
+@pytest.mark.parametrize("device", ["cpu", "mps"])
 @pytest.mark.parametrize("dtype", [f32, f64, torch.complex64])
 @pytest.mark.parametrize("K", [1, 16, 512, 4096, 100_000])
-def test_selection_never_picks_sr_and_tightens_monotonically(dtype, K):
-    rungs = list(_precision._ladder())
-    position = -1
+def test_selection_never_picks_sr_and_costs_more_as_targets_tighten(dtype, K, device):
+    cost = 0.0
     for target in np.logspace(-1, -16, 61):
         try:
-            chosen = select_precision(dtype, K, float(target))
+            chosen = select_precision(dtype, K, float(target), device=device)
         except ValueError:
             break
         assert chosen.mode != "sr" and chosen.bound <= target
-        assert rungs.index((chosen.mode, chosen.params)) >= position
-        position = rungs.index((chosen.mode, chosen.params))
+        assert _cost(chosen, dtype, device, K) >= cost
+        cost = _cost(chosen, dtype, device, K)
 
 
 def test_impossible_target_names_the_best_bound():
@@ -124,16 +174,19 @@ def test_order_explicit_then_context_then_default():
     with precision("dd"):
         assert resolve(f32, 64, CPU).mode == "dd"
         assert resolve(f32, 64, CPU, precision="fast").mode == "fast"
-        assert resolve(f32, 4096, CPU, target_forward_error=1e-5).label == "ozaki(slices=3)"
+        assert resolve(f32, 4096, CPU, target_forward_error=1e-5).label == "kahan"
+        assert resolve(f32, 4096, MPS, target_forward_error=1e-5).label == "ozaki(slices=3)"
     with precision(target_forward_error=1e-4):
-        assert resolve(f32, 16, CPU).mode == "dd"
+        assert resolve(f32, 16, CPU).mode == "native" and resolve(f32, 16, MPS).mode == "dd"
         assert resolve(f32, 16, CPU, precision="kahan").mode == "kahan"
     assert resolve(f32, 64, CPU).mode == "native"
 
 
-def test_each_step_resolves_from_its_own_K():
+def test_each_step_resolves_from_its_own_K_and_device():
     with precision(target_forward_error=1e-4):
-        assert [resolve(f32, K, CPU).mode for K in (16, 4096)] == ["dd", "bf16x6"]
+        assert [resolve(f32, K, CPU).mode for K in (16, 4096)] == ["native", "kahan"]
+        assert [resolve(f32, K, MPS).mode for K in (16, 4096)] == ["dd", "bf16x6"]
+        assert [resolve(f32, K, CPU, bmkn=(1, 64, K, 64)).mode for K in (16, 4096)] == ["native", "kahan"]
 
 
 def test_nesting_and_exceptions_restore_the_outer_setting():
@@ -197,13 +250,34 @@ def test_asyncio_tasks_have_their_own_settings():
     assert asyncio.run(main()) == (["dd", "dd"], ["fast", "fast"], "kahan", "native")
 
 
-def test_next_mode_escalates_along_the_ladder():
+def test_next_mode_escalates_to_the_cheapest_smaller_bound():
     native = resolve(f32, 512, CPU)
-    assert next_mode(native, f32, 512).mode == "bf16x6"  # the first rung more accurate than SGEMM at K=512
-    assert next_mode(resolve(f32, 512, CPU, precision="fast"), f32, 512).mode == "dd"
+    assert next_mode(native, f32, 512).mode == "kahan"  # on the CPU, the cheapest mode more accurate than SGEMM
+    assert next_mode(native, f32, 512, device="mps").mode == "bf16x6"  # by pass count: 6 passes
+    assert next_mode(resolve(f32, 512, CPU, precision="fast"), f32, 512).mode == "native"
+    assert next_mode(resolve(f32, 512, CPU, precision="fast"), f32, 512, device=MPS).mode == "dd"
     assert next_mode(select_precision(f64, 4096, 1e-12), f64, 4096).label == "ozaki(slices=7)"
-    assert next_mode(resolve(f64, 512, CPU, precision="kahan"), f64, 512) is None
+    lowest = min((_precision._resolved(*rung, f64, 512) for rung in _precision._ladder()), key=lambda r: r.bound)
+    assert next_mode(lowest, f64, 512) is None  # the smallest bound there is
     assert next_mode(Resolved("native"), torch.int64, 512) is None
+
+
+@pytest.mark.parametrize("device", ["cpu", "mps", "xla"])
+@pytest.mark.parametrize(("dtype", "K", "target"), [(f32, 64, 1e-2), (f32, 4096, 1e-3), (f64, 512, 1e-4),
+                                                    (torch.complex128, 64, 1e-6)])
+def test_next_mode_goes_to_strictly_smaller_bounds_in_cost_order(dtype, K, target, device, neuron_model):
+    step = select_precision(dtype, K, target, device=device)
+    chain = [step]
+    while (step := next_mode(step, dtype, K, device=device)) is not None:
+        chain.append(step)
+    assert len(chain) >= 3 and chain[-1].bound == min(_precision._resolved(*r, dtype, K).bound
+                                                      for r in _precision._ladder() if _precision._resolved(
+                                                          *r, dtype, K).bound is not None)
+    for before, after in zip(chain, chain[1:], strict=False):
+        assert after.bound < before.bound and _cost(after, dtype, device, K) >= _cost(before, dtype, device, K)
+        # nothing cheaper than ``after`` has a bound below ``before``'s
+        assert (after.mode, after.params) == _cheapest_meeting(dtype, K, math.nextafter(before.bound, 0), device)
+    assert all(step.mode != "native" for step in chain) or device != "xla"
 
 
 # --- through the namespace ---
@@ -219,8 +293,8 @@ def test_context_and_per_call_precision_reach_the_kernels():
             c = xp.matmul(x, y)
         xp.einsum("ik,kj->ij", x, y, precision="fast")
         with xp.precision(target_forward_error=2e-5):
-            xp.matmul(x, y)
-    assert calls == {("matmul", "dd"): 1, ("matmul", "fast"): 1, ("matmul", "bf16x6"): 1}
+            xp.matmul(x, y)  # native's bound at K = 512 is 3.05e-5: kahan, the next cheapest on the CPU
+    assert calls == {("matmul", "dd"): 1, ("matmul", "fast"): 1, ("matmul", "kahan"): 1}
     error = np.max(np.abs(np.asarray(c._t, dtype=np.float64) - exact) / scale)
     assert error <= error_bound("dd", f32, 512)
 
@@ -245,6 +319,11 @@ def test_context_and_per_call_precision_reach_the_kernels():
     (lambda: select_precision("float32", 8, 1e-3), TypeError, "select_precision: dtype must be a dtype"),
     (lambda: select_precision(f32, -1, 1e-3), ValueError, "K must be a non-negative int, got -1"),
     (lambda: select_precision(f32, True, 1e-3), ValueError, "K must be a non-negative int, got True"),
+    (lambda: select_precision(f32, 8, 1e-3, device=0), TypeError, "device must be a torch.device or a string"),
+    (lambda: select_precision(f32, 8, 1e-3, device="gpu7"), ValueError, "select_precision: unknown device 'gpu7'"),
+    (lambda: select_precision(f32, 8, 1e-3, bmkn=(1, 8, 8)), TypeError, r"bmkn must be a tuple of 4 non-negative"),
+    (lambda: select_precision(f32, 8, 1e-3, bmkn=[1, 8, 8, 8]), TypeError, r"bmkn must be a tuple"),
+    (lambda: select_precision(f32, 8, 1e-3, bmkn=(1, 8, 9, 8)), ValueError, r"bmkn's K \(9\) is not K \(8\)"),
     (lambda: error_bound("dd", f32, 8.0), TypeError, "error_bound: K must be an int, got float"),
     (lambda: error_bound("nope", f32, 8), ValueError, "error_bound: unknown precision mode 'nope'"),
     (lambda: error_bound("ozaki", f32, 8, slices=0), ValueError, "error_bound: slices must be in 1..16"),

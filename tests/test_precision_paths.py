@@ -3,6 +3,7 @@ batching, and target_relative_error's a posteriori checks, with every error path
 
 from __future__ import annotations
 
+import collections
 import threading
 from fractions import Fraction
 
@@ -13,7 +14,7 @@ import torch
 
 import trn_backend as xp
 from tests.support import from_numpy, to_numpy
-from trn_backend import kernels
+from trn_backend import _precision, kernels
 from trn_backend._precision import error_bound, select_precision
 
 f32, f64 = torch.float32, torch.float64
@@ -25,6 +26,17 @@ def _normal(*shape, dtype=np.float32, seed=0):
     return from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
 
 
+@pytest.fixture(params=["calibration", "pass count"])
+def basis(request):
+    """What targets rank the modes by: the committed CPU calibration (native, then kahan, win on the CPU), or no
+    calibration (bf16 pass counts, as on a device without one: the emulated modes win where their bounds allow)."""
+    if request.param == "calibration":
+        yield request.param
+    else:
+        with _precision.planted_costs({}):
+            yield request.param
+
+
 def _chain():
     """Three operands whose two steps contract K = 16, then K = 4096."""
     return _normal(8, 16, seed=1), _normal(16, 4096, seed=2), _normal(4096, 8, seed=3)
@@ -32,11 +44,12 @@ def _chain():
 
 # --- per-step resolution ---
 
-def test_each_step_resolves_its_mode_from_its_own_K():
-    # target 1e-4: K = 16 needs dd, K = 4096 needs bf16x6; the product of the contracted sizes would put the
-    # first step on bf16x6 too
+def test_each_step_resolves_its_mode_from_its_own_K(basis):
+    # target 1e-4: on the CPU, K = 16 runs native and K = 4096 kahan (native's bound there is 2.4e-4); by pass
+    # count dd and bf16x6. The product of the contracted sizes would put the first step on the second mode too.
     target = 1e-4
-    assert [select_precision(f32, K, target).mode for K in (16, 4096, 16 * 4096)] == ["dd", "bf16x6", "bf16x6"]
+    first, second = {"calibration": ("native", "kahan"), "pass count": ("dd", "bf16x6")}[basis]
+    assert [select_precision(f32, K, target).mode for K in (16, 4096, 16 * 4096)] == [first, second, second]
     a, b, c = _chain()
     with kernels.count_calls() as calls:
         xp.einsum(CHAIN, a, b, c, optimize=STEPS, target_forward_error=target)
@@ -44,22 +57,23 @@ def test_each_step_resolves_its_mode_from_its_own_K():
             xp.contract(CHAIN, a, b, c, optimize=STEPS)
         xp.contract_expression(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS,
                                target_forward_error=target)(a, b, c)
-    assert calls == {("matmul", "dd"): 3, ("matmul", "bf16x6"): 3}
+    assert calls == {("matmul", first): 3, ("matmul", second): 3}
 
 
 def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bound():
     e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, target_forward_error=1e-4)
-    assert [p.resolved.mode for p in e.steps] == ["dd", "bf16x6"]
+    assert [p.resolved.mode for p in e.steps] == ["native", "kahan"]
     for p, K in zip(e.steps, (16, 4096), strict=True):
         assert p.resolved.bound == error_bound(p.resolved.mode, f32, K) and f"{p.resolved.bound:.2g}" in str(e)
     e64 = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float64,
-                     target_forward_error=1e-12)
-    assert [p.resolved.kwargs for p in e64.steps] == [{"slices": 6}] * 2
-    assert [p.resolved.bound for p in e64.steps] == [error_bound("ozaki", f64, K, slices=6) for K in (16, 4096)]
-    assert "ozaki(slices=6)" in str(e64)
+                     target_forward_error=1e-14)  # float64's own bound meets it at K = 16, not at 4096
+    assert [p.resolved.label for p in e64.steps] == ["native", "ozaki(slices=7)"]
+    assert [p.resolved.bound for p in e64.steps] == [error_bound("native", f64, 16),
+                                                     error_bound("ozaki", f64, 4096, slices=7)]
+    assert "ozaki(slices=7)" in str(e64)
     with xp.precision(target_relative_error=1e-3):
         checked = xp.explain("ij,jk->ik", (8, 512), (512, 8))
-    assert checked.steps[0].resolved.target_relative_error == 1e-3 and "dd, checked to rel 0.001" in str(checked)
+    assert checked.steps[0].resolved.target_relative_error == 1e-3 and "native, checked to rel 0.001" in str(checked)
 
 
 # --- multi_einsum ---
@@ -109,7 +123,7 @@ def test_multi_einsum_groups_paths_batches_and_single_operands():
     assert xp.multi_einsum() == []
 
 
-def test_multi_einsum_resolves_one_mode_per_group_from_its_K():
+def test_multi_einsum_resolves_one_mode_per_group_from_its_K(basis):
     small = [("ij,jk->ik", *_pair(i, k=16, dtype=np.float32)) for i in range(3)]
     large = [("ij,jk->ik", *_pair(i, k=4096, dtype=np.float32)) for i in range(2)]
     lone = ("ij,jk->ik", *_pair(9, k=16, n=5, dtype=np.float32))
@@ -118,7 +132,10 @@ def test_multi_einsum_resolves_one_mode_per_group_from_its_K():
         xp.multi_einsum(*small, precision="fast")
         with xp.precision("dd"):
             xp.multi_einsum(*large)
-    assert calls == {("bmm", "dd"): 2, ("bmm", "bf16x6"): 1, ("matmul", "dd"): 1, ("bmm", "fast"): 1}
+    first, second = {"calibration": ("native", "kahan"), "pass count": ("dd", "bf16x6")}[basis]
+    expected = collections.Counter({("bmm", first): 1, ("bmm", second): 1, ("matmul", first): 1, ("bmm", "fast"): 1})
+    expected["bmm", "dd"] += 1  # the large group under precision("dd")
+    assert calls == expected
     with xp.precision(target_relative_error=0.5) as report:  # a group is checked as one product
         xp.multi_einsum(*small)
     assert [(c.subscripts[0], c.K) for c in report] == [("a", 16)] and report[0].met
@@ -170,29 +187,37 @@ def _cancelling(m, k, n, dtype, seed=0):
     return a.astype(dtype), b.astype(dtype)
 
 
-def test_benign_products_stay_on_the_cheapest_mode_with_one_extra_fast_pass():
+def test_benign_products_stay_on_the_cheapest_mode_with_one_extra_fast_pass(basis):
     a, b = _uniform(16, 512, 16, np.float32)
+    first = {"calibration": "native", "pass count": "dd"}[basis]
     with kernels.count_calls() as calls:
         c = xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=1e-3)
-    assert calls == {("matmul", "fast"): 1, ("matmul", "dd"): 1}
+    assert calls == {("matmul", "fast"): 1, ("matmul", first): 1}
     (check,) = xp.last_precision_report()
-    assert (check.subscripts, check.K, check.target, check.mode) == ("ab,bc->ac", 512, 1e-3, "dd")
+    assert (check.subscripts, check.K, check.target, check.mode) == ("ab,bc->ac", 512, 1e-3, first)
     assert len(check.tried) == 1 and check.met
     assert _relative_error(c, a, b) <= check.estimate <= 1e-3
 
 
-@pytest.mark.parametrize(("dtype", "target", "first"), [(np.float32, 1e-3, "dd"), (np.float64, 1e-9, "ozaki")])
-def test_cancellation_escalates_until_the_estimate_meets_the_target(dtype, target, first):
-    """|C| ~ |A||B| / 300: the a priori rung's estimate misses, and escalation meets the target honestly."""
+@pytest.mark.parametrize(("dtype", "target", "first", "then"), [
+    (np.float32, 1e-4, {"calibration": "native", "pass count": "dd"}, {"calibration": ["kahan"]}),
+    (np.float64, 1e-13, {"calibration": "native", "pass count": "native"},
+     {"calibration": ["ozaki(slices=7)", "ozaki(slices=8)"], "pass count": ["ozaki(slices=7)", "ozaki(slices=8)"]}),
+])
+def test_cancellation_escalates_until_the_estimate_meets_the_target(dtype, target, first, then, basis):
+    """|C| ~ |A||B| / 300: the a priori mode's estimate misses, and escalation (the cheapest mode with a smaller
+    bound, and so on) meets the target honestly."""
     a, b = _cancelling(8, 64, 8, dtype)
     with kernels.count_calls() as calls:
         c = xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=target)
     (check,) = xp.last_precision_report()
-    assert check.tried[0][0].startswith(first) and check.tried[0][1] > target
+    assert check.tried[0][0] == first[basis] and check.tried[0][1] > target
     assert len(check.tried) >= 2 and check.met
+    if basis in then:
+        assert [mode for mode, _ in check.tried[1:]] == then[basis]
     assert calls[("matmul", "fast")] == 1 and sum(calls.values()) == 1 + len(check.tried)
     assert _relative_error(c, a, b) <= check.estimate <= target
-    if dtype is np.float32:  # dd really misses here: its relative error is above the target
+    if basis == "pass count" and dtype is np.float32:  # dd really misses here: its relative error is above it
         assert _relative_error(xp.matmul(from_numpy(a), from_numpy(b), precision="dd"), a, b) > target
 
 
@@ -218,7 +243,7 @@ def test_float32_results_are_their_float64_results_rounded_once(mode):
     assert torch.equal(got.isnan(), expected.isnan()) and torch.equal(got.nan_to_num(), expected.nan_to_num())
 
 
-def test_every_front_door_checks_each_binary_step():
+def test_every_front_door_checks_each_binary_step(basis):
     a, b = _uniform(8, 32, 8, np.float32)
     x, y = from_numpy(a), from_numpy(b)
     calls = [lambda: xp.einsum("ij,jk->ik", x, y, target_relative_error=1e-3),
@@ -230,7 +255,7 @@ def test_every_front_door_checks_each_binary_step():
     for call in calls:
         call()
         (check,) = xp.last_precision_report()
-        assert check.met and check.mode == "dd"
+        assert check.met and check.mode == {"calibration": "native", "pass count": "dd"}[basis]
     xp.einsum(CHAIN, x, y, x, optimize=STEPS, target_relative_error=1e-3)
     assert [c.K for c in xp.last_precision_report()] == [32, 8]
 
@@ -268,7 +293,7 @@ def test_reports_belong_to_their_thread():
     assert len(seen[0]) == 1 and xp.last_precision_report() is before
 
 
-def test_special_values_zeros_and_wide_ranges():
+def test_special_values_zeros_and_wide_ranges(basis):
     a, b = _uniform(6, 16, 5, np.float32)
     a[1, 2], a[2, 0], b[:, 3] = np.nan, np.inf, 0  # row 1 nan, row 2 inf, column 3 exact zeros
     with kernels.count_calls() as calls:
@@ -276,8 +301,8 @@ def test_special_values_zeros_and_wide_ranges():
     native = to_numpy(xp.matmul(from_numpy(a), from_numpy(b)))
     np.testing.assert_array_equal(np.isfinite(to_numpy(c)), np.isfinite(native))
     assert calls[("matmul", "fast")] == 1  # |A||B|: its tiny magnitudes are raised, so its zeros are exact
-    assert xp.last_precision_report()[0].mode == "dd"
-    # float64 beyond bf16's and fp32's range: the split modes scale rows and columns, so the first rung holds
+    assert xp.last_precision_report()[0].mode == {"calibration": "native", "pass count": "dd"}[basis]
+    # float64 beyond bf16's and fp32's range: the split modes scale rows and columns, so the first mode holds
     a, b = _uniform(4, 32, 4, np.float64)
     c = xp.matmul(from_numpy(a * 1e200), from_numpy(b * 1e-100), target_relative_error=1e-6)
     (check,) = xp.last_precision_report()
@@ -287,7 +312,7 @@ def test_special_values_zeros_and_wide_ranges():
 
 @pytest.mark.parametrize(("dtype", "scale"), [(np.float32, 1e-18), (np.float32, 1e18), (np.float64, 1e-22),
                                              (np.float64, 1e19), (np.float64, 1e-150), (np.float64, 1e150)])
-def test_the_estimate_bounds_the_real_error_far_outside_fp32s_range(dtype, scale):
+def test_the_estimate_bounds_the_real_error_far_outside_fp32s_range(dtype, scale, basis):
     """Products of magnitude scale**2 leave fp32's range (or come near float32's own limits): every mode the
     check runs stays within its bound there, so a met target is a true one."""
     a, b = _uniform(12, 40, 10, np.float64)
@@ -297,7 +322,7 @@ def test_the_estimate_bounds_the_real_error_far_outside_fp32s_range(dtype, scale
     assert check.met and _relative_error(c, a, b) <= check.estimate
 
 
-def test_no_estimate_vouches_for_a_result_that_underflows():
+def test_no_estimate_vouches_for_a_result_that_underflows(basis):
     """float32 results near 1e-43 are subnormal: rounding them loses relative accuracy no mode can win back."""
     a, b = (x * np.float32(1e-22) for x in _uniform(12, 40, 10, np.float32))
     with pytest.raises(ValueError, match="out of reach .* or underflows it"):
@@ -337,11 +362,11 @@ def test_target_relative_error_errors(call, error, match):
         call(_normal(3, 3))
 
 
-def test_opt_einsum_direct_calls_follow_the_context():
+def test_opt_einsum_direct_calls_follow_the_context(basis):
     a, b = _uniform(8, 32, 8, np.float32)
     with xp.precision(target_relative_error=1e-3) as report:
         oe.contract("ij,jk->ik", from_numpy(a), from_numpy(b), backend="trn")
-    assert [c.mode for c in report] == ["dd"]
+    assert [c.mode for c in report] == [{"calibration": "native", "pass count": "dd"}[basis]]
 
 
 # --- cached intermediates follow the precision in force ---

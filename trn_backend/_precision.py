@@ -4,9 +4,11 @@ Every kernel mode is registered here with its algorithm, its cost in bf16 Tensor
 error bound: ``bound(dtype, K)`` is componentwise, in units of |A||B|, for K contracted terms, and includes
 the rounding of the result to ``dtype`` (derivations and measurements: docs/precision.md). ``resolve`` picks
 the mode of one binary contraction: an explicit ``precision=`` or ``target_forward_error=``, else the
-innermost ``precision(...)`` block, else the device default (native on CPU and CUDA, fast on Neuron). Under
-``target_relative_error=`` it picks the mode to start from; the contraction layer checks the result a
-posteriori, escalates along ``next_mode``, and records each step here (``last_precision_report``).
+innermost ``precision(...)`` block, else the device default (native on CPU and CUDA, fast on Neuron). A target picks,
+among the modes whose bound meets it, the cheapest on the step's device (``_mode_costs``: a calibration table
+on CPU and CUDA, the trn2 cost model on Neuron, pass counts elsewhere). Under ``target_relative_error=`` it
+picks the mode to start from; the contraction layer checks the result a posteriori, escalates along
+``next_mode`` (the cheapest mode with a smaller bound), and records each step here (``last_precision_report``).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import torch
 
+from . import kernels
 from .kernels import reference
 
 PrecisionError = reference.PrecisionError
@@ -164,9 +167,17 @@ MODES: dict[str, Mode] = {m.name: m for m in (
          lambda dtype, K: _rounded(gamma(K, U_FP64), dtype, U_FP64), aliases=("fp64",), float64_working=True),
 )}
 ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}
-# Selection order: cheapest on the device first; kahan (host float64) is the last resort. sr never appears:
-# its stochastic rounding removes bias but does not shrink the error bound.
-LADDER = ("fast", "dd", "bf16x6", "ozaki", "kahan")
+# The modes a target may pick, ranked by their cost on the step's device (``_ranking``); this order breaks ties.
+# sr never appears: its stochastic rounding removes bias but does not shrink the error bound. native joins
+# wherever its bound is honest: not for bf16/fp16 (no bound), not on CUDA under TF32 (see ``_native_ok``), and
+# not on Neuron until the precision of fp32 nc_matmul is measured on the hardware.
+LADDER = ("native", "fast", "dd", "bf16x6", "ozaki", "kahan")
+# The precision of fp32 nc_matmul (and PSUM's accumulation of it) is not documented: check-neuron measures it on
+# the device (docs/trainium.md, "What is verified where": the hardware row, not yet run). Until it confirms
+# native's bound gamma_K(u_fp32), targets never pick native on Neuron; set True once it has.
+NEURON_FP32_MATMUL_VERIFIED = False
+# select_precision without a size, and resolve without bmkn=, rank the modes at M = N = this (the calibration's)
+DEFAULT_MN = 1024
 
 
 @functools.lru_cache(maxsize=4096)
@@ -383,6 +394,7 @@ def _resolved(name: str, params: tuple[tuple[str, object], ...], dtype: torch.dt
 
 
 def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
+    """Every (mode, params) a target may pick, in LADDER order (ozaki by slice count)."""
     for name in LADDER:
         if name == "ozaki":
             yield from ((name, (("slices", s),)) for s in range(1, reference.MAX_SLICES + 1))
@@ -390,13 +402,62 @@ def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
             yield name, ()
 
 
+def _device_type(device: torch.device | str) -> str:
+    return device.type if isinstance(device, torch.device) else torch.device(device).type
+
+
+_KINDS: dict[torch.device | str, str] = {}  # device -> type: torch.device.type builds a new string per read (0.4 us)
+
+
+def _kind(device: torch.device | str) -> str:
+    kind = _KINDS.get(device)
+    if kind is None:
+        kind = _KINDS[device] = _device_type(device)
+    return kind
+
+
+def _native_ok(device_type: str, dtype: torch.dtype) -> bool:
+    """Whether native's published bound holds for ``dtype`` on ``device_type``, so a target may pick it. On CUDA,
+    torch's float32 matmul precision other than "highest" lets cuBLAS use TF32 (10-bit significands) for float32
+    and complex64 products, far outside gamma_K(u_fp32); it is read per call (it may change at any time)."""
+    if device_type in kernels.NEURON_DEVICE_TYPES:
+        return NEURON_FP32_MATMUL_VERIFIED and dtype in (torch.float32, torch.complex64)
+    if device_type == "cuda" and dtype in (torch.float32, torch.complex64):
+        return torch.get_float32_matmul_precision() == "highest"
+    return True
+
+
+def _flops(K: int, bmkn: tuple[int, int, int, int] | None) -> float:
+    """The step's FLOPs, which its costs are looked up at: 2 B M K N (B M N = DEFAULT_MN**2 without bmkn)."""
+    return 2.0 * DEFAULT_MN * K * DEFAULT_MN if bmkn is None else 2.0 * bmkn[0] * bmkn[1] * bmkn[2] * bmkn[3]
+
+
+@functools.lru_cache(maxsize=1024)
+def _ranking(device_type: str, real: torch.dtype, flops: float,
+             native_ok: bool) -> tuple[tuple[str, tuple[tuple[str, object], ...]], ...]:
+    """The ladder's rungs, cheapest first on ``device_type`` for a step of ``flops`` FLOPs (ties: LADDER order)."""
+    from . import _mode_costs  # on first use: importing trn_backend does not load the cost machinery
+
+    basis = _mode_costs.basis(device_type, real)
+    rungs = [r for r in _ladder() if r[0] != "native" or native_ok]
+    costs = dict(zip(rungs, basis.costs([(name, dict(params).get("slices")) for name, params in rungs], flops),
+                     strict=True))
+    return tuple(sorted(rungs, key=costs.__getitem__))  # sorted() is stable: equal costs keep LADDER order
+
+
 @functools.lru_cache(maxsize=4096)
-def _select(dtype: torch.dtype, K: int, target: float, what: str = "target_forward_error") -> Resolved:
+def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: str,
+            bmkn: tuple[int, int, int, int] | None, native_ok: bool) -> Resolved:
+    """The cheapest mode whose bound meets ``target``; cached by everything the choice depends on (the device by
+    its type, a cheap key: resolve runs once per binary step)."""
     if not (dtype.is_floating_point or dtype.is_complex):
         return Resolved("native")
     best = None
-    for name, params in _ladder():
+    real = dtype.to_real() if dtype.is_complex else dtype
+    for name, params in _ranking(device_type, real, _flops(K, bmkn), native_ok):
         candidate = _resolved(name, params, dtype, K)
+        if candidate.bound is None:  # native bf16/fp16: no published bound, so no target can rely on it
+            continue
         if candidate.bound <= target:
             return candidate
         best = candidate if best is None or candidate.bound < best.bound else best
@@ -404,11 +465,58 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str = "target_forwa
                          f"is {best.bound:.3g}, from {best.label}", "select_precision")
 
 
-def select_precision(dtype: torch.dtype, K: int, target: float) -> Resolved:
-    """The first mode whose bound meets ``target`` (units of |A||B|) on the ladder fast, dd, bf16x6, ozaki
-    (fewest slices first), kahan; never sr. An impossible target raises ValueError naming the best bound."""
+def select_precision(dtype: torch.dtype, K: int, target: float, *, device: torch.device | str = "cpu",
+                     bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+    """The cheapest mode on ``device`` (default: the CPU) whose bound meets ``target`` (units of |A||B|), for a
+    step of sizes ``bmkn`` = (B, M, K, N) (default (1, 1024, K, 1024), the calibration's M and N). Candidates:
+    native (where its bound holds), fast, dd, bf16x6, ozaki (1..16 slices), kahan; never sr. Costs come from the
+    device's calibration table (CPU, CUDA), the trn2 cost model (Neuron), else the bf16 pass count
+    (docs/precision.md). An impossible target raises ValueError naming the best bound."""
     dtype, K = _check_problem(dtype, K, "select_precision")
-    return _select(dtype, K, _check_target(target, "select_precision"))
+    target = _check_target(target, "select_precision")
+    if not isinstance(device, torch.device | str):
+        raise TypeError(f"select_precision: device must be a torch.device or a string such as 'cpu', got "
+                        f"{type(device).__name__}")
+    try:
+        kind = _device_type(device)
+    except RuntimeError:
+        raise ValueError(f"select_precision: unknown device {device!r}") from None
+    if bmkn is not None:
+        if not (isinstance(bmkn, tuple) and len(bmkn) == 4
+                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in bmkn)):
+            raise TypeError(f"select_precision: bmkn must be a tuple of 4 non-negative ints (B, M, K, N), got "
+                            f"{bmkn!r}")
+        if bmkn[2] != K:
+            raise ValueError(f"select_precision: bmkn's K ({bmkn[2]}) is not K ({K})")
+    return _select(dtype, K, target, "target_forward_error", kind, bmkn, _native_ok(kind, dtype))
+
+
+def cost_basis(dtype: torch.dtype, device: torch.device | str) -> str:
+    """What targets rank the modes by for ``dtype`` on ``device``, as explain() shows it: "cpu calibration,
+    benchmarks <date>", "trn2 cost model", or "pass count (no calibration for <device>)"."""
+    from . import _mode_costs
+
+    return _mode_costs.basis(_kind(device), dtype).text
+
+
+@contextlib.contextmanager
+def planted_costs(table: dict[str, Any]) -> Iterator[None]:
+    """Rank by ``table`` (the layout of data/mode_costs.json; ``{}``: no entries, so pass counts everywhere but
+    on Neuron) inside the block: for tests and what-if comparisons. Swaps a module global: not per thread."""
+    from . import _mode_costs
+
+    previous = _mode_costs.plant(table)
+    _clear_choices()
+    try:
+        yield
+    finally:
+        _mode_costs.plant(previous)
+        _clear_choices()
+
+
+def _clear_choices() -> None:
+    for cached in (_ranking, _select, _checked):
+        cached.cache_clear()
 
 
 def error_bound(mode: str, dtype: torch.dtype, K: int, *, ranks: int = 1, **params: Any) -> float | None:
@@ -441,43 +549,48 @@ def working_dtype(resolved: Resolved | None, dtype: torch.dtype) -> torch.dtype 
 
 
 def _default_mode(device: torch.device | str) -> str:
-    kind = device.type if isinstance(device, torch.device) else torch.device(device).type
-    return "fast" if kind in ("neuron", "xla") else "native"
+    return "fast" if _kind(device) in kernels.NEURON_DEVICE_TYPES else "native"
 
 
 def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str | None = None,
-            target_forward_error: float | None = None) -> Resolved:
-    """The mode for one binary contraction of contracted length ``K`` on ``device``: explicit precision= or
-    target_forward_error= (not both), else the innermost ``precision`` block, else the device default."""
+            target_forward_error: float | None = None, bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+    """The mode for one binary contraction of contracted length ``K`` (sizes ``bmkn``, default (1, 1024, K,
+    1024)) on ``device``: explicit precision= or target_forward_error= (not both), else the innermost
+    ``precision`` block, else the device default. A target picks the cheapest mode on ``device`` that meets it."""
     # the common call (no per-call choice) skips validating one: it runs once per binary step
     explicit = precision is not None or target_forward_error is not None
     setting = (explicit and _setting(precision, target_forward_error, {}, "resolve")) or _ACTIVE.get()
     if setting is None:
         return _resolved(_default_mode(device), (), dtype, K)
+    if setting.mode is not None:
+        return _resolved(setting.mode, setting.params, dtype, K)
+    kind = _kind(device)
     if setting.target is not None:
-        return _select(dtype, K, setting.target)
-    if setting.relative is not None:
-        return _checked(dtype, K, setting.relative)
-    return _resolved(setting.mode, setting.params, dtype, K)
+        return _select(dtype, K, setting.target, "target_forward_error", kind, bmkn, _native_ok(kind, dtype))
+    return _checked(dtype, K, setting.relative, kind, bmkn, _native_ok(kind, dtype))
 
 
 @functools.lru_cache(maxsize=4096)
-def _checked(dtype: torch.dtype, K: int, target: float) -> Resolved:
-    """Where a target_relative_error= check starts: the cheapest rung whose a priori bound could meet it
+def _checked(dtype: torch.dtype, K: int, target: float, device_type: str, bmkn: tuple[int, int, int, int] | None,
+             native_ok: bool) -> Resolved:
+    """Where a target_relative_error= check starts: the cheapest mode whose a priori bound could meet it
     (|C| <= |A||B|, so no estimate falls much below the bound); exact integer contractions need no check."""
-    start = _select(dtype, K, target, "target_relative_error")
+    start = _select(dtype, K, target, "target_relative_error", device_type, bmkn, native_ok)
     return start if start.bound is None else dataclasses.replace(start, target_relative_error=target)
 
 
-def next_mode(resolved: Resolved, dtype: torch.dtype, K: int) -> Resolved | None:
-    """The first rung of the ladder after ``resolved`` whose bound is smaller: where an a posteriori check
-    that misses its target escalates to. None at the top, and for exact (integer) contractions."""
+def next_mode(resolved: Resolved, dtype: torch.dtype, K: int, *, device: torch.device | str = "cpu",
+              bmkn: tuple[int, int, int, int] | None = None) -> Resolved | None:
+    """The cheapest mode on ``device`` whose bound is strictly smaller than ``resolved``'s: where an a posteriori
+    check that misses its target escalates to. Starting from a target's choice, each step costs at least as
+    much as the last (a cheaper mode with a smaller bound would have been chosen first). None at the top, and
+    for exact (integer) contractions."""
     if not (dtype.is_floating_point or dtype.is_complex):
         return None
-    rungs = list(_ladder())
-    current = (resolved.mode, resolved.params)
-    for name, params in rungs[rungs.index(current) + 1 if current in rungs else 0:]:
+    kind = _kind(device)
+    real = dtype.to_real() if dtype.is_complex else dtype
+    for name, params in _ranking(kind, real, _flops(K, bmkn), _native_ok(kind, dtype)):
         candidate = _resolved(name, params, dtype, K)
-        if resolved.bound is None or candidate.bound < resolved.bound:
+        if candidate.bound is not None and (resolved.bound is None or candidate.bound < resolved.bound):
             return candidate
     return None

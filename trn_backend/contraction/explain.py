@@ -32,6 +32,9 @@ class Explanation:
     # the cost model's estimate on trn2 (kernels.nki.cost.Estimate: .seconds, .utilization, ...)
     implementations: tuple[str, ...] = ()
     modelled: tuple[object, ...] = ()
+    # what a target ranked the modes by ("cpu calibration, benchmarks <date>", "trn2 cost model", "pass count
+    # (no calibration for mps)"); None where no target chose them (an explicit mode, or the device default)
+    cost_basis: str | None = None
 
     @property
     def flops(self) -> int:
@@ -58,6 +61,8 @@ class Explanation:
                  f"path: {list(self.path)}",
                  "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        if self.cost_basis is not None:
+            lines.append(f"modes: the cheapest meeting the target, cost basis: {self.cost_basis}")
         lines.append(f"total: {self.kernel_calls} kernel call(s), {self.flops:.3g} FLOPs, "
                      f"largest intermediate {self.largest_intermediate:,} elements")
         return "\n".join(lines)
@@ -91,7 +96,19 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
         raise e.named("explain()") from e.__cause__
     implementations = tuple(_implementation(p, device) for p in plans)
     return Explanation(subscripts, shapes, out_dtype, path, plans, implementations,
-                       tuple(_estimate(p, impl) for p, impl in zip(plans, implementations, strict=True)))
+                       tuple(_estimate(p, impl) for p, impl in zip(plans, implementations, strict=True)),
+                       _cost_basis(out_dtype, device, precision, target_forward_error))
+
+
+def _cost_basis(dtype: torch.dtype, device: torch.device, precision: str | None,
+                target_forward_error: float | None) -> str | None:
+    """What the modes were ranked by, where a target (per call or of the innermost block) chose them."""
+    setting = _precision.active_setting()
+    chosen_by_target = target_forward_error is not None or (
+        precision is None and setting is not None and setting.mode is None)
+    if not chosen_by_target or not (dtype.is_floating_point or dtype.is_complex):
+        return None
+    return _precision.cost_basis(dtype, device)
 
 
 def _implementation(p: Plan, device: torch.device) -> str:

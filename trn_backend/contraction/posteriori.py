@@ -1,11 +1,13 @@
 """A posteriori checks for ``target_relative_error=``: run one binary contraction, bound the error of every
-entry relative to |C|, and rerun under the next mode of the ladder until the bound meets the target.
+entry relative to |C|, and rerun under the next mode (``next_mode``: the cheapest on the device with a smaller
+bound) until the bound meets the target.
 
 A mode's published bound b (units of |A||B|, output rounding included) gives |C^ - C| <= b S, S = |A||B|. A
-real float32 result of a ladder mode is that mode's result on the same values as float64, rounded once to
-float32 (splits, digits and accumulations do not depend on the storage dtype; tests/test_precision_paths.py
-checks it bit for bit), so there the error is at most b64 S + u |C64| <= b64 S + u/(1-u) |C^| with the mode's
-float64 bound b64: the output rounding counts relative to |C|, not |A||B|.
+real float32 result of an emulated mode or kahan is that mode's result on the same values as float64, rounded
+once to float32 (splits, digits and accumulations do not depend on the storage dtype;
+tests/test_precision_paths.py checks it bit for bit), so there the error is at most b64 S + u |C64| <= b64 S +
+u/(1-u) |C^| with the mode's float64 bound b64: the output rounding counts relative to |C|, not |A||B|. native
+float32 accumulates in float32, so its published bound is used as it is.
 
 One extra fast pass through the kernel layer computes S^ = |A| @ |B|, after scaling the rows of |A| and the
 columns of |B| by powers of two (so it covers the whole float64 range); its own error is at most b_fast S, so
@@ -52,7 +54,7 @@ def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         tried.append((resolved.label, estimate))
         if estimate <= target:
             break
-        resolved = _escalate(resolved, plan.dtype, K)
+        resolved = _escalate(resolved, plan.dtype, K, a.device, plan.bmkn)
     check = _precision.Check(plan.subscripts, K, target, tuple(tried))
     _precision.record(check)
     if not check.met:
@@ -72,19 +74,21 @@ def _terms(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> tuple[f
     half the smallest subnormal each, doubled for the two parts of a complex entry)."""
     real = dtype.to_real() if dtype.is_complex else dtype
     underflow = (K + 1) * torch.finfo(real).smallest_normal * torch.finfo(real).eps  # (K + 1) * 2 * eta
-    if dtype is not torch.float32:
+    if dtype is not torch.float32 or resolved.mode == "native":  # native float32 sums in float32: no refinement
         return resolved.bound, 0.0, underflow
     u = _precision.U_FP32
     return _precision.error_bound(resolved.mode, torch.float64, K, **resolved.kwargs), u / (1 - u), underflow
 
 
-def _escalate(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> _precision.Resolved | None:
-    """The next rung (``next_mode``) that at least halves the bound the estimate uses: rungs that improve it
-    less (float32 ozaki past its output rounding, say) barely move the estimate and are skipped."""
+def _escalate(resolved: _precision.Resolved, dtype: torch.dtype, K: int, device: torch.device,
+              bmkn: tuple[int, int, int, int]) -> _precision.Resolved | None:
+    """The next mode (``next_mode``, in cost order on ``device``) that at least halves the bound the estimate
+    uses: modes that improve it less (float32 ozaki past its output rounding, say) barely move the estimate and
+    are skipped."""
     limit = _terms(resolved, dtype, K)[0] / 2
-    nxt = _precision.next_mode(resolved, dtype, K)
+    nxt = _precision.next_mode(resolved, dtype, K, device=device, bmkn=bmkn)
     while nxt is not None and _terms(nxt, dtype, K)[0] > limit:
-        nxt = _precision.next_mode(nxt, dtype, K)
+        nxt = _precision.next_mode(nxt, dtype, K, device=device, bmkn=bmkn)
     return nxt
 
 
