@@ -155,9 +155,9 @@ def _emulated(real_product):
     operands (four real products), and inf/nan exactly where native arithmetic puts them."""
 
     def finite_real(a: torch.Tensor, b: torch.Tensor, **params) -> torch.Tensor:
-        finite_a, finite_b = torch.isfinite(a), torch.isfinite(b)
-        if bool(finite_a.all()) and bool(finite_b.all()):
+        if _all_finite(a) and _all_finite(b):
             return real_product(a, b, **params)
+        finite_a, finite_b = torch.isfinite(a), torch.isfinite(b)
         c = real_product(torch.where(finite_a, a, 0), torch.where(finite_b, b, 0), **params)
         # Native arithmetic's inf/nan entries depend only on where the inf/nan, zero, positive and negative
         # entries are: the product of sign proxies (finite sums of +-1 elsewhere) has exactly those entries.
@@ -168,8 +168,8 @@ def _emulated(real_product):
     @functools.wraps(real_product)
     def mode(a: torch.Tensor, b: torch.Tensor, **params) -> torch.Tensor:
         a, b = _operands(a, b, real_product.__name__)
-        if a.shape[-1] == 0:
-            return torch.matmul(a, b)  # exact zeros
+        if 0 in (a.shape[-1], a.shape[-2], b.shape[-1]):
+            return torch.matmul(a, b)  # exact zeros, or no entries
         if not a.is_complex():
             return finite_real(a, b, **params)
         ar, ai, br, bi = a.real, a.imag, b.real, b.imag
@@ -177,6 +177,11 @@ def _emulated(real_product):
                              finite_real(ar, bi, **params) + finite_real(ai, br, **params))
 
     return mode
+
+
+def _all_finite(x: torch.Tensor) -> bool:
+    """Whether x holds no inf or nan: its min and max (nan propagates), one pass and no copy."""
+    return x.numel() == 0 or bool(torch.isfinite(torch.stack(torch.aminmax(x))).all())
 
 
 def _single_word(x: torch.Tensor, mode: str) -> bool:
@@ -274,45 +279,20 @@ def _sum2(parts) -> torch.Tensor:
     return hi + lo
 
 
-def _chunked_engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor], chunk: int,
-                        group: int) -> torch.Tensor:
-    """Like _engine_sum on each K-chunk of ``chunk`` (one PSUM accumulation per chunk, smallest level first);
-    each ``group`` consecutive chunk sums are added in fp32, and the group sums combined by Sum2 (vector-engine
-    TwoSums): the error stops growing with K, and the TwoSums run once per ``group`` chunks."""
-    k = a_words[0].shape[-1]
-    pad = -k % chunk
-    a_words = [torch.nn.functional.pad(w.float(), (0, pad)) for w in a_words]
-    b_words = [torch.nn.functional.pad(w.float(), (0, 0, 0, pad)) for w in b_words]
-    n = (k + pad) // chunk
-    rows, cols = a_words[0].shape[-2], b_words[0].shape[-1]
-    step = group * max(1, _GROUP_ELEMENTS // max(1, rows * cols * group))  # chunks at once: whole groups
-    return _sum2(g for start in range(0, n, step)
-                 for g in _group_sums(a_words, b_words, chunk, start, min(n, start + step), group))
-
-
-def _group_sums(a_words, b_words, chunk: int, start: int, stop: int, group: int):
-    """The group sums of chunks [start, stop): per chunk the levels smallest first, then ``group`` chunks added."""
-    lo, hi = start * chunk, stop * chunk
-    per_chunk = _engine_sum([w[..., lo:hi].unflatten(-1, (stop - start, chunk)).transpose(-3, -2) for w in a_words],
-                            [w[..., lo:hi, :].unflatten(-2, (stop - start, chunk)) for w in b_words])
-    for g in range(0, stop - start, group):
-        parts = per_chunk[..., g:g + group, :, :].unbind(-3)
-        total = parts[0]
-        for part in parts[1:]:
-            total = total + part
-        yield total
-
-
 def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
-    """x * 2**e (e broadcasts against x) exactly unless the result over/underflows. One factor where every
-    2**e is a normal float64; else three factors of one sign (|e| <= 2148 keeps each finite and normal), so the
-    magnitude moves monotonically and no intermediate leaves the range."""
-    if bool((e.abs() <= 1022).all()):
-        return x * torch.exp2(e.to(x.dtype))
+    """x * 2**e (e broadcasts against x) exactly unless the result over/underflows. One factor where 2**e is a
+    normal float64; elsewhere three factors of one sign (|e| <= 2148 keeps each finite and normal), so the
+    magnitude moves monotonically and no intermediate leaves the range. The choice is made per entry, so an
+    entry's result does not depend on which other entries share the call (a tile or the whole product)."""
+    small = e.abs() <= 1022
+    one = x * torch.exp2(torch.where(small, e, 0).to(x.dtype))
+    if bool(small.all()):
+        return one
     first = torch.div(e, 3, rounding_mode="floor")
     second = torch.div(e - first, 2, rounding_mode="floor")
-    return x * torch.exp2(first.to(x.dtype)) * torch.exp2(second.to(x.dtype)) * torch.exp2(
+    three = x * torch.exp2(first.to(x.dtype)) * torch.exp2(second.to(x.dtype)) * torch.exp2(
         (e - first - second).to(x.dtype))
+    return torch.where(small, one, three)
 
 
 def _scaled(a: torch.Tensor, b: torch.Tensor):
@@ -325,60 +305,75 @@ def _scaled(a: torch.Tensor, b: torch.Tensor):
     return _ldexp(a, -e), e, _ldexp(b, -f), f
 
 
-def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
-                engine=torch.matmul, fused=None):
-    """The engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word), computed on
-    power-of-two scaled rows of A and columns of B and scaled back in float64 (exact): a float64 tensor.
-    ``fused(a_scaled, b_scaled, words)``, where given, computes the engine result from the scaled operands in
-    one device program (the NKI kernels: split on chip, every product in PSUM); else the words are split here
-    and each level is one ``engine`` pass."""
-    if words > 1 and _single_word(a, mode):
-        words = 1
-    a_scaled, e, b_scaled, f = _split_operands(a, b, mode)
-    if fused is not None:
-        total = fused(a_scaled, b_scaled, words)
-    else:
-        a_words, b_words = _words(a_scaled, words), _words(b_scaled, words)
-        total = (_engine_sum(a_words, b_words, engine) if chunk is None
-                 else _chunked_engine_sum(a_words, b_words, chunk, BF16X6_GROUP))
-    return _ldexp(total.double(), e + f)
+# --- Blocking: the memory bound of the reference ---------------------------------------------------------
+# The reference computes every emulated mode over output tiles and K-blocks, so what it holds at once (scaled
+# blocks, words or digits, a tile's accumulators) is a fixed fraction of the problem: an operand block or an
+# output tile has at most 1/BLOCK_FRACTION of the elements of A, B and C together (and at most
+# MIN_BLOCK_ELEMENTS where that is more: small products run as one block). The block sizes depend on the shapes
+# alone, never on the dtype, so float32 and float64 operands of the same values add in the same order
+# (contraction/posteriori.py relies on it). Hooks (``fused``, ``engine``, ``levels``) get whole operands.
+BLOCK_FRACTION = 16
+MIN_BLOCK_ELEMENTS = 2**18
+# ozaki's int8 GEMM sums at most MAX_SLICES digit-piece products of magnitude <= 2**14 per K index: int32 holds
+# them exactly for K-blocks of up to this many (2**31 / (16 * 2**14) = 8192, halved for margin).
+_INT_DEPTH = 2**30 // (MAX_SLICES * 2**14)
 
 
-def _split_operands(a: torch.Tensor, b: torch.Tensor, mode: str):
-    """(A', e, B', f) as ``_scaled`` gives them, with the underflow of the split certified (or a PrecisionError):
-    in float32 where float32 holds the scaled values exactly (the common case, and a faster split)."""
-    if a.dtype is not torch.float64:
-        scaled = _scaled_float32(a.float(), b.float())
-        if scaled is not None:
-            return scaled
-    a_scaled, e, b_scaled, f = _scaled(a, b)
-    if not _small_terms_are_safe(_min_nonzero(a_scaled), _min_nonzero(b_scaled)):
-        _certify_underflow(a_scaled, b_scaled, mode)
-    return a_scaled, e, b_scaled, f
+def _ranges(n: int, size: int, align: int = 1) -> list[slice]:
+    """[0, n) cut into about equal slices of at most ``size`` (rounded up to a multiple of ``align``)."""
+    count = -(-n // max(1, size))
+    step = -(-n // max(1, count))
+    step = max(align, -(-step // align) * align)
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
-def _scaled_float32(a: torch.Tensor, b: torch.Tensor):
-    """``_scaled`` in float32, or None where that could lose a bit or leave the cheap underflow test unsure.
-    Every row's (column's) smallest nonzero magnitude over its scale is at least the operand's smallest over
-    twice its largest, so when those pass ``_small_terms_are_safe`` every scaled value is a normal float32."""
-    row_max, col_max = a.abs().amax(-1, keepdim=True), b.abs().amax(-2, keepdim=True)
-    e, f = torch.frexp(row_max)[1], torch.frexp(col_max)[1]
-    if a.numel() == 0 or b.numel() == 0 or not (bool((e.abs() <= 126).all()) and bool((f.abs() <= 126).all())):
-        return None
-    largest = [row_max.max().item(), col_max.max().item()]
-    ranges = [_min_nonzero(x) / (2 * top) if top > 0 else math.inf for x, top in zip((a, b), largest, strict=True)]
-    if not _small_terms_are_safe(*ranges):
-        return None
-    return a * torch.exp2(-e.float()), e, b * torch.exp2(-f.float()), f
+class _Plan:
+    """Output tiles (batch, row and column ranges) and K-blocks of [B, M, K] x [B, K, N]. ``align``: K-blocks are
+    multiples of it (bf16x6's chunk groups); ``depth``: a cap on a K-block (ozaki's int32 sums)."""
+
+    def __init__(self, batch: int, m: int, k: int, n: int, align: int = 1, depth: int | None = None) -> None:
+        budget = max(MIN_BLOCK_ELEMENTS, batch * (m * k + k * n + m * n) // BLOCK_FRACTION)
+        self.cols = _ranges(n, budget)
+        nb = self.cols[0].stop
+        self.rows = _ranges(m, budget // nb)
+        mb = self.rows[0].stop
+        self.batches = _ranges(batch, budget // (mb * nb))
+        kb = budget // (self.batches[0].stop * max(mb, nb))
+        self.depth = _ranges(k, kb if depth is None else min(kb, depth), align)
+
+    def tiles(self):
+        return ((bs, ms, ns) for bs in self.batches for ms in self.rows for ns in self.cols)
+
+    def a_blocks(self):
+        return ((bs, ms, ks) for bs in self.batches for ms in self.rows for ks in self.depth)
+
+    def b_blocks(self):
+        return ((bs, ks, ns) for bs in self.batches for ks in self.depth for ns in self.cols)
+
+
+def _batched(a: torch.Tensor, b: torch.Tensor):
+    """[..., M, K] and [..., K, N] as [B, M, K] and [B, K, N] (views where the batch is one or no dimension),
+    with the function that gives a [B, M, N] result the caller's shape back."""
+    lead = a.shape[:-2]
+    if a.dim() == 2:
+        return a.unsqueeze(0), b.unsqueeze(0), lambda c: c.squeeze(0)
+    if a.dim() == 3:
+        return a, b, lambda c: c
+    return (a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]),
+            lambda c: c.reshape(*lead, *c.shape[-2:]))
+
+
+def _min_magnitude(magnitudes: torch.Tensor) -> float:
+    """The smallest nonzero entry of ``magnitudes`` (|x|, a temporary: overwritten), inf when it has none."""
+    if magnitudes.numel() == 0:
+        return math.inf
+    smallest = magnitudes.min().item()  # 0 when there is a zero: then look again without the zeros
+    return smallest if smallest > 0 else magnitudes.masked_fill_(magnitudes == 0, math.inf).min().item()
 
 
 def _min_nonzero(x: torch.Tensor) -> float:
     """The smallest nonzero magnitude in x (inf when x has none)."""
-    if x.numel() == 0:
-        return math.inf
-    magnitudes = x.abs()
-    smallest = magnitudes.min().item()  # 0 when x holds a zero: then look again without the zeros
-    return smallest if smallest > 0 else magnitudes.masked_fill_(magnitudes == 0, math.inf).min().item()
+    return _min_magnitude(x.abs())
 
 
 def _small_terms_are_safe(smallest_a: float, smallest_b: float) -> bool:
@@ -388,37 +383,206 @@ def _small_terms_are_safe(smallest_a: float, smallest_b: float) -> bool:
     return smallest_a * smallest_b >= UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
 
 
-def _certify_underflow(a_scaled: torch.Tensor, b_scaled: torch.Tensor, mode: str) -> None:
-    """Operands with tiny entries beside large ones: the underflow of a split (at most UNDERFLOW_TERM per term,
-    K terms) must stay within UNDERFLOW_ALLOWANCE of every entry's |A'||B'|, measured from below by one pass."""
-    floor = a_scaled.shape[-1] * UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
-    if bool((_magnitude_lower(a_scaled, b_scaled, floor) < floor).any()):
-        raise PrecisionError(f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
-                             "or columns of B hold entries so much smaller than their largest (beyond about "
-                             "2**88 between the two operands) that their bf16 split underflows; use "
-                             "precision='kahan'")
+class _Scaled:
+    """A [B, M, K] and B [B, K, N] with A's rows and B's columns scaled as ``_scaled`` does, handed out block by
+    block: in float32 where float32 holds every scaled value exactly (the common case, and a faster split), else
+    in float64. One pass over each operand finds the scales; ``underflow_safe`` tells whether the split modes'
+    underflow is certified at once (else ``certify`` checks each tile's entries, see _certify)."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: _Plan) -> None:
+        self.a, self.b, self.plan, self.k = a, b, plan, a.shape[-1]
+        row_max = a.new_zeros(a.shape[:-1], dtype=torch.float64)  # exact: maxima of magnitudes
+        col_max = b.new_zeros(b.shape[0], b.shape[2], dtype=torch.float64)
+        smallest = [math.inf, math.inf]
+        for bs, ms, ks in plan.a_blocks():
+            magnitudes = a[bs, ms, ks].abs()
+            row_max[bs, ms] = torch.maximum(row_max[bs, ms], magnitudes.amax(-1))
+            smallest[0] = min(smallest[0], _min_magnitude(magnitudes))
+        for bs, ks, ns in plan.b_blocks():
+            magnitudes = b[bs, ks, ns].abs()
+            col_max[bs, ns] = torch.maximum(col_max[bs, ns], magnitudes.amax(-2))
+            smallest[1] = min(smallest[1], _min_magnitude(magnitudes))
+        self.e = torch.frexp(row_max)[1].unsqueeze(-1)  # [B, M, 1]
+        self.f = torch.frexp(col_max)[1].unsqueeze(-2)  # [B, 1, N]
+        # Every row's (column's) smallest nonzero magnitude over its scale is at least the operand's smallest over
+        # twice its largest: when those pass _small_terms_are_safe, every scaled value is a normal float32.
+        largest = [row_max.max().item() if row_max.numel() else 0.0, col_max.max().item() if col_max.numel() else 0.0]
+        ranges = [s / (2 * top) if top > 0 else math.inf for s, top in zip(smallest, largest, strict=True)]
+        self.float32 = (a.dtype is not torch.float64 and bool((self.e.abs() <= 126).all())
+                        and bool((self.f.abs() <= 126).all()) and _small_terms_are_safe(*ranges))
+        if self.float32:
+            self.a_factor, self.b_factor = torch.exp2(-self.e.float()), torch.exp2(-self.f.float())
+            self.underflow_safe = True
+        else:
+            self.underflow_safe = None  # decided by the first call to certify (a second pass)
+
+    def block_a(self, bs, ms, ks) -> torch.Tensor:
+        if self.float32:
+            return self.a[bs, ms, ks].float() * self.a_factor[bs, ms]
+        return _ldexp(self.a[bs, ms, ks].double(), -self.e[bs, ms])
+
+    def block_b(self, bs, ks, ns) -> torch.Tensor:
+        if self.float32:
+            return self.b[bs, ks, ns].float() * self.b_factor[bs, :, ns]
+        return _ldexp(self.b[bs, ks, ns].double(), -self.f[bs, :, ns])
+
+    def whole(self) -> tuple[torch.Tensor, torch.Tensor]:
+        everything = slice(None)
+        return self.block_a(everything, everything, everything), self.block_b(everything, everything, everything)
+
+    def certify(self, mode: str, tile=None) -> None:
+        """The split's underflow certificate for one output tile (None: all of them), or a PrecisionError. The
+        scaled operands' smallest nonzero magnitudes settle it at once for nearly all data; else each entry's
+        |A'||B'| is bounded from below (_magnitude_lower) and must reach K UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE."""
+        if self.underflow_safe is None:
+            smallest = [min((_min_nonzero(self.block_a(*blk)) for blk in self.plan.a_blocks()), default=math.inf),
+                        min((_min_nonzero(self.block_b(*blk)) for blk in self.plan.b_blocks()), default=math.inf)]
+            self.underflow_safe = _small_terms_are_safe(*smallest)
+        if self.underflow_safe:
+            return
+        floor = self.k * UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
+        for bs, ms, ns in self.plan.tiles() if tile is None else [tile]:
+            if bool((_magnitude_lower(self, bs, ms, ns, floor) < floor).any()):
+                raise PrecisionError(f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
+                                     "or columns of B hold entries so much smaller than their largest (beyond "
+                                     "about 2**88 between the two operands) that their bf16 split underflows; "
+                                     "use precision='kahan'")
 
 
-def _magnitude_lower(a_scaled: torch.Tensor, b_scaled: torch.Tensor, floor: float) -> torch.Tensor:
-    """A lower bound of |A'||B'| (float64) from one fast pass, +inf where an entry has no nonzero term. The pass
-    rounds |A'|, |B'| to bf16 (relative 2**-8 each), sums in fp32 (gamma_{K-1}) and may underflow (at most
-    UNDERFLOW_TERM per term): undo all three. Only if some entry falls below ``floor`` does an exact pass over
-    the 0/1 patterns find the entries without a nonzero term."""
-    k = a_scaled.shape[-1]
-    magnitude = _engine_sum([_round_to(a_scaled.abs(), torch.bfloat16)],
-                            [_round_to(b_scaled.abs(), torch.bfloat16)]).double()
-    lower = magnitude / ((1 + 2.0**-8) ** 2 * (1 + gamma(k - 1, U_FP32))) - k * UNDERFLOW_TERM
+def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    """acc + x @ y on [B, M, K] x [B, K, N], accumulated in place (x @ y where acc is None): every product of x @ y
+    is added after acc's sum is complete, as the next products of one PSUM accumulation are."""
+    return torch.bmm(x, y) if acc is None else acc.baddbmm_(x, y)
+
+
+def _magnitude_lower(scaled: _Scaled, bs, ms, ns, floor: float) -> torch.Tensor:
+    """A lower bound of |A'||B'| (float64) on one output tile from one fast pass, +inf where an entry has no
+    nonzero term. The pass rounds |A'|, |B'| to bf16 (relative 2**-8 each), sums in fp32 over K-blocks
+    (gamma_{K-1} in any order) and may underflow (at most UNDERFLOW_TERM per term): undo all three. Only if some
+    entry falls below ``floor`` does an exact pass over the 0/1 patterns find the entries without a nonzero term."""
+    k, plan = scaled.k, scaled.plan
+    magnitude = None
+    for ks in plan.depth:
+        magnitude = _mac(magnitude, _round_to(scaled.block_a(bs, ms, ks).abs(), torch.bfloat16).float(),
+                         _round_to(scaled.block_b(bs, ks, ns).abs(), torch.bfloat16).float())
+    lower = magnitude.double() / ((1 + 2.0**-8) ** 2 * (1 + gamma(k - 1, U_FP32))) - k * UNDERFLOW_TERM
     if bool((lower < floor).any()):
-        nonzero = torch.matmul((a_scaled != 0).float(), (b_scaled != 0).float()) > 0
-        lower = torch.where(nonzero, lower, math.inf)
+        count = None  # sums of ones: positive exactly where a nonzero term is, whatever the rounding
+        for ks in plan.depth:
+            count = _mac(count, (scaled.block_a(bs, ms, ks) != 0).float(), (scaled.block_b(bs, ks, ns) != 0).float())
+        lower = torch.where(count > 0, lower, math.inf)
     return lower
+
+
+def _split(x: torch.Tensor, n: int) -> list[torch.Tensor]:
+    """The n bf16 words of x (scaled, float32 or float64) as ``_words`` gives them, held in float32 (exact) for
+    the fp32 GEMMs that emulate the engine passes."""
+    words, rest = [], x
+    for t in range(n):
+        word = _nearest_bf16(rest)
+        words.append(word.float())
+        if t + 1 < n:
+            rest = rest - word
+    return words
+
+
+def _pairs(n: int, level: int) -> list[tuple[int, int]]:
+    """The word (digit) pairs (i, j), 1-based, of one level i + j == level among n words."""
+    return [(i, level - i) for i in range(1, level) if i <= n and level - i <= n]
+
+
+def _passes(acc, a_words, b_words, columns=slice(None)):
+    """acc plus the products w_i v_j, i + j <= n + 1, over K ``columns``, level by level, smallest first."""
+    n = len(a_words)
+    for level in range(n + 1, 1, -1):
+        for i, j in _pairs(n, level):
+            acc = _mac(acc, a_words[i - 1][..., columns], b_words[j - 1][..., columns, :])
+    return acc
+
+
+def _plain_tile(scaled: _Scaled, bs, ms, ns, words: int) -> torch.Tensor:
+    """One output tile of the engine sum of w_i v_j over i + j <= n + 1: each level accumulated in fp32 over all
+    of K (its own accumulator, K-block after K-block), then the levels added smallest first."""
+    levels: dict[int, torch.Tensor] = {}
+    for ks in scaled.plan.depth:
+        a_words, b_words = _split(scaled.block_a(bs, ms, ks), words), _split(scaled.block_b(bs, ks, ns), words)
+        for level in range(words + 1, 1, -1):
+            for i, j in _pairs(words, level):
+                levels[level] = _mac(levels.get(level), a_words[i - 1], b_words[j - 1])
+    total = levels[words + 1]
+    for level in range(words, 1, -1):
+        total += levels[level]
+    return total
+
+
+def _chunked_tile(scaled: _Scaled, bs, ms, ns, words: int, chunk: int, group: int) -> torch.Tensor:
+    """One output tile of bf16x6's accumulation: each K-chunk of ``chunk`` one accumulation (levels smallest
+    first), each ``group`` consecutive chunk sums added in fp32, the group sums combined by Sum2 in K order.
+    K-blocks are multiples of ``chunk`` (the plan's ``align``) and the group count carries from one K-block to
+    the next, so the chunks, groups and Sum2 order are those of an unblocked pass."""
+    hi = lo = partial = None
+    count = 0
+    for ks in scaled.plan.depth:
+        a_words, b_words = _split(scaled.block_a(bs, ms, ks), words), _split(scaled.block_b(bs, ks, ns), words)
+        for start in range(0, ks.stop - ks.start, chunk):
+            part = _passes(None, a_words, b_words, slice(start, start + chunk))
+            partial = part if count % group == 0 else partial.add_(part)
+            count += 1
+            if count % group == 0:
+                hi, lo = _sum2_step(hi, lo, partial)
+    if count % group:
+        hi, lo = _sum2_step(hi, lo, partial)
+    return hi + lo
+
+
+def _sum2_step(hi: torch.Tensor | None, lo: torch.Tensor | None, part: torch.Tensor):
+    """One part into Sum2's (hi, lo) pair (see _sum2)."""
+    if hi is None:
+        return part, torch.zeros_like(part)
+    hi, err = _two_sum(hi, part)
+    return hi, lo.add_(err)
+
+
+def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
+                engine=torch.matmul, fused=None, finish=None) -> torch.Tensor:
+    """The engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word), computed on
+    power-of-two scaled rows of A and columns of B, scaled back in float64 (exact) and passed through
+    ``finish`` (default: rounded to the operand dtype), tile by tile. ``chunk``: bf16x6's chunked accumulation.
+    ``fused(a_scaled, b_scaled, words)``, where given, computes the engine result from the whole scaled operands
+    in one device program (the NKI kernels: split on chip, every product in PSUM); ``engine``, where not
+    torch.matmul, runs each level of the whole operands as one pass (fast's NKI route)."""
+    dtype = a.dtype
+    finish = finish or (lambda y: _round_to(y, dtype))
+    if words > 1 and _single_word(a, mode):
+        words = 1
+    a3, b3, restore = _batched(a, b)
+    plan = _Plan(*a3.shape, b3.shape[-1], align=chunk or 1)
+    scaled = _Scaled(a3, b3, plan)
+    if fused is not None or engine is not torch.matmul:
+        scaled.certify(mode)
+        a_scaled, b_scaled = scaled.whole()
+        if fused is not None:
+            total = fused(restore(a_scaled), restore(b_scaled), words)
+        else:
+            total = _engine_sum(_words(restore(a_scaled), words), _words(restore(b_scaled), words), engine)
+        return restore(finish(_ldexp(total.double().reshape(a3.shape[0], a3.shape[1], -1), scaled.e + scaled.f)))
+    out = None
+    for bs, ms, ns in plan.tiles():
+        scaled.certify(mode, (bs, ms, ns))
+        total = (_plain_tile(scaled, bs, ms, ns, words) if chunk is None
+                 else _chunked_tile(scaled, bs, ms, ns, words, chunk, BF16X6_GROUP))
+        tile = finish(_ldexp(total.double(), scaled.e[bs, ms] + scaled.f[bs, :, ns]))
+        if out is None:
+            out = tile.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
+        out[bs, ms, ns] = tile
+    return restore(out)
 
 
 @_emulated
 def fast(a: torch.Tensor, b: torch.Tensor, *, engine=torch.matmul) -> torch.Tensor:
     """Inputs rounded to bf16, one engine pass (fp32 accumulation), rounded to the operand dtype. ``engine``
     runs the pass on fp32 tensors holding bf16 values (the kernel layer's NKI route passes the NKI kernel)."""
-    return _round_to(_split_fp32(a, b, 1, "fast", engine=engine), a.dtype)
+    return _split_fp32(a, b, 1, "fast", engine=engine)
 
 
 def _stochastic_round(y: torch.Tensor, dtype: torch.dtype, generator: torch.Generator | None) -> torch.Tensor:
@@ -438,30 +602,30 @@ def _stochastic_round(y: torch.Tensor, dtype: torch.dtype, generator: torch.Gene
 @_emulated
 def sr(a: torch.Tensor, b: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
     """fast, with stochastic rounding of the fp32 result when the output dtype is bf16 or fp16 (``generator``
-    seeds it); for float32/float64 outputs there is no rounding to randomise and sr equals fast."""
-    y = _split_fp32(a, b, 1, "sr")
+    seeds it; tile by tile, in tile order); for float32/float64 outputs there is no rounding to randomise and sr
+    equals fast."""
     if torch.finfo(a.dtype).eps <= torch.finfo(torch.float32).eps:
-        return _round_to(y, a.dtype)
-    return _stochastic_round(y, a.dtype, generator)
+        return _split_fp32(a, b, 1, "sr")
+    return _split_fp32(a, b, 1, "sr", finish=lambda y: _stochastic_round(y, a.dtype, generator))
 
 
 @_emulated
 def dd(a: torch.Tensor, b: torch.Tensor, *, fused=None) -> torch.Tensor:
     """Two-word bf16 split, three products (hi*hi, hi*lo, lo*hi), fp32 accumulation smallest products first:
     three engine passes. ``fused``: see _split_fp32 (the kernel layer's NKI route)."""
-    return _round_to(_split_fp32(a, b, 2, "dd", fused=fused), a.dtype)
+    return _split_fp32(a, b, 2, "dd", fused=fused)
 
 
 @_emulated
 def bf16x6(a: torch.Tensor, b: torch.Tensor, *, fused=None) -> torch.Tensor:
     """Three-word bf16 split, six products, PSUM chunks of BF16X6_CHUNK of K added in groups and combined with
     TwoSum: six engine passes, at least as accurate as an fp32 SGEMM. ``fused``: see _split_fp32."""
-    return _round_to(_split_fp32(a, b, 3, "bf16x6", BF16X6_CHUNK, fused=fused), a.dtype)
+    return _split_fp32(a, b, 3, "bf16x6", BF16X6_CHUNK, fused=fused)
 
 
 def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
     """Signed base-2**SLICE_BITS digits q_t of x in [-1, 1] (x ~ sum_t q_t 2**(-SLICE_BITS t)), as
-    integer-valued float64 tensors; every step is exact."""
+    integer-valued tensors of x's dtype; every step is exact (in float32 too, for float32 values)."""
     digits = []
     for _ in range(slices):
         x = x * 2.0**SLICE_BITS
@@ -470,18 +634,25 @@ def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
     return digits
 
 
-def _needed_slices(a: torch.Tensor, b: torch.Tensor, slices: int) -> int:
+def _needed_slices(scaled: _Scaled, slices: int) -> int:
     """``slices``, raised until ozaki_error(s, rho) <= ozaki_error(slices), with rho = K / min |A'||B'| over the
-    entries that have a nonzero term (a lower bound from one fast pass): an entry whose lower bound is not
-    positive needs a range no slice count covers."""
-    smallest = _magnitude_lower(a, b, math.ulp(0.0)).min().item() if a.numel() and b.numel() else math.inf
-    rho = 1.0 if smallest == math.inf else a.shape[-1] / smallest if smallest > 0 else math.inf
+    entries that have a nonzero term (a lower bound from one fast pass, tile by tile): an entry whose lower bound
+    is not positive needs a range no slice count covers."""
+    smallest = min((_magnitude_lower(scaled, *tile, math.ulp(0.0)).min().item() for tile in scaled.plan.tiles()),
+                   default=math.inf)
+    rho = 1.0 if smallest == math.inf else scaled.k / smallest if smallest > 0 else math.inf
     budget = ozaki_error(slices)
     needed = next((s for s in range(slices, MAX_SLICES + 1) if ozaki_error(s, rho) <= budget), None)
     if needed is None:
         raise PrecisionError(f"mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
-                         f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='kahan'")
+                             f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='kahan'")
     return needed
+
+
+def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor) -> tuple[_Scaled, object]:
+    """ozaki's blocking (K-blocks short enough for exact int32 sums) and scaled operands, in [B, M, K] form."""
+    a3, b3, restore = _batched(a, b)
+    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1], depth=_INT_DEPTH)), restore
 
 
 def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) -> int:
@@ -489,8 +660,9 @@ def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) ->
     where the data's row/column dynamic range needs more to keep the published bound."""
     a, b = _operands(a, b, "ozaki")
     s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
-    a, _, b, _ = _scaled(a, b)
-    return _needed_slices(a, b, s)
+    if 0 in (*a.shape[-2:], b.shape[-1]):
+        return s
+    return _needed_slices(_ozaki_scaled(a, b)[0], s)
 
 
 def _check_slices(slices: object) -> int:
@@ -514,31 +686,95 @@ def exact_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> 
     return {level: _exact_level(a_digits, b_digits, level) for level in range(len(a_digits) + 1, 1, -1)}
 
 
+def _int8_halves(digit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """A digit q in [-256, 256] as int8 tensors (h, l) with q = 2 h + l: h = floor(q / 2) (at most 127), l in
+    {0, 1, 2}. int8 holds [-128, 127], which misses 128 and the first digit's range; two halves hold them all."""
+    high = digit.div(2, rounding_mode="floor").clamp_(max=127)
+    return high.to(torch.int8), torch.sub(digit, high, alpha=2).to(torch.int8)
+
+
+def _int8_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor],
+                 sums: dict[int, torch.Tensor]) -> None:
+    """Add every level's exact sum of digit products to ``sums`` (int64, created where missing) on the CPU's
+    int8 GEMM (exact int32 sums: the K-block keeps them below 2**31): each digit product
+    q_i r_j = 4 h_i h_j + 2 (h_i l_j + l_i h_j) + l_i l_j, each level three GEMMs over the pairs joined along K."""
+    a_halves, b_halves = [_int8_halves(d) for d in a_digits], [_int8_halves(d) for d in b_digits]
+    for level in range(len(a_digits) + 1, 1, -1):
+        pairs = _pairs(len(a_digits), level)
+        ah, al = [a_halves[i - 1][0] for i, _ in pairs], [a_halves[i - 1][1] for i, _ in pairs]
+        bh, bl = [b_halves[j - 1][0] for _, j in pairs], [b_halves[j - 1][1] for _, j in pairs]
+        if level not in sums:
+            sums[level] = torch.zeros(ah[0].shape[0], ah[0].shape[1], bh[0].shape[2], dtype=torch.int64)
+        for x, y, weight in ((ah, bh, 4), (ah + al, bl + bh, 2), (al, bl, 1)):
+            x, y = torch.cat(x, dim=-1), torch.cat(y, dim=-2)
+            for i in range(x.shape[0]):
+                sums[level][i].add_(torch._int_mm(x[i], y[i]), alpha=weight)
+
+
+def _block_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], sums: dict[int, torch.Tensor]) -> None:
+    """Add the exact level sums of one K-block of digits to ``sums``: int8 GEMMs where torch has them (the CPU,
+    int64 sums), else the fp32 engine chunks of ``exact_levels`` (float64 sums). Exact either way."""
+    if a_digits[0].device.type == "cpu" and hasattr(torch, "_int_mm"):
+        _int8_levels(a_digits, b_digits, sums)
+        return
+    block = exact_levels([d.to(torch.bfloat16) for d in a_digits], [d.to(torch.bfloat16) for d in b_digits])
+    for level, total in block.items():
+        sums[level] = total if level not in sums else sums[level].add_(total)  # exact: below 2**53
+
+
+def _ozaki_combine_levels(sums: dict[int, torch.Tensor], slices: int, scale: torch.Tensor,
+                          dtype: torch.dtype) -> torch.Tensor:
+    """The exact level sums combined by Sum2 in float64, scaled back by 2**(e_i + f_j) and rounded to ``dtype``."""
+    total = _sum2(sums[level] * 2.0 ** (-SLICE_BITS * level) for level in range(slices + 1, 1, -1))
+    return _round_to(_ldexp(total, scale), dtype)
+
+
 @_emulated
 def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None, levels=exact_levels) -> torch.Tensor:
     """Ozaki scheme I on the bf16 engine: rows of A and columns of B scaled by powers of two, cut into signed
-    8-bit digit slices, digit pairs with i + j <= s + 1 multiplied exactly per K-chunk, the exact level sums
-    combined by Sum2 in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range.
-    ``levels(a_digits, b_digits)`` computes the exact level sums (the kernel layer's NKI route passes the
-    kernel; any exact computation gives bit-identical results)."""
+    8-bit digit slices, digit pairs with i + j <= s + 1 multiplied exactly, the exact level sums combined by Sum2
+    in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range. ``levels(a_digits,
+    b_digits)`` computes the exact level sums of the whole operands' digits (the kernel layer's NKI route passes
+    the kernel); by default they are computed tile by tile and K-block by K-block (exact, so bit-identical)."""
     if _single_word(a, "ozaki"):
-        return _round_to(_split_fp32(a, b, 1, "ozaki"), a.dtype)
+        return _split_fp32(a, b, 1, "ozaki")
     s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
-    a_scaled, e, b_scaled, f = _scaled(a, b)
-    s = _needed_slices(a_scaled, b_scaled, s)
-    a_digits = [d.to(torch.bfloat16) for d in _digits(a_scaled, s)]  # exact
-    b_digits = [d.to(torch.bfloat16) for d in _digits(b_scaled, s)]
-    sums = levels(a_digits, b_digits)
-    total = _sum2(sums[level] * 2.0 ** (-SLICE_BITS * level) for level in range(s + 1, 1, -1))
-    return _round_to(_ldexp(total, e + f), a.dtype)
+    scaled, restore = _ozaki_scaled(a, b)
+    s = _needed_slices(scaled, s)
+    if levels is not exact_levels:
+        a_scaled, b_scaled = scaled.whole()
+        sums = levels([d.to(torch.bfloat16) for d in _digits(restore(a_scaled), s)],  # exact
+                      [d.to(torch.bfloat16) for d in _digits(restore(b_scaled), s)])
+        sums = {level: total.reshape(a_scaled.shape[0], a_scaled.shape[1], -1) for level, total in sums.items()}
+        return restore(_ozaki_combine_levels(sums, s, scaled.e + scaled.f, a.dtype))
+    out = a.new_empty(scaled.a.shape[0], scaled.a.shape[1], scaled.b.shape[2])
+    for bs, ms, ns in scaled.plan.tiles():
+        sums: dict[int, torch.Tensor] = {}
+        for ks in scaled.plan.depth:
+            _block_levels(_digits(scaled.block_a(bs, ms, ks), s), _digits(scaled.block_b(bs, ks, ns), s), sums)
+        sums = {level: total.double() for level, total in sums.items()}  # exact: below 2**53
+        out[bs, ms, ns] = _ozaki_combine_levels(sums, s, scaled.e[bs, ms] + scaled.f[bs, :, ns], a.dtype)
+    return restore(out)
 
 
 def kahan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Promotion to float64 (complex128) on the host, one product there, rounded to the operand dtype."""
+    """Promotion to float64 (complex128) on the host, one product there, rounded to the operand dtype. Real
+    operands run tile by tile and K-block by K-block (float64 copies of one block at a time; any summation order
+    keeps gamma_K)."""
     a, b = _operands(a, b, "kahan")
     if a.is_complex():
         return native(a.to(torch.complex128), b.to(torch.complex128)).to(a.dtype)
-    return _round_to(torch.matmul(a.double(), b.double()), a.dtype)
+    a3, b3, restore = _batched(a, b)
+    if 0 in (*a3.shape, b3.shape[-1]):
+        return torch.matmul(a, b)
+    plan = _Plan(*a3.shape, b3.shape[-1])
+    out = a3.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
+    for bs, ms, ns in plan.tiles():
+        total = None
+        for ks in plan.depth:
+            total = _mac(total, a3[bs, ms, ks].double(), b3[bs, ks, ns].double())
+        out[bs, ms, ns] = _round_to(total, a.dtype)
+    return restore(out)
 
 
 MODES = {

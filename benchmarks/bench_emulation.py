@@ -1,0 +1,128 @@
+"""Benchmark: the emulated precision modes' time and peak extra memory on the CPU reference (kernels/reference.py).
+
+Per case (1024x4096x1024 float32 and float64, and a batched float32 product) and mode (fast, dd, bf16x6,
+ozaki(slices=4), kahan, against native): time relative to native (each repetition runs every mode once, the order
+rotating; medians of per-repetition ratios) and the peak extra memory of one call, relative to inputs + output.
+Data: uniform in [-1, 1) (signed, so sums cancel; its dynamic range lets ozaki run the 4 slices asked for, which
+the JSON records; normal data needs 5). A measurement, not a test.
+
+Peak extra memory is measured by ``peak_extra_bytes``: torch's profiler records every CPU allocation and free
+(size and time) inside the call; their running sum's maximum, less the result's own bytes, is the most the call
+held at once beyond its inputs and output. tests/test_emulation_memory.py uses the same helper.
+
+    python benchmarks/bench_emulation.py [--reps 3] [--only float32,batched] [--out benchmarks/results/x.json]
+"""
+
+from __future__ import annotations
+
+import os
+
+# Idle BLAS/OpenMP threads sleep at once rather than spin, so interleaved calls do not steal each other's cores.
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from torch._C._profiler import _EventType
+from torch.profiler import ProfilerActivity, profile
+from trn_backend.kernels import reference
+
+from trn_backend import kernels
+
+CASES = {  # name: (batch or None, M, K, N, dtype)
+    "float32": (None, 1024, 4096, 1024, torch.float32),
+    "float64": (None, 1024, 4096, 1024, torch.float64),
+    "batched": (8, 256, 2048, 256, torch.float32),
+}
+MODES = {"native": {}, "fast": {}, "dd": {}, "bf16x6": {}, "ozaki": {"slices": 4}, "kahan": {}}
+
+
+def _allocations(nodes):
+    for node in nodes:
+        if node.tag == _EventType.Allocation:
+            yield node.start_time_ns, node.extra_fields.alloc_size
+        yield from _allocations(node.children)
+
+
+def peak_extra_bytes(call: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, int]:
+    """``call()``'s result and the most CPU memory it held at once beyond its inputs and its result: the maximum
+    of the running sum of every allocation (+) and free (-) the profiler saw, in time order, less the result's
+    bytes (the inputs existed before the call)."""
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        result = call()
+    running = peak = 0
+    for _, size in sorted(_allocations(prof.profiler.kineto_results.experimental_event_tree())):
+        running += size
+        peak = max(peak, running)
+    return result, peak - result.untyped_storage().nbytes()
+
+
+def _operands(case: str) -> tuple[torch.Tensor, torch.Tensor]:
+    batch, m, k, n, dtype = CASES[case]
+    lead = () if batch is None else (batch,)
+    g = torch.Generator().manual_seed(0)
+    a = torch.rand(*lead, m, k, generator=g, dtype=torch.float64) * 2 - 1
+    b = torch.rand(*lead, k, n, generator=g, dtype=torch.float64) * 2 - 1
+    return a.to(dtype), b.to(dtype)
+
+
+def _call(mode: str, a: torch.Tensor, b: torch.Tensor) -> Callable[[], torch.Tensor]:
+    kernel = kernels.bmm if a.dim() == 3 else kernels.matmul
+    return lambda: kernel(a, b, mode, **MODES[mode])
+
+
+def run_case(case: str, reps: int) -> dict:
+    a, b = _operands(case)
+    calls = {mode: _call(mode, a, b) for mode in MODES}
+    operand_bytes = sum(x.untyped_storage().nbytes() for x in (a, b))
+    memory = {}
+    for mode, call in calls.items():
+        result, extra = peak_extra_bytes(call)
+        memory[mode] = {"extra_bytes": extra, "relative": extra / (operand_bytes + result.untyped_storage().nbytes())}
+    names = list(calls)
+    samples: dict[str, list[float]] = {mode: [] for mode in names}
+    for rep in range(reps):
+        for mode in names[rep % len(names):] + names[:rep % len(names)]:
+            start = time.perf_counter()
+            calls[mode]()
+            samples[mode].append(time.perf_counter() - start)
+    ratios = {mode: [t / base for t, base in zip(samples[mode], samples["native"], strict=True)] for mode in names}
+    flat = (a[0], b[0]) if a.dim() == 3 else (a, b)
+    return {"shape": [None if CASES[case][0] is None else CASES[case][0], *CASES[case][1:4]],
+            "dtype": str(CASES[case][4]), "ozaki_slices_ran": reference.ozaki_slices(*flat, 4),
+            "modes": {mode: {"seconds": samples[mode], "median_seconds": statistics.median(samples[mode]),
+                             "median_ratio": statistics.median(ratios[mode]), "ratios": ratios[mode],
+                             **memory[mode]} for mode in names}}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reps", type=int, default=3)
+    parser.add_argument("--only", default=",".join(CASES), help="comma-separated cases: " + ", ".join(CASES))
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_emulation.json"))
+    args = parser.parse_args()
+    results = {case: run_case(case, args.reps) for case in args.only.split(",")}
+    print("| case | mode | time / native | peak extra MiB | extra / (inputs + output) |")
+    print("|---|---|---:|---:|---:|")
+    for case, result in results.items():
+        for mode, row in result["modes"].items():
+            label = f"{mode}(slices=4) ran {result['ozaki_slices_ran']}" if mode == "ozaki" else mode
+            print(f"| {case} {result['shape']} | {label} | {row['median_ratio']:.2f} | "
+                  f"{row['extra_bytes'] / 2**20:.1f} | {row['relative']:.2f} |")
+    meta = {"date": datetime.datetime.now(datetime.UTC).isoformat(), "torch": torch.__version__,
+            "threads": torch.get_num_threads(), "machine": platform.machine(), "processor": platform.processor(),
+            "reps": args.reps, "cpu_count": os.cpu_count()}
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

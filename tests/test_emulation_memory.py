@@ -1,0 +1,129 @@
+"""The reference's blocked paths (output tiles and K-blocks, kernels/reference.py): with the blocking thresholds
+lowered so that small products run in many blocks, every emulated mode stays within its published bound on hard
+inputs (against an extended-precision reference), gives what one block gives up to its documented freedom (ozaki
+and fast bit for bit, kahan to its bound), and holds at most 2x (inputs + output) of extra memory, measured with
+the benchmark's profiler helper."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from trn_backend.kernels import reference
+
+from trn_backend import _precision, kernels
+
+_spec = importlib.util.spec_from_file_location(
+    "bench_emulation", Path(__file__).parents[1] / "benchmarks" / "bench_emulation.py")
+bench_emulation = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench_emulation)
+
+MODES = ("fast", "dd", "bf16x6", "ozaki", "kahan")
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Blocks of at most 1/16 of the problem, down to 2**10 elements: the products below run in several output
+    tiles or K-blocks (bf16x6's K-blocks stay whole chunks of 256)."""
+    monkeypatch.setattr(reference, "MIN_BLOCK_ELEMENTS", 2**10)
+
+
+def operands(kind: str, shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
+    *lead, m, k, n = shape
+    g = np.random.default_rng(seed)
+    a, b = g.standard_normal((*lead, m, k)), g.standard_normal((*lead, k, n))
+    if kind == "uniform":
+        a, b = np.abs(a), np.abs(b)
+    if kind == "cancel":  # large equal-and-opposite terms: |C| far below |A||B|
+        big = 1e4 * g.standard_normal((*lead, m))
+        a[..., 0], a[..., 1] = big, -big
+        b[..., 1, :] = b[..., 0, :]
+    if kind == "range":  # rows and columns scaled across float32's range
+        a *= 10.0 ** g.integers(-15, 15, (*lead, m, 1))
+        b *= 10.0 ** g.integers(-15, 15, (*lead, 1, n))
+    return torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
+
+
+def relative_error(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> float:
+    a_ld, b_ld = (x.double().numpy().astype(np.longdouble) for x in (a, b))
+    exact, scale = a_ld @ b_ld, np.abs(a_ld) @ np.abs(b_ld)
+    return float(np.max(np.abs(c.double().numpy().astype(np.longdouble) - exact) / scale))
+
+
+def run(mode: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    return (kernels.bmm if a.dim() == 3 else kernels.matmul)(a, b, mode)
+
+
+def test_the_plan_blocks_small_products_when_lowered(small_blocks):
+    plan = reference._Plan(1, 200, 300, 160)
+    assert len(list(plan.tiles())) > 1 and len(plan.depth) > 1
+    chunked = reference._Plan(1, 64, 3000, 48, align=256)
+    assert len(chunked.depth) > 3 and {ks.start % 256 for ks in chunked.depth} == {0}
+    assert reference._Plan(1, 8, 4096, 8, depth=reference._INT_DEPTH).depth[0].stop <= reference._INT_DEPTH
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(200, 300, 160), (64, 3000, 48), (3, 20, 2100, 30)])
+@pytest.mark.parametrize("kind", ["cancel", "range"])
+@pytest.mark.parametrize("mode", MODES)
+def test_blocked_modes_stay_within_their_bounds(mode, kind, shape, dtype, small_blocks):
+    a, b = operands(kind, shape, dtype)
+    c = run(mode, a, b)
+    assert c.shape == (*shape[:-3], shape[-3], shape[-1]) and c.dtype == dtype
+    assert relative_error(c, a, b) <= _precision.error_bound(mode, dtype, shape[-2]), mode
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_blocked_results_agree_with_one_block(mode, monkeypatch):
+    """ozaki's level sums are exact, so blocking changes no bit of them; the others add in another order (any
+    order is within their bounds): within twice their bound of each other."""
+    a, b = operands("cancel", (64, 3000, 48), torch.float32, seed=3)
+    whole = run(mode, a, b)
+    monkeypatch.setattr(reference, "MIN_BLOCK_ELEMENTS", 2**10)
+    blocked = run(mode, a, b)
+    if mode == "ozaki":
+        assert torch.equal(blocked, whole)
+    else:
+        scale = (a.double().abs() @ b.double().abs())
+        gap = ((blocked.double() - whole.double()).abs() / scale).max().item()
+        assert gap <= 2 * _precision.error_bound(mode, torch.float32, 3000), gap
+
+
+def test_ozaki_int8_levels_equal_the_fp32_engine_levels():
+    """The int8 GEMM's level sums (CPU) equal the fp32 engine chunks' (every other device), digits of +-256 and
+    128 included: both are exact."""
+    g = torch.Generator().manual_seed(1)
+    a = torch.rand(2, 9, 700, generator=g, dtype=torch.float64) * 2 - 1
+    b = torch.rand(2, 700, 5, generator=g, dtype=torch.float64) * 2 - 1
+    a[0, 0, :4] = torch.tensor([1 - 2**-10, -(1 - 2**-10), 0.5 / 256, 0.5])  # first digits 256 and -256, then 128s
+    a_digits, b_digits = reference._digits(a, 4), reference._digits(b, 4)
+    assert {256.0, -256.0, 128.0} <= set(torch.cat([d.flatten() for d in a_digits]).tolist())
+    got: dict[int, torch.Tensor] = {}
+    reference._int8_levels(a_digits, b_digits, got)
+    reference._int8_levels(a_digits, b_digits, got)  # added twice: int64 sums
+    want = reference.exact_levels([d.to(torch.bfloat16) for d in a_digits], [d.to(torch.bfloat16) for d in b_digits])
+    assert got.keys() == want.keys() and all(torch.equal(got[level].double(), 2 * want[level]) for level in got)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", [(96, 2048, 80), (4, 32, 1024, 24)])
+@pytest.mark.parametrize("mode", MODES + ("native",))
+def test_peak_extra_memory_within_twice_inputs_and_output(mode, shape, dtype, small_blocks):
+    a, b = operands("normal", shape, dtype)
+    result, extra = bench_emulation.peak_extra_bytes(lambda: run(mode, a, b))
+    limit = 2 * sum(x.untyped_storage().nbytes() for x in (a, b, result))
+    assert 0 <= extra <= limit, (mode, extra / limit)
+
+
+def test_the_memory_helper_sees_temporaries():
+    a = torch.ones(256, 256)
+
+    def twice():
+        doubled = a * 2  # 256 KiB held while the sum runs
+        return (doubled + 1).sum()
+
+    _, extra = bench_emulation.peak_extra_bytes(twice)
+    assert extra >= 2 * a.untyped_storage().nbytes()
