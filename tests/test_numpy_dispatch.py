@@ -10,10 +10,12 @@ scalar give a 0-d NeuronArray where NumPy gives a NumPy scalar.
 from __future__ import annotations
 
 import dataclasses
+import inspect
+import itertools
 import pathlib
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,7 @@ from support import DTYPE_NAMES, INT_NAMES, REAL_NAMES, arrays, from_numpy, shap
 import trn_backend as xp
 from trn_backend import kernels
 from trn_backend.numpy_dispatch import BEGIN, END, handled_functions, markdown
+from trn_backend.numpy_dispatch._registry import TABLE, qualname
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 rng = np.random.default_rng(1234)
@@ -553,6 +556,80 @@ def test_bad_values_raise() -> None:
         np.vdot(a, from_numpy(V))
     with pytest.raises(ValueError, match="unknown kind"):
         np.sort(a, kind="bogo")
+
+
+def _bind_outcome(bind: Callable[[], dict[str, Any]]) -> Any:
+    try:
+        return bind()
+    except TypeError as e:
+        return f"TypeError: {e}"
+
+
+def _calls(signature: inspect.Signature) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Calls of every shape against ``signature``: 0 to 2 more positional arguments than it has positional
+    parameters, with no, one or two keywords from its names and one it lacks; values are fresh objects, and
+    some are NumPy's ``_NoValue`` placeholder (not given)."""
+    names = [*signature.parameters, "not_a_parameter"]
+    n_positional = sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in signature.parameters.values())
+    for n in range(n_positional + 3):
+        args = tuple(object() for _ in range(n))
+        for k in range(3):
+            for keys in itertools.combinations(names, k):
+                yield args, {key: object() for key in keys}
+        if n:
+            yield (np._NoValue, *args[1:]), {names[-2]: np._NoValue}
+
+
+def test_prepared_binding_agrees_with_signature_bind() -> None:
+    """The binding prepared at registration gives what ``inspect.Signature.bind`` gives (the reference), for
+    every function in the table and calls of every shape, errors included."""
+    checked = 0
+    for func, entry in TABLE.items():
+        for args, kwargs in _calls(inspect.signature(func)):
+            fast = _bind_outcome(lambda: entry.binder(args, kwargs))  # noqa: B023 (called at once)
+            reference = _bind_outcome(lambda: entry.binder.bind(args, kwargs))  # noqa: B023
+            assert fast == reference, (qualname(func), args, kwargs)
+            checked += 1
+    assert checked > 10 * len(TABLE)
+
+
+def test_binding_reaches_the_implementation_in_every_spelling() -> None:
+    """Positional, keyword and mixed spellings of one call give one answer (also for functions registered
+    straight from the namespace, whose parameters are positional-only there)."""
+    a = from_numpy(M)
+    for calls, expected in (
+            ((lambda: np.sum(a, 1, None, None, True), lambda: np.sum(a, axis=1, keepdims=True),
+              lambda: np.sum(keepdims=True, a=a, axis=1)), np.sum(M, axis=1, keepdims=True)),
+            ((lambda: np.astype(a, np.float32), lambda: np.astype(a, "float32", copy=False)), M.astype(np.float32)),
+            ((lambda: np.linalg.vector_norm(a, axis=1, ord=1),), np.linalg.vector_norm(M, axis=1, ord=1)),
+            ((lambda: np.einsum("ij->j", a), lambda: np.einsum(a, [0, 1], [1]),
+              lambda: np.einsum("ij->j", a, optimize=True)), M.sum(axis=0))):
+        for call in calls:
+            check(call(), expected)
+
+
+def test_dtype_spellings_convert_the_same_every_time() -> None:
+    """Converted dtype spellings are remembered; refused ones are refused every time."""
+    a = from_numpy(I)
+    for _ in range(2):
+        for spelling in (np.float64, "float64", "f8", np.dtype("float64"), float):
+            assert np.sum(a, dtype=spelling).dtype == xp.float64
+        assert np.sum(a, dtype=int).dtype == xp.int64
+        for bad, message in ((np.float16, "float16 is not supported"), ("bogus", "'bogus' is not a dtype"),
+                             ([("f", "f8")], "is not supported")):
+            with pytest.raises(TypeError, match=re.escape(message)):
+                np.sum(a, dtype=bad)
+
+
+def test_creation_from_a_prototype_keeps_what_is_not_overridden() -> None:
+    on_meta = xp.NeuronArray(torch.empty((2, 3), dtype=torch.int32, device="meta"))
+    for func, extra in ((np.zeros_like, ()), (np.ones_like, ()), (np.empty_like, ()), (np.full_like, (7,))):
+        r = func(on_meta, *extra)
+        assert (r.shape, r.dtype, r.device.type) == ((2, 3), xp.int32, "meta")
+        r = func(on_meta, *extra, dtype=np.float32, shape=(4,))
+        assert (r.shape, r.dtype, r.device.type) == ((4,), xp.float32, "meta")
+        r = func(on_meta, *extra, dtype="int64", device="cpu")
+        assert (r.shape, r.dtype, r.device.type) == ((2, 3), xp.int64, "cpu")
 
 
 def test_mixed_numpy_and_neuron_inputs_give_neuron_arrays() -> None:

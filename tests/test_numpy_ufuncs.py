@@ -176,6 +176,23 @@ def test_scalars_promote_as_in_numpy_2(ufunc, array, scalar) -> None:
     check(ufunc(scalar, from_numpy(array)), ufunc(scalar, array))
 
 
+@pytest.mark.parametrize("ufunc", [np.logical_and, np.logical_or, np.logical_xor], ids=lambda u: u.__name__)
+@pytest.mark.parametrize("scalar", [0, 2, 0.0, -1.5, True, False])
+def test_logical_ufuncs_take_truth_values_of_python_scalars(ufunc, scalar) -> None:
+    a = np.array([0.0, 1.0, -2.0, np.nan])
+    check(ufunc(from_numpy(a), scalar), ufunc(a, scalar))
+    check(ufunc(scalar, from_numpy(a)), ufunc(scalar, a))
+
+
+def test_out_alone_brings_the_call_onto_neuron_arrays() -> None:
+    """A NeuronArray only in out=: the inputs join out's device, and the result is written there."""
+    out = xp.zeros((3,), dtype=xp.float64)
+    assert np.add(np.arange(3.0), 1.0, out=out) is out
+    check(out, np.arange(3.0) + 1.0)
+    on_meta = xp.NeuronArray(torch.empty(3, dtype=torch.float64, device="meta"))
+    assert np.multiply(np.ones(3), 2, out=on_meta) is on_meta
+
+
 @pytest.mark.parametrize("dtype", INT_NAMES)
 @pytest.mark.parametrize("ufunc", [np.floor_divide, np.remainder, np.mod], ids=lambda u: u.__name__)
 def test_integer_division_by_zero_gives_zero_as_in_numpy(ufunc, dtype) -> None:

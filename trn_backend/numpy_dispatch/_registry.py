@@ -4,11 +4,16 @@ A call is bound against the NumPy function's own signature, so positional and ke
 an argument the implementation lacks is accepted only at NumPy's default value, anything else is a TypeError
 naming the argument. Array arguments that are not NeuronArrays (ndarrays, lists, NumPy scalars) move to the
 device of the call's NeuronArrays; NumPy dtype spellings become the namespace's torch dtypes.
+
+Dispatch runs on every NumPy call, so everything that depends only on the function (how NumPy's signature binds,
+which arguments convert and how, how the implementation is called) is worked out once, at registration, into the
+table's ``Entry``; a call does only the per-call work.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -22,25 +27,90 @@ from .. import _device, _dtypes
 from .._array import unaliased
 from .._helpers import PY_SCALARS, NeuronArray
 
-__all__ = ["Entry", "TABLE", "implements", "dispatch", "device_of", "as_array", "as_arrays", "to_dtype",
-           "write_out", "qualname"]
+__all__ = ["Entry", "Binder", "TABLE", "implements", "dispatch", "device_of", "call_device", "as_array",
+           "as_arrays", "to_dtype", "write_out", "qualname"]
 
 _P = inspect.Parameter
+_POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+_BY_NAME = (_P.POSITIONAL_OR_KEYWORD, _P.KEYWORD_ONLY)
+_HANDLED_TYPES = (NeuronArray, np.ndarray)
 
 
-@dataclasses.dataclass(frozen=True)
+class Binder:
+    """``Signature.bind`` for one signature, prepared once: ``binder(args, kwargs)`` gives the arguments the caller
+    gave by parameter name, ``**kwargs`` entries flattened; NumPy's ``_NoValue`` placeholder counts as not given.
+
+    The common calls (positional arguments, then keywords the signature names, none missing or repeated) bind
+    from name lists built here; every other call goes through ``Signature.bind`` (``bind``), which has the rules
+    and the error messages for the rest, so both ways give the same answer."""
+
+    __slots__ = ("signature", "positional", "var_positional", "keywords", "required")
+
+    def __init__(self, signature: inspect.Signature) -> None:
+        params = signature.parameters.values()
+        self.signature = signature
+        self.positional = tuple(p.name for p in params if p.kind in _POSITIONAL)
+        self.var_positional = next((p.name for p in params if p.kind is _P.VAR_POSITIONAL), None)
+        self.keywords = frozenset(p.name for p in params if p.kind in _BY_NAME)
+        self.required = tuple(p.name for p in params if p.default is _P.empty
+                              and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD))
+
+    def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        n = len(self.positional)
+        if len(args) > n and self.var_positional is None:
+            return self.bind(args, kwargs)  # too many arguments: bind's error
+        given = dict(zip(self.positional, args, strict=False))  # the later parameters by keyword or default
+        if len(args) > n:
+            given[self.var_positional] = args[n:]  # as bind: *args is there only when it holds something
+        for k, v in kwargs.items():
+            if k in given or k not in self.keywords:  # repeated, positional-only, or for **kwargs
+                return self.bind(args, kwargs)
+            given[k] = v
+        for k in self.required:
+            if k not in given:
+                return self.bind(args, kwargs)
+        for v in given.values():
+            if v is np._NoValue:
+                return {k: v for k, v in given.items() if v is not np._NoValue}
+        return given
+
+    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        """The same through ``Signature.bind``: every call, at its speed."""
+        given: dict[str, Any] = {}
+        for k, v in self.signature.bind(*args, **kwargs).arguments.items():
+            if self.signature.parameters[k].kind is _P.VAR_KEYWORD:
+                given.update(v)
+            elif v is not np._NoValue:
+                given[k] = v
+        return given
+
+
+# A conversion of one argument: (value, the call's device, function name, argument name) -> the impl's value
+Converter = Callable[[Any, torch.device, str, str], Any]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
 class Entry:
-    """One row of the table: the implementation, NumPy's signature, and which NumPy parameters hold one array
-    (``arrays``; for ``*args`` each element), a sequence of arrays (``sequences``) or a dtype (``dtypes``).
-    Python scalars in ``weak`` parameters stay Python scalars, so they promote weakly as in NumPy 2."""
+    """One row of the table, everything a call needs worked out at registration: the implementation, the NumPy
+    function's name (``numpy.sum``) and signature (``binder``), the implementation's parameter names, how each
+    argument that holds an array, a sequence of arrays or a dtype converts (``converters``, by name), whether the
+    dispatcher writes ``out=`` (the implementation has no ``out``), and how the implementation is called: all by
+    keyword, or the parameters in ``by_position`` (with their defaults) and then ``var_positional``'s elements
+    by position, the rest by keyword."""
 
     impl: Callable[..., Any]
-    impl_params: dict[str, inspect.Parameter]
-    signature: inspect.Signature
-    arrays: frozenset[str]
-    sequences: frozenset[str]
-    weak: frozenset[str]
-    dtypes: frozenset[str]
+    name: str
+    binder: Binder
+    impl_names: frozenset[str]
+    converters: dict[str, Converter]
+    writes_out: bool
+    by_keyword: bool
+    by_position: tuple[tuple[str, Any], ...]
+    var_positional: str | None
+
+    @property
+    def signature(self) -> inspect.Signature:
+        return self.binder.signature
 
 
 TABLE: dict[Callable[..., Any], Entry] = {}
@@ -53,13 +123,68 @@ def _names(spec: str) -> frozenset[str]:
 def implements(*np_funcs: Callable[..., Any], arrays: str = "", sequences: str = "", weak: str = "",
                dtypes: str = "dtype") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function for each NumPy function in ``np_funcs``; parameter groups are
-    space-separated NumPy parameter names."""
+    space-separated NumPy parameter names: ``arrays`` hold one array (for ``*args`` each element), ``sequences``
+    a sequence of arrays, ``dtypes`` a dtype. Python scalars in ``weak`` parameters stay Python scalars, so they
+    promote weakly as in NumPy 2."""
     def register(impl: Callable[..., Any]) -> Callable[..., Any]:
         for f in np_funcs:
-            TABLE[f] = Entry(impl, dict(inspect.signature(impl).parameters), inspect.signature(f),
-                             _names(arrays), _names(sequences), _names(weak), _names(dtypes))
+            TABLE[f] = _entry(f, impl, _names(arrays), _names(sequences), _names(weak), _names(dtypes))
         return impl
     return register
+
+
+def _entry(np_func: Callable[..., Any], impl: Callable[..., Any], arrays: frozenset[str],
+           sequences: frozenset[str], weak: frozenset[str], dtypes: frozenset[str]) -> Entry:
+    signature = inspect.signature(np_func)
+    params = list(inspect.signature(impl).parameters.values())
+    converters = {}
+    for p in params:  # by the implementation's names: a NumPy **kwargs entry (einsum's dtype) converts too
+        np_param = signature.parameters.get(p.name)
+        star = np_param is not None and np_param.kind is _P.VAR_POSITIONAL
+        converter = _converter(p.name in arrays, p.name in sequences, p.name in dtypes, p.name in weak, star)
+        if converter is not None:
+            converters[p.name] = converter
+    # parameters before *args, and positional-only ones, cannot be passed by keyword (a namespace function
+    # registered directly may have positional-only parameters)
+    star = next((i for i, p in enumerate(params) if p.kind is _P.VAR_POSITIONAL), None)
+    by_position = params[:star] if star is not None else [p for p in params if p.kind is _P.POSITIONAL_ONLY]
+    return Entry(impl=impl, name=qualname(np_func), binder=Binder(signature),
+                 impl_names=frozenset(p.name for p in params), converters=converters,
+                 writes_out="out" not in {p.name for p in params}, by_keyword=star is None and not by_position,
+                 by_position=tuple((p.name, p.default) for p in by_position),
+                 var_positional=None if star is None else params[star].name)
+
+
+def _converter(array: bool, sequence: bool, dtype: bool, weak: bool, star: bool) -> Converter | None:
+    if array:
+        return (_weak_arrays if weak else _arrays) if star else (_weak_array if weak else _array)
+    if sequence:
+        return _sequence
+    return _dtype if dtype else None
+
+
+def _array(value: Any, device: torch.device, func: str, arg: str) -> Any:
+    return as_array(value, device)
+
+
+def _weak_array(value: Any, device: torch.device, func: str, arg: str) -> Any:
+    return as_array(value, device, weak=True)
+
+
+def _arrays(value: Any, device: torch.device, func: str, arg: str) -> Any:
+    return as_arrays(value, device)
+
+
+def _weak_arrays(value: Any, device: torch.device, func: str, arg: str) -> Any:
+    return as_arrays(value, device, weak=True)
+
+
+def _sequence(value: Any, device: torch.device, func: str, arg: str) -> Any:
+    return [as_array(x, device) for x in value]  # an array iterates over its first axis, as in NumPy
+
+
+def _dtype(value: Any, device: torch.device, func: str, arg: str) -> Any:
+    return to_dtype(value, func, arg)
 
 
 def qualname(func: Any) -> str:
@@ -71,29 +196,23 @@ def qualname(func: Any) -> str:
 def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """NEP 18 entry: run ``func`` on the namespace, or NotImplemented (NumPy then raises its TypeError)."""
     entry = TABLE.get(func)
-    if entry is None or not all(issubclass(t, (NeuronArray, np.ndarray)) for t in types):
+    if entry is None:
         return NotImplemented
-    name = qualname(func)
-    given = _bind(entry.signature, args, kwargs)
-    impl_params = entry.impl_params
-    out = given.pop("out", None) if "out" not in impl_params else None
-    _reject_unsupported(given, entry.signature, impl_params, name)
-    device = device_of((args, kwargs))
-    values = {k: _convert(k, v, entry, device, name) for k, v in given.items() if k in impl_params}
-    result = _call(entry.impl, impl_params, values)
-    return result if out is None else write_out(result, out, name)
-
-
-def _bind(signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-    """The arguments the caller gave, by NumPy's parameter names (``**kwargs`` entries flattened);
-    NumPy's ``_NoValue`` placeholder counts as not given."""
-    given: dict[str, Any] = {}
-    for k, v in signature.bind(*args, **kwargs).arguments.items():
-        if signature.parameters[k].kind is _P.VAR_KEYWORD:
-            given.update(v)
-        elif v is not np._NoValue:
-            given[k] = v
-    return given
+    for t in types:
+        if not issubclass(t, _HANDLED_TYPES):
+            return NotImplemented
+    values = entry.binder(args, kwargs)
+    out = values.pop("out", None) if entry.writes_out else None
+    if not entry.impl_names.issuperset(values):
+        values = _supported(values, entry)
+    device = None
+    for k, convert in entry.converters.items():
+        if k in values:
+            if device is None:
+                device = call_device(args, kwargs)
+            values[k] = convert(values[k], device, entry.name, k)
+    result = _call(entry, values)
+    return result if out is None else write_out(result, out, entry.name)
 
 
 # What NumPy does for parameters whose signature default is its ``_NoValue`` placeholder.
@@ -109,12 +228,14 @@ def _is_default(value: Any, param: inspect.Parameter | None) -> bool:
                                 and value == default)
 
 
-def _reject_unsupported(given: dict[str, Any], signature: inspect.Signature,
-                        impl_params: dict[str, inspect.Parameter], name: str) -> None:
+def _supported(given: dict[str, Any], entry: Entry) -> dict[str, Any]:
+    """``given`` without the arguments the implementation lacks, each of which must be at NumPy's default."""
+    params = entry.signature.parameters
     for k, v in given.items():
-        if k not in impl_params and not _is_default(v, signature.parameters.get(k)):
-            raise TypeError(f"{name}() on NeuronArray does not support the argument {k}={_short(v)}; "
+        if k not in entry.impl_names and not _is_default(v, params.get(k)):
+            raise TypeError(f"{entry.name}() on NeuronArray does not support the argument {k}={_short(v)}; "
                             "leave it at its default")
+    return {k: v for k, v in given.items() if k in entry.impl_names}
 
 
 def _short(value: Any) -> str:
@@ -124,33 +245,22 @@ def _short(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def _convert(k: str, v: Any, entry: Entry, device: torch.device, name: str) -> Any:
-    if k in entry.arrays:
-        param = entry.signature.parameters.get(k)
-        if param is not None and param.kind is _P.VAR_POSITIONAL:
-            return as_arrays(v, device, weak=k in entry.weak)
-        return as_array(v, device, weak=k in entry.weak)
-    if k in entry.sequences:
-        return [as_array(x, device) for x in v]  # an array iterates over its first axis, as in NumPy
-    if k in entry.dtypes:
-        return to_dtype(v, name, k)
-    return v
-
-
-def _call(impl: Callable[..., Any], params: dict[str, inspect.Parameter], values: dict[str, Any]) -> Any:
-    """Call ``impl`` with NumPy-named values: all but keyword-only ones by position (defaults fill gaps),
-    so an implementation may be a namespace function with positional-only parameters."""
+def _call(entry: Entry, values: dict[str, Any]) -> Any:
+    """Call the implementation with NumPy-named values (see ``Entry``); a parameter passed by position that
+    was not given takes its default, as it would by keyword."""
+    if entry.by_keyword:
+        return entry.impl(**values)
     args: list[Any] = []
-    kwargs: dict[str, Any] = {}
-    for p in params.values():
-        if p.kind is _P.VAR_POSITIONAL:
-            args.extend(values.get(p.name, ()))
-        elif p.kind is _P.KEYWORD_ONLY:
-            if p.name in values:
-                kwargs[p.name] = values[p.name]
-        elif p.name in values or p.default is not _P.empty:
-            args.append(values.get(p.name, p.default))
-    return impl(*args, **kwargs)
+    for name, default in entry.by_position:
+        if name in values:
+            args.append(values.pop(name))
+        elif default is not _P.empty:
+            args.append(default)
+        else:  # NumPy's signature lets the call leave out what the implementation needs: a table bug
+            raise TypeError(f"{entry.name}() on NeuronArray needs the argument {name}")
+    if entry.var_positional is not None:
+        args.extend(values.pop(entry.var_positional, ()))
+    return entry.impl(*args, **values)
 
 
 # --- conversions ---
@@ -158,6 +268,8 @@ def _call(impl: Callable[..., Any], params: dict[str, inspect.Parameter], values
 def device_of(values: Any) -> torch.device:
     """The device of the first NeuronArray in ``values`` (searched through tuples, lists and dicts); for a
     sharded array the device of its blocks (NumPy operands then count as replicated, not partitioned)."""
+    if isinstance(values, (tuple, list)) and values and isinstance(values[0], NeuronArray):
+        return values[0]._t.device  # the common case, and what the search finds first
     stack = [values]
     while stack:
         v = stack.pop(0)
@@ -168,6 +280,16 @@ def device_of(values: Any) -> torch.device:
         elif isinstance(v, dict):
             stack.extend(v.values())
     return _device.default_device()
+
+
+def call_device(args: tuple[Any, ...], rest: Any) -> torch.device:
+    """``device_of((args, rest))`` without its search when an element of ``args`` is a NeuronArray: the first
+    such is what the search finds, since it looks at every element of ``args`` before anything inside them
+    or in ``rest``."""
+    for x in args:
+        if isinstance(x, NeuronArray):
+            return x._t.device
+    return device_of((args, rest))
 
 
 def as_array(value: Any, device: torch.device, *, weak: bool = False) -> Any:
@@ -186,7 +308,12 @@ def _is_python_scalar(value: Any) -> bool:
 
 
 def as_arrays(values: Iterable[Any], device: torch.device, *, weak: bool = False) -> tuple[Any, ...]:
-    return tuple(as_array(v, device, weak=weak) for v in values)
+    return tuple([as_array(v, device, weak=weak) for v in values])
+
+
+# The NumPy dtype spellings converted so far (``np.dtype(value).name`` costs microseconds a call). Only types,
+# strings and dtype objects are kept: their meaning cannot change, and equal ones are the same dtype.
+_SEEN_DTYPES: dict[Any, torch.dtype] = {}
 
 
 def to_dtype(value: Any, func: str, arg: str = "dtype") -> torch.dtype | None:
@@ -194,6 +321,9 @@ def to_dtype(value: Any, func: str, arg: str = "dtype") -> torch.dtype | None:
     the namespace's dtype; None stays None."""
     if value is None or (isinstance(value, torch.dtype) and value in _dtypes.ALL):
         return value
+    cacheable = isinstance(value, (type, str, np.dtype))
+    if cacheable and value in _SEEN_DTYPES:
+        return _SEEN_DTYPES[value]
     try:
         np_name = np.dtype(value).name
     except TypeError:
@@ -202,6 +332,8 @@ def to_dtype(value: Any, func: str, arg: str = "dtype") -> torch.dtype | None:
     if not isinstance(dtype, torch.dtype):
         raise TypeError(f"{func}(): {arg}={np_name} is not supported on NeuronArray; supported: "
                         f"{', '.join(_dtypes.NAMES.values())}")
+    if cacheable:
+        _SEEN_DTYPES[value] = dtype
     return dtype
 
 
@@ -209,6 +341,7 @@ def numpy_dtype(dtype: torch.dtype) -> np.dtype:
     return np.dtype(_dtypes.name(dtype))
 
 
+@functools.cache  # a few dtypes and castings; NumPy's answer costs microseconds a call
 def can_cast(src: torch.dtype, dst: torch.dtype, casting: str = "same_kind") -> bool:
     """NumPy's casting rule between two namespace dtypes."""
     return bool(np.can_cast(numpy_dtype(src), numpy_dtype(dst), casting))
@@ -233,6 +366,7 @@ def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False) -> N
                         f"{_dtypes.name(out.dtype)} under NumPy's same_kind casting")
     if result.shape != out.shape and not broadcast:
         raise ValueError(f"{func}(): out has shape {out.shape}, the result {result.shape}")
+    t = result._t if result.shape == out.shape else xp.broadcast_to(result, out.shape)._t
     # a result that is a view of out (einsum "ij->ji", out=x) is read whole before out changes, as in NumPy
-    out._t.copy_(unaliased(_dtypes.cast(xp.broadcast_to(result, out.shape)._t, out.dtype), out._t))
+    out._t.copy_(unaliased(_dtypes.cast(t, out.dtype), out._t))
     return out

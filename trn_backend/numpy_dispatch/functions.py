@@ -40,14 +40,18 @@ def _lookup(path: str) -> Callable[..., Any]:
 
 def _direct(np_func: Callable[..., Any], path: str, arrays: str) -> None:
     """Register ``trn_backend.<path>`` for a NumPy function with the standard's own signature (NumPy's
-    array-API-style additions): same parameter names and meaning, ``out=`` handled by the dispatcher."""
+    array-API-style additions): same parameter names and meaning, ``out=`` handled by the dispatcher. The
+    positional parameters are declared positional-only, so the dispatcher passes them on by position: the
+    namespace function may take them no other way."""
     signature = inspect.signature(np_func)
 
     def impl(*args: Any, **kwargs: Any) -> Any:
         return _lookup(path)(*args, **kwargs)
 
+    positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     impl.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[p for p in signature.parameters.values() if p.name != "out"])
+        parameters=[p.replace(kind=inspect.Parameter.POSITIONAL_ONLY) if p.kind is positional else p
+                    for p in signature.parameters.values() if p.name != "out"])
     impl.__name__ = np_func.__name__
     impl.__doc__ = f"{qualname(np_func)} as trn_backend.{path}: the same signature and semantics."
     implements(np_func, arrays=arrays)(impl)
@@ -80,6 +84,11 @@ def _complex(x: A) -> A:
 
 def _flat(x: A) -> A:
     return xp.reshape(x, (-1,))
+
+
+def _flattened(x: A) -> A:
+    """``x`` flattened, as an operand only (a 1-d ``x`` itself: a reshape costs microseconds)."""
+    return x if x.ndim == 1 else _flat(x)
 
 
 def _to_end(a: A, axis1: int, axis2: int) -> A:
@@ -663,7 +672,7 @@ def std(a: A, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bo
 def cumsum(a: A, axis: int | None = None, dtype: Any = None) -> A:
     """numpy.cumsum (axis=None on the flattened array)."""
     if axis is None:
-        a, axis = _flat(a), 0
+        a, axis = _flattened(a), 0
     return xp.cumulative_sum(a, axis=axis, dtype=dtype)
 
 
@@ -671,7 +680,7 @@ def cumsum(a: A, axis: int | None = None, dtype: Any = None) -> A:
 def cumprod(a: A, axis: int | None = None, dtype: Any = None) -> A:
     """numpy.cumprod (axis=None on the flattened array)."""
     if axis is None:
-        a, axis = _flat(a), 0
+        a, axis = _flattened(a), 0
     return xp.cumulative_prod(a, axis=axis, dtype=dtype)
 
 
@@ -711,7 +720,7 @@ def clip(a: A, a_min: Any = None, a_max: Any = None, min: Any = None, max: Any =
     bounds = [b for b in (lo, hi) if b is not None]
     dtype = xp.result_type(a, *bounds)
     lo, hi = (b if b is None or not isinstance(b, A) else xp.astype(b, dtype) for b in (lo, hi))
-    return xp.clip(xp.astype(a, dtype, copy=False), lo, hi)
+    return xp.clip(a if a.dtype == dtype else xp.astype(a, dtype), lo, hi)
 
 
 @implements(np.round, np.around, arrays="a")
@@ -804,35 +813,38 @@ def imag(val: A) -> A:
 
 # ---------------------------------------------------------------- creation from a prototype
 
-def _like(fill: Callable[..., A], a: A, dtype: Any, shape: Any, device: Any, *fill_value: Any) -> A:
+def _like(fill: str, a: A, dtype: Any, shape: Any, device: Any, *fill_value: Any) -> A:
+    """``fill`` (zeros, ones, empty, full) shaped like ``a``: the namespace's ``<fill>_like``, unless ``shape``
+    is given."""
+    if shape is None:
+        return getattr(xp, f"{fill}_like")(a, *fill_value, dtype=dtype, device=device)
     dtype = a.dtype if dtype is None else dtype
     device = a.device if device is None else device
-    target = a.shape if shape is None else _shape(shape)
-    return fill(target, *fill_value, dtype=dtype, device=device)
+    return getattr(xp, fill)(_shape(shape), *fill_value, dtype=dtype, device=device)
 
 
 @implements(np.zeros_like, arrays="a")
 def zeros_like(a: A, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
     """numpy.zeros_like (on a's device unless device= says otherwise)."""
-    return _like(xp.zeros, a, dtype, shape, device)
+    return _like("zeros", a, dtype, shape, device)
 
 
 @implements(np.ones_like, arrays="a")
 def ones_like(a: A, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
     """numpy.ones_like."""
-    return _like(xp.ones, a, dtype, shape, device)
+    return _like("ones", a, dtype, shape, device)
 
 
 @implements(np.empty_like, arrays="prototype")
 def empty_like(prototype: A, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
     """numpy.empty_like."""
-    return _like(xp.empty, prototype, dtype, shape, device)
+    return _like("empty", prototype, dtype, shape, device)
 
 
 @implements(np.full_like, arrays="a")
 def full_like(a: A, fill_value: Any, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
     """numpy.full_like."""
-    return _like(xp.full, a, dtype, shape, device, fill_value)
+    return _like("full", a, dtype, shape, device, fill_value)
 
 
 @implements(np.copy, arrays="a")

@@ -16,12 +16,13 @@ import trn_backend as xp
 
 from .. import _dtypes
 from .._helpers import PY_SCALARS, NeuronArray, check_broadcastable
-from ._registry import as_array, can_cast, device_of, to_dtype, write_out
+from ._registry import as_array, call_device, can_cast, device_of, to_dtype, write_out
 from .functions import _extreme
 
 __all__ = ["UFUNCS", "REDUCE", "ACCUMULATE", "array_ufunc", "methods"]
 
 A = NeuronArray
+_OWN_TYPES = (A, np.ndarray, np.generic)  # operands this module handles (others may have their own dispatch)
 
 # ufunc -> the namespace function of the same meaning
 UFUNCS: dict[np.ufunc, str] = {
@@ -68,18 +69,18 @@ def methods(ufunc: np.ufunc) -> tuple[str, ...]:
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """NEP 13 entry: ``ufunc.method(*inputs, **kwargs)`` on the namespace, or NotImplemented."""
-    if ufunc not in UFUNCS or method not in methods(ufunc) or _foreign(inputs, kwargs.get("out")):
+    name = _NAMES.get((ufunc, method))
+    if name is None or _foreign(inputs, kwargs.get("out")):
         return NotImplemented
-    handler = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer}[method]
-    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    return handler(ufunc, inputs, dict(kwargs), name)
+    return _HANDLERS[method](ufunc, inputs, dict(kwargs), name)
 
 
 def _foreign(inputs: tuple[Any, ...], out: Any) -> bool:
     """An operand of another type with its own ``__array_ufunc__`` gets its turn (NEP 13)."""
-    operands = inputs + (out if isinstance(out, tuple) else ())
-    return any(hasattr(type(x), "__array_ufunc__") and not isinstance(x, (A, np.ndarray, np.generic))
-               for x in operands)
+    for x in inputs + out if isinstance(out, tuple) else inputs:
+        if type(x) is not A and hasattr(type(x), "__array_ufunc__") and not isinstance(x, _OWN_TYPES):
+            return True
+    return False
 
 
 def _take_out(kwargs: dict[str, Any]) -> Any:
@@ -98,19 +99,28 @@ def _reject(kwargs: dict[str, Any], name: str) -> None:
 def _operands(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, dtype: Any, name: str) -> list[Any]:
     """Inputs on the call's device (Python scalars stay weak beside an array); logical ufuncs take truth
     values, and ``dtype=`` casts under NumPy's same_kind rule."""
-    device = device_of((inputs, out))
-    ops = [as_array(x, device, weak=True) for x in inputs]
-    if not any(isinstance(x, A) for x in ops):
-        ops = [as_array(x, device) for x in inputs]
+    ops = list(inputs)
+    if not all(isinstance(x, A) for x in ops):
+        device = call_device(inputs, out)
+        ops = [as_array(x, device, weak=True) for x in inputs]
+        if not any(isinstance(x, A) for x in ops):
+            ops = [as_array(x, device) for x in inputs]
     if ufunc in _LOGICAL:
-        ops = [x if not isinstance(x, A) else xp.astype(x, _dtypes.bool, copy=False) for x in ops]
+        ops = [_truth(x) for x in ops]
     if dtype is not None:
         for x in ops:
             if isinstance(x, A) and not can_cast(x.dtype, dtype):
                 raise TypeError(f"{name}(): cannot cast an input of dtype {_dtypes.name(x.dtype)} to "
                                 f"dtype={_dtypes.name(dtype)} under NumPy's same_kind casting")
         ops = [xp.astype(x, dtype, copy=False) if isinstance(x, A) else x for x in ops]
-    return [bool(x) if ufunc in _LOGICAL and isinstance(x, PY_SCALARS) else x for x in ops]
+    return ops
+
+
+def _truth(x: Any) -> Any:
+    """A logical ufunc's operand: the truth values of an array or a Python scalar."""
+    if isinstance(x, A):
+        return xp.astype(x, _dtypes.bool, copy=False)
+    return bool(x) if isinstance(x, PY_SCALARS) else x
 
 
 def _finish(result: A, out: Any, name: str) -> A:
@@ -190,3 +200,9 @@ def _outer(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], nam
     device = device_of((inputs, kwargs.get("out")))
     a, b = (as_array(x, device) for x in inputs)
     return _call(ufunc, (xp.reshape(a, a.shape + (1,) * b.ndim), b), kwargs, name)
+
+
+_HANDLERS = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer}
+# (ufunc, method) -> the name errors give, for each handled pair: built once, as array_ufunc runs on every call
+_NAMES: dict[tuple[np.ufunc, str], str] = {
+    (u, m): f"numpy.{u.__name__}" + ("" if m == "__call__" else f".{m}") for u in UFUNCS for m in methods(u)}
