@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from support import DTYPE_NAMES, INT_NAMES, arrays, assert_same, from_numpy, shapes, to_numpy
 
 import trn_backend as xp
+from trn_backend import _array
 
 
 def test_namespace_identity_and_versions():
@@ -301,6 +302,40 @@ def test_basic_keys_give_views_advanced_keys_copies():
     for view in (row, block, col):
         assert bool(xp.all(view == -1))
     assert_same(adv, a[[0, 1], 1:])
+
+
+@pytest.mark.parametrize("dtype", DTYPE_NAMES)
+def test_simple_keys_skip_planning_and_give_views_of_every_dtype(dtype, monkeypatch):
+    # ints, slices of positive step, None and one Ellipsis: torch's basic indexing is NumPy's, for every dtype
+    planned = []
+    real = _array._plan
+    monkeypatch.setattr(_array, "_plan", lambda t, key: planned.append(key) or real(t, key))
+    a = np.arange(24).reshape(2, 3, 4).astype(dtype)
+    x = from_numpy(a)
+    simple = [1, -1, slice(1, 5), slice(None, None, 2), (slice(None), 2), Ellipsis, (Ellipsis, 0), (None, 1),
+              (0, slice(-2, None), None), (), (1, Ellipsis, slice(1, 3, 2))]
+    for key in simple:
+        view = x[key]
+        assert_same(view, a[key])
+        assert view._t._base is x._t or view._t is x._t  # a view, never a copy
+    assert planned == []
+    # everything else is planned: negative steps, NumPy and bool scalars, arrays, two ellipses (an error)
+    for key in (slice(None, None, -1), np.int64(1), True, (slice(None), np.intp(0)), [1, 0],
+                (slice(None), slice(0, None, -2))):
+        assert_same(x[key], a[key])
+    with pytest.raises(IndexError, match="only have a single ellipsis"):
+        x[..., 0, ...]
+    assert len(planned) == 7
+
+
+def test_simple_keys_keep_the_errors():
+    x = from_numpy(np.arange(6).reshape(2, 3))
+    with pytest.raises(IndexError):
+        x[2]
+    with pytest.raises(IndexError):
+        x[0, 0, 0]
+    with pytest.raises(ValueError, match="slice step cannot be zero"):  # not simple: planned, as NumPy says
+        x[::0]
 
 
 def test_indexing_errors():

@@ -6,6 +6,7 @@ import inspect
 import math
 import operator
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -28,6 +29,7 @@ from support import (
 )
 
 import trn_backend as xp
+from trn_backend import _array
 from trn_backend._api import elementwise
 
 FLOATING = FLOAT_NAMES + COMPLEX_NAMES
@@ -461,3 +463,214 @@ def test_incompatible_shapes_in_operators_clip_and_where():
         xp.where(from_numpy(np.ones((2, 6), bool)), x, y)
     with pytest.raises(ValueError, match=re.escape("where(): shapes (5,) and (2, 6)")):
         xp.where(from_numpy(np.ones(5, bool)), x, 0.0)
+
+
+# ---------------------------------------------------------------- fast paths of add, subtract, multiply, divide
+
+FAST_FUNCTIONS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide}
+FAST_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv}
+FAST_INPLACE = {"add": operator.iadd, "subtract": operator.isub, "multiply": operator.imul,
+                "divide": operator.itruediv}
+FAST_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")
+
+
+def _fast_dtypes(name: str) -> tuple[str, ...]:
+    return FLOAT_NAMES if name == "divide" else FAST_DTYPES
+
+
+@pytest.fixture
+def general_calls(monkeypatch):
+    """The names of the binary functions that ran their general path (promotion through binary_operands)."""
+    calls = []
+
+    def spy(x1, x2, func, **kwargs):
+        calls.append(func)
+        return real(x1, x2, func, **kwargs)
+
+    real = elementwise.binary_operands
+    monkeypatch.setattr(elementwise, "binary_operands", spy)
+    return calls
+
+
+@pytest.mark.parametrize("name", sorted(FAST_FUNCTIONS))
+@settings(max_examples=30)
+@given(data=st.data())
+def test_fast_path_on_two_arrays_matches_numpy_exactly(name, data):
+    # one dtype, one shape: torch's own function; its float arithmetic is correctly rounded, as NumPy's
+    dtype = data.draw(st.sampled_from(_fast_dtypes(name)), label="dtype")
+    shape = data.draw(shapes(max_dims=2), label="shape")
+    a, b = data.draw(arrays(dtype, shape), label="x1"), data.draw(arrays(dtype, shape), label="x2")
+    with np.errstate(all="ignore"):
+        expected = FAST_FUNCTIONS[name](a, b)
+    assert_same(getattr(xp, name)(from_numpy(a), from_numpy(b)), expected)
+    assert_same(FAST_OPERATORS[name](from_numpy(a), from_numpy(b)), expected)
+    x = from_numpy(a)
+    t = x._t
+    assert FAST_INPLACE[name](x, from_numpy(b)) is x and x._t is t
+    assert_same(x, expected)
+
+
+@pytest.mark.parametrize("name", sorted(FAST_FUNCTIONS))
+def test_fast_path_takes_same_dtype_same_shape_arrays(name, general_calls):
+    for dtype in _fast_dtypes(name):
+        a, b = np.arange(1, 7, dtype=dtype).reshape(2, 3), np.full((2, 3), 3, dtype=dtype)
+        with np.errstate(all="ignore"):
+            assert_same(getattr(xp, name)(from_numpy(a), from_numpy(b)), FAST_FUNCTIONS[name](a, b))
+    assert general_calls == []
+
+
+# (array dtype, Python scalar) pairs the fast path takes, the scalar passed to torch as it is
+FAST_SCALARS = [
+    ("float32", 2.0), ("float32", 0.1), ("float32", -0.0), ("float32", math.inf), ("float32", -math.inf),
+    ("float32", 1e300), ("float32", 3), ("float32", -(2**53)), ("float32", 2**53), ("float64", 0.1),
+    ("float64", 1e-310), ("float64", 2**53), ("float64", -7), ("int8", 127), ("int8", -128), ("int16", -3),
+    ("int32", 2**31 - 1), ("int64", -(2**63)), ("int64", 2**63 - 1), ("uint8", 255), ("uint8", 0),
+]
+
+
+def _weak_reference(np_func, dtype: str, value, scalar_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """An array of ``dtype`` and NumPy 2's answer with ``value`` as a weak scalar (NEP 50, the standard's rule)."""
+    a = (np.arange(-3, 3) if dtype != "uint8" else np.arange(6)).astype(dtype)
+    a[a == 0] = 1 if scalar_first else 0  # no integer-free zero divisors where the scalar divides
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # 1e300 overflows float32 on conversion, as in torch
+        return a, np_func(value, a) if scalar_first else np_func(a, value)
+
+
+@pytest.mark.parametrize("name", sorted(FAST_FUNCTIONS))
+@pytest.mark.parametrize(("dtype", "value"), FAST_SCALARS)
+def test_fast_path_takes_python_scalars_with_weak_semantics(name, dtype, value, general_calls, inplace_fast):
+    if dtype not in _fast_dtypes(name):
+        return
+    for scalar_first in (False, True):
+        a, expected = _weak_reference(FAST_FUNCTIONS[name], dtype, value, scalar_first)
+        x = from_numpy(a)
+        result = getattr(xp, name)(value, x) if scalar_first else getattr(xp, name)(x, value)
+        assert_same(result, expected)
+        op = FAST_OPERATORS[name]
+        assert_same(op(value, x) if scalar_first else op(x, value), expected)
+    a, expected = _weak_reference(FAST_FUNCTIONS[name], dtype, value)
+    x = from_numpy(a)
+    FAST_INPLACE[name](x, value)
+    assert_same(x, expected)
+    assert general_calls == []
+    assert inplace_fast == [True]
+
+
+# (array dtype, operand) pairs the fast path hands to the general path, which gives the standard's answer
+GENERAL_SCALARS = [
+    ("float32", math.nan), ("float32", True), ("float32", 2**60 + 1), ("float64", -(2**53) - 1),
+    ("float32", 1 + 2j), ("float32", np.float64(0.5)), ("float32", np.int64(2)), ("int32", 2.5), ("int8", True),
+    ("uint8", -1), ("int8", 128), ("int64", 2**63), ("complex64", 2.0), ("uint16", 7), ("uint64", 2**64 - 1),
+    ("bool", 1),
+]
+
+
+@pytest.mark.parametrize("name", sorted(FAST_FUNCTIONS))
+@pytest.mark.parametrize(("dtype", "value"), GENERAL_SCALARS, ids=str)
+def test_fast_path_hands_other_scalars_to_the_general_path(name, dtype, value, general_calls):
+    x = from_numpy(np.arange(1, 4).astype(dtype))
+    value_py = value.item() if isinstance(value, np.generic) else value
+    try:
+        result = getattr(xp, name)(x, value)
+    except (OverflowError, TypeError) as e:
+        # the standard's errors: an int beyond the dtype, a category the function refuses
+        in_range = not isinstance(value_py, int) or dtype.startswith(("float", "complex", "bool"))
+        assert isinstance(e, TypeError if in_range else OverflowError), e
+        assert general_calls == [name]
+        return
+    assert general_calls == [name]
+    if name == "divide" and dtype in INT_NAMES + ("bool",) or dtype in INT_NAMES and isinstance(value_py, float):
+        # integers (and bools) with a float promote to the default float, float32 here
+        a = np.arange(1, 4).astype(dtype).astype("float32")
+        value_np = np.float32(value_py)
+    else:
+        a = np.arange(1, 4).astype(dtype)
+        value_np = value_py
+    with np.errstate(all="ignore"):
+        expected = FAST_FUNCTIONS[name](a, value_np)
+    assert_same(result, expected, rtol=RTOL.get(str(expected.dtype)))
+
+
+def test_fast_path_hands_mixed_arrays_to_the_general_path(general_calls):
+    f32, f64 = from_numpy(np.ones(3, np.float32)), from_numpy(np.full(3, 0.1))
+    assert_same(xp.add(f32, f64), np.ones(3, np.float32) + np.full(3, 0.1))  # promotion
+    zero_d = from_numpy(np.array(0.1))  # a 0-d float64 wins against float32, which torch's own add would not do
+    assert xp.multiply(zero_d, f32).dtype == xp.float64
+    assert_same(xp.subtract(from_numpy(np.ones((2, 1))), from_numpy(np.arange(3.0))),
+                np.ones((2, 1)) - np.arange(3.0))  # broadcasting
+    i = from_numpy(np.arange(1, 4, dtype=np.int32))
+    assert_same(xp.divide(i, i), np.ones(3, np.float32))  # integers divide in the default float
+    c = from_numpy(np.array([complex(0, math.inf)], np.complex128))
+    assert_same(xp.add(c, from_numpy(np.zeros(1, np.complex128))), np.array([complex(0, math.inf)]))
+    with pytest.raises(TypeError, match="add\\(\\) needs x1 and x2 of a numeric dtype, got bool"):
+        xp.add(from_numpy(np.ones(2, bool)), from_numpy(np.ones(2, bool)))
+    assert general_calls == ["add", "multiply", "subtract", "divide", "add", "add"]
+
+
+def test_fast_path_checks_devices():
+    a = xp.NeuronArray(torch.zeros(2))
+    b = xp.NeuronArray(torch.zeros(2, device="meta"))
+    with pytest.raises(ValueError, match="cpu and meta"):
+        a + b
+    with pytest.raises(ValueError, match="cpu and meta"):
+        a += b
+    assert_same(a, np.zeros(2, np.float32))
+    # a scalar with an array off the CPU takes the general path: torch's CUDA kernels treat a host scalar
+    # differently (division multiplies by its reciprocal); on "meta" that path only needs to run
+    assert (b * 2.0).device == torch.device("meta")
+    assert xp.divide(2.0, b).shape == (2,)
+
+
+@pytest.fixture
+def inplace_fast(monkeypatch):
+    """What the in-place fast path answered for each call: True where it updated x itself."""
+    answers = []
+    for name, (func, run) in list(_array._INPLACE_FAST.items()):
+        def spy(t, other, run=run):
+            answers.append(run(t, other))
+            return answers[-1]
+        monkeypatch.setitem(_array._INPLACE_FAST, name, (func, spy))
+    return answers
+
+
+def test_fast_inplace_operands_that_overlap_x_are_read_first(inplace_fast):
+    a = np.arange(6.0)
+    x = from_numpy(a)
+    tail, head = x[1:], x[:-1]  # views of x: torch would read head while writing tail
+    tail += head
+    a[1:] += a[:-1].copy()
+    assert_same(x, a)
+    y = from_numpy(np.arange(4.0))
+    y += y  # the same array: each element reads itself, which torch's in-place add does
+    assert_same(y, np.arange(4.0) * 2)
+    assert inplace_fast == [False, True]
+
+
+def test_fast_inplace_keeps_the_general_errors(inplace_fast):
+    x = from_numpy(np.arange(3, dtype=np.int8))
+    with pytest.raises(OverflowError, match="200 is out of range for int8"):
+        x += 200
+    with pytest.raises(TypeError, match="in-place multiply would change the dtype of x from int8 to float32"):
+        x *= 2.5
+    f = from_numpy(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match="in-place add would change the dtype of x from float32 to float64"):
+        f += from_numpy(np.ones(3))
+    with pytest.raises(ValueError, match="in-place add would change the shape of x from \\(3,\\) to \\(2, 3\\)"):
+        f += from_numpy(np.ones((2, 3), np.float32))
+    f += from_numpy(np.ones(1, np.float32))  # broadcasting into x's shape: the general path
+    assert_same(f, np.full(3, 2, np.float32))
+    assert_same(x, np.arange(3, dtype=np.int8))
+    assert inplace_fast == [False] * 5
+
+
+def test_fast_paths_defer_to_replaced_namespace_functions(monkeypatch):
+    # the distributed package replaces namespace functions with wrappers; operators must call what is there
+    calls = []
+    real = xp.add
+    monkeypatch.setattr(xp, "add", lambda x1, x2: calls.append((x1, x2)) or real(x1, x2))
+    x = from_numpy(np.ones(2, np.float32))
+    x + x
+    x += 1.0
+    assert len(calls) == 2
+    assert_same(x, np.full(2, 2, np.float32))

@@ -4,11 +4,12 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from support import DTYPE_NAMES, REAL_NAMES, arrays, assert_same, from_numpy, shapes
 
 import trn_backend as xp
+from trn_backend._api import statistical
 
 # The standard's accumulation dtype of sum/prod/cumulative_* without dtype=.
 ACCUMULATOR = {"bool": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "int64": "int64",
@@ -202,3 +203,77 @@ def test_axis_type_errors():
         xp.sum(from_numpy(np.ones(3)), axis=1.5)
     with pytest.raises(TypeError, match=r"mean\(\): axis must be an int, got str"):
         xp.mean(from_numpy(np.ones(3)), axis=("0",))
+
+
+# ---------------------------------------------------------------- fast paths of sum and mean
+
+@pytest.fixture
+def general_reductions(monkeypatch):
+    """The functions that ran the general path (flattening the reduced axes in reduce_axes)."""
+    calls = []
+    real = statistical.reduce_axes
+
+    def spy(t, axis, keepdims, func, op):
+        calls.append(func)
+        return real(t, axis, keepdims, func, op)
+
+    monkeypatch.setattr(statistical, "reduce_axes", spy)
+    return calls
+
+
+FAST_SUM = ("bool", "int8", "int16", "int32", "int64", "float32", "float64", "complex64", "complex128")
+FAST_MEAN = ("float32", "float64", "complex64", "complex128")
+
+
+@pytest.mark.parametrize("dtype_name", FAST_SUM)
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])  # the spy only collects
+@given(data=st.data())
+def test_fast_sum_and_mean_match_numpy_on_views(dtype_name, data, general_reductions):
+    # torch's own reduction over the axes as given, also of non-contiguous views (no flattening copy)
+    base = data.draw(arrays(dtype_name, shapes(min_dims=1, max_side=4), elements=_elements(dtype_name)))
+    order = tuple(data.draw(st.permutations(range(base.ndim)), label="order"))
+    x, a = xp.permute_dims(from_numpy(base), order), base.transpose(order)  # x: a view of permuted strides
+    axis = data.draw(st.none() | st.integers(-a.ndim, a.ndim - 1)
+                     | st.lists(st.integers(-a.ndim, a.ndim - 1), min_size=1, unique_by=lambda i: i % a.ndim)
+                     .map(tuple), label="axis")
+    keepdims = data.draw(st.booleans(), label="keepdims")
+    acc = np.dtype(ACCUMULATOR.get(dtype_name, dtype_name))
+    assert_same(xp.sum(x, axis=axis, keepdims=keepdims), np.asarray(np.sum(a, axis=axis, keepdims=keepdims,
+                                                                              dtype=acc)), rtol=_rtol(acc))
+    if dtype_name in FAST_MEAN:
+        wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # the mean of nothing
+            mean = np.asarray(np.mean(wide, axis=axis, keepdims=keepdims)).astype(a.dtype)
+        assert_same(xp.mean(x, axis=axis, keepdims=keepdims), mean, rtol=_rtol(a.dtype))
+    assert general_reductions == []
+
+
+def test_fast_sum_and_mean_hand_the_rest_to_the_general_path(general_reductions):
+    x = from_numpy(np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert_same(xp.sum(x, axis=()), np.arange(6, dtype=np.float32).reshape(2, 3))  # torch: every axis
+    assert_same(xp.mean(x, axis=()), np.arange(6, dtype=np.float32).reshape(2, 3))
+    assert_same(xp.sum(x, dtype=xp.float64), np.array(15.0))  # an explicit accumulation dtype
+    u = from_numpy(np.array([200, 100], np.uint8))
+    assert_same(xp.sum(u), np.array(300, np.uint64))  # torch would sum uint8 as int64
+    i = from_numpy(np.array([1, 2], np.int32))
+    assert_same(xp.mean(i), np.array(1.5, np.float32))  # integers: the mean in the default float
+    assert general_reductions == ["sum", "mean", "sum", "sum", "mean"]
+
+
+def test_fast_sum_and_mean_keep_the_axis_errors():
+    x = from_numpy(np.ones((2, 3), np.float32))
+    for f in (xp.sum, xp.mean):
+        name = f.__name__
+        with pytest.raises(IndexError, match=rf"{name}\(\): axis 2 is out of bounds for an array of 2 dim"):
+            f(x, axis=2)
+        with pytest.raises(IndexError, match=rf"{name}\(\): axis -3 is out of bounds"):
+            f(x, axis=(0, -3))
+        with pytest.raises(TypeError, match=rf"{name}\(\): axis must be an int, got bool"):
+            f(x, axis=True)
+        with pytest.raises(ValueError, match=rf"{name}\(\): repeated axis in \(1, -1\)"):
+            f(x, axis=(1, -1))
+        with pytest.raises(IndexError, match=rf"{name}\(\): axis 0 is out of bounds for an array of 0 dim"):
+            f(from_numpy(np.array(1.0)), axis=0)
+    assert_same(xp.sum(x, axis=np.int64(1)), np.full(2, 3, np.float32))  # NumPy integers are axes too
+    assert_same(xp.mean(x, axis=[0], keepdims=np.True_), np.ones((1, 3), np.float32))

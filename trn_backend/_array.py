@@ -10,6 +10,7 @@ from __future__ import annotations
 import enum
 import math
 import operator
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -35,10 +36,29 @@ def wrap(t: torch.Tensor) -> NeuronArray:
     return obj
 
 
-def _ns():
-    import trn_backend
+_namespace = None
 
-    return trn_backend
+
+def _ns():
+    """The namespace module, looked up once (operators call it on every use). Its functions are read from it at
+    each call: the distributed package replaces them with wrappers that handle sharded arrays."""
+    global _namespace
+    if _namespace is None:
+        import trn_backend
+
+        _namespace = trn_backend
+    return _namespace
+
+
+# In-place fast paths, registered by _api.elementwise: function name -> (the namespace function, run(tensor,
+# other)), run updating the tensor in place and answering True where torch's in-place method is the operator
+# exactly, False (changing nothing) where the general path must run. It runs only while the namespace still
+# holds that function: a replaced one (the distributed package's wrappers, a test's patch) is called instead.
+_INPLACE_FAST: dict[str, tuple[Callable[..., Any], Callable[[torch.Tensor, Any], bool]]] = {}
+
+
+def register_inplace(fname: str, func: Callable[..., Any], run: Callable[[torch.Tensor, Any], bool]) -> None:
+    _INPLACE_FAST[fname] = (func, run)
 
 
 class NeuronArray:
@@ -197,6 +217,8 @@ class NeuronArray:
     # --- indexing ---
     def __getitem__(self, key: Any) -> NeuronArray:
         t = self._t
+        if _simple(key):  # torch's basic indexing is NumPy's there: a view, for every dtype
+            return wrap(t[key])
         r = _getitem(_movable(t), key)
         return wrap(r if r.dtype is t.dtype else r.view(t.dtype))
 
@@ -219,10 +241,17 @@ def unaliased(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     (``x[1:] = x[:-1]``), while torch writing from an overlapping view raises or reads what it already overwrote.
     Byte ranges rather than storages are compared, since two storages can share memory (``torch.from_numpy`` of
     overlapping NumPy views); tensor subclasses (DTensor) have no data pointer to compare and are always copied."""
-    if type(src) is torch.Tensor and type(dst) is torch.Tensor and (
-            src.numel() == 0 or dst.numel() == 0 or not _overlap(_span(src), _span(dst))):
-        return src
-    return src.clone()
+    return src if not overlaps(src, dst) else src.clone()
+
+
+def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether the memory of two tensors may overlap (see ``unaliased``); True for tensor subclasses."""
+    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:
+        return True
+    if a.is_contiguous() and b.is_contiguous():  # the common case, cheaply: each spans its nbytes (0 if empty)
+        pa, pb = a.data_ptr(), b.data_ptr()
+        return pa < pb + b.nbytes and pb < pa + a.nbytes
+    return a.numel() != 0 and b.numel() != 0 and _overlap(_span(a), _span(b))
 
 
 def _span(t: torch.Tensor) -> tuple[int, int]:
@@ -312,7 +341,7 @@ def _setitem(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
 
 
 def _plan(t: torch.Tensor, key: Any) -> _Plan:
-    if _simple(key):
+    if _simple(key):  # (reads of simple keys return before planning)
         return _Plan(t[key], (), (), (), 0)
     parts = [_torch_key_part(k, t) for k in (key if isinstance(key, tuple) else (key,))]
     if sum(p is Ellipsis for p in parts) > 1:
@@ -385,14 +414,28 @@ def _plan(t: torch.Tensor, key: Any) -> _Plan:
 def _simple(key: Any) -> bool:
     """Whether ``key`` holds only ints, slices of positive step, None and at most one Ellipsis: there torch's
     basic indexing is NumPy's, and using it directly keeps ``x[i]`` about as cheap as ``x._t[i]``."""
+    if type(key) is not tuple:
+        return _simple_part(key) or key is Ellipsis
     ellipses = 0
-    for p in key if type(key) is tuple else (key,):
+    for p in key:
         if p is Ellipsis:
             ellipses += 1
-        elif not (type(p) is int or p is None or (type(p) is slice and all(
-                v is None or type(v) is int for v in (p.start, p.stop, p.step)) and (p.step is None or p.step > 0))):
+        elif not _simple_part(p):
             return False
     return ellipses <= 1
+
+
+_INT_OR_NONE = (int, type(None))
+
+
+def _simple_part(p: Any) -> bool:
+    """An int (not a bool), None, or a slice of Python ints (or None) with a positive step."""
+    kind = type(p)
+    if kind is slice:
+        step = p.step
+        return (type(p.start) in _INT_OR_NONE and type(p.stop) in _INT_OR_NONE
+                and (step is None or (type(step) is int and step > 0)))
+    return kind is int or p is None
 
 
 def _torch_key_part(k: Any, t: torch.Tensor) -> Any:
@@ -484,12 +527,20 @@ def _broadcast_value(v: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
 
 # --- operators: each delegates to the namespace function of the same meaning ---
 
+_OPERANDS = (NeuronArray, builtin_bool, int, float, complex, np.generic)
+
+
 def _binary(fname: str, reflected: bool = False):
-    def op(self: NeuronArray, other: Any, /) -> NeuronArray:
-        if not isinstance(other, (NeuronArray, builtin_bool, int, float, complex, np.generic)):
-            return NotImplemented
-        f = getattr(_ns(), fname)
-        return f(other, self) if reflected else f(self, other)
+    if reflected:
+        def op(self: NeuronArray, other: Any, /) -> NeuronArray:
+            if not isinstance(other, _OPERANDS):
+                return NotImplemented
+            return getattr(_namespace or _ns(), fname)(other, self)
+    else:
+        def op(self: NeuronArray, other: Any, /) -> NeuronArray:
+            if not isinstance(other, _OPERANDS):
+                return NotImplemented
+            return getattr(_namespace or _ns(), fname)(self, other)
 
     op.__name__ = fname
     return op
@@ -497,9 +548,15 @@ def _binary(fname: str, reflected: bool = False):
 
 def _inplace(fname: str):
     def op(self: NeuronArray, other: Any, /) -> NeuronArray:
-        if not isinstance(other, (NeuronArray, builtin_bool, int, float, complex, np.generic)):
+        # exact type: the in-place operators of a registered subclass (sharded arrays) take the general path
+        func = getattr(_namespace or _ns(), fname)
+        if type(self) is NeuronArray:
+            fast = _INPLACE_FAST.get(fname)
+            if fast is not None and fast[0] is func and fast[1](self._t, other):
+                return self
+        if not isinstance(other, _OPERANDS):
             return NotImplemented
-        result = getattr(_ns(), fname)(self, other)
+        result = func(self, other)
         if result.dtype != self.dtype:
             raise TypeError(f"in-place {fname} would change the dtype of x from {_dtypes.name(self.dtype)} to "
                             f"{_dtypes.name(result.dtype)}; use x = {fname}(x, y) instead")
@@ -515,7 +572,7 @@ def _inplace(fname: str):
 
 def _unary(fname: str):
     def op(self: NeuronArray, /) -> NeuronArray:
-        return getattr(_ns(), fname)(self)
+        return getattr(_namespace or _ns(), fname)(self)
 
     op.__name__ = fname
     return op

@@ -98,6 +98,31 @@ def int_range(dtype: torch.dtype) -> tuple[int, int]:
     return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
 
 
+# The dtypes whose arithmetic torch's own kernels implement exactly as the standard asks (wrapping for integers);
+# uint16/32/64 compute elsewhere (COMPUTE).
+NATIVE_ARITHMETIC = frozenset(REAL_FLOAT + SIGNED_INT + (uint8,))
+
+
+def _weak_scalars() -> dict[tuple[torch.dtype, type], tuple[float, float]]:
+    """(array dtype, Python scalar type) -> the closed range of values for which torch, given the scalar as it is,
+    combines it with an array of that dtype as the standard's weak-scalar rule does (the scalar converted to the
+    array's dtype, the result of that dtype): a float with a real floating array (torch rounds it to the dtype
+    once, as a 0-d array of that dtype holds it); an int with a real floating array up to 2**53 in magnitude
+    (exact in a double, so every route to the dtype rounds once); an int with an integer array within the dtype's
+    range (beyond it the standard raises, torch wraps silently). NaN compares false with every range: it takes
+    the general path. bool is missing: torch refuses bool operands of subtraction."""
+    table: dict[tuple[torch.dtype, type], tuple[float, float]] = {}
+    for d in REAL_FLOAT:
+        table[d, float] = (-float("inf"), float("inf"))
+        table[d, int] = (-(2**53), 2**53)
+    for d in NATIVE_ARITHMETIC - set(REAL_FLOAT):
+        table[d, int] = int_range(d)
+    return table
+
+
+WEAK_SCALARS = _weak_scalars()
+
+
 def name(dtype: torch.dtype) -> str:
     return NAMES.get(dtype, str(dtype))
 

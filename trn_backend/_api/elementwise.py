@@ -12,10 +12,12 @@ import builtins
 import math
 import operator
 from collections.abc import Callable
+from typing import NamedTuple
 
 import torch
 
 from .. import _dtypes
+from .._array import overlaps, register_inplace
 from .._helpers import (
     NeuronArray,
     as_py_scalar,
@@ -224,14 +226,79 @@ def conj(x: NeuronArray, /) -> NeuronArray:
 
 # ---------------------------------------------------------------- binary
 
+class _Fast(NamedTuple):
+    """Where torch's own function is a binary function of the standard exactly, so a call skips promotion,
+    checks and casts: two arrays of one of ``dtypes``, of one shape, on one device; or one such array and a
+    Python scalar that ``_dtypes.WEAK_SCALARS`` admits, passed to torch as it is (either side), for an array on
+    the CPU, or with ``cuda_scalars`` also on a CUDA device (torch's CUDA division by a scalar multiplies by its
+    reciprocal, which rounds twice). Everything else (broadcasting, mixed dtypes, 0-d promotion, NumPy
+    scalars, complex or out-of-range scalars, other devices) takes the general path."""
+
+    op: Callable[..., Tensor]  # torch's function, which takes a Python scalar on either side
+    inplace: Callable[[Tensor, object], Tensor]  # torch's in-place method
+    dtypes: frozenset[torch.dtype]
+    cuda_scalars: bool
+
+
+def _scalar_fits(t: Tensor, value: object, fast: _Fast) -> bool:
+    """Whether torch combines the Python scalar ``value``, as it is, with ``t`` as the general path would."""
+    bounds = _dtypes.WEAK_SCALARS.get((t.dtype, type(value)))
+    return (bounds is not None and t.dtype in fast.dtypes and bounds[0] <= value <= bounds[1]
+            and (t.is_cpu or (fast.cuda_scalars and t.is_cuda)))
+
+
+def _same_layout(t1: Tensor, t2: Tensor, fast: _Fast) -> bool:
+    """Two arrays torch's function takes as they are: one fast dtype, one shape, one device."""
+    return t1.dtype is t2.dtype and t1.dtype in fast.dtypes and t1.shape == t2.shape and t1.device == t2.device
+
+
+def _with_fast_path(name: str, general: Callable, fast: _Fast, doc: str) -> Callable:
+    """``general`` (a binary function) behind the fast path of ``fast``; the in-place operator of the same name
+    gets the in-place form (``register_inplace``)."""
+    op = fast.op
+
+    def f(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
+        # exact types: a registered subclass (sharded arrays) keeps the general path
+        if type(x1) is NeuronArray:
+            t1 = x1._t
+            if type(x2) is NeuronArray:
+                if _same_layout(t1, x2._t, fast):
+                    return wrap(op(t1, x2._t))
+            elif _scalar_fits(t1, x2, fast):
+                return wrap(op(t1, x2))
+        elif type(x2) is NeuronArray and _scalar_fits(x2._t, x1, fast):
+            return wrap(op(x1, x2._t))
+        return general(x1, x2)
+
+    def inplace(t: Tensor, other: object) -> bool:
+        if type(other) is NeuronArray:
+            u = other._t
+            # torch reads an operand overlapping the target as it writes it: NumPy reads it first
+            if not (_same_layout(t, u, fast) and (u is t or not overlaps(u, t))):
+                return False
+        elif not _scalar_fits(t, other, fast):
+            return False
+        else:
+            u = other
+        fast.inplace(t, u)
+        return True
+
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    register_inplace(name, f, inplace)
+    return f
+
+
 def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], category: str,
-            result: str = "same", doc: str = "", compare: Callable[[int, int], bool] | None = None) -> Callable:
+            result: str = "same", doc: str = "", compare: Callable[[int, int], bool] | None = None,
+            fast: _Fast | None = None) -> Callable:
     """A binary function: promote, check the category, compute, and bring unsigned results back.
 
     result: "same" (the promoted dtype, wrapped back from the compute dtype), "bool" (comparisons) or
     "float" (true division: integers promote to the default float first). doc: more of the docstring.
     compare: the Python operator of a comparison, which answers for a Python int beyond the array's integer
-    dtype (``_beyond_range``); every other function keeps the OverflowError of such an int.
+    dtype (``_beyond_range``); every other function keeps the OverflowError of such an int. fast: where torch's
+    own function answers directly (``_Fast``).
     """
     def impl(x1: NeuronArray | complex, x2: NeuronArray | complex) -> NeuronArray:
         try:
@@ -249,8 +316,10 @@ def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], cate
         if result == "bool" or out.dtype is dtype:
             return wrap(out)
         return wrap(_dtypes.restore(out, dtype))
-    return _define(name, impl, f"Element-wise {name} ({category} dtypes, standard type promotion).{doc}",
-                   binary=True)
+    doc = f"Element-wise {name} ({category} dtypes, standard type promotion).{doc}"
+    if fast is not None:
+        return _with_fast_path(name, impl, fast, doc)
+    return _define(name, impl, doc, binary=True)
 
 
 def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], name: str) -> NeuronArray | None:
@@ -377,10 +446,14 @@ def _complex_safe(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, T
     return run
 
 
-add = _binary("add", _complex_safe(torch.add), "numeric")
-subtract = _binary("subtract", _complex_safe(torch.subtract), "numeric")
-multiply = _binary("multiply", _plain(torch.multiply), "numeric")
-divide = _binary("divide", lambda a, b, d: torch.divide(a, b), "floating-point", result="float")
+_NATIVE = _dtypes.NATIVE_ARITHMETIC
+add = _binary("add", _complex_safe(torch.add), "numeric", fast=_Fast(torch.add, Tensor.add_, _NATIVE, True))
+subtract = _binary("subtract", _complex_safe(torch.subtract), "numeric",
+                   fast=_Fast(torch.subtract, Tensor.sub_, _NATIVE, True))
+multiply = _binary("multiply", _plain(torch.multiply), "numeric",
+                   fast=_Fast(torch.multiply, Tensor.mul_, _NATIVE, True))
+divide = _binary("divide", lambda a, b, d: torch.divide(a, b), "floating-point", result="float",
+                 fast=_Fast(torch.divide, Tensor.div_, frozenset(_dtypes.REAL_FLOAT), False))
 floor_divide = _binary("floor_divide", _floor_divide, "real numeric", doc=(
     " Rounds the quotient toward -inf. Integer division by zero gives 0, as in NumPy (which also warns), and "
     "INT_MIN // -1 wraps to INT_MIN; floating inf // finite is inf and finite // inf a signed zero, as the "

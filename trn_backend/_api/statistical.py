@@ -2,14 +2,17 @@
 
 Every reduction moves the reduced axes to the end and flattens them into one (torch's reductions differ in
 which accept several axes; one path serves all, and ``axis=()`` becomes a reduction over a length-1 axis, the
-identity). Accumulation dtypes follow the standard: signed integers sum in int64, unsigned ones in uint64
-(wrapping modulo 2**64 on the int64 bits), bool in the default integer dtype. mean, std and var promote
-integer and boolean input to the default floating dtype (the standard's required result dtype for integer
-input, as in NumPy); std and var of complex input give the real dtype of matching precision, as NumPy does.
+identity). sum and mean first try a fast path: torch's own reduction over the axes as given, where its dtype
+rules are the standard's (``_fast_reduce``). Accumulation dtypes follow the standard: signed integers sum in
+int64, unsigned ones in uint64 (wrapping modulo 2**64 on the int64 bits), bool in the default integer dtype.
+mean, std and var promote integer and boolean input to the default floating dtype (the standard's required
+result dtype for integer input, as in NumPy); std and var of complex input give the real dtype of matching
+precision, as NumPy does.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 import numbers
 from collections.abc import Callable, Sequence
@@ -70,9 +73,54 @@ def _sum_or_prod(x: NeuronArray, axis: Axis, dtype: object, keepdims: bool, func
     return wrap(_dtypes.restore(out, target))
 
 
+# Fast paths: where torch's own reduction, given the axes as they are, is the standard's, a call skips the
+# flattening of reduce_axes (which copies when the reduced axes are not the last ones).
+
+# dtypes whose torch.sum without a dtype argument accumulates in the standard's accumulation dtype: their own
+# for floating ones, int64 (the default integer dtype) for signed integers and bool
+_SUM_NATIVE = frozenset(_dtypes.FLOATING + _dtypes.SIGNED_INT + (_dtypes.bool,))
+_GENERAL = object()  # an axis argument the general path handles
+
+
+def _torch_dims(axis: Axis, ndim: int, func: str) -> object:
+    """``axis`` as torch's ``dim`` argument (None: every axis), or _GENERAL for the empty tuple of axes, which
+    torch reads as every axis and the standard as none. Bad axes raise as in the general path."""
+    if axis is None or (type(axis) is int and -ndim <= axis < ndim):
+        return axis
+    if type(axis) is tuple and axis:
+        # distinct ints in range pass as they are, checked in a plain loop: this runs between reductions of
+        # large arrays, which leave the caches cold, so every object it touches costs (normalize_axes, 1-2 us)
+        seen = 0
+        for a in axis:
+            if type(a) is not int or not -ndim <= a < ndim or seen >> (a % ndim) & 1:
+                break
+            seen |= 1 << (a % ndim)
+        else:
+            return axis
+    dims = normalize_axes(axis, ndim, func)
+    return dims if dims else _GENERAL
+
+
+def _fast_reduce(x: object, axis: Axis, keepdims: bool, func: str, op: Callable[..., Tensor],
+                 dtypes: frozenset[torch.dtype]) -> NeuronArray | None:
+    """``op`` (torch.sum or torch.mean) on a plain array of one of ``dtypes``; None where the general path must
+    run (a registered subclass, sharded arrays, keeps its own)."""
+    if type(x) is not NeuronArray or x._t.dtype not in dtypes:
+        return None
+    t = x._t
+    if axis is None and not keepdims:
+        return wrap(op(t))
+    dims = _torch_dims(axis, t.dim(), func)
+    return None if dims is _GENERAL else wrap(op(t, dim=dims, keepdim=builtins.bool(keepdims)))
+
+
 def sum(x: NeuronArray, /, *, axis: Axis = None, dtype: torch.dtype | None = None,  # noqa: A001
         keepdims: bool = False) -> NeuronArray:
     """Sum over ``axis`` (all axes by default) in the standard's accumulation dtype; the empty sum is 0."""
+    if dtype is None:
+        out = _fast_reduce(x, axis, keepdims, "sum", torch.sum, _SUM_NATIVE)
+        if out is not None:
+            return out
     return _sum_or_prod(x, axis, dtype, keepdims, "sum", torch.sum)
 
 
@@ -106,8 +154,14 @@ def min(x: NeuronArray, /, *, axis: Axis = None, keepdims: bool = False) -> Neur
     return _extreme(x, axis, keepdims, "min", torch.amin)
 
 
+_MEAN_NATIVE = frozenset(_dtypes.FLOATING)
+
+
 def mean(x: NeuronArray, /, *, axis: Axis = None, keepdims: bool = False) -> NeuronArray:
     """Arithmetic mean over ``axis`` (real or complex); integers give the default float; empty gives NaN."""
+    out = _fast_reduce(x, axis, keepdims, "mean", torch.mean, _MEAN_NATIVE)
+    if out is not None:
+        return out
     t = _to_floating(tensor(x, "mean"))
     return wrap(reduce_axes(t, axis, keepdims, "mean", lambda f: torch.mean(f, dim=-1)))
 
