@@ -50,6 +50,19 @@ def _ns():
     return _namespace
 
 
+_numpy_dispatch = None
+
+
+def _dispatch():
+    """trn_backend.numpy_dispatch, looked up once: an import statement in NumPy's hooks costs 1 us per call."""
+    global _numpy_dispatch
+    if _numpy_dispatch is None:
+        from . import numpy_dispatch
+
+        _numpy_dispatch = numpy_dispatch
+    return _numpy_dispatch
+
+
 # In-place fast paths, registered by _api.elementwise: function name -> (the namespace function, run(tensor,
 # other)), run updating the tensor in place and answering True where torch's in-place method is the operator
 # exactly, False (changing nothing) where the general path must run. It runs only while the namespace still
@@ -158,15 +171,11 @@ class NeuronArray:
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
         """NEP 18: NumPy functions on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch)."""
-        from .numpy_dispatch import array_function
-
-        return array_function(func, types, args, kwargs)
+        return (_numpy_dispatch or _dispatch()).array_function(func, types, args, kwargs)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NEP 13: NumPy ufuncs on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch)."""
-        from .numpy_dispatch import array_ufunc
-
-        return array_ufunc(ufunc, method, inputs, kwargs)
+        return (_numpy_dispatch or _dispatch()).array_ufunc(ufunc, method, inputs, kwargs)
 
     # --- Python conversions ---
     def _scalar(self, kind: str) -> Any:
