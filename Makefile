@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test lint bench conformance precision-report clean
+.PHONY: demo test lint bench calibrate conformance precision-report clean
 
 $(VENV)/.base:
 	$(PYTHON) -m venv $(VENV)
@@ -32,8 +32,19 @@ lint: $(VENV)/.installed-test
 	$(PIP) install -q ruff
 	$(VENV)/bin/ruff check trn_backend kernels tests benchmarks conformance examples
 
+# Every benchmark of issue 12, each interleaving the alternatives in one process; results in benchmarks/results/.
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_contract.py
+	$(PY) benchmarks/bench_namespace.py
+	$(PY) benchmarks/bench_numpy_dispatch.py
+	$(PY) benchmarks/bench_emulation.py
+	$(PY) benchmarks/bench_sliced.py
+	$(PY) benchmarks/calibrate_modes.py
+
+# Only the precision modes' cost table that target_forward_error= ranks modes by (trn_backend/data/mode_costs.json);
+# on a CUDA host: python benchmarks/calibrate_modes.py --device cuda
+calibrate: $(VENV)/.installed-test
+	$(PY) benchmarks/calibrate_modes.py
 
 conformance: $(VENV)/.installed-test
 	$(PIP) install -q -e ".[test,conformance]"

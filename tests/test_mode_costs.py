@@ -202,9 +202,38 @@ def test_native_is_no_candidate_on_cuda_under_tf32():
             assert select_precision(f32, 4096, 1e-3, device="cuda").mode == "kahan"  # the next cheapest
             assert select_precision(torch.complex64, 4096, 1e-3, device="cuda").mode == "kahan"
             assert select_precision(f64, 4096, 1e-12, device="cuda").mode == "native"  # float64 has no TF32
-            assert _precision._native_ok("cpu", f32)
+            assert not _precision._native_ok("cpu", f32)  # "high" may mean bf16 GEMMs in oneDNN
         finally:
             torch.set_float32_matmul_precision(before)
+    assert _precision._native_ok("cpu", f32)
+
+
+@pytest.mark.parametrize("setting", ["high", "medium"])
+@pytest.mark.parametrize("dtype", [f32, torch.complex64])
+def test_native_reports_the_bound_of_a_reduced_float32_matmul_precision(setting, dtype):
+    """Under a float32 matmul precision other than "highest", the device may round float32 inputs (TF32, bf16):
+    native's resolved bound says so (explain shows it), and what the CPU computes stays within it."""
+    K = 4096
+    before = torch.get_float32_matmul_precision()
+    exact_bound = _precision.resolve(dtype, K, torch.device("cpu")).bound
+    try:
+        torch.set_float32_matmul_precision(setting)
+        r = _precision.resolve(dtype, K, torch.device("cpu"))
+        explicit = _precision.resolve(dtype, K, torch.device("cpu"), precision="native")
+        u_in = _precision.REDUCED_INPUT_UNIT[setting]
+        assert r == explicit and r.mode == "native" and r.bound > 2 * u_in > exact_bound
+        assert _precision.resolve(dtype, K, torch.device("xla")).mode == "fast"  # Neuron: its own kernels
+        assert _precision.resolve(f64, K, torch.device("cpu")).bound == _precision.error_bound("native", f64, K)
+        g = torch.Generator().manual_seed(0)
+        a = torch.randn(64, K, generator=g, dtype=torch.float64)
+        b = torch.randn(K, 48, generator=g, dtype=torch.float64)
+        c = torch.matmul(a.to(f32), b.to(f32)).double()  # what native runs: the device's own float32 GEMM
+        a32, b32 = a.to(f32).double(), b.to(f32).double()
+        err = ((c - a32 @ b32).abs() / (a32.abs() @ b32.abs())).max()
+        assert err <= r.bound
+    finally:
+        torch.set_float32_matmul_precision(before)
+    assert _precision.resolve(dtype, K, torch.device("cpu")).bound == exact_bound
 
 
 # --- the calibration script ---

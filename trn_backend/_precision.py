@@ -169,7 +169,7 @@ MODES: dict[str, Mode] = {m.name: m for m in (
 ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}
 # The modes a target may pick, ranked by their cost on the step's device (``_ranking``); this order breaks ties.
 # sr never appears: its stochastic rounding removes bias but does not shrink the error bound. native joins
-# wherever its bound is honest: not for bf16/fp16 (no bound), not on CUDA under TF32 (see ``_native_ok``), and
+# wherever its bound is honest: not for bf16/fp16 (no bound), not under TF32 or bf16 GEMMs (``_native_ok``), and
 # not on Neuron until the precision of fp32 nc_matmul is measured on the hardware.
 LADDER = ("native", "fast", "dd", "bf16x6", "ozaki", "kahan")
 # The precision of fp32 nc_matmul (and PSUM's accumulation of it) is not documented: check-neuron measures it on
@@ -416,15 +416,44 @@ def _kind(device: torch.device | str) -> str:
     return kind
 
 
+# torch's float32 matmul precision other than "highest" lets the device's GEMM round float32 (and complex64)
+# inputs to fewer bits: TF32 (11 significant bits) under "high" on CUDA, bf16 under "medium" (CUDA and oneDNN on
+# the CPU; "high" may also mean bf16x3 on the CPU, more accurate than TF32). The unit of each input's rounding,
+# truncation allowed (cuBLAS does not document the TF32 conversion's rounding): 2**-10 for TF32, 2**-7 for bf16.
+REDUCED_INPUT_UNIT = {"high": 2.0**-10, "medium": 2.0**-7}
+
+
 def _native_ok(device_type: str, dtype: torch.dtype) -> bool:
-    """Whether native's published bound holds for ``dtype`` on ``device_type``, so a target may pick it. On CUDA,
-    torch's float32 matmul precision other than "highest" lets cuBLAS use TF32 (10-bit significands) for float32
-    and complex64 products, far outside gamma_K(u_fp32); it is read per call (it may change at any time)."""
+    """Whether native's published bound holds for ``dtype`` on ``device_type``, so a target may pick it: not under
+    a reduced float32 matmul precision (``REDUCED_INPUT_UNIT``), read per call (it may change at any time)."""
     if device_type in kernels.NEURON_DEVICE_TYPES:
         return NEURON_FP32_MATMUL_VERIFIED and dtype in (torch.float32, torch.complex64)
-    if device_type == "cuda" and dtype in (torch.float32, torch.complex64):
+    if dtype in (torch.float32, torch.complex64):
         return torch.get_float32_matmul_precision() == "highest"
     return True
+
+
+@functools.lru_cache(maxsize=1024)
+def _reduced_native(dtype: torch.dtype, K: int, matmul_precision: str) -> Resolved:
+    """native on float32/complex64 under torch's float32 matmul precision ``matmul_precision`` ("high",
+    "medium"), with the bound of what the device may then compute: inputs rounded with unit u_in (each product
+    off by (1 + u_in)**2 - 1, exact in fp32: at most 2 x 11 significand bits), summed in fp32 (gamma_K, of the
+    rounded products); complex as native's complex bound (sqrt(2), K + 2 real roundings)."""
+    u_in = REDUCED_INPUT_UNIT[matmul_precision]
+    grow = (1 + u_in) ** 2
+    if dtype.is_complex:
+        return Resolved("native", (), math.sqrt(2) * (grow - 1 + gamma(K + 2, U_FP32) * grow))
+    return Resolved("native", (), grow - 1 + gamma(K, U_FP32) * grow)
+
+
+def _honest(resolved: Resolved, dtype: torch.dtype, K: int, device: torch.device | str) -> Resolved:
+    """``resolved``, with native's bound widened where torch's float32 matmul precision lets the device round
+    float32 inputs (see ``REDUCED_INPUT_UNIT``; Neuron's native is its own kernel, unaffected)."""
+    if resolved.mode != "native" or dtype not in (torch.float32, torch.complex64) or \
+            _kind(device) in kernels.NEURON_DEVICE_TYPES:
+        return resolved
+    setting = torch.get_float32_matmul_precision()
+    return resolved if setting == "highest" else _reduced_native(dtype, K, setting)
 
 
 def _flops(K: int, bmkn: tuple[int, int, int, int] | None) -> float:
@@ -561,9 +590,9 @@ def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str 
     explicit = precision is not None or target_forward_error is not None
     setting = (explicit and _setting(precision, target_forward_error, {}, "resolve")) or _ACTIVE.get()
     if setting is None:
-        return _resolved(_default_mode(device), (), dtype, K)
+        return _honest(_resolved(_default_mode(device), (), dtype, K), dtype, K, device)
     if setting.mode is not None:
-        return _resolved(setting.mode, setting.params, dtype, K)
+        return _honest(_resolved(setting.mode, setting.params, dtype, K), dtype, K, device)
     kind = _kind(device)
     if setting.target is not None:
         return _select(dtype, K, setting.target, "target_forward_error", kind, bmkn, _native_ok(kind, dtype))
