@@ -8,9 +8,10 @@ on a shared machine). The JSON in benchmarks/results/ keeps every sample. A meas
 
 Issue 12 added steps with nothing to contract (Hadamard products in float32 and float64, outer products), a full
 contraction, networks of 100 and 200 tensors through contract_expression (per-step overhead; see ``_network``),
-and a first-call row: ``xp.contract(eq, *ops, optimize=path)`` on a 100-tensor network with the planner's caches
-cleared (path search excluded: the path is passed), in microseconds per binary step, the warm call beside it (trn
-only, no ratio; ``--only plan`` selects it).
+the same networks through ``trn_backend.contract_expression`` (its compiled program, "xp.contract_expression"
+rows; torch and numpy still run opt_einsum's expression), and a first-call row: ``xp.contract(eq, *ops,
+optimize=path)`` on a 100-tensor network with the planner's caches cleared (path search excluded: the path is
+passed), in microseconds per binary step, the warm call beside it (trn only, no ratio; ``--only plan`` selects it).
 
     python benchmarks/bench_contract.py [--reps 15] [--only chain,network] [--out benchmarks/results/x.json]
 """
@@ -74,6 +75,12 @@ def workloads() -> list[dict]:
         dict(name="full abcd,dcba-> 48^4", eq="abcd,dcba->", shapes=[(48,) * 4] * 2),
         *(dict(name=f"{n}-tensor ring network (contract_expression)", eq=eq, shapes=shapes, small=True,
                expression=True) for n in (100, 200) for eq, shapes in [_network(n, regularity=2)]),
+        # trn_backend.contract_expression: its program runs the steps without opt_einsum's per-step dispatch
+        # (torch and numpy rows: opt_einsum's expression, as above)
+        dict(name="40-tensor network (xp.contract_expression)", eq=network_eq, shapes=network_shapes, small=True,
+             expression=True, program=True),
+        *(dict(name=f"{n}-tensor ring network (xp.contract_expression)", eq=eq, shapes=shapes, small=True,
+               expression=True, program=True) for n in (100, 200) for eq, shapes in [_network(n, regularity=2)]),
     ]
 
 
@@ -87,7 +94,11 @@ def _operands(shapes: list[tuple[int, ...]], seed: int, dtype: str = "float32") 
 def _callables(w: dict, ops: dict[str, list]) -> dict[str, Callable[[], object]]:
     if w.get("expression"):
         expr = oe.contract_expression(w["eq"], *w["shapes"])
-        return {b: (lambda b=b: expr(*ops[b], backend=b)) for b in BACKENDS}
+        calls = {b: (lambda b=b: expr(*ops[b], backend=b)) for b in BACKENDS}
+        if w.get("program"):
+            program = xp.contract_expression(w["eq"], *w["shapes"])
+            calls["trn"] = lambda: program(*ops["trn"])
+        return calls
     return {b: (lambda b=b: oe.contract(w["eq"], *ops[b], backend=b)) for b in BACKENDS}
 
 
@@ -130,11 +141,12 @@ def measure(w: dict, reps: int) -> dict:
 
 def _clear_planner_caches() -> None:
     """Every cache between subscripts and a plan: parsing, paths, per-front-door entries, the plans."""
-    from trn_backend.contraction import api, parse, paths, plan
+    from trn_backend.contraction import api, opt_einsum_backend, parse, paths, plan
 
-    for cached in (parse.parse, paths._cached_steps, plan.entry, api._tensordot_entry, api._matmul_entry,
+    for cached in (parse.parse, paths._cached_steps, plan.entry, api.tensordot_entry, api._matmul_entry,
                    api._vecdot_entry):
         cached.cache_clear()
+    opt_einsum_backend._STEPS.clear()
 
 
 def measure_planning(n: int, reps: int) -> dict:

@@ -94,15 +94,27 @@ def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
 
 def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:
     CALLS[kernel, mode] += 1
-    device = a.device.type  # only a Neuron device, or the CPU model, can route to NKI: the common call stops here
-    if (device not in NEURON_DEVICE_TYPES and not (device == "cpu" and _config.config.nki == "model")) or \
-            a.dtype is not b.dtype or _nki_route(kernel, mode, a.dtype, a.device, (
-                a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1]), params) is None:
-        if kernel == "matmul" and a.shape[0] == 1 == b.shape[1] and mode == "native" and a.is_floating_point():
+    # only a Neuron device, or the CPU model, can route to NKI: the common call (CPU, GPU) stops at is_cpu or
+    # is_cuda, without building a torch.device (this runs once per step of a network)
+    if (_config.config.nki == "model" if a.is_cpu else not a.is_cuda and a.device.type in NEURON_DEVICE_TYPES) \
+            and a.dtype is b.dtype and _nki_route(kernel, mode, a.dtype, a.device, (
+                a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1]), params) is not None:
+        return _run_nki(kernel, a, b, mode, params)
+    if mode == "native" and a.is_floating_point():
+        # real floating point native is ``reference.native``'s torch.matmul, which on two 2-D (3-D, one batch
+        # size) operands is exactly ATen's mm (bmm): called directly, without matmul's dispatch
+        if kernel == "bmm":
+            return a.bmm(b)
+        if a.shape[0] == 1 == b.shape[1]:
             # a dot product: torch's mm runs [1, K] x [K, 1] as one unthreaded dot, its gemv is threaded (6x
             # faster at K = 5e6 on 2 cores); any summation order is within native's bound
             return torch.mv(a, b[:, 0]).unsqueeze(1)
-        return _implementation(mode)(a, b, **params)
+        return a.mm(b)
+    return _implementation(mode)(a, b, **params)
+
+
+def _run_nki(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:
+    """A step the routing rule sends to an NKI kernel (see the module docstring)."""
     from . import nki
 
     CALLS[f"nki.{kernel}", mode] += 1
@@ -126,17 +138,21 @@ def _nki_fast_pass(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
 
 def matmul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
     """[M, K] x [K, N] -> [M, N] under ``mode``; ``params`` are the mode's own settings."""
-    if a.dim() != 2 or b.dim() != 2 or a.shape[1] != b.shape[0]:
-        raise ValueError(f"kernels.matmul needs [M, K] x [K, N], got {tuple(a.shape)} x {tuple(b.shape)}")
-    _implementation(mode)
+    sa, sb = a.shape, b.shape
+    if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
+        raise ValueError(f"kernels.matmul needs [M, K] x [K, N], got {tuple(sa)} x {tuple(sb)}")
+    if mode not in reference.MODES:
+        _implementation(mode)  # the error naming the known modes
     return _run("matmul", a, b, mode, params)
 
 
 def bmm(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
     """[B, M, K] x [B, K, N] -> [B, M, N] under ``mode``."""
-    if a.dim() != 3 or b.dim() != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
-        raise ValueError(f"kernels.bmm needs [B, M, K] x [B, K, N], got {tuple(a.shape)} x {tuple(b.shape)}")
-    _implementation(mode)
+    sa, sb = a.shape, b.shape
+    if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0] or sa[2] != sb[1]:
+        raise ValueError(f"kernels.bmm needs [B, M, K] x [B, K, N], got {tuple(sa)} x {tuple(sb)}")
+    if mode not in reference.MODES:
+        _implementation(mode)  # the error naming the known modes
     return _run("bmm", a, b, mode, params)
 
 

@@ -206,3 +206,95 @@ def test_precision_errors_name_the_function_called():
             oe.contract("ij,jk->ik", x, x, backend="trn")
         with pytest.raises(ValueError, match=r"^contract_expression\(\.\.\.\)\(\): no mode reaches"):
             xp.contract_expression("ij,jk->ik", (3, 3), (3, 3))(x, x)
+
+
+def test_repeated_network_steps_reuse_their_plans_under_the_default_precision_only():
+    """Steps of a network are planned once per shapes, dtypes, axes or subscripts and device (the backend's step
+    cache); a precision block still reaches every step, and results do not change between calls."""
+    eq, shapes = oe.testing.rand_equation(12, 3, n_out=2, d_min=2, d_max=3, seed=5, global_dim=True)
+    ops = [xp.NeuronArray(torch.randn(s, dtype=torch.float64)) for s in shapes]
+    expr = oe.contract_expression(eq, *shapes)
+    binary = sum(len(c[0]) == 2 for c in expr.contraction_list)
+    opt_einsum_backend._STEPS.clear()
+    with kernels.count_calls() as calls:
+        first = expr(*ops, backend="trn")
+    cached = len(opt_einsum_backend._STEPS)
+    assert 0 < cached <= binary
+    with kernels.count_calls() as again:
+        assert torch.equal(expr(*ops, backend="trn")._t, first._t)
+    assert again == calls and len(opt_einsum_backend._STEPS) == cached
+    with xp.precision("dd"), kernels.count_calls() as dd:
+        expr(*ops, backend="trn")
+    assert sum(dd.values()) == binary and {mode for _, mode in dd} == {"dd"}
+    expected = oe.contract(eq, *(o._t for o in ops), backend="torch")
+    np.testing.assert_allclose(to_numpy(first), expected.numpy(), rtol=1e-10)
+
+
+@pytest.mark.parametrize("axes", [((True,), (0,)), ((1.0,), (0,)), ([1], [0])])
+def test_backend_tensordot_validates_axes_even_after_a_cached_step(axes):
+    x, y = xp.NeuronArray(torch.randn(2, 3)), xp.NeuronArray(torch.randn(3, 4))
+    opt_einsum_backend.tensordot(x, y, ((1,), (0,)))  # cached: True and 1.0 hash and compare like 1
+    if isinstance(axes[0], list):  # a list pair is valid (made canonical), just not cached
+        np.testing.assert_allclose(to_numpy(opt_einsum_backend.tensordot(x, y, axes)),
+                                   to_numpy(x) @ to_numpy(y), rtol=1e-6)
+        return
+    with pytest.raises(TypeError, match="axes must be an int or a pair of sequences of ints"):
+        opt_einsum_backend.tensordot(x, y, axes)
+
+
+def test_backend_einsum_step_errors_are_the_einsum_errors():
+    x, y = xp.NeuronArray(torch.randn(2, 3)), xp.NeuronArray(torch.randn(4, 5))
+    with pytest.raises(ValueError, match="einsum"):
+        opt_einsum_backend.einsum("ij,jk->ik", x, y)  # j is 3 in one operand and 4 in the other
+    with pytest.raises(ValueError, match="einsum"):
+        opt_einsum_backend.einsum("ij,jk->ik", x, y)  # not cached as a plan
+
+
+def _network(n, regularity, global_dim):
+    if n == 0:  # a trace, a tensordot whose result opt_einsum transposes, an outer product
+        return "abc,cd,ii,e->dbea", [(2, 3, 4), (4, 5), (3, 3), (2,)]
+    return oe.testing.rand_equation(n, regularity, n_out=2, d_min=2, d_max=3, seed=n, global_dim=global_dim)
+
+
+@pytest.mark.parametrize("n, regularity, global_dim, dtype", [
+    (16, 3, False, torch.float64), (16, 3, True, torch.float64), (30, 2, False, torch.float32),
+    (12, 3, True, torch.complex64), (10, 3, False, torch.int64), (0, 0, False, torch.float64)])
+def test_expression_program_matches_opt_einsum_bit_for_bit(n, regularity, global_dim, dtype):
+    """``trn_backend.contract_expression`` runs its compiled program on NeuronArrays: the same kernel calls and
+    the same bits as opt_einsum's own loop with backend "trn" (tensordot, batched, matrix-vector, single-operand
+    and transposed steps)."""
+    eq, shapes = _network(n, regularity, global_dim)
+    g = torch.Generator().manual_seed(n)
+    ops = [xp.NeuronArray((torch.randn(s, generator=g, dtype=torch.float64) * 3).to(dtype)) for s in shapes]
+    expr = xp.contract_expression(eq, *shapes)
+    with kernels.count_calls() as via_opt_einsum:
+        want = expr.expression(*ops, backend="trn")
+    for _ in range(2):  # compiled on the first call, reused on the second
+        with kernels.count_calls() as via_program:
+            got = expr(*ops)
+        assert type(got) is xp.NeuronArray and torch.equal(got._t, want._t) and via_program == via_opt_einsum
+    assert len(expr._programs) == 1
+    if dtype is torch.float64:
+        np.testing.assert_allclose(to_numpy(got), np.einsum(eq, *map(to_numpy, ops), optimize=True), rtol=1e-10)
+
+
+def test_expression_program_follows_the_precision_in_force_and_falls_back_where_it_must():
+    eq, shapes = oe.testing.rand_equation(10, 3, n_out=2, d_min=2, d_max=3, seed=2)
+    ops = [xp.NeuronArray(torch.randn(s)) for s in shapes]
+    expr = xp.contract_expression(eq, *shapes)
+    binary = sum(len(c[0]) == 2 for c in expr.expression.contraction_list)
+    expr(*ops)
+    with xp.precision("dd"), kernels.count_calls() as calls:  # the program resolves each step's mode per call
+        dd = expr(*ops)
+    assert {mode for _, mode in calls} == {"dd"} and sum(calls.values()) == binary
+    assert torch.equal(xp.contract_expression(eq, *shapes, precision="dd")(*ops)._t, dd._t)
+    # NumPy operands, out=, constants and shared intermediates go through opt_einsum
+    got = expr(*map(to_numpy, ops))
+    assert isinstance(got, np.ndarray)
+    out = xp.zeros(dd.shape)
+    assert expr(*ops, out=out) is out
+    with oe.shared_intermediates():
+        np.testing.assert_allclose(to_numpy(expr(*ops)), got, rtol=1e-5, atol=1e-5)
+    assert len(expr._programs) == 1
+    with pytest.raises(ValueError, match="takes exactly"):  # opt_einsum's own error for a wrong count
+        expr(*ops[:-1])

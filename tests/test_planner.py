@@ -209,3 +209,39 @@ def test_paths_keep_broadcast_batched_intermediates_unpermuted():
     arrays = [np.random.default_rng(1).standard_normal(s) for s in shapes]
     got = xp.einsum("Qmn,mi,na->Qia", *map(from_numpy, arrays), optimize=[(0, 1), (0, 1)])
     np.testing.assert_allclose(got._t.numpy(), np.einsum("Qmn,mi,na->Qia", *arrays), rtol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.complex64, torch.int32])
+@pytest.mark.parametrize("kernel, shapes", [
+    ("matmul", [(5, 7), (7, 3)]), ("matmul", [(1, 9), (9, 1)]), ("bmm", [(4, 5, 7), (4, 7, 3)]),
+])
+def test_native_kernel_calls_match_the_reference_bit_for_bit(kernel, shapes, dtype):
+    """The kernel layer runs real floating-point native steps as mm / bmm (mv for a dot product) directly: the
+    same results as ``reference.native``, each call counted."""
+    g = torch.Generator().manual_seed(0)
+    a, b = ((torch.randn(s, generator=g, dtype=torch.float64) * 8).to(dtype) for s in shapes)
+    if kernel == "bmm":  # a stride-0 operand, as broadcast batching makes them
+        b = b[:1].expand(b.shape)
+    with kernels.count_calls() as calls:
+        got = getattr(kernels, kernel)(a, b, "native")
+    assert calls == {(kernel, "native"): 1}
+    want = reference.native(a, b)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    if shapes[0][0] == 1 and dtype.is_floating_point:  # mv: another summation order, within native's bound
+        torch.testing.assert_close(got.double(), want.double(), rtol=0.05, atol=2.0)
+    else:
+        assert torch.equal(got, want)
+    with pytest.raises(ValueError, match="unknown kernel mode"):
+        getattr(kernels, kernel)(a, b, "nonesuch")
+
+
+def test_plans_made_for_a_mode_equal_the_replaced_base():
+    e = planner.entry(("abc", "cd"), "abd", ((2, 3, 4), (4, 5)), (F32, F32))
+    p = e.plan(CPU)
+    assert p == dataclasses.replace(e.base, resolved=p.resolved) and p.resolved.mode == "native"
+    assert p.direct == (0, None, (6, 4), 1, None, None, "matmul", "native")
+    assert e.plan(CPU, precision="fast").direct[-1] == "fast"
+    ozaki = e.plan(CPU, precision="ozaki")
+    assert (ozaki.direct is None) == bool(ozaki.resolved.params)
+    with _precision.precision(target_relative_error=1e-3):  # checked a posteriori: not the direct path
+        assert e.plan(CPU).direct is None

@@ -30,8 +30,8 @@ from . import execute, paths
 from .parse import Spec, parse, symbol
 from .plan import Entry, entry, result_dtype
 
-__all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors",
-           "vecdot_tensors"]
+__all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "tensordot_entry",
+           "canonical_axes", "matmul_tensors", "vecdot_tensors"]
 
 Precision = str | None
 
@@ -97,12 +97,12 @@ def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precis
                       target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's tensordot: ``axes`` an int N (last N of a with first N of b) or a pair of axis sequences."""
     # validated and made canonical (ints) before the cache: 2.0 and True hash like 2 and 1
-    key = axes if type(axes) is int else _canonical_axes(axes)
-    found = _tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, key)
+    key = axes if type(axes) is int else canonical_axes(axes)
+    found = tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, key)
     return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
 
 
-def _canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]]:
+def canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]]:
     """``axes`` as an int or a pair of int tuples; anything else is a TypeError naming it."""
     if type(axes) is tuple and len(axes) == 2 and type(axes[0]) is tuple and type(axes[1]) is tuple and \
             all(type(i) is int for i in axes[0] + axes[1]):
@@ -121,7 +121,7 @@ def _is_int(x: object) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def _tensordot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Entry:
+def tensordot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Entry:
     result_dtype((da, db), "tensordot")
     if isinstance(axes, int):
         if not 0 <= axes <= min(len(sa), len(sb)):

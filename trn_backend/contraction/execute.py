@@ -44,6 +44,35 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
             run = EXECUTORS.get(type(t))
             if run is not None:
                 return run(plan, tensors)
+    direct = plan.direct  # (input, perm, shape) of each kernel operand, kernel, mode
+    if direct is not None and tensors[direct[0]].dtype is plan.dtype and tensors[direct[3]].dtype is plan.dtype:
+        # the common step, without a cast: each operand's permute and reshape (positional arguments parse
+        # faster than one tuple), then the kernel
+        i, perm, shape, j, perm_b, shape_b, kernel, mode = direct
+        a, b = tensors[i], tensors[j]
+        if perm is not None:
+            a = a.permute(*perm)
+        if shape is not None:
+            # a view whenever the strides allow; torch copies only when the merged dimensions are not adjacent
+            a = a.reshape(*shape)
+        if perm_b is not None:
+            b = b.permute(*perm_b)
+        if shape_b is not None:
+            b = b.reshape(*shape_b)
+        out = getattr(kernels, kernel)(a, b, mode)
+    else:
+        out = _general(plan, tensors)
+    out_shape = plan.out_shape
+    if out_shape is not None:
+        out = out.reshape(*out_shape) if out_shape else out.reshape(())
+    if plan.out_perm is not None:
+        out = out.permute(*plan.out_perm)
+    return out
+
+
+def _general(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
+    """Every other step (see ``Plan.direct``): casts, diagonals, sums and broadcasts of the operands, then the
+    kernel call with its mode's parameters or a posteriori check; the result before the output layout."""
     dtype = plan.dtype
     ops = []
     for op, i in zip(plan.operands, plan.order, strict=True):
@@ -57,7 +86,6 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
         if op.expand is not None:
             t = t.reshape(op.expand[0]).expand(op.expand[1])
         if op.shape is not None:
-            # a view whenever the strides allow; torch copies only when the merged dimensions are not adjacent
             t = t.reshape(op.shape)
         ops.append(t)
     r = plan.resolved
@@ -69,14 +97,8 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
             _check_product(plan, ops[0], ops[1], out)
     elif r.target_relative_error is not None:
         out = posteriori.run(plan, ops[0], ops[1])
-    elif r.params:
-        out = getattr(kernels, plan.kernel)(ops[0], ops[1], r.mode, **r.kwargs)
     else:
-        out = getattr(kernels, plan.kernel)(ops[0], ops[1], r.mode)
-    if plan.out_shape is not None:
-        out = out.reshape(plan.out_shape)
-    if plan.out_perm is not None:
-        out = out.permute(plan.out_perm)
+        out = getattr(kernels, plan.kernel)(ops[0], ops[1], r.mode, **r.kwargs)
     return out
 
 

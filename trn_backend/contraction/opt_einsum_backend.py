@@ -20,15 +20,17 @@ import torch
 from opt_einsum import sharing
 from opt_einsum.backends import dispatch
 from opt_einsum.contract import ContractExpression
+from opt_einsum.parser import convert_to_valid_einsum_chars, has_valid_einsum_chars_only
 from opt_einsum.sharing import to_backend_cache_wrap
 
 from .. import _dtypes, _precision
 from .._api.creation import asarray
 from .._helpers import PY_SCALARS, NeuronArray, wrap
-from .api import einsum_operands, einsum_tensors, tensordot_tensors
+from .api import canonical_axes, einsum_operands, einsum_tensors, tensordot_entry, tensordot_tensors
+from .execute import execute
 from .parse import parse
 from .paths import shape_of
-from .plan import result_dtype
+from .plan import Entry, Plan, entry, plan_for, result_dtype
 
 __all__ = ["einsum", "tensordot", "transpose", "contract", "contract_expression", "Expression", "register",
            "OPT_EINSUM_SERIES"]
@@ -55,17 +57,37 @@ def _operands(operands: tuple[object, ...], func: str) -> list[torch.Tensor]:
     return einsum_operands([x if isinstance(x, PY_SCALARS) else to_trn(x) for x in operands], func)
 
 
+# Plans of the steps opt_einsum sends here under the device's default precision, by everything a plan depends on
+# (operand shapes, dtypes and devices; canonical axes, or subscripts): a repeated step costs one lookup before
+# ``execute`` instead of validation, parsing and the planner's entry lookup. A precision setting takes the full
+# path, which resolves the mode per call. The plans are the planner's own, every step still one kernel call.
+_STEPS: dict[tuple, Plan] = {}
+_STEPS_MAX = 4096
+
+
+def _remember(key: tuple, plan: Plan) -> Plan:
+    if len(_STEPS) >= _STEPS_MAX:  # bounded, as the planner's caches are
+        _STEPS.clear()
+    _STEPS[key] = plan
+    return plan
+
+
 def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
            optimize: object = "auto") -> NeuronArray:
     """The einsum opt_einsum calls for steps that are not plain tensordots (batched ones, for instance); an
     ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe')."""
-    if all(type(x) is NeuronArray for x in operands) and len({x._t.device for x in operands}) == 1:
-        ts = [x._t for x in operands]  # every step of a network: nothing to convert or check
-    else:
-        ts = _operands(operands, "einsum")
-    if out is not None:
-        check_out(out, subscripts, ts, "einsum")
     try:
+        if len(operands) == 2 and out is None and type(subscripts) is str and type(optimize) is str and \
+                optimize == "auto":
+            plan = _einsum_step(subscripts, *operands)
+            if plan is not None:
+                return wrap(execute(plan, (operands[0]._t, operands[1]._t)))
+        if all(type(x) is NeuronArray for x in operands) and len({x._t.device for x in operands}) == 1:
+            ts = [x._t for x in operands]  # every step of a network: nothing to convert or check
+        else:
+            ts = _operands(operands, "einsum")
+        if out is not None:
+            check_out(out, subscripts, ts, "einsum")
         result = wrap(einsum_tensors(subscripts, ts, optimize))
     except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name opt_einsum's call
         raise e.named(_OPT_EINSUM_CALL) from e.__cause__
@@ -73,6 +95,20 @@ def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
         return result
     out[...] = result
     return out
+
+
+def _einsum_step(subscripts: str, x: object, y: object) -> Plan | None:
+    """The cached plan of a two-operand step on NeuronArrays of one device under the default precision; None
+    where the full path applies (other operands, devices that differ, a precision setting)."""
+    if type(x) is not NeuronArray or type(y) is not NeuronArray or _precision.active_setting() is not None:
+        return None
+    a, b = x._t, y._t
+    key = (subscripts, a.shape, b.shape, a.dtype, b.dtype, a.device, b.device)
+    plan = _STEPS.get(key)
+    if plan is None and a.device == b.device:
+        spec = parse(subscripts, (a.shape, b.shape))  # the same checks, and errors, as einsum_tensors
+        plan = _remember(key, plan_for(spec.inputs, spec.output, (a.shape, b.shape), (a.dtype, b.dtype), a.device))
+    return plan
 
 
 def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str) -> None:
@@ -96,14 +132,31 @@ def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str
 
 def tensordot(x: object, y: object, axes: int | tuple[Any, Any] = 2) -> NeuronArray:
     """The tensordot opt_einsum calls, lowered by the planner (see ``trn_backend.tensordot``)."""
-    if type(x) is NeuronArray and type(y) is NeuronArray and x._t.device == y._t.device:
-        a, b = x._t, y._t  # every step of a network: nothing to convert or check
-    else:
-        a, b = _operands((x, y), "tensordot")
     try:
+        if type(x) is NeuronArray and type(y) is NeuronArray:
+            a, b = x._t, y._t  # every step of a network: nothing to convert
+            plan = _tensordot_step(a, b, axes)
+            if plan is not None:
+                return wrap(execute(plan, (a, b)))
+            if a.device == b.device:
+                return wrap(tensordot_tensors(a, b, axes))
+        a, b = _operands((x, y), "tensordot")
         return wrap(tensordot_tensors(a, b, axes))
     except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name opt_einsum's call
         raise e.named(_OPT_EINSUM_CALL) from e.__cause__
+
+
+def _tensordot_step(a: torch.Tensor, b: torch.Tensor, axes: object) -> Plan | None:
+    """The cached plan of a tensordot step on one device with canonical axes (a pair of int tuples, as opt_einsum
+    passes them) under the default precision; None where the full path applies."""
+    # checked before the lookup: 1.0 and True hash and compare like 1
+    if _precision.active_setting() is not None or canonical_axes(axes) is not axes:
+        return None
+    key = (a.shape, b.shape, a.dtype, b.dtype, a.device, b.device, axes)
+    plan = _STEPS.get(key)
+    if plan is None and a.device == b.device:
+        plan = _remember(key, tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, axes).plan(a.device))
+    return plan
 
 
 def transpose(x: object, axes: tuple[int, ...]) -> NeuronArray:
@@ -227,7 +280,14 @@ def _contract(subscripts: Any, operands: tuple[Any, ...], kwargs: dict[str, Any]
 
 
 class Expression:
-    """An opt_einsum ContractExpression that evaluates with backend "trn" under a fixed precision choice."""
+    """An opt_einsum ContractExpression that evaluates with backend "trn" under a fixed precision choice.
+
+    Called on NeuronArrays of one device (no ``out=``, no ``constants=``, outside ``shared_intermediates``), it
+    runs a program made once per operand shapes, dtypes and device: opt_einsum's steps, each the planner entry
+    its ``tensordot`` or ``einsum`` call would reach (then its transpose), without opt_einsum's per-step dispatch.
+    The plans and kernel calls are those of ``expression(*arrays, backend="trn")``, so are the results, bit for
+    bit; each step's mode is resolved per call, under the precision in force. Other calls go through opt_einsum.
+    """
 
     def __init__(self, expression: Any, precision: str | None, target_forward_error: float | None,
                  target_relative_error: float | None = None) -> None:
@@ -236,19 +296,83 @@ class Expression:
         self.precision = precision
         self.target_forward_error = target_forward_error
         self.target_relative_error = target_relative_error
+        self._programs: dict[tuple, tuple[_Step, ...]] = {}
 
     def __call__(self, *arrays: Any, out: Any = None) -> Any:
         try:
             with _precision_scope(self.precision, self.target_forward_error, self.target_relative_error):
-                return self.expression(*arrays, backend="trn", out=out)
+                program = None
+                if out is None and not self.expression._constants_dict and not sharing.currently_sharing():
+                    program = self._program(arrays)
+                if program is None:
+                    return self.expression(*arrays, backend="trn", out=out)
+                device = arrays[0]._t.device
+                ops = [x._t for x in arrays]
+                for positions, entry, perm in program:
+                    result = execute(entry.plan(device), [ops.pop(p) for p in positions])
+                    ops.append(result if perm is None else result.permute(perm))
+                return wrap(ops[0])
         except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name the expression
             raise e.named("contract_expression(...)()") from e.__cause__
+
+    def _program(self, arrays: tuple[Any, ...]) -> tuple[_Step, ...] | None:
+        """The program for these operands (made on first use); None where opt_einsum's own call applies."""
+        if len(arrays) != self.expression.num_args or not all(type(x) is NeuronArray for x in arrays):
+            return None
+        key = (tuple(x._t.shape for x in arrays), tuple(x._t.dtype for x in arrays), arrays[0]._t.device)
+        if len({x._t.device for x in arrays}) != 1:
+            return None
+        program = self._programs.get(key)
+        if program is None:
+            if len(self._programs) >= _STEPS_MAX:
+                self._programs.clear()
+            program = self._programs[key] = _compile(self.expression.contraction_list, key[0], key[1])
+        return program
 
     def __repr__(self) -> str:
         return f"trn_backend.{self.expression!r}"
 
     def __str__(self) -> str:
         return str(self.expression)
+
+
+# One step of an ``Expression`` program: the operand positions opt_einsum pops, the planner entry of the
+# contraction, and the transpose opt_einsum applies to a tensordot's result (None when there is none).
+_Step = tuple[tuple[int, ...], Entry, tuple[int, ...] | None]
+
+
+def _compile(contraction_list: Any, shapes: tuple, dtypes: tuple) -> tuple[_Step, ...]:
+    """Follow opt_einsum's contraction loop (``opt_einsum.contract._core_contract``, the pinned series) on shapes
+    and dtypes: each step reaches the planner entry that its ``tensordot`` or ``einsum`` call here would, with
+    the same validation and errors."""
+    terms = list(zip(shapes, dtypes, strict=True))
+    program = []
+    for inds, idx_rm, einsum_str, _, blas_flag in contraction_list:
+        taken = [terms.pop(x) for x in inds]
+        (sa, da), *rest = taken
+        if blas_flag and "EINSUM" not in blas_flag:  # opt_einsum's tensordot, then a transpose if needed
+            (sb, db), = rest
+            inputs, results_index = einsum_str.split("->")
+            left, right = inputs.split(",")
+            tensor_result = "".join(s for s in left + right if s not in idx_rm)
+            pairs = sorted((left.find(s), right.find(s)) for s in idx_rm)
+            axes = (tuple(i for i, _ in pairs), tuple(j for _, j in pairs))
+            found = tensordot_entry(sa, sb, da, db, canonical_axes(axes))
+            perm = None
+            if tensor_result != results_index:
+                perm = tuple(map(tensor_result.index, results_index))
+        else:  # opt_einsum's einsum, on its labels made valid einsum letters as it passes them
+            if not has_valid_einsum_chars_only(einsum_str):
+                einsum_str = convert_to_valid_einsum_chars(einsum_str)
+            step_shapes = tuple(s for s, _ in taken)
+            spec = parse(einsum_str, step_shapes)
+            found = entry(spec.inputs, spec.output, step_shapes, tuple(d for _, d in taken))
+            perm = None
+        base = found.base
+        shape = base.shape if perm is None else tuple(base.shape[i] for i in perm)
+        terms.append((shape, base.dtype))
+        program.append((tuple(inds), found, perm))
+    return tuple(program)
 
 
 def contract_expression(subscripts: Any, *shapes: Any, precision: str | None = None,

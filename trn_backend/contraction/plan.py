@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from typing import NamedTuple
 
 import torch
@@ -77,6 +78,22 @@ class Plan:
         """Elements of the step's result."""
         return math.prod(self.shape)
 
+    @functools.cached_property
+    def direct(self) -> tuple | None:
+        """The common step flattened for ``execute`` (computed once per plan, since it runs once per step of a
+        network): (input, perm, shape) of each kernel operand, then the kernel and its mode. None where a step
+        needs more: no kernel, diagonals, sums or broadcasting of an operand, mode parameters, a posteriori
+        checks, or a 0-d reshape."""
+        r = self.resolved
+        if self.kernel is None or r is None or r.params or r.target_relative_error is not None:
+            return None
+        prepared = []
+        for op, i in zip(self.operands, self.order, strict=True):
+            if op.diagonals or op.summed or op.expand is not None or op.shape == ():
+                return None
+            prepared += [i, op.perm, op.shape]
+        return (*prepared, self.kernel, r.mode)
+
 
 class _Groups(NamedTuple):
     """Indices of a pair of operands by role, each in the order the layout uses."""
@@ -116,8 +133,9 @@ class Entry:
         self.base = base
         self.by_mode: dict[_precision.Resolved, Plan] = {}
         # without a precision choice (none passed, no precision block) the mode is the device type's default:
-        # the per-call path of a network step looks that up here instead of resolving it
-        self.by_device: dict[str, Plan] = {}
+        # the per-call path of a network step looks that up here instead of resolving it (keyed by the device
+        # itself: hashing one is cheaper than reading its type)
+        self.by_device: dict[torch.device, Plan] = {}
 
     def plan(self, device: torch.device, precision: str | None = None,
              target_forward_error: float | None = None) -> Plan:
@@ -128,23 +146,35 @@ class Entry:
             return base
         default = precision is None and target_forward_error is None and _precision.active_setting() is None
         if default:
-            found = self.by_device.get(device.type)
+            found = self.by_device.get(device)
             if found is not None:
                 return found
         r = _precision.resolve(base.dtype, base.bmkn[2], device, precision=precision,
                                target_forward_error=target_forward_error, bmkn=base.bmkn)
         plan = self.by_mode.get(r)
         if plan is None:
-            plan = self.by_mode[r] = dataclasses.replace(base, resolved=r)
+            plan = self.by_mode[r] = _with_mode(base, r)
         if default:
-            self.by_device[device.type] = plan
+            self.by_device[device] = plan
         return plan
+
+
+
+def _with_mode(base: Plan, resolved: _precision.Resolved) -> Plan:
+    """``dataclasses.replace(base, resolved=resolved)`` without its per-field keyword call (this runs once per new
+    step): the fields copied as they are, none of ``base``'s cached properties."""
+    plan = object.__new__(Plan)
+    plan.__dict__.update({f: base.__dict__[f] for f in _PLAN_FIELDS}, resolved=resolved)
+    return plan
+
+
+_PLAN_FIELDS = tuple(f.name for f in dataclasses.fields(Plan))
 
 
 @functools.lru_cache(maxsize=4096)
 def entry(inputs: tuple[str, ...], output: str, shapes: Shapes, dtypes: tuple[torch.dtype, ...]) -> Entry:
     """The cached layout of a validated contraction (see ``Entry``)."""
-    shapes = tuple(tuple(int(d) for d in s) for s in shapes)
+    shapes = tuple([tuple(map(int, s)) for s in shapes])
     dtype = result_dtype(dtypes)
     if len(inputs) == 1:
         return Entry(_single(inputs[0], output, shapes[0], dtype))
@@ -153,6 +183,8 @@ def entry(inputs: tuple[str, ...], output: str, shapes: Shapes, dtypes: tuple[to
 
 def _diagonalize(labels: str) -> tuple[str, tuple[tuple[int, int], ...]]:
     """Repeated indices become torch.diagonal calls; each moves its diagonal to the last dimension."""
+    if len(set(labels)) == len(labels):  # the common case: nothing repeated
+        return labels, ()
     current = list(labels)
     calls = []
     while (dup := next((c for c in current if current.count(c) > 1), None)) is not None:
@@ -164,7 +196,9 @@ def _diagonalize(labels: str) -> tuple[str, tuple[tuple[int, int], ...]]:
 
 
 def _perm(current: str, target: str) -> tuple[int, ...] | None:
-    perm = tuple(current.index(c) for c in target)
+    if current == target:
+        return None
+    perm = tuple([current.index(c) for c in target])
     return None if perm == tuple(range(len(perm))) else perm
 
 
@@ -181,31 +215,28 @@ def _single(labels: str, output: str, shape: tuple[int, ...], dtype: torch.dtype
 def _groups(a: str, b: str, size_a: dict[str, int], size_b: dict[str, int], keep: str,
             a_is_larger: bool) -> _Groups:
     """Roles of the indices of two operands (each without repeated indices) for the kept output indices."""
-    drop_a = tuple(c for c in a if c in size_b and size_a[c] == 1 != size_b[c])
-    drop_b = tuple(c for c in b if c in size_a and size_b[c] == 1 != size_a[c])
-    has_a = "".join(c for c in a if c not in drop_a)
-    has_b = "".join(c for c in b if c not in drop_b)
+    # list comprehensions, not generators: this runs once per new step, and they build short tuples faster
+    drop_a = tuple([c for c in a if c in size_b and size_a[c] == 1 != size_b[c]])
+    drop_b = tuple([c for c in b if c in size_a and size_b[c] == 1 != size_a[c]])
+    has_a = "".join([c for c in a if c not in drop_a]) if drop_a else a
+    has_b = "".join([c for c in b if c not in drop_b]) if drop_b else b
     shared = has_a if a_is_larger else has_b
     return _Groups(
         drop_a, drop_b,
-        sum_a=tuple(c for c in has_a if c not in keep and c not in has_b),
-        sum_b=tuple(c for c in has_b if c not in keep and c not in has_a),
-        batch=tuple(c for c in shared if c in has_a and c in has_b and c in keep),
-        contracted=tuple(c for c in shared if c in has_a and c in has_b and c not in keep),
-        m=tuple(c for c in has_a if c in keep and c not in has_b),
-        n=tuple(c for c in has_b if c in keep and c not in has_a),
+        sum_a=tuple([c for c in has_a if c not in keep and c not in has_b]),
+        sum_b=tuple([c for c in has_b if c not in keep and c not in has_a]),
+        batch=tuple([c for c in shared if c in has_a and c in has_b and c in keep]),
+        contracted=tuple([c for c in shared if c in has_a and c in has_b and c not in keep]),
+        m=tuple([c for c in has_a if c in keep and c not in has_b]),
+        n=tuple([c for c in has_b if c in keep and c not in has_a]),
     )
 
 
 def natural_output(inputs: tuple[str, str], keep: str, shapes: Shapes) -> str:
-    """The order of the kept indices in which a two-operand step's result leaves the kernel without a permute."""
-    perm = entry(inputs, keep, shapes, (torch.float32, torch.float32)).base.out_perm
-    if perm is None:
-        return keep
-    produced = [""] * len(keep)
-    for label, j in zip(keep, perm, strict=True):
-        produced[j] = label
-    return "".join(produced)
+    """The order of the kept indices in which a two-operand step's result leaves the kernel without a permute
+    (from the step's layout alone: its plan is made once, for this order)."""
+    layout = _layout(inputs, keep, shapes)
+    return keep if layout.product else "".join(layout.batch + layout.rows + layout.cols)
 
 
 # Broadcast batching (see ``_spread``) pays off once the copy it avoids is large and each batch GEMM is not tiny.
@@ -235,7 +266,27 @@ def _spread(x: str, free: tuple[str, ...], contracted: tuple[str, ...], batch: t
     return tuple(lead)
 
 
-def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dtype) -> Plan:
+class _Layout(NamedTuple):
+    """Where each index of a pair of operands goes (``_layout``): enough to know the order the kernel produces."""
+
+    a: str  # each operand's labels after its diagonals
+    b: str
+    diag_a: tuple[tuple[int, int], ...]
+    diag_b: tuple[tuple[int, int], ...]
+    size_a: dict[str, int]
+    size_b: dict[str, int]
+    size: Callable[[str], int]  # the size of each label (a size-1 dimension broadcasts)
+    g: _Groups
+    a_larger: bool
+    product: bool  # nothing to contract: a ``mul`` step, produced in output order (the fields below are empty)
+    spread: tuple[str, ...] = ()
+    batch: tuple[str, ...] = ()
+    swap: bool = False
+    rows: tuple[str, ...] = ()  # the kernel's M indices (m, or n when swapped)
+    cols: tuple[str, ...] = ()
+
+
+def _layout(inputs: tuple[str, ...], output: str, shapes: Shapes) -> _Layout:
     size_a, size_b = dict(zip(inputs[0], shapes[0], strict=True)), dict(zip(inputs[1], shapes[1], strict=True))
     (a, diag_a), (b, diag_b) = _diagonalize(inputs[0]), _diagonalize(inputs[1])
     numel_a, numel_b = math.prod(shapes[0]), math.prod(shapes[1])
@@ -248,19 +299,28 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
         if s != 1 or c not in sizes:
             sizes[c] = s
     size = sizes.__getitem__
-
-    if all(size(c) == 1 for c in g.contracted):
-        return _product(inputs, output, (a, b), (diag_a, diag_b), (g.sum_a, g.sum_b), (size_a, size_b), g, size,
-                        dtype)
+    common = (a, b, diag_a, diag_b, size_a, size_b, size, g, a_larger)
+    if all([size(c) == 1 for c in g.contracted]):
+        return _Layout(*common, True)  # positional: keywords cost more, and this runs once per new step
     spread = _spread(a if a_larger else b, g.m if a_larger else g.n, g.contracted, g.batch, size,
                      max(numel_a, numel_b))
-    batch = g.batch + spread
-    m, n = (tuple(c for c in group if c not in spread) for group in (g.m, g.n))
+    m, n = (tuple([c for c in group if c not in spread]) if spread else group for group in (g.m, g.n))
     # The kernel's left operand is the one whose free indices come first in the output.
     first_free = next((c for c in output if c in m or c in n), None)
     swap = first_free is not None and first_free in n
-    rows, cols = (n, m) if swap else (m, n)
-    B, M, K, N = (math.prod(size(c) for c in group) for group in (batch, rows, g.contracted, cols))
+    # product, spread, batch, swap, rows, cols
+    return _Layout(*common, False, spread, g.batch + spread, swap, n if swap else m, m if swap else n)
+
+
+def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dtype) -> Plan:
+    a, b, diag_a, diag_b, size_a, size_b, size, g, a_larger, product, spread, batch, swap, rows, cols = \
+        _layout(inputs, output, shapes)
+    if product:
+        return _product(inputs, output, (a, b), (diag_a, diag_b), (g.sum_a, g.sum_b), (size_a, size_b), g, size,
+                        dtype)
+    m, n = (cols, rows) if swap else (rows, cols)
+    B, M, K, N = math.prod(map(size, batch)), math.prod(map(size, rows)), math.prod(map(size, g.contracted)), \
+        math.prod(map(size, cols))
     kernel = "bmm" if batch and B != 1 else "matmul"
     lead = (B,) if kernel == "bmm" else ()
     # the left kernel operand is [B, M, K], the right one [B, K, N]
@@ -273,14 +333,14 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
     a_op = _operand(a, diag_a, g.sum_a, g.drop_a, batch, spread_a, a_groups, size, lead + a_shape)
     b_op = _operand(b, diag_b, g.sum_b, g.drop_b, batch, spread_b, b_groups, size, lead + b_shape)
     produced = "".join(batch + rows + cols)
-    out_shape = tuple(size(c) for c in produced)
+    out_shape = tuple(map(size, produced))
     kernel_shape = lead + (M, N)
     return Plan(
         subscripts=f"{inputs[0]},{inputs[1]}->{output}", dtype=dtype,
         operands=(b_op, a_op) if swap else (a_op, b_op), order=(1, 0) if swap else (0, 1),
         kernel=kernel, bmkn=(B, M, K, N),
         out_shape=None if out_shape == kernel_shape else out_shape,
-        out_perm=_perm(produced, output), shape=tuple(size(c) for c in output),
+        out_perm=_perm(produced, output), shape=tuple(map(size, output)),
     )
 
 
@@ -309,15 +369,15 @@ def _operand(labels: str, diagonals: tuple[tuple[int, int], ...], summed: tuple[
     """Sum, then permute to [dropped size-1 dims, batch, groups...], broadcast over the ``missing`` batch
     indices (a stride-0 view), then reshape to the kernel's operand shape (size-1 dimensions merge into any
     group, so dropping them costs nothing)."""
-    rest = "".join(c for c in labels if c not in summed)
-    present = tuple(c for c in batch if c not in missing)
+    rest = "".join([c for c in labels if c not in summed]) if summed else labels
+    present = tuple([c for c in batch if c not in missing]) if missing else batch
     order = "".join(dropped + present + groups[0] + groups[1])
-    shape = tuple(1 if c in dropped else size(c) for c in order)
+    shape = tuple([1 if c in dropped else size(c) for c in order])
     expand = None
     if missing:
         at = len(dropped) + len(present)
         expand = (shape[:at] + (1,) * len(missing) + shape[at:],
                   shape[:at] + tuple(size(c) for c in missing) + shape[at:])
         shape = expand[1]
-    return Operand(diagonals, tuple(labels.index(c) for c in summed), _perm(rest, order), expand,
+    return Operand(diagonals, tuple([labels.index(c) for c in summed]), _perm(rest, order), expand,
                    None if shape == target else target)
