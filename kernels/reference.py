@@ -7,6 +7,7 @@ torch device (CPU, CUDA, Neuron through torch-neuronx).
 from __future__ import annotations
 
 import functools
+import itertools
 import math
 import warnings
 
@@ -329,15 +330,21 @@ def _ranges(n: int, size: int, align: int = 1) -> list[slice]:
 
 class _Plan:
     """Output tiles (batch, row and column ranges) and K-blocks of [B, M, K] x [B, K, N]. ``align``: K-blocks are
-    multiples of it (bf16x6's chunk groups); ``depth``: a cap on a K-block (ozaki's int32 sums)."""
+    multiples of it (bf16x6's chunk groups); ``depth``: a cap on a K-block (ozaki's int32 sums); ``deep``: batched
+    products keep K whole rather than the batch (ozaki)."""
 
-    def __init__(self, batch: int, m: int, k: int, n: int, align: int = 1, depth: int | None = None) -> None:
+    def __init__(self, batch: int, m: int, k: int, n: int, align: int = 1, depth: int | None = None,
+                 deep: bool = False) -> None:
         budget = max(MIN_BLOCK_ELEMENTS, batch * (m * k + k * n + m * n) // BLOCK_FRACTION)
         self.cols = _ranges(n, budget)
         nb = self.cols[0].stop
         self.rows = _ranges(m, budget // nb)
         mb = self.rows[0].stop
-        self.batches = _ranges(batch, budget // (mb * nb))
+        wide = budget // (mb * nb)
+        # ``deep``: as few batch entries per tile as keep K in one block where the budget allows: ozaki's int8
+        # GEMMs run per batch entry, so a wide batch only makes them shallow (its digits are cut once per K-block
+        # too); the fp32 modes' batched GEMMs measured no faster deep than wide.
+        self.batches = _ranges(batch, max(1, min(wide, budget // (k * max(mb, nb)))) if deep else wide)
         kb = budget // (self.batches[0].stop * max(mb, nb))
         self.depth = _ranges(k, kb if depth is None else min(kb, depth), align)
 
@@ -652,7 +659,7 @@ def _needed_slices(scaled: _Scaled, slices: int) -> int:
 def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor) -> tuple[_Scaled, object]:
     """ozaki's blocking (K-blocks short enough for exact int32 sums) and scaled operands, in [B, M, K] form."""
     a3, b3, restore = _batched(a, b)
-    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1], depth=_INT_DEPTH)), restore
+    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1], depth=_INT_DEPTH, deep=True)), restore
 
 
 def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) -> int:
@@ -686,29 +693,55 @@ def exact_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> 
     return {level: _exact_level(a_digits, b_digits, level) for level in range(len(a_digits) + 1, 1, -1)}
 
 
-def _int8_halves(digit: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """A digit q in [-256, 256] as int8 tensors (h, l) with q = 2 h + l: h = floor(q / 2) (at most 127), l in
-    {0, 1, 2}. int8 holds [-128, 127], which misses 128 and the first digit's range; two halves hold them all."""
-    high = digit.div(2, rounding_mode="floor").clamp_(max=127)
-    return high.to(torch.int8), torch.sub(digit, high, alpha=2).to(torch.int8)
+def _int8_pieces(digit: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+    """A digit block q (integer values in [-256, 256]) as weighted int8 pieces, q = sum w piece. int8 holds
+    [-128, 127]: a block within it is one piece (digits past the data's significand, which are 0, or short
+    blocks); any other is split as q = 2 h + l with h = min(floor(q / 2), 127) and l in {0, 1, 2}: the first
+    digit (+-256), and most blocks of later digits, which reach 128 in about 1 entry of 500 (a fraction below
+    2**-9 rounding down in the digit before). Every piece entry is at most 2**7 in magnitude."""
+    low, high = torch.aminmax(digit)
+    if low >= -128 and high <= 127:
+        return [(1, digit.to(torch.int8))]
+    whole = digit.to(torch.int16)  # exact: |q| <= 256
+    half = (whole >> 1).clamp_(max=127)  # floor(q / 2)
+    return [(2, half.to(torch.int8)), (1, whole.sub_(half, alpha=2).to(torch.int8))]
 
 
 def _int8_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor],
                  sums: dict[int, torch.Tensor]) -> None:
     """Add every level's exact sum of digit products to ``sums`` (int64, created where missing) on the CPU's
-    int8 GEMM (exact int32 sums: the K-block keeps them below 2**31): each digit product
-    q_i r_j = 4 h_i h_j + 2 (h_i l_j + l_i h_j) + l_i l_j, each level three GEMMs over the pairs joined along K."""
-    a_halves, b_halves = [_int8_halves(d) for d in a_digits], [_int8_halves(d) for d in b_digits]
+    int8 GEMM: each digit as weighted int8 pieces (_int8_pieces), so a digit product is a weighted sum of piece
+    products (q r = 4 h h' + 2 (h l' + l h') + l l' for two split digits, q r for two whole ones). Per level, the
+    piece products of one weight run as one GEMM over the pairs joined along K: int32 sums, per K index and
+    digit pair at most 2**14 in one GEMM, so a K-block of _INT_DEPTH keeps them below 2**31."""
+    a_pieces, b_pieces = [_int8_pieces(d) for d in a_digits], [_int8_pieces(d) for d in b_digits]
     for level in range(len(a_digits) + 1, 1, -1):
-        pairs = _pairs(len(a_digits), level)
-        ah, al = [a_halves[i - 1][0] for i, _ in pairs], [a_halves[i - 1][1] for i, _ in pairs]
-        bh, bl = [b_halves[j - 1][0] for _, j in pairs], [b_halves[j - 1][1] for _, j in pairs]
         if level not in sums:
-            sums[level] = torch.zeros(ah[0].shape[0], ah[0].shape[1], bh[0].shape[2], dtype=torch.int64)
-        for x, y, weight in ((ah, bh, 4), (ah + al, bl + bh, 2), (al, bl, 1)):
-            x, y = torch.cat(x, dim=-1), torch.cat(y, dim=-2)
-            for i in range(x.shape[0]):
-                sums[level][i].add_(torch._int_mm(x[i], y[i]), alpha=weight)
+            sums[level] = torch.zeros(a_digits[0].shape[0], a_digits[0].shape[1], b_digits[0].shape[2],
+                                      dtype=torch.int64)
+        by_weight: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        for i, j in _pairs(len(a_digits), level):
+            for (wa, x), (wb, y) in itertools.product(a_pieces[i - 1], b_pieces[j - 1]):
+                xs, ys = by_weight.setdefault(wa * wb, ([], []))
+                xs.append(x)
+                ys.append(y)
+        # A weighted sum of piece products is at most (2 * 128 + 2)**2 per K index and pair: where K times that
+        # for every pair stays below 2**31, the level's weights apply in int32 and it reaches int64 in one add.
+        in_int32 = len(_pairs(len(a_digits), level)) * 258**2 * a_digits[0].shape[-1] < 2**31
+        level_sums: list[torch.Tensor | None] = [None] * a_digits[0].shape[0]
+        for weight, (xs, ys) in by_weight.items():
+            x, y = (xs[0], ys[0]) if len(xs) == 1 else (torch.cat(xs, dim=-1), torch.cat(ys, dim=-2))
+            for n in range(x.shape[0]):
+                product = torch._int_mm(x[n], y[n])
+                if not in_int32:
+                    sums[level][n].add_(product, alpha=weight)
+                elif level_sums[n] is None:
+                    level_sums[n] = product if weight == 1 else product.mul_(weight)
+                else:
+                    level_sums[n].add_(product, alpha=weight)
+        for n, level_sum in enumerate(level_sums):
+            if level_sum is not None:
+                sums[level][n].add_(level_sum)
 
 
 def _block_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], sums: dict[int, torch.Tensor]) -> None:

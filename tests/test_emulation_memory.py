@@ -65,9 +65,10 @@ def test_the_plan_blocks_small_products_when_lowered(small_blocks):
     assert reference._Plan(1, 8, 4096, 8, depth=reference._INT_DEPTH).depth[0].stop <= reference._INT_DEPTH
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+# 'range' in float32 only: float64 operands take the float64 scaled path whatever their range ('cancel' covers it)
+@pytest.mark.parametrize("kind, dtype", [("cancel", torch.float32), ("cancel", torch.float64),
+                                         ("range", torch.float32)])
 @pytest.mark.parametrize("shape", [(200, 300, 160), (64, 3000, 48), (3, 20, 2100, 30)])
-@pytest.mark.parametrize("kind", ["cancel", "range"])
 @pytest.mark.parametrize("mode", MODES)
 def test_blocked_modes_stay_within_their_bounds(mode, kind, shape, dtype, small_blocks):
     a, b = operands(kind, shape, dtype)
@@ -92,15 +93,17 @@ def test_blocked_results_agree_with_one_block(mode, monkeypatch):
         assert gap <= 2 * _precision.error_bound(mode, torch.float32, 3000), gap
 
 
-def test_ozaki_int8_levels_equal_the_fp32_engine_levels():
+@pytest.mark.parametrize("slices, k", [(4, 700), (16, 2100)])  # 16 x 2100: a level too large for int32 weights
+def test_ozaki_int8_levels_equal_the_fp32_engine_levels(slices, k):
     """The int8 GEMM's level sums (CPU) equal the fp32 engine chunks' (every other device), digits of +-256 and
-    128 included: both are exact."""
+    128 included (split into two int8 pieces) and digits within int8 (one piece): both are exact."""
     g = torch.Generator().manual_seed(1)
-    a = torch.rand(2, 9, 700, generator=g, dtype=torch.float64) * 2 - 1
-    b = torch.rand(2, 700, 5, generator=g, dtype=torch.float64) * 2 - 1
+    a = torch.rand(2, 9, k, generator=g, dtype=torch.float64) * 2 - 1
+    b = torch.randint(-2**15, 2**15, (2, k, 5), generator=g).double() / 2**15  # 16 bits: later digits 0, one piece
     a[0, 0, :4] = torch.tensor([1 - 2**-10, -(1 - 2**-10), 0.5 / 256, 0.5])  # first digits 256 and -256, then 128s
-    a_digits, b_digits = reference._digits(a, 4), reference._digits(b, 4)
+    a_digits, b_digits = reference._digits(a, slices), reference._digits(b, slices)
     assert {256.0, -256.0, 128.0} <= set(torch.cat([d.flatten() for d in a_digits]).tolist())
+    assert {len(reference._int8_pieces(d)) for d in a_digits + b_digits} == {1, 2}
     got: dict[int, torch.Tensor] = {}
     reference._int8_levels(a_digits, b_digits, got)
     reference._int8_levels(a_digits, b_digits, got)  # added twice: int64 sums
