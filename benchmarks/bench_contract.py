@@ -27,10 +27,7 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import datetime
 import itertools
-import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -40,6 +37,7 @@ import numpy as np
 import opt_einsum as oe
 import opt_einsum.testing
 import torch
+from _results import run_metadata, save
 
 import trn_backend as xp
 
@@ -143,10 +141,12 @@ def _clear_planner_caches() -> None:
     """Every cache between subscripts and a plan: parsing, paths, per-front-door entries, the plans."""
     from trn_backend.contraction import api, opt_einsum_backend, parse, paths, plan
 
-    for cached in (parse.parse, paths._cached_steps, plan.entry, api.tensordot_entry, api._matmul_entry,
+    # getattr: the same caches under the names of earlier versions, so the row can be measured against them
+    tensordot_entry = getattr(api, "tensordot_entry", None) or api._tensordot_entry
+    for cached in (parse.parse, paths._cached_steps, plan.entry, tensordot_entry, api._matmul_entry,
                    api._vecdot_entry):
         cached.cache_clear()
-    opt_einsum_backend._STEPS.clear()
+    getattr(opt_einsum_backend, "_STEPS", {}).clear()
 
 
 def measure_planning(n: int, reps: int) -> dict:
@@ -203,18 +203,11 @@ def main() -> None:
     if not args.only or any(s.strip().lower() in "plan building, first call" for s in args.only.split(",")):
         rows.append(measure_planning(100, args.reps))
         print(f"{rows[-1]['name']}: {rows[-1]['first_call_us_per_step']:.1f}", flush=True)
-    meta = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-        "torch": torch.__version__, "numpy": np.__version__, "opt_einsum": oe.__version__,
-        "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "precision_mode": "native",
-        "dtype": "float32 unless a row says otherwise",
-        "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
-        "note": "times: medians over interleaved repetitions; ratios: medians of per-repetition ratios; "
-                "every backend gets the same operands; planning rows: first call (caches cleared) minus warm call",
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
+    meta = run_metadata(
+        opt_einsum=oe.__version__, precision_mode="native", dtype="float32 unless a row says otherwise",
+        note="times: medians over interleaved repetitions; ratios: medians of per-repetition ratios; every backend "
+             "gets the same operands; planning rows: first call (caches cleared) minus warm call")
+    save(args.out, meta, rows)
     print()
     print(table(rows))
     print(f"\nwritten to {args.out}")

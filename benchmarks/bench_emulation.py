@@ -22,15 +22,13 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import datetime
-import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from _results import run_metadata, save
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 from trn_backend.kernels import reference
@@ -117,11 +115,7 @@ def main() -> None:
             label = f"{mode}(slices=4) ran {result['ozaki_slices_ran']}" if mode == "ozaki" else mode
             print(f"| {case} {result['shape']} | {label} | {row['median_ratio']:.2f} | "
                   f"{row['extra_bytes'] / 2**20:.1f} | {row['relative']:.2f} |")
-    meta = {"date": datetime.datetime.now(datetime.UTC).isoformat(), "torch": torch.__version__,
-            "threads": torch.get_num_threads(), "machine": platform.machine(), "processor": platform.processor(),
-            "reps": args.reps, "cpu_count": os.cpu_count()}
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"meta": meta, "results": results}, indent=1))
+    save(Path(args.out), run_metadata(reps=args.reps), results)
 
 
 if __name__ == "__main__":

@@ -24,10 +24,7 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import datetime
 import gc
-import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -37,6 +34,7 @@ import array_api_compat
 import array_api_compat.torch as compat
 import numpy as np
 import torch
+from _results import run_metadata, save
 
 import trn_backend as xp
 
@@ -207,18 +205,12 @@ def main() -> None:
             r = rows[-1]
             print(f"{name} ({r['elements']:g}): trn - torch {r['trn_over_torch_us']:.2f} us, "
                   f"trn / torch {r['trn_over_torch_ratio']:.3f}", flush=True)
-    meta = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-        "torch": torch.__version__, "numpy": np.__version__, "array_api_compat": array_api_compat.__version__,
-        "trn_backend": str(Path(xp.__file__).parent), "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-        "dtype": "float32", "small_shapes": SMALL, "large_shapes": LARGE,
-        "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
-        "note": "times: medians of per-call means over interleaved repetitions; trn - torch and trn / torch: "
-                "medians of per-repetition differences and ratios; compat is array_api_compat.torch",
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
+    meta = run_metadata(
+        array_api_compat=array_api_compat.__version__, trn_backend=str(Path(xp.__file__).parent), dtype="float32",
+        small_shapes=SMALL, large_shapes=LARGE,
+        note="times: medians of per-call means over interleaved repetitions; trn - torch and trn / torch: medians "
+             "of per-repetition differences and ratios; compat is array_api_compat.torch")
+    save(args.out, meta, rows)
     print()
     print(table(rows))
     print(f"\nwritten to {args.out}")

@@ -28,17 +28,15 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import datetime
 import gc
 import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import torch
+from _results import run_metadata, save
 
 import trn_backend as xp
 
@@ -179,17 +177,11 @@ def main() -> None:
     for numpy_call, namespace_call in chosen:
         rows.append(measure(numpy_call, namespace_call, args.reps, args.inner, CLOCKS[args.clock]))
         print(f"{numpy_call}: {rows[-1]['overhead_us']:.2f} us over the namespace", flush=True)
-    meta = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-        "torch": torch.__version__, "numpy": np.__version__, "trn_backend": os.path.dirname(xp.__file__),
-        "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(), "dtype": "float32", "clock": args.clock,
-        "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
-        "note": "times: medians over interleaved repetitions of per-call means; overhead and ratio: medians of "
-                "per-repetition differences and ratios (NumPy call minus, over, the namespace call)",
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
+    meta = run_metadata(
+        trn_backend=os.path.dirname(xp.__file__), dtype="float32", clock=args.clock,
+        note="times: medians over interleaved repetitions of per-call means; overhead and ratio: medians of "
+             "per-repetition differences and ratios (NumPy call minus, over, the namespace call)")
+    save(args.out, meta, rows)
     before = None
     if args.before:
         before = {r["name"]: r for r in json.loads(args.before.read_text())["results"]}

@@ -17,14 +17,12 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")  # idle BLAS threads sleep
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import datetime
-import json
-import platform
 import statistics
 import time
 from pathlib import Path
 
 import torch
+from _results import run_metadata, save
 
 import trn_backend as xp
 from trn_backend import kernels
@@ -72,11 +70,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_selection.json")
     args = parser.parse_args()
     rows = measure(args.size, args.reps)
-    meta = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "machine": platform.processor() or platform.machine(), "torch": torch.__version__,
-            "cpus": os.cpu_count(), "size": args.size, "dtype": "float32", "trn_backend": xp.__file__}
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
+    save(args.out, run_metadata(size=args.size, dtype="float32", trn_backend=xp.__file__), rows)
     print(f"| target_forward_error | mode run | time / native ({args.size}^3 float32) |\n|---|---|---:|")
     for r in rows:
         print(f"| {r['target']:g} | {r['mode']} | {r['over_native']:.2f} |")

@@ -27,10 +27,7 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
-import datetime
 import itertools
-import json
-import platform
 import statistics
 import time
 from collections.abc import Callable
@@ -41,6 +38,7 @@ import numpy as np
 import opt_einsum as oe
 import opt_einsum.testing
 import torch
+from _results import run_metadata, save
 
 import trn_backend as xp
 from trn_backend.distributed import _slicing
@@ -125,18 +123,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_sliced.json")
     args = parser.parse_args()
     rows = [measure(args.seed, args.limit, args.reps)]
-    meta = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-        "torch": torch.__version__, "numpy": np.__version__, "opt_einsum": oe.__version__,
-        "cotengra": ctg.__version__, "cpus": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-        "precision_mode": "native", "dtype": "float32", "fast_path": hasattr(_slicing, "_Program"),
-        "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
-        "note": "one cotengra tree for every side; times: medians over interleaved repetitions; ratios: medians "
-                "of per-repetition ratios; every side gets the same float32 operands",
-    }
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"meta": meta, "results": rows}, indent=1))
+    meta = run_metadata(
+        opt_einsum=oe.__version__, cotengra=ctg.__version__, precision_mode="native", dtype="float32",
+        fast_path=hasattr(_slicing, "_Program"),
+        note="one cotengra tree for every side; times: medians over interleaved repetitions; ratios: medians of "
+             "per-repetition ratios; every side gets the same float32 operands")
+    save(args.out, meta, rows)
     print(table(rows))
     print(f"\nwritten to {args.out}")
 

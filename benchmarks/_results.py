@@ -1,0 +1,35 @@
+"""What the benchmarks in this folder share: the metadata of a run and how its results are saved.
+
+Imported by the scripts as a sibling module (``python benchmarks/<script>.py`` puts this folder on sys.path).
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+from pathlib import Path
+
+import numpy as np
+import torch
+
+# the thread settings every script makes before importing numpy and torch (see bench_contract.py)
+THREAD_ENV = ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")
+
+
+def run_metadata(**extra: object) -> dict:
+    """The machine, versions and thread settings of this run, then ``extra`` (the script's own settings)."""
+    return {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
+        "torch": torch.__version__, "numpy": np.__version__, "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(), "env": {k: os.environ.get(k) for k in THREAD_ENV}, **extra,
+    }
+
+
+def save(out: Path, meta: dict, rows: list, **more: object) -> None:
+    """Write ``{"meta", "results", **more}`` as JSON to ``out`` (folders made as needed)."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"meta": meta, "results": rows, **more}, indent=1))
