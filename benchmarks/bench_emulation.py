@@ -28,7 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from _results import run_metadata, save
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
 from trn_backend.kernels import reference
@@ -115,6 +114,8 @@ def main() -> None:
             label = f"{mode}(slices=4) ran {result['ozaki_slices_ran']}" if mode == "ozaki" else mode
             print(f"| {case} {result['shape']} | {label} | {row['median_ratio']:.2f} | "
                   f"{row['extra_bytes'] / 2**20:.1f} | {row['relative']:.2f} |")
+    from _results import run_metadata, save  # here: tests import this script's memory helper without sys.path
+
     save(Path(args.out), run_metadata(reps=args.reps), results)
 
 
