@@ -423,6 +423,13 @@ def _kind(device: torch.device | str) -> str:
 REDUCED_INPUT_UNIT = {"high": 2.0**-10, "medium": 2.0**-7}
 
 
+def default_plan_reusable(dtype: torch.dtype) -> bool:
+    """Whether a plan cached under the default mode for a ``dtype`` step can be reused as it is: not for float32 and
+    complex64 while torch's float32 matmul precision is reduced, since native's resolved bound depends on that
+    setting (``_honest``), which may change between calls. Plan caches check this on every lookup (about 0.1 us)."""
+    return dtype not in (torch.float32, torch.complex64) or torch.get_float32_matmul_precision() == "highest"
+
+
 def _native_ok(device_type: str, dtype: torch.dtype) -> bool:
     """Whether native's published bound holds for ``dtype`` on ``device_type``, so a target may pick it: not under
     a reduced float32 matmul precision (``REDUCED_INPUT_UNIT``), read per call (it may change at any time)."""

@@ -60,7 +60,8 @@ def _operands(operands: tuple[object, ...], func: str) -> list[torch.Tensor]:
 # Plans of the steps opt_einsum sends here under the device's default precision, by everything a plan depends on
 # (operand shapes, dtypes and devices; canonical axes, or subscripts): a repeated step costs one lookup before
 # ``execute`` instead of validation, parsing and the planner's entry lookup. A precision setting takes the full
-# path, which resolves the mode per call. The plans are the planner's own, every step still one kernel call.
+# path, which resolves the mode per call, and so does a reduced float32 matmul precision (see
+# _precision.default_plan_reusable). The plans are the planner's own, every step still one kernel call.
 _STEPS: dict[tuple, Plan] = {}
 _STEPS_MAX = 4096
 
@@ -103,6 +104,8 @@ def _einsum_step(subscripts: str, x: object, y: object) -> Plan | None:
     if type(x) is not NeuronArray or type(y) is not NeuronArray or _precision.active_setting() is not None:
         return None
     a, b = x._t, y._t
+    if not (_precision.default_plan_reusable(a.dtype) and _precision.default_plan_reusable(b.dtype)):
+        return None
     key = (subscripts, a.shape, b.shape, a.dtype, b.dtype, a.device, b.device)
     plan = _STEPS.get(key)
     if plan is None and a.device == b.device:
@@ -150,7 +153,8 @@ def _tensordot_step(a: torch.Tensor, b: torch.Tensor, axes: object) -> Plan | No
     """The cached plan of a tensordot step on one device with canonical axes (a pair of int tuples, as opt_einsum
     passes them) under the default precision; None where the full path applies."""
     # checked before the lookup: 1.0 and True hash and compare like 1
-    if _precision.active_setting() is not None or canonical_axes(axes) is not axes:
+    if _precision.active_setting() is not None or canonical_axes(axes) is not axes or not (
+            _precision.default_plan_reusable(a.dtype) and _precision.default_plan_reusable(b.dtype)):
         return None
     key = (a.shape, b.shape, a.dtype, b.dtype, a.device, b.device, axes)
     plan = _STEPS.get(key)

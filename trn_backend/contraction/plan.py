@@ -134,7 +134,7 @@ class Entry:
         self.by_mode: dict[_precision.Resolved, Plan] = {}
         # without a precision choice (none passed, no precision block) the mode is the device type's default:
         # the per-call path of a network step looks that up here instead of resolving it (keyed by the device
-        # itself: hashing one is cheaper than reading its type)
+        # itself: hashing one is cheaper than reading its type; see _precision.default_plan_reusable)
         self.by_device: dict[torch.device, Plan] = {}
 
     def plan(self, device: torch.device, precision: str | None = None,
@@ -144,7 +144,8 @@ class Entry:
         base = self.base
         if base.kernel is None:
             return base
-        default = precision is None and target_forward_error is None and _precision.active_setting() is None
+        default = precision is None and target_forward_error is None and _precision.active_setting() is None \
+            and _precision.default_plan_reusable(base.dtype)
         if default:
             found = self.by_device.get(device)
             if found is not None:
