@@ -100,7 +100,7 @@ def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[
             and a.dtype is b.dtype and _nki_route(kernel, mode, a.dtype, a.device, (
                 a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1]), params) is not None:
         return _run_nki(kernel, a, b, mode, params)
-    if mode == "native" and a.is_floating_point():
+    if mode == "native" and not params and a.is_floating_point():  # with params: native's own TypeError
         # real floating point native is ``reference.native``'s torch.matmul, which on two 2-D (3-D, one batch
         # size) operands is exactly ATen's mm (bmm): called directly, without matmul's dispatch
         if kernel == "bmm":

@@ -220,3 +220,11 @@ def test_full_contraction_is_a_dot():
         got = xp.einsum("abcd,dcba->", from_numpy(a), from_numpy(b))
     assert calls == {("matmul", "native"): 1}
     assert_same(got, np.einsum("abcd,dcba->", a, b), rtol=1e-12)
+
+
+@pytest.mark.parametrize("kernel", ["matmul", "bmm"])
+def test_native_refuses_parameters_it_does_not_take(kernel):
+    # the kernel layer's direct mm/bmm call for native must not drop a mode parameter native does not accept
+    a, b = (torch.ones(2, 3), torch.ones(3, 4)) if kernel == "matmul" else (torch.ones(1, 2, 3), torch.ones(1, 3, 4))
+    with pytest.raises(TypeError, match="slices"):
+        getattr(kernels, kernel)(a, b, "native", slices=3)

@@ -300,3 +300,24 @@ def test_expression_program_follows_the_precision_in_force_and_falls_back_where_
     assert len(expr._programs) == 1
     with pytest.raises(ValueError, match="takes exactly"):  # opt_einsum's own error for a wrong count
         expr(*ops[:-1])
+
+
+@pytest.mark.parametrize(("eq", "shapes"), [("ij,ij,j->i", [(3, 4), (3, 4), (4,)]),
+                                            ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 6)])])
+def test_expression_steps_of_three_operands_run_through_opt_einsum(eq, shapes):
+    """An explicit path may join three operands in one step; a planner entry is one binary step, so such an
+    expression runs opt_einsum's own call (which sends that step to einsum) instead of a compiled program."""
+    g = np.random.default_rng(0)
+    arrays = [g.standard_normal(s) for s in shapes]
+    expr = xp.contract_expression(eq, *shapes, optimize=[(0, 1, 2)])
+    got = expr(*map(xp.asarray, arrays))
+    np.testing.assert_allclose(to_numpy(got), np.einsum(eq, *arrays), rtol=1e-12)
+    assert list(expr._programs.values()) == [None]  # decided once: no program for these operands
+
+
+def test_expression_with_einsum_keywords_runs_through_opt_einsum():
+    # opt_einsum passes einsum keywords (order=...) on to the backend's functions, which refuse them: the
+    # compiled program must not quietly ignore them
+    expr = xp.contract_expression("ij,jk->ik", (2, 3), (3, 4), order="F")
+    with pytest.raises(TypeError, match="order"):
+        expr(xp.ones((2, 3)), xp.ones((3, 4)))

@@ -300,13 +300,14 @@ class Expression:
         self.precision = precision
         self.target_forward_error = target_forward_error
         self.target_relative_error = target_relative_error
-        self._programs: dict[tuple, tuple[_Step, ...]] = {}
+        self._programs: dict[tuple, tuple[_Step, ...] | None] = {}  # None: opt_einsum runs it
 
     def __call__(self, *arrays: Any, out: Any = None) -> Any:
         try:
             with _precision_scope(self.precision, self.target_forward_error, self.target_relative_error):
                 program = None
-                if out is None and not self.expression._constants_dict and not sharing.currently_sharing():
+                if out is None and not self.expression._constants_dict and not self.expression.kwargs and \
+                        not sharing.currently_sharing():  # einsum kwargs (order=...): opt_einsum's call decides
                     program = self._program(arrays)
                 if program is None:
                     return self.expression(*arrays, backend="trn", out=out)
@@ -326,12 +327,11 @@ class Expression:
         key = (tuple(x._t.shape for x in arrays), tuple(x._t.dtype for x in arrays), arrays[0]._t.device)
         if len({x._t.device for x in arrays}) != 1:
             return None
-        program = self._programs.get(key)
-        if program is None:
+        if key not in self._programs:
             if len(self._programs) >= _STEPS_MAX:
                 self._programs.clear()
-            program = self._programs[key] = _compile(self.expression.contraction_list, key[0], key[1])
-        return program
+            self._programs[key] = _compile(self.expression.contraction_list, key[0], key[1])
+        return self._programs[key]
 
     def __repr__(self) -> str:
         return f"trn_backend.{self.expression!r}"
@@ -345,10 +345,13 @@ class Expression:
 _Step = tuple[tuple[int, ...], Entry, tuple[int, ...] | None]
 
 
-def _compile(contraction_list: Any, shapes: tuple, dtypes: tuple) -> tuple[_Step, ...]:
+def _compile(contraction_list: Any, shapes: tuple, dtypes: tuple) -> tuple[_Step, ...] | None:
     """Follow opt_einsum's contraction loop (``opt_einsum.contract._core_contract``, the pinned series) on shapes
     and dtypes: each step reaches the planner entry that its ``tensordot`` or ``einsum`` call here would, with
-    the same validation and errors."""
+    the same validation and errors. None where a step takes three or more operands (an explicit path such as
+    [(0, 1, 2)]): a planner entry is one binary step, so opt_einsum's own call, through ``einsum``, runs those."""
+    if any(len(step[0]) > 2 for step in contraction_list):
+        return None
     terms = list(zip(shapes, dtypes, strict=True))
     program = []
     for inds, idx_rm, einsum_str, _, blas_flag in contraction_list:
