@@ -423,11 +423,18 @@ def _kind(device: torch.device | str) -> str:
 REDUCED_INPUT_UNIT = {"high": 2.0**-10, "medium": 2.0**-7}
 
 
-def default_plan_reusable(dtype: torch.dtype) -> bool:
-    """Whether a plan cached under the default mode for a ``dtype`` step can be reused as it is: not for float32 and
-    complex64 while torch's float32 matmul precision is reduced, since native's resolved bound depends on that
-    setting (``_honest``), which may change between calls. Plan caches check this on every lookup (about 0.1 us)."""
-    return dtype not in (torch.float32, torch.complex64) or torch.get_float32_matmul_precision() == "highest"
+# the dtypes torch's float32 matmul precision applies to, and the setting read straight from torch's C layer
+# (torch.get_float32_matmul_precision wraps it: twice the time, on every step of a network)
+REDUCIBLE = frozenset((torch.float32, torch.complex64))
+_float32_matmul_precision = getattr(torch._C, "_get_float32_matmul_precision", torch.get_float32_matmul_precision)
+
+
+def default_plan_reusable(a: torch.dtype, b: torch.dtype | None = None) -> bool:
+    """Whether a plan cached under the default mode for a step on dtypes ``a`` (and ``b``) can be reused as it is:
+    not for float32 and complex64 while torch's float32 matmul precision is reduced, since native's resolved
+    bound depends on that setting (``_honest``), which may change between calls. Plan caches check this on every
+    lookup (about 0.1 us)."""
+    return (a not in REDUCIBLE and b not in REDUCIBLE) or _float32_matmul_precision() == "highest"
 
 
 def _native_ok(device_type: str, dtype: torch.dtype) -> bool:

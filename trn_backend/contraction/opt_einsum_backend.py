@@ -104,7 +104,7 @@ def _einsum_step(subscripts: str, x: object, y: object) -> Plan | None:
     if type(x) is not NeuronArray or type(y) is not NeuronArray or _precision.active_setting() is not None:
         return None
     a, b = x._t, y._t
-    if not (_precision.default_plan_reusable(a.dtype) and _precision.default_plan_reusable(b.dtype)):
+    if not _precision.default_plan_reusable(a.dtype, b.dtype):
         return None
     key = (subscripts, a.shape, b.shape, a.dtype, b.dtype, a.device, b.device)
     plan = _STEPS.get(key)
@@ -153,8 +153,8 @@ def _tensordot_step(a: torch.Tensor, b: torch.Tensor, axes: object) -> Plan | No
     """The cached plan of a tensordot step on one device with canonical axes (a pair of int tuples, as opt_einsum
     passes them) under the default precision; None where the full path applies."""
     # checked before the lookup: 1.0 and True hash and compare like 1
-    if _precision.active_setting() is not None or canonical_axes(axes) is not axes or not (
-            _precision.default_plan_reusable(a.dtype) and _precision.default_plan_reusable(b.dtype)):
+    if _precision.active_setting() is not None or canonical_axes(axes) is not axes or \
+            not _precision.default_plan_reusable(a.dtype, b.dtype):
         return None
     key = (a.shape, b.shape, a.dtype, b.dtype, a.device, b.device, axes)
     plan = _STEPS.get(key)
