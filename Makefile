@@ -39,6 +39,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_numpy_dispatch.py
 	$(PY) benchmarks/bench_emulation.py
 	$(PY) benchmarks/bench_sliced.py
+	$(PY) benchmarks/bench_selection.py
 	$(PY) benchmarks/calibrate_modes.py
 
 # Only the precision modes' cost table that target_forward_error= ranks modes by (trn_backend/data/mode_costs.json);
