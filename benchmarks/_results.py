@@ -28,8 +28,12 @@ def run_metadata(**extra: object) -> dict:
     }
 
 
-def save(out: Path, meta: dict, rows: list, **more: object) -> None:
-    """Write ``{"meta", "results", **more}`` as JSON to ``out`` (folders made as needed)."""
+def save(out: Path, meta: dict, rows: list, table: str | None = None, **more: object) -> None:
+    """Write ``{"meta", "results", **more}`` as JSON to ``out`` (folders made as needed); print the markdown
+    ``table`` of the rows, if given, and where the JSON went."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"meta": meta, "results": rows, **more}, indent=1))
+    if table is not None:
+        print(f"\n{table}")
+    print(f"\nwritten to {out}")

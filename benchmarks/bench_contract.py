@@ -207,10 +207,7 @@ def main() -> None:
         opt_einsum=oe.__version__, precision_mode="native", dtype="float32 unless a row says otherwise",
         note="times: medians over interleaved repetitions; ratios: medians of per-repetition ratios; every backend "
              "gets the same operands; planning rows: first call (caches cleared) minus warm call")
-    save(args.out, meta, rows)
-    print()
-    print(table(rows))
-    print(f"\nwritten to {args.out}")
+    save(args.out, meta, rows, table(rows))
 
 
 if __name__ == "__main__":

@@ -210,10 +210,7 @@ def main() -> None:
         small_shapes=SMALL, large_shapes=LARGE,
         note="times: medians of per-call means over interleaved repetitions; trn - torch and trn / torch: medians "
              "of per-repetition differences and ratios; compat is array_api_compat.torch")
-    save(args.out, meta, rows)
-    print()
-    print(table(rows))
-    print(f"\nwritten to {args.out}")
+    save(args.out, meta, rows, table(rows))
 
 
 if __name__ == "__main__":

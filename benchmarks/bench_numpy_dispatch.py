@@ -181,15 +181,12 @@ def main() -> None:
         trn_backend=os.path.dirname(xp.__file__), dtype="float32", clock=args.clock,
         note="times: medians over interleaved repetitions of per-call means; overhead and ratio: medians of "
              "per-repetition differences and ratios (NumPy call minus, over, the namespace call)")
-    save(args.out, meta, rows)
     before = None
     if args.before:
         before = {r["name"]: r for r in json.loads(args.before.read_text())["results"]}
-    print()
-    print(table(rows, before))
     worst = max(rows, key=lambda r: r["overhead_us"])
-    print(f"\nlargest overhead: {worst['overhead_us']:.2f} us ({worst['name']})")
-    print(f"written to {args.out}")
+    save(args.out, meta, rows,
+         f"{table(rows, before)}\n\nlargest overhead: {worst['overhead_us']:.2f} us ({worst['name']})")
 
 
 if __name__ == "__main__":

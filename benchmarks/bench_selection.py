@@ -70,11 +70,9 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_selection.json")
     args = parser.parse_args()
     rows = measure(args.size, args.reps)
-    save(args.out, run_metadata(size=args.size, dtype="float32", trn_backend=xp.__file__), rows)
-    print(f"| target_forward_error | mode run | time / native ({args.size}^3 float32) |\n|---|---|---:|")
-    for r in rows:
-        print(f"| {r['target']:g} | {r['mode']} | {r['over_native']:.2f} |")
-    print(f"\nwritten to {args.out}")
+    lines = [f"| target_forward_error | mode run | time / native ({args.size}^3 float32) |", "|---|---|---:|"]
+    lines += [f"| {r['target']:g} | {r['mode']} | {r['over_native']:.2f} |" for r in rows]
+    save(args.out, run_metadata(size=args.size, dtype="float32", trn_backend=xp.__file__), rows, "\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -128,9 +128,7 @@ def main() -> None:
         fast_path=hasattr(_slicing, "_Program"),
         note="one cotengra tree for every side; times: medians over interleaved repetitions; ratios: medians of "
              "per-repetition ratios; every side gets the same float32 operands")
-    save(args.out, meta, rows)
-    print(table(rows))
-    print(f"\nwritten to {args.out}")
+    save(args.out, meta, rows, table(rows))
 
 
 if __name__ == "__main__":
