@@ -421,8 +421,6 @@ def _kind(device: torch.device | str) -> str:
 # the CPU; "high" may also mean bf16x3 on the CPU, more accurate than TF32). The unit of each input's rounding,
 # truncation allowed (cuBLAS does not document the TF32 conversion's rounding): 2**-10 for TF32, 2**-7 for bf16.
 REDUCED_INPUT_UNIT = {"high": 2.0**-10, "medium": 2.0**-7}
-
-
 # the dtypes torch's float32 matmul precision applies to, and the setting read straight from torch's C layer
 # (torch.get_float32_matmul_precision wraps it: twice the time, on every step of a network)
 REDUCIBLE = frozenset((torch.float32, torch.complex64))
@@ -441,10 +439,8 @@ def _native_ok(device_type: str, dtype: torch.dtype) -> bool:
     """Whether native's published bound holds for ``dtype`` on ``device_type``, so a target may pick it: not under
     a reduced float32 matmul precision (``REDUCED_INPUT_UNIT``), read per call (it may change at any time)."""
     if device_type in kernels.NEURON_DEVICE_TYPES:
-        return NEURON_FP32_MATMUL_VERIFIED and dtype in (torch.float32, torch.complex64)
-    if dtype in (torch.float32, torch.complex64):
-        return torch.get_float32_matmul_precision() == "highest"
-    return True
+        return NEURON_FP32_MATMUL_VERIFIED and dtype in REDUCIBLE
+    return dtype not in REDUCIBLE or _float32_matmul_precision() == "highest"
 
 
 @functools.lru_cache(maxsize=1024)
@@ -463,10 +459,9 @@ def _reduced_native(dtype: torch.dtype, K: int, matmul_precision: str) -> Resolv
 def _honest(resolved: Resolved, dtype: torch.dtype, K: int, device: torch.device | str) -> Resolved:
     """``resolved``, with native's bound widened where torch's float32 matmul precision lets the device round
     float32 inputs (see ``REDUCED_INPUT_UNIT``; Neuron's native is its own kernel, unaffected)."""
-    if resolved.mode != "native" or dtype not in (torch.float32, torch.complex64) or \
-            _kind(device) in kernels.NEURON_DEVICE_TYPES:
+    if resolved.mode != "native" or dtype not in REDUCIBLE or _kind(device) in kernels.NEURON_DEVICE_TYPES:
         return resolved
-    setting = torch.get_float32_matmul_precision()
+    setting = _float32_matmul_precision()
     return resolved if setting == "highest" else _reduced_native(dtype, K, setting)
 
 
