@@ -1,14 +1,26 @@
 """Data types of the standard, their promotion rules, and the compute dtypes behind torch's thin uint support.
 
-The dtype objects are torch's own (``trn_backend.float32 is torch.float32``), so a NeuronArray's dtype and its
-tensor's dtype never disagree. Promotion follows the standard's table exactly, 0-d arrays included (torch lets a
-0-d tensor lose to a higher-rank one of the same kind; the standard does not).
+Two spellings of each dtype, one per side of the boundary. Users see NumPy dtype objects, as in CuPy and JAX
+(``x.dtype == np.float32`` holds and NumPy-based libraries such as dask read ``x.dtype.kind``): ``PUBLIC`` maps
+the torch dtype of a tensor to its NumPy dtype, and ``to_dtype`` turns any user spelling (NumPy dtypes and types,
+their names, torch dtypes) into the torch dtype. Inside the package every dtype is the tensor's torch dtype; the
+names below (``_dtypes.float32``, ...) are torch's objects.
+
+float16 and bfloat16 are extension dtypes (bfloat16 is ml_dtypes' NumPy type, as in JAX): they work wherever
+torch has kernels for them, promote as in JAX and torch (with each other to float32), and are not among the
+standard's dtypes that ``__array_namespace_info__().dtypes()`` lists. Promotion follows the standard's table
+exactly, 0-d arrays included (torch lets a 0-d tensor lose to a higher-rank one of the same kind; the standard
+does not).
 """
 
 from __future__ import annotations
 
+import builtins
+import functools
 from collections.abc import Callable
 
+import ml_dtypes
+import numpy as np
 import torch
 
 bool = torch.bool  # noqa: A001 - the standard's name
@@ -20,6 +32,8 @@ uint8 = torch.uint8
 uint16 = torch.uint16
 uint32 = torch.uint32
 uint64 = torch.uint64
+float16 = torch.float16
+bfloat16 = torch.bfloat16
 float32 = torch.float32
 float64 = torch.float64
 complex64 = torch.complex64
@@ -28,17 +42,25 @@ complex128 = torch.complex128
 SIGNED_INT = (int8, int16, int32, int64)
 UNSIGNED_INT = (uint8, uint16, uint32, uint64)
 INTEGER = SIGNED_INT + UNSIGNED_INT
-REAL_FLOAT = (float32, float64)
+EXTENSION_FLOAT = (float16, bfloat16)  # not the standard's: kept out of info.dtypes()
+REAL_FLOAT = EXTENSION_FLOAT + (float32, float64)
 COMPLEX_FLOAT = (complex64, complex128)
 FLOATING = REAL_FLOAT + COMPLEX_FLOAT
 NUMERIC = INTEGER + FLOATING
-ALL = (bool,) + NUMERIC
+ALL = (bool,) + NUMERIC  # every dtype a NeuronArray may hold
+STANDARD = tuple(d for d in ALL if d not in EXTENSION_FLOAT)  # the standard's 13
 
 NAMES = {
     bool: "bool", int8: "int8", int16: "int16", int32: "int32", int64: "int64",
     uint8: "uint8", uint16: "uint16", uint32: "uint32", uint64: "uint64",
-    float32: "float32", float64: "float64", complex64: "complex64", complex128: "complex128",
+    float16: "float16", bfloat16: "bfloat16", float32: "float32", float64: "float64", complex64: "complex64",
+    complex128: "complex128",
 }
+
+# torch dtype -> the NumPy dtype users see, and back
+PUBLIC: dict[torch.dtype, np.dtype] = {
+    d: np.dtype(ml_dtypes.bfloat16) if d is bfloat16 else np.dtype(n) for d, n in NAMES.items()}
+_TORCH: dict[np.dtype, torch.dtype] = {v: k for k, v in PUBLIC.items()}
 
 # Kind names of isdtype(), and the groups of dtypes each function category accepts.
 KINDS = {
@@ -71,6 +93,7 @@ def _build_table() -> dict[tuple[torch.dtype, torch.dtype], torch.dtype]:
         for i, a in enumerate(family):
             for b in family[i:]:
                 table[a, b] = b
+    table[float16, bfloat16] = float32  # neither holds the other (range against precision), as in JAX and torch
     # mixed sign: the smallest signed type that holds both ranges; uint64 has none.
     for u in (uint8, uint16, uint32):
         for s in SIGNED_INT:
@@ -100,7 +123,7 @@ def int_range(dtype: torch.dtype) -> tuple[int, int]:
 
 # The dtypes whose arithmetic torch's own kernels implement exactly as the standard asks (wrapping for integers);
 # uint16/32/64 compute elsewhere (COMPUTE).
-NATIVE_ARITHMETIC = frozenset(REAL_FLOAT + SIGNED_INT + (uint8,))
+NATIVE_ARITHMETIC = frozenset((float32, float64) + SIGNED_INT + (uint8,))
 
 
 def _weak_scalars() -> dict[tuple[torch.dtype, type], tuple[float, float]]:
@@ -112,10 +135,10 @@ def _weak_scalars() -> dict[tuple[torch.dtype, type], tuple[float, float]]:
     range (beyond it the standard raises, torch wraps silently). NaN compares false with every range: it takes
     the general path. bool is missing: torch refuses bool operands of subtraction."""
     table: dict[tuple[torch.dtype, type], tuple[float, float]] = {}
-    for d in REAL_FLOAT:
+    for d in (float32, float64):  # float16/bfloat16 arithmetic runs in float32 in torch: no scalar rule there
         table[d, float] = (-float("inf"), float("inf"))
         table[d, int] = (-(2**53), 2**53)
-    for d in NATIVE_ARITHMETIC - set(REAL_FLOAT):
+    for d in NATIVE_ARITHMETIC - {float32, float64}:
         table[d, int] = int_range(d)
     return table
 
@@ -123,7 +146,8 @@ def _weak_scalars() -> dict[tuple[torch.dtype, type], tuple[float, float]]:
 WEAK_SCALARS = _weak_scalars()
 
 
-def name(dtype: torch.dtype) -> str:
+def name(dtype: torch.dtype | np.dtype) -> str:
+    """The dtype's name (``float32``); NumPy dtypes name themselves."""
     return NAMES.get(dtype, str(dtype))
 
 
@@ -154,13 +178,18 @@ def promote(a: torch.dtype, b: torch.dtype) -> torch.dtype:
     return PROMOTION_TABLE[lo, hi]
 
 
-def default_float() -> torch.dtype:
-    d = torch.get_default_dtype()
-    return d if d in REAL_FLOAT else float32
+def default_float(device: torch.device | None = None) -> torch.dtype:
+    """float64 as in NumPy, except on Neuron devices (the default one when ``device`` is None), whose engines
+    have no float64: float32 there."""
+    if device is None:
+        from . import _device
+
+        device = _device.default_device()
+    return float32 if device.type in NO_FLOAT64_DEVICES else float64
 
 
-def default_complex() -> torch.dtype:
-    return complex128 if default_float() is float64 else complex64
+def default_complex(device: torch.device | None = None) -> torch.dtype:
+    return complex128 if default_float(device) is float64 else complex64
 
 
 def default_int() -> torch.dtype:
@@ -181,11 +210,56 @@ def check(dtype: torch.dtype, category: str, func: str, arg: str = "x") -> None:
         raise TypeError(f"{func}() needs {arg} of a {category} dtype, got {name(dtype)}")
 
 
+# The device types (torch.device.type) of Neuron devices: no float64 there.
+NO_FLOAT64_DEVICES = frozenset({"neuron", "xla"})
+
+# Dtype spellings converted so far: np.dtype(value) costs microseconds. Only spellings whose meaning cannot
+# change are kept (types, strings, dtype objects); equal ones are the same dtype.
+_SEEN: dict[object, torch.dtype] = {}
+
+
 def to_dtype(dtype: object, func: str = "dtype") -> torch.dtype:
-    """Validate a dtype argument: one of the standard's dtypes (torch.dtype objects)."""
-    if isinstance(dtype, torch.dtype) and dtype in ALL:
-        return dtype
-    raise TypeError(f"{func}: {dtype!r} is not a dtype of this namespace (use e.g. trn_backend.float32)")
+    """The torch dtype of a dtype argument: a NumPy dtype (``trn_backend.float32``, ``np.dtype("float32")``),
+    anything NumPy reads as one (``np.float32``, ``"float32"``, ``float``), or a torch dtype; TypeError for
+    anything else and for dtypes a NeuronArray cannot hold, naming the supported ones."""
+    if isinstance(dtype, torch.dtype):
+        if dtype in NAMES:
+            return dtype
+        raise TypeError(f"{func}: torch dtype {dtype} is not supported; supported: {', '.join(NAMES.values())}")
+    try:
+        return _SEEN[dtype]
+    except (KeyError, TypeError):  # TypeError: unhashable
+        pass
+    if dtype is None or isinstance(dtype, (int, float, complex)):  # np.dtype(None) is float64: not a dtype here
+        raise TypeError(f"{func}: {dtype!r} is not a dtype (use e.g. trn_backend.float32)")
+    try:
+        np_dtype = np.dtype(dtype)
+    except TypeError:
+        raise TypeError(f"{func}: {dtype!r} is not a dtype (use e.g. trn_backend.float32)") from None
+    found = _TORCH.get(np_dtype)
+    if found is None:
+        raise TypeError(f"{func}: dtype {np_dtype} is not supported on NeuronArray; supported: "
+                        f"{', '.join(NAMES.values())}")
+    if isinstance(dtype, (type, str, np.dtype)):
+        _SEEN[dtype] = found
+    return found
+
+
+@functools.cache  # a few dtype pairs; NumPy's answer costs microseconds
+def same_kind(src: torch.dtype, dst: torch.dtype) -> builtins.bool:
+    """NumPy's same_kind casting rule (what in-place operators and ``out=`` allow)."""
+    return builtins.bool(np.can_cast(PUBLIC[src], PUBLIC[dst], "same_kind"))
+
+
+@functools.cache
+def safe_cast(src: torch.dtype, dst: torch.dtype) -> builtins.bool:
+    """NumPy's safe casting rule."""
+    return builtins.bool(np.can_cast(PUBLIC[src], PUBLIC[dst], "safe"))
+
+
+def public(dtype: torch.dtype) -> np.dtype:
+    """The NumPy dtype users see for a tensor dtype."""
+    return PUBLIC[dtype]
 
 
 # --- uint16/32/64: torch stores them but implements few kernels. Arithmetic runs in a wider (or same-width

@@ -56,18 +56,19 @@ def check_same_device(ts: Sequence[torch.Tensor], func: str, what: str = "inputs
     return first
 
 
-def scalar_dtype(value: object, dtype: torch.dtype, func: str) -> torch.dtype:
-    """The dtype a Python scalar combines to with an array of ``dtype`` (the scalar is weak, as in NEP 50)."""
+def scalar_dtype(value: object, dtype: torch.dtype, func: str, device: torch.device | None = None) -> torch.dtype:
+    """The dtype a Python scalar combines to with an array of ``dtype`` on ``device`` (the scalar is weak, as in
+    NEP 50; a float with an integer array gives the device's default float, as NumPy's float64 on the CPU)."""
     if isinstance(value, bool):
         return dtype
     if isinstance(value, int):
         return _dtypes.default_int() if dtype is _dtypes.bool else dtype
     if isinstance(value, float):
-        return dtype if dtype in _dtypes.FLOATING else _dtypes.default_float()
+        return dtype if dtype in _dtypes.FLOATING else _dtypes.default_float(device)
     if isinstance(value, complex):
         if dtype in _dtypes.COMPLEX_FLOAT:
             return dtype
-        return _dtypes.complex_of(dtype) if dtype in _dtypes.REAL_FLOAT else _dtypes.default_complex()
+        return _dtypes.complex_of(dtype) if dtype in _dtypes.REAL_FLOAT else _dtypes.default_complex(device)
     raise TypeError(f"{func}() got an operand of type {type(value).__name__}; expected an array or a Python scalar")
 
 
@@ -115,11 +116,11 @@ def binary_operands(x1: object, x2: object, func: str, *,
         dtype = _dtypes.promote(t1.dtype, t2.dtype)
     elif a1 and isinstance(x2, PY_SCALARS):
         t1 = x1._t
-        dtype = scalar_dtype(x2, t1.dtype, func)
+        dtype = scalar_dtype(x2, t1.dtype, func, t1.device)
         t2 = scalar_to_tensor(x2, dtype, t1.device, func)
     elif a2 and isinstance(x1, PY_SCALARS):
         t2 = x2._t
-        dtype = scalar_dtype(x1, t2.dtype, func)
+        dtype = scalar_dtype(x1, t2.dtype, func, t2.device)
         t1 = scalar_to_tensor(x1, dtype, t2.device, func)
     else:
         bad, arg = (x1, "x1") if not a1 else (x2, "x2")

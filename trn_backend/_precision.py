@@ -24,7 +24,7 @@ from typing import Any
 
 import torch
 
-from . import kernels
+from . import _device, _dtypes, kernels
 from .kernels import reference
 
 PrecisionError = reference.PrecisionError
@@ -235,8 +235,11 @@ def _check_target(target: object, func: str, name: str = "target_forward_error")
 
 
 def _check_problem(dtype: object, K: object, func: str) -> tuple[torch.dtype, int]:
-    if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"{func}: dtype must be a dtype such as trn_backend.float32, got {dtype!r}")
+    """The dtype (any spelling: trn_backend.float32, np.float32, torch.float32) as the torch dtype, and K."""
+    try:
+        dtype = _dtypes.to_dtype(dtype, func)
+    except TypeError:
+        raise TypeError(f"{func}: dtype must be a dtype such as trn_backend.float32, got {dtype!r}") from None
     try:
         k = operator.index(K)
     except TypeError:
@@ -403,7 +406,8 @@ def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
 
 
 def _device_type(device: torch.device | str) -> str:
-    return device.type if isinstance(device, torch.device) else torch.device(device).type
+    """A device's type without requiring the device here: modes are ranked for Neuron from any machine."""
+    return device.type if isinstance(device, torch.device) else _device.device_type(device, "device")
 
 
 _KINDS: dict[torch.device | str, str] = {}  # device -> type: torch.device.type builds a new string per read (0.4 us)

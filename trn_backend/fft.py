@@ -32,7 +32,7 @@ def _complex_input(x: object, func: str) -> Tensor:
     _dtypes.check(t.dtype, "numeric", func)
     if t.dtype in _dtypes.COMPLEX_FLOAT:
         return t
-    target = _dtypes.complex_of(t.dtype) if t.dtype in _dtypes.REAL_FLOAT else _dtypes.default_complex()
+    target = _dtypes.complex_of(t.dtype) if t.dtype in _dtypes.REAL_FLOAT else _dtypes.default_complex(t.device)
     return _dtypes.cast(t, target)
 
 
@@ -40,7 +40,7 @@ def _real_input(x: object, func: str) -> Tensor:
     """Input of a transform of real data (rfft, rfftn, ihfft): complex input is a TypeError."""
     t = tensor(x, func)
     _dtypes.check(t.dtype, "real numeric", func)
-    return t if t.dtype in _dtypes.REAL_FLOAT else _dtypes.cast(t, _dtypes.default_float())
+    return t if t.dtype in _dtypes.REAL_FLOAT else _dtypes.cast(t, _dtypes.default_float(t.device))
 
 
 def _norm(norm: object, func: str) -> str:
@@ -153,9 +153,9 @@ def _freq_args(n: object, d: object, dtype: torch.dtype | None, device: object,
     n = _length(n, func)
     if isinstance(d, bool) or not isinstance(d, (int, float)):
         raise TypeError(f"{func}(): d must be a real number, got {type(d).__name__}")
-    dtype = _dtypes.default_float() if dtype is None else _dtypes.to_dtype(dtype, func)
-    _dtypes.check(dtype, "real floating-point", func, "dtype")
     device = _device.default_device() if device is None else _device.normalize(device, func)
+    dtype = _dtypes.default_float(device) if dtype is None else _dtypes.to_dtype(dtype, func)
+    _dtypes.check(dtype, "real floating-point", func, "dtype")
     return n, float(d), dtype, device
 
 

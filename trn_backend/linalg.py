@@ -62,7 +62,7 @@ class SVDResult(NamedTuple):
 
 def _as_floating(t: Tensor, func: str, arg: str) -> Tensor:
     _dtypes.check(t.dtype, "numeric", func, arg)
-    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float())
+    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float(t.device))
 
 
 def _floating(x: object, func: str, arg: str = "x") -> Tensor:

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from . import _precision
+from . import _device, _precision
 from .kernels import reference
 from .kernels.nki import cost
 
@@ -82,7 +82,7 @@ def measure(ks: Sequence[int] = KS, *, size: int = 256, dtype: torch.dtype = tor
             kind: str = "normal", repeats: int = 3, device: torch.device | str = "cpu") -> list[Row]:
     """Every mode at every K on ``size`` x K @ K x ``size`` operands (the same operands for every mode), run on
     ``device``; the reference is computed on the host."""
-    device = torch.device(device)
+    device = _device.normalize(device, "precision-report --device")
     rows = []
     for K in ks:
         a, b = operands(kind, size, K, size, dtype, seed=K)

@@ -25,7 +25,8 @@ __all__ = [
 
 Device = torch.device | str | None
 Shape = int | tuple[int, ...]
-_NUMPY_NAMES = frozenset(_dtypes.NAMES.values())
+# NumPy dtypes asarray takes (either byte order: non-native ones are copied)
+_FROM_NUMPY = frozenset(_dtypes.PUBLIC.values()) | frozenset(d.newbyteorder() for d in _dtypes.PUBLIC.values())
 
 
 # ---------------------------------------------------------------- arguments
@@ -69,13 +70,13 @@ def _number(value: object, func: str, arg: str, kinds: tuple[type, ...]) -> bool
     return value
 
 
-def _scalars_dtype(values: Sequence[object]) -> torch.dtype:
-    """The standard's default dtype for Python scalars: complex > float > int > bool; no values -> float."""
+def _scalars_dtype(values: Sequence[object], device: torch.device) -> torch.dtype:
+    """The default dtype on ``device`` for Python scalars: complex > float > int > bool; no values -> float."""
     kinds = {type(v) for v in values}
     if complex in kinds:
-        return _dtypes.default_complex()
+        return _dtypes.default_complex(device)
     if float in kinds or not values:
-        return _dtypes.default_float()
+        return _dtypes.default_float(device)
     if int in kinds:
         return _dtypes.default_int()
     return _dtypes.bool
@@ -137,7 +138,7 @@ def _supported(t: torch.Tensor, func: str) -> torch.Tensor:
 def _from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.device, bool]:
     """Share a NumPy array's memory when torch can (native byte order, non-negative strides, writeable: torch
     has no read-only tensors); otherwise copy, which ``copy=False`` refuses."""
-    if a.dtype.name not in _NUMPY_NAMES:
+    if a.dtype not in _FROM_NUMPY:
         raise TypeError(f"asarray(): NumPy dtype {a.dtype} is not a dtype of this namespace; "
                         f"supported: {', '.join(_dtypes.NAMES.values())}")
     aligned = all(s >= 0 and s % a.itemsize == 0 for s in a.strides)
@@ -147,6 +148,9 @@ def _from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.d
             raise ValueError("asarray(copy=False): this NumPy array cannot be shared (read-only, non-native "
                              "byte order or negative strides); pass copy=None to copy it")
         a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
+    target = _dtypes.to_dtype(a.dtype)
+    if target is _dtypes.bfloat16:  # torch.from_numpy does not know ml_dtypes' bfloat16: share its bits
+        return torch.from_numpy(a.view(np.uint16)).view(target), _device.default_device(), not shareable
     return torch.from_numpy(a), _device.default_device(), not shareable
 
 
@@ -180,8 +184,9 @@ def _from_python(obj: object, dtype: torch.dtype | None, device: torch.device | 
         parts = [convert(leaf._t, dtype, device, None, "asarray") if isinstance(leaf, NeuronArray)
                  else _fill_tensor(leaf, dtype, device, "asarray") for leaf in leaves]
         return torch.stack(parts).reshape(shape)
-    dtype = dtype or _scalars_dtype(leaves)
-    return _scalars_tensor(leaves, dtype, device or _device.default_device()).reshape(shape)
+    device = device or _device.default_device()
+    dtype = dtype or _scalars_dtype(leaves, device)
+    return _scalars_tensor(leaves, dtype, device).reshape(shape)
 
 
 def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
@@ -220,8 +225,13 @@ def from_dlpack(x: object, /, *, device: Device = None, copy: bool | None = None
 # ---------------------------------------------------------------- filled arrays
 
 def _fill_tensor(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
-    """A 0-d tensor of ``dtype`` holding a Python scalar; a float into an integer or bool dtype, or a complex
-    into a real one, is a TypeError rather than a silent truncation."""
+    """A 0-d tensor of ``dtype`` holding a Python scalar or the value of a 0-d array (cast as ``astype`` does,
+    as NumPy and torch fill from an array); a float into an integer or bool dtype, or a complex into a real one,
+    is a TypeError rather than a silent truncation."""
+    if isinstance(value, NeuronArray):
+        if value.ndim != 0:
+            raise ValueError(f"{func}(): fill value must be a scalar or a 0-d array, got shape {value.shape}")
+        return convert(value._t, dtype, device, None, func)
     value = as_py_scalar(value)
     if not isinstance(value, PY_SCALARS):
         raise TypeError(f"{func}(): fill value must be a Python scalar, got {type(value).__name__}")
@@ -237,33 +247,39 @@ def _full(shape: tuple[int, ...], fill_value: object, dtype: torch.dtype, device
     return wrap(_fill_tensor(fill_value, dtype, device, func).expand(shape).contiguous())
 
 
+def _filled(fill: Callable[..., torch.Tensor], shape: Shape, dtype: object, device: Device,
+            func: str) -> NeuronArray:
+    dev = _device_arg(device, func)
+    return wrap(fill(_shape_arg(shape, func), dtype=_dtype_arg(dtype, func, _dtypes.default_float(dev)),
+                     device=dev))
+
+
 def empty(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
-    """An uninitialized array (default dtype: the default float)."""
-    return wrap(torch.empty(_shape_arg(shape, "empty"),
-                            dtype=_dtype_arg(dtype, "empty", _dtypes.default_float()),
-                            device=_device_arg(device, "empty")))
+    """An uninitialized array (default dtype: the device's default float)."""
+    return _filled(torch.empty, shape, dtype, device, "empty")
 
 
 def zeros(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
-    """An array of zeros (default dtype: the default float)."""
-    return wrap(torch.zeros(_shape_arg(shape, "zeros"),
-                            dtype=_dtype_arg(dtype, "zeros", _dtypes.default_float()),
-                            device=_device_arg(device, "zeros")))
+    """An array of zeros (default dtype: the device's default float)."""
+    return _filled(torch.zeros, shape, dtype, device, "zeros")
 
 
 def ones(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
-    """An array of ones (default dtype: the default float)."""
-    return wrap(torch.ones(_shape_arg(shape, "ones"),
-                           dtype=_dtype_arg(dtype, "ones", _dtypes.default_float()),
-                           device=_device_arg(device, "ones")))
+    """An array of ones (default dtype: the device's default float)."""
+    return _filled(torch.ones, shape, dtype, device, "ones")
 
 
-def full(shape: Shape, fill_value: bool | int | float | complex, *, dtype: torch.dtype | None = None,
-         device: Device = None) -> NeuronArray:
-    """An array filled with ``fill_value``; without ``dtype``, the default dtype of the value's kind."""
-    value = as_py_scalar(fill_value)  # anything but a Python scalar is refused by _fill_tensor
-    return _full(_shape_arg(shape, "full"), value, _dtype_arg(dtype, "full", _scalars_dtype([value])),
-                 _device_arg(device, "full"), "full")
+def full(shape: Shape, fill_value: bool | int | float | complex | NeuronArray, *,
+         dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+    """An array filled with ``fill_value`` (a Python scalar, or a 0-d array as in NumPy and torch); without
+    ``dtype``, the default dtype of a scalar's kind, or a 0-d array's dtype."""
+    dev = _device_arg(device, "full")
+    if isinstance(fill_value, NeuronArray):
+        default = fill_value._t.dtype
+    else:
+        fill_value = as_py_scalar(fill_value)  # anything but a Python scalar is refused by _fill_tensor
+        default = _scalars_dtype([fill_value], dev)
+    return _full(_shape_arg(shape, "full"), fill_value, _dtype_arg(dtype, "full", default), dev, "full")
 
 
 def _like(x: NeuronArray, dtype: object, device: Device, func: str) -> tuple[tuple[int, ...], torch.dtype,
@@ -312,8 +328,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     if step == 0:
         raise ValueError("arange(): step must not be 0")
     all_int = all(isinstance(v, int) for v in (start, stop, step))
-    target = _dtype_arg(dtype, "arange", _dtypes.default_int() if all_int else _dtypes.default_float())
     dev = _device_arg(device, "arange")
+    target = _dtype_arg(dtype, "arange", _dtypes.default_int() if all_int else _dtypes.default_float(dev))
     if target is _dtypes.bool:
         raise TypeError("arange(): dtype must be numeric, got bool")
     if target in _dtypes.INTEGER:
@@ -350,7 +366,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: torch.d
     # diagonals beyond the matrix are all zero: clamp k so that it fits the offsets' int64
     k = max(-rows, min(cols, int_arg(k, "eye", "k")))
     dev = _device_arg(device, "eye")
-    target = _dtype_arg(dtype, "eye", _dtypes.default_float())
+    target = _dtype_arg(dtype, "eye", _dtypes.default_float(dev))
     offsets = torch.arange(cols, device=dev)[None, :] - torch.arange(rows, device=dev)[:, None]
     return wrap(_dtypes.cast(offsets == k, target))
 
@@ -365,14 +381,14 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     if not isinstance(endpoint, bool):
         raise TypeError(f"linspace(): endpoint must be a bool, got {type(endpoint).__name__}")
     is_complex = isinstance(start, complex) or isinstance(stop, complex)
-    default = _dtypes.default_complex() if is_complex else _dtypes.default_float()
+    dev = _device_arg(device, "linspace")
+    default = _dtypes.default_complex(dev) if is_complex else _dtypes.default_float(dev)
     target = _dtype_arg(dtype, "linspace", default)
     if target not in _dtypes.FLOATING:
         raise TypeError(f"linspace(): dtype must be floating-point, got {_dtypes.name(target)}")
     if is_complex:
         check_castable(_dtypes.complex128, target, "linspace")
     wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
-    dev = _device_arg(device, "linspace")
     kind = complex if wide is _dtypes.complex128 else float
     values = torch.linspace(kind(start), kind(stop), num + (not endpoint), dtype=wide, device=dev)
     return wrap(values[:num].to(target))

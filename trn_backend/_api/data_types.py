@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+import numpy as np
 import torch
 
 from .. import _device, _dtypes
@@ -27,7 +28,7 @@ class finfo_object:  # noqa: N801 - the standard's name
     max: float
     min: float
     smallest_normal: float
-    dtype: torch.dtype
+    dtype: np.dtype
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,13 +38,13 @@ class iinfo_object:  # noqa: N801 - the standard's name
     bits: int
     max: int
     min: int
-    dtype: torch.dtype
+    dtype: np.dtype
 
 
 def _dtype_of(obj: object, func: str, arg: str) -> torch.dtype:
     """A dtype argument that may also be given as an array (its dtype)."""
     if isinstance(obj, NeuronArray):
-        return obj.dtype
+        return obj._t.dtype
     return _dtypes.to_dtype(obj, f"{func}() {arg}")
 
 
@@ -86,11 +87,14 @@ def astype(x: NeuronArray, dtype: torch.dtype, /, *, copy: bool = True,
     return wrap(convert(t, target, dev, True, "astype"))
 
 
-def can_cast(from_: torch.dtype | NeuronArray, to: torch.dtype, /) -> bool:
-    """True iff the standard's promotion table promotes ``from_`` with ``to`` to ``to`` (no cross-kind casts
-    except real floating to complex, which the table itself contains)."""
+def can_cast(from_: np.dtype | NeuronArray, to: np.dtype, /) -> bool:
+    """Within a kind, True iff the standard's promotion table promotes ``from_`` with ``to`` to ``to``. Across
+    kinds, which the standard leaves to the library, NumPy's "safe" rule answers (bool to any dtype, integers to
+    floating and complex, real floating to complex), as these dtypes are NumPy's."""
     src = _dtype_of(from_, "can_cast", "from_")
     dst = _dtypes.to_dtype(to, "can_cast() to")
+    if _dtypes.kind_rank(src) != _dtypes.kind_rank(dst):
+        return _dtypes.kind_rank(src) < _dtypes.kind_rank(dst) and _dtypes.safe_cast(src, dst)
     return _dtypes.PROMOTION_TABLE.get((src, dst)) is dst
 
 
@@ -107,7 +111,7 @@ def finfo(type: torch.dtype | NeuronArray, /) -> finfo_object:  # noqa: A002 - t
 def _finfo(dtype: torch.dtype) -> finfo_object:
     fi = torch.finfo(dtype)
     return finfo_object(bits=fi.bits, eps=float(fi.eps), max=float(fi.max), min=float(fi.min),
-                        smallest_normal=float(fi.smallest_normal), dtype=dtype)
+                        smallest_normal=float(fi.smallest_normal), dtype=_dtypes.PUBLIC[dtype])
 
 
 def iinfo(type: torch.dtype | NeuronArray, /) -> iinfo_object:  # noqa: A002 - the standard's name
@@ -117,7 +121,7 @@ def iinfo(type: torch.dtype | NeuronArray, /) -> iinfo_object:  # noqa: A002 - t
         raise TypeError(f"iinfo() needs an integer dtype, got {_dtypes.name(dtype)}; "
                         "use finfo for floating types")
     lo, hi = _dtypes.int_range(dtype)
-    return iinfo_object(bits=dtype.itemsize * 8, max=hi, min=lo, dtype=dtype)
+    return iinfo_object(bits=dtype.itemsize * 8, max=hi, min=lo, dtype=_dtypes.PUBLIC[dtype])
 
 
 def isdtype(dtype: torch.dtype, kind: torch.dtype | str | tuple[torch.dtype | str, ...]) -> bool:
@@ -133,25 +137,27 @@ def _is_kind(dtype: torch.dtype, kind: object) -> bool:
             known = ", ".join(map(repr, _dtypes.KINDS))
             raise ValueError(f"isdtype(): unknown kind {kind!r}; kinds are {known}")
         return dtype in _dtypes.KINDS[kind]
-    if isinstance(kind, torch.dtype):
-        return dtype == kind
+    if isinstance(kind, (torch.dtype, np.dtype, type)):
+        return dtype is _dtypes.to_dtype(kind, "isdtype() kind")
     raise TypeError(f"isdtype(): kind must be a dtype, a kind name or a tuple of these, "
                     f"got {type(kind).__name__}")
 
 
-def result_type(*arrays_and_dtypes: NeuronArray | torch.dtype | bool | int | float | complex) -> torch.dtype:
+def result_type(*arrays_and_dtypes: NeuronArray | np.dtype | bool | int | float | complex) -> np.dtype:
     """The dtype the standard's promotion gives its arguments; Python scalars are weak (follow the arrays)."""
-    return promoted(arrays_and_dtypes, "result_type")
+    return _dtypes.PUBLIC[promoted(arrays_and_dtypes, "result_type")]
 
 
 def promoted(items: tuple | list, func: str) -> torch.dtype:
     """Promote arrays, dtypes and Python scalars (weak); at least one array or dtype is required."""
     strong: list[torch.dtype] = []
     weak: list[object] = []
+    device = None  # a float with only integer arrays gives the default float of their device
     for i, item in enumerate(items):
         item = as_py_scalar(item)
         if isinstance(item, NeuronArray):
-            strong.append(item.dtype)
+            strong.append(item._t.dtype)
+            device = device or item._t.device
         elif isinstance(item, PY_SCALARS):
             weak.append(item)
         else:
@@ -161,5 +167,5 @@ def promoted(items: tuple | list, func: str) -> torch.dtype:
         raise ValueError(f"{func}() needs at least one array or dtype{why}")
     dtype = functools.reduce(_dtypes.promote, strong)
     for value in weak:
-        dtype = scalar_dtype(value, dtype, func)
+        dtype = scalar_dtype(value, dtype, func, device)
     return dtype

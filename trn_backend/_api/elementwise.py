@@ -43,7 +43,7 @@ Tensor = torch.Tensor
 
 def _to_floating(t: Tensor) -> Tensor:
     """Integer and boolean input of a floating-point function computes in the default floating dtype."""
-    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float())
+    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float(t.device))
 
 
 def _define(name: str, impl: Callable, doc: str, binary: bool) -> Callable:
@@ -309,7 +309,7 @@ def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], cate
                 raise
             return answer
         if result == "float" and dtype not in _dtypes.FLOATING:
-            dtype = _dtypes.default_float()
+            dtype = _dtypes.default_float(t1.device)
             t1, t2 = _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype)
         _dtypes.check(dtype, category, name, "x1 and x2")
         out = op(t1, t2, dtype)
@@ -330,7 +330,7 @@ def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], n
     array, value = (x1, x2) if isinstance(x1, NeuronArray) else (x2, x1)
     if not isinstance(array, NeuronArray) or not isinstance(value, int):
         return None
-    dtype = scalar_dtype(value, array.dtype, name)
+    dtype = scalar_dtype(value, array._t.dtype, name)
     if dtype not in _dtypes.INTEGER:
         return None
     lo, hi = _dtypes.int_range(dtype)

@@ -41,10 +41,11 @@ def matrix_transpose(x: NeuronArray, /) -> NeuronArray:
     return wrap(t.transpose(-1, -2))
 
 
-def tensordot(x1: NeuronArray, x2: NeuronArray, /, *, axes: int | tuple[Sequence[int], Sequence[int]] = 2,
+def tensordot(x1: NeuronArray, x2: NeuronArray, /, axes: int | tuple[Sequence[int], Sequence[int]] = 2, *,
               precision: str | None = None, target_forward_error: float | None = None,
               target_relative_error: float | None = None) -> NeuronArray:
-    """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences."""
+    """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences.
+    ``axes`` may also be passed by position, as in NumPy and autoray (a superset of the standard)."""
     t1, t2 = _operands(x1, x2, "tensordot")
     try:
         with _precision.scope(precision, target_forward_error, target_relative_error, "tensordot()"):

@@ -61,7 +61,7 @@ def _accumulator_tensor(t: Tensor, target: torch.dtype) -> Tensor:
 
 
 def _to_floating(t: Tensor) -> Tensor:
-    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float())
+    return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float(t.device))
 
 
 def _sum_or_prod(x: NeuronArray, axis: Axis, dtype: object, keepdims: bool, func: str,

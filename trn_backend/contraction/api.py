@@ -66,7 +66,7 @@ def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]
         dtype, device = _dtypes.bool, _device.default_device()
     found = iter(arrays)
     return [next(found) if not isinstance(x, PY_SCALARS) else
-            scalar_to_tensor(x, scalar_dtype(x, dtype, func), device, func) for x in values]
+            scalar_to_tensor(x, scalar_dtype(x, dtype, func, device), device, func) for x in values]
 
 
 def einsum_tensors(subscripts: str, ts: list[torch.Tensor], optimize: object = "auto",

@@ -151,7 +151,7 @@ def _describe(operands: Sequence[object], dtype: torch.dtype | None
 
 def _numpy_dtype(dtype: np.dtype, i: int) -> torch.dtype:
     try:
-        return torch.from_numpy(np.empty(0, dtype)).dtype
+        return _dtypes.to_dtype(dtype)
     except TypeError:
         raise TypeError(f"explain(): operand {i} has NumPy dtype {dtype}, which trn_backend does not support; "
                         f"supported: {', '.join(_dtypes.NAMES.values())}") from None

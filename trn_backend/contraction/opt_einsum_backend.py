@@ -126,7 +126,7 @@ def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str
             raise ValueError(f"{func}(): out= has shape {out.shape}, but the result of {subscripts!r} has shape "
                              f"{shape}")
     dtype = result_dtype(tuple(t.dtype for t in ts), func)
-    if not np.can_cast(np.dtype(_dtypes.name(dtype)), np.dtype(_dtypes.name(out.dtype)), casting="safe"):
+    if not np.can_cast(_dtypes.PUBLIC[dtype], out.dtype, casting="safe"):
         raise TypeError(f"{func}(): cannot write the {_dtypes.name(dtype)} result into out= of dtype "
                         f"{_dtypes.name(out.dtype)} (NumPy's einsum casting='safe' rule)")
     if ts and out.device != ts[0].device:

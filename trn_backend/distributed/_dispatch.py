@@ -238,7 +238,7 @@ def _linear_in(name: str, args: tuple) -> set[int]:
 
 
 def _linear_dtype(x: object) -> bool:
-    return not isinstance(x, NeuronArray) or x.dtype in _LINEAR_DTYPES
+    return not isinstance(x, NeuronArray) or x._t.dtype in _LINEAR_DTYPES
 
 
 _LINEAR_DTYPES = frozenset({*_dtypes.FLOATING, _dtypes.int64, _dtypes.uint64})
