@@ -91,8 +91,9 @@ class NeuronArray:
 
     # --- attributes ---
     @property
-    def dtype(self) -> torch.dtype:
-        return self._t.dtype
+    def dtype(self) -> np.dtype:
+        """A NumPy dtype object (``x.dtype == np.float32``), as in CuPy and JAX; the tensor's is ``x._t.dtype``."""
+        return _dtypes.PUBLIC[self._t.dtype]
 
     @property
     def device(self) -> torch.device:
@@ -161,7 +162,9 @@ class NeuronArray:
             t = t.resolve_conj().resolve_neg()
         elif copy:
             t = t.clone()
-        out = t.numpy()
+        # torch's numpy() lacks bfloat16: share the bits as ml_dtypes' bfloat16
+        out = t.view(torch.uint16).numpy().view(_dtypes.PUBLIC[t.dtype]) if t.dtype is _dtypes.bfloat16 \
+            else t.numpy()
         if dtype is not None and np.dtype(dtype) != out.dtype:
             if copy is False:
                 raise ValueError(f"np.asarray(x, dtype={np.dtype(dtype)}, copy=False) needs a copy to convert "
@@ -170,8 +173,13 @@ class NeuronArray:
         return out
 
     def __array_function__(self, func: Any, types: Any, args: Any, kwargs: Any) -> Any:
-        """NEP 18: NumPy functions on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch)."""
-        return (_numpy_dispatch or _dispatch()).array_function(func, types, args, kwargs)
+        """NEP 18: NumPy functions on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch).
+        NEP 35: NumPy passes ``np.zeros(3, like=x)`` here without ``like``; it goes back in, so the result lands
+        on x's device."""
+        dispatch = _numpy_dispatch or _dispatch()
+        if func in dispatch.functions.LIKE:
+            kwargs = {**kwargs, "like": self}
+        return dispatch.array_function(func, types, args, kwargs)
 
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NEP 13: NumPy ufuncs on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch)."""
@@ -216,12 +224,34 @@ class NeuronArray:
             raise TypeError("iteration over a 0-dimensional array")
         return (self[i] for i in range(self._t.shape[0]))
 
-    def __repr__(self) -> str:
-        t = self._t.detach()
-        values = np.array2string(np.asarray(wrap(t.cpu())), separator=", ", prefix="NeuronArray(")
-        return f"NeuronArray({values}, dtype={_dtypes.name(t.dtype)}, device='{t.device}')"
+    def __round__(self, ndigits: int | None = None) -> int | NeuronArray:
+        """As for a NumPy scalar: ``round(x)`` is a Python int (one element), ``round(x, n)`` an array rounded
+        half to even at ``n`` decimals (``numpy.round``)."""
+        if ndigits is None:
+            if self._t.dtype in _dtypes.COMPLEX_FLOAT:
+                raise TypeError("round() of a complex array is undefined; take .real or abs first")
+            return round(self._scalar("round"))
+        return np.round(self, ndigits)
 
-    __str__ = __repr__
+    def __format__(self, spec: str) -> str:
+        """A 0-d array formats as its value (``f"{x:.6f}"``), as NumPy's; other arrays take only an empty spec."""
+        if self._t.dim() == 0:
+            return format(self._scalar("format"), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} for a NeuronArray of shape {self.shape}; only "
+                            "0-d arrays take a format spec")
+        return str(self)
+
+    def __str__(self) -> str:
+        """The values as NumPy prints them (``1.5``, ``[1. 2.]``)."""
+        return str(self._host())
+
+    def __repr__(self) -> str:
+        values = np.array2string(self._host(), separator=", ", prefix="NeuronArray(")
+        return f"NeuronArray({values}, dtype={_dtypes.name(self._t.dtype)}, device='{self._t.device}')"
+
+    def _host(self) -> np.ndarray:
+        return np.asarray(wrap(self._t.detach().cpu()))
 
     # --- indexing ---
     def __getitem__(self, key: Any) -> NeuronArray:
@@ -236,10 +266,24 @@ class NeuronArray:
         if isinstance(value, NeuronArray):
             if value._t.device != t.device:
                 raise ValueError(f"x[...] = value: value is on {value._t.device}, x on {t.device}")
-            v = unaliased(_dtypes.cast(value._t, t.dtype), t)
+            v = unaliased(_assigned(value._t, t.dtype), t)
         else:
             v = _setitem_scalar(value, t)
         _setitem(_movable(t), key, _movable(v))
+
+    # --- dask (its chunk functions also call NumPy's ndarray methods: see _NUMPY_METHODS below) ---
+    __array_priority__ = 1.0  # dask's tensordot takes its function from the operand type ranked highest; ndarray 0
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        """dask's deterministic token: device, dtype, shape and a hash of the values in C order, as dask hashes
+        an ndarray (no pickle). A contiguous CPU array is hashed in place; a device array is copied to the host.
+        (C order: dask hashes an ndarray's memory order, so a transposed view and a reshape with the same memory
+        and shape would share a token.)"""
+        from dask.base import normalize_token  # only dask calls this
+
+        host = np.asarray(self)
+        host = host if host.flags.c_contiguous else host.copy(order="C")
+        return "trn_backend.NeuronArray", str(self._t.device), normalize_token(host)
 
 
 builtin_bool = bool
@@ -296,10 +340,30 @@ def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
     if not isinstance(value, PY_SCALARS):
         raise TypeError(f"x[...] = value needs a NeuronArray or a Python scalar, got {type(value).__name__}")
     if isinstance(value, complex) and t.dtype not in _dtypes.COMPLEX_FLOAT:
-        raise TypeError(f"cannot assign a complex value into a {_dtypes.name(t.dtype)} array")
-    if isinstance(value, float) and t.dtype not in _dtypes.FLOATING:
-        raise TypeError(f"cannot assign a float value into a {_dtypes.name(t.dtype)} array")
+        raise TypeError(f"cannot assign the complex value {value} into a {_dtypes.name(t.dtype)} array; assign "
+                        "its .real or .imag")
+    # NumPy casts the value to x's dtype: a float into an integer array truncates toward zero, as int() does
+    # (NaN is a ValueError and infinities or values beyond the dtype an OverflowError, as in NumPy)
+    if t.dtype is _dtypes.bool:
+        value = builtin_bool(value)
+    elif isinstance(value, float) and t.dtype in _dtypes.INTEGER:
+        try:
+            value = int(value)
+        except (ValueError, OverflowError) as e:
+            raise type(e)(f"cannot assign {value} into a {_dtypes.name(t.dtype)} array: {e}") from None
     return scalar_to_tensor(value, t.dtype, t.device, "__setitem__")
+
+
+def _assigned(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """An array value cast to the dtype of the array it is assigned into, as NumPy does (unsafe casting): a
+    complex value into a real array keeps the real part, with NumPy's ComplexWarning."""
+    if v.dtype in _dtypes.COMPLEX_FLOAT and dtype not in _dtypes.COMPLEX_FLOAT:
+        import warnings
+
+        warnings.warn(f"assigning a {_dtypes.name(v.dtype)} value into a {_dtypes.name(dtype)} array discards "
+                      "the imaginary part", np.exceptions.ComplexWarning, stacklevel=3)
+        v = v.real
+    return _dtypes.cast(v, dtype)
 
 
 # --- NumPy's indexing on torch. torch's own rules differ: it reads uint8 arrays as masks, counts integers beside
@@ -566,13 +630,17 @@ def _inplace(fname: str):
         if not isinstance(other, _OPERANDS):
             return NotImplemented
         result = func(self, other)
-        if result.dtype != self.dtype:
-            raise TypeError(f"in-place {fname} would change the dtype of x from {_dtypes.name(self.dtype)} to "
-                            f"{_dtypes.name(result.dtype)}; use x = {fname}(x, y) instead")
+        r, dtype = result._t, self._t.dtype
+        if r.dtype is not dtype:  # NumPy's rule: the result casts back to x's dtype within its kind
+            if not _dtypes.same_kind(r.dtype, dtype):
+                raise TypeError(f"in-place {fname}: the {_dtypes.name(r.dtype)} result cannot be stored in x of "
+                                f"dtype {_dtypes.name(dtype)} under NumPy's same_kind casting; use "
+                                f"x = {fname}(x, y) instead")
+            r = _dtypes.cast(r, dtype)
         if result.shape != self.shape:
             raise ValueError(f"in-place {fname} would change the shape of x from {self.shape} to "
                              f"{result.shape}; in-place operands must broadcast to x's shape")
-        self._t.copy_(unaliased(result._t, self._t))  # result may be a view of x
+        self._t.copy_(unaliased(r, self._t))  # result may be a view of x
         return self
 
     op.__name__ = f"i{fname}"
@@ -601,3 +669,83 @@ for _dunder, _fname in {"lt": "less", "le": "less_equal", "gt": "greater", "ge":
     setattr(NeuronArray, f"__{_dunder}__", _binary(_fname))
 for _dunder, _fname in {"neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}.items():
     setattr(NeuronArray, f"__{_dunder}__", _unary(_fname))
+
+
+# NumPy's ndarray methods, for code that duck-types ndarray (dask's chunk functions call x.sum(axis=...),
+# x.reshape(...), x.astype(...)). Each calls the NumPy function of its name, which the NumPy dispatch table runs
+# on the namespace (trn_backend.numpy_dispatch): one implementation of each rule. Methods that change an array in
+# place in NumPy (sort, fill, resize) are left out.
+_NUMPY_METHODS = ("all", "any", "argmax", "argmin", "argsort", "clip", "conj", "conjugate", "cumprod", "cumsum",
+                  "diagonal", "dot", "max", "mean", "min", "nonzero", "prod", "ravel", "repeat", "round",
+                  "searchsorted", "squeeze", "std", "sum", "swapaxes", "take", "trace", "var")
+
+
+def _numpy_method(name: str) -> Callable[..., Any]:
+    func = getattr(np, name)
+
+    def method(self: NeuronArray, *args: Any, **kwargs: Any) -> Any:
+        return func(self, *args, **kwargs)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"numpy.{name}(x, ...) as ndarray's method."
+    return method
+
+
+def _ndarray_reshape(self: NeuronArray, *shape: Any, order: str = "C", copy: bool | None = None) -> NeuronArray:
+    """ndarray.reshape: the shape as one tuple or as separate ints."""
+    return np.reshape(self, shape[0] if len(shape) == 1 else shape, order=order, copy=copy)
+
+
+def _ndarray_transpose(self: NeuronArray, *axes: Any) -> NeuronArray:
+    """ndarray.transpose: the axes as one sequence or as separate ints; none (or None) reverses them."""
+    return np.transpose(self, axes[0] if len(axes) == 1 else (axes or None))
+
+
+def _ndarray_astype(self: NeuronArray, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+                    copy: bool = True) -> NeuronArray:
+    """ndarray.astype: ``casting`` is checked with NumPy's rule; NeuronArrays are C-ordered (order K, A or C)."""
+    if order not in ("K", "A", "C"):
+        raise ValueError(f"x.astype(): order={order!r} cannot be met: NeuronArrays are C-ordered")
+    target = _dtypes.to_dtype(dtype, "x.astype() dtype")
+    if casting != "unsafe" and not np.can_cast(_dtypes.public(self._t.dtype), _dtypes.public(target), casting):
+        raise TypeError(f"x.astype(): cannot cast {_dtypes.name(self._t.dtype)} to {_dtypes.name(target)} under "
+                        f"casting={casting!r}")
+    return np.astype(self, target, copy=copy)
+
+
+def _ndarray_copy(self: NeuronArray, order: str = "C") -> NeuronArray:
+    """ndarray.copy (NeuronArrays are C-ordered: order K, A or C)."""
+    if order not in ("K", "A", "C"):
+        raise ValueError(f"x.copy(): order={order!r} cannot be met: NeuronArrays are C-ordered")
+    return np.copy(self)
+
+
+def _ndarray_flatten(self: NeuronArray, order: str = "C") -> NeuronArray:
+    """ndarray.flatten: a 1-d copy."""
+    return np.copy(np.ravel(self, order=order))
+
+
+def _ndarray_item(self: NeuronArray, *args: Any) -> Any:
+    """ndarray.item: the one element, the element at a flat index, or at a multi-index, as a Python scalar."""
+    if len(args) == 1 and isinstance(args[0], tuple):
+        args = args[0]
+    if not args:
+        return self._scalar("item")
+    element = wrap(self._t.reshape(-1))[args[0]] if len(args) == 1 else self[args]
+    return element._scalar("item")
+
+
+def _ndarray_tolist(self: NeuronArray) -> Any:
+    """ndarray.tolist: nested lists of Python scalars (a device array is copied to the host)."""
+    return np.asarray(self).tolist()
+
+
+for _name in _NUMPY_METHODS:
+    setattr(NeuronArray, _name, _numpy_method(_name))
+for _name, _method in {"reshape": _ndarray_reshape, "transpose": _ndarray_transpose, "astype": _ndarray_astype,
+                       "copy": _ndarray_copy, "flatten": _ndarray_flatten, "item": _ndarray_item,
+                       "tolist": _ndarray_tolist}.items():
+    _method.__name__ = _method.__qualname__ = _name
+    setattr(NeuronArray, _name, _method)
+NeuronArray.itemsize = property(lambda self: self._t.element_size(), doc="Bytes per element (ndarray.itemsize).")
+NeuronArray.nbytes = property(lambda self: self._t.element_size() * self.size, doc="Bytes of the elements.")

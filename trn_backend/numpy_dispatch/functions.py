@@ -9,20 +9,34 @@ namespace's default float, float32, where NumPy would use float64.
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import inspect
 import itertools
+import math
 import operator
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import opt_einsum
+import torch
 
 import trn_backend as xp
 
-from .. import _dtypes
+from .. import _device, _dtypes
 from .._helpers import NeuronArray, check_broadcastable, normalize_axes, normalize_axis
-from ._registry import as_array, as_arrays, can_cast, device_of, implements, qualname
+from ._registry import (
+    TABLE,
+    Binder,
+    as_array,
+    as_arrays,
+    can_cast,
+    device_of,
+    implements,
+    numpy_dtype,
+    qualname,
+    to_dtype,
+)
 
 A = NeuronArray
 Shape = tuple[int, ...]
@@ -59,7 +73,7 @@ def _direct(np_func: Callable[..., Any], path: str, arrays: str) -> None:
 
 def _cast(x: A, dtype: Any, casting: str, func: str) -> A:
     """``x`` as ``dtype`` if NumPy's ``casting`` rule allows it, else TypeError."""
-    if not can_cast(x.dtype, dtype, casting):
+    if not can_cast(x._t.dtype, dtype, casting):
         raise TypeError(f"{func}(): cannot cast {_dtypes.name(x.dtype)} to {_dtypes.name(dtype)} under "
                         f"casting={casting!r}")
     return xp.astype(x, dtype, copy=False)
@@ -71,15 +85,15 @@ def _cast_all(arrays: Sequence[A], dtype: Any, casting: str, func: str) -> list[
 
 def _floating(x: A) -> A:
     """Integer and boolean input of a floating-point function computes in the default float."""
-    return x if x.dtype in _dtypes.FLOATING else xp.astype(x, _dtypes.default_float())
+    return x if x._t.dtype in _dtypes.FLOATING else xp.astype(x, _dtypes.default_float(x.device))
 
 
 def _complex(x: A) -> A:
     """Real input of a complex-input transform promotes to the matching complex dtype, as NumPy allows."""
-    if x.dtype in _dtypes.COMPLEX_FLOAT:
+    if x._t.dtype in _dtypes.COMPLEX_FLOAT:
         return x
     x = _floating(x)
-    return xp.astype(x, _dtypes.complex_of(x.dtype))
+    return xp.astype(x, _dtypes.complex_of(x._t.dtype))
 
 
 def _flat(x: A) -> A:
@@ -450,7 +464,7 @@ def size(a: A, axis: int | None = None) -> int:
 
 def _truth(x: A) -> A:
     """NumPy takes any array as a condition: its elements' truth values."""
-    return x if x.dtype is _dtypes.bool else xp.astype(x, _dtypes.bool)
+    return x if x._t.dtype is _dtypes.bool else xp.astype(x, _dtypes.bool)
 
 
 @implements(np.where, arrays="condition x y", weak="x y")
@@ -545,7 +559,7 @@ def _run_starts(s: A, equal_nan: bool) -> A:
     if s.shape[0] == 0:
         return xp.zeros((0,), dtype=_dtypes.bool, device=s.device)
     new = xp.not_equal(s[1:], s[:-1])
-    if equal_nan and s.dtype in _dtypes.FLOATING:
+    if equal_nan and s._t.dtype in _dtypes.FLOATING:
         new = xp.logical_and(new, xp.logical_not(xp.logical_and(xp.isnan(s[1:]), xp.isnan(s[:-1]))))
     return xp.concat([xp.ones((1,), dtype=_dtypes.bool, device=s.device), new])
 
@@ -729,9 +743,9 @@ def round(a: A, decimals: int = 0) -> A:
     integers round exactly to tens, hundreds, ... for negative decimals (NumPy's float64 detour is exact only
     below 2**53), and a result beyond the dtype wraps modulo 2**bits, as integer multiplication does."""
     decimals = operator.index(decimals)  # as a Python int: NumPy refuses 10 ** -np.int64(2)
-    if decimals == 0 or (decimals > 0 and a.dtype not in _dtypes.FLOATING):
-        return xp.round(a) if a.dtype in _dtypes.FLOATING else xp.asarray(a, copy=True)
-    if a.dtype in _dtypes.FLOATING:
+    if decimals == 0 or (decimals > 0 and a._t.dtype not in _dtypes.FLOATING):
+        return xp.round(a) if a._t.dtype in _dtypes.FLOATING else xp.asarray(a, copy=True)
+    if a._t.dtype in _dtypes.FLOATING:
         scale = 10.0 ** abs(decimals)
         if decimals > 0:
             return xp.divide(xp.round(xp.multiply(a, scale)), scale)
@@ -802,20 +816,21 @@ def array_equal(a1: A, a2: A, equal_nan: bool = False) -> bool:
 @implements(np.real, arrays="val")
 def real(val: A) -> A:
     """numpy.real (a real array is its own real part)."""
-    return xp.real(val) if val.dtype in _dtypes.COMPLEX_FLOAT else val
+    return xp.real(val) if val._t.dtype in _dtypes.COMPLEX_FLOAT else val
 
 
 @implements(np.imag, arrays="val")
 def imag(val: A) -> A:
     """numpy.imag (zeros for a real array)."""
-    return xp.imag(val) if val.dtype in _dtypes.COMPLEX_FLOAT else xp.zeros_like(val)
+    return xp.imag(val) if val._t.dtype in _dtypes.COMPLEX_FLOAT else xp.zeros_like(val)
 
 
 # ---------------------------------------------------------------- creation from a prototype
 
-def _like(fill: str, a: A, dtype: Any, shape: Any, device: Any, *fill_value: Any) -> A:
+def _like(fill: str, a: A, dtype: Any, shape: Any, device: Any, *fill_value: Any, order: str = "K") -> A:
     """``fill`` (zeros, ones, empty, full) shaped like ``a``: the namespace's ``<fill>_like``, unless ``shape``
-    is given."""
+    is given. NeuronArrays are C-ordered, which orders K, A and C all give."""
+    _check_order(order, f"numpy.{fill}_like")
     if shape is None:
         return getattr(xp, f"{fill}_like")(a, *fill_value, dtype=dtype, device=device)
     dtype = a.dtype if dtype is None else dtype
@@ -824,27 +839,28 @@ def _like(fill: str, a: A, dtype: Any, shape: Any, device: Any, *fill_value: Any
 
 
 @implements(np.zeros_like, arrays="a")
-def zeros_like(a: A, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
+def zeros_like(a: A, dtype: Any = None, order: str = "K", shape: Any = None, device: Any = None) -> A:
     """numpy.zeros_like (on a's device unless device= says otherwise)."""
-    return _like("zeros", a, dtype, shape, device)
+    return _like("zeros", a, dtype, shape, device, order=order)
 
 
 @implements(np.ones_like, arrays="a")
-def ones_like(a: A, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
+def ones_like(a: A, dtype: Any = None, order: str = "K", shape: Any = None, device: Any = None) -> A:
     """numpy.ones_like."""
-    return _like("ones", a, dtype, shape, device)
+    return _like("ones", a, dtype, shape, device, order=order)
 
 
 @implements(np.empty_like, arrays="prototype")
-def empty_like(prototype: A, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
+def empty_like(prototype: A, dtype: Any = None, order: str = "K", shape: Any = None, device: Any = None) -> A:
     """numpy.empty_like."""
-    return _like("empty", prototype, dtype, shape, device)
+    return _like("empty", prototype, dtype, shape, device, order=order)
 
 
 @implements(np.full_like, arrays="a")
-def full_like(a: A, fill_value: Any, dtype: Any = None, shape: Any = None, device: Any = None) -> A:
+def full_like(a: A, fill_value: Any, dtype: Any = None, order: str = "K", shape: Any = None,
+              device: Any = None) -> A:
     """numpy.full_like."""
-    return _like("full", a, dtype, shape, device, fill_value)
+    return _like("full", a, dtype, shape, device, fill_value, order=order)
 
 
 @implements(np.copy, arrays="a")
@@ -1040,3 +1056,353 @@ def fftshift(x: A, axes: int | Sequence[int] | None = None) -> A:
 def ifftshift(x: A, axes: int | Sequence[int] | None = None) -> A:
     """numpy.fft.ifftshift."""
     return xp.fft.ifftshift(x, axes=axes)
+
+
+# ---------------------------------------------------------------- creation with like= (NEP 35)
+# NumPy hands ``np.zeros(3, like=x)`` to x's __array_function__ without ``like``; NeuronArray puts ``like=x`` back
+# (for the functions in LIKE), so each implementation here knows the array whose device the result lands on.
+# Dtypes are NumPy's, inferred as NumPy does, except that NumPy's default float64 (no dtype given) is the
+# device's default float: float32 on a Neuron device, which has no float64.
+
+LIKE: set[Callable[..., Any]] = set()
+
+
+def _creation(*np_funcs: Callable[..., Any], dtypes: str = "dtype") -> Callable[[Callable[..., Any]], Any]:
+    """Register a creation function reached through ``like=`` (and list it in LIKE)."""
+    LIKE.update(np_funcs)
+    return implements(*np_funcs, dtypes=dtypes)
+
+
+def _target_device(like: A, device: Any, func: str) -> torch.device:
+    """``device`` if given, else like's."""
+    return like.device if device is None else _device.normalize(device, f"{func}() device")
+
+
+def _default_dtype(numpy_default: torch.dtype, device: torch.device) -> torch.dtype:
+    """The dtype a call without ``dtype=`` gets: NumPy's, its float64 and complex128 the device's defaults."""
+    if numpy_default is _dtypes.float64:
+        return _dtypes.default_float(device)
+    if numpy_default is _dtypes.complex128:
+        return _dtypes.default_complex(device)
+    return numpy_default
+
+
+def _from_host(a: np.ndarray, device: torch.device, dtype_given: bool, copy: bool | None = None) -> A:
+    """The NumPy array ``a`` on ``device`` (its memory shared on the CPU where copy allows); NumPy's default
+    floats become the device's where no dtype was given."""
+    source = xp.asarray(a, device=device, copy=copy)
+    target = source._t.dtype if dtype_given else _default_dtype(source._t.dtype, device)
+    return source if target is source._t.dtype else xp.astype(source, target)
+
+
+def _numpy_dtype(dtype: torch.dtype | None) -> np.dtype | None:
+    return None if dtype is None else numpy_dtype(dtype)
+
+
+def _asks_for_dtype(dtype: Any) -> bool:
+    """Whether a dtype argument names a dtype: NumPy's Python-level creation functions pass on their default
+    along with like= (None, or the type float for eye, tri, fromfunction and the text readers)."""
+    return dtype is not None and dtype is not float
+
+
+def _dtype_or_default(dtype: Any, device: torch.device, func: str) -> torch.dtype:
+    """A dtype argument of a function whose NumPy default is float64: the device's default float unless it
+    names a dtype."""
+    return to_dtype(dtype, func) if _asks_for_dtype(dtype) else _default_dtype(_dtypes.float64, device)
+
+
+def _filled(fill: str, shape: Any, dtype: torch.dtype | None, like: A, device: Any) -> A:
+    """The namespace's empty, zeros or ones, in NumPy's default float unless a dtype is given."""
+    dev = _target_device(like, device, f"numpy.{fill}")
+    dtype = _default_dtype(_dtypes.float64, dev) if dtype is None else dtype
+    return getattr(xp, fill)(_shape(shape), dtype=dtype, device=dev)
+
+
+@_creation(np.empty)
+def empty(shape: Any, dtype: Any = None, *, device: Any = None, like: A) -> A:
+    """numpy.empty(..., like=x): on x's device."""
+    return _filled("empty", shape, dtype, like, device)
+
+
+@_creation(np.zeros)
+def zeros(shape: Any, dtype: Any = None, *, device: Any = None, like: A) -> A:
+    """numpy.zeros(..., like=x): on x's device."""
+    return _filled("zeros", shape, dtype, like, device)
+
+
+@_creation(np.ones)
+def ones(shape: Any, dtype: Any = None, *, device: Any = None, like: A) -> A:
+    """numpy.ones(..., like=x): on x's device."""
+    return _filled("ones", shape, dtype, like, device)
+
+
+@_creation(np.full)
+def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, like: A) -> A:
+    """numpy.full(..., like=x): the dtype is fill_value's unless given (NumPy's rule); fill_value may be an
+    array, broadcast to shape."""
+    dev = _target_device(like, device, "numpy.full")
+    if isinstance(fill_value, A):
+        fill = xp.asarray(fill_value, dtype=dtype, device=dev)
+    else:
+        fill = _from_host(np.asarray(fill_value, dtype=_numpy_dtype(dtype)), dev, dtype is not None)
+    return xp.asarray(xp.broadcast_to(fill, _shape(shape)), copy=True)
+
+
+def _arange_dtype(values: Sequence[Any]) -> torch.dtype:
+    """NumPy's arange dtype: at least the default integer, promoted with each given value's dtype."""
+    found = np.dtype(np.intp)
+    for v in values:
+        found = np.promote_types(found, np.asarray(v).dtype)
+    return to_dtype(found, "numpy.arange")
+
+
+def _python_number(value: Any) -> Any:
+    """A NumPy scalar or 0-d array as the Python number the namespace's arange takes."""
+    return np.asarray(value).item() if isinstance(value, (np.generic, A)) else value
+
+
+@_creation(np.arange)
+def arange(start: Any = None, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None,
+           like: A) -> A:
+    """numpy.arange(..., like=x): NumPy's dtype (int64 for integers, float64 for floats); one bound is the
+    stop, by position or by name."""
+    if start is None and stop is None:
+        raise TypeError("numpy.arange() needs a stop value")
+    dev = _target_device(like, device, "numpy.arange")
+    given = [v for v in (start, stop, step) if v is not None]
+    dtype = _default_dtype(_arange_dtype(given), dev) if dtype is None else dtype
+    if stop is None or start is None:  # one bound: the stop
+        start, stop = 0, start if stop is None else stop
+    start, stop, step = (_python_number(v) for v in (start, stop, 1 if step is None else step))
+    return xp.arange(start, stop, step, dtype=dtype, device=dev)
+
+
+# NumPy's text signature for arange, (start_or_stop, /, stop=None, step=1, *, dtype=None, ...), is not what its
+# parser takes: start, stop, step and dtype bind by position or by name (dask passes dtype fourth). The table
+# binds calls with the implementation's signature, which is the parser's.
+TABLE[np.arange] = dataclasses.replace(TABLE[np.arange], binder=Binder(inspect.signature(arange)))
+
+
+def _check_order(order: str | None, func: str) -> None:
+    if order not in (None, "K", "A", "C"):
+        raise ValueError(f"{func}(): order={order!r} cannot be met: NeuronArrays are C-ordered (use 'C', 'K' "
+                         "or 'A')")
+
+
+def _converted(a: Any, dtype: torch.dtype | None, device: torch.device, copy: bool | None) -> A:
+    """``a`` as a NeuronArray on ``device``: a NeuronArray is converted on the devices; other data goes
+    through NumPy, so its dtype is inferred as NumPy does ([1.0] is float64, [1] int64)."""
+    if isinstance(a, A):
+        return xp.asarray(a, dtype=dtype, device=device, copy=copy)
+    # copy=False refuses data NumPy must convert (lists, other dtypes) with NumPy's own ValueError
+    host = np.asarray(a, dtype=_numpy_dtype(dtype), copy=False if copy is False else None)
+    fresh = host is not a and host.base is None  # made here (not a's memory): no second copy is needed
+    return _from_host(host, device, dtype is not None, copy=None if fresh else copy)
+
+
+@_creation(np.array)
+def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: str | None = "K",
+          ndmin: int = 0, like: A) -> A:
+    """numpy.array(..., like=x): a copy unless copy=False or None allows sharing, at least ndmin dimensions."""
+    _check_order(order, "numpy.array")
+    result = _converted(object, dtype, like.device, copy)
+    return result if result.ndim >= ndmin else xp.reshape(result, (1,) * (ndmin - result.ndim) + result.shape)
+
+
+@_creation(np.asarray, np.asanyarray)
+def asarray(a: Any, dtype: Any = None, order: str | None = None, *, device: Any = None, copy: bool | None = None,
+            like: A) -> A:
+    """numpy.asarray / numpy.asanyarray(..., like=x): on x's device, memory shared where possible."""
+    _check_order(order, "numpy.asarray")
+    return _converted(a, dtype, _target_device(like, device, "numpy.asarray"), copy)
+
+
+@_creation(np.ascontiguousarray)
+def ascontiguousarray(a: Any, dtype: Any = None, *, like: A) -> A:
+    """numpy.ascontiguousarray(..., like=x): a NeuronArray made here is C-contiguous, at least 1-d."""
+    result = _converted(a, dtype, like.device, None)
+    if not result._t.is_contiguous():
+        result = A(result._t.contiguous())
+    return _at_least(result, 1)
+
+
+_REQUIREMENTS = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F",
+                 "FORTRAN": "F", "A": "A", "ALIGNED": "A", "W": "W", "WRITEABLE": "W", "O": "O", "OWNDATA": "O",
+                 "E": "E", "ENSUREARRAY": "E"}
+
+
+@_creation(np.require)
+def require(a: Any, dtype: Any = None, requirements: Any = None, *, like: A) -> A:
+    """numpy.require(..., like=x): every NeuronArray made here is aligned, writeable and an array; 'C' makes it
+    contiguous, 'O' a copy (memory no other array or buffer uses); 'F' is met only by arrays of fewer than 2
+    dimensions."""
+    if isinstance(requirements, str):
+        requirements = [requirements]
+    flags = set()
+    for r in requirements or ():
+        flag = _REQUIREMENTS.get(str(r).upper())
+        if flag is None:
+            raise KeyError(f"numpy.require(): unknown requirement {r!r}; use C, F, A, W, O or E")
+        flags.add(flag)
+    result = _converted(a, dtype, like.device, True if "O" in flags else None)
+    if "F" in flags and result.ndim > 1:
+        raise ValueError(f"numpy.require(): requirement 'F' cannot be met: NeuronArrays are C-ordered (shape "
+                         f"{result.shape})")
+    if "C" in flags and not result._t.is_contiguous():
+        return A(result._t.contiguous())
+    return result
+
+
+@_creation(np.eye, dtypes="")
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, device: Any = None, like: A) -> A:
+    """numpy.eye(..., like=x)."""
+    dev = _target_device(like, device, "numpy.eye")
+    return xp.eye(N, M, k=k, dtype=_dtype_or_default(dtype, dev, "numpy.eye"), device=dev)
+
+
+@_creation(np.identity)
+def identity(n: int, dtype: Any = None, *, like: A) -> A:
+    """numpy.identity(..., like=x)."""
+    return eye(n, dtype=dtype, like=like)
+
+
+@_creation(np.tri, dtypes="")
+def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, like: A) -> A:
+    """numpy.tri(..., like=x): ones at and below the k-th diagonal."""
+    dtype = _dtype_or_default(dtype, like.device, "numpy.tri")
+    return xp.tril(xp.ones((N, N if M is None else M), dtype=dtype, device=like.device), k=k)
+
+
+@_creation(np.fromfunction, dtypes="")
+def fromfunction(function: Callable[..., Any], shape: Any, *, dtype: Any = None, like: A) -> Any:
+    """numpy.fromfunction(..., like=x): ``function`` called with one index array per axis, NeuronArrays on
+    x's device (broadcast views, as dense as NumPy's to the function). Keyword arguments for ``function``
+    are not supported."""
+    dtype = _dtype_or_default(dtype, like.device, "numpy.fromfunction")
+    shape = _shape(shape)
+    grids = []
+    for axis, n in enumerate(shape):
+        index = xp.arange(n, dtype=dtype, device=like.device)
+        index = xp.reshape(index, tuple(n if i == axis else 1 for i in range(len(shape))))
+        grids.append(xp.broadcast_to(index, shape))
+    return function(*grids)
+
+
+def _host_reader(np_func: Callable[..., Any]) -> None:
+    """Register a NumPy function that builds an array from host data (files, buffers, iterators): NumPy reads
+    it, with every argument NumPy takes, and the result moves to like's device."""
+    signature = inspect.signature(np_func)
+    name = qualname(np_func)
+
+    def impl(**given: Any) -> A:
+        like = given.pop("like")
+        host = np_func(**given)
+        if not isinstance(host, np.ndarray) or host.dtype.names is not None:
+            raise TypeError(f"{name}(..., like=NeuronArray) read {type(host).__name__} of dtype "
+                            f"{getattr(host, 'dtype', None)}; a NeuronArray holds plain numeric arrays only")
+        return _from_host(host, like.device, _asks_for_dtype(given.get("dtype")))
+
+    impl.__signature__ = signature  # type: ignore[attr-defined]
+    impl.__name__ = np_func.__name__
+    impl.__doc__ = f"{name}(..., like=x): read by NumPy on the host, the result on x's device."
+    _creation(np_func, dtypes="")(impl)
+
+
+for _reader in (np.frombuffer, np.fromiter, np.fromfile, np.loadtxt, np.genfromtxt):
+    _host_reader(_reader)
+
+
+# ---------------------------------------------------------------- more that dask's chunk functions call
+# (dask's arg reductions over all axes call numpy.unravel_index; its topk and argtopk numpy.partition and
+# numpy.argpartition)
+
+@implements(np.unravel_index, arrays="indices")
+def unravel_index(indices: A, shape: Any, order: str = "C") -> tuple[A, ...]:
+    """numpy.unravel_index: one int64 index array per dimension of ``shape`` (C or Fortran order)."""
+    if order not in ("C", "F"):
+        raise ValueError(f"numpy.unravel_index(): order must be 'C' or 'F', got {order!r}")
+    if indices._t.dtype not in _dtypes.INTEGER:
+        raise TypeError(f"numpy.unravel_index(): only integer indices are allowed, got {_dtypes.name(indices.dtype)}")
+    dims = _shape(shape)
+    size = math.prod(dims)
+    flat = xp.astype(indices, _dtypes.int64)
+    if flat.size:
+        low, high = int(xp.min(flat)), int(xp.max(flat))
+        if low < 0 or high >= size:
+            bad = low if low < 0 else high
+            raise ValueError(f"numpy.unravel_index(): index {bad} is out of bounds for array with size {size}")
+    coords = []
+    for d in (reversed(dims) if order == "C" else dims):  # the fastest-varying dimension first
+        coords.append(xp.remainder(flat, d) if d else flat)
+        flat = xp.floor_divide(flat, d) if d else flat
+    return tuple(reversed(coords)) if order == "C" else tuple(coords)
+
+
+def _sort_as_partition(a: A, kth: Any, axis: int | None, func: str) -> tuple[A, int]:
+    """``a`` (flattened for axis=None) and the axis, with every kth checked as NumPy checks it."""
+    if axis is None:
+        a, axis = _flat(a), 0
+    axis = normalize_axis(axis, a.ndim, func)
+    n = a.shape[axis]
+    for k in np.atleast_1d(np.asarray(kth)).ravel():
+        if not isinstance(k.item(), int) or isinstance(k.item(), bool):
+            raise TypeError(f"{func}(): kth must be an integer or a sequence of integers, got {kth!r}")
+        if not -n <= k < n:
+            raise ValueError(f"{func}(): kth(={int(k)}) out of bounds ({n}) on axis {axis}")
+    return a, axis
+
+
+@implements(np.partition, arrays="a")
+def partition(a: A, kth: Any, axis: int | None = -1) -> A:
+    """numpy.partition: a sorted copy, which puts every kth element where a partition must (smaller ones
+    before it, the rest after); the order inside each part is unspecified in NumPy."""
+    a, axis = _sort_as_partition(a, kth, axis, "numpy.partition")
+    return xp.sort(a, axis=axis, stable=True)
+
+
+@implements(np.argpartition, arrays="a")
+def argpartition(a: A, kth: Any, axis: int | None = -1) -> A:
+    """numpy.argpartition: the indices that sort ``a`` (stably), a valid partition for every kth."""
+    a, axis = _sort_as_partition(a, kth, axis, "numpy.argpartition")
+    return xp.argsort(a, axis=axis, stable=True)
+
+
+def _index_mode(index: A, d: int, mode: str, axis: int) -> A:
+    """One coordinate made valid for a dimension of length ``d`` under NumPy's ``mode``."""
+    if mode == "wrap":
+        return xp.remainder(index, d)
+    if mode == "clip":
+        return xp.clip(index, 0, d - 1)
+    if mode != "raise":
+        raise ValueError(f"numpy.ravel_multi_index(): mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    if index.size and (int(xp.min(index)) < 0 or int(xp.max(index)) >= d):
+        raise ValueError(f"numpy.ravel_multi_index(): invalid entry in coordinates array for dimension {axis} of "
+                         f"length {d}")
+    return index
+
+
+@implements(np.ravel_multi_index, sequences="multi_index")
+def ravel_multi_index(multi_index: Sequence[A], dims: Any, mode: Any = "raise", order: str = "C") -> A:
+    """numpy.ravel_multi_index: flat int64 indices of coordinate arrays (modes raise, wrap, clip: one for all
+    dimensions or one each; C or Fortran order)."""
+    dims = _shape(dims)
+    if len(multi_index) != len(dims):
+        raise ValueError(f"numpy.ravel_multi_index(): {len(multi_index)} coordinate arrays for {len(dims)} "
+                         "dimensions")
+    if order not in ("C", "F"):
+        raise ValueError(f"numpy.ravel_multi_index(): order must be 'C' or 'F', got {order!r}")
+    modes = [mode] * len(dims) if isinstance(mode, str) else list(mode)
+    coords = []
+    for axis, (index, d, m) in enumerate(zip(multi_index, dims, modes, strict=True)):
+        if index._t.dtype not in _dtypes.INTEGER:
+            raise TypeError(f"numpy.ravel_multi_index(): coordinates must be integers, got "
+                            f"{_dtypes.name(index.dtype)} for dimension {axis}")
+        coords.append(_index_mode(xp.astype(index, _dtypes.int64), d, m, axis))
+    if not coords:
+        raise ValueError("numpy.ravel_multi_index(): dims must name at least one dimension")
+    coords = xp.broadcast_arrays(*coords)
+    slowest_first = range(len(dims)) if order == "C" else reversed(range(len(dims)))
+    flat = None
+    for axis in slowest_first:  # Horner's rule
+        flat = coords[axis] if flat is None else xp.add(xp.multiply(flat, dims[axis]), coords[axis])
+    return flat
