@@ -12,7 +12,7 @@ import importlib
 import warnings
 from typing import Any
 
-from . import functions  # noqa: F401  (registers the table's entries)
+from . import functions, routines, statistics  # noqa: F401  (register the table's entries)
 from ._registry import TABLE, dispatch, qualname
 from .ufuncs import UFUNCS, array_ufunc, methods
 

@@ -28,7 +28,7 @@ from .._array import unaliased
 from .._helpers import PY_SCALARS, NeuronArray
 
 __all__ = ["Entry", "Binder", "TABLE", "implements", "dispatch", "device_of", "call_device", "as_array",
-           "as_arrays", "to_dtype", "write_out", "qualname"]
+           "as_arrays", "to_dtype", "write_out", "qualname", "on_host", "host_views", "run_on_host"]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -102,6 +102,7 @@ class Entry:
     name: str
     binder: Binder
     impl_names: frozenset[str]
+    any_keyword: bool  # the implementation takes **kwargs (savez's array names): every keyword goes to it
     converters: dict[str, Converter]
     writes_out: bool
     by_keyword: bool
@@ -148,9 +149,11 @@ def _entry(np_func: Callable[..., Any], impl: Callable[..., Any], arrays: frozen
     # registered directly may have positional-only parameters)
     star = next((i for i, p in enumerate(params) if p.kind is _P.VAR_POSITIONAL), None)
     by_position = params[:star] if star is not None else [p for p in params if p.kind is _P.POSITIONAL_ONLY]
+    any_keyword = any(p.kind is _P.VAR_KEYWORD for p in params)
     return Entry(impl=impl, name=qualname(np_func), binder=Binder(signature),
-                 impl_names=frozenset(p.name for p in params), converters=converters,
-                 writes_out="out" not in {p.name for p in params}, by_keyword=star is None and not by_position,
+                 impl_names=frozenset(p.name for p in params), any_keyword=any_keyword, converters=converters,
+                 writes_out=not any_keyword and "out" not in {p.name for p in params},
+                 by_keyword=star is None and not by_position,
                  by_position=tuple((p.name, p.default) for p in by_position),
                  var_positional=None if star is None else params[star].name)
 
@@ -194,16 +197,17 @@ def qualname(func: Any) -> str:
 
 
 def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """NEP 18 entry: run ``func`` on the namespace, or NotImplemented (NumPy then raises its TypeError)."""
+    """NEP 18 entry: run ``func`` on the namespace; a function outside the table runs in NumPy on host arrays
+    (``fallback``); NotImplemented where another array type takes part (NumPy then asks it)."""
     entry = TABLE.get(func)
     if entry is None:
-        return NotImplemented
+        return fallback(func, types, args, kwargs)
     for t in types:
         if not issubclass(t, _HANDLED_TYPES):
             return NotImplemented
     values = entry.binder(args, kwargs)
     out = values.pop("out", None) if entry.writes_out else None
-    if not entry.impl_names.issuperset(values):
+    if not entry.any_keyword and not entry.impl_names.issuperset(values):
         values = _supported(values, entry)
     device = None
     for k, convert in entry.converters.items():
@@ -213,6 +217,96 @@ def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: di
             values[k] = convert(values[k], device, entry.name, k)
     result = _call(entry, values)
     return result if out is None else write_out(result, out, entry.name)
+
+
+# --- the host fallback: NumPy functions and ufuncs outside the tables ---
+
+def on_host(x: NeuronArray) -> bool:
+    """Whether ``x`` lives in host memory, so that ``np.asarray(x)`` is a view of it rather than a copy (a sharded
+    array's device is its ``Sharding``: never)."""
+    device = x.device
+    return isinstance(device, torch.device) and device.type == "cpu"
+
+
+class _Views:
+    """The NeuronArrays of a call replaced by NumPy views of their memory (``np.asarray(x)``); ``found`` counts
+    them."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = 0
+
+    def convert(self, value: Any) -> Any:
+        """``value`` with every NeuronArray replaced, searched through tuples, lists and dicts; a NeuronArray
+        off the host is a TypeError (its NumPy view would be a copy, and NumPy's writes would be lost)."""
+        if isinstance(value, NeuronArray):
+            if not on_host(value):
+                raise TypeError(f"{self.name} is not supported on NeuronArray on device {value.device}: "
+                                "np.asarray(x) copies x to the host, where NumPy runs it; docs/numpy.md lists "
+                                "the functions that run on the device")
+            self.found += 1
+            return np.asarray(value)
+        if isinstance(value, (tuple, list)):
+            items = [self.convert(v) for v in value]
+            if all(a is b for a, b in zip(items, value, strict=True)):
+                return value
+            if isinstance(value, list):
+                return items if type(value) is list else type(value)(items)
+            return tuple(items) if type(value) is tuple else _same_tuple_type(value, items)
+        if isinstance(value, dict):
+            converted = {k: self.convert(v) for k, v in value.items()}
+            if all(converted[k] is v for k, v in value.items()):
+                return value
+            return converted if type(value) is dict else type(value)(converted)
+        return value
+
+
+def _same_tuple_type(value: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...]:
+    """A tuple subclass rebuilt with new items: namedtuples take them as arguments, others as one iterable."""
+    make = getattr(type(value), "_make", None)
+    return make(items) if make is not None else type(value)(items)
+
+
+def host_views(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) \
+        -> tuple[tuple[Any, ...], dict[str, Any], _Views]:
+    """``args`` and ``kwargs`` with their NeuronArrays as NumPy views (see ``_Views.convert``)."""
+    views = _Views(name)
+    return views.convert(args), views.convert(kwargs), views
+
+
+def run_on_host(name: str, call: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``call`` (a NumPy function or ufunc method) on the host views of the call's NeuronArrays: NumPy's own
+    result, except that an ``out=`` NeuronArray comes back as itself, as NumPy returns ``out``."""
+    new_args, new_kwargs, views = host_views(name, args, kwargs)
+    if views.found == 0:
+        # NumPy saw a NeuronArray that this search cannot reach: like=, or one inside another kind of object
+        raise TypeError(f"{name} has no NeuronArray implementation, and its NeuronArray argument is not one the "
+                        "host fallback converts (like= is handled only by the functions docs/numpy.md lists; "
+                        "arrays are searched for in tuples, lists and dicts)")
+    result = call(*new_args, **new_kwargs)
+    out = kwargs.get("out")
+    return result if out is None else _as_out(result, out, new_kwargs["out"])
+
+
+def _as_out(result: Any, out: Any, out_views: Any) -> Any:
+    """``result`` with the views of ``out=`` NeuronArrays (NumPy returns ``out``) replaced by the arrays."""
+    outs = out if isinstance(out, tuple) else (out,)
+    views = out_views if isinstance(out_views, tuple) else (out_views,)
+    originals = {id(v): o for o, v in zip(outs, views, strict=False) if isinstance(o, NeuronArray)}
+    if isinstance(result, tuple):
+        return tuple(originals.get(id(r), r) for r in result)
+    return originals.get(id(result), result)
+
+
+def fallback(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A NumPy function outside the table: with every NeuronArray of the call on the host, NumPy runs it on
+    their zero-copy views (what it does for any array-like; ``out=`` writes land in the NeuronArray) and its
+    result comes back unwrapped; a NeuronArray on another device is a TypeError, as NumPy's view of it would be
+    a copy. Another array type with its own ``__array_function__`` gets its turn (NotImplemented)."""
+    for t in types:
+        if not issubclass(t, _HANDLED_TYPES):
+            return NotImplemented
+    return run_on_host(qualname(func), func, args, kwargs)
 
 
 # What NumPy does for parameters whose signature default is its ``_NoValue`` placeholder.
@@ -311,34 +405,16 @@ def as_arrays(values: Iterable[Any], device: torch.device, *, weak: bool = False
     return tuple([as_array(v, device, weak=weak) for v in values])
 
 
-# The NumPy dtype spellings converted so far (``np.dtype(value).name`` costs microseconds a call). Only types,
-# strings and dtype objects are kept: their meaning cannot change, and equal ones are the same dtype.
-_SEEN_DTYPES: dict[Any, torch.dtype] = {}
-
-
 def to_dtype(value: Any, func: str, arg: str = "dtype") -> torch.dtype | None:
-    """A NumPy dtype spelling (``np.float64``, ``"float32"``, ``np.dtype``, ``float``) or a namespace dtype as
-    the namespace's dtype; None stays None."""
-    if value is None or (isinstance(value, torch.dtype) and value in _dtypes.ALL):
-        return value
-    cacheable = isinstance(value, (type, str, np.dtype))
-    if cacheable and value in _SEEN_DTYPES:
-        return _SEEN_DTYPES[value]
-    try:
-        np_name = np.dtype(value).name
-    except TypeError:
-        raise TypeError(f"{func}(): {arg}={value!r} is not a dtype") from None
-    dtype = getattr(_dtypes, np_name, None)
-    if not isinstance(dtype, torch.dtype):
-        raise TypeError(f"{func}(): {arg}={np_name} is not supported on NeuronArray; supported: "
-                        f"{', '.join(_dtypes.NAMES.values())}")
-    if cacheable:
-        _SEEN_DTYPES[value] = dtype
-    return dtype
+    """A NumPy dtype spelling (``np.float64``, ``"float32"``, ``np.dtype``, ``float``) or a torch dtype as the
+    tensor dtype the implementations work in; None stays None."""
+    if value is None:
+        return None
+    return _dtypes.to_dtype(value, f"{func}() {arg}")
 
 
 def numpy_dtype(dtype: torch.dtype) -> np.dtype:
-    return np.dtype(_dtypes.name(dtype))
+    return _dtypes.PUBLIC[dtype]
 
 
 @functools.cache  # a few dtypes and castings; NumPy's answer costs microseconds a call
@@ -361,12 +437,12 @@ def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False) -> N
         raise TypeError(f"{func}(): out= needs a function with one array result")
     if result.device != out.device:
         raise ValueError(f"{func}(): out is on {out.device}, the result on {result.device}")
-    if not can_cast(result.dtype, out.dtype):
+    if not can_cast(result._t.dtype, out._t.dtype):
         raise TypeError(f"{func}(): cannot write a {_dtypes.name(result.dtype)} result into out of dtype "
                         f"{_dtypes.name(out.dtype)} under NumPy's same_kind casting")
     if result.shape != out.shape and not broadcast:
         raise ValueError(f"{func}(): out has shape {out.shape}, the result {result.shape}")
     t = result._t if result.shape == out.shape else xp.broadcast_to(result, out.shape)._t
     # a result that is a view of out (einsum "ij->ji", out=x) is read whole before out changes, as in NumPy
-    out._t.copy_(unaliased(_dtypes.cast(t, out.dtype), out._t))
+    out._t.copy_(unaliased(_dtypes.cast(t, out._t.dtype), out._t))
     return out

@@ -13,7 +13,6 @@ they copy NeuronArrays to the host explicitly and call NumPy's function on the c
 from __future__ import annotations
 
 import builtins
-import dataclasses
 import math
 import operator
 import os
@@ -31,7 +30,7 @@ import trn_backend as xp
 from .. import _dtypes
 from .._array import wrap
 from .._helpers import NeuronArray, normalize_axes, normalize_axis
-from ._registry import TABLE, as_array, can_cast, device_of, implements
+from ._registry import as_array, can_cast, device_of, implements
 
 A = NeuronArray
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -1093,21 +1092,3 @@ def savetxt(fname: Any, X: Any, fmt: Any = "%.18e", delimiter: str = " ", newlin
     """numpy.savetxt of a NeuronArray on any device: the host copy is written."""
     np.savetxt(fname, _host(X), fmt=fmt, delimiter=delimiter, newline=newline, header=header, footer=footer,
                comments=comments, encoding=encoding)
-
-
-class _AnyKeyword(frozenset):
-    """The parameter names of an implementation that takes ``**kwds``: every keyword is one of them. The
-    dispatcher accepts a call's arguments when this set covers them; savez's array names are the user's."""
-
-    def issuperset(self, other: Any) -> bool:
-        return True
-
-
-def _accept_any_keyword(np_func: Callable[..., Any]) -> None:
-    """Let savez-like entries take any keyword (array names), none of them read as ``out=``."""
-    entry = TABLE[np_func]
-    TABLE[np_func] = dataclasses.replace(entry, impl_names=_AnyKeyword(entry.impl_names), writes_out=False)
-
-
-_accept_any_keyword(np.savez)
-_accept_any_keyword(np.savez_compressed)

@@ -4,6 +4,10 @@
 Operands that are not NeuronArrays join the call's device: ndarrays and NumPy scalars keep their dtype (a NumPy
 scalar is a strong 0-d array under NEP 50), Python scalars stay weak. ``where=`` and the other loop controls
 raise TypeError unless left at their defaults.
+
+A ufunc or method outside the table (``np.fmod``, ``np.add.at``) runs in NumPy on the zero-copy views of host
+NeuronArrays (its result a NumPy array; ``out=`` and ``at`` write into the NeuronArrays), and is a TypeError
+naming the device for arrays elsewhere (see ``_registry.fallback``).
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ import trn_backend as xp
 
 from .. import _dtypes
 from .._helpers import PY_SCALARS, NeuronArray, check_broadcastable
-from ._registry import as_array, call_device, can_cast, device_of, to_dtype, write_out
+from ._registry import as_array, call_device, can_cast, device_of, run_on_host, to_dtype, write_out
 from .functions import _extreme
 
 __all__ = ["UFUNCS", "REDUCE", "ACCUMULATE", "array_ufunc", "methods"]
@@ -68,11 +72,23 @@ def methods(ufunc: np.ufunc) -> tuple[str, ...]:
 
 
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """NEP 13 entry: ``ufunc.method(*inputs, **kwargs)`` on the namespace, or NotImplemented."""
+    """NEP 13 entry: ``ufunc.method(*inputs, **kwargs)`` on the namespace, in NumPy on host arrays for what the
+    table lacks (``_fallback``), or NotImplemented where another array type takes part."""
     name = _NAMES.get((ufunc, method))
-    if name is None or _foreign(inputs, kwargs.get("out")):
+    if name is None:
+        return _fallback(ufunc, method, inputs, kwargs)
+    if _foreign(inputs, kwargs.get("out")):
         return NotImplemented
     return _HANDLERS[method](ufunc, inputs, dict(kwargs), name)
+
+
+def _fallback(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """A ufunc or method outside the table: NumPy's own on the host views of the NeuronArrays, or a TypeError
+    naming ``numpy.<ufunc>[.<method>]`` and the device of an array that is not on the host."""
+    if _foreign(inputs, kwargs.get("out")):
+        return NotImplemented
+    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    return run_on_host(name, getattr(ufunc, method), inputs, kwargs)
 
 
 def _foreign(inputs: tuple[Any, ...], out: Any) -> bool:
@@ -109,7 +125,7 @@ def _operands(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, dtype: Any, na
         ops = [_truth(x) for x in ops]
     if dtype is not None:
         for x in ops:
-            if isinstance(x, A) and not can_cast(x.dtype, dtype):
+            if isinstance(x, A) and not can_cast(x._t.dtype, dtype):
                 raise TypeError(f"{name}(): cannot cast an input of dtype {_dtypes.name(x.dtype)} to "
                                 f"dtype={_dtypes.name(dtype)} under NumPy's same_kind casting")
         ops = [xp.astype(x, dtype, copy=False) if isinstance(x, A) else x for x in ops]
@@ -140,7 +156,7 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
     if ufunc is np.vecdot and kwargs.get("axis") is not None:
         extra["axis"] = _vecdot_axis(kwargs.pop("axis"), ops)
     _reject(kwargs, name)
-    if ufunc is np.reciprocal and any(isinstance(x, A) and x.dtype in _dtypes.INTEGER for x in ops):
+    if ufunc is np.reciprocal and any(isinstance(x, A) and x._t.dtype in _dtypes.INTEGER for x in ops):
         # NumPy's integer reciprocal truncates (1 // x); the namespace's is floating: refuse rather than differ
         raise TypeError(f"{name}() of an integer NeuronArray is not supported; use numpy.divide(1, x) or "
                         "numpy.floor_divide(1, x)")
@@ -152,7 +168,7 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
 def _check_integer_power(base: Any, exponent: Any, *, name: str) -> None:
     """NumPy refuses negative integer powers of integers (the namespace's answer, 0, would differ)."""
     if isinstance(exponent, bool) or not all(
-            isinstance(x, int) or (isinstance(x, A) and x.dtype in _dtypes.INTEGER) for x in (base, exponent)):
+            isinstance(x, int) or (isinstance(x, A) and x._t.dtype in _dtypes.INTEGER) for x in (base, exponent)):
         return
     negative = exponent < 0 if isinstance(exponent, int) else bool(xp.any(xp.less(exponent, 0)))
     if negative:
