@@ -39,8 +39,17 @@ def _dtype_arg(dtype: object, func: str, default: torch.dtype) -> torch.dtype:
     return default if dtype is None else _dtypes.to_dtype(dtype, f"{func}() dtype")
 
 
+def _zero_d(value: object) -> object:
+    """A 0-d array's value as a Python scalar (NumPy takes a 0-d array wherever it takes a number); anything else
+    as it is."""
+    if isinstance(value, NeuronArray) and value.ndim == 0:
+        return value._scalar("argument")
+    return value
+
+
 def int_arg(value: object, func: str, arg: str, *, minimum: int | None = None) -> int:
-    """A Python int argument (NumPy integers accepted), optionally bounded below."""
+    """A Python int argument (NumPy integers and 0-d integer arrays accepted), optionally bounded below."""
+    value = _zero_d(value)
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{func}(): {arg} must be an int, got {type(value).__name__}")
     if minimum is not None and value < minimum:
@@ -50,6 +59,7 @@ def int_arg(value: object, func: str, arg: str, *, minimum: int | None = None) -
 
 def int_tuple(value: object, func: str, arg: str, *, minimum: int | None = None) -> tuple[int, ...]:
     """An int or a sequence of ints as a tuple of Python ints (shapes, repetitions)."""
+    value = _zero_d(value)
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         value = (value,)
     if not isinstance(value, (tuple, list)):
@@ -62,8 +72,8 @@ def _shape_arg(shape: object, func: str) -> tuple[int, ...]:
 
 
 def _number(value: object, func: str, arg: str, kinds: tuple[type, ...]) -> bool | int | float | complex:
-    """A Python (or NumPy) scalar argument of one of ``kinds``; bool is not a number here."""
-    value = as_py_scalar(value)
+    """A Python (or NumPy) scalar argument, or a 0-d array, of one of ``kinds``; bool is not a number here."""
+    value = as_py_scalar(_zero_d(value))
     if isinstance(value, bool) or not isinstance(value, kinds):
         names = "/".join(k.__name__ for k in kinds)
         raise TypeError(f"{func}(): {arg} must be a Python {names}, got {type(value).__name__}")

@@ -1,0 +1,37 @@
+"""0-d arrays where the creation functions take a number, as NumPy takes them (issue 13, item 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import trn_backend as xp
+
+
+def test_zero_d_integer_arrays_are_sizes_and_counts() -> None:
+    n = xp.asarray(4)
+    assert xp.zeros((n, 2)).shape == (4, 2)
+    assert xp.ones(n).shape == (4,)
+    assert xp.eye(n, k=xp.asarray(1)).shape == (4, 4)
+    np.testing.assert_array_equal(np.asarray(xp.arange(n)), np.arange(np.array(4)))
+    np.testing.assert_allclose(np.asarray(xp.linspace(0.0, xp.asarray(2.5), n)),
+                               np.linspace(0.0, np.array(2.5), 4))
+
+
+def test_zero_d_arrays_are_fill_values_with_their_dtype() -> None:
+    f = xp.asarray(np.float32(2.5))
+    full = xp.full(3, f)
+    assert full.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(full), np.full(3, np.float32(2.5)))
+    like = xp.full_like(xp.zeros(2, dtype=xp.int32), f)  # cast as NumPy casts: truncation
+    assert like.dtype == np.int32
+    np.testing.assert_array_equal(np.asarray(like), np.full_like(np.zeros(2, np.int32), np.float32(2.5)))
+
+
+def test_arrays_that_are_not_numbers_are_refused() -> None:
+    with pytest.raises(TypeError, match="arange.*start"):
+        xp.arange(xp.asarray([1, 2]))
+    with pytest.raises(TypeError, match="zeros.*shape"):
+        xp.zeros(xp.asarray(2.0))
+    with pytest.raises(ValueError, match="full.*0-d"):
+        xp.full(3, xp.asarray([1.0, 2.0]))
