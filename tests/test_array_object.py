@@ -46,8 +46,11 @@ def test_attributes():
 def test_constructor_validates():
     with pytest.raises(TypeError, match="NeuronArray wraps a torch.Tensor, got list"):
         xp.NeuronArray([1, 2])
-    with pytest.raises(TypeError, match="does not support torch dtype torch.bfloat16"):
-        xp.NeuronArray(torch.zeros(2, dtype=torch.bfloat16))
+    with pytest.raises(TypeError, match="does not support torch dtype torch.float8_e4m3fn"):
+        xp.NeuronArray(torch.zeros(2, dtype=torch.float8_e4m3fn))
+    # the extension dtypes are held (their public dtypes are NumPy's float16 and ml_dtypes' bfloat16)
+    assert xp.NeuronArray(torch.zeros(2, dtype=torch.bfloat16)).dtype == xp.bfloat16
+    assert xp.NeuronArray(torch.zeros(2, dtype=torch.float16)).dtype == np.float16
 
 
 BINARY_OPERATORS = {
@@ -76,31 +79,98 @@ def test_binary_operators_plain_reflected_and_inplace(op, dtype):
     if dtype.startswith("float") and op in ("__and__", "__or__", "__xor__", "__lshift__", "__rshift__"):
         return
     a, b = _operands(op, dtype)
-    expected = BINARY_OPERATORS[op](a, b)
-    if op == "__truediv__" and dtype not in ("float32", "float64"):
-        expected = expected.astype(np.float32)  # integer true division gives the default float
+    expected = BINARY_OPERATORS[op](a, b)  # integer true division gives float64, the CPU's default float
     x, y = from_numpy(a), from_numpy(b)
     assert_same(getattr(x, op)(y), expected)
     # a Python scalar on either side
     scalar = True if dtype == "bool" else 2
     s_expected = BINARY_OPERATORS[op](a, np.asarray(scalar, dtype=dtype))
-    if op == "__truediv__" and dtype not in ("float32", "float64"):
-        s_expected = s_expected.astype(np.float32)
     assert_same(getattr(x, op)(scalar), s_expected)
     if op not in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
         r_expected = BINARY_OPERATORS[op](np.asarray(scalar, dtype=dtype), a)
-        if op == "__truediv__" and dtype not in ("float32", "float64"):
-            r_expected = r_expected.astype(np.float32)
         assert_same(getattr(x, op.replace("__", "__r", 1))(scalar), r_expected)
         inplace = op.replace("__", "__i", 1)
         z = from_numpy(a)
-        if expected.dtype == a.dtype:
+        # NumPy's in-place rule: the result is cast back to x's dtype where same_kind casting allows it
+        if np.can_cast(expected.dtype, a.dtype, "same_kind"):
             same_object = getattr(z, inplace)(y)
             assert same_object is z
-            assert_same(z, expected)
+            assert_same(z, expected.astype(a.dtype))
         else:
-            with pytest.raises(TypeError, match="would change the dtype"):
+            with pytest.raises(TypeError, match=f"result cannot be stored in x of dtype {dtype} under NumPy's "
+                                                "same_kind casting"):
                 getattr(z, inplace)(y)
+            assert_same(z, a)  # unchanged
+
+
+INPLACE_NAMES = DTYPE_NAMES + ("float16", "bfloat16")
+
+
+def _out_of_place(x: xp.NeuronArray, y: xp.NeuronArray):
+    """The first of add and bitwise_or defined for the pair: (the in-place operator, the result), or None."""
+    for inplace, func in (("__iadd__", xp.add), ("__ior__", xp.bitwise_or)):
+        try:
+            return inplace, func(x, y)
+        except TypeError:
+            continue
+    return None
+
+
+@pytest.mark.parametrize("x_name", INPLACE_NAMES)
+@pytest.mark.filterwarnings("ignore:Casting complex values to real:UserWarning")  # bfloat16 += complex: torch's
+def test_inplace_casting_follows_numpys_same_kind_rule(x_name):
+    """x op= y stores the result of x op y cast back to x's dtype exactly where np.can_cast(result, x,
+    "same_kind") holds, over every dtype pair; elsewhere a TypeError, with x unchanged."""
+    outcomes = set()
+    for y_name in INPLACE_NAMES:
+        a, b = np.ones(3, dtype=x_name), np.ones(3, dtype=y_name)
+        x, y = xp.asarray(a.copy()), xp.asarray(b)
+        found = _out_of_place(x, y)
+        if found is None:  # no operator takes the pair: neither does its in-place form
+            with pytest.raises(TypeError):
+                x += y
+            outcomes.add("undefined")
+            continue
+        inplace, result = found
+        if np.can_cast(result.dtype, a.dtype, "same_kind"):
+            assert getattr(x, inplace)(y) is x
+            assert x.dtype == a.dtype
+            np.testing.assert_array_equal(np.asarray(x), np.asarray(result).astype(a.dtype))
+            outcomes.add("stored")
+        else:
+            with pytest.raises(TypeError, match=f"the {result.dtype.name} result cannot be stored in x of dtype "
+                                                f"{x_name} under NumPy's same_kind casting"):
+                getattr(x, inplace)(y)
+            np.testing.assert_array_equal(np.asarray(x), a)  # unchanged
+            outcomes.add("refused")
+    # complex x stores every result; every other x refuses a wider kind (ml_dtypes counts complex -> bfloat16
+    # as same_kind, so bfloat16 refuses none)
+    assert "stored" in outcomes
+    assert ("refused" in outcomes) is (x_name not in ("complex64", "complex128", "bfloat16"))
+
+
+def test_inplace_scalars_and_wider_operands():
+    i = from_numpy(np.arange(3, dtype=np.int64))
+    with pytest.raises(TypeError, match=r"in-place add: the float64 result cannot be stored in x of dtype int64 "
+                                        r"under NumPy's same_kind casting; "):
+        i += 1.5
+    b = from_numpy(np.array([True, False]))
+    with pytest.raises(TypeError, match="cannot be stored in x of dtype bool under NumPy's same_kind casting"):
+        b += 1
+    f = from_numpy(np.array([1.0, 2.0], dtype=np.float32))
+    with pytest.raises(TypeError, match="complex64 result cannot be stored in x of dtype float32"):
+        f *= 1j
+    # a wider operand of the same kind: the result is cast back to x's dtype, as NumPy's a += b
+    a = np.array([1.0, 2.0], dtype=np.float32)
+    wide = np.array([0.1, 1e-9])
+    f += from_numpy(wide)
+    a += wide
+    assert_same(f, a)
+    n = np.arange(3, dtype=np.int8)
+    i8 = from_numpy(n)
+    i8 *= from_numpy(np.array([100, 2, 3], dtype=np.int64))  # wraps in int8, as NumPy's unsafe cast back
+    n *= np.array([100, 2, 3], dtype=np.int64)
+    assert_same(i8, n)
 
 
 def test_inplace_keeps_the_shape_and_mutates_views():
@@ -164,6 +234,60 @@ def test_uint64_scalar_conversion():
     big = from_numpy(np.array(2**64 - 1, dtype=np.uint64))
     assert int(big) == 2**64 - 1
     assert float(big) == float(2**64 - 1)
+
+
+FORMAT_SPECS = {"b": ["", ">6"], "i": ["", "d", "x", ">8", "+"], "u": ["", "d", "x", ">8"],
+                "f": ["", ".3f", "e", ".2e", "g", ">12.4f", "+.1f", ".0%"], "c": ["", ".3f", ">30"]}
+
+
+def _same_outcome(ours, theirs) -> None:
+    """Both calls give equal values, or both raise the same exception type."""
+    try:
+        expected = theirs()
+    except Exception as e:  # noqa: BLE001 - whichever NumPy raises, ours must too
+        with pytest.raises(type(e)):
+            ours()
+        return
+    assert ours() == expected
+
+
+@settings(max_examples=50)
+@given(data=st.data())
+def test_0d_format_round_and_str_match_numpys_scalars(data):
+    name = data.draw(st.sampled_from(DTYPE_NAMES))
+    value = data.draw(arrays(name, ()))
+    scalar = value[()]  # NumPy's scalar of that value
+    x = from_numpy(value)
+    assert str(x) == str(scalar)
+    for spec in FORMAT_SPECS[value.dtype.kind]:
+        _same_outcome(lambda spec=spec: format(x, spec), lambda spec=spec: format(scalar, spec))
+        _same_outcome(lambda spec=spec: f"{x:{spec}}", lambda spec=spec: f"{scalar:{spec}}")
+    if value.dtype.kind in "iuf":  # round() of NumPy's bool and complex scalars is a TypeError
+        _same_outcome(lambda: round(x), lambda: round(scalar))
+        if np.isfinite(scalar):
+            assert type(round(x)) is int
+        for ndigits in (0, 1, 3):
+            with np.errstate(all="ignore"):
+                expected = np.round(value, ndigits)
+            rounded = round(x, ndigits)
+            assert isinstance(rounded, xp.NeuronArray) and rounded.shape == ()
+            assert_same(rounded, expected)
+
+
+@settings(max_examples=30)
+@given(data=st.data())
+def test_str_prints_values_as_numpy(data):
+    name = data.draw(st.sampled_from(DTYPE_NAMES))
+    a = data.draw(arrays(name, shapes(max_dims=2)))
+    assert str(from_numpy(a)) == str(a)
+    assert str(xp.asarray([1.5, 2.5])) == "[1.5 2.5]"
+
+
+def test_format_of_arrays_with_dimensions():
+    x = from_numpy(np.array([1.5, 2.5]))
+    assert f"{x}" == "[1.5 2.5]"
+    with pytest.raises(TypeError, match=r"unsupported format string '.3f' for a NeuronArray of shape \(2,\)"):
+        f"{x:.3f}"
 
 
 def test_repr_shows_values_dtype_and_device():
@@ -348,8 +472,8 @@ def test_indexing_errors():
         x[1.0]
     with pytest.raises(IndexError, match="single ellipsis"):
         x[..., ::-1, ...]
-    with pytest.raises(TypeError, match="cannot assign a float value into a int64 array"):
-        x[0, 0] = 1.5
+    with pytest.raises(TypeError, match="cannot assign the complex value 1.5j into a int64 array"):
+        x[0, 0] = 1.5j
     with pytest.raises(ValueError, match="value is on meta"):
         x[0] = xp.NeuronArray(torch.zeros(3, dtype=torch.int64, device="meta"))
 

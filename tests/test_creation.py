@@ -25,10 +25,12 @@ def shares(a: xp.NeuronArray, b: object) -> bool:
 # ---------------------------------------------------------------- asarray
 
 @pytest.mark.parametrize("value, expected", [
-    (True, np.bool_), (3, np.int64), (2.5, np.float32), (1 + 2j, np.complex64),
-    ([True, 2], np.int64), ([1, 2.5], np.float32), ([1.0, 1j], np.complex64), ([], np.float32),
+    (True, np.bool_), (3, np.int64), (2.5, np.float64), (1 + 2j, np.complex128),
+    ([True, 2], np.int64), ([1, 2.5], np.float64), ([1.0, 1j], np.complex128), ([], np.float64),
 ])
 def test_asarray_python_default_dtypes(value, expected):
+    # the CPU's default floating dtypes are NumPy's: float64 and complex128
+    assert np.asarray(value).dtype == expected
     assert_same(xp.asarray(value), np.asarray(value, dtype=expected))
 
 
@@ -62,7 +64,8 @@ def test_asarray_overflow_and_ragged_errors():
     with pytest.raises(TypeError, match="cannot convert"):
         xp.asarray(object())
     with pytest.raises(TypeError, match="not a dtype"):
-        xp.asarray(1, dtype="float32")
+        xp.asarray(1, dtype="float12")
+    assert_same(xp.asarray(1, dtype="float32"), np.asarray(1, dtype=np.float32))  # any dtype spelling
 
 
 def test_asarray_sequence_of_arrays_promotes_and_stacks():
@@ -70,7 +73,9 @@ def test_asarray_sequence_of_arrays_promotes_and_stacks():
     b = xp.asarray(2, dtype=xp.int16)
     assert_same(xp.asarray([a, b, 3]), np.array([1, 2, 3], dtype=np.int16))
     assert_same(xp.asarray([xp.asarray([1.0, 2.0]), xp.asarray([3.0, 4.0])]),
-                np.array([[1, 2], [3, 4]], dtype=np.float32))
+                np.array([[1, 2], [3, 4]], dtype=np.float64))
+    f32 = xp.asarray([1.0, 2.0], dtype=xp.float32)
+    assert_same(xp.asarray([f32, f32 + 2]), np.array([[1, 2], [3, 4]], dtype=np.float32))
 
 
 @pytest.mark.parametrize("name", DTYPE_NAMES)
@@ -98,8 +103,10 @@ def test_asarray_numpy_that_cannot_be_shared():
         xp.asarray(a, copy=False)
     assert_same(xp.asarray(np.arange(5)[::-2]), np.arange(5)[::-2])
     assert_same(xp.asarray(np.arange(3, dtype=">i4")), np.arange(3, dtype=np.int32))
-    with pytest.raises(TypeError, match="float16"):
-        xp.asarray(np.zeros(2, dtype=np.float16))
+    with pytest.raises(TypeError, match="NumPy dtype float128 is not a dtype of this namespace"):
+        xp.asarray(np.zeros(2, dtype=np.longdouble))
+    with pytest.raises(TypeError, match="NumPy dtype <U3 is not a dtype of this namespace"):
+        xp.asarray(np.zeros(2, dtype="U3"))
 
 
 def test_asarray_copy_keyword_on_arrays():
@@ -127,8 +134,9 @@ def test_asarray_torch_tensor_buffer_and_dlpack_objects():
     assert_same(xp.asarray(array.array("d", [1.0, 2.0])), np.array([1.0, 2.0]))
     assert_same(xp.asarray(b"ab"), np.array([97, 98], dtype=np.uint8))
     assert_same(xp.asarray(strict.asarray([1, 2], dtype=strict.uint16)), np.array([1, 2], dtype=np.uint16))
-    with pytest.raises(TypeError, match="float16"):
-        xp.asarray(torch.zeros(2, dtype=torch.float16))
+    with pytest.raises(TypeError, match="torch.float8_e5m2 is not a dtype of this namespace"):
+        xp.asarray(torch.zeros(2, dtype=torch.float8_e5m2))
+    assert xp.asarray(torch.zeros(2, dtype=torch.float16)).dtype == np.float16  # an extension dtype
 
 
 def test_asarray_device_argument():
@@ -173,15 +181,66 @@ def test_zeros_ones_empty_full_every_dtype(name):
 
 
 def test_default_dtypes_and_like_keep_dtype():
-    assert xp.zeros(2).dtype == xp.ones(()).dtype == xp.empty(1).dtype == xp.float32
+    # the CPU's default dtypes are NumPy's
+    assert xp.zeros(2).dtype == xp.ones(()).dtype == xp.empty(1).dtype == np.zeros(2).dtype == xp.float64
     assert_same(xp.full(3, True), np.full(3, True))
     assert_same(xp.full((), 5), np.full((), 5, dtype=np.int64))
-    assert_same(xp.full(1, 0.5), np.full(1, 0.5, dtype=np.float32))
-    assert_same(xp.full(1, 1j), np.full(1, 1j, dtype=np.complex64))
+    assert_same(xp.full(1, 0.5), np.full(1, 0.5))
+    assert_same(xp.full(1, 1j), np.full(1, 1j))
     x = from_numpy(np.zeros((2, 2), dtype=np.uint16))
     assert_same(xp.ones_like(x), np.ones((2, 2), dtype=np.uint16))
     assert_same(xp.full_like(x, 65535), np.full((2, 2), 65535, dtype=np.uint16))
     assert xp.empty_like(x).dtype == xp.uint16 and xp.zeros_like(x, device="cpu").device == x.device
+
+
+# NumPy's and ours on the CPU: the default floating dtypes are float64 and complex128 in both
+DEFAULT_DTYPE_CALLS = {
+    "ones(3)": lambda m: m.ones(3), "zeros((2, 2))": lambda m: m.zeros((2, 2)), "empty(2)": lambda m: m.empty(2),
+    "asarray([1.5])": lambda m: m.asarray([1.5]), "asarray(1.5)": lambda m: m.asarray(1.5),
+    "asarray([1j])": lambda m: m.asarray([1j]), "asarray([])": lambda m: m.asarray([]),
+    "arange(0.0, 1.0, 0.25)": lambda m: m.arange(0.0, 1.0, 0.25), "linspace(0, 1, 5)": lambda m: m.linspace(0, 1, 5),
+    "eye(3)": lambda m: m.eye(3), "full(2, 0.5)": lambda m: m.full(2, 0.5), "full(2, 1j)": lambda m: m.full(2, 1j),
+    "int array * 0.5": lambda m: m.asarray([1, 2]) * 0.5, "int array / int": lambda m: m.asarray([1, 2]) / 2,
+    "mean of ints": lambda m: m.mean(m.asarray([1, 2])), "sqrt of ints": lambda m: m.sqrt(m.asarray([1, 4])),
+    "fft of ints": lambda m: m.fft.fft(m.asarray([1, 2, 3])), "rfftfreq(4)": lambda m: m.fft.rfftfreq(4),
+    "linalg.inv of ints": lambda m: m.linalg.inv(m.asarray([[2, 0], [0, 4]])),
+}
+
+
+@pytest.mark.parametrize("call", sorted(DEFAULT_DTYPE_CALLS))
+def test_cpu_default_dtypes_are_numpys(call):
+    ours, theirs = DEFAULT_DTYPE_CALLS[call](xp), np.asarray(DEFAULT_DTYPE_CALLS[call](np))
+    assert isinstance(ours, xp.NeuronArray) and ours.device == torch.device("cpu")
+    assert ours.dtype == theirs.dtype, (ours.dtype, theirs.dtype)
+    if not call.startswith("empty"):
+        np.testing.assert_allclose(to_numpy(ours), theirs, rtol=1e-15)
+
+
+def _fill_for(name: str):
+    kind = np.dtype(name).kind
+    return {"b": True, "i": 7, "u": 7, "f": 2.5, "c": 1 - 2j}[kind]
+
+
+@pytest.mark.parametrize("name", DTYPE_NAMES)
+def test_full_takes_a_0d_array_fill_value(name):
+    value = np.asarray(_fill_for(name), dtype=name)
+    fill = from_numpy(value)
+    assert_same(xp.full((2, 3), fill), np.full((2, 3), value))  # the fill's dtype when none is given
+    for dst in DTYPE_NAMES:
+        if value.dtype.kind == "c" and np.dtype(dst).kind not in "cb":
+            with pytest.raises(TypeError, match=f"casting {name} to {dst} would drop the imaginary part"):
+                xp.full(2, fill, dtype=DT[dst])
+            continue
+        assert_same(xp.full(2, fill, dtype=DT[dst]), np.full(2, value, dtype=dst))  # cast as NumPy casts it
+        like = np.zeros((1, 2), dtype=dst)
+        assert_same(xp.full_like(from_numpy(like), fill), np.full_like(like, value))
+
+
+def test_full_fill_value_errors():
+    with pytest.raises(ValueError, match=r"full\(\): fill value must be a scalar or a 0-d array, got shape \(2,\)"):
+        xp.full(2, from_numpy(np.ones(2)))
+    with pytest.raises(ValueError, match=r"full_like\(\): fill value must be a scalar or a 0-d array"):
+        xp.full_like(from_numpy(np.ones(2)), from_numpy(np.ones((1, 1))))
 
 
 def test_full_kind_and_shape_errors():
@@ -219,16 +278,20 @@ def test_arange_integer_dtypes_to_the_top(name):
 @given(st.floats(-100, 100), st.floats(-100, 100), st.floats(0.1, 10), st.booleans())
 def test_arange_floats(start, stop, step, negative):
     step = -step if negative else step
-    out = xp.arange(start, stop, step)
-    expected = np.arange(start, stop, step, dtype=np.float64).astype(np.float32)
-    assert out.dtype == xp.float32 and out.shape == expected.shape
-    np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-6, atol=1e-5)
+    out = xp.arange(start, stop, step)  # float64, the CPU's default float, as NumPy's
+    expected = np.arange(start, stop, step)
+    assert out.dtype == expected.dtype == xp.float64 and out.shape == expected.shape
+    np.testing.assert_allclose(to_numpy(out), expected, rtol=1e-13, atol=1e-12)
+    out32 = xp.arange(start, stop, step, dtype=xp.float32)
+    assert out32.dtype == xp.float32 and out32.shape == expected.shape
+    np.testing.assert_allclose(to_numpy(out32), expected.astype(np.float32), rtol=1e-6, atol=1e-5)
 
 
 def test_arange_arguments_and_errors():
     assert_same(xp.arange(4), np.arange(4))
     assert_same(xp.arange(2, 5), np.arange(2, 5))
-    assert_same(xp.arange(0.5, 2), np.arange(0.5, 2, dtype=np.float32))
+    assert_same(xp.arange(0.5, 2), np.arange(0.5, 2))
+    assert_same(xp.arange(0.5, 2, dtype=xp.float32), np.arange(0.5, 2, dtype=np.float32))
     assert_same(xp.arange(5, 1), np.arange(5, 1))
     with pytest.raises(ValueError, match="step must not be 0"):
         xp.arange(0, 5, 0)
@@ -252,7 +315,7 @@ def test_eye(name, rows, cols, k):
 
 
 def test_eye_default_dtype_and_errors():
-    assert_same(xp.eye(2), np.eye(2, dtype=np.float32))
+    assert_same(xp.eye(2), np.eye(2))
     with pytest.raises(ValueError, match="n_rows must be at least 0"):
         xp.eye(-1)
     with pytest.raises(TypeError, match="k must be an int"):
@@ -262,12 +325,16 @@ def test_eye_default_dtype_and_errors():
 @pytest.mark.parametrize("num", [0, 1, 2, 7])
 @pytest.mark.parametrize("endpoint", [True, False])
 def test_linspace(num, endpoint):
-    assert_same(xp.linspace(-1, 3, num, endpoint=endpoint),
+    assert_same(xp.linspace(-1, 3, num, endpoint=endpoint, dtype=xp.float32),
                 np.linspace(-1, 3, num, endpoint=endpoint).astype(np.float32))
+    assert_same(xp.linspace(-1, 3, num, endpoint=endpoint),  # float64, the CPU's default float
+                np.linspace(-1, 3, num, endpoint=endpoint), rtol=1e-15)
     assert_same(xp.linspace(0.1, 0.7, num, endpoint=endpoint, dtype=xp.float64),
                 np.linspace(0.1, 0.7, num, endpoint=endpoint), rtol=1e-15)
-    assert_same(xp.linspace(0, 1 + 2j, num, endpoint=endpoint),
+    assert_same(xp.linspace(0, 1 + 2j, num, endpoint=endpoint, dtype=xp.complex64),
                 np.linspace(0, 1 + 2j, num, endpoint=endpoint).astype(np.complex64))
+    assert_same(xp.linspace(0, 1 + 2j, num, endpoint=endpoint),
+                np.linspace(0, 1 + 2j, num, endpoint=endpoint), rtol=1e-15)
 
 
 def test_linspace_errors():

@@ -192,7 +192,7 @@ def test_uint64_extremes():
                     ("subtract", np.subtract), ("greater_equal", np.greater_equal)]:
         assert_same(getattr(xp, name)(x, y), f(big, small))
     assert_same(xp.bitwise_right_shift(x, 63), big >> np.uint64(63))
-    assert_same(xp.divide(x, y), (big.astype(np.float64) / small.astype(np.float64)).astype(np.float32))
+    assert_same(xp.divide(x, y), big.astype(np.float64) / small.astype(np.float64))  # the CPU's default float
 
 
 def test_promotion_follows_the_standard_with_0d_arrays():
@@ -219,7 +219,7 @@ def test_python_scalars_are_weak(dtype):
     assert (x + 1).dtype == getattr(xp, dtype)
     assert (1 + x).dtype == getattr(xp, dtype)
     assert xp.add(x, 2).dtype == getattr(xp, dtype)
-    expected_float = getattr(xp, dtype) if dtype in FLOATING else xp.float32
+    expected_float = (np.zeros(2, dtype=dtype) * 0.5).dtype  # NumPy's: integers give float64, the CPU's default
     assert (x * 0.5).dtype == expected_float
 
 
@@ -260,8 +260,9 @@ def test_negative_integer_powers_are_refused():
 
 def test_integer_input_to_floating_functions_promotes_to_default_float():
     x = from_numpy(np.array([1, 4, 9], dtype=np.int32))
-    assert_same(xp.sqrt(x), np.array([1, 2, 3], dtype=np.float32))
-    assert_same(xp.divide(x, x), np.ones(3, dtype=np.float32))
+    assert_same(xp.sqrt(x), np.array([1, 2, 3], dtype=np.float64))  # float64, the CPU's default float
+    assert_same(xp.divide(x, x), np.ones(3, dtype=np.float64))
+    assert_same(xp.sqrt(xp.astype(x, xp.float32)), np.array([1, 2, 3], dtype=np.float32))  # floats keep theirs
 
 
 def _same_float(got: float, expected: float) -> bool:
@@ -581,9 +582,9 @@ def test_fast_path_hands_other_scalars_to_the_general_path(name, dtype, value, g
         return
     assert general_calls == [name]
     if name == "divide" and dtype in INT_NAMES + ("bool",) or dtype in INT_NAMES and isinstance(value_py, float):
-        # integers (and bools) with a float promote to the default float, float32 here
-        a = np.arange(1, 4).astype(dtype).astype("float32")
-        value_np = np.float32(value_py)
+        # integers (and bools) with a float promote to the default float, float64 on the CPU
+        a = np.arange(1, 4).astype(dtype).astype("float64")
+        value_np = np.float64(value_py)
     else:
         a = np.arange(1, 4).astype(dtype)
         value_np = value_py
@@ -600,7 +601,7 @@ def test_fast_path_hands_mixed_arrays_to_the_general_path(general_calls):
     assert_same(xp.subtract(from_numpy(np.ones((2, 1))), from_numpy(np.arange(3.0))),
                 np.ones((2, 1)) - np.arange(3.0))  # broadcasting
     i = from_numpy(np.arange(1, 4, dtype=np.int32))
-    assert_same(xp.divide(i, i), np.ones(3, np.float32))  # integers divide in the default float
+    assert_same(xp.divide(i, i), np.ones(3, np.float64))  # integers divide in the default float (CPU: float64)
     c = from_numpy(np.array([complex(0, math.inf)], np.complex128))
     assert_same(xp.add(c, from_numpy(np.zeros(1, np.complex128))), np.array([complex(0, math.inf)]))
     with pytest.raises(TypeError, match="add\\(\\) needs x1 and x2 of a numeric dtype, got bool"):
@@ -654,15 +655,18 @@ def test_fast_inplace_keeps_the_general_errors(inplace_fast):
     x = from_numpy(np.arange(3, dtype=np.int8))
     with pytest.raises(OverflowError, match="200 is out of range for int8"):
         x += 200
-    with pytest.raises(TypeError, match="in-place multiply would change the dtype of x from int8 to float32"):
+    with pytest.raises(TypeError, match="in-place multiply: the float64 result cannot be stored in x of dtype int8 "
+                                        "under NumPy's same_kind casting"):
         x *= 2.5
     f = from_numpy(np.ones(3, np.float32))
-    with pytest.raises(TypeError, match="in-place add would change the dtype of x from float32 to float64"):
-        f += from_numpy(np.ones(3))
+    expected = np.ones(3, np.float32)
+    f += from_numpy(np.full(3, 0.1))  # the float64 result is cast back to float32 (same_kind): the general path
+    expected += np.full(3, 0.1)
+    assert_same(f, expected)
     with pytest.raises(ValueError, match="in-place add would change the shape of x from \\(3,\\) to \\(2, 3\\)"):
         f += from_numpy(np.ones((2, 3), np.float32))
     f += from_numpy(np.ones(1, np.float32))  # broadcasting into x's shape: the general path
-    assert_same(f, np.full(3, 2, np.float32))
+    assert_same(f, expected + np.float32(1))
     assert_same(x, np.arange(3, dtype=np.int8))
     assert inplace_fast == [False] * 5
 

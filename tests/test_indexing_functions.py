@@ -60,7 +60,7 @@ def test_take_errors():
     with pytest.raises(ValueError, match="axis is required for an array of 2 dimensions"):
         xp.take(x, xp.asarray([0]))
     with pytest.raises(TypeError, match="indices must have an integer dtype, got float32"):
-        xp.take(x, xp.asarray([0.0]), axis=0)
+        xp.take(x, xp.asarray([0.0], dtype=xp.float32), axis=0)
     with pytest.raises(ValueError, match="indices must be 1-dimensional"):
         xp.take(x, xp.asarray([[0]]), axis=0)
     with pytest.raises(IndexError, match=r"take\(\): an index is out of range \[-3, 3\)"):

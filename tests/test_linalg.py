@@ -107,7 +107,7 @@ def test_solve_promotes_mixed_dtypes():
     got = linalg.solve(from_numpy(a), from_numpy(b))
     assert got.dtype == xp.float32
     got = linalg.solve(from_numpy(np.eye(2, dtype=np.int64) * 2), from_numpy(b.astype(np.int64)))
-    assert_same(got, np.array([0.5, 1.0], dtype=np.float32))
+    assert_same(got, np.array([0.5, 1.0], dtype=np.float64))  # integers solve in the default float (CPU: float64)
 
 
 # ---------------------------------------------------------------- decompositions
@@ -242,7 +242,7 @@ def test_matrix_power_returns_a_new_array_and_promotes_integers():
     x = from_numpy(np.eye(2))
     assert linalg.matrix_power(x, 1)._t is not x._t
     assert_same(linalg.matrix_power(from_numpy(np.array([[1, 1], [0, 1]])), 3),
-                np.array([[1, 3], [0, 1]], dtype=np.float32))
+                np.array([[1, 3], [0, 1]], dtype=np.float64))  # the default float (CPU: float64)
     assert_same(linalg.matrix_power(from_numpy(np.ones((2, 0, 0), dtype=np.float32)), 0),
                 np.ones((2, 0, 0), dtype=np.float32))
 
@@ -367,7 +367,7 @@ def test_vector_norm_edge_cases():
     assert_same(linalg.vector_norm(empty, axis=1, ord=math.inf), np.zeros(3, np.float32))
     assert_same(linalg.vector_norm(empty, axis=1, ord=-1, keepdims=True), np.full((3, 1), np.inf, np.float32))
     assert_same(linalg.vector_norm(empty, axis=0, ord=-math.inf), np.zeros(0, np.float32))
-    assert_same(linalg.vector_norm(from_numpy(np.array([3, 4], np.int16))), np.array(5.0, np.float32))
+    assert_same(linalg.vector_norm(from_numpy(np.array([3, 4], np.int16))), np.array(5.0, np.float64))
     with pytest.raises(ValueError, match="ord=-inf of an empty"):
         linalg.vector_norm(empty, ord=-math.inf)
     with pytest.raises(TypeError, match="ord must be a real number"):
@@ -405,10 +405,11 @@ def test_matrix_norm_errors_and_empty_matrices():
 @pytest.mark.parametrize("dtype", ["int8", "int64", "uint16", "uint64"])
 def test_integer_input_promotes_to_the_default_float(dtype):
     a = np.array([[2, 1], [1, 3]], dtype=dtype)
-    assert_same(linalg.det(from_numpy(a)), np.array(5.0, np.float32), rtol=1e-6)
-    assert_same(linalg.inv(from_numpy(a)), np.linalg.inv(a.astype(np.float64)).astype(np.float32), rtol=1e-6)
-    assert linalg.eigvalsh(from_numpy(a)).dtype == xp.float32
-    assert linalg.matrix_norm(from_numpy(a)).dtype == xp.float32
+    # float64 on the CPU, as NumPy's linalg of integers
+    assert_same(linalg.det(from_numpy(a)), np.array(5.0, np.float64), rtol=1e-14)
+    assert_same(linalg.inv(from_numpy(a)), np.linalg.inv(a), rtol=1e-14)
+    assert linalg.eigvalsh(from_numpy(a)).dtype == np.linalg.eigvalsh(a).dtype == xp.float64
+    assert linalg.matrix_norm(from_numpy(a)).dtype == np.linalg.norm(a).dtype == xp.float64
 
 
 SQUARE_FUNCS = ["cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "slogdet"]
@@ -475,7 +476,7 @@ def test_stacks_of_empty_matrices(dtype):
 def test_float32_results_stay_float32_on_the_device_of_x():
     x = from_numpy(_well_conditioned((3, 3), "float32"))
     for result in (linalg.inv(x), linalg.det(x), linalg.pinv(x), linalg.svdvals(x), linalg.vector_norm(x)):
-        assert result.dtype == torch.float32 and result.device == x.device
+        assert result.dtype == xp.float32 and result._t.dtype is torch.float32 and result.device == x.device
 
 
 def test_inputs_on_different_devices_are_value_errors():

@@ -160,12 +160,12 @@ def test_bad_operands():
 
 def test_python_scalar_operands_are_weak_scalars():
     """opt_einsum's own test expressions pass Python scalars; with "trn" they adopt the arrays' dtype (NEP 50)."""
-    x = xp.asarray([1.0, 2.0, 3.0])
+    x, ones = xp.asarray([1.0, 2.0, 3.0], dtype=xp.float32), xp.ones(2, dtype=xp.float32)
     for got in (oe.contract("a,->a", x, 0.5, backend="trn"), xp.contract("a,->a", x, 0.5),
-                oe.contract("a,,b->ab", x, 2, xp.ones(2), backend="trn")[:, 0]):
+                oe.contract("a,,b->ab", x, 2, ones, backend="trn")[:, 0]):
         assert got.dtype == xp.float32
     np.testing.assert_array_equal(to_numpy(oe.contract("a,->a", x, 0.5, backend="trn")), [0.5, 1.0, 1.5])
-    np.testing.assert_array_equal(to_numpy(oe.contract("a,,b->ab", x, 2, xp.ones(2), backend="trn")),
+    np.testing.assert_array_equal(to_numpy(oe.contract("a,,b->ab", x, 2, ones, backend="trn")),
                                   np.outer([2.0, 4.0, 6.0], [1.0, 1.0]))
 
 
@@ -175,7 +175,8 @@ def test_python_scalar_operands_are_weak_scalars():
     (lambda *a, **k: oe.contract(*a, backend="trn", **k), "ij,ij->ij"),  # opt_einsum's einsum step gets out=
 ])
 def test_out_is_checked_before_any_work(contract, subscripts):
-    a, b = xp.ones((3, 4)), xp.ones((4, 5)) if subscripts == "ij,jk->ik" else xp.ones((3, 4))
+    a = xp.ones((3, 4), dtype=xp.float32)
+    b = xp.ones((4, 5) if subscripts == "ij,jk->ik" else (3, 4), dtype=xp.float32)
     shape = (3, 5) if subscripts == "ij,jk->ik" else (3, 4)
     with pytest.raises(ValueError, match=rf"out= has shape \(5, 3\), but the result of '{subscripts}' has shape "
                                          rf"\({shape[0]}, {shape[1]}\)"):

@@ -61,7 +61,8 @@ def test_each_step_resolves_its_mode_from_its_own_K(basis):
 
 
 def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bound():
-    e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, target_forward_error=1e-4)
+    e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float32,
+                   target_forward_error=1e-4)
     assert [p.resolved.mode for p in e.steps] == ["native", "kahan"]
     for p, K in zip(e.steps, (16, 4096), strict=True):
         assert p.resolved.bound == error_bound(p.resolved.mode, f32, K) and f"{p.resolved.bound:.2g}" in str(e)

@@ -5,14 +5,15 @@ x[key] = value and x[key] over random keys."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import assert_same, from_numpy, shapes, to_numpy
+from support import arrays, assert_same, from_numpy, shapes, to_numpy
 
 import trn_backend as xp
 
@@ -423,3 +424,107 @@ def _write(data, x: xp.NeuronArray, a: np.ndarray, dtype: str) -> None:
         else:
             x[data.draw(spelled(key))] = value
             a[key] = np_view
+
+
+# ---------------------------------------------------------------- the value cast to x's dtype, as NumPy casts it
+
+def _same_assignment(x: xp.NeuronArray, a: np.ndarray, key, value) -> None:
+    """x[key] = value stores what NumPy's a[key] = value stores, or raises the exception type NumPy raises
+    (writing nothing)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # NumPy warns where a float overflows to inf
+            a[key] = value
+    except (TypeError, ValueError, OverflowError) as e:
+        before = to_numpy(x).copy()
+        with pytest.raises(type(e)):
+            x[key] = value
+        np.testing.assert_array_equal(to_numpy(x), before)
+        return
+    x[key] = value
+    assert_same(x, a)
+
+
+PYTHON_SCALARS = st.one_of(
+    st.booleans(), st.integers(-300, 300), st.integers(-(2**65), 2**65), st.floats(-1e3, 1e3),
+    st.floats(allow_subnormal=False),
+    st.sampled_from([0.5, -0.5, 1.9, -1.9, 127.9, 128.0, 255.5, 256.0, -129.0, 2.0**63, -(2.0**63), 2.0**64, 1e300,
+                     math.nan, math.inf, -math.inf]),
+)
+
+
+@settings(max_examples=50)
+@given(dtype=st.sampled_from(WRITE_DTYPES + ("int16", "int32", "complex128")), value=PYTHON_SCALARS,
+       key=st.sampled_from([0, slice(None), Ellipsis, (slice(None, None, -2),)]))
+def test_python_scalar_assignment_casts_as_numpy(dtype, value, key):
+    a = np.zeros(3, dtype=dtype)
+    _same_assignment(from_numpy(a.copy()), a, key, value)
+
+
+@pytest.mark.parametrize(("dtype", "value", "expected"), [
+    ("int64", 1.9, 1), ("int64", -1.9, -1), ("uint8", 255.9, 255), ("int8", -128.5, -128), ("bool", 2.5, True),
+    ("bool", 0.0, False), ("bool", -3, True), ("float32", 2**24 + 1, 2.0**24), ("uint64", 2.0**63, 2**63),
+])
+def test_scalar_assignment_examples(dtype, value, expected):
+    x = from_numpy(np.zeros(2, dtype=dtype))
+    x[:] = value
+    assert_same(x, np.full(2, expected, dtype=dtype))
+
+
+@pytest.mark.parametrize(("dtype", "value", "error", "match"), [
+    ("int64", math.nan, ValueError, "cannot assign nan into a int64 array"),
+    ("uint8", math.inf, OverflowError, "cannot assign inf into a uint8 array"),
+    ("int32", -math.inf, OverflowError, "cannot assign -inf into a int32 array"),
+    ("int8", 128.0, OverflowError, "128 is out of range for int8"),
+    ("uint16", -1.5, OverflowError, "-1 is out of range for uint16"),
+    ("float64", 1 + 2j, TypeError, "cannot assign the complex value \\(1\\+2j\\) into a float64 array"),
+    ("int64", 1j, TypeError, "cannot assign the complex value 1j into a int64 array"),
+])
+def test_scalar_assignment_errors(dtype, value, error, match):
+    x = from_numpy(np.arange(2, dtype=dtype))
+    with pytest.raises(error, match=match):
+        x[0] = value
+    assert_same(x, np.arange(2, dtype=dtype))
+
+
+def _value_elements(src: str, dst: str):
+    """Values of ``src`` whose cast to ``dst`` NumPy defines: a float into an integer only within its range
+    (NumPy's cast of NaN, infinities and values beyond the range is platform-dependent)."""
+    if np.dtype(src).kind not in "fc" or np.dtype(dst).kind not in "iu":
+        return None
+    low = 0.0 if np.dtype(dst).kind == "u" else -100.0
+    floats = st.floats(low, 100.0, width=32 if src in ("float32", "complex64") else 64, allow_subnormal=False)
+    return floats if np.dtype(src).kind == "f" else st.builds(complex, floats, floats)
+
+
+CAST_NAMES = ("bool", "int8", "int64", "uint8", "uint16", "uint64", "float32", "float64", "complex64", "complex128")
+
+
+@settings(max_examples=50)
+@given(data=st.data())
+def test_array_assignment_casts_as_numpy(data):
+    src = data.draw(st.sampled_from(CAST_NAMES), label="src")
+    dst = data.draw(st.sampled_from(CAST_NAMES), label="dst")
+    assume(not (src.startswith("complex") and dst == "bool"))  # test_complex_array_into_bool_is_nonzero
+    shape = data.draw(shapes(min_dims=1, max_dims=2), label="shape")
+    value = data.draw(arrays(src, shape, elements=_value_elements(src, dst)), label="value")
+    a = np.zeros(shape, dtype=dst)
+    x = from_numpy(a.copy())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's ComplexWarning and float overflow
+        a[...] = value
+    if src.startswith("complex") and not dst.startswith("complex"):
+        with pytest.warns(np.exceptions.ComplexWarning, match=f"assigning a {src} value into a {dst} array"):
+            x[...] = from_numpy(value)
+    else:
+        x[...] = from_numpy(value)
+    assert_same(x, a)
+
+
+def test_complex_array_into_bool_is_nonzero():
+    value = np.array([1j, 0, 2 + 0j], dtype=np.complex64)
+    a = np.zeros(3, dtype=bool)
+    a[...] = value
+    x = from_numpy(np.zeros(3, dtype=bool))
+    x[...] = from_numpy(value)
+    assert_same(x, a)

@@ -339,7 +339,7 @@ def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
     value = as_py_scalar(value)
     if not isinstance(value, PY_SCALARS):
         raise TypeError(f"x[...] = value needs a NeuronArray or a Python scalar, got {type(value).__name__}")
-    if isinstance(value, complex) and t.dtype not in _dtypes.COMPLEX_FLOAT:
+    if isinstance(value, complex) and t.dtype not in _dtypes.COMPLEX_FLOAT and t.dtype is not _dtypes.bool:
         raise TypeError(f"cannot assign the complex value {value} into a {_dtypes.name(t.dtype)} array; assign "
                         "its .real or .imag")
     # NumPy casts the value to x's dtype: a float into an integer array truncates toward zero, as int() does
@@ -356,8 +356,9 @@ def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
 
 def _assigned(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     """An array value cast to the dtype of the array it is assigned into, as NumPy does (unsafe casting): a
-    complex value into a real array keeps the real part, with NumPy's ComplexWarning."""
-    if v.dtype in _dtypes.COMPLEX_FLOAT and dtype not in _dtypes.COMPLEX_FLOAT:
+    complex value into a real numeric array keeps the real part, with NumPy's ComplexWarning (into bool: whether
+    either part is nonzero)."""
+    if v.dtype in _dtypes.COMPLEX_FLOAT and dtype not in _dtypes.COMPLEX_FLOAT and dtype is not _dtypes.bool:
         import warnings
 
         warnings.warn(f"assigning a {_dtypes.name(v.dtype)} value into a {_dtypes.name(dtype)} array discards "

@@ -247,7 +247,10 @@ def to_dtype(dtype: object, func: str = "dtype") -> torch.dtype:
 
 @functools.cache  # a few dtype pairs; NumPy's answer costs microseconds
 def same_kind(src: torch.dtype, dst: torch.dtype) -> builtins.bool:
-    """NumPy's same_kind casting rule (what in-place operators and ``out=`` allow)."""
+    """NumPy's same_kind casting rule (what in-place operators and ``out=`` allow); never to a lower kind (ml_dtypes
+    lets complex cast to bfloat16 under same_kind, which would drop the imaginary part)."""
+    if kind_rank(src) > kind_rank(dst):
+        return False
     return builtins.bool(np.can_cast(PUBLIC[src], PUBLIC[dst], "same_kind"))
 
 
@@ -357,4 +360,23 @@ def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
         if target is uint64:
             return t.to(int64).view(uint64)
         return t.to(int64).to(target)
+    if src is float64 and target in EXTENSION_FLOAT:
+        return _round_to_odd_float32(t).to(target)
     return t.to(target)
+
+
+def _round_to_odd_float32(t: torch.Tensor) -> torch.Tensor:
+    """float64 data as float32 rounded to odd (truncated, lowest bit set where inexact). torch converts float64 to
+    float16 and bfloat16 through float32, rounding twice, which misses the nearest value where the first rounding
+    lands on a tie of the second (NumPy rounds once). From the round-to-odd value, whose 24 bits exceed the 11 or 8
+    of the target by at least 2, the second rounding is the correct one. Values beyond float32's range stay
+    infinite, as they overflow float16 and bfloat16 anyway (bfloat16 shares float32's range)."""
+    nearest = t.to(float32)
+    wide = nearest.to(float64)
+    inexact = (wide != t) & torch.isfinite(wide)
+    # the float32 next to the nearest one, toward zero, where rounding went away from zero
+    away = inexact & (wide.abs() > t.abs())
+    bits = nearest.view(int32)
+    bits = torch.where(away, bits - 1, bits)  # one unit toward zero (sign-magnitude bits: the same for both signs)
+    bits = torch.where(inexact, bits | 1, bits)
+    return bits.view(float32)

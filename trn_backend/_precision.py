@@ -405,9 +405,9 @@ def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
             yield name, ()
 
 
-def _device_type(device: torch.device | str) -> str:
+def _device_type(device: torch.device | str, func: str = "device") -> str:
     """A device's type without requiring the device here: modes are ranked for Neuron from any machine."""
-    return device.type if isinstance(device, torch.device) else _device.device_type(device, "device")
+    return device.type if isinstance(device, torch.device) else _device.device_type(device, func)
 
 
 _KINDS: dict[torch.device | str, str] = {}  # device -> type: torch.device.type builds a new string per read (0.4 us)
@@ -519,10 +519,7 @@ def select_precision(dtype: torch.dtype, K: int, target: float, *, device: torch
     if not isinstance(device, torch.device | str):
         raise TypeError(f"select_precision: device must be a torch.device or a string such as 'cpu', got "
                         f"{type(device).__name__}")
-    try:
-        kind = _device_type(device)
-    except RuntimeError:
-        raise ValueError(f"select_precision: unknown device {device!r}") from None
+    kind = _device_type(device, "select_precision")
     if bmkn is not None:
         if not (isinstance(bmkn, tuple) and len(bmkn) == 4
                 and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in bmkn)):

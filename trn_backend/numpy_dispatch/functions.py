@@ -776,7 +776,7 @@ def _close_operands(a: Any, b: Any, func: str) -> tuple[Any, Any]:
     broadcast."""
     if isinstance(b, A) and a.shape != b.shape:
         check_broadcastable(a.shape, b.shape, func)
-    dtype = xp.result_type(a, b)
+    dtype = _dtypes.to_dtype(xp.result_type(a, b))
     dtype = dtype if dtype in _dtypes.FLOATING else _dtypes.float64
     return xp.astype(a, dtype, copy=False), xp.asarray(b, dtype=dtype, device=a.device)
 
@@ -808,7 +808,7 @@ def array_equal(a1: A, a2: A, equal_nan: bool = False) -> bool:
     if a1.shape != a2.shape:
         return False
     same = xp.equal(a1, a2)
-    if equal_nan and xp.result_type(a1, a2) in _dtypes.FLOATING:
+    if equal_nan and _dtypes.to_dtype(xp.result_type(a1, a2)) in _dtypes.FLOATING:
         same = xp.logical_or(same, xp.logical_and(xp.isnan(a1), xp.isnan(a2)))
     return builtins.bool(xp.all(same))
 
