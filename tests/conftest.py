@@ -3,7 +3,11 @@ it reproducible (CI reruns exactly what passed here). TRN_TEST_RANDOMIZE=1 explo
 
 import os
 
-from hypothesis import HealthCheck, settings
+# SciPy reads this once, at its first import, and some test module imports it before tests/test_sklearn.py runs:
+# scikit-learn's array-API dispatch (and SciPy's own) needs it set first.
+os.environ.setdefault("SCIPY_ARRAY_API", "1")
+
+from hypothesis import HealthCheck, settings  # noqa: E402
 
 settings.register_profile(
     "trn",

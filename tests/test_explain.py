@@ -64,8 +64,8 @@ def test_the_cost_basis_of_a_targets_choice():
 def test_operands_or_shapes():
     a = xp.NeuronArray(torch.ones(2, 3, dtype=torch.float64))
     e = xp.explain("bij,bjk->bik", np.ones((5, 2, 3)), torch.ones(5, 3, 4))
-    assert e.steps[0].kernel == "bmm" and e.steps[0].bmkn == (5, 2, 3, 4) and e.dtype == torch.float64
-    assert xp.explain("ij,jk", a, (3, 4)).dtype == torch.float64  # float64 array with a default-float shape
+    assert e.steps[0].kernel == "bmm" and e.steps[0].bmkn == (5, 2, 3, 4) and e.dtype == xp.float64
+    assert xp.explain("ij,jk", a, (3, 4)).dtype == xp.float64  # float64 array with a default-float shape
     single = xp.explain("ii->i", (3, 3))
     assert single.kernel_calls == 0 and "-" in str(single)
     with pytest.raises(TypeError, match="operand 1 must be an array or a shape"):

@@ -154,7 +154,7 @@ def test_selection_never_picks_sr_and_costs_more_as_targets_tighten(dtype, K, de
 
 
 def test_impossible_target_names_the_best_bound():
-    with pytest.raises(ValueError, match=r"no mode reaches target_forward_error=1e-09 for torch.float32 with K=16; "
+    with pytest.raises(ValueError, match=r"no mode reaches target_forward_error=1e-09 for float32 with K=16; "
                                          r"the best available bound is 5.96e-08, from ozaki\(slices=11\)"):
         select_precision(f32, 16, 1e-9)
 

@@ -503,8 +503,8 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: s
         if candidate.bound <= target:
             return candidate
         best = candidate if best is None or candidate.bound < best.bound else best
-    raise PrecisionError(f"no mode reaches {what}={target:g} for {dtype} with K={K}; the best available bound "
-                         f"is {best.bound:.3g}, from {best.label}", "select_precision")
+    raise PrecisionError(f"no mode reaches {what}={target:g} for {_dtypes.name(dtype)} with K={K}; the best "
+                         f"available bound is {best.bound:.3g}, from {best.label}", "select_precision")
 
 
 def select_precision(dtype: torch.dtype, K: int, target: float, *, device: torch.device | str = "cpu",

@@ -133,7 +133,8 @@ def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     if not check.met:
         raise _precision.PrecisionError(
             f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (nothing to contract, "
-            f"{plan.dtype}): each entry is one product rounded once, and the estimate reached is {estimate:.3g}",
+            f"{_dtypes.name(plan.dtype)}): each entry is one product rounded once, and the estimate reached is "
+            f"{estimate:.3g}",
             "contraction")
 
 

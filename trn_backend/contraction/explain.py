@@ -25,7 +25,7 @@ class Explanation:
 
     subscripts: str
     shapes: Shapes
-    dtype: torch.dtype
+    dtype: np.dtype  # the result's, as x.dtype spells it
     path: tuple[tuple[int, ...], ...]
     steps: tuple[Plan, ...]
     # per step: what runs it ("torch.matmul", "nki.matmul[fast]", "-" without a kernel), and for NKI kernels
@@ -95,7 +95,7 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
     except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
         raise e.named("explain()") from e.__cause__
     implementations = tuple(_implementation(p, device) for p in plans)
-    return Explanation(subscripts, shapes, out_dtype, path, plans, implementations,
+    return Explanation(subscripts, shapes, _dtypes.PUBLIC[out_dtype], path, plans, implementations,
                        tuple(_estimate(p, impl) for p, impl in zip(plans, implementations, strict=True)),
                        _cost_basis(out_dtype, device, precision, target_forward_error))
 

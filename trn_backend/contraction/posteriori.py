@@ -26,7 +26,7 @@ import math
 
 import torch
 
-from .. import _precision, kernels
+from .. import _dtypes, _precision, kernels
 from ..kernels import reference
 from .plan import Plan
 
@@ -61,8 +61,9 @@ def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         label, best = min(tried, key=lambda t: t[1])
         steps = ", ".join(f"{m} {e:.3g}" for m, e in tried)
         raise _precision.PrecisionError(
-            f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (K={K}, {plan.dtype}): the "
-            f"best a posteriori estimate reached is {best:.3g}, with {label} (tried: {steps}); |C| is too small "
+            f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (K={K}, "
+            f"{_dtypes.name(plan.dtype)}): the best a posteriori estimate reached is {best:.3g}, with {label} "
+            f"(tried: {steps}); |C| is too small "
             "against |A||B| for this dtype, or underflows it", "contraction") from error
     return out
 
