@@ -22,7 +22,12 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(PIP) install -q -e ".[test]"
 	touch $@
 
-demo: $(VENV)/.installed
+# the demo's extras: PySCF (chem), matplotlib (plot), cotengra
+$(VENV)/.installed-demo: $(VENV)/.installed pyproject.toml
+	$(PIP) install -q -e ".[chem,plot,cotengra]"
+	touch $@
+
+demo: $(VENV)/.installed-demo
 	$(PY) examples/demo.py
 
 test: $(VENV)/.installed-test
