@@ -105,3 +105,15 @@ def test_explain_refuses_what_einsum_would_refuse(capsys):
         xp.explain("ij,jk", (2, 2), (2, 2), precision="x")
     assert main(["explain", "ij,jk", "2x2", "2x2", "--optimize", "bogus"]) == 2
     assert "unknown optimize='bogus'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("shapes", [((128, 128), (128, 128)), ((4, 128, 128), (4, 128, 128))])
+def test_sr_steps_on_nki_are_modelled_as_the_fast_passes_they_run(shapes):
+    # sr's float32 results have nothing to round stochastically: the kernel layer runs fast's passes on NKI, for
+    # matmul and bmm alike, and the model prices what runs (it raised for bmm before)
+    subscripts = "ij,jk->ik" if len(shapes[0]) == 2 else "bij,bjk->bik"
+    with xp.config.set(nki="model", nki_min_flops=0):
+        sr = xp.explain(subscripts, *shapes, dtype=xp.float32, precision="sr")
+        fast = xp.explain(subscripts, *shapes, dtype=xp.float32, precision="fast")
+    assert sr.implementations[0].endswith("[sr]")
+    assert sr.modelled[0].seconds == fast.modelled[0].seconds > 0

@@ -132,7 +132,8 @@ def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     counted by running the kernel on the CPU model without arithmetic: fast gets bf16 words, native fp32; dd and
     bf16x6 get fp32 data and split it on chip (``float64``: words split on the host, the product phase only);
     ozaki gets its digit slices (``slices``, default the dtype's; the host's digit extraction and level combination
-    are not part of the kernel); sr gets fp32 and rounds its result to bf16."""
+    are not part of the kernel); sr runs fast's passes, as the kernel layer does: its float32/float64 results have
+    nothing to round stochastically (``matmul_sr``, which rounds to bf16, is not called by the kernel layer)."""
     from .. import reference
     from . import WORDS, jitted, model
 
@@ -145,8 +146,9 @@ def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
         words = () if count is None else (count,)
         return model.shape_only(words + a_shape, dtype), model.shape_only(words + lead + (k, n), dtype)
 
-    if mode in ("fast", "native"):
-        name, args = kernel, (*inputs(nl.bfloat16 if mode == "fast" else nl.float32), a_is_transposed, mode == "fast")
+    if mode in ("fast", "native", "sr"):
+        fast = mode != "native"
+        name, args = kernel, (*inputs(nl.bfloat16 if fast else nl.float32), a_is_transposed, fast)
     elif mode in WORDS and float64:
         name, args = f"{kernel}_words", (*inputs(nl.bfloat16, WORDS[mode]), a_is_transposed)
     elif mode in WORDS:
@@ -154,8 +156,6 @@ def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     elif mode == "ozaki":
         slices = slices or reference.ozaki_default_slices(torch.float64 if float64 else torch.float32)
         name, args = f"{kernel}_levels", (*inputs(nl.bfloat16, slices), a_is_transposed)
-    elif mode == "sr" and kernel == "matmul":
-        name, args = "matmul_sr", (*inputs(nl.float32), a_is_transposed, model.shape_only((1, 1), nl.uint32))
     else:
         raise ValueError(f"no NKI kernel {kernel!r} for mode {mode!r}")
     fn = jitted(name, "model")
