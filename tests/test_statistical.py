@@ -267,7 +267,7 @@ def test_fast_sum_and_mean_keep_the_axis_errors():
     x = from_numpy(np.ones((2, 3), np.float32))
     for f in (xp.sum, xp.mean):
         name = f.__name__
-        with pytest.raises(IndexError, match=rf"{name}\(\): axis 2 is out of bounds for an array of 2 dim"):
+        with pytest.raises(IndexError, match=rf"{name}\(\): axis 2 is out of bounds for array of dimension 2"):
             f(x, axis=2)
         with pytest.raises(IndexError, match=rf"{name}\(\): axis -3 is out of bounds"):
             f(x, axis=(0, -3))
@@ -275,7 +275,7 @@ def test_fast_sum_and_mean_keep_the_axis_errors():
             f(x, axis=True)
         with pytest.raises(ValueError, match=rf"{name}\(\): repeated axis in \(1, -1\)"):
             f(x, axis=(1, -1))
-        with pytest.raises(IndexError, match=rf"{name}\(\): axis 0 is out of bounds for an array of 0 dim"):
+        with pytest.raises(IndexError, match=rf"{name}\(\): axis 0 is out of bounds for array of dimension 0"):
             f(from_numpy(np.array(1.0)), axis=0)
     assert_same(xp.sum(x, axis=np.int64(1)), np.full(2, 3, np.float32))  # NumPy integers are axes too
     assert_same(xp.mean(x, axis=[0], keepdims=np.True_), np.ones((1, 3), np.float32))

@@ -160,7 +160,7 @@ def normalize_axis(axis: int, ndim: int, func: str) -> int:
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{func}(): axis must be an int, got {type(axis).__name__}")
     if not -ndim <= axis < ndim:
-        raise IndexError(f"{func}(): axis {axis} is out of bounds for an array of {ndim} dimensions")
+        raise IndexError(f"{func}(): axis {axis} is out of bounds for array of dimension {ndim}")
     return int(axis) % ndim
 
 

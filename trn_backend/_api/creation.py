@@ -384,7 +384,8 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: torch.d
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
              dtype: torch.dtype | None = None, device: Device = None, endpoint: bool = True) -> NeuronArray:
     """``num`` evenly spaced values from ``start`` to ``stop`` (excluded when ``endpoint=False``), computed in
-    double precision and rounded once to ``dtype`` (a floating dtype)."""
+    double precision and rounded once to ``dtype``; an integer dtype takes their floor, bool their nonzero-ness, as
+    in NumPy."""
     start, stop = (_number(v, "linspace", a, (int, float, complex))
                    for v, a in ((start, "start"), (stop, "stop")))
     num = int_arg(num, "linspace", "num", minimum=0)
@@ -394,14 +395,14 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     dev = _device_arg(device, "linspace")
     default = _dtypes.default_complex(dev) if is_complex else _dtypes.default_float(dev)
     target = _dtype_arg(dtype, "linspace", default)
-    if target not in _dtypes.FLOATING:
-        raise TypeError(f"linspace(): dtype must be floating-point, got {_dtypes.name(target)}")
     if is_complex:
         check_castable(_dtypes.complex128, target, "linspace")
     wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
     kind = complex if wide is _dtypes.complex128 else float
-    values = torch.linspace(kind(start), kind(stop), num + (not endpoint), dtype=wide, device=dev)
-    return wrap(values[:num].to(target))
+    values = torch.linspace(kind(start), kind(stop), num + (not endpoint), dtype=wide, device=dev)[:num]
+    if target in _dtypes.INTEGER:
+        values = values.floor()
+    return wrap(_dtypes.cast(values, target))
 
 
 def meshgrid(*arrays: NeuronArray, indexing: str = "xy") -> tuple[NeuronArray, ...]:

@@ -421,7 +421,17 @@ def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
         # torch answers 0 (or 1, -1) where the true power is a fraction; an integer result cannot hold it
         raise ValueError(f"pow(): integer {_dtypes.name(dtype)} arrays cannot be raised to negative integer "
                          "powers; convert to a floating dtype first")
-    out = torch.pow(_dtypes.compute(a), _dtypes.compute(b))
+    base = _dtypes.compute(a)
+    if b.dim() == 0 and b.is_cpu:
+        # a scalar exponent (a Python number, or 0-d) as a number: torch's scalar path squares exactly (x * x),
+        # where its tensor path computes exp(2 log x), leaving spurious imaginary parts on complex squares and
+        # results that depend on the array's length
+        exponent = b.item()
+        out = torch.pow(base, exponent)
+        if out.is_complex() and exponent == 0:
+            out = torch.ones_like(out)  # x**0 is 1 for every x, 0 included
+        return out
+    out = torch.pow(base, _dtypes.compute(b))
     if out.is_complex():
         # torch computes exp(b*log(a)), which makes 0**0 nan; x**0 is 1 for every x
         out = torch.where(b == 0, torch.ones_like(out), out)

@@ -227,7 +227,7 @@ def _checked(sharding: Sharding, ndim: int, func: str) -> Sharding:
     if isinstance(sharding.axis, bool) or not isinstance(sharding.axis, int):
         raise TypeError(f"{func}(): axis must be an int or None, got {type(sharding.axis).__name__}")
     if not -ndim <= sharding.axis < ndim:
-        raise IndexError(f"{func}(): axis {sharding.axis} is out of bounds for an array of {ndim} dimensions")
+        raise IndexError(f"{func}(): axis {sharding.axis} is out of bounds for array of dimension {ndim}")
     return dataclasses.replace(sharding, axis=sharding.axis % ndim)
 
 
