@@ -255,7 +255,7 @@ def _modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], float64: 
     from trn_backend.kernels.nki import cost
 
     try:
-        return cost.modelled(kernel, mode, bmkn, float64=float64, slices=slices).seconds
+        return cost.modelled(kernel, cost.runs_as(mode), bmkn, float64=float64, slices=slices).seconds
     except ValueError:  # the kernel layer has no NKI kernel of this kind for the mode
         return None
 

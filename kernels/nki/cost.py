@@ -126,14 +126,20 @@ def estimate(core, generation: Generation, kernel: str, flops: int, fp32: bool) 
 
 
 @functools.lru_cache(maxsize=1024)
+def runs_as(mode: str) -> str:
+    """The kernel the kernel layer runs for a step of ``mode``: sr's steps have float32/float64 results, with
+    nothing to round stochastically, so they run fast's kernel (``matmul_sr``, which rounds to bf16, is modelled
+    under "sr" but never called by the kernel layer; see docs/trainium.md)."""
+    return "fast" if mode == "sr" else mode
+
+
 def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation: str = "trn2",
              a_is_transposed: bool = False, float64: bool = False, slices: int | None = None) -> Estimate:
     """The modelled cost of ``nki.<kernel>[<mode>]`` on [B, M, K] x [B, K, N] as the kernel layer calls it,
     counted by running the kernel on the CPU model without arithmetic: fast gets bf16 words, native fp32; dd and
     bf16x6 get fp32 data and split it on chip (``float64``: words split on the host, the product phase only);
     ozaki gets its digit slices (``slices``, default the dtype's; the host's digit extraction and level combination
-    are not part of the kernel); sr runs fast's passes, as the kernel layer does: its float32/float64 results have
-    nothing to round stochastically (``matmul_sr``, which rounds to bf16, is not called by the kernel layer)."""
+    are not part of the kernel); sr gets fp32 and rounds its result to bf16."""
     from .. import reference
     from . import WORDS, jitted, model
 
@@ -146,9 +152,8 @@ def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
         words = () if count is None else (count,)
         return model.shape_only(words + a_shape, dtype), model.shape_only(words + lead + (k, n), dtype)
 
-    if mode in ("fast", "native", "sr"):
-        fast = mode != "native"
-        name, args = kernel, (*inputs(nl.bfloat16 if fast else nl.float32), a_is_transposed, fast)
+    if mode in ("fast", "native"):
+        name, args = kernel, (*inputs(nl.bfloat16 if mode == "fast" else nl.float32), a_is_transposed, mode == "fast")
     elif mode in WORDS and float64:
         name, args = f"{kernel}_words", (*inputs(nl.bfloat16, WORDS[mode]), a_is_transposed)
     elif mode in WORDS:
@@ -156,6 +161,8 @@ def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     elif mode == "ozaki":
         slices = slices or reference.ozaki_default_slices(torch.float64 if float64 else torch.float32)
         name, args = f"{kernel}_levels", (*inputs(nl.bfloat16, slices), a_is_transposed)
+    elif mode == "sr" and kernel == "matmul":
+        name, args = "matmul_sr", (*inputs(nl.float32), a_is_transposed, model.shape_only((1, 1), nl.uint32))
     else:
         raise ValueError(f"no NKI kernel {kernel!r} for mode {mode!r}")
     fn = jitted(name, "model")

@@ -123,7 +123,7 @@ def _estimate(p: Plan, implementation: str) -> object:
         return None
     from ..kernels.nki import cost
 
-    return cost.modelled(p.kernel, p.resolved.mode, p.bmkn, float64=p.dtype is torch.float64,
+    return cost.modelled(p.kernel, cost.runs_as(p.resolved.mode), p.bmkn, float64=p.dtype is torch.float64,
                          slices=p.resolved.kwargs.get("slices"))
 
 
