@@ -267,6 +267,10 @@ class NeuronArray:
             if value._t.device != t.device:
                 raise ValueError(f"x[...] = value: value is on {value._t.device}, x on {t.device}")
             v = unaliased(_assigned(value._t, t.dtype), t)
+        elif isinstance(value, np.generic) and value.dtype in _dtypes.TORCH_OF_PUBLIC:
+            # a NumPy scalar is a strong 0-d array (NEP 50): cast as an array value is (np.int64(-3) into uint8
+            # stores 253), not range-checked as a Python number
+            v = _assigned(_dtypes.host_scalar(value).to(t.device), t.dtype)
         else:
             v = _setitem_scalar(value, t)
         _setitem(_movable(t), key, _movable(v))
@@ -276,14 +280,20 @@ class NeuronArray:
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         """dask's deterministic token: device, dtype, shape and a hash of the values in C order, as dask hashes
-        an ndarray (no pickle). A contiguous CPU array is hashed in place; a device array is copied to the host.
+        an ndarray (no pickle). A contiguous CPU array is hashed in place. A device array is not copied to the
+        host to be hashed: its token is its memory (address, shape, strides, dtype) and torch's version counter,
+        which every in-place write bumps, so equal tokens mean the same unchanged data within this process.
         (C order: dask hashes an ndarray's memory order, so a transposed view and a reshape with the same memory
         and shape would share a token.)"""
+        t = self._t
+        if not t.is_cpu:
+            return ("trn_backend.NeuronArray", str(t.device), t.data_ptr(), tuple(t.shape), t.stride(),
+                    str(t.dtype), t._version)
         from dask.base import normalize_token  # only dask calls this
 
         host = np.asarray(self)
         host = host if host.flags.c_contiguous else host.copy(order="C")
-        return "trn_backend.NeuronArray", str(self._t.device), normalize_token(host)
+        return "trn_backend.NeuronArray", str(t.device), normalize_token(host)
 
 
 builtin_bool = bool
@@ -711,7 +721,7 @@ def _ndarray_astype(self: NeuronArray, dtype: Any, order: str = "K", casting: st
     if casting != "unsafe" and not np.can_cast(_dtypes.public(self._t.dtype), _dtypes.public(target), casting):
         raise TypeError(f"x.astype(): cannot cast {_dtypes.name(self._t.dtype)} to {_dtypes.name(target)} under "
                         f"casting={casting!r}")
-    return np.astype(self, target, copy=copy)
+    return np.astype(self, target, copy=copy)  # NumPy's unsafe cast (complex to real keeps the real part)
 
 
 def _ndarray_copy(self: NeuronArray, order: str = "C") -> NeuronArray:

@@ -156,6 +156,14 @@ def _check_usable(device: torch.device, spec: str, func: str) -> None:
         _require_neuron(spec, func)
     elif device.type == "cuda":
         _require_cuda(device, spec, func)
+    elif device.type not in ("cpu", "meta"):
+        # torch knows more device types (xpu, mps, hpu, ...) than this build or machine may have: ask torch's
+        # module for the type, where it has one, rather than fail at the first array with a bare error
+        backend = getattr(torch, device.type, None)
+        available = getattr(backend, "is_available", None)
+        if available is None or not available():
+            raise ValueError(f"{func}: {spec!r} is a {device.type} device, which this torch build "
+                             f"({torch.__version__}) or machine does not provide; valid forms: {VALID_FORMS}")
 
 
 def _require_neuron(spec: str, func: str) -> None:

@@ -61,6 +61,16 @@ NAMES = {
 PUBLIC: dict[torch.dtype, np.dtype] = {
     d: np.dtype(ml_dtypes.bfloat16) if d is bfloat16 else np.dtype(n) for d, n in NAMES.items()}
 _TORCH: dict[np.dtype, torch.dtype] = {v: k for k, v in PUBLIC.items()}
+TORCH_OF_PUBLIC = _TORCH  # NumPy dtype -> torch dtype, for the NumPy dtypes a NeuronArray may hold
+
+
+def host_scalar(value: np.generic) -> torch.Tensor:
+    """A NumPy scalar of a supported dtype as a 0-d CPU tensor of its dtype (its bits, bfloat16 included)."""
+    a = np.asarray(value)
+    target = _TORCH[a.dtype]
+    if target is bfloat16:
+        return torch.from_numpy(a.reshape(1).view(np.uint16)).view(target).reshape(())
+    return torch.from_numpy(a.reshape(1).view(PUBLIC[target])).reshape(()).clone()
 
 # Kind names of isdtype(), and the groups of dtypes each function category accepts.
 KINDS = {

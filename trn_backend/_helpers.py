@@ -6,6 +6,7 @@ are where argument errors are raised, with the function and argument named.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Sequence
 
 import array_api_compat
@@ -91,6 +92,8 @@ def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, fu
                                                 device=device), dtype)
     if dtype in _dtypes.COMPUTE:
         return _dtypes.cast(torch.tensor(value, device=device), dtype)
+    if dtype in _dtypes.EXTENSION_FLOAT:  # torch.tensor rounds a Python float to them through float32: twice
+        return _dtypes.cast(torch.tensor(value, dtype=torch.float64, device=device), dtype)
     return torch.tensor(value, dtype=dtype, device=device)
 
 
@@ -157,6 +160,8 @@ def broadcast_shape(shapes: Sequence[Sequence[int]], func: str) -> tuple[int, ..
 
 
 def normalize_axis(axis: int, ndim: int, func: str) -> int:
+    if isinstance(axis, NeuronArray) and axis.ndim == 0 and axis._t.dtype in _dtypes.INTEGER:
+        axis = operator.index(axis)  # a 0-d integer array is an int axis, as in NumPy
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"{func}(): axis must be an int, got {type(axis).__name__}")
     if not -ndim <= axis < ndim:

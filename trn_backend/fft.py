@@ -151,6 +151,8 @@ irfftn = _n_dim("irfftn", torch.fft.irfftn, _complex_input, True,
 def _freq_args(n: object, d: object, dtype: torch.dtype | None, device: object,
                func: str) -> tuple[int, float, torch.dtype, torch.device]:
     n = _length(n, func)
+    if isinstance(d, NeuronArray) and d.ndim == 0 and d._t.dtype in _dtypes.REAL_FLOAT + _dtypes.INTEGER:
+        d = d._scalar("fftfreq d")  # a 0-d real array is a number, as in NumPy
     if isinstance(d, bool) or not isinstance(d, (int, float)):
         raise TypeError(f"{func}(): d must be a real number, got {type(d).__name__}")
     device = _device.default_device() if device is None else _device.normalize(device, func)

@@ -159,6 +159,8 @@ def _from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.d
                              "byte order or negative strides); pass copy=None to copy it")
         a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
     target = _dtypes.to_dtype(a.dtype)
+    if a.dtype.char != _dtypes.PUBLIC[target].char:  # 'Q'/'q' (long long) equal uint64/int64, which torch lacks
+        a = a.view(_dtypes.PUBLIC[target])
     if target is _dtypes.bfloat16:  # torch.from_numpy does not know ml_dtypes' bfloat16: share its bits
         return torch.from_numpy(a.view(np.uint16)).view(target), _device.default_device(), not shareable
     return torch.from_numpy(a), _device.default_device(), not shareable
@@ -212,8 +214,9 @@ def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> t
         if dtype is _dtypes.uint64:
             values = [v - 2**64 if v >= 2**63 else v for v in values]  # the int64 with the same bits
         return _dtypes.restore(torch.tensor(values, dtype=torch.int64, device=device), dtype)
-    if dtype in _dtypes.INTEGER:
-        # floats into an integer dtype: build exactly in float64, then cast (truncation, as in NumPy)
+    if dtype in _dtypes.INTEGER or dtype in _dtypes.EXTENSION_FLOAT:
+        # floats into an integer dtype: build exactly in float64, then cast (truncation, as in NumPy); into
+        # float16/bfloat16 the same way, as torch.tensor would round through float32 (twice)
         return _dtypes.cast(torch.tensor(values, dtype=torch.float64, device=device), dtype)
     return torch.tensor(values, dtype=dtype, device=device)
 

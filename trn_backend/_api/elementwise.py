@@ -516,7 +516,13 @@ def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> Ne
     if isinstance(b, NeuronArray):
         if b._t.device != t.device:
             raise ValueError(f"clip(): {arg} is on {b._t.device}, x on {t.device}")
-        return b if b.dtype == t.dtype else wrap(_dtypes.cast(b._t, t.dtype))
+        if b._t.dtype is t.dtype:
+            return b
+        bound = b._t
+        if t.dtype in _dtypes.INTEGER and bound.dtype in _dtypes.FLOATING:
+            # inward, as for a Python float bound: ceil for min, floor for max (a cast would truncate)
+            bound = torch.ceil(bound) if to_int is math.ceil else torch.floor(bound)
+        return wrap(_dtypes.cast(bound, t.dtype))
     if t.dtype in _dtypes.INTEGER and isinstance(b, (int, float)) and not isinstance(b, bool):
         if isinstance(b, float):
             if not math.isfinite(b):

@@ -8,6 +8,7 @@ dtype (``_dtypes.compute``) and come back unchanged in value; results may be vie
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Sequence
 
 import numpy as np
@@ -37,7 +38,9 @@ Axes = int | tuple[int, ...]
 
 
 def _axes_tuple(axis: object, func: str, arg: str = "axis") -> tuple[int, ...]:
-    """An int or a tuple of ints as a tuple (range checks are ``normalize_axis``'s)."""
+    """An int (or 0-d integer array) or a tuple of ints as a tuple (range checks are ``normalize_axis``'s)."""
+    if isinstance(axis, NeuronArray) and axis.ndim == 0 and axis._t.dtype in _dtypes.INTEGER:
+        return (operator.index(axis),)
     if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool):
         return (int(axis),)
     if isinstance(axis, (tuple, list)):
@@ -185,8 +188,10 @@ def _repeat_counts(x: torch.Tensor, repeats: NeuronArray, axis: int) -> torch.Te
     check_same_device((x, r), "repeat", "x and repeats")
     if r.dtype not in _dtypes.INTEGER:
         raise TypeError(f"repeat(): repeats must have an integer dtype, got {_dtypes.name(r.dtype)}")
+    if r.dim() == 0:  # broadcasts to every element along axis, as (1,) does
+        r = r.reshape(1)
     if r.dim() != 1 or r.shape[0] not in (1, size):
-        raise ValueError(f"repeat(): repeats must have shape (1,) or ({size},), got {tuple(r.shape)}")
+        raise ValueError(f"repeat(): repeats must have shape (), (1,) or ({size},), got {tuple(r.shape)}")
     r = _dtypes.cast(r, torch.int64)  # uint64 counts above 2**63 turn negative and are refused below
     if bool((r < 0).any()):
         raise ValueError("repeat(): repeats must be non-negative")
@@ -225,6 +230,8 @@ def flip(x: NeuronArray, /, *, axis: Axes | None = None) -> NeuronArray:
 def roll(x: NeuronArray, /, shift: Axes, *, axis: Axes | None = None) -> NeuronArray:
     """Shift elements cyclically along axes (None: the flattened array); an int shift applies to each axis."""
     t = tensor(x, "roll")
+    if isinstance(shift, NeuronArray) and shift.ndim == 0:  # a 0-d integer array is an int shift, as in NumPy
+        shift = operator.index(shift)
     shifts = int_tuple(shift, "roll", "shift")
     if axis is None:
         if not isinstance(shift, (int, np.integer)):

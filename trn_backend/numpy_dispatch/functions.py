@@ -3,7 +3,7 @@
 Parameter names are NumPy's, so the dispatcher binds calls by name. Where NumPy's semantics differ from the
 standard's (axis=None flattens, split sections, unique's flags, norm's ord/axis, einsum's interleaved form), the
 NumPy meaning is implemented here. Integer input of floating-point functions (linalg, fft, norm) computes in the
-namespace's default float, float32, where NumPy would use float64.
+device's default float: float64 as in NumPy, float32 on Neuron.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import inspect
 import itertools
 import math
 import operator
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -205,7 +206,9 @@ def kron(a: A, b: A) -> A:
 
 @implements(np.trace, arrays="a")
 def trace(a: A, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> A:
-    """numpy.trace: sums of diagonals over any two axes."""
+    """numpy.trace: sums of diagonals over any two axes (booleans sum as int64, as in NumPy)."""
+    if a._t.dtype is _dtypes.bool and dtype is None:
+        a = xp.astype(a, _dtypes.int64)
     return xp.linalg.trace(_to_end(a, axis1, axis2), offset=offset, dtype=dtype)
 
 
@@ -425,14 +428,18 @@ def repeat(a: A, repeats: int | A, axis: int | None = None) -> A:
 
 @implements(np.tril, arrays="m")
 def tril(m: A, k: int = 0) -> A:
-    """numpy.tril."""
-    return xp.tril(m, k=k)
+    """numpy.tril (a 1-d m is read as the square matrix of its rows, as in NumPy)."""
+    return xp.tril(_square_if_vector(m), k=k)
 
 
 @implements(np.triu, arrays="m")
 def triu(m: A, k: int = 0) -> A:
-    """numpy.triu."""
-    return xp.triu(m, k=k)
+    """numpy.triu (a 1-d m is read as the square matrix of its rows, as in NumPy)."""
+    return xp.triu(_square_if_vector(m), k=k)
+
+
+def _square_if_vector(m: A) -> A:
+    return xp.broadcast_to(m, (m.shape[0], m.shape[0])) if m.ndim == 1 else m
 
 
 @implements(np.meshgrid, arrays="xi")
@@ -618,8 +625,13 @@ def _extreme(which: str, a: A, axis: Any, keepdims: bool, initial: Any) -> A:
     if initial is None:
         return getattr(xp, which)(a, axis=axis, keepdims=keepdims)
     shape = _reduced_shape(a, axis, keepdims, func)
+    if a._t.dtype is _dtypes.bool:  # NumPy casts initial to bool; max is any, min is all
+        initial = builtins.bool(initial)
     if a.size == 0:
         return xp.full(shape, initial, dtype=a.dtype, device=a.device)
+    if a._t.dtype is _dtypes.bool:
+        combine = xp.logical_or if which == "max" else xp.logical_and
+        return combine(getattr(xp, which)(a, axis=axis, keepdims=keepdims), initial)
     combine = xp.maximum if which == "max" else xp.minimum
     return combine(getattr(xp, which)(a, axis=axis, keepdims=keepdims), initial)
 
@@ -859,7 +871,10 @@ def empty_like(prototype: A, dtype: Any = None, order: str = "K", shape: Any = N
 @implements(np.full_like, arrays="a")
 def full_like(a: A, fill_value: Any, dtype: Any = None, order: str = "K", shape: Any = None,
               device: Any = None) -> A:
-    """numpy.full_like."""
+    """numpy.full_like: the value is cast to the result's dtype as NumPy casts it (1.9 fills an int array with 1)."""
+    if not isinstance(fill_value, A):
+        # a 0-d array on the result's device: cast to the result's dtype, not refused
+        fill_value = xp.asarray(np.asarray(fill_value), device=a.device if device is None else device)
     return _like("full", a, dtype, shape, device, fill_value, order=order)
 
 
@@ -869,7 +884,20 @@ def copy(a: A) -> A:
     return xp.asarray(a, copy=True)
 
 
-_direct(np.astype, "astype", arrays="x")
+@implements(np.astype, arrays="x")
+def astype(x: A, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A:
+    """numpy.astype: NumPy's unsafe cast, so complex to real keeps the real part with a ComplexWarning (the
+    namespace's astype refuses that, as the standard asks)."""
+    return xp.astype(real_part_if_narrowing(x, dtype), dtype, copy=copy, device=device)
+
+
+def real_part_if_narrowing(x: A, dtype: Any) -> A:
+    """x, or its real part with NumPy's ComplexWarning where ``dtype`` is real and x complex."""
+    if x._t.dtype in _dtypes.COMPLEX_FLOAT and _dtypes.to_dtype(dtype) not in _dtypes.COMPLEX_FLOAT:
+        warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
+                      stacklevel=4)
+        return xp.real(x)
+    return x
 
 
 # ---------------------------------------------------------------- linalg

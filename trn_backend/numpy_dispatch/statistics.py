@@ -320,10 +320,10 @@ def _quantile(a: A, q: Any, axis: Any, method: str, keepdims: bool, weights: Any
     result_np = _quantile_dtype(func, _public(a._t.dtype), quantiles.kind, method, weights is not None)
     dtype = _on(device, result_np)
     slices = _Slices(a, axis, name)
-    skip_nan = skip_nan and _is_floating(a._t)
+    nan_function, skip_nan = skip_nan, skip_nan and _is_floating(a._t)
     shape = quantiles.shape + slices.shape(keepdims)
     if slices.n == 0:
-        if not skip_nan:
+        if not nan_function:  # NumPy's nan-quantiles of no data are NaN, integer data included
             raise IndexError(f"{name}(): cannot take a quantile along axes of total length 0 (a has shape "
                              f"{a.shape})")
         _warn("Mean of empty slice")  # NumPy's warning here: its nan-quantiles of no data are nanmean's
