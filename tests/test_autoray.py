@@ -29,8 +29,8 @@ def test_backend_is_inferred():
 
 
 def test_numpy_routed_names_are_in_the_dispatch_table():
-    from trn_backend.numpy_dispatch import handled_functions
-    handled = set(handled_functions())
+    from trn_backend.numpy_dispatch import handled_functions, handled_ufuncs
+    handled = set(handled_functions()) | set(handled_ufuncs())
     missing = [n for n in _autoray.NUMPY_NAMES if f"numpy.{n}" not in handled]
     missing += [n for n in _autoray.NUMPY_LINALG_NAMES if f"numpy.linalg.{n}" not in handled]
     assert not missing, f"autoray would call NumPy functions the table lacks: {missing}"
@@ -55,7 +55,7 @@ CALLS = {
     "sort": (("sort", A, 1), {}), "argmax": (("argmax", A, 2), {}), "cumsum": (("cumsum", A, 1), {}),
     "abs": (("abs", A), {}), "sqrt": (("sqrt", np.abs(A)), {}), "exp": (("exp", A), {}),
     "log10": (("log10", np.abs(A) + 1), {}), "tril": (("tril", M), {}), "matmul": (("matmul", M, M), {}),
-    "complex": (("complex", A, A), {}),
+    "complex": (("complex", A, A), {}), "power": (("power", A, 2), {}),
 }
 
 
@@ -87,6 +87,10 @@ def test_compositions_and_attributes():
     assert_same(ar.transpose(x), A.T)
     assert_same(ar.dag(xp.asarray(M + 1j * M)), (M + 1j * M).conj().T)
     assert_same(ar.reshape(x, (4, 6)), A.reshape(4, 6))
+    solution, residuals, rank, _ = ar.do("linalg.lstsq", xp.asarray(M), xp.asarray(M[:, 0]), rcond=None)
+    expected = np.linalg.lstsq(M, M[:, 0], rcond=None)
+    assert type(solution) is xp.NeuronArray and int(rank) == expected[2]
+    np.testing.assert_allclose(np.asarray(solution), expected[0], atol=1e-12)
     parts = ar.do("split", x, 3, 1)
     assert len(parts) == 3 and all(type(p) is xp.NeuronArray for p in parts)
     U, s, Vh = ar.do("linalg.svd", xp.asarray(A[0]))

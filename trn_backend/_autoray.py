@@ -26,10 +26,11 @@ BACKEND = "trn_backend"
 NUMPY_NAMES = (
     "all", "allclose", "any", "argmax", "argmin", "argsort", "array_split", "clip", "concatenate", "copy",
     "count_nonzero", "cumprod", "cumsum", "diag", "diagonal", "dot", "expand_dims", "flip", "inner", "isclose", "kron",
-    "max", "mean", "min", "moveaxis", "nonzero", "outer", "prod", "ravel", "real", "imag", "repeat", "roll", "round",
+    "max", "mean", "min", "moveaxis", "nonzero", "outer", "power", "prod", "ravel", "real", "imag", "repeat", "roll",
+    "round",
     "sort", "split", "squeeze", "stack", "std", "sum", "swapaxes", "take", "tile", "trace", "var", "vdot", "where",
 )
-NUMPY_LINALG_NAMES = ("norm",)
+NUMPY_LINALG_NAMES = ("norm", "lstsq")
 
 
 def transpose(a: NeuronArray, axes: Sequence[int] | None = None) -> NeuronArray:
