@@ -60,14 +60,14 @@ NAMES = {
 # torch dtype -> the NumPy dtype users see, and back
 PUBLIC: dict[torch.dtype, np.dtype] = {
     d: np.dtype(ml_dtypes.bfloat16) if d is bfloat16 else np.dtype(n) for d, n in NAMES.items()}
-_TORCH: dict[np.dtype, torch.dtype] = {v: k for k, v in PUBLIC.items()}
-TORCH_OF_PUBLIC = _TORCH  # NumPy dtype -> torch dtype, for the NumPy dtypes a NeuronArray may hold
+# NumPy dtype -> torch dtype, for the NumPy dtypes a NeuronArray may hold
+TORCH_OF_PUBLIC: dict[np.dtype, torch.dtype] = {v: k for k, v in PUBLIC.items()}
 
 
 def host_scalar(value: np.generic) -> torch.Tensor:
     """A NumPy scalar of a supported dtype as a 0-d CPU tensor of its dtype (its bits, bfloat16 included)."""
     a = np.asarray(value)
-    target = _TORCH[a.dtype]
+    target = TORCH_OF_PUBLIC[a.dtype]
     if target is bfloat16:
         return torch.from_numpy(a.reshape(1).view(np.uint16)).view(target).reshape(())
     return torch.from_numpy(a.reshape(1).view(PUBLIC[target])).reshape(()).clone()
@@ -246,7 +246,7 @@ def to_dtype(dtype: object, func: str = "dtype") -> torch.dtype:
         np_dtype = np.dtype(dtype)
     except TypeError:
         raise TypeError(f"{func}: {dtype!r} is not a dtype (use e.g. trn_backend.float32)") from None
-    found = _TORCH.get(np_dtype)
+    found = TORCH_OF_PUBLIC.get(np_dtype)
     if found is None:
         raise TypeError(f"{func}: dtype {np_dtype} is not supported on NeuronArray; supported: "
                         f"{', '.join(NAMES.values())}")
