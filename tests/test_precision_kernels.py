@@ -5,7 +5,9 @@ bf16 operands, complex, batches, K = 0, dynamic range) behave as documented."""
 from __future__ import annotations
 
 import functools
+import itertools
 import math
+import sys
 import warnings
 from fractions import Fraction
 
@@ -229,14 +231,21 @@ def test_special_values_on_a_grid_follow_the_textbook_formula(mode, dtype):
 @pytest.mark.parametrize("mode", ["fast", "sr", "dd", "bf16x6", "ozaki"])
 def test_finite_operands_overflow_only_where_the_exact_result_does(mode):
     """The emulated modes scale rows and columns, so no intermediate overflows (kahan and native are float64
-    arithmetic on float64 data, and overflow where it does).
-    Exact results 1.1e41 (beyond float32, within float64) and 0 (float64 arithmetic gives inf - inf = nan)."""
-    a = torch.tensor([[1e20, 2e20], [1e300, 1e300]], dtype=torch.float64)
-    b = torch.tensor([[3e20, 1e300], [4e20, -1e300]], dtype=torch.float64)
+    arithmetic on float64 data, and overflow where it does). The oracle is the exact product in rationals:
+    1.1e41 (beyond float32, within float64), 0 (whose float64 products 1e600 overflow), and -1e320 and 7e320
+    (beyond float64: the correctly rounded result is an infinity). Nothing is assumed of the BLAS."""
+    rows = [[1e20, 2e20], [1e300, 1e300]]
+    cols = [[3e20, 1e300], [4e20, -1e300]]
+    a, b = torch.tensor(rows, dtype=torch.float64), torch.tensor(cols, dtype=torch.float64)
+    exact = [[sum(Fraction(rows[i][k]) * Fraction(cols[k][j]) for k in range(2)) for j in range(2)] for i in range(2)]
     c = kernels.matmul(a, b, mode)
-    assert c[0, 0].item() == pytest.approx(1.1e41, rel=_precision.error_bound(mode, torch.float64, 2))
-    assert c[1, 1].item() == 0.0 and torch.isnan(torch.matmul(a, b)[1, 1])
-    assert c[0, 1].item() == -math.inf and c[1, 0].item() == math.inf  # -1e320 and 7e320 overflow float64
+    bound = _precision.error_bound(mode, torch.float64, 2)
+    for i, j in itertools.product(range(2), range(2)):
+        if abs(exact[i][j]) > Fraction(sys.float_info.max):
+            assert c[i, j].item() == (math.inf if exact[i][j] > 0 else -math.inf)
+        else:
+            assert abs(Fraction(c[i, j].item()) - exact[i][j]) <= Fraction(bound) * abs(exact[i][j])
+    assert exact[0][0] > Fraction(float(np.finfo(np.float32).max))
     assert kernels.matmul(a.float(), b.float(), mode)[0, 0].item() == math.inf  # 1.1e41 overflows float32
 
 

@@ -28,12 +28,11 @@ from ._config import config  # noqa: F401
 from ._dtypes import PUBLIC as _PUBLIC
 from ._precision import (  # noqa: F401
     PrecisionError,
-    error_bound,
     last_precision_report,
     precision,
     select_precision,
 )
-from .contraction import contract, contract_expression, einsum, explain  # noqa: F401
+from .contraction import contract, contract_expression, einsum, error_bound, explain  # noqa: F401
 from .contraction.multi import multi_einsum  # noqa: F401
 
 # The dtype objects are NumPy's (``trn_backend.float32 == np.float32``); float16 and bfloat16 (ml_dtypes' type, as

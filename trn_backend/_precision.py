@@ -350,6 +350,17 @@ def record(check: Check) -> None:
         report.append(check)
 
 
+def targets(precision: str | None, target_forward_error: float | None) -> tuple[float | None, float | None]:
+    """(forward, relative): the target in force for a call with these per-call arguments (its own, else the
+    innermost block's), each None where there is none; a per-call mode or forward target overrides a block."""
+    if precision is not None or target_forward_error is not None:
+        return target_forward_error, None
+    setting = _ACTIVE.get()
+    if setting is None or setting.mode is not None:
+        return None, None
+    return setting.target, setting.relative
+
+
 def active_setting() -> Hashable:
     """The precision setting in force (None for the device default): what a cache of contraction results must
     key them by, since the same operands give different results under different modes."""
@@ -592,10 +603,12 @@ def _default_mode(device: torch.device | str) -> str:
 
 
 def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str | None = None,
-            target_forward_error: float | None = None, bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+            target_forward_error: float | None = None, bmkn: tuple[int, int, int, int] | None = None,
+            roundings: int = 1) -> Resolved:
     """The mode for one binary contraction of contracted length ``K`` (sizes ``bmkn``, default (1, 1024, K,
     1024)) on ``device``: explicit precision= or target_forward_error= (not both), else the innermost
-    ``precision`` block, else the device default. A target picks the cheapest mode on ``device`` that meets it."""
+    ``precision`` block, else the device default. A target picks the cheapest mode on ``device`` that meets its
+    ``share`` for an expression of ``roundings`` rounding steps (see ``compose``)."""
     # the common call (no per-call choice) skips validating one: it runs once per binary step
     explicit = precision is not None or target_forward_error is not None
     setting = (explicit and _setting(precision, target_forward_error, {}, "resolve")) or _ACTIVE.get()
@@ -605,8 +618,40 @@ def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str 
         return _honest(_resolved(setting.mode, setting.params, dtype, K), dtype, K, device)
     kind = _kind(device)
     if setting.target is not None:
-        return _select(dtype, K, setting.target, "target_forward_error", kind, bmkn, _native_ok(kind, dtype))
+        return _select(dtype, K, share(setting.target, roundings), "target_forward_error", kind, bmkn,
+                       _native_ok(kind, dtype))
     return _checked(dtype, K, setting.relative, kind, bmkn, _native_ok(kind, dtype))
+
+
+# --- whole expressions (docs/precision.md, "Whole expressions") ---
+
+def compose(bounds: Iterable[float | None]) -> float | None:
+    """The bound of a whole expression, in units of its absolute value (the same expression on |operands|), from
+    the bounds of its rounding steps (each in units of that step's own absolute value): prod(1 + b_i) - 1. A
+    step's error grows by (1 + b) the magnitudes later steps work on, whatever the tree. None if any is None."""
+    total = 1.0
+    for b in bounds:
+        if b is None:
+            return None
+        total *= 1.0 + b
+    return total - 1.0
+
+
+def share(target: float, roundings: int) -> float:
+    """The bound each of ``roundings`` steps must meet so that their composition meets ``target``:
+    (1 + target)**(1/n) - 1, rounded down so that composing n of them never exceeds ``target``."""
+    if roundings <= 1:
+        return target
+    return math.expm1(math.log1p(target) / roundings) * (1 - 4 * U_FP64 * roundings)
+
+
+def sum_bound(dtype: torch.dtype, terms: int) -> float:
+    """Adding ``terms`` partial results in ``dtype`` (a slice sum, a sum over ranks): gamma_{n-1}(u) of their
+    magnitudes, sqrt(2) more for complex parts; 0 for exact (integer, bool) dtypes."""
+    if not (dtype.is_floating_point or dtype.is_complex) or terms <= 1:
+        return 0.0
+    real = dtype.to_real() if dtype.is_complex else dtype
+    return (math.sqrt(2) if dtype.is_complex else 1.0) * gamma(terms - 1, _unit(real))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from . import opt_einsum_backend
 from .api import einsum
-from .explain import Explanation, explain
+from .explain import Explanation, error_bound, explain
 from .multi import multi_einsum
 from .opt_einsum_backend import Expression, contract, contract_expression
 from .plan import Plan
 
-__all__ = ["einsum", "contract", "contract_expression", "multi_einsum", "explain", "Explanation", "Expression",
-           "Plan"]
+__all__ = ["einsum", "contract", "contract_expression", "multi_einsum", "explain", "error_bound", "Explanation",
+           "Expression", "Plan"]
 
 opt_einsum_backend.register()

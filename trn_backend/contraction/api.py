@@ -26,7 +26,7 @@ from .._helpers import (
     tensor,
     wrap,
 )
-from . import execute, paths
+from . import execute, paths, whole
 from .parse import Spec, parse, symbol
 from .plan import Entry, entry, result_dtype
 
@@ -81,11 +81,31 @@ def contract_spec(spec: Spec, ts: list[torch.Tensor], optimize: object = "auto",
     """Contract tensors labelled by a parsed ``spec``: one planned step, or a path of them."""
     if len(ts) <= 2:
         paths.check_optimize(optimize)  # there is no path to choose, but a wrong choice is still an error
-        return execute.contract(spec.inputs, spec.output, ts, precision, target_forward_error)
-    # promote once, so every step computes in the result dtype (as NumPy does)
-    dtype = result_dtype(tuple(t.dtype for t in ts))
-    ts = [_dtypes.cast(t, dtype) for t in ts]
+        if precision is None and target_forward_error is None and _precision.active_setting() is None:
+            return execute.contract(spec.inputs, spec.output, ts)  # the common call: one step, default mode
+    else:
+        # promote once, so every step computes in the result dtype (as NumPy does)
+        dtype = result_dtype(tuple(t.dtype for t in ts))
+        ts = [_dtypes.cast(t, dtype) for t in ts]
+    relative = _precision.targets(precision, target_forward_error)[1]
+    if relative is not None and paths.roundings(paths.program(spec, tuple(t.shape for t in ts), optimize),
+                                                tuple(t.dtype for t in ts)) > 1:
+        return _checked_whole(spec, ts, optimize, relative)
     return paths.run(spec, ts, optimize, precision, target_forward_error)
+
+
+def _checked_whole(spec: Spec, ts: list[torch.Tensor], optimize: object, relative: float) -> torch.Tensor:
+    """target_relative_error= on an expression of several rounding steps, checked as a whole (``whole``; a
+    single step keeps its own a posteriori check, ``posteriori``)."""
+    shapes = tuple(t.shape for t in ts)
+
+    def run(tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
+        ledger: list = []
+        out = paths.run(spec, list(tensors), optimize, ledger=ledger)
+        return out, [(p.label, p.bound) for p in ledger if p.roundings]
+
+    sizes = paths.label_sizes(zip(spec.inputs, shapes, strict=True))
+    return whole.checked(spec.subscripts, run, ts, sizes, spec.output, relative)
 
 
 # --- tensordot, matmul, vecdot: each validates once per (shapes, dtypes, axes) and caches the planner entry ---

@@ -14,7 +14,7 @@ import torch
 
 from .. import _dtypes, _precision, kernels
 from . import posteriori
-from .plan import Operand, Plan, plan_for
+from .plan import Plan, plan_for
 
 __all__ = ["contract", "execute", "EXECUTORS"]
 
@@ -24,16 +24,19 @@ EXECUTORS: dict[type, Callable[[Plan, Sequence[torch.Tensor]], torch.Tensor]] = 
 
 
 def contract(inputs: tuple[str, ...], output: str, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...],
-             precision: str | None = None, target_forward_error: float | None = None) -> torch.Tensor:
-    """Contract one or two tensors labelled by ``inputs`` into ``output`` (labels already validated)."""
+             precision: str | None = None, target_forward_error: float | None = None,
+             roundings: int = 1) -> torch.Tensor:
+    """Contract one or two tensors labelled by ``inputs`` into ``output`` (labels already validated), as one
+    step of an expression of ``roundings`` rounding steps (what a target is shared among)."""
     # the per-call path of every contraction: plan lookup, then execute, with as little Python as possible
     a = tensors[0]
     if len(tensors) == 2:
         b = tensors[1]
         plan = plan_for(inputs, output, (a.shape, b.shape), (a.dtype, b.dtype), a.device, precision,
-                        target_forward_error)
+                        target_forward_error, roundings)
     else:
-        plan = plan_for(inputs, output, (a.shape,), (a.dtype,), a.device, precision, target_forward_error)
+        plan = plan_for(inputs, output, (a.shape,), (a.dtype,), a.device, precision, target_forward_error,
+                        roundings)
     return execute(plan, tensors)
 
 
@@ -75,12 +78,15 @@ def _general(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...])
     kernel call with its mode's parameters or a posteriori check; the result before the output layout."""
     dtype = plan.dtype
     ops = []
-    for op, i in zip(plan.operands, plan.order, strict=True):
+    sums = plan.sums or (None,) * len(plan.operands)
+    for op, i, summing in zip(plan.operands, plan.order, sums, strict=True):
         t = tensors[i]
         if t.dtype is not dtype:
             t = _dtypes.cast(t, dtype)
-        if op.diagonals or op.summed:
-            t = _reduce(op, t)
+        for dim1, dim2 in op.diagonals:  # repeated indices: a view of the diagonal, moved to the last dimension
+            t = t.diagonal(0, dim1, dim2)
+        if op.summed:
+            t = _sum(t, op.summed) if summing is None else _presum(t, op.summed, summing)
         if op.perm is not None:
             t = t.permute(op.perm)
         if op.expand is not None:
@@ -138,11 +144,23 @@ def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
             "contraction")
 
 
-def _reduce(op: Operand, t: torch.Tensor) -> torch.Tensor:
-    """Diagonals of repeated indices, then sums of indices this operand alone has (not contractions)."""
-    for dim1, dim2 in op.diagonals:
-        t = t.diagonal(0, dim1, dim2)
-    return _sum(t, op.summed) if op.summed else t
+def _presum(t: torch.Tensor, dims: tuple[int, ...], plan: Plan) -> torch.Tensor:
+    """Sum out indices of one operand under the mode of its pre-sum ``plan`` (see ``Plan.sums``): native is
+    torch's sum in the operand's dtype, whose error any order of summation keeps within native's bound
+    gamma_Ks(u); other modes run [R, Ks] @ ones[Ks, 1] through the kernel layer (a posteriori checked under a
+    relative target), so the sum has the mode's bound like any contraction."""
+    r = plan.resolved
+    if r.mode == "native" and r.target_relative_error is None:
+        return _sum(t, dims)
+    kept = [d for d in range(t.dim()) if d not in dims]
+    shape = [t.shape[d] for d in kept]
+    flat = t.permute(*kept, *dims).reshape(plan.bmkn[1], plan.bmkn[2])
+    ones = torch.ones(plan.bmkn[2], 1, dtype=t.dtype, device=t.device)
+    if r.target_relative_error is not None:
+        out = posteriori.run(plan, flat, ones)
+    else:
+        out = kernels.matmul(flat, ones, r.mode, **r.kwargs)
+    return out.reshape(shape)
 
 
 def _sum(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -16,7 +17,7 @@ from . import paths
 from .parse import Shapes, parse
 from .plan import Plan, plan_for, result_dtype
 
-__all__ = ["Explanation", "explain"]
+__all__ = ["Explanation", "explain", "error_bound"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,15 +47,35 @@ class Explanation:
         return max((p.size for p in self.steps), default=0)
 
     @property
+    def bound(self) -> float | None:
+        """The bound of the whole expression, in units of the same expression on |operands|: every step's
+        (kernel and pre-sums) composed (``_precision.compose``; docs/precision.md, "Whole expressions"). 0 for
+        exact (integer) contractions, None where a step's mode publishes no bound."""
+        return _precision.compose(p.bound for p in self.steps)
+
+    @property
+    def roundings(self) -> int:
+        """The rounding steps the bound composes (kernel calls and pre-sums of inexact dtypes)."""
+        return sum(p.roundings for p in self.steps)
+
+    @property
     def kernel_calls(self) -> int:
         return sum(p.kernel is not None for p in self.steps)
 
     def __str__(self) -> str:
         header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound", "trn2 model")
-        rows = [(str(i), _readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
-                 f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p), _modelled_text(p, estimate))
-                for i, (p, impl, estimate) in enumerate(zip(self.steps, self.implementations, self.modelled,
-                                                            strict=True), start=1)]
+        rows = []
+        for i, (p, impl, estimate) in enumerate(zip(self.steps, self.implementations, self.modelled, strict=True),
+                                                start=1):
+            # each pre-sum (an index of one operand only, summed under the mode) is a row of its own
+            for letter, s in zip("ab", [s for s in p.sums if s is not None], strict=False):  # at most two
+                rows.append((f"{i}{letter}", _readable(s.subscripts), _sum_implementation(s), str(s.bmkn),
+                             f"{2 * s.bmkn[1] * s.bmkn[2]:.3g}", f"{s.bmkn[1]:,}", _mode_text(s), _bound_text(s),
+                             "-"))
+            if p.kernel is not None or not p.sums:
+                rows.append((str(i), _readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
+                             f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p),
+                             _modelled_text(p, estimate)))
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
                  f"dtype {_dtypes.name(self.dtype)}",
@@ -65,6 +86,10 @@ class Explanation:
             lines.append(f"modes: the cheapest meeting the target, cost basis: {self.cost_basis}")
         lines.append(f"total: {self.kernel_calls} kernel call(s), {self.flops:.3g} FLOPs, "
                      f"largest intermediate {self.largest_intermediate:,} elements")
+        bound = self.bound
+        if self.roundings:
+            lines.append(f"whole expression: bound {'-' if bound is None else f'{bound:.2g}'} of the expression "
+                         f"on |operands|, {self.roundings} rounding step(s) composed")
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -89,15 +114,39 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
         path = tuple(tuple(sorted(s.positions)) for s in steps)
         chain = [link for s in steps for link in s.chain]
     out_dtype = result_dtype(dtypes, "explain")
+    # a target is shared among the expression's rounding steps, as einsum shares it
+    roundings = 1 if _precision.targets(precision, target_forward_error) == (None, None) else paths.roundings(
+        (paths.Step((), tuple(chain)),), (out_dtype,))
     try:
         plans = tuple(plan_for(inputs, output, step_shapes, (out_dtype,) * len(inputs), device, precision,
-                               target_forward_error) for inputs, output, step_shapes in chain)
+                               target_forward_error, roundings) for inputs, output, step_shapes in chain)
     except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
         raise e.named("explain()") from e.__cause__
     implementations = tuple(_implementation(p, device) for p in plans)
     return Explanation(subscripts, shapes, _dtypes.PUBLIC[out_dtype], path, plans, implementations,
                        tuple(_estimate(p, impl) for p, impl in zip(plans, implementations, strict=True)),
                        _cost_basis(out_dtype, device, precision, target_forward_error))
+
+
+def error_bound(mode: str, dtype: object, K: int | str, /, *shapes: object, ranks: int = 1,
+                optimize: object = "auto", **params: Any) -> float | None:
+    """The published bound of ``mode`` (with its ``params``) for results of ``dtype``, in units of the absolute
+    value: for one step of contracted length ``K`` (units of |A||B|, output rounding included), or, with
+    subscripts and operand shapes in place of K (``error_bound("dd", xp.float32, "ij,jk->ik", (8, 64),
+    (64, 8))``), for the whole expression along ``optimize``'s path, in units of the expression on |operands|
+    (``Explanation.bound``). ``ranks``: the result a pending sum over that many ranks of a sharded contraction.
+    None where no bound is published (native bf16/fp16); 0 for exact (integer) contractions."""
+    if not isinstance(K, str):
+        if shapes:
+            raise TypeError("error_bound(): operand shapes go with subscripts, not with a contracted length K")
+        return _precision.error_bound(mode, dtype, K, ranks=ranks, **params)
+    with _precision.precision(mode, **params):
+        explanation = explain(K, *shapes, optimize=optimize, dtype=dtype)
+    bound = explanation.bound
+    if ranks == 1 or bound is None or not explanation.roundings:
+        return bound
+    # the partial results of the ranks are summed as the sharded engine sums them: see _precision.error_bound
+    return _precision.compose([bound, _precision.error_bound(mode, dtype, 0, ranks=ranks, **params)])
 
 
 def _cost_basis(dtype: torch.dtype, device: torch.device, precision: str | None,
@@ -185,6 +234,14 @@ def _modelled_text(p: Plan, estimate) -> str:
 
 def _bound_text(p: Plan) -> str:
     return "-" if p.resolved is None or p.resolved.bound is None else f"{p.resolved.bound:.2g}"
+
+
+def _sum_implementation(p: Plan) -> str:
+    """A pre-sum runs torch's sum under native, else the mode's matmul with a vector of ones."""
+    if p.resolved.mode == "native":
+        return "torch.sum"
+    return kernels.implementation("matmul", p.resolved.mode, p.dtype, _device.default_device(), p.bmkn,
+                                  p.resolved.kwargs)
 
 
 def _readable(subscripts: str) -> str:

@@ -26,10 +26,11 @@ from opt_einsum.sharing import to_backend_cache_wrap
 from .. import _dtypes, _precision
 from .._api.creation import asarray
 from .._helpers import PY_SCALARS, NeuronArray, wrap
+from . import whole
 from .api import canonical_axes, einsum_operands, einsum_tensors, tensordot_entry, tensordot_tensors
 from .execute import execute
 from .parse import parse
-from .paths import shape_of
+from .paths import label_sizes, shape_of
 from .plan import Entry, Plan, entry, plan_for, result_dtype
 
 __all__ = ["einsum", "tensordot", "transpose", "contract", "contract_expression", "Expression", "register",
@@ -280,6 +281,12 @@ def _contract(subscripts: Any, operands: tuple[Any, ...], kwargs: dict[str, Any]
     if kwargs.get("optimize", True) is False:
         # opt_einsum sends optimize=False to numpy.einsum whatever the backend: keep it on the engine
         return einsum(subscripts, *operands, out=kwargs.get("out"), optimize=False)
+    if isinstance(subscripts, str) and set(kwargs) <= {"optimize", "out"} and \
+            _precision.targets(None, None) != (None, None):
+        # a target holds for the whole expression: the engine runs opt_einsum's path (the same optimizer) as
+        # one program, the target shared among its rounding steps (opt_einsum's own loop sends steps one by one)
+        optimize = kwargs.get("optimize", "auto")
+        return einsum(subscripts, *operands, out=kwargs.get("out"), optimize="auto" if optimize is True else optimize)
     return opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)
 
 
@@ -311,14 +318,31 @@ class Expression:
                     program = self._program(arrays)
                 if program is None:
                     return self.expression(*arrays, backend="trn", out=out)
-                device = arrays[0]._t.device
-                ops = [x._t for x in arrays]
-                for positions, entry, perm in program:
-                    result = execute(entry.plan(device), [ops.pop(p) for p in positions])
-                    ops.append(result if perm is None else result.permute(perm))
-                return wrap(ops[0])
+                ts = [x._t for x in arrays]
+                forward, relative = _precision.targets(None, None)
+                # a target is shared among every rounding step of the expression (1: no target, no counting)
+                n = 1 if forward is None and relative is None else sum(e.base.roundings for _, e, _ in program)
+                if relative is not None and n > 1:
+                    return wrap(self._checked(ts, relative))
+                return wrap(_run(program, ts, n))
         except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name the expression
             raise e.named("contract_expression(...)()") from e.__cause__
+
+    def _checked(self, ts: list[torch.Tensor], relative: float) -> torch.Tensor:
+        """target_relative_error= on the whole expression (``whole.checked``)."""
+        spec = parse(self.expression.contraction, tuple(t.shape for t in ts))
+        sizes = label_sizes(zip(spec.inputs, (t.shape for t in ts), strict=True))
+
+        def run(tensors) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
+            # the checks run the expression on float64 data: its own program, planned for that dtype
+            ledger: list[Plan] = []
+            wide = _compile(self.expression.contraction_list, tuple(t.shape for t in tensors),
+                            tuple(t.dtype for t in tensors))
+            return _run(wide, list(tensors), 1, ledger), [(p.label, p.bound) for p in ledger if p.roundings]
+
+        dtype = result_dtype(tuple(t.dtype for t in ts))
+        return whole.checked(spec.subscripts, run, [_dtypes.cast(t, dtype) for t in ts], sizes, spec.output,
+                             relative)
 
     def _program(self, arrays: tuple[Any, ...]) -> tuple[_Step, ...] | None:
         """The program for these operands (made on first use); None where opt_einsum's own call applies."""
@@ -338,6 +362,21 @@ class Expression:
 
     def __str__(self) -> str:
         return str(self.expression)
+
+
+def _run(program: tuple[_Step, ...], ts: list[torch.Tensor], roundings: int,
+         ledger: list[Plan] | None = None) -> torch.Tensor:
+    """Run an ``Expression`` program, each step's mode resolved under the precision in force for an expression
+    of ``roundings`` rounding steps; ``ledger`` collects the plans run."""
+    device = ts[0].device
+    ops = list(ts)
+    for positions, found, perm in program:
+        plan = found.plan(device, roundings=roundings)
+        if ledger is not None:
+            ledger.append(plan)
+        result = execute(plan, [ops.pop(p) for p in positions])
+        ops.append(result if perm is None else result.permute(perm))
+    return ops[0]
 
 
 # One step of an ``Expression`` program: the operand positions opt_einsum pops, the planner entry of the

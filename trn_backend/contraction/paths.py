@@ -16,11 +16,12 @@ import numpy as np
 import opt_einsum
 import torch
 
+from .. import _precision
 from . import execute
 from .parse import Shapes, Spec
-from .plan import natural_output
+from .plan import Plan, entry, natural_output, plan_for, result_dtype
 
-__all__ = ["Step", "steps", "run", "shape_of", "check_optimize"]
+__all__ = ["Step", "steps", "run", "program", "roundings", "shape_of", "check_optimize"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,20 +42,41 @@ def steps(spec: Spec, shapes: Shapes, optimize: object = "auto") -> tuple[Step, 
 
 
 def run(spec: Spec, tensors: Sequence[torch.Tensor], optimize: object = "auto", precision: str | None = None,
-        target_forward_error: float | None = None) -> torch.Tensor:
-    """Contract all ``tensors`` along the path, each binary step planned and executed on its own."""
+        target_forward_error: float | None = None, ledger: list[Plan] | None = None) -> torch.Tensor:
+    """Contract all ``tensors`` along the path, each binary step planned and executed on its own; a target in
+    force is shared among all the expression's rounding steps. ``ledger`` collects the plans run."""
+    steps_ = program(spec, tuple(t.shape for t in tensors), optimize)
+    forward, relative = _precision.targets(precision, target_forward_error)
+    n = 1 if forward is None and relative is None else roundings(steps_, tuple(t.dtype for t in tensors))
     terms = list(tensors)
-    for step in steps(spec, tuple(t.shape for t in tensors), optimize):
+    for step in steps_:
         ops = [terms.pop(p) for p in step.positions][::-1]
         acc = ops[0]
-        if len(ops) == 1:
-            inputs, output, _ = step.chain[0]
-            acc = execute.contract(inputs, output, [acc], precision, target_forward_error)
-        else:
-            for (inputs, output, _), nxt in zip(step.chain, ops[1:], strict=True):
-                acc = execute.contract(inputs, output, [acc, nxt], precision, target_forward_error)
+        for (inputs, output, _), more in zip(step.chain, [()] if len(ops) == 1 else [(t,) for t in ops[1:]],
+                                             strict=True):
+            operands = [acc, *more]
+            plan = plan_for(inputs, output, tuple(t.shape for t in operands), tuple(t.dtype for t in operands),
+                            acc.device, precision, target_forward_error, n)
+            if ledger is not None:
+                ledger.append(plan)
+            acc = execute.execute(plan, operands)
         terms.append(acc)
     return terms[0]
+
+
+def program(spec: Spec, shapes: Shapes, optimize: object = "auto") -> tuple[Step, ...]:
+    """The steps of a contraction: the path's (``steps``), or the one step of one or two operands."""
+    if len(shapes) > 2:
+        return steps(spec, shapes, optimize)
+    return (Step(tuple(range(len(shapes)))[::-1], ((spec.inputs, spec.output, tuple(map(tuple, shapes))),)),)
+
+
+def roundings(program: Sequence[Step], dtypes: tuple[torch.dtype, ...]) -> int:
+    """The rounding steps of a whole expression (kernel calls and pre-sums of inexact dtypes): what a target
+    is shared among (``_precision.share``)."""
+    dtype = result_dtype(dtypes)
+    return sum(entry(inputs, output, shapes, (dtype,) * len(inputs)).base.roundings
+               for step in program for inputs, output, shapes in step.chain)
 
 
 def check_optimize(optimize: object, func: str = "einsum") -> object:
@@ -93,7 +115,7 @@ def _path(spec: Spec, shapes: Shapes, optimize: object) -> tuple[tuple[int, ...]
         return optimize
     inputs = [frozenset(t) for t in spec.inputs]
     output = frozenset(spec.output)
-    sizes = _label_sizes(zip(spec.inputs, shapes, strict=True))
+    sizes = label_sizes(zip(spec.inputs, shapes, strict=True))
     if isinstance(optimize, opt_einsum.paths.PathOptimizer):
         return tuple(tuple(s) for s in optimize(inputs, output, sizes, None))
     finder = opt_einsum.paths.get_path_fn(optimize)  # a name check_optimize has checked
@@ -136,7 +158,7 @@ def _steps(spec: Spec, shapes: Shapes, path: tuple[tuple[int, ...], ...]) -> tup
     return tuple(result)
 
 
-def _label_sizes(terms) -> dict[str, int]:
+def label_sizes(terms) -> dict[str, int]:
     """The size of each label over (labels, shape) pairs; a size-1 dimension broadcasts against any other."""
     sizes: dict[str, int] = {}
     for labels, shape in terms:
@@ -147,5 +169,5 @@ def _label_sizes(terms) -> dict[str, int]:
 
 def shape_of(labels: str, terms: list[tuple[str, tuple[int, ...]]]) -> tuple[int, ...]:
     """The shape of the result with ``labels`` of contracting ``terms``."""
-    sizes = _label_sizes(terms)
+    sizes = label_sizes(terms)
     return tuple(sizes[c] for c in labels)

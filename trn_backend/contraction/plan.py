@@ -63,6 +63,37 @@ class Plan:
     # the precision mode the kernel runs under (None until resolved, and for steps without a kernel); a
     # target_relative_error on it means the result is checked a posteriori (``posteriori``)
     resolved: _precision.Resolved | None = None
+    # per kernel operand, the sum of its own indices (``summed``) as a plan of its own: a [1, R, Ks] x [Ks, 1]
+    # matmul with a vector of ones (exact in every split), under a mode resolved for Ks; None where nothing is
+    # summed, the sum is exact (integer dtypes, Ks <= 1), or for the operands of a plan without sums
+    sums: tuple[Plan | None, ...] = ()
+
+    @property
+    def roundings(self) -> int:
+        """How many rounding steps this plan runs: its kernel call and each pre-sum (0 for exact dtypes)."""
+        if not (self.dtype.is_floating_point or self.dtype.is_complex):
+            return 0
+        return (self.kernel is not None) + sum(p is not None for p in self.sums)
+
+    @property
+    def label(self) -> str:
+        """The modes the step runs, as a user would write them: its pre-sums' then its kernel's, once each."""
+        modes = [p.resolved.label for p in self.sums if p is not None and p.resolved is not None]
+        if self.kernel is not None and self.resolved is not None:
+            modes.append(self.resolved.label)
+        return "+".join(dict.fromkeys(modes)) or "-"
+
+    @property
+    def bound(self) -> float | None:
+        """The step's bound in units of its own absolute value (|A||B| over all of its indices, summed ones
+        included): its pre-sums' and its kernel's bounds composed (``_precision.compose``); 0 when exact, None
+        where a mode publishes no bound or before the plan is resolved."""
+        if not self.roundings:
+            return 0.0
+        parts = [p.resolved.bound if p.resolved is not None else None for p in self.sums if p is not None]
+        if self.kernel is not None:
+            parts.append(self.resolved.bound if self.resolved is not None else None)
+        return _precision.compose(parts)
 
     @property
     def flops(self) -> int:
@@ -118,9 +149,10 @@ def result_dtype(dtypes: tuple[torch.dtype, ...], func: str = "einsum") -> torch
 
 def plan_for(inputs: tuple[str, ...], output: str, shapes: Shapes, dtypes: tuple[torch.dtype, ...],
              device: torch.device, precision: str | None = None,
-             target_forward_error: float | None = None) -> Plan:
-    """The plan for one validated contraction, its precision mode resolved from its own contracted length K."""
-    return entry(inputs, output, shapes, dtypes).plan(device, precision, target_forward_error)
+             target_forward_error: float | None = None, roundings: int = 1) -> Plan:
+    """The plan for one validated contraction, its precision mode resolved from its own contracted length K
+    (a target shared among the ``roundings`` rounding steps of the whole expression)."""
+    return entry(inputs, output, shapes, dtypes).plan(device, precision, target_forward_error, roundings)
 
 
 class Entry:
@@ -138,11 +170,12 @@ class Entry:
         self.by_device: dict[torch.device, Plan] = {}
 
     def plan(self, device: torch.device, precision: str | None = None,
-             target_forward_error: float | None = None) -> Plan:
-        """The plan under the mode ``_precision.resolve`` picks for this step's own K (per call: the active
-        precision context may change between calls)."""
+             target_forward_error: float | None = None, roundings: int = 1) -> Plan:
+        """The plan under the mode ``_precision.resolve`` picks for this step's own K, and for each pre-sum's
+        (per call: the active precision context may change between calls). A target is shared among the
+        ``roundings`` rounding steps of the whole expression this step belongs to."""
         base = self.base
-        if base.kernel is None:
+        if base.kernel is None and not base.sums:
             return base
         default = precision is None and target_forward_error is None and _precision.active_setting() is None \
             and _precision.default_plan_reusable(base.dtype)
@@ -150,22 +183,32 @@ class Entry:
             found = self.by_device.get(device)
             if found is not None:
                 return found
-        r = _precision.resolve(base.dtype, base.bmkn[2], device, precision=precision,
-                               target_forward_error=target_forward_error, bmkn=base.bmkn)
-        plan = self.by_mode.get(r)
+        r = None if base.kernel is None else _precision.resolve(
+            base.dtype, base.bmkn[2], device, precision=precision, target_forward_error=target_forward_error,
+            bmkn=base.bmkn, roundings=roundings)
+        sums = tuple(None if p is None else _precision.resolve(
+            p.dtype, p.bmkn[2], device, precision=precision, target_forward_error=target_forward_error,
+            bmkn=p.bmkn, roundings=roundings) for p in base.sums)
+        key = (r, sums) if base.sums else r
+        plan = self.by_mode.get(key)
         if plan is None:
-            plan = self.by_mode[r] = _with_mode(base, r)
+            plan = self.by_mode[key] = _with_mode(base, r, sums)
         if default:
             self.by_device[device] = plan
         return plan
 
 
 
-def _with_mode(base: Plan, resolved: _precision.Resolved) -> Plan:
+def _with_mode(base: Plan, resolved: _precision.Resolved | None,
+               sums: tuple[_precision.Resolved | None, ...] = ()) -> Plan:
     """``dataclasses.replace(base, resolved=resolved)`` without its per-field keyword call (this runs once per new
-    step): the fields copied as they are, none of ``base``'s cached properties."""
+    step): the fields copied as they are, none of ``base``'s cached properties; each pre-sum's plan under its
+    mode in ``sums``."""
     plan = object.__new__(Plan)
     plan.__dict__.update({f: base.__dict__[f] for f in _PLAN_FIELDS}, resolved=resolved)
+    if sums:
+        plan.__dict__["sums"] = tuple(None if p is None else _with_mode(p, m) for p, m in zip(base.sums, sums,
+                                                                                              strict=True))
     return plan
 
 
@@ -210,7 +253,27 @@ def _single(labels: str, output: str, shape: tuple[int, ...], dtype: torch.dtype
     rest = "".join(c for c in diag if c in output)
     out_shape = tuple(sizes[c] for c in output)
     operand = Operand(diagonals, summed, _perm(rest, output))
-    return Plan(f"{labels}->{output}", dtype, (operand,), (0,), None, (1, 1, 1, 1), None, None, out_shape)
+    subscripts = f"{labels}->{output}"
+    sums = _sums(subscripts, dtype, ((operand, diag, sizes),))
+    return Plan(subscripts, dtype, (operand,), (0,), None, (1, 1, 1, 1), None, None, out_shape, sums=sums)
+
+
+def _sums(subscripts: str, dtype: torch.dtype, operands) -> tuple[Plan | None, ...]:
+    """The pre-sum plans of ``operands`` (each (Operand, its labels after diagonals, label sizes)), or () when
+    none sums anything inexactly: see ``Plan.sums``."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return ()
+    sums = []
+    for op, labels, sizes in operands:
+        ks = math.prod(sizes[labels[d]] for d in op.summed)
+        if ks <= 1:  # a sum of at most one term is exact
+            sums.append(None)
+            continue
+        rows = math.prod(sizes[c] for i, c in enumerate(labels) if i not in op.summed)
+        summed = "".join(labels[d] for d in op.summed)
+        sums.append(Plan(f"{labels}->{labels.translate({ord(c): None for c in summed})} (sum {summed})", dtype,
+                         (Operand(), Operand()), (0, 1), "matmul", (1, rows, ks, 1), None, None, (rows, 1)))
+    return tuple(sums) if any(p is not None for p in sums) else ()
 
 
 def _groups(a: str, b: str, size_a: dict[str, int], size_b: dict[str, int], keep: str,
@@ -336,12 +399,15 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
     produced = "".join(batch + rows + cols)
     out_shape = tuple(map(size, produced))
     kernel_shape = lead + (M, N)
+    subscripts = f"{inputs[0]},{inputs[1]}->{output}"
+    sums = _sums(subscripts, dtype, ((a_op, a, size_a), (b_op, b, size_b)))
     return Plan(
-        subscripts=f"{inputs[0]},{inputs[1]}->{output}", dtype=dtype,
+        subscripts=subscripts, dtype=dtype,
         operands=(b_op, a_op) if swap else (a_op, b_op), order=(1, 0) if swap else (0, 1),
         kernel=kernel, bmkn=(B, M, K, N),
         out_shape=None if out_shape == kernel_shape else out_shape,
         out_perm=_perm(produced, output), shape=tuple(map(size, output)),
+        sums=sums[::-1] if swap and sums else sums,
     )
 
 
@@ -359,9 +425,11 @@ def _product(inputs: tuple[str, ...], output: str, labels: tuple[str, str], diag
         operands.append(Operand(diag, tuple(own.index(c) for c in sums), _perm(rest, ordered), None,
                                 None if shape == now else shape))
     B, M, N = (math.prod(size(c) for c in group) for group in (g.batch, g.m, g.n))
-    return Plan(subscripts=f"{inputs[0]},{inputs[1]}->{output}", dtype=dtype, operands=tuple(operands),
+    subscripts = f"{inputs[0]},{inputs[1]}->{output}"
+    return Plan(subscripts=subscripts, dtype=dtype, operands=tuple(operands),
                 order=(0, 1), kernel="mul", bmkn=(B, M, 1, N), out_shape=None, out_perm=None,
-                shape=tuple(size(c) for c in output))
+                shape=tuple(size(c) for c in output),
+                sums=_sums(subscripts, dtype, zip(operands, labels, sizes, strict=True)))
 
 
 def _operand(labels: str, diagonals: tuple[tuple[int, int], ...], summed: tuple[str, ...],

@@ -136,9 +136,14 @@ def _plain_placement(t: DTensor, labels: str, dtype: torch.dtype) -> bool:
 def _local_plan(plan: Plan, inputs: tuple[str, ...], output: str, blocks: list[torch.Tensor]) -> Plan:
     """The plan for this rank's blocks, under the precision the caller's plan resolved."""
     base = entry(inputs, output, tuple(tuple(b.shape) for b in blocks), tuple(b.dtype for b in blocks)).base
+    # each pre-sum of the blocks under the mode resolved for the global one (its bound, for the longer global
+    # sum, covers the block's)
+    # (a block may sum fewer terms than the whole: one term is exact, and has no pre-sum plan)
+    sums = tuple(None if mine is None else dataclasses.replace(mine, resolved=theirs.resolved)
+                 for mine, theirs in zip(base.sums, plan.sums, strict=True)) if base.sums else ()
     if base.kernel is None:
-        return base
-    return dataclasses.replace(plan, **{f: getattr(base, f) for f in _LAYOUT})
+        return dataclasses.replace(base, sums=sums)
+    return dataclasses.replace(plan, sums=sums, **{f: getattr(base, f) for f in _LAYOUT})
 
 
 def _dtensor(local: torch.Tensor, like: DTensor, where: Placement, shape: tuple[int, ...]) -> DTensor:

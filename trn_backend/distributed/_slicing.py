@@ -40,9 +40,9 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 
-from .. import _dtypes
+from .. import _dtypes, _precision
 from .._array import NeuronArray, wrap
-from ..contraction import execute, paths
+from ..contraction import execute, paths, whole
 from ..contraction.parse import Spec, parse
 from ..contraction.plan import Plan, entry, result_dtype
 from . import _contract
@@ -76,9 +76,24 @@ def contract(subscripts: object, *operands: NeuronArray, memory_limit: int | str
     dtype = result_dtype(tuple(t.dtype for t in ts), "contract")
     shape = _output_shape(spec, ts)
     limit = max(math.prod(t.shape) for t in ts) if memory_limit == "max_input" else memory_limit
+    relative = _precision.targets(None, None)[1]
     if not any(isinstance(t, DTensor) for t in ts) and not dist.is_initialized():
         path, sliced = slicing(spec, [tuple(t.shape) for t in ts], limit, optimize)
-        return wrap(_sum_of_slices(spec, [_dtypes.cast(t, dtype) for t in ts], path, sliced, None, progress))
+        ts = [_dtypes.cast(t, dtype) for t in ts]
+        if relative is not None and (dtype.is_floating_point or dtype.is_complex):
+            # the slices and their sum are one expression: checked as a whole (``whole``)
+            def run(tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
+                program = _Program(spec, list(tensors), path, sliced)
+                return program.sum_slices(0, math.prod(program.digits), False), program.bounds()
+
+            sizes = _sizes(spec, [tuple(t.shape) for t in ts])
+            return wrap(whole.checked(spec.subscripts, run, ts, sizes, spec.output, relative))
+        return wrap(_sum_of_slices(spec, ts, path, sliced, None, progress))
+    if relative is not None:
+        raise _precision.PrecisionError(
+            "target_relative_error= is not available for a sliced contraction of sharded operands or in a "
+            "process group (its pending sum over ranks is not checked as a whole); use target_forward_error= or "
+            "a mode", "contract()")
     mesh = next((t.device_mesh for t in ts if isinstance(t, DTensor)), None) or default_mesh()
     dts, label = _contract.localize(ts, spec.inputs, dtype, subscripts, mesh)
     blocks = [_dtypes.cast(t.to_local(), dtype) for t in dts]
@@ -152,7 +167,7 @@ def _sum_of_slices(spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple
                    mesh: DeviceMesh | None, progress: bool | None = None) -> torch.Tensor:
     """The sum over this rank's slices: all of them, or its contiguous block of them when spread over a mesh
     (contiguous, so that steps keep being shared between consecutive slices)."""
-    program = _Program(spec, ts, path, sliced)
+    program = _Program(spec, ts, path, sliced, 1 if mesh is None else mesh.size())
     n = math.prod(program.digits)
     start, stop = (0, n) if mesh is None else (n * mesh.get_local_rank() // mesh.size(),
                                                n * (mesh.get_local_rank() + 1) // mesh.size())
@@ -185,12 +200,33 @@ class _Program:
     per step on registers (the operands, then each step's result), the odometer order of the sliced indices,
     and for each odometer digit the leaves and steps that a turn of it makes stale."""
 
-    def __init__(self, spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple[str, ...]) -> None:
+    def __init__(self, spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple[str, ...],
+                 ranks: int = 1) -> None:
         sizes = _sizes(spec, [t.shape for t in ts])
         # an operand broadcasting a sliced index from size 1 takes its one entry in every slice
         varies = [tuple(dict.fromkeys(c for c, d in zip(labels, t.shape, strict=True) if c in sliced and d != 1))
                   for labels, t in zip(spec.inputs, ts, strict=True)]
-        steps = _steps(spec, ts, path, sliced, [frozenset(v) for v in varies])
+        self.dtype, self.device = ts[0].dtype, ts[0].device
+        self.digits = tuple(sizes[c] for c in sliced)
+        # Under a precision setting, float32 and complex64 slices are summed in float64 and rounded once, so the
+        # sum costs gamma_{N-1}(u_fp64) plus one rounding; by default they are summed in their own dtype.
+        self.acc = _dtypes.COMPUTE.get(self.dtype, self.dtype)
+        if _precision.active_setting() is not None:
+            self.acc = {torch.float32: torch.float64, torch.complex64: torch.complex128}.get(self.dtype, self.acc)
+        self.ranks = ranks
+        self.steps = steps = _steps(spec, ts, path, sliced, [frozenset(v) for v in varies])
+        forward = _precision.targets(None, None)[0]
+        if forward is not None:
+            # the target is shared among the steps' roundings and the fixed ones of the sums (then checked)
+            fixed = len(self.bounds()) - sum(bool(s.plan.roundings) for s in steps)
+            self.steps = steps = _steps(spec, ts, path, sliced, [frozenset(v) for v in varies],
+                                        sum(s.plan.roundings for s in steps) + fixed)
+            bound = _precision.compose(b for _, b in self.bounds())
+            if bound is not None and bound > forward:
+                raise _precision.PrecisionError(
+                    f"no mode reaches target_forward_error={forward:g} for {spec.subscripts!r} as a sum of "
+                    f"{math.prod(self.digits)} slices: the whole bound is {bound:.3g}, with "
+                    f"{', '.join(f'{m} {b:.2g}' for m, b in self.bounds())}", "contract()")
         order = _odometer_order(sliced, sizes, [s.depends for s in steps])
         digit = {c: i for i, c in enumerate(order)}
         leaves = []
@@ -200,7 +236,6 @@ class _Program:
         self.registers: list[torch.Tensor | None] = [None] * (len(ts) + len(steps))
         self.result = steps[-1].register
         self.digits = tuple(sizes[c] for c in order)
-        self.dtype, self.device = ts[0].dtype, ts[0].device
         self.shape = tuple(sizes[c] for c in spec.output)
         # output indices sliced (by the caller's tree): each slice adds to its own part of the output
         self.outer = (spec.output, tuple(c for c in spec.output if c in sliced))
@@ -218,14 +253,32 @@ class _Program:
         self.stale_steps = [[s for s in steps if s.depends and max(digit[c] for c in s.depends) >= p]
                             for p in positions]
 
+    def bounds(self) -> list[tuple[str, float | None]]:
+        """(what, bound) of every rounding step of the whole sliced contraction, each in units of its own
+        absolute value (``_precision.compose`` composes them): the steps of a slice, the sum of the slices
+        (and over the ranks), and the rounding of a wider sum back to the dtype."""
+        out = [(s.plan.label, s.plan.bound) for s in self.steps if s.plan.roundings]
+        if not (self.dtype.is_floating_point or self.dtype.is_complex):
+            return out
+        slices = math.prod(self.digits)
+        if slices > 1:
+            out.append((f"sum of {slices} slices", _precision.sum_bound(self.acc, slices)))
+        if self.ranks > 1:
+            out.append((f"sum over {self.ranks} ranks", _precision.sum_bound(self.acc, self.ranks)))
+        if self.acc is not self.dtype and (slices > 1 or self.ranks > 1):
+            real = self.dtype.to_real() if self.dtype.is_complex else self.dtype
+            out.append((f"rounding to {_dtypes.name(self.dtype)}", torch.finfo(real).eps / 2))
+        return out
+
     def _compute(self, step: _Step) -> None:
         registers = self.registers
         registers[step.register] = execute.execute(step.plan, [registers[i] for i in step.inputs])
 
     def sum_slices(self, start: int, stop: int, progress: bool | None) -> torch.Tensor:
         """The sum of slices ``start`` to ``stop - 1`` in odometer order (``progress``: see the module)."""
-        # uint16/32/64 add in their compute dtype (modular, as the result type), bool is a logical or
-        acc = _dtypes.COMPUTE.get(self.dtype, self.dtype)
+        # uint16/32/64 add in their compute dtype (modular, as the result type), bool is a logical or; float32 in
+        # float64 under a precision setting (see __init__)
+        acc = self.acc
         add = torch.Tensor.logical_or_ if self.dtype is torch.bool else torch.Tensor.add_
         total = torch.zeros(self.shape, dtype=acc, device=self.device)
         labels, outer = self.outer
@@ -238,7 +291,7 @@ class _Program:
             for step in self.stale_steps[p]:
                 registers[step.register] = run(step.plan, [registers[i] for i in step.inputs])
             out = registers[result]
-            add(parts[tuple(value[d] for d in self.outer_digits)], out if acc is self.dtype else _dtypes.compute(out))
+            add(parts[tuple(value[d] for d in self.outer_digits)], out if acc is self.dtype else _widened(out, acc))
             if bar is not None:
                 bar.update()
             elif deciding:
@@ -250,6 +303,11 @@ class _Program:
         if bar is not None:
             bar.close()
         return _dtypes.restore(total, self.dtype)
+
+
+def _widened(t: torch.Tensor, acc: torch.dtype) -> torch.Tensor:
+    """A slice in the dtype the slices are summed in (``_Program.acc``)."""
+    return t.to(acc) if t.is_floating_point() or t.is_complex() else _dtypes.compute(t)
 
 
 def _bar(total: int, done: int):
@@ -268,7 +326,7 @@ def _tqdm():
 
 
 def _steps(spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple[str, ...],
-           varies: list[frozenset[str]]) -> list[_Step]:
+           varies: list[frozenset[str]], roundings: int = 1) -> list[_Step]:
     """Every step of ``path`` on one slice (the operands without their sliced indices), planned once, reading
     and writing registers: operand i is register i, each step's result the next one."""
     inner = Spec(tuple(_drop(labels, sliced) for labels in spec.inputs), _drop(spec.output, sliced))
@@ -285,7 +343,7 @@ def _steps(spec: Spec, ts: list[torch.Tensor], path: Path, sliced: tuple[str, ..
             (link, (nxt,)) for link, nxt in zip(step.chain, taken[1:], strict=True)]
         for (inputs, output, step_shapes), more in links:
             operands = (acc,) + more
-            plan = entry(inputs, output, step_shapes, (dtype,) * len(inputs)).plan(device)
+            plan = entry(inputs, output, step_shapes, (dtype,) * len(inputs)).plan(device, roundings=roundings)
             steps.append(_Step(len(depends), plan, operands, frozenset().union(*(depends[i] for i in operands))))
             depends.append(steps[-1].depends)
             acc = steps[-1].register
