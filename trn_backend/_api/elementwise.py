@@ -407,12 +407,14 @@ def _udivmod64(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 def _right_shift(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     x, n = _dtypes.compute(a), _dtypes.compute(b)
     if dtype is _dtypes.uint64:
-        # logical shift of the bit pattern: clear the sign copies an arithmetic shift brings in
+        # logical shift of the bit pattern: clear the sign copies an arithmetic shift brings in. Counts from 64
+        # up shift every bit out, those from 2**63 up included, which read negative in the int64 view.
+        out = (n < 0) | (n >= 64)
         n = n.clamp(min=0)
         shifted = torch.bitwise_right_shift(x, n.clamp(max=63))
         keep = torch.bitwise_left_shift(torch.ones_like(x), (64 - n).clamp(min=0, max=63)) - 1
         keep = torch.where(n == 0, torch.full_like(x, -1), keep)
-        return torch.where(n >= 64, torch.zeros_like(x), shifted & keep)
+        return torch.where(out, torch.zeros_like(x), shifted & keep)
     return torch.bitwise_right_shift(x, n)
 
 
@@ -422,6 +424,14 @@ def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
         raise ValueError(f"pow(): integer {_dtypes.name(dtype)} arrays cannot be raised to negative integer "
                          "powers; convert to a floating dtype first")
     base = _dtypes.compute(a)
+    if dtype in _dtypes.INTEGER:
+        # torch's integer powers square and multiply, wrapping as NumPy's do; a uint64 exponent from 2**63 up
+        # reads negative in the int64 view: b**e = b**(e - 2**63) * (b**(2**62))**2, modulo 2**64 throughout
+        e = _dtypes.compute(b)
+        if dtype is not _dtypes.uint64:
+            return torch.pow(base, e)
+        high = torch.where(e < 0, torch.pow(torch.pow(base, 2**62), 2), 1)
+        return torch.pow(base, e & ~_dtypes._SIGN_BIT) * high
     if b.dim() == 0 and b.is_cpu:
         # a scalar exponent (a Python number, or 0-d) as a number: torch's scalar path squares exactly (x * x),
         # where its tensor path computes exp(2 log x), leaving spurious imaginary parts on complex squares and
