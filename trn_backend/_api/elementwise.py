@@ -14,16 +14,18 @@ import operator
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from .. import _dtypes
 from .._array import overlaps, register_inplace
 from .._helpers import (
     NeuronArray,
-    as_py_scalar,
     binary_operands,
     broadcast_shape,
+    numpy_scalar,
     scalar_dtype,
+    scalar_to_tensor,
     tensor,
     wrap,
 )
@@ -300,15 +302,17 @@ def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], cate
     dtype (``_beyond_range``); every other function keeps the OverflowError of such an int. fast: where torch's
     own function answers directly (``_Fast``).
     """
+    floating = result == "float"
+
     def impl(x1: NeuronArray | complex, x2: NeuronArray | complex) -> NeuronArray:
         try:
-            t1, t2, dtype = binary_operands(x1, x2, name, broadcast=True)
+            t1, t2, dtype = binary_operands(x1, x2, name, broadcast=True, floating=floating)
         except OverflowError:
             answer = None if compare is None else _beyond_range(x1, x2, compare, name)
             if answer is None:
                 raise
             return answer
-        if result == "float" and dtype not in _dtypes.FLOATING:
+        if floating and dtype not in _dtypes.FLOATING:
             dtype = _dtypes.default_float(t1.device)
             t1, t2 = _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype)
         _dtypes.check(dtype, category, name, "x1 and x2")
@@ -326,7 +330,6 @@ def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], n
     """A comparison of an integer array with a Python int its dtype cannot hold (uint8 array > -1): every
     element lies on the same side of the int, so the answer for the dtype's smallest value is every element's,
     as NumPy 2 answers. None where the operands are not that case."""
-    x1, x2 = as_py_scalar(x1), as_py_scalar(x2)
     array, value = (x1, x2) if isinstance(x1, NeuronArray) else (x2, x1)
     if not isinstance(array, NeuronArray) or not isinstance(value, int):
         return None
@@ -522,16 +525,18 @@ def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A00
 
 
 def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> NeuronArray | complex:
-    """A clip bound in x's dtype: arrays are cast, a float bound on integer x rounds inward."""
+    """A clip bound in x's dtype: arrays (and NumPy scalars, 0-d arrays of their dtype) are cast, a float bound on
+    integer x rounds inward, and a bound beyond integer x's range is held at it."""
+    if isinstance(b, np.generic):
+        b = numpy_scalar(b, t.device, "clip")
     if isinstance(b, NeuronArray):
         if b._t.device != t.device:
             raise ValueError(f"clip(): {arg} is on {b._t.device}, x on {t.device}")
         if b._t.dtype is t.dtype:
             return b
         bound = b._t
-        if t.dtype in _dtypes.INTEGER and bound.dtype in _dtypes.FLOATING:
-            # inward, as for a Python float bound: ceil for min, floor for max (a cast would truncate)
-            bound = torch.ceil(bound) if to_int is math.ceil else torch.floor(bound)
+        if t.dtype in _dtypes.INTEGER and not _dtypes.safe_cast(bound.dtype, t.dtype):
+            bound = _saturated(bound, t.dtype, arg, to_int)
         return wrap(_dtypes.cast(bound, t.dtype))
     if t.dtype in _dtypes.INTEGER and isinstance(b, (int, float)) and not isinstance(b, bool):
         if isinstance(b, float):
@@ -541,3 +546,19 @@ def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> Ne
         lo, hi = _dtypes.int_range(t.dtype)
         return builtins.min(builtins.max(b, lo), hi)
     return b
+
+
+def _saturated(bound: Tensor, dtype: torch.dtype, arg: str, to_int: Callable[[float], int]) -> Tensor:
+    """An integer or floating bound of an integer x as x's ``dtype``: a float rounds inward (ceil for min, floor
+    for max, as a Python float bound; a cast would truncate), and values beyond the dtype's range are held at it
+    (a cast would wrap: an int16 min of 300 clips int8 x to 127, not to 44)."""
+    if bound.dtype in _dtypes.FLOATING:
+        if bool(torch.isnan(bound).any()):
+            raise ValueError(f"clip(): {arg} holds NaN, which is no bound for an integer array")
+        bound = torch.ceil(bound) if to_int is math.ceil else torch.floor(bound)
+    lo, hi = _dtypes.int_range(dtype)
+    b = wrap(bound)
+    ends = [_dtypes.compute(scalar_to_tensor(v, dtype, bound.device, "clip")) for v in (lo, hi)]
+    held = torch.where(less(b, lo)._t, ends[0], torch.where(greater(b, hi)._t, ends[1],
+                                                             _dtypes.compute(_dtypes.cast(bound, dtype))))
+    return _dtypes.restore(held, dtype)
