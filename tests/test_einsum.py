@@ -214,11 +214,13 @@ def test_optimize_is_checked_whatever_the_number_of_operands():
 
 
 def test_python_scalars_are_weak_operands():
-    """NEP 50: a Python scalar takes the dtype it combines to with the arrays (NumPy's einsum would promote)."""
+    """NEP 50: a Python scalar takes the dtype it combines to with the arrays (NumPy's einsum would promote); a
+    NumPy scalar is a strong 0-d array of its dtype."""
     x = xp.asarray([1.0, 2.0, 3.0], dtype=xp.float32)
     assert_same(xp.einsum("a,->a", x, 0.5), np.array([0.5, 1.0, 1.5], np.float32))
     assert_same(xp.einsum("a,,->a", xp.asarray([1, 2], dtype=xp.int8), 3, True), np.array([3, 6], np.int8))
-    assert_same(xp.einsum(",a->a", np.float64(2.0), x), np.array([2.0, 4.0, 6.0], np.float32))
+    assert_same(xp.einsum(",a->a", 2.0, x), np.array([2.0, 4.0, 6.0], np.float32))
+    assert_same(xp.einsum(",a->a", np.float64(2.0), x), np.array([2.0, 4.0, 6.0], np.float64))
     assert_same(xp.einsum("a,->a", x, 1j), np.array([1j, 2j, 3j], np.complex64))
     assert_same(xp.einsum(",->", 2, 3.5), np.float64(7.0))  # scalars alone: the default float (CPU: float64)
     with pytest.raises(OverflowError, match="300 is out of range for int8"):

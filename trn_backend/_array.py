@@ -640,13 +640,17 @@ def _inplace(fname: str):
                 return self
         if not isinstance(other, _OPERANDS):
             return NotImplemented
-        result = func(self, other)
-        r, dtype = result._t, self._t.dtype
+        dtype = self._t.dtype
+        try:
+            result = func(self, other)
+        except ValueError:
+            # NumPy refuses a result x cannot store before computing it (bool_x **= -1 is that TypeError, not
+            # the negative power's ValueError)
+            _check_stored(_dtypes.to_dtype((_namespace or _ns()).result_type(self, other)), dtype, fname)
+            raise
+        r = result._t
         if r.dtype is not dtype:  # NumPy's rule: the result casts back to x's dtype within its kind
-            if not _dtypes.same_kind(r.dtype, dtype):
-                raise TypeError(f"in-place {fname}: the {_dtypes.name(r.dtype)} result cannot be stored in x of "
-                                f"dtype {_dtypes.name(dtype)} under NumPy's same_kind casting; use "
-                                f"x = {fname}(x, y) instead")
+            _check_stored(r.dtype, dtype, fname)
             r = _dtypes.cast(r, dtype)
         if result.shape != self.shape:
             raise ValueError(f"in-place {fname} would change the shape of x from {self.shape} to "
@@ -656,6 +660,13 @@ def _inplace(fname: str):
 
     op.__name__ = f"i{fname}"
     return op
+
+
+def _check_stored(result: torch.dtype, dtype: torch.dtype, fname: str) -> None:
+    """TypeError unless x of ``dtype`` may store an in-place result of dtype ``result`` (NumPy's same_kind)."""
+    if result is not dtype and not _dtypes.same_kind(result, dtype):
+        raise TypeError(f"in-place {fname}: the {_dtypes.name(result)} result cannot be stored in x of dtype "
+                        f"{_dtypes.name(dtype)} under NumPy's same_kind casting; use x = {fname}(x, y) instead")
 
 
 def _unary(fname: str):

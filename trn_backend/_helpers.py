@@ -19,8 +19,8 @@ from ._array import NeuronArray, wrap
 PY_SCALARS = (bool, int, float, complex)
 
 __all__ = [
-    "NeuronArray", "wrap", "tensor", "tensors", "binary_operands", "scalar_to_tensor", "broadcast_shape",
-    "check_broadcastable", "normalize_axis", "normalize_axes", "check_same_device", "PY_SCALARS",
+    "NeuronArray", "wrap", "tensor", "tensors", "binary_operands", "numpy_scalar", "scalar_to_tensor",
+    "broadcast_shape", "check_broadcastable", "normalize_axis", "normalize_axes", "check_same_device", "PY_SCALARS",
 ]
 
 
@@ -74,10 +74,20 @@ def scalar_dtype(value: object, dtype: torch.dtype, func: str, device: torch.dev
 
 
 def as_py_scalar(value: object) -> object:
-    """NumPy scalars behave like the Python scalars they hold."""
+    """A NumPy scalar as the Python scalar it holds, where only the value counts (fill values, bounds); an
+    operand of an operation is strong instead (``numpy_scalar``)."""
     if isinstance(value, np.generic) and value.ndim == 0:
         return value.item()
     return value
+
+
+def numpy_scalar(value: np.generic, device: torch.device, func: str) -> NeuronArray:
+    """A NumPy scalar operand as what NEP 50 makes it: a 0-d array of its own dtype (strong: ``np.float64(1)``
+    with a float32 array promotes to float64, ``np.int64(300)`` with an int8 array to int64), on ``device``."""
+    if value.dtype not in _dtypes.TORCH_OF_PUBLIC:
+        raise TypeError(f"{func}(): a NumPy scalar of dtype {value.dtype} is not supported (supported: "
+                        f"{', '.join(_dtypes.NAMES.values())}); convert it to one of these first")
+    return wrap(_dtypes.host_scalar(value).to(device))
 
 
 def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
@@ -102,13 +112,21 @@ def _wrap_unsigned(value: int, dtype: torch.dtype) -> int:
     return value - 2**64 if dtype is _dtypes.uint64 and value >= 2**63 else value
 
 
-def binary_operands(x1: object, x2: object, func: str, *,
-                    broadcast: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
-    """Both operands as tensors of their promoted dtype on one device; at least one must be an array. With
-    ``broadcast`` (element-wise functions) their shapes must broadcast: a ValueError naming ``func`` and both
-    shapes, not torch's RuntimeError. (searchsorted and isin only promote.)"""
-    x1, x2 = as_py_scalar(x1), as_py_scalar(x2)
+def binary_operands(x1: object, x2: object, func: str, *, broadcast: bool = False,
+                    floating: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+    """Both operands as tensors of their promoted dtype on one device; at least one must be an array. A NumPy
+    scalar beside an array is a strong 0-d array, a Python scalar is weak (NEP 50). With ``broadcast``
+    (element-wise functions) their shapes must broadcast: a ValueError naming ``func`` and both shapes, not
+    torch's RuntimeError. (searchsorted and isin only promote.) With ``floating`` (true division and the other
+    functions whose integer input computes in the default float) a Python scalar converts to the float an
+    integer array computes in, as NumPy 2 converts it to the loop's dtype: ``int8_array / 1000`` is no
+    overflow."""
     a1, a2 = isinstance(x1, NeuronArray), isinstance(x2, NeuronArray)
+    if a1 is not a2:  # the array beside a scalar; a NumPy one joins its device as a 0-d array
+        if isinstance(x1, np.generic):
+            x1, a1 = numpy_scalar(x1, x2._t.device, func), True
+        elif isinstance(x2, np.generic):
+            x2, a2 = numpy_scalar(x2, x1._t.device, func), True
     if a1 and a2:
         t1, t2 = x1._t, x2._t
         if t1.device != t2.device:
@@ -119,11 +137,11 @@ def binary_operands(x1: object, x2: object, func: str, *,
         dtype = _dtypes.promote(t1.dtype, t2.dtype)
     elif a1 and isinstance(x2, PY_SCALARS):
         t1 = x1._t
-        dtype = scalar_dtype(x2, t1.dtype, func, t1.device)
+        dtype = scalar_dtype(x2, _floating(t1) if floating else t1.dtype, func, t1.device)
         t2 = scalar_to_tensor(x2, dtype, t1.device, func)
     elif a2 and isinstance(x1, PY_SCALARS):
         t2 = x2._t
-        dtype = scalar_dtype(x1, t2.dtype, func, t2.device)
+        dtype = scalar_dtype(x1, _floating(t2) if floating else t2.dtype, func, t2.device)
         t1 = scalar_to_tensor(x1, dtype, t2.device, func)
     else:
         bad, arg = (x1, "x1") if not a1 else (x2, "x2")
@@ -132,6 +150,11 @@ def binary_operands(x1: object, x2: object, func: str, *,
         raise TypeError(f"{func}() needs at least one NeuronArray operand, got {type(x1).__name__} and "
                         f"{type(x2).__name__}")
     return _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype), dtype
+
+
+def _floating(t: torch.Tensor) -> torch.dtype:
+    """The dtype ``t`` computes in where integer input computes in the default float."""
+    return t.dtype if t.dtype in _dtypes.FLOATING else _dtypes.default_float(t.device)
 
 
 def check_broadcastable(s1: Sequence[int], s2: Sequence[int], func: str) -> None:

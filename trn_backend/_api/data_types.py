@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from .. import _device, _dtypes
-from .._helpers import PY_SCALARS, NeuronArray, as_py_scalar, scalar_dtype, tensor, wrap
+from .._helpers import PY_SCALARS, NeuronArray, scalar_dtype, tensor, wrap
 
 __all__ = ["astype", "can_cast", "finfo", "iinfo", "isdtype", "result_type"]
 
@@ -144,20 +144,23 @@ def _is_kind(dtype: torch.dtype, kind: object) -> bool:
 
 
 def result_type(*arrays_and_dtypes: NeuronArray | np.dtype | bool | int | float | complex) -> np.dtype:
-    """The dtype the standard's promotion gives its arguments; Python scalars are weak (follow the arrays)."""
+    """The dtype the standard's promotion gives its arguments; Python scalars are weak (follow the arrays), NumPy
+    scalars strong (0-d arrays of their dtype, as in NEP 50)."""
     return _dtypes.PUBLIC[promoted(arrays_and_dtypes, "result_type")]
 
 
 def promoted(items: tuple | list, func: str) -> torch.dtype:
-    """Promote arrays, dtypes and Python scalars (weak); at least one array or dtype is required."""
+    """Promote arrays, dtypes, NumPy scalars (strong: their dtype) and Python scalars (weak); at least one array,
+    dtype or NumPy scalar is required."""
     strong: list[torch.dtype] = []
     weak: list[object] = []
     device = None  # a float with only integer arrays gives the default float of their device
     for i, item in enumerate(items):
-        item = as_py_scalar(item)
         if isinstance(item, NeuronArray):
             strong.append(item._t.dtype)
             device = device or item._t.device
+        elif isinstance(item, np.generic):  # before PY_SCALARS: np.float64 is a float
+            strong.append(_dtypes.to_dtype(item.dtype, f"{func}() argument {i}"))
         elif isinstance(item, PY_SCALARS):
             weak.append(item)
         else:

@@ -14,16 +14,18 @@ import operator
 from collections.abc import Callable
 from typing import NamedTuple
 
+import numpy as np
 import torch
 
 from .. import _dtypes
 from .._array import overlaps, register_inplace
 from .._helpers import (
     NeuronArray,
-    as_py_scalar,
     binary_operands,
     broadcast_shape,
+    numpy_scalar,
     scalar_dtype,
+    scalar_to_tensor,
     tensor,
     wrap,
 )
@@ -300,15 +302,17 @@ def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], cate
     dtype (``_beyond_range``); every other function keeps the OverflowError of such an int. fast: where torch's
     own function answers directly (``_Fast``).
     """
+    floating = result == "float"
+
     def impl(x1: NeuronArray | complex, x2: NeuronArray | complex) -> NeuronArray:
         try:
-            t1, t2, dtype = binary_operands(x1, x2, name, broadcast=True)
+            t1, t2, dtype = binary_operands(x1, x2, name, broadcast=True, floating=floating)
         except OverflowError:
             answer = None if compare is None else _beyond_range(x1, x2, compare, name)
             if answer is None:
                 raise
             return answer
-        if result == "float" and dtype not in _dtypes.FLOATING:
+        if floating and dtype not in _dtypes.FLOATING:
             dtype = _dtypes.default_float(t1.device)
             t1, t2 = _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype)
         _dtypes.check(dtype, category, name, "x1 and x2")
@@ -326,7 +330,6 @@ def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], n
     """A comparison of an integer array with a Python int its dtype cannot hold (uint8 array > -1): every
     element lies on the same side of the int, so the answer for the dtype's smallest value is every element's,
     as NumPy 2 answers. None where the operands are not that case."""
-    x1, x2 = as_py_scalar(x1), as_py_scalar(x2)
     array, value = (x1, x2) if isinstance(x1, NeuronArray) else (x2, x1)
     if not isinstance(array, NeuronArray) or not isinstance(value, int):
         return None
@@ -407,12 +410,14 @@ def _udivmod64(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:
 def _right_shift(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     x, n = _dtypes.compute(a), _dtypes.compute(b)
     if dtype is _dtypes.uint64:
-        # logical shift of the bit pattern: clear the sign copies an arithmetic shift brings in
+        # logical shift of the bit pattern: clear the sign copies an arithmetic shift brings in. Counts from 64
+        # up shift every bit out, those from 2**63 up included, which read negative in the int64 view.
+        out = (n < 0) | (n >= 64)
         n = n.clamp(min=0)
         shifted = torch.bitwise_right_shift(x, n.clamp(max=63))
         keep = torch.bitwise_left_shift(torch.ones_like(x), (64 - n).clamp(min=0, max=63)) - 1
         keep = torch.where(n == 0, torch.full_like(x, -1), keep)
-        return torch.where(n >= 64, torch.zeros_like(x), shifted & keep)
+        return torch.where(out, torch.zeros_like(x), shifted & keep)
     return torch.bitwise_right_shift(x, n)
 
 
@@ -422,6 +427,14 @@ def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
         raise ValueError(f"pow(): integer {_dtypes.name(dtype)} arrays cannot be raised to negative integer "
                          "powers; convert to a floating dtype first")
     base = _dtypes.compute(a)
+    if dtype in _dtypes.INTEGER:
+        # torch's integer powers square and multiply, wrapping as NumPy's do; a uint64 exponent from 2**63 up
+        # reads negative in the int64 view: b**e = b**(e - 2**63) * (b**(2**62))**2, modulo 2**64 throughout
+        e = _dtypes.compute(b)
+        if dtype is not _dtypes.uint64:
+            return torch.pow(base, e)
+        high = torch.where(e < 0, torch.pow(torch.pow(base, 2**62), 2), 1)
+        return torch.pow(base, e & ~_dtypes._SIGN_BIT) * high
     if b.dim() == 0 and b.is_cpu:
         # a scalar exponent (a Python number, or 0-d) as a number: torch's scalar path squares exactly (x * x),
         # where its tensor path computes exp(2 log x), leaving spurious imaginary parts on complex squares and
@@ -512,16 +525,18 @@ def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A00
 
 
 def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> NeuronArray | complex:
-    """A clip bound in x's dtype: arrays are cast, a float bound on integer x rounds inward."""
+    """A clip bound in x's dtype: arrays (and NumPy scalars, 0-d arrays of their dtype) are cast, a float bound on
+    integer x rounds inward, and a bound beyond integer x's range is held at it."""
+    if isinstance(b, np.generic):
+        b = numpy_scalar(b, t.device, "clip")
     if isinstance(b, NeuronArray):
         if b._t.device != t.device:
             raise ValueError(f"clip(): {arg} is on {b._t.device}, x on {t.device}")
         if b._t.dtype is t.dtype:
             return b
         bound = b._t
-        if t.dtype in _dtypes.INTEGER and bound.dtype in _dtypes.FLOATING:
-            # inward, as for a Python float bound: ceil for min, floor for max (a cast would truncate)
-            bound = torch.ceil(bound) if to_int is math.ceil else torch.floor(bound)
+        if t.dtype in _dtypes.INTEGER and not _dtypes.safe_cast(bound.dtype, t.dtype):
+            bound = _saturated(bound, t.dtype, arg, to_int)
         return wrap(_dtypes.cast(bound, t.dtype))
     if t.dtype in _dtypes.INTEGER and isinstance(b, (int, float)) and not isinstance(b, bool):
         if isinstance(b, float):
@@ -531,3 +546,19 @@ def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> Ne
         lo, hi = _dtypes.int_range(t.dtype)
         return builtins.min(builtins.max(b, lo), hi)
     return b
+
+
+def _saturated(bound: Tensor, dtype: torch.dtype, arg: str, to_int: Callable[[float], int]) -> Tensor:
+    """An integer or floating bound of an integer x as x's ``dtype``: a float rounds inward (ceil for min, floor
+    for max, as a Python float bound; a cast would truncate), and values beyond the dtype's range are held at it
+    (a cast would wrap: an int16 min of 300 clips int8 x to 127, not to 44)."""
+    if bound.dtype in _dtypes.FLOATING:
+        if bool(torch.isnan(bound).any()):
+            raise ValueError(f"clip(): {arg} holds NaN, which is no bound for an integer array")
+        bound = torch.ceil(bound) if to_int is math.ceil else torch.floor(bound)
+    lo, hi = _dtypes.int_range(dtype)
+    b = wrap(bound)
+    ends = [_dtypes.compute(scalar_to_tensor(v, dtype, bound.device, "clip")) for v in (lo, hi)]
+    held = torch.where(less(b, lo)._t, ends[0], torch.where(greater(b, hi)._t, ends[1],
+                                                             _dtypes.compute(_dtypes.cast(bound, dtype))))
+    return _dtypes.restore(held, dtype)

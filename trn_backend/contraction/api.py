@@ -18,9 +18,9 @@ from .. import _device, _dtypes, _precision
 from .._helpers import (
     PY_SCALARS,
     NeuronArray,
-    as_py_scalar,
     check_same_device,
     normalize_axis,
+    numpy_scalar,
     scalar_dtype,
     scalar_to_tensor,
     tensor,
@@ -53,9 +53,13 @@ def einsum(subscripts: str, /, *operands: NeuronArray, optimize: object = "auto"
 
 
 def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]:
-    """The tensors of einsum operands on one device: NeuronArrays as they are, Python (and NumPy) scalars as weak
-    scalars, as in NEP 50: 0-d tensors of the dtype each combines to with the arrays' dtype, on their device."""
-    values = [as_py_scalar(x) for x in operands]
+    """The tensors of einsum operands on one device: NeuronArrays as they are, NumPy scalars as the strong 0-d arrays
+    of their dtype and Python scalars as weak scalars, as in NEP 50: 0-d tensors of the dtype each combines to with
+    the arrays' dtype, on their device."""
+    values = list(operands)
+    if any(isinstance(x, np.generic) for x in values):
+        device = next((x._t.device for x in values if isinstance(x, NeuronArray)), None) or _device.default_device()
+        values = [numpy_scalar(x, device, func) if isinstance(x, np.generic) else x for x in values]
     arrays = [tensor(x, func, f"operands[{i}]") for i, x in enumerate(values) if not isinstance(x, PY_SCALARS)]
     check_same_device(arrays, func, "operands")
     if len(arrays) == len(values):
