@@ -156,6 +156,34 @@ def _weak_scalars() -> dict[tuple[torch.dtype, type], tuple[float, float]]:
 WEAK_SCALARS = _weak_scalars()
 
 
+# Significand bits of the real floating dtypes, the implicit leading one included.
+PRECISION = {float16: 11, bfloat16: 8, float32: 24, float64: 53}
+EXACT_INT_IN_DOUBLE = 2**53  # every int up to this magnitude is a float64
+_LARGEST_DOUBLE = (2**53 - 1) << (1024 - 53)
+
+
+def round_int(value: int, dtype: torch.dtype, func: str) -> int:
+    """A Python int for a tensor of the floating ``dtype``, rounded once to the dtype's precision (to nearest,
+    ties to even). torch converts a Python int through a double, which rounds it first beyond 2**53; the int
+    rounded here is a double, so that conversion is exact, or overflows to infinity where rounding once does
+    (beyond float64's range, float64's largest value stands for it). An int whose float64 rounding is beyond
+    float64's range is an OverflowError, as in NumPy."""
+    if -EXACT_INT_IN_DOUBLE <= value <= EXACT_INT_IN_DOUBLE:
+        return value
+    try:
+        float(value)
+    except OverflowError:
+        raise OverflowError(f"{func}(): a Python int of {value.bit_length()} bits is beyond float64's range, so "
+                            f"it has no {name(dtype)} value; pass a float (inf) if that is meant") from None
+    magnitude = abs(value)
+    shift = magnitude.bit_length() - PRECISION[real_of(dtype)]  # > 0 beyond 2**53
+    kept, dropped = divmod(magnitude, 1 << shift)
+    half = 1 << (shift - 1)
+    kept += dropped > half or (dropped == half and kept & 1)
+    rounded = min(kept << shift, _LARGEST_DOUBLE)
+    return rounded if value > 0 else -rounded
+
+
 def name(dtype: torch.dtype | np.dtype) -> str:
     """The dtype's name (``float32``); NumPy dtypes name themselves."""
     return NAMES.get(dtype, str(dtype))
@@ -354,10 +382,14 @@ def from_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
 
 
 def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
-    """``t.to(target)`` that is also right for every uint16/32/64 source and target."""
+    """``t.to(target)`` that is also right for every uint16/32/64 source and target, and that rounds once (to
+    nearest, ties to even) into float16 and bfloat16 from the sources torch converts through float32, which
+    rounds twice: float64, and integers wider than 16 bits (float32 holds narrower ones exactly)."""
     src = t.dtype
     if src is target:
         return t
+    if target in EXTENSION_FLOAT and src in _ROUNDED_THROUGH_FLOAT32:
+        return _round_to_odd_float32(_float64_for_float32(t)).to(target)
     if src in COMPUTE:
         if target in FLOATING:
             return to_float(t, target)
@@ -370,23 +402,55 @@ def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
         if target is uint64:
             return t.to(int64).view(uint64)
         return t.to(int64).to(target)
-    if src is float64 and target in EXTENSION_FLOAT:
-        return _round_to_odd_float32(t).to(target)
     return t.to(target)
 
 
+# Sources that torch converts to float16 and bfloat16 through float32, rounding twice, which misses the nearest
+# value where the first rounding lands on a tie of the second (NumPy rounds once; uint16 fits float32 exactly).
+_ROUNDED_THROUGH_FLOAT32 = frozenset({float64, int32, int64, uint32, uint64})
+
+
+def _float64_for_float32(t: torch.Tensor) -> torch.Tensor:
+    """Data of ``_ROUNDED_THROUGH_FLOAT32`` as float64 that rounds to odd at float32 as the data does: the data
+    itself, 32-bit integers exactly, 64-bit integers rounded to odd (rounding to odd twice, at 53 bits and then
+    at 24, is rounding to odd at 24 once: both truncate, and the first one's inexactness lands in its lowest bit,
+    below the second's)."""
+    if t.dtype is int64 or t.dtype is uint64:
+        return _round_to_odd_float64(t)
+    return compute(t).to(float64)
+
+
+def _round_to_odd_float64(t: torch.Tensor) -> torch.Tensor:
+    """int64 or uint64 data as float64 rounded to odd, computed exactly whatever torch's own conversion does.
+    v = top + low, top = (v >> 32) * 2**32 and low = v & (2**32 - 1), both exact in float64; their sum rounds
+    once, to the nearest float64 of v, and Dekker's Fast2Sum recovers the error v - nearest exactly, as
+    |top| >= 2**32 > low (or top = 0, when the sum is exact)."""
+    s = t.view(int64) if t.dtype is uint64 else t
+    high = torch.bitwise_right_shift(s, 32)
+    if t.dtype is uint64:
+        high = high & 0xFFFFFFFF  # a logical shift: clear the copied sign bit
+    top = high.to(float64) * 2.0**32
+    low = (s & 0xFFFFFFFF).to(float64)
+    nearest = top + low
+    error = low - (nearest - top)  # an integer, nonzero only where |v| > 2**53 (so nearest is not 0)
+    return _to_odd(nearest, error != 0, error * nearest < 0)
+
+
 def _round_to_odd_float32(t: torch.Tensor) -> torch.Tensor:
-    """float64 data as float32 rounded to odd (truncated, lowest bit set where inexact). torch converts float64 to
-    float16 and bfloat16 through float32, rounding twice, which misses the nearest value where the first rounding
-    lands on a tie of the second (NumPy rounds once). From the round-to-odd value, whose 24 bits exceed the 11 or 8
-    of the target by at least 2, the second rounding is the correct one. Values beyond float32's range stay
-    infinite, as they overflow float16 and bfloat16 anyway (bfloat16 shares float32's range)."""
+    """float64 data as float32 rounded to odd (truncated, lowest bit set where inexact). From the round-to-odd
+    value, whose 24 bits exceed the 11 or 8 of float16 and bfloat16 by at least 2, torch's conversion rounds
+    once, correctly. Values beyond float32's range stay infinite, as they overflow float16 and bfloat16 anyway
+    (bfloat16 shares float32's range)."""
     nearest = t.to(float32)
     wide = nearest.to(float64)
     inexact = (wide != t) & torch.isfinite(wide)
-    # the float32 next to the nearest one, toward zero, where rounding went away from zero
-    away = inexact & (wide.abs() > t.abs())
-    bits = nearest.view(int32)
+    return _to_odd(nearest, inexact, inexact & (wide.abs() > t.abs()))
+
+
+def _to_odd(nearest: torch.Tensor, inexact: torch.Tensor, away: torch.Tensor) -> torch.Tensor:
+    """Rounded-to-nearest floats (float32 or float64) rounded to odd instead: one unit toward zero where rounding
+    went away from zero (``away``), then the lowest bit set where it was inexact."""
+    bits = nearest.view(int32 if nearest.dtype is float32 else int64)
     bits = torch.where(away, bits - 1, bits)  # one unit toward zero (sign-magnitude bits: the same for both signs)
     bits = torch.where(inexact, bits | 1, bits)
-    return bits.view(float32)
+    return bits.view(nearest.dtype)
