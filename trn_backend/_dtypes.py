@@ -388,8 +388,10 @@ def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
     src = t.dtype
     if src is target:
         return t
-    if target in EXTENSION_FLOAT and src in _ROUNDED_THROUGH_FLOAT32:
-        return _round_to_odd_float32(_float64_for_float32(t)).to(target)
+    if target in EXTENSION_FLOAT:
+        odd = _ODD_FLOAT32.get(src)
+        if odd is not None:
+            return odd(t).to(target)
     if src in COMPUTE:
         if target in FLOATING:
             return to_float(t, target)
@@ -405,35 +407,26 @@ def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
     return t.to(target)
 
 
-# Sources that torch converts to float16 and bfloat16 through float32, rounding twice, which misses the nearest
-# value where the first rounding lands on a tie of the second (NumPy rounds once; uint16 fits float32 exactly).
-_ROUNDED_THROUGH_FLOAT32 = frozenset({float64, int32, int64, uint32, uint64})
+_LARGEST_FLOAT32_BELOW_2_63 = float(2**63 - 2**39)
 
 
-def _float64_for_float32(t: torch.Tensor) -> torch.Tensor:
-    """Data of ``_ROUNDED_THROUGH_FLOAT32`` as float64 that rounds to odd at float32 as the data does: the data
-    itself, 32-bit integers exactly, 64-bit integers rounded to odd (rounding to odd twice, at 53 bits and then
-    at 24, is rounding to odd at 24 once: both truncate, and the first one's inexactness lands in its lowest bit,
-    below the second's)."""
-    if t.dtype is int64 or t.dtype is uint64:
-        return _round_to_odd_float64(t)
-    return compute(t).to(float64)
-
-
-def _round_to_odd_float64(t: torch.Tensor) -> torch.Tensor:
-    """int64 or uint64 data as float64 rounded to odd, computed exactly whatever torch's own conversion does.
-    v = top + low, top = (v >> 32) * 2**32 and low = v & (2**32 - 1), both exact in float64; their sum rounds
-    once, to the nearest float64 of v, and Dekker's Fast2Sum recovers the error v - nearest exactly, as
-    |top| >= 2**32 > low (or top = 0, when the sum is exact)."""
-    s = t.view(int64) if t.dtype is uint64 else t
-    high = torch.bitwise_right_shift(s, 32)
+def _round_to_odd_float32_from_int(t: torch.Tensor) -> torch.Tensor:
+    """Integer data as float32 rounded to odd (see ``_round_to_odd_float32``), in integer arithmetic. torch's
+    float32 of each value is one of the two float32s next to it, whatever route its conversion takes (through a
+    double it rounds twice); the exact remainder v - float32, in int64, says whether that one is the truncation.
+    float32's 2**63 is no int64: the float32 below it, the truncation there, takes its place. uint64 values from
+    2**63 up (negative int64 bits) convert as 2 * w, w = (v >> 1) | (v & 1), as in ``to_float``: the bit halving
+    drops is kept sticky below the 24 that rounding to odd keeps, and doubling is exact."""
+    s = compute(t).to(int64)
+    big = None
     if t.dtype is uint64:
-        high = high & 0xFFFFFFFF  # a logical shift: clear the copied sign bit
-    top = high.to(float64) * 2.0**32
-    low = (s & 0xFFFFFFFF).to(float64)
-    nearest = top + low
-    error = low - (nearest - top)  # an integer, nonzero only where |v| > 2**53 (so nearest is not 0)
-    return _to_odd(nearest, error != 0, error * nearest < 0)
+        big = s < 0
+        s = torch.where(big, (torch.bitwise_right_shift(s, 1) & ~_SIGN_BIT) | (s & 1), s)
+    nearest = s.to(float32).clamp(max=_LARGEST_FLOAT32_BELOW_2_63)
+    error = s - nearest.to(int64)
+    inexact = error != 0
+    odd = _to_odd(nearest, inexact, inexact & ((error ^ s) < 0))  # away from zero: error and v differ in sign
+    return odd if big is None else torch.where(big, odd * 2, odd)
 
 
 def _round_to_odd_float32(t: torch.Tensor) -> torch.Tensor:
@@ -447,10 +440,17 @@ def _round_to_odd_float32(t: torch.Tensor) -> torch.Tensor:
     return _to_odd(nearest, inexact, inexact & (wide.abs() > t.abs()))
 
 
-def _to_odd(nearest: torch.Tensor, inexact: torch.Tensor, away: torch.Tensor) -> torch.Tensor:
-    """Rounded-to-nearest floats (float32 or float64) rounded to odd instead: one unit toward zero where rounding
-    went away from zero (``away``), then the lowest bit set where it was inexact."""
-    bits = nearest.view(int32 if nearest.dtype is float32 else int64)
+def _to_odd(near: torch.Tensor, inexact: torch.Tensor, away: torch.Tensor) -> torch.Tensor:
+    """float32s next to some values (either neighbour of each) as the values rounded to odd: one unit toward zero
+    where ``near`` lies away from zero, then the lowest bit set where it was inexact."""
+    bits = near.view(int32)
     bits = torch.where(away, bits - 1, bits)  # one unit toward zero (sign-magnitude bits: the same for both signs)
     bits = torch.where(inexact, bits | 1, bits)
-    return bits.view(nearest.dtype)
+    return bits.view(float32)
+
+
+# The sources that torch converts to float16 and bfloat16 through float32, rounding twice, which misses the
+# nearest value where the first rounding lands on a tie of the second (NumPy rounds once; integers of up to 16
+# bits are exact in float32): their float32 rounded to odd, from which torch's conversion rounds once.
+_ODD_FLOAT32 = {float64: _round_to_odd_float32, **dict.fromkeys((int32, int64, uint32, uint64),
+                                                                 _round_to_odd_float32_from_int)}
