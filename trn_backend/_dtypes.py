@@ -359,7 +359,8 @@ def to_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
     rounding tie and representable value as v / 2 (those lie on multiples of 2**9 at least, as no float keeps
     more than 53 bits), so float(w) rounds v / 2 correctly and doubling is exact. Rounding through float64
     first would round twice, which is wrong for float32 (and complex64) near their ties. Complex targets take
-    the real conversion as their real part.
+    the real conversion as their real part. (Into float16 and bfloat16, ``cast`` takes uint32 and uint64 on its
+    round-to-odd path instead: torch converts them through float32, rounding twice.)
     """
     real = real_of(target)
     if t.dtype is uint64:

@@ -205,8 +205,8 @@ def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> t
     """A 1-D tensor of Python scalars; integers are range-checked and built exactly (uint64 beyond 2**63)."""
     kinds = {type(v) for v in values}
     if int in kinds and dtype in _dtypes.FLOATING:
+        # torch builds them through doubles, which round ints beyond 2**53 first: those are rounded here instead
         ints = values if kinds <= {bool, int} else [v for v in values if type(v) is int]
-        # beyond, torch's route through a double would round them twice
         if not -_dtypes.EXACT_INT_IN_DOUBLE <= min(ints) <= max(ints) <= _dtypes.EXACT_INT_IN_DOUBLE:
             values = [_dtypes.round_int(v, dtype, "asarray") if type(v) is int else v for v in values]
     if complex in kinds:
