@@ -156,6 +156,34 @@ def _weak_scalars() -> dict[tuple[torch.dtype, type], tuple[float, float]]:
 WEAK_SCALARS = _weak_scalars()
 
 
+# Significand bits of the real floating dtypes, the implicit leading one included.
+PRECISION = {float16: 11, bfloat16: 8, float32: 24, float64: 53}
+EXACT_INT_IN_DOUBLE = 2**53  # every int up to this magnitude is a float64
+_LARGEST_DOUBLE = (2**53 - 1) << (1024 - 53)
+
+
+def round_int(value: int, dtype: torch.dtype, func: str) -> int:
+    """A Python int for a tensor of the floating ``dtype``, rounded once to the dtype's precision (to nearest,
+    ties to even). torch converts a Python int through a double, which rounds it first beyond 2**53; the int
+    rounded here is a double, so that conversion is exact, or overflows to infinity where rounding once does
+    (beyond float64's range, float64's largest value stands for it). An int whose float64 rounding is beyond
+    float64's range is an OverflowError, as in NumPy."""
+    if -EXACT_INT_IN_DOUBLE <= value <= EXACT_INT_IN_DOUBLE:
+        return value
+    try:
+        float(value)
+    except OverflowError:
+        raise OverflowError(f"{func}(): a Python int of {value.bit_length()} bits is beyond float64's range, so "
+                            f"it has no {name(dtype)} value; pass a float (inf) if that is meant") from None
+    magnitude = abs(value)
+    shift = magnitude.bit_length() - PRECISION[real_of(dtype)]  # > 0 beyond 2**53
+    kept, dropped = divmod(magnitude, 1 << shift)
+    half = 1 << (shift - 1)
+    kept += dropped > half or (dropped == half and kept & 1)
+    rounded = min(kept << shift, _LARGEST_DOUBLE)
+    return rounded if value > 0 else -rounded
+
+
 def name(dtype: torch.dtype | np.dtype) -> str:
     """The dtype's name (``float32``); NumPy dtypes name themselves."""
     return NAMES.get(dtype, str(dtype))
@@ -331,7 +359,8 @@ def to_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
     rounding tie and representable value as v / 2 (those lie on multiples of 2**9 at least, as no float keeps
     more than 53 bits), so float(w) rounds v / 2 correctly and doubling is exact. Rounding through float64
     first would round twice, which is wrong for float32 (and complex64) near their ties. Complex targets take
-    the real conversion as their real part.
+    the real conversion as their real part. (Into float16 and bfloat16, ``cast`` takes uint32 and uint64 on its
+    round-to-odd path instead: torch converts them through float32, rounding twice.)
     """
     real = real_of(target)
     if t.dtype is uint64:
@@ -354,10 +383,16 @@ def from_float(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
 
 
 def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
-    """``t.to(target)`` that is also right for every uint16/32/64 source and target."""
+    """``t.to(target)`` that is also right for every uint16/32/64 source and target, and that rounds once (to
+    nearest, ties to even) into float16 and bfloat16 from the sources torch converts through float32, which
+    rounds twice: float64, and integers wider than 16 bits (float32 holds narrower ones exactly)."""
     src = t.dtype
     if src is target:
         return t
+    if target in EXTENSION_FLOAT:
+        odd = _ODD_FLOAT32.get(src)
+        if odd is not None:
+            return odd(t).to(target)
     if src in COMPUTE:
         if target in FLOATING:
             return to_float(t, target)
@@ -370,23 +405,53 @@ def cast(t: torch.Tensor, target: torch.dtype) -> torch.Tensor:
         if target is uint64:
             return t.to(int64).view(uint64)
         return t.to(int64).to(target)
-    if src is float64 and target in EXTENSION_FLOAT:
-        return _round_to_odd_float32(t).to(target)
     return t.to(target)
 
 
+_LARGEST_FLOAT32_BELOW_2_63 = float(2**63 - 2**39)
+
+
+def _round_to_odd_float32_from_int(t: torch.Tensor) -> torch.Tensor:
+    """Integer data as float32 rounded to odd (see ``_round_to_odd_float32``), in integer arithmetic. torch's
+    float32 of each value is one of the two float32s next to it, whatever route its conversion takes (through a
+    double it rounds twice); the exact remainder v - float32, in int64, says whether that one is the truncation.
+    float32's 2**63 is no int64: the float32 below it, the truncation there, takes its place. uint64 values from
+    2**63 up (negative int64 bits) convert as 2 * w, w = (v >> 1) | (v & 1), as in ``to_float``: the bit halving
+    drops is kept sticky below the 24 that rounding to odd keeps, and doubling is exact."""
+    s = compute(t).to(int64)
+    big = None
+    if t.dtype is uint64:
+        big = s < 0
+        s = torch.where(big, (torch.bitwise_right_shift(s, 1) & ~_SIGN_BIT) | (s & 1), s)
+    nearest = s.to(float32).clamp(max=_LARGEST_FLOAT32_BELOW_2_63)
+    error = s - nearest.to(int64)
+    inexact = error != 0
+    odd = _to_odd(nearest, inexact, inexact & ((error ^ s) < 0))  # away from zero: error and v differ in sign
+    return odd if big is None else torch.where(big, odd * 2, odd)
+
+
 def _round_to_odd_float32(t: torch.Tensor) -> torch.Tensor:
-    """float64 data as float32 rounded to odd (truncated, lowest bit set where inexact). torch converts float64 to
-    float16 and bfloat16 through float32, rounding twice, which misses the nearest value where the first rounding
-    lands on a tie of the second (NumPy rounds once). From the round-to-odd value, whose 24 bits exceed the 11 or 8
-    of the target by at least 2, the second rounding is the correct one. Values beyond float32's range stay
-    infinite, as they overflow float16 and bfloat16 anyway (bfloat16 shares float32's range)."""
+    """float64 data as float32 rounded to odd (truncated, lowest bit set where inexact). From the round-to-odd
+    value, whose 24 bits exceed the 11 or 8 of float16 and bfloat16 by at least 2, torch's conversion rounds
+    once, correctly. Values beyond float32's range stay infinite, as they overflow float16 and bfloat16 anyway
+    (bfloat16 shares float32's range)."""
     nearest = t.to(float32)
     wide = nearest.to(float64)
     inexact = (wide != t) & torch.isfinite(wide)
-    # the float32 next to the nearest one, toward zero, where rounding went away from zero
-    away = inexact & (wide.abs() > t.abs())
-    bits = nearest.view(int32)
+    return _to_odd(nearest, inexact, inexact & (wide.abs() > t.abs()))
+
+
+def _to_odd(near: torch.Tensor, inexact: torch.Tensor, away: torch.Tensor) -> torch.Tensor:
+    """float32s next to some values (either neighbour of each) as the values rounded to odd: one unit toward zero
+    where ``near`` lies away from zero, then the lowest bit set where it was inexact."""
+    bits = near.view(int32)
     bits = torch.where(away, bits - 1, bits)  # one unit toward zero (sign-magnitude bits: the same for both signs)
     bits = torch.where(inexact, bits | 1, bits)
     return bits.view(float32)
+
+
+# The sources that torch converts to float16 and bfloat16 through float32, rounding twice, which misses the
+# nearest value where the first rounding lands on a tie of the second (NumPy rounds once; integers of up to 16
+# bits are exact in float32): their float32 rounded to odd, from which torch's conversion rounds once.
+_ODD_FLOAT32 = {float64: _round_to_odd_float32, **dict.fromkeys((int32, int64, uint32, uint64),
+                                                                 _round_to_odd_float32_from_int)}

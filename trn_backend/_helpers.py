@@ -102,6 +102,8 @@ def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, fu
                                                 device=device), dtype)
     if dtype in _dtypes.COMPUTE:
         return _dtypes.cast(torch.tensor(value, device=device), dtype)
+    if type(value) is int and dtype in _dtypes.FLOATING:
+        value = _dtypes.round_int(value, dtype, func)
     if dtype in _dtypes.EXTENSION_FLOAT:  # torch.tensor rounds a Python float to them through float32: twice
         return _dtypes.cast(torch.tensor(value, dtype=torch.float64, device=device), dtype)
     return torch.tensor(value, dtype=dtype, device=device)

@@ -204,6 +204,11 @@ def _from_python(obj: object, dtype: torch.dtype | None, device: torch.device | 
 def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     """A 1-D tensor of Python scalars; integers are range-checked and built exactly (uint64 beyond 2**63)."""
     kinds = {type(v) for v in values}
+    if int in kinds and dtype in _dtypes.FLOATING:
+        # torch builds them through doubles, which round ints beyond 2**53 first: those are rounded here instead
+        ints = values if kinds <= {bool, int} else [v for v in values if type(v) is int]
+        if not -_dtypes.EXACT_INT_IN_DOUBLE <= min(ints) <= max(ints) <= _dtypes.EXACT_INT_IN_DOUBLE:
+            values = [_dtypes.round_int(v, dtype, "asarray") if type(v) is int else v for v in values]
     if complex in kinds:
         check_castable(_dtypes.complex128, dtype, "asarray")
     if dtype in _dtypes.INTEGER and kinds <= {bool, int}:
@@ -333,7 +338,8 @@ def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
            dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
     """Values ``start + i*step`` in ``[start, stop)``, ``ceil((stop-start)/step)`` of them (none if the signs
-    differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern)."""
+    differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern), and rounded once from
+    there to a floating dtype."""
     start, stop, step = (None if v is None else _number(v, "arange", a, (int, float))
                          for v, a in ((start, "start"), (stop, "stop"), (step, "step")))
     if stop is None:
@@ -354,6 +360,12 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     if not math.isfinite(span):
         raise ValueError(f"arange(): the range from {start} to {stop} in steps of {step} is not finite")
     n = max(0, -((start - stop) // step) if all_int else math.ceil(span))
+    if all_int:  # the exact integers, each rounded once to the floating dtype (float64 arithmetic rounds first)
+        ends = (start, start + max(n - 1, 0) * step)
+        for exact in (_dtypes.int64, _dtypes.uint64):
+            lo, hi = _dtypes.int_range(exact)
+            if lo <= min(ends) and max(ends) <= hi:
+                return wrap(_dtypes.cast(_integer_range(start, stop, step, exact, dev), target))
     real = torch.arange(n, dtype=torch.float64, device=dev) * float(step) + float(start)
     return wrap(_dtypes.cast(real, target))
 
@@ -400,6 +412,8 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
     target = _dtype_arg(dtype, "linspace", default)
     if is_complex:
         check_castable(_dtypes.complex128, target, "linspace")
+    if target in _dtypes.FLOATING:  # an int endpoint rounds once to the dtype, not through float64 first
+        start, stop = (_dtypes.round_int(v, target, "linspace") if type(v) is int else v for v in (start, stop))
     wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
     kind = complex if wide is _dtypes.complex128 else float
     values = torch.linspace(kind(start), kind(stop), num + (not endpoint), dtype=wide, device=dev)[:num]
