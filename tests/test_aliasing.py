@@ -4,7 +4,9 @@ the time of the read. Each property runs the same operations on a NeuronArray an
 
 from __future__ import annotations
 
+import copy
 import math
+import pickle
 import random
 import re
 
@@ -213,6 +215,16 @@ def test_negative_step_views_in_numpy_and_dlpack():
     assert torch.equal(torch.from_dlpack(y), torch.tensor([[-1.0, 1.0, 0.0], [5.0, 4.0, 3.0]], dtype=torch.float64))
     with pytest.raises(BufferError, match="negative steps"):
         y.__dlpack__(copy=False)
+
+
+@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy, lambda v: pickle.loads(pickle.dumps(v))],
+                         ids=["copy", "deepcopy", "pickle"])
+def test_copies_of_reversed_views_are_independent_arrays(duplicate):
+    x = xp.asarray(np.arange(4.0))
+    c = duplicate(x[::-1])
+    c[0] = 9.0
+    assert_same(c, np.array([9.0, 2.0, 1.0, 0.0]))
+    assert_same(x, np.arange(4.0))
 
 
 def test_out_of_bounds_indices_of_reversed_views_name_the_index_given():

@@ -729,6 +729,10 @@ class _ReversedView(NeuronArray):
     def __dask_tokenize__(self) -> tuple[Any, ...]:
         return (*wrap(self._base).__dask_tokenize__(), "reversed", self._dims)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """copy, deepcopy and pickle give an independent array of the values, as for NumPy's views."""
+        return wrap, (self._t.clone(),)
+
 
 def _reversed(base: torch.Tensor, dims: tuple[int, ...]) -> _ReversedView:
     view = object.__new__(_ReversedView)
