@@ -53,10 +53,9 @@ def test_element_reads_are_copies_and_ellipsis_reads_are_views(data):
     if source == "x reversed":  # elements of a view with negative steps
         a, x = a[::-1], x[::-1]
     key = data.draw(element_keys(a.shape))
-    numpy_key = tuple(int(k) for k in key) if isinstance(key, tuple) else int(key)
-    with_ellipsis = (Ellipsis, *key) if isinstance(key, tuple) else (Ellipsis, key)
-    element, element_view = x[key], x[with_ellipsis]
-    expected, expected_view = a[numpy_key], a[(Ellipsis, *np.atleast_1d(numpy_key))]
+    numpy_key = tuple(int(k) for k in key) if isinstance(key, tuple) else (int(key),)
+    element, expected = x[key], a[numpy_key]
+    element_view, expected_view = x[(Ellipsis, *numpy_key)], a[(Ellipsis, *numpy_key)]
     assert element.shape == () and element_view.shape == ()
     x[key] = a[numpy_key] = not expected if dtype == "bool" else 100
     assert_same(x, a)
@@ -194,7 +193,7 @@ def test_views_read_later_writes_into_the_base(data):
 def test_reads_of_views_with_negative_steps_match_numpy(data):
     a = _distinct(data.draw(SHAPES), "int32")
     x = from_numpy(a)
-    (v, b), = _views(data, x, a)[-1:]
+    v, b = _views(data, x, a)[-1]
     key = data.draw(numpy_keys(b.shape, scalar_bools=(True, False)))
     try:
         expected = b[key]

@@ -442,8 +442,6 @@ class _Plan(NamedTuple):
         return self.numpy_order(r.flip(self.flips) if self.flips else r)
 
 
-
-
 def _setitem(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
     p = _plan(t, key)
     v = p.torch_order(_broadcast_value(v, p.result_shape()))
@@ -703,7 +701,7 @@ class _ReversedView(NeuronArray):
         return self._moved(NeuronArray.mT.fget(wrap(self._base)), order)
 
     def _moved(self, base: NeuronArray, order: list[int]) -> NeuronArray:
-        """The view over ``base``, the base with its dimensions in ``order``."""
+        """This view with its dimensions in ``order``, given ``base``: the base's dimensions in that order."""
         return _reversed(base._t, tuple(sorted(order.index(d) for d in self._dims)))
 
     def __getitem__(self, key: Any) -> NeuronArray:
