@@ -257,9 +257,17 @@ class NeuronArray:
     def __getitem__(self, key: Any) -> NeuronArray:
         t = self._t
         if _simple(key):  # torch's basic indexing is NumPy's there: a view, for every dtype
-            return wrap(t[key])
-        r = _getitem(_movable(t), key)
-        return wrap(r if r.dtype is t.dtype else r.view(t.dtype))
+            r = t[key]
+        else:
+            p = _plan(_movable(t), key)
+            if p.flips and not p.indices and type(t) is torch.Tensor:
+                # NumPy's negative steps make a view; torch has no negative strides: one that remembers them
+                return _reversed(p.view if p.view.dtype is t.dtype else p.view.view(t.dtype), p.flips)
+            r = p.result()
+            r = r if r.dtype is t.dtype else r.view(t.dtype)
+        # NumPy reads one element (an integer for every dimension, no Ellipsis) as a scalar, a copy: the swap
+        # x[0], x[1] = x[1], x[0] must not see the first write in its second value
+        return wrap(r.clone() if r.dim() == 0 and not _has_ellipsis(key) else r)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         t = self._t
@@ -273,7 +281,21 @@ class NeuronArray:
             v = _assigned(_dtypes.host_scalar(value).to(t.device), t.dtype)
         else:
             v = _setitem_scalar(value, t)
-        _setitem(_movable(t), key, _movable(v))
+        try:
+            _setitem(_movable(t), key, _movable(v))
+        except RuntimeError:
+            _check_writable(t, "x[key] = value")
+            raise
+
+    def _write(self, r: torch.Tensor, operation: str) -> None:
+        """Overwrite every element with ``r`` (of x's shape and dtype): the in-place operators' and ``out=``'s
+        one way to write a whole array (a view with negative steps writes into its base)."""
+        t = self._t
+        try:
+            t.copy_(unaliased(r, t))  # r may be a view of x
+        except RuntimeError:
+            _check_writable(t, operation)
+            raise
 
     # --- dask (its chunk functions also call NumPy's ndarray methods: see _NUMPY_METHODS below) ---
     __array_priority__ = 1.0  # dask's tensordot takes its function from the operand type ranked highest; ndarray 0
@@ -297,6 +319,15 @@ class NeuronArray:
 
 
 builtin_bool = bool
+
+
+def _check_writable(t: torch.Tensor, operation: str) -> None:
+    """After torch refused a write into ``t``: a clear error where the reason is that ``t`` is an inference
+    tensor, as the copies that views with negative steps read are (see ``_ReversedView``)."""
+    if t.is_inference():
+        raise ValueError(f"{operation}: x holds a read-only copy (a torch inference tensor), as functions such as "
+                         "reshape return for a view with negative steps (x[::-1]), which torch cannot view; "
+                         "write into that view itself, or copy first: xp.asarray(x, copy=True)") from None
 
 
 def unaliased(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
@@ -405,11 +436,10 @@ class _Plan(NamedTuple):
         n = len(self.shape)
         return r.movedim(tuple(range(self.at, self.at + n)), tuple(range(n))) if self.at else r
 
-
-def _getitem(t: torch.Tensor, key: Any) -> torch.Tensor:
-    p = _plan(t, key)
-    r = p.view[p.indices] if p.indices else p.view
-    return p.numpy_order(r.flip(p.flips) if p.flips else r)
+    def result(self) -> torch.Tensor:
+        """What the key reads (a copy where it has advanced indices or negative steps)."""
+        r = self.view[self.indices] if self.indices else self.view
+        return self.numpy_order(r.flip(self.flips) if self.flips else r)
 
 
 def _setitem(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
@@ -427,14 +457,7 @@ def _setitem(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
 def _plan(t: torch.Tensor, key: Any) -> _Plan:
     if _simple(key):  # (reads of simple keys return before planning)
         return _Plan(t[key], (), (), (), 0)
-    parts = [_torch_key_part(k, t) for k in (key if isinstance(key, tuple) else (key,))]
-    if sum(p is Ellipsis for p in parts) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
-    if not any(p is Ellipsis for p in parts):
-        parts.append(Ellipsis)  # dimensions the key leaves out are kept whole, after the others
-    consumed = sum(_consumed_dims(p) for p in parts)
-    if consumed > t.dim():
-        raise IndexError(f"too many indices: array is {t.dim()}-dimensional, but {consumed} were indexed")
+    parts, consumed = _key_parts(t, key)
     # NumPy: beside an array or a boolean scalar (a 0-d mask), integers are advanced indices too; alone, 0-d
     # integer arrays are integers
     advanced = any(isinstance(p, torch.Tensor) and (p.dim() or p.dtype is torch.bool) for p in parts)
@@ -493,6 +516,24 @@ def _plan(t: torch.Tensor, key: Any) -> _Plan:
     adjacent = advanced_parts == list(range(advanced_parts[0], advanced_parts[-1] + 1))
     return _Plan(view.permute(list(indices) + basic), tuple(i.expand(shape) for i in indices.values()), shape,
                  flips, min(indices) if adjacent else 0)
+
+
+def _key_parts(t: torch.Tensor, key: Any) -> tuple[list[Any], int]:
+    """The key's entries in torch terms (``_torch_key_part``) with one Ellipsis, and how many dimensions of t
+    the others consume."""
+    parts = [_torch_key_part(k, t) for k in (key if isinstance(key, tuple) else (key,))]
+    if sum(p is Ellipsis for p in parts) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if not any(p is Ellipsis for p in parts):
+        parts.append(Ellipsis)  # dimensions the key leaves out are kept whole, after the others
+    consumed = sum(_consumed_dims(p) for p in parts)
+    if consumed > t.dim():
+        raise IndexError(f"too many indices: array is {t.dim()}-dimensional, but {consumed} were indexed")
+    return parts, consumed
+
+
+def _has_ellipsis(key: Any) -> bool:
+    return key is Ellipsis or (isinstance(key, tuple) and any(k is Ellipsis for k in key))
 
 
 def _simple(key: Any) -> bool:
@@ -609,6 +650,154 @@ def _broadcast_value(v: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     return trimmed.broadcast_to(shape)
 
 
+# --- views with negative steps ---
+
+class _ReversedView(NeuronArray):
+    """NumPy's view with negative strides (``x[::-1]``), which torch lacks: ``_base``, a view of x's memory with
+    positive strides, read reversed along the dimensions ``_dims``. ``_t`` flips the base afresh at each read, so
+    reads see every later write into x; writes go into the base, their key mirrored (``_mirrored``)."""
+
+    __slots__ = ("_base", "_dims")
+
+    @property
+    def _t(self) -> torch.Tensor:  # type: ignore[override]
+        # an inference tensor: torch refuses in-place writes into it, so a write that reaches this copy (through
+        # a view a function made of it, as reshape does) raises rather than being lost
+        with torch.inference_mode():
+            return _flipped(self._base, self._dims)
+
+    # the metadata, without the copy that _t makes
+    @property
+    def dtype(self) -> np.dtype:
+        return _dtypes.PUBLIC[self._base.dtype]
+
+    @property
+    def device(self) -> torch.device:
+        return self._base.device
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._base.shape)
+
+    @property
+    def ndim(self) -> int:
+        return self._base.dim()
+
+    @property
+    def size(self) -> int:
+        return self._base.numel()
+
+    def __len__(self) -> int:
+        return self._base.shape[0]
+
+    @property
+    def T(self) -> NeuronArray:
+        return self._moved(NeuronArray.T.fget(wrap(self._base)), [1, 0])
+
+    @property
+    def mT(self) -> NeuronArray:
+        order = list(range(self._base.dim()))
+        order[-2:] = order[:-3:-1]
+        return self._moved(NeuronArray.mT.fget(wrap(self._base)), order)
+
+    def _moved(self, base: NeuronArray, order: list[int]) -> NeuronArray:
+        """This view with its dimensions in ``order``, given ``base``: the base's dimensions in that order."""
+        return _reversed(base._t, tuple(sorted(order.index(d) for d in self._dims)))
+
+    def __getitem__(self, key: Any) -> NeuronArray:
+        return NeuronArray.__getitem__(wrap(self._base), _mirrored(key, self._base, self._dims))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        NeuronArray.__setitem__(wrap(self._base), _mirrored(key, self._base, self._dims), value)
+
+    def _write(self, r: torch.Tensor, operation: str) -> None:
+        self._base.copy_(_flipped(r, self._dims))  # a copy: r may be read from the base
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        """NumPy's own view with negative strides of the base's array (which is a copy only off the host)."""
+        a = wrap(self._base).__array__(dtype, copy)
+        return a[tuple(slice(None, None, -1) if d in self._dims else slice(None) for d in range(a.ndim))]
+
+    def __dlpack__(self, /, **kwargs: Any) -> Any:
+        if kwargs.get("copy") is False:
+            raise BufferError("__dlpack__(copy=False) of a view with negative steps: DLPack consumers (torch) "
+                              "take no negative strides; export a copy (copy=None or True) or the base array")
+        return NeuronArray.__dlpack__(self, **kwargs)
+
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        return (*wrap(self._base).__dask_tokenize__(), "reversed", self._dims)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """copy, deepcopy and pickle give an independent array of the values, as for NumPy's views."""
+        return wrap, (self._t.clone(),)
+
+
+def _reversed(base: torch.Tensor, dims: tuple[int, ...]) -> _ReversedView:
+    view = object.__new__(_ReversedView)
+    view._base = base
+    view._dims = dims
+    return view
+
+
+def _flipped(t: torch.Tensor, dims: tuple[int, ...]) -> torch.Tensor:
+    return _movable(t).flip(dims).view(t.dtype)
+
+
+def _mirrored(key: Any, t: torch.Tensor, dims: tuple[int, ...]) -> tuple[Any, ...]:
+    """The key that selects from ``t`` what ``key`` selects from ``t`` reversed along ``dims``, in the same order
+    and shape. Along a reversed axis an index i becomes ``~i`` (-1 - i, in bounds exactly when i is), a slice
+    runs mirrored with the opposite step, and a mask becomes its nonzero() index arrays, mirrored in turn
+    (reversing the mask itself would reorder what it selects). An Ellipsis over reversed axes becomes their
+    slices."""
+    parts, consumed = _key_parts(t, key)
+    explicit = _has_ellipsis(key)
+    mirrored: list[Any] = []
+    d = 0  # the next dimension of t
+    for p in parts:
+        if p is Ellipsis:
+            covered = range(d, d + t.dim() - consumed)
+            if any(a in dims for a in covered):
+                mirrored += [slice(None, None, -1) if a in dims else slice(None) for a in covered]
+            elif explicit:
+                mirrored.append(p)
+            d = covered.stop
+        elif p is None or (isinstance(p, torch.Tensor) and p.dtype is torch.bool and p.dim() == 0):
+            mirrored.append(p)
+        elif isinstance(p, torch.Tensor) and p.dtype is torch.bool:
+            _check_mask(p, t.shape, d)
+            covered = range(d, d + p.dim())
+            if any(a in dims for a in covered):
+                mirrored += [~c if a in dims else c for a, c in zip(covered, p.nonzero().unbind(1), strict=True)]
+            else:
+                mirrored.append(p)
+            d = covered.stop
+        else:
+            if d in dims:
+                p = _mirrored_slice(p, t.shape[d]) if isinstance(p, slice) else ~_checked_index(p, t.shape[d], d)
+            mirrored.append(p)
+            d += 1
+    return tuple(mirrored)
+
+
+def _checked_index(p: int | torch.Tensor, size: int, axis: int) -> int | torch.Tensor:
+    """An integer index or index array, checked in bounds before mirroring changes its values."""
+    if isinstance(p, int):
+        return _in_bounds(p, size, axis)
+    outside = p[(p < -size) | (p >= size)]
+    if outside.numel():
+        _in_bounds(int(outside[0]), size, axis)
+    return p
+
+
+def _mirrored_slice(s: slice, size: int) -> slice:
+    """The slice that selects size - 1 - i for each i that ``s`` selects, in the same order."""
+    r = range(*s.indices(size))
+    if not r:
+        return slice(0, 0)
+    stop = size - 1 - r[-1] - r.step
+    return slice(size - 1 - r[0], stop if stop >= 0 else None, -r.step)
+
+
 # --- operators: each delegates to the namespace function of the same meaning ---
 
 _OPERANDS = (NeuronArray, builtin_bool, int, float, complex, np.generic)
@@ -636,8 +825,13 @@ def _inplace(fname: str):
         func = getattr(_namespace or _ns(), fname)
         if type(self) is NeuronArray:
             fast = _INPLACE_FAST.get(fname)
-            if fast is not None and fast[0] is func and fast[1](self._t, other):
-                return self
+            if fast is not None and fast[0] is func:
+                try:
+                    if fast[1](self._t, other):
+                        return self
+                except RuntimeError:
+                    _check_writable(self._t, f"in-place {fname}")
+                    raise
         if not isinstance(other, _OPERANDS):
             return NotImplemented
         dtype = self._t.dtype
@@ -655,7 +849,7 @@ def _inplace(fname: str):
         if result.shape != self.shape:
             raise ValueError(f"in-place {fname} would change the shape of x from {self.shape} to "
                              f"{result.shape}; in-place operands must broadcast to x's shape")
-        self._t.copy_(unaliased(r, self._t))  # result may be a view of x
+        self._write(r, f"in-place {fname}")
         return self
 
     op.__name__ = f"i{fname}"

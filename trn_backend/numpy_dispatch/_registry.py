@@ -24,7 +24,6 @@ import torch
 import trn_backend as xp
 
 from .. import _device, _dtypes
-from .._array import unaliased
 from .._helpers import PY_SCALARS, NeuronArray
 
 __all__ = ["Entry", "Binder", "TABLE", "implements", "dispatch", "device_of", "call_device", "as_array",
@@ -444,5 +443,5 @@ def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False) -> N
         raise ValueError(f"{func}(): out has shape {out.shape}, the result {result.shape}")
     t = result._t if result.shape == out.shape else xp.broadcast_to(result, out.shape)._t
     # a result that is a view of out (einsum "ij->ji", out=x) is read whole before out changes, as in NumPy
-    out._t.copy_(unaliased(_dtypes.cast(t, out._t.dtype), out._t))
+    out._write(_dtypes.cast(t, out._t.dtype), f"{func}(out=...)")
     return out
