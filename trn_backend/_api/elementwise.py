@@ -75,35 +75,43 @@ def _unary_float(name: str, op: Callable[[Tensor], Tensor], *, real_only: bool =
 
 
 def _acos(t: Tensor) -> Tensor:
-    out = torch.acos(t)
-    if t.is_complex():
-        # C99: cacos(x + 0j) = acos(x) - 0j for |x| <= 1 (torch loses the sign of the zero imaginary part)
-        on_cut = (t.imag == 0) & (t.real.abs() <= 1)
-        out = torch.where(on_cut, torch.complex(out.real, -torch.copysign(torch.zeros_like(out.imag), t.imag)), out)
-    return out
+    if not t.is_complex():
+        return torch.acos(t)
+    # torch computes pi/2 - asin(z), which cancels to nothing near z = 1 (acos(1 + 1e-300j) came out 0). Kahan's
+    # formulas have no cancellation there and give C99's signed zeros on the cut (acos(x + 0j) = acos(x) - 0j);
+    # they are used where |z| <= 2, beyond which torch is accurate and the products below could overflow.
+    x, y = t.real, t.imag
+    s1 = torch.sqrt(torch.complex(1 + x, y))
+    s2 = torch.sqrt(torch.complex(1 - x, -y))
+    real = 2 * torch.atan2(s2.real, s1.real)
+    imag = torch.asinh(s1.real * s2.imag - s1.imag * s2.real)
+    near = (x.abs() <= 2) & (y.abs() <= 2)
+    return torch.where(near, torch.complex(real, imag), torch.acos(t))
 
 
 def _expm1(t: Tensor) -> Tensor:
     if not t.is_complex():
         return torch.expm1(t)
-    # expm1(x + iy) = expm1(x) cos y - 2 sin^2(y/2) + i e^x sin y, accurate near 0, with C99 cexp's special values
+    # Where |x| < 1/2, expm1(x) cos y - 2 sin^2(y/2) keeps the digits that exp(z) - 1 cancels away near 0 (and the
+    # standard's expm1(-0 + 0j) is 0 + 0j, not -0). Elsewhere |expm1(z)| >= 1 - e^(-1/2), so exp(z) - 1 loses
+    # nothing, and torch's exp scales past overflow (e^710 sin(1e-300) is finite) and has C99's special values.
     x, y = t.real, t.imag
-    real = torch.expm1(x) * torch.cos(y) - 2 * torch.sin(y / 2) ** 2 + 0.0  # + 0.0: -0 becomes +0, as in C99
-    imag = torch.where(y == 0, y, torch.exp(x) * torch.sin(y))
-    real = torch.where(x == -math.inf, -torch.ones_like(real), real)
-    imag = torch.where(x == -math.inf, torch.zeros_like(imag), imag)
-    wild = (x == math.inf) & ~torch.isfinite(y)
-    real = torch.where(wild, x, real)
-    imag = torch.where(wild, torch.full_like(imag, math.nan), imag)
-    return torch.complex(real, imag)
+    e = torch.exp(t)
+    near = torch.where(t == 0, 0.0, torch.expm1(x) * torch.cos(y) - 2 * torch.sin(y / 2) ** 2)
+    return torch.complex(torch.where(x.abs() < 0.5, near, e.real - 1), e.imag)
 
 
 def _log1p(t: Tensor) -> Tensor:
     if not t.is_complex():
         return torch.log1p(t)
-    # torch's complex log1p misses C99's special values at infinity; log(1 + z) has them and is exact there
-    one_plus = torch.complex(1 + t.real, t.imag)
-    return torch.where(torch.isinf(t.real) | torch.isinf(t.imag), torch.log(one_plus), torch.log1p(t))
+    # log1p(z) = log|1 + z| + i atan2(y, 1 + x). Near 0, |1 + z| rounds to 1 and takes every digit of its log with it
+    # (torch's own complex log1p does better, but turns subnormal parts into nan): there log|1 + z| is
+    # log1p(x(2 + x) + y^2) / 2. Elsewhere log(1 + z) is accurate, does not overflow in |1 + z|, and has C99's
+    # special values at infinity.
+    x, y = t.real, t.imag
+    far = torch.log(torch.complex(1 + x, y))
+    near = 0.5 * torch.log1p(x * (2 + x) + y * y)
+    return torch.complex(torch.where((x.abs() < 0.5) & (y.abs() < 0.5), near, far.real), far.imag)
 
 
 acos = _unary_float("acos", _acos)
@@ -135,7 +143,29 @@ def _tanh(t: Tensor) -> Tensor:
 
 
 tanh = _unary_float("tanh", _tanh)
-reciprocal = _unary_float("reciprocal", torch.reciprocal)
+def _scaled(t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+    """The parts of complex t divided by m = max(|re|, |im|), and m: |z| and 1/z of the scaled parts neither overflow
+    nor underflow, where torch's |z| overflows past 1.3e154 and underflows below 1e-154 (1/(1e308 + 1e308j) came out
+    0, sign(5e-324 + 5e-324j) came out 1 + 1j). A part that is the only infinite one scales to +-1 (not inf/inf)."""
+    x, y = t.real, t.imag
+    m = torch.maximum(x.abs(), y.abs())
+    one_inf = torch.isinf(x) != torch.isinf(y)
+    sx = torch.where(one_inf & torch.isinf(x), torch.sign(x), x / m)
+    sy = torch.where(one_inf & torch.isinf(y), torch.sign(y), y / m)
+    return sx, sy, m
+
+
+def _reciprocal(t: Tensor) -> Tensor:
+    if not t.is_complex():
+        return torch.reciprocal(t)
+    # 1/z = conj(z)/|z|^2 on the scaled parts (torch's 1/(1e-300j) is nan - inf j); 1/0 is an infinity, as 1/z
+    sx, sy, m = _scaled(t)
+    d = sx * sx + sy * sy
+    out = torch.complex(sx / d / m, -sy / d / m)
+    return torch.where(m == 0, torch.full_like(t, complex(math.inf, math.nan)), out)
+
+
+reciprocal = _unary_float("reciprocal", _reciprocal)
 signbit = _unary_float("signbit", torch.signbit, real_only=True)
 
 
@@ -195,7 +225,11 @@ def sign(x: NeuronArray, /) -> NeuronArray:
         return wrap((t != 0).to(t.dtype) if t.dtype is torch.uint8 else _dtypes.restore(
             (_dtypes.compute(t) != 0).to(_dtypes.compute(t).dtype), t.dtype))
     if t.is_complex():
-        return wrap(torch.sgn(t))
+        # z/|z| on the scaled parts (torch's sgn(inf j) is nan); zero stays zero, a nan part makes nan + nan j
+        sx, sy, m = _scaled(t)
+        h = torch.hypot(sx, sy)
+        out = torch.complex(sx / h, sy / h)
+        return wrap(torch.where(m == 0, torch.zeros_like(t), out))
     out = torch.sign(t)
     return wrap(torch.where(torch.isnan(t), t, out) if t.is_floating_point() else out)
 
