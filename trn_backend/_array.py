@@ -344,7 +344,7 @@ def _unsigned_item(t: torch.Tensor) -> int:
 
 
 def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
-    from ._helpers import PY_SCALARS, as_py_scalar, scalar_to_tensor
+    from ._helpers import PY_SCALARS, as_py_scalar, float_to_int, scalar_to_tensor
 
     value = as_py_scalar(value)
     if not isinstance(value, PY_SCALARS):
@@ -357,10 +357,7 @@ def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
     if t.dtype is _dtypes.bool:
         value = builtin_bool(value)
     elif isinstance(value, float) and t.dtype in _dtypes.INTEGER:
-        try:
-            value = int(value)
-        except (ValueError, OverflowError) as e:
-            raise type(e)(f"cannot assign {value} into a {_dtypes.name(t.dtype)} array: {e}") from None
+        value = float_to_int(value, t.dtype, f"cannot assign {value} into a {_dtypes.name(t.dtype)} array")
     return scalar_to_tensor(value, t.dtype, t.device, "__setitem__")
 
 

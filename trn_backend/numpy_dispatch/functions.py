@@ -25,7 +25,7 @@ import torch
 import trn_backend as xp
 
 from .. import _device, _dtypes
-from .._helpers import NeuronArray, check_broadcastable, normalize_axes, normalize_axis
+from .._helpers import NeuronArray, check_broadcastable, float_to_int, normalize_axes, normalize_axis
 from ._registry import (
     TABLE,
     Binder,
@@ -871,8 +871,14 @@ def empty_like(prototype: A, dtype: Any = None, order: str = "K", shape: Any = N
 @implements(np.full_like, arrays="a")
 def full_like(a: A, fill_value: Any, dtype: Any = None, order: str = "K", shape: Any = None,
               device: Any = None) -> A:
-    """numpy.full_like: the value is cast to the result's dtype as NumPy casts it (1.9 fills an int array with 1)."""
-    if not isinstance(fill_value, A):
+    """numpy.full_like: the value is cast to the result's dtype as NumPy casts it (1.9 fills an int array with 1).
+    A Python int must fit the dtype (OverflowError, as in NumPy); a float into an integer dtype is truncated, and
+    NaN or a float beyond the dtype is refused (NumPy stores an undefined value there)."""
+    target = a._t.dtype if dtype is None else to_dtype(dtype, "numpy.full_like")
+    if isinstance(fill_value, (float, np.floating)) and target in _dtypes.INTEGER:
+        fill_value = float_to_int(float(fill_value), target, "numpy.full_like()")
+    # a Python int (or bool) goes as it is: the namespace range-checks it against the dtype
+    if not isinstance(fill_value, (A, builtins.bool, int)):
         # a 0-d array on the result's device: cast to the result's dtype, not refused
         fill_value = xp.asarray(np.asarray(fill_value), device=a.device if device is None else device)
     return _like("full", a, dtype, shape, device, fill_value, order=order)
