@@ -236,14 +236,15 @@ def outer(x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
 
 
 def matrix_power(x: NeuronArray, n: int, /) -> NeuronArray:
-    """x raised to the integer power n by repeated squaring through matmul; n = 0 gives the identity and a
-    negative n inverts first."""
-    t = _matrices(_floating(x, "matrix_power"), "matrix_power", square=True)
+    """x raised to the integer power n by repeated squaring through matmul; n = 0 gives the identity. Integer
+    matrices stay in their dtype, exact with NumPy's wrap-around (float64 would lose digits beyond 2**53); a
+    negative n inverts first, which makes an integer matrix the default float, as in NumPy."""
+    t = _matrices(tensor(x, "matrix_power"), "matrix_power", square=True)
     n = _int_arg(n, "matrix_power", "n")
     if n == 0:
-        eye = torch.eye(t.shape[-1], dtype=t.dtype, device=t.device)
+        eye = _dtypes.cast(torch.eye(t.shape[-1], dtype=torch.bool, device=t.device), t.dtype)
         return wrap(eye.expand(t.shape).clone())
-    base = inv(wrap(t)) if n < 0 else wrap(t)
+    base = inv(wrap(_as_floating(t, "matrix_power", "x"))) if n < 0 else wrap(t)
     n = abs(n)
     result = None
     while n:
@@ -252,7 +253,7 @@ def matrix_power(x: NeuronArray, n: int, /) -> NeuronArray:
         n >>= 1
         if n:
             base = matmul(base, base)
-    # n = 1 of a floating x would hand back x itself; the result is always a new array
+    # n = 1 would hand back x itself; the result is always a new array
     return result if result._t is not x._t else wrap(result._t.clone())
 
 
