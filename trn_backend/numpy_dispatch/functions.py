@@ -37,6 +37,7 @@ from ._registry import (
     numpy_dtype,
     qualname,
     to_dtype,
+    write_out,
 )
 
 A = NeuronArray
@@ -136,14 +137,17 @@ def _optimize(optimize: Any) -> Any:
 
 
 @implements(np.einsum)
-def einsum(*operands: Any, optimize: Any = False, dtype: Any = None, casting: str = "safe",
+def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = None, casting: str = "safe",
            precision: str | None = None, target_forward_error: float | None = None) -> A:
     """numpy.einsum on the contraction engine: every product is a kernel call under ``precision`` (else the
-    active ``trn_backend.precision`` context); ``optimize`` takes NumPy's values and opt_einsum's optimizers."""
+    active ``trn_backend.precision`` context); ``optimize`` takes NumPy's values and opt_einsum's optimizers.
+    ``casting`` (NumPy's default 'safe') rules both the cast of the operands to ``dtype`` and the write into
+    ``out``."""
     subscripts, ops = _einsum_operands(operands)
     ops = _cast_all(as_arrays(ops, device_of(ops)), dtype, casting, "numpy.einsum")
-    return xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
-                     target_forward_error=target_forward_error)
+    result = xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
+                       target_forward_error=target_forward_error)
+    return result if out is None else write_out(result, out, "numpy.einsum", casting=casting)
 
 
 @implements(np.einsum_path)
