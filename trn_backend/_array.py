@@ -611,16 +611,26 @@ def _broadcast_value(v: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
 _OPERANDS = (NeuronArray, builtin_bool, int, float, complex, np.generic)
 
 
+def _foreign(fname: str, other: Any) -> Any:
+    """An operand of another type: NotImplemented (Python then asks the other operand), except a torch.Tensor,
+    which would leave Python's bare "unsupported operand" (or, for ==, a silent False): a TypeError saying what
+    to write instead."""
+    if isinstance(other, torch.Tensor):
+        raise TypeError(f"{fname}: a NeuronArray does not combine with a torch.Tensor; wrap the tensor first with "
+                        "trn_backend.asarray(t), which shares its memory (no copy)")
+    return NotImplemented
+
+
 def _binary(fname: str, reflected: bool = False):
     if reflected:
         def op(self: NeuronArray, other: Any, /) -> NeuronArray:
             if not isinstance(other, _OPERANDS):
-                return NotImplemented
+                return _foreign(fname, other)
             return getattr(_namespace or _ns(), fname)(other, self)
     else:
         def op(self: NeuronArray, other: Any, /) -> NeuronArray:
             if not isinstance(other, _OPERANDS):
-                return NotImplemented
+                return _foreign(fname, other)
             return getattr(_namespace or _ns(), fname)(self, other)
 
     op.__name__ = fname
@@ -636,7 +646,7 @@ def _inplace(fname: str):
             if fast is not None and fast[0] is func and fast[1](self._t, other):
                 return self
         if not isinstance(other, _OPERANDS):
-            return NotImplemented
+            return _foreign(fname, other)
         result = func(self, other)
         r, dtype = result._t, self._t.dtype
         if r.dtype is not dtype:  # NumPy's rule: the result casts back to x's dtype within its kind
