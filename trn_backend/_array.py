@@ -285,6 +285,7 @@ class NeuronArray:
         which every in-place write bumps, so equal tokens mean the same unchanged data within this process.
         (C order: dask hashes an ndarray's memory order, so a transposed view and a reshape with the same memory
         and shape would share a token.)"""
+        (_numpy_dispatch or _dispatch()).register_dask()  # dask is in use: its chunk dispatch needs NeuronArray
         t = self._t
         if not t.is_cpu:
             return ("trn_backend.NeuronArray", str(t.device), t.data_ptr(), tuple(t.shape), t.stride(),
