@@ -137,7 +137,7 @@ def test_special_value_grid(name: str, dtype: str) -> None:
     # sign(-0 + 2j) = -0 + 1j)
     zero_sign = name != "sign"
     wrong = []
-    for zi, g, e in zip(z.tolist(), got.tolist(), expected.tolist()):
+    for zi, g, e in zip(z.tolist(), got.tolist(), expected.tolist(), strict=True):
         g, e = complex(g), complex(e)
         if _agrees(g, e, dtype, zero_sign) or _standard(name, zi, g):
             continue
@@ -163,7 +163,7 @@ def test_conjugate_symmetry_on_the_grid(name: str, dtype: str) -> None:
     f = getattr(xp, name)
     direct = to_numpy(f(from_numpy(z))).tolist()
     mirrored = to_numpy(f(from_numpy(np.conj(z)))).tolist()
-    wrong = [f"{name}({zi!r}) = {d!r}, {name}(conj) = {m!r}" for zi, d, m in zip(z.tolist(), direct, mirrored)
+    wrong = [f"{name}({zi!r}) = {d!r}, {name}(conj) = {m!r}" for zi, d, m in zip(z.tolist(), direct, mirrored, strict=True)
              # beside a nan part C99 leaves the other part's sign unspecified (ccosh(0 + inf j) = nan +- 0j)
              if not (_agrees(d, m.conjugate(), dtype) or math.isnan(d.real) or math.isnan(d.imag))]
     assert not wrong, "\n".join(wrong)
@@ -204,7 +204,7 @@ def test_accurate_over_the_whole_range(name: str, dtype: str, data: st.DataObjec
     got = to_numpy(getattr(xp, name)(from_numpy(z))).tolist()
     eps = float(np.finfo(_real(dtype)).eps)
     tiny = float(np.finfo(_real(dtype)).smallest_subnormal)
-    for zi, g in zip(z.tolist(), got):
+    for zi, g in zip(z.tolist(), got, strict=True):
         v = _exact(name, zi, dtype)
         # the error of the complex value relative to its magnitude: a part far smaller than the other carries the
         # rounding error of the whole (only a correctly rounded algorithm could do better part by part)

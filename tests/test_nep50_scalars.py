@@ -264,8 +264,8 @@ def test_einsum_operands():
 def test_numpy_scalars_of_unsupported_dtypes_are_refused():
     x = from_numpy(np.ones(2, np.float32))
     for value in (np.longdouble(1), np.str_("a"), np.datetime64(1, "s")):
-        for call, name in ((lambda: x + value, "add"), (lambda: xp.multiply(value, x), "multiply"),
-                           (lambda: xp.einsum("i,->i", x, value), "einsum")):
+        for call, name in ((lambda v=value: x + v, "add"), (lambda v=value: xp.multiply(v, x), "multiply"),
+                           (lambda v=value: xp.einsum("i,->i", x, v), "einsum")):
             with pytest.raises(TypeError, match=rf"{name}\(\): a NumPy scalar of dtype .* is not supported"):
                 call()
 

@@ -307,6 +307,7 @@ class NeuronArray:
         which every in-place write bumps, so equal tokens mean the same unchanged data within this process.
         (C order: dask hashes an ndarray's memory order, so a transposed view and a reshape with the same memory
         and shape would share a token.)"""
+        (_numpy_dispatch or _dispatch()).register_dask()  # dask is in use: its chunk dispatch needs NeuronArray
         t = self._t
         if not t.is_cpu:
             return ("trn_backend.NeuronArray", str(t.device), t.data_ptr(), tuple(t.shape), t.stride(),
@@ -375,7 +376,7 @@ def _unsigned_item(t: torch.Tensor) -> int:
 
 
 def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
-    from ._helpers import PY_SCALARS, as_py_scalar, scalar_to_tensor
+    from ._helpers import PY_SCALARS, as_py_scalar, float_to_int, scalar_to_tensor
 
     value = as_py_scalar(value)
     if not isinstance(value, PY_SCALARS):
@@ -388,10 +389,7 @@ def _setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
     if t.dtype is _dtypes.bool:
         value = builtin_bool(value)
     elif isinstance(value, float) and t.dtype in _dtypes.INTEGER:
-        try:
-            value = int(value)
-        except (ValueError, OverflowError) as e:
-            raise type(e)(f"cannot assign {value} into a {_dtypes.name(t.dtype)} array: {e}") from None
+        value = float_to_int(value, t.dtype, f"cannot assign {value} into a {_dtypes.name(t.dtype)} array")
     return scalar_to_tensor(value, t.dtype, t.device, "__setitem__")
 
 
@@ -803,16 +801,26 @@ def _mirrored_slice(s: slice, size: int) -> slice:
 _OPERANDS = (NeuronArray, builtin_bool, int, float, complex, np.generic)
 
 
+def _foreign(fname: str, other: Any) -> Any:
+    """An operand of another type: NotImplemented (Python then asks the other operand), except a torch.Tensor,
+    which would leave Python's bare "unsupported operand" (or, for ==, a silent False): a TypeError saying what
+    to write instead."""
+    if isinstance(other, torch.Tensor):
+        raise TypeError(f"{fname}: a NeuronArray does not combine with a torch.Tensor; wrap the tensor first with "
+                        "trn_backend.asarray(t), which shares its memory (no copy)")
+    return NotImplemented
+
+
 def _binary(fname: str, reflected: bool = False):
     if reflected:
         def op(self: NeuronArray, other: Any, /) -> NeuronArray:
             if not isinstance(other, _OPERANDS):
-                return NotImplemented
+                return _foreign(fname, other)
             return getattr(_namespace or _ns(), fname)(other, self)
     else:
         def op(self: NeuronArray, other: Any, /) -> NeuronArray:
             if not isinstance(other, _OPERANDS):
-                return NotImplemented
+                return _foreign(fname, other)
             return getattr(_namespace or _ns(), fname)(self, other)
 
     op.__name__ = fname
@@ -833,7 +841,7 @@ def _inplace(fname: str):
                     _check_writable(self._t, f"in-place {fname}")
                     raise
         if not isinstance(other, _OPERANDS):
-            return NotImplemented
+            return _foreign(fname, other)
         dtype = self._t.dtype
         try:
             result = func(self, other)

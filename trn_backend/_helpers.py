@@ -6,6 +6,7 @@ are where argument errors are raised, with the function and argument named.
 
 from __future__ import annotations
 
+import math
 import operator
 from collections.abc import Sequence
 
@@ -107,6 +108,34 @@ def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, fu
     if dtype in _dtypes.EXTENSION_FLOAT:  # torch.tensor rounds a Python float to them through float32: twice
         return _dtypes.cast(torch.tensor(value, dtype=torch.float64, device=device), dtype)
     return torch.tensor(value, dtype=dtype, device=device)
+
+
+def check_float_to_int(t: torch.Tensor, dtype: torch.dtype, where: str) -> None:
+    """Refuse floating data whose cast to the integer ``dtype`` NumPy does not define: NaN (ValueError), and
+    infinities or values whose integer part is beyond the dtype's range (OverflowError). NumPy raises so for Python
+    floats and stores platform-dependent garbage (with a RuntimeWarning) for arrays; here both raise, naming
+    ``where`` (the operation). Truncation toward zero of the values that fit is the caller's cast."""
+    lo, hi = _dtypes.int_range(dtype)
+    name = _dtypes.name(dtype)
+    if bool(torch.isnan(t).any()):
+        raise ValueError(f"{where}: cannot convert float NaN to {name}; replace the NaNs first, e.g. "
+                         "xp.where(xp.isnan(x), 0, x)")
+    whole = torch.trunc(t)
+    # lo and hi + 1 are 0 or powers of two: exact in every float dtype (or beyond its range, which is then right)
+    bad = (whole < float(lo)) | (whole >= float(hi) + 1)
+    if bool(bad.any()):
+        value = float(t[bad].reshape(-1)[0])
+        if math.isinf(value):
+            raise OverflowError(f"{where}: cannot convert float {value} to {name}")
+        raise OverflowError(f"{where}: {int(value)} is out of range for {name} [{lo}, {hi}] (the integer part of "
+                            f"{value!r})")
+
+
+def float_to_int(value: float, dtype: torch.dtype, where: str) -> int:
+    """A Python float into an integer dtype as NumPy converts it: truncated toward zero, refused as by
+    ``check_float_to_int``."""
+    check_float_to_int(torch.tensor(value, dtype=torch.float64), dtype, where)
+    return int(value)
 
 
 def _wrap_unsigned(value: int, dtype: torch.dtype) -> int:

@@ -13,12 +13,14 @@ picks the mode to start from; the contraction layer checks the result a posterio
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import contextvars
 import dataclasses
 import functools
 import math
 import operator
+import re
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from typing import Any
 
@@ -202,14 +204,47 @@ def _bound(name: str, dtype: torch.dtype, K: int, slices: int | None) -> float |
 
 # --- argument checks ---
 
-def _canonical(mode: object, func: str) -> str:
+# A mode as explain() and Resolved.label spell it: a name or alias, optionally with parameters, ``ozaki(slices=5)``
+_SPELLING = re.compile(r"\s*([A-Za-z_]\w*)\s*(?:\((.*)\))?\s*")
+
+
+def _spellings() -> str:
+    """The valid spellings of the registered modes, for error messages."""
+    parts = []
+    for n, m in MODES.items():
+        parts.append(f"{n} (alias {', '.join(m.aliases)})" if m.aliases else n)
+        if "slices" in m.params:
+            parts.append(f"{n}(slices=N) with N in 1..{reference.MAX_SLICES}")
+    return ", ".join(parts)
+
+
+def _mode(mode: object, params: dict[str, Any], func: str) -> tuple[str, tuple[tuple[str, object], ...]]:
+    """The registered name and the checked parameters of a mode given as a name or alias (``"dd"``, ``"fp64"``)
+    or as explain() prints it (``"ozaki(slices=5)"``), with the keyword ``params`` of the call: the one parser of
+    mode spellings. An unknown or malformed spelling is a ValueError listing the valid ones."""
     if not isinstance(mode, str):
         raise TypeError(f"{func}: a precision mode is a string such as 'dd', got {type(mode).__name__}")
-    name = ALIASES.get(mode, mode)
+    match = _SPELLING.fullmatch(mode)
+    name = match and ALIASES.get(match[1], match[1])
     if name not in MODES:
-        known = ", ".join(f"{n} (alias {', '.join(m.aliases)})" if m.aliases else n for n, m in MODES.items())
-        raise ValueError(f"{func}: unknown precision mode {mode!r}; known: {known}")
-    return name
+        what = "unknown precision mode" if match else "malformed precision mode"
+        raise ValueError(f"{func}: {what} {mode!r}; known: {_spellings()}")
+    spelled: dict[str, Any] = {}
+    try:
+        for item in filter(str.strip, (match[2] or "").split(",")):
+            key, eq, text = (part.strip() for part in item.partition("="))
+            if not eq or not key.isidentifier() or key in spelled:
+                raise ValueError(f"expected key=value, each key once, got {item.strip()!r}")
+            try:
+                spelled[key] = ast.literal_eval(text)
+            except (ValueError, SyntaxError):
+                raise ValueError(f"{text!r} is not a Python literal") from None
+        _check_params(name, spelled, "parameter")
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"{func}: malformed precision mode {mode!r} ({e}); known: {_spellings()}") from None
+    for key in spelled.keys() & params.keys():
+        raise TypeError(f"{func}: {key} given twice, in the mode {mode!r} and as a keyword")
+    return name, _check_params(name, {**spelled, **params}, func)
 
 
 def _check_params(name: str, params: dict[str, Any], func: str) -> tuple[tuple[str, object], ...]:
@@ -296,8 +331,7 @@ def _setting(mode: object, target: object, params: dict[str, Any], func: str,
         raise ValueError(f"{func}: give a precision mode or one target (target_forward_error= or "
                          "target_relative_error=), not both")
     if mode is not None:
-        name = _canonical(mode, func)
-        return _Setting(name, _check_params(name, params, func), None)
+        return _Setting(*_mode(mode, params, func), None)
     if params:
         raise TypeError(f"{func}: parameters {', '.join(params)} need a mode: precision('ozaki', slices=5)")
     if relative is not None:
@@ -580,8 +614,8 @@ def error_bound(mode: str, dtype: torch.dtype, K: int, *, ranks: int = 1, **para
     dtype, K = _check_problem(dtype, K, "error_bound")
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:
         raise ValueError(f"error_bound: ranks must be a positive int, got {ranks!r}")
-    name = _canonical(mode, "error_bound")
-    bound = _resolved(name, _check_params(name, params, "error_bound"), dtype, K).bound
+    name, checked = _mode(mode, params, "error_bound")
+    bound = _resolved(name, checked, dtype, K).bound
     if ranks == 1 or bound is None:
         return bound
     held = working_dtype(Resolved(name), dtype) or dtype

@@ -2,8 +2,9 @@
 
 Output dtypes follow the input's precision: complex64 in, complex64 out; float32 in rfft, complex64 out;
 complex64 in irfft/hfft, float32 out. Real floating input of the complex transforms is read as complex of the
-same precision and integer input promotes to the default floating (or complex) dtype, as in NumPy; bool input
-is a TypeError.
+same precision and integer input promotes to the default floating (or complex) dtype, as in NumPy; float16 and
+bfloat16 input transforms in float32 (complex64 and float32 results; NumPy's are complex64 too); bool input is a
+TypeError.
 """
 
 from __future__ import annotations
@@ -40,7 +41,11 @@ def _real_input(x: object, func: str) -> Tensor:
     """Input of a transform of real data (rfft, rfftn, ihfft): complex input is a TypeError."""
     t = tensor(x, func)
     _dtypes.check(t.dtype, "real numeric", func)
-    return t if t.dtype in _dtypes.REAL_FLOAT else _dtypes.cast(t, _dtypes.default_float(t.device))
+    if t.dtype is _dtypes.float32 or t.dtype is _dtypes.float64:
+        return t
+    # float16/bfloat16 transform in float32 (torch has no half-precision FFT on the CPU; NumPy's results are
+    # complex64 too), integers in the default float
+    return _dtypes.cast(t, _dtypes.float32 if t.dtype in _dtypes.EXTENSION_FLOAT else _dtypes.default_float(t.device))
 
 
 def _norm(norm: object, func: str) -> str:

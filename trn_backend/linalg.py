@@ -81,6 +81,20 @@ def _matrices(t: Tensor, func: str, *, square: bool = False, arg: str = "x") -> 
     return t
 
 
+def _half_refused(t: Tensor, func: str, arg: str = "x") -> Tensor:
+    """``t`` unless it is float16 or bfloat16, which the LAPACK-backed functions refuse as NumPy's linalg refuses
+    float16 (torch has no half-precision kernels for them): a TypeError saying how to cast."""
+    if t.dtype in _dtypes.EXTENSION_FLOAT:
+        raise TypeError(f"linalg.{func}() does not take {arg} of dtype {_dtypes.name(t.dtype)} (NumPy's linalg "
+                        f"refuses half precision too); cast it first: xp.astype({arg}, xp.float32)")
+    return t
+
+
+def _lapack(x: object, func: str, *, square: bool = False) -> Tensor:
+    """The floating (stack of) matrices of a decomposition or solver (LAPACK-backed on the CPU)."""
+    return _half_refused(_matrices(_floating(x, func), func, square=square), func)
+
+
 def _int_arg(value: object, func: str, arg: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{func}(): {arg} must be an int, got {type(value).__name__}")
@@ -100,26 +114,26 @@ def _linalg_errors(func: str) -> Iterator[None]:
 
 def cholesky(x: NeuronArray, /, *, upper: bool = False) -> NeuronArray:
     """Cholesky factor (lower, or upper with upper=True) of Hermitian positive-definite matrices."""
-    t = _matrices(_floating(x, "cholesky"), "cholesky", square=True)
+    t = _lapack(x, "cholesky", square=True)
     with _linalg_errors("cholesky"):
         return wrap(torch.linalg.cholesky(t, upper=bool(upper)))
 
 
 def det(x: NeuronArray, /) -> NeuronArray:
     """Determinant of square matrices, in x's floating dtype."""
-    return wrap(torch.linalg.det(_matrices(_floating(x, "det"), "det", square=True)))
+    return wrap(torch.linalg.det(_lapack(x, "det", square=True)))
 
 
 def slogdet(x: NeuronArray, /) -> SlogdetResult:
     """Sign and log of the absolute determinant; a singular matrix gives sign 0 and logabsdet -inf."""
-    t = _matrices(_floating(x, "slogdet"), "slogdet", square=True)
+    t = _lapack(x, "slogdet", square=True)
     sign, logabsdet = torch.linalg.slogdet(t)
     return SlogdetResult(wrap(sign), wrap(logabsdet))
 
 
 def inv(x: NeuronArray, /) -> NeuronArray:
     """Inverse of square matrices; a singular matrix is a ValueError."""
-    t = _matrices(_floating(x, "inv"), "inv", square=True)
+    t = _lapack(x, "inv", square=True)
     with _linalg_errors("inv"):
         return wrap(torch.linalg.inv(t))
 
@@ -130,8 +144,8 @@ def solve(x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
     a, b = tensor(x1, "solve", "x1"), tensor(x2, "solve", "x2")
     check_same_device((a, b), "solve", "x1 and x2")
     dtype = _dtypes.promote(a.dtype, b.dtype)
-    a = _as_floating(_dtypes.cast(a, dtype), "solve", "x1")
-    b = _as_floating(_dtypes.cast(b, dtype), "solve", "x2")
+    a = _half_refused(_as_floating(_dtypes.cast(a, dtype), "solve", "x1"), "solve", "x1")
+    b = _half_refused(_as_floating(_dtypes.cast(b, dtype), "solve", "x2"), "solve", "x2")
     _matrices(a, "solve", square=True, arg="x1")
     vector = b.dim() == 1
     if vector:
@@ -153,42 +167,42 @@ def qr(x: NeuronArray, /, *, mode: str = "reduced") -> QRResult:
     """QR decomposition; mode 'reduced' gives Q (..., M, K) and R (..., K, N) with K = min(M, N)."""
     if mode not in ("reduced", "complete"):
         raise ValueError(f"qr(): mode must be 'reduced' or 'complete', got {mode!r}")
-    q, r = torch.linalg.qr(_matrices(_floating(x, "qr"), "qr"), mode=mode)
+    q, r = torch.linalg.qr(_lapack(x, "qr"), mode=mode)
     return QRResult(wrap(q), wrap(r))
 
 
 def svd(x: NeuronArray, /, *, full_matrices: bool = True) -> SVDResult:
     """Singular value decomposition x = U diag(S) Vh, S real and in descending order."""
-    u, s, vh = torch.linalg.svd(_matrices(_floating(x, "svd"), "svd"), full_matrices=bool(full_matrices))
+    u, s, vh = torch.linalg.svd(_lapack(x, "svd"), full_matrices=bool(full_matrices))
     return SVDResult(wrap(u), wrap(s), wrap(vh))
 
 
 def svdvals(x: NeuronArray, /) -> NeuronArray:
     """Singular values in descending order, in the real dtype of x's precision."""
-    return wrap(torch.linalg.svdvals(_matrices(_floating(x, "svdvals"), "svdvals")))
+    return wrap(torch.linalg.svdvals(_lapack(x, "svdvals")))
 
 
 def eigh(x: NeuronArray, /) -> EighResult:
     """Eigenvalues (real, ascending) and orthonormal eigenvectors of Hermitian matrices; only the lower
     triangle is read."""
-    values, vectors = torch.linalg.eigh(_matrices(_floating(x, "eigh"), "eigh", square=True))
+    values, vectors = torch.linalg.eigh(_lapack(x, "eigh", square=True))
     return EighResult(wrap(values), wrap(vectors))
 
 
 def eigvalsh(x: NeuronArray, /) -> NeuronArray:
     """Eigenvalues (real, ascending) of Hermitian matrices."""
-    return wrap(torch.linalg.eigvalsh(_matrices(_floating(x, "eigvalsh"), "eigvalsh", square=True)))
+    return wrap(torch.linalg.eigvalsh(_lapack(x, "eigvalsh", square=True)))
 
 
 def eig(x: NeuronArray, /) -> EigResult:
     """Eigenvalues and eigenvectors of general square matrices, complex of x's precision."""
-    values, vectors = torch.linalg.eig(_matrices(_floating(x, "eig"), "eig", square=True))
+    values, vectors = torch.linalg.eig(_lapack(x, "eig", square=True))
     return EigResult(wrap(values), wrap(vectors))
 
 
 def eigvals(x: NeuronArray, /) -> NeuronArray:
     """Eigenvalues of general square matrices, complex of x's precision."""
-    return wrap(torch.linalg.eigvals(_matrices(_floating(x, "eigvals"), "eigvals", square=True)))
+    return wrap(torch.linalg.eigvals(_lapack(x, "eigvals", square=True)))
 
 
 def _rtol(rtol: float | NeuronArray | None, t: Tensor, func: str) -> float | Tensor | None:
@@ -213,13 +227,13 @@ def _rtol(rtol: float | NeuronArray | None, t: Tensor, func: str) -> float | Ten
 
 def matrix_rank(x: NeuronArray, /, *, rtol: float | NeuronArray | None = None) -> NeuronArray:
     """Number of singular values above rtol * the largest one (default int64)."""
-    t = _matrices(_floating(x, "matrix_rank"), "matrix_rank")
+    t = _lapack(x, "matrix_rank")
     return wrap(torch.linalg.matrix_rank(t, rtol=_rtol(rtol, t, "matrix_rank")))
 
 
 def pinv(x: NeuronArray, /, *, rtol: float | NeuronArray | None = None) -> NeuronArray:
     """Moore-Penrose pseudo-inverse, singular values at or below rtol * the largest one treated as zero."""
-    t = _matrices(_floating(x, "pinv"), "pinv")
+    t = _lapack(x, "pinv")
     return wrap(torch.linalg.pinv(t, rtol=_rtol(rtol, t, "pinv")))
 
 
@@ -236,14 +250,15 @@ def outer(x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
 
 
 def matrix_power(x: NeuronArray, n: int, /) -> NeuronArray:
-    """x raised to the integer power n by repeated squaring through matmul; n = 0 gives the identity and a
-    negative n inverts first."""
-    t = _matrices(_floating(x, "matrix_power"), "matrix_power", square=True)
+    """x raised to the integer power n by repeated squaring through matmul; n = 0 gives the identity. Integer
+    matrices stay in their dtype, exact with NumPy's wrap-around (float64 would lose digits beyond 2**53); a
+    negative n inverts first, which makes an integer matrix the default float, as in NumPy."""
+    t = _matrices(tensor(x, "matrix_power"), "matrix_power", square=True)
     n = _int_arg(n, "matrix_power", "n")
     if n == 0:
-        eye = torch.eye(t.shape[-1], dtype=t.dtype, device=t.device)
+        eye = _dtypes.cast(torch.eye(t.shape[-1], dtype=torch.bool, device=t.device), t.dtype)
         return wrap(eye.expand(t.shape).clone())
-    base = inv(wrap(t)) if n < 0 else wrap(t)
+    base = inv(wrap(_as_floating(t, "matrix_power", "x"))) if n < 0 else wrap(t)
     n = abs(n)
     result = None
     while n:
@@ -252,7 +267,7 @@ def matrix_power(x: NeuronArray, n: int, /) -> NeuronArray:
         n >>= 1
         if n:
             base = matmul(base, base)
-    # n = 1 of a floating x would hand back x itself; the result is always a new array
+    # n = 1 would hand back x itself; the result is always a new array
     return result if result._t is not x._t else wrap(result._t.clone())
 
 
@@ -349,6 +364,8 @@ def matrix_norm(x: NeuronArray, /, *, keepdims: bool = False,
     if isinstance(ord, bool) or ord not in _MATRIX_ORDS:
         raise ValueError(f"matrix_norm(): ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf; "
                          f"got {ord!r}")
+    if ord in (2, -2, "nuc"):  # singular values
+        _half_refused(t, "matrix_norm")
     m, n = t.shape[-2], t.shape[-1]
     if {-1: n, -2: min(m, n), -inf: m}.get(ord) == 0:
         raise ValueError(f"matrix_norm(): ord={ord} takes a minimum over an empty set for shape "

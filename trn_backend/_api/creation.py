@@ -15,7 +15,16 @@ import torch
 
 from .. import _device, _dtypes
 from .._dtypes import via_compute
-from .._helpers import PY_SCALARS, NeuronArray, as_py_scalar, scalar_to_tensor, tensor, tensors, wrap
+from .._helpers import (
+    PY_SCALARS,
+    NeuronArray,
+    as_py_scalar,
+    check_float_to_int,
+    scalar_to_tensor,
+    tensor,
+    tensors,
+    wrap,
+)
 from .data_types import check_castable, convert, promoted
 
 __all__ = [
@@ -110,6 +119,8 @@ def asarray(obj: object, /, *, dtype: torch.dtype | None = None, device: Device 
                              "a new array is always made (pass copy=None)")
         return wrap(_from_python(obj, target, dev))
     t, home, fresh = source
+    if target in _dtypes.INTEGER and t.dtype in _dtypes.REAL_FLOAT:
+        check_float_to_int(t, target, "asarray()")
     return wrap(convert(t, target or t.dtype, dev or home, None if fresh else copy, "asarray"))
 
 
@@ -220,9 +231,13 @@ def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> t
             values = [v - 2**64 if v >= 2**63 else v for v in values]  # the int64 with the same bits
         return _dtypes.restore(torch.tensor(values, dtype=torch.int64, device=device), dtype)
     if dtype in _dtypes.INTEGER or dtype in _dtypes.EXTENSION_FLOAT:
-        # floats into an integer dtype: build exactly in float64, then cast (truncation, as in NumPy); into
-        # float16/bfloat16 the same way, as torch.tensor would round through float32 (twice)
-        return _dtypes.cast(torch.tensor(values, dtype=torch.float64, device=device), dtype)
+        # floats into an integer dtype: build exactly in float64, then cast (truncation, as in NumPy; NaN and
+        # values beyond the dtype raise, as NumPy raises for Python floats); into float16/bfloat16 the same way,
+        # as torch.tensor would round through float32 (twice)
+        wide = torch.tensor(values, dtype=torch.float64, device=device)
+        if dtype in _dtypes.INTEGER:
+            check_float_to_int(wide, dtype, "asarray()")
+        return _dtypes.cast(wide, dtype)
     return torch.tensor(values, dtype=dtype, device=device)
 
 

@@ -12,11 +12,13 @@ import importlib
 import warnings
 from typing import Any
 
+from .._array import NeuronArray
 from . import functions, routines, statistics  # noqa: F401  (register the table's entries)
 from ._registry import TABLE, dispatch, qualname
 from .ufuncs import UFUNCS, array_ufunc, methods
 
-__all__ = ["array_function", "array_ufunc", "handled_functions", "handled_ufuncs", "markdown", "BEGIN", "END"]
+__all__ = ["array_function", "array_ufunc", "handled_functions", "handled_ufuncs", "markdown", "register_dask", "BEGIN",
+           "END"]
 
 # The generated section of docs/numpy.md lies between these lines.
 BEGIN = "<!-- BEGIN GENERATED: python -m trn_backend.numpy_dispatch -->\n"
@@ -26,6 +28,18 @@ END = "<!-- END GENERATED -->"
 def array_function(func: Any, types: Any, args: Any, kwargs: Any) -> Any:
     """``NeuronArray.__array_function__``: the table's implementation of ``func``, or NotImplemented."""
     return dispatch(func, types, args, kwargs)
+
+
+def register_dask() -> None:
+    """Register NeuronArray in dask's per-chunk dispatch: ``dask.array.percentile`` looks its chunk function
+    up by the chunk's type (only ndarray is registered); dask's own one calls np.percentile on the chunk, which
+    the table runs here. dask's tables live in dask.array, whose import costs 0.4 s, so this runs where dask
+    first hashes a NeuronArray (``NeuronArray.__dask_tokenize__``; percentile hashes its ``q`` as one), not at
+    import."""
+    from dask.array.dispatch import percentile_lookup
+    from dask.array.percentile import _percentile
+
+    percentile_lookup.register(NeuronArray, _percentile)  # a dict entry: registering again changes nothing
 
 
 def handled_functions() -> list[str]:

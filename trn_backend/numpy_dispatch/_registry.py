@@ -422,9 +422,10 @@ def can_cast(src: torch.dtype, dst: torch.dtype, casting: str = "same_kind") -> 
     return bool(np.can_cast(numpy_dtype(src), numpy_dtype(dst), casting))
 
 
-def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False) -> NeuronArray:
-    """Write ``result`` into the NeuronArray ``out`` (NumPy's same_kind casting; the result broadcasts to
-    ``out``'s shape only where ``broadcast``, as for ufuncs) and return ``out``."""
+def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False, casting: str = "same_kind") -> NeuronArray:
+    """Write ``result`` into the NeuronArray ``out`` (under NumPy's ``casting`` rule, same_kind unless the function
+    takes casting=; the result broadcasts to ``out``'s shape only where ``broadcast``, as for ufuncs) and return
+    ``out``."""
     if isinstance(out, tuple):
         if len(out) != 1:
             raise TypeError(f"{func}(): out= must hold one array, got {len(out)}")
@@ -436,9 +437,10 @@ def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False) -> N
         raise TypeError(f"{func}(): out= needs a function with one array result")
     if result.device != out.device:
         raise ValueError(f"{func}(): out is on {out.device}, the result on {result.device}")
-    if not can_cast(result._t.dtype, out._t.dtype):
+    if not can_cast(result._t.dtype, out._t.dtype, casting):
         raise TypeError(f"{func}(): cannot write a {_dtypes.name(result.dtype)} result into out of dtype "
-                        f"{_dtypes.name(out.dtype)} under NumPy's same_kind casting")
+                        f"{_dtypes.name(out.dtype)} under NumPy's {casting} casting"
+                        + ("; pass casting='same_kind' to round into out" if casting == "safe" else ""))
     if result.shape != out.shape and not broadcast:
         raise ValueError(f"{func}(): out has shape {out.shape}, the result {result.shape}")
     t = result._t if result.shape == out.shape else xp.broadcast_to(result, out.shape)._t

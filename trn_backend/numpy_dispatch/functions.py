@@ -25,7 +25,7 @@ import torch
 import trn_backend as xp
 
 from .. import _device, _dtypes
-from .._helpers import NeuronArray, check_broadcastable, normalize_axes, normalize_axis
+from .._helpers import NeuronArray, check_broadcastable, float_to_int, normalize_axes, normalize_axis
 from ._registry import (
     TABLE,
     Binder,
@@ -37,6 +37,7 @@ from ._registry import (
     numpy_dtype,
     qualname,
     to_dtype,
+    write_out,
 )
 
 A = NeuronArray
@@ -136,14 +137,17 @@ def _optimize(optimize: Any) -> Any:
 
 
 @implements(np.einsum)
-def einsum(*operands: Any, optimize: Any = False, dtype: Any = None, casting: str = "safe",
+def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = None, casting: str = "safe",
            precision: str | None = None, target_forward_error: float | None = None) -> A:
     """numpy.einsum on the contraction engine: every product is a kernel call under ``precision`` (else the
-    active ``trn_backend.precision`` context); ``optimize`` takes NumPy's values and opt_einsum's optimizers."""
+    active ``trn_backend.precision`` context); ``optimize`` takes NumPy's values and opt_einsum's optimizers.
+    ``casting`` (NumPy's default 'safe') rules both the cast of the operands to ``dtype`` and the write into
+    ``out``."""
     subscripts, ops = _einsum_operands(operands)
     ops = _cast_all(as_arrays(ops, device_of(ops)), dtype, casting, "numpy.einsum")
-    return xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
-                     target_forward_error=target_forward_error)
+    result = xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
+                       target_forward_error=target_forward_error)
+    return result if out is None else write_out(result, out, "numpy.einsum", casting=casting)
 
 
 @implements(np.einsum_path)
@@ -871,8 +875,14 @@ def empty_like(prototype: A, dtype: Any = None, order: str = "K", shape: Any = N
 @implements(np.full_like, arrays="a")
 def full_like(a: A, fill_value: Any, dtype: Any = None, order: str = "K", shape: Any = None,
               device: Any = None) -> A:
-    """numpy.full_like: the value is cast to the result's dtype as NumPy casts it (1.9 fills an int array with 1)."""
-    if not isinstance(fill_value, A):
+    """numpy.full_like: the value is cast to the result's dtype as NumPy casts it (1.9 fills an int array with 1).
+    A Python int must fit the dtype (OverflowError, as in NumPy); a float into an integer dtype is truncated, and
+    NaN or a float beyond the dtype is refused (NumPy stores an undefined value there)."""
+    target = a._t.dtype if dtype is None else to_dtype(dtype, "numpy.full_like")
+    if isinstance(fill_value, (float, np.floating)) and target in _dtypes.INTEGER:
+        fill_value = float_to_int(float(fill_value), target, "numpy.full_like()")
+    # a Python int (or bool) goes as it is: the namespace range-checks it against the dtype
+    if not isinstance(fill_value, (A, builtins.bool, int)):
         # a 0-d array on the result's device: cast to the result's dtype, not refused
         fill_value = xp.asarray(np.asarray(fill_value), device=a.device if device is None else device)
     return _like("full", a, dtype, shape, device, fill_value, order=order)
