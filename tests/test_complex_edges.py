@@ -163,7 +163,8 @@ def test_conjugate_symmetry_on_the_grid(name: str, dtype: str) -> None:
     f = getattr(xp, name)
     direct = to_numpy(f(from_numpy(z))).tolist()
     mirrored = to_numpy(f(from_numpy(np.conj(z)))).tolist()
-    wrong = [f"{name}({zi!r}) = {d!r}, {name}(conj) = {m!r}" for zi, d, m in zip(z.tolist(), direct, mirrored, strict=True)
+    wrong = [f"{name}({zi!r}) = {d!r}, {name}(conj) = {m!r}"
+             for zi, d, m in zip(z.tolist(), direct, mirrored, strict=True)
              # beside a nan part C99 leaves the other part's sign unspecified (ccosh(0 + inf j) = nan +- 0j)
              if not (_agrees(d, m.conjugate(), dtype) or math.isnan(d.real) or math.isnan(d.imag))]
     assert not wrong, "\n".join(wrong)
