@@ -73,8 +73,10 @@ def _exact(name: str, z: complex, dtype: str, zero: mpmath.mpf = INFINITESIMAL) 
 
 
 def _rounded(v: mpmath.mpf, dtype: str) -> float:
-    """v rounded to the dtype's precision, the sign of an underflow kept (float() rounds once, to float64)."""
-    r = float(_real(dtype)(float(v)))
+    """v rounded to the dtype's precision, the sign of an underflow kept (float() rounds once, to float64); a
+    value beyond the dtype's range is its infinity."""
+    with np.errstate(over="ignore"):
+        r = float(_real(dtype)(float(v)))
     return math.copysign(r, float(v)) if r == 0 else r
 
 
