@@ -217,3 +217,17 @@ def test_malformed_spellings_list_the_valid_ones(spelled, use):
 def test_a_parameter_given_twice_is_refused():
     with pytest.raises(TypeError, match="slices given twice"):
         xp.precision("ozaki(slices=4)", slices=5)
+
+
+@pytest.mark.parametrize("keyword, value", [("precision", "dd"), ("target_forward_error", 1e-6),
+                                            ("target_relative_error", 1e-6)])
+def test_opt_einsum_contract_with_a_precision_keyword_says_what_to_write(keyword, value):
+    # a batched step: opt_einsum sends it to the backend's einsum, with the keywords it does not know itself
+    import opt_einsum
+
+    a, b = xp.ones((2, 3, 5)), xp.ones((3, 5))
+    with pytest.raises(TypeError, match=rf"takes no {keyword}=: write `with trn_backend.precision\(...\):` "
+                                        rf"around the call, or call trn_backend.contract"):
+        opt_einsum.contract("ijk,jk->ij", a, b, backend="trn", **{keyword: value})
+    with pytest.raises(TypeError, match="unexpected keyword arguments bogus"):
+        opt_einsum.contract("ijk,jk->ij", a, b, backend="trn", bogus=1)

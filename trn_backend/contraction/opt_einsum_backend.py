@@ -75,9 +75,19 @@ def _remember(key: tuple, plan: Plan) -> Plan:
 
 
 def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
-           optimize: object = "auto") -> NeuronArray:
+           optimize: object = "auto", **kwargs: Any) -> NeuronArray:
     """The einsum opt_einsum calls for steps that are not plain tensordots (batched ones, for instance); an
-    ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe')."""
+    ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe').
+    opt_einsum hands it the keywords it does not know itself: a precision choice among them is refused with
+    what to write instead (opt_einsum's own tensordot steps refuse it before they reach this backend)."""
+    if kwargs:
+        precision = sorted(set(kwargs) & {"precision", "target_forward_error", "target_relative_error"})
+        if precision:
+            raise TypeError(f"opt_einsum.contract(backend='trn') takes no {precision[0]}=: write `with "
+                            f"trn_backend.precision(...):` around the call, or call trn_backend.contract(..., "
+                            f"{precision[0]}=...) with the same arguments")
+        raise TypeError(f"einsum() of the opt_einsum backend 'trn' got unexpected keyword arguments "
+                        f"{', '.join(sorted(kwargs))}")
     try:
         if len(operands) == 2 and out is None and type(subscripts) is str and type(optimize) is str and \
                 optimize == "auto":
