@@ -255,3 +255,54 @@ def test_torch_float32_sums_are_not_used_for_modes():
         xp.einsum("ijk->j", a, precision="dd")
     assert calls == {("matmul", "dd"): 1}
     assert torch.equal(xp.einsum("ijk->j", a, precision="dd")._t, torch.full((5,), 24.0))
+
+
+@pytest.mark.parametrize("mode_or_target", ["dd", 1e-4, 3e-7])
+def test_two_ranks_count_their_sum_in_the_whole_expression(mode_or_target):
+    """Operands partitioned along the contracted index over 2 ranks: each rank's product is a summand of a
+    pending sum, one more rounding step of the expression (and, under a target, within its share)."""
+    import trn_backend.distributed as td
+    from tests.distributed_support import spmd
+
+    rng = np.random.default_rng(6)
+    operands = [rng.standard_normal(s).astype(np.float32) for s in ((3, 8), (8, 5), (5, 2))]
+
+    def body(rank):
+        ops = [td.shard(xp.asarray(operands[0]), 1), td.shard(xp.asarray(operands[1]), 0),
+               xp.asarray(operands[2])]
+        if isinstance(mode_or_target, str):
+            with xp.precision(mode_or_target):
+                out = xp.einsum("ij,jk,kl->il", *ops)
+            return np.asarray(out)
+        return np.asarray(xp.einsum("ij,jk,kl->il", *ops, target_forward_error=mode_or_target))
+
+    got = spmd(2, body)[0]
+    if isinstance(mode_or_target, str):
+        steps = xp.explain("ij,jk,kl->il", *(o.shape for o in operands), precision=mode_or_target,
+                           dtype=xp.float32).bound
+        ranks = 2.0**-24 / (1 - 2.0**-24)  # one addition of two float32 summands
+        bound = (1 + steps) * (1 + ranks) - 1
+    else:
+        bound = mode_or_target
+    assert_within("ij,jk,kl->il", operands, np.float32, got, bound, Fraction(0))
+
+
+def test_two_ranks_gather_where_their_sum_cannot_meet_the_target():
+    """1e-7 for float32 on 2 ranks: the share of each of the 3 rounding steps (product, sum over ranks, rounding
+    back) is below float32's own rounding, so the partitioned call refuses and the sharded dispatch runs the
+    contraction on whole arrays (one rounding step: kahan meets 1e-7), never a result beyond the target."""
+    import trn_backend.distributed as td
+    from tests.distributed_support import spmd
+    from trn_backend.distributed import _dispatch
+
+    rng = np.random.default_rng(7)
+    a, b = rng.standard_normal((3, 8)).astype(np.float32), rng.standard_normal((8, 2)).astype(np.float32)
+    before = _dispatch.GATHERED_CALLS["einsum"]
+
+    def body(rank):
+        return np.asarray(xp.einsum("ij,jk->ik", td.shard(xp.asarray(a), 1), td.shard(xp.asarray(b), 0),
+                                    target_forward_error=1e-7))
+
+    got = spmd(2, body)[0]
+    assert _dispatch.GATHERED_CALLS["einsum"] > before
+    assert_within("ij,jk->ik", [a, b], np.float32, got, 1e-7, Fraction(0))

@@ -258,6 +258,9 @@ class NeuronArray:
         t = self._t
         if _simple(key):  # torch's basic indexing is NumPy's there: a view, for every dtype
             r = t[key]
+            kind = type(key)
+            if kind is not int and kind is not tuple:  # a slice, None or Ellipsis: never one element
+                return wrap(r)
         else:
             p = _plan(_movable(t), key)
             if p.flips and not p.indices and type(t) is torch.Tensor:

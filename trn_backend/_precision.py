@@ -46,6 +46,9 @@ class Resolved:
     params: tuple[tuple[str, object], ...] = ()
     bound: float | None = None
     target_relative_error: float | None = None
+    # under a forward target, the share of it each rounding step of the expression must meet (``share``): what
+    # a rounding added after the step (a sum over ranks) is checked against
+    share: float | None = None
 
     @property
     def kwargs(self) -> dict[str, object]:
@@ -546,7 +549,7 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: s
         if candidate.bound is None:  # native bf16/fp16: no published bound, so no target can rely on it
             continue
         if candidate.bound <= target:
-            return candidate
+            return dataclasses.replace(candidate, share=target)
         best = candidate if best is None or candidate.bound < best.bound else best
     raise PrecisionError(f"no mode reaches {what}={target:g} for {_dtypes.name(dtype)} with K={K}; the best "
                          f"available bound is {best.bound:.3g}, from {best.label}", "select_precision")

@@ -123,7 +123,8 @@ def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precis
     # validated and made canonical (ints) before the cache: 2.0 and True hash like 2 and 1
     key = axes if type(axes) is int else canonical_axes(axes)
     found = tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, key)
-    return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
+    return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
+                           (a, b))
 
 
 def canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]]:
@@ -177,7 +178,8 @@ def matmul_tensors(a: torch.Tensor, b: torch.Tensor, precision: Precision = None
                    target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's matmul: 1-D operands promoted to matrices and back, batch dimensions broadcast."""
     found = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype)
-    return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
+    return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
+                           (a, b))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -216,7 +218,8 @@ def vecdot_tensors(a: torch.Tensor, b: torch.Tensor, axis: int = -1, precision: 
         axis = int(axis)
     found = _vecdot_entry(a.shape, b.shape, a.dtype, b.dtype, axis)
     a = a.conj() if a.is_complex() else a
-    return execute.execute(found.plan(a.device, precision, target_forward_error), (a, b))
+    return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
+                           (a, b))
 
 
 @functools.lru_cache(maxsize=4096)

@@ -47,7 +47,8 @@ def run(spec: Spec, tensors: Sequence[torch.Tensor], optimize: object = "auto", 
     force is shared among all the expression's rounding steps. ``ledger`` collects the plans run."""
     steps_ = program(spec, tuple(t.shape for t in tensors), optimize)
     forward, relative = _precision.targets(precision, target_forward_error)
-    n = 1 if forward is None and relative is None else roundings(steps_, tuple(t.dtype for t in tensors))
+    n = 1 if forward is None and relative is None else roundings(
+        steps_, tuple(t.dtype for t in tensors), any(type(t) in execute.EXECUTORS for t in tensors))
     terms = list(tensors)
     for step in steps_:
         ops = [terms.pop(p) for p in step.positions][::-1]
@@ -71,12 +72,14 @@ def program(spec: Spec, shapes: Shapes, optimize: object = "auto") -> tuple[Step
     return (Step(tuple(range(len(shapes)))[::-1], ((spec.inputs, spec.output, tuple(map(tuple, shapes))),)),)
 
 
-def roundings(program: Sequence[Step], dtypes: tuple[torch.dtype, ...]) -> int:
+def roundings(program: Sequence[Step], dtypes: tuple[torch.dtype, ...], sharded: bool = False) -> int:
     """The rounding steps of a whole expression (kernel calls and pre-sums of inexact dtypes): what a target
-    is shared among (``_precision.share``)."""
+    is shared among (``_precision.share``). ``sharded``: operands of a registered executor (DTensor), whose
+    steps may each end in a sum over ranks and its rounding back to the dtype, two more each."""
     dtype = result_dtype(dtypes)
-    return sum(entry(inputs, output, shapes, (dtype,) * len(inputs)).base.roundings
-               for step in program for inputs, output, shapes in step.chain)
+    counts = [entry(inputs, output, shapes, (dtype,) * len(inputs)).base.roundings
+              for step in program for inputs, output, shapes in step.chain]
+    return sum(counts) + (2 * sum(c > 0 for c in counts) if sharded else 0)
 
 
 def check_optimize(optimize: object, func: str = "einsum") -> object:

@@ -20,7 +20,7 @@ import torch
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Shard
 
-from .. import _precision
+from .. import _dtypes, _precision
 from ..contraction import execute as _execute
 from ..contraction.plan import Plan, entry
 from ._array import as_dtensor, redistribute
@@ -39,12 +39,34 @@ def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> DTensor:
     dts, label = localize(tensors, inputs, plan.dtype, plan.subscripts)
     blocks = [t.to_local() for t in dts]
     local = _local_plan(plan, inputs, output, blocks)
-    working = _precision.working_dtype(plan.resolved, plan.dtype) if _pending(dts, label, output) else None
+    pending = _pending(dts, label, output)
+    working = _precision.working_dtype(plan.resolved, plan.dtype) if pending else None
+    if pending:
+        _check_share(plan, working, dts[0].device_mesh.size())
     if working is None:
         return finish(_execute.execute(local, blocks), dts, label, output, plan.shape)
     summand = _execute.execute(dataclasses.replace(local, dtype=working), blocks)
     total = redistribute(finish(summand, dts, label, output, plan.shape), Replicate()).to_local()
     return _dtensor(total.to(plan.dtype), dts[0], Replicate(), plan.shape)
+
+
+def _check_share(plan: Plan, working: torch.dtype | None, ranks: int) -> None:
+    """Under a forward target, the sum over ``ranks`` of a pending result (in ``working``, or the plan's dtype)
+    and its rounding back from ``working`` are rounding steps of the expression: each must meet the share of the
+    target the plan's steps met (sharded operands count for them, see ``paths.roundings``), or PrecisionError."""
+    r = plan.resolved
+    if r is None or r.share is None:
+        return
+    held = working or plan.dtype
+    steps = [("the sum over ranks", _precision.sum_bound(held, ranks))]
+    if working is not None:
+        real = plan.dtype.to_real() if plan.dtype.is_complex else plan.dtype
+        steps.append((f"the rounding to {_dtypes.name(plan.dtype)}", torch.finfo(real).eps / 2))
+    for what, bound in steps:
+        if bound > r.share:
+            raise _precision.PrecisionError(
+                f"no mode reaches the target for {plan.subscripts!r} on {ranks} ranks: {what} costs {bound:.3g} "
+                f"of its absolute value, over the share {r.share:.3g} each rounding step has", "contraction")
 
 
 def localize(tensors: Sequence[torch.Tensor], inputs: Sequence[str], dtype: torch.dtype, what: str,
