@@ -306,3 +306,21 @@ def test_two_ranks_gather_where_their_sum_cannot_meet_the_target():
     got = spmd(2, body)[0]
     assert _dispatch.GATHERED_CALLS["einsum"] > before
     assert_within("ij,jk->ik", [a, b], np.float32, got, 1e-7, Fraction(0))
+
+
+def test_numpy_einsum_into_a_narrower_out_keeps_the_target():
+    """np.einsum(..., out=float32, casting='same_kind') on float64 data rounds once more, into out: the
+    expression runs under a target tightened so that the rounding composes to the one asked for."""
+    rng = np.random.default_rng(8)
+    operands = [rng.standard_normal(s) for s in ((4, 30), (30, 3))]
+    ops = [from_numpy(op) for op in operands]
+    out = xp.empty((4, 3), dtype=xp.float32)
+    np.einsum("ij,jk->ik", *ops, out=out, casting="same_kind", target_forward_error=1e-6)
+    assert_within("ij,jk->ik", operands, np.float64, to_numpy(out), 1e-6, Fraction(0))
+    with xp.precision(target_relative_error=1e-6) as report:
+        np.einsum("ij,jk->ik", *ops, out=out, casting="same_kind")
+    assert report and all(check.met and check.target < 1e-6 for check in report)
+    for idx, value in exact("ij,jk->ik", operands).items():
+        assert abs(Fraction(float(to_numpy(out)[idx])) - value) <= Fraction(1e-6) * abs(value)
+    with pytest.raises(xp.PrecisionError, match="below the rounding of the result into out= of dtype float32"):
+        np.einsum("ij,jk->ik", *ops, out=out, casting="same_kind", target_forward_error=1e-8)

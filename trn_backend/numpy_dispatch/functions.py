@@ -9,7 +9,9 @@ device's default float: float64 as in NumPy, float32 on Neuron.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
+import functools
 import inspect
 import itertools
 import math
@@ -24,7 +26,7 @@ import torch
 
 import trn_backend as xp
 
-from .. import _device, _dtypes
+from .. import _device, _dtypes, _precision
 from .._helpers import NeuronArray, check_broadcastable, float_to_int, normalize_axes, normalize_axis
 from ._registry import (
     TABLE,
@@ -145,9 +147,47 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = 
     ``out``."""
     subscripts, ops = _einsum_operands(operands)
     ops = _cast_all(as_arrays(ops, device_of(ops)), dtype, casting, "numpy.einsum")
-    result = xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
-                       target_forward_error=target_forward_error)
+    with _out_rounding(ops, out, precision, target_forward_error) as target_forward_error:
+        result = xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
+                           target_forward_error=target_forward_error)
     return result if out is None else write_out(result, out, "numpy.einsum", casting=casting)
+
+
+@contextlib.contextmanager
+def _out_rounding(ops: list[Any], out: Any, precision: str | None, target_forward_error: float | None):
+    """A target in force holds for what lands in ``out``: where out's dtype is narrower than the result's, the
+    write rounds once more (unit u of out's dtype), so the expression runs under (1 + t) / (1 + u) - 1, which
+    composes with that rounding to t (forward or relative alike). Yields the per-call forward target to pass."""
+    forward, relative = _precision.targets(precision, target_forward_error)
+    target = forward if forward is not None else relative
+    u_out = _narrowing_unit(ops, out) if target is not None else 0.0
+    if not u_out:
+        yield target_forward_error
+        return
+    tighter = (1 + target) / (1 + u_out) - 1
+    if not tighter > 0:
+        raise _precision.PrecisionError(
+            f"the target {target:g} is below the rounding of the result into out= of dtype "
+            f"{_dtypes.name(out.dtype)} ({u_out:.3g}); pass out= of the result's dtype", "numpy.einsum")
+    if target_forward_error is not None:
+        yield tighter
+        return
+    with _precision.precision(**{"target_forward_error" if forward is not None else "target_relative_error":
+                                 tighter}) as checks:
+        yield None
+    _precision.replay(checks or ())  # the checks belong to the enclosing block's report too
+
+
+def _narrowing_unit(ops: list[Any], out: Any) -> float:
+    """The unit roundoff of out's dtype where writing the einsum's result into it rounds (a narrower float
+    dtype), else 0."""
+    if not isinstance(out, NeuronArray) or not (out._t.dtype.is_floating_point or out._t.dtype.is_complex):
+        return 0.0
+    result = functools.reduce(_dtypes.promote, [o._t.dtype for o in ops if isinstance(o, NeuronArray)])
+    if not (result.is_floating_point or result.is_complex):
+        return 0.0
+    eps_out, eps_result = (torch.finfo(d.to_real() if d.is_complex else d).eps for d in (out._t.dtype, result))
+    return eps_out / 2 if eps_out > eps_result else 0.0
 
 
 @implements(np.einsum_path)
