@@ -169,6 +169,8 @@ def test_a_sum_inside_one_operand_runs_under_the_mode():
     e = xp.explain("ij,j->j", a, b, precision="kahan")
     assert "ij->j (sum i)" in str(e) and "(1, 3, 50, 1)" in str(e)
     assert e.roundings == 2 and e.bound == pytest.approx(xp.error_bound("kahan", xp.float32, "ij,j->j", (50, 3), (3,)))
+    assert e.kernel_calls == sum(calls.values()) == 2 and e.flops == 2 * 3 * 50 + 3  # the sum, then the product
+    assert xp.explain("ij,j->j", a, b).kernel_calls == 1  # native sums with torch's sum: no kernel call
     # fast rounds each entry to bf16 (1 + 2**-12 becomes 1): the sum is the mode's, not float32's
     assert to_numpy(xp.einsum("ij,j->j", a, b, precision="fast")).tolist() == [50.0] * 3
 

@@ -39,7 +39,13 @@ class Explanation:
 
     @property
     def flops(self) -> int:
-        return sum(p.flops for p in self.steps)
+        """Kernel FLOPs of every step, pre-sums that run as kernels (modes other than native) included."""
+        return sum(p.flops for p in self.steps) + sum(s.flops for s in self._kernel_sums())
+
+    def _kernel_sums(self) -> list[Plan]:
+        """The pre-sums that run as a kernel call (native sums with torch's sum instead)."""
+        return [s for p in self.steps for s in p.sums
+                if s is not None and s.resolved is not None and s.resolved.mode != "native"]
 
     @property
     def largest_intermediate(self) -> int:
@@ -60,7 +66,7 @@ class Explanation:
 
     @property
     def kernel_calls(self) -> int:
-        return sum(p.kernel is not None for p in self.steps)
+        return sum(p.kernel is not None for p in self.steps) + len(self._kernel_sums())
 
     def __str__(self) -> str:
         header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound", "trn2 model")
