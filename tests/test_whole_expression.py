@@ -326,3 +326,15 @@ def test_numpy_einsum_into_a_narrower_out_keeps_the_target():
         assert abs(Fraction(float(to_numpy(out)[idx])) - value) <= Fraction(1e-6) * abs(value)
     with pytest.raises(xp.PrecisionError, match="below the rounding of the result into out= of dtype float32"):
         np.einsum("ij,jk->ik", *ops, out=out, casting="same_kind", target_forward_error=1e-8)
+
+
+def test_a_relative_target_never_vouches_for_a_subnormal_result():
+    """Products in float64's subnormal range keep about 14 bits: 2**-1060 (1 + 2**-16) loses the 2**-16. A
+    relative check of 1e-6 must refuse them (the underflow allowance is what counts: half a subnormal is no
+    float64, so it must not round to an allowance of 0), never return them as met."""
+    a = np.full(2, 2.0**-530)
+    b = np.full(2, 2.0**-530 * (1 + 2.0**-16))
+    ops = [from_numpy(a), from_numpy(b), from_numpy(np.array(1.0))]
+    with pytest.raises(xp.PrecisionError, match="out of reach"):
+        xp.einsum("i,i,->", *ops, target_relative_error=1e-6)
+    assert not xp.last_precision_report()[-1].met

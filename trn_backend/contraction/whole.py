@@ -14,8 +14,9 @@ forward targets and checked once, against its own absolute value (docs/precision
 2. Compute an upper bound of S: the expression on |operands| in float64 native arithmetic, each operand first
    scaled by a power of two to at most 1 (exact; the expression is multilinear, so S scales back exactly),
    divided by (1 - B64) for its own rounding and raised by what float64 underflow can hide.
-3. Add T, what gradual underflow of the result's dtype can cost beyond the bounds (every scalar rounding half
-   the smallest subnormal, carried to the result by the largest operand magnitudes and all label sizes).
+3. Add T, what gradual underflow can cost beyond the bounds (every scalar rounding the smallest subnormal, an
+   over-estimate of the half that it loses, carried to the result by the largest operand magnitudes and all
+   label sizes).
 4. With r = (B S + T) / |C^|, each entry's relative error is at most r / (1 - r); entries fed by an inf or nan
    are left out, as in ``posteriori``. If the maximum misses the target, t shrinks by the measured |C^| / S
    and the expression runs again; when no mode reaches t any more, ``PrecisionError``.
@@ -36,7 +37,9 @@ __all__ = ["checked", "Runner"]
 # absolute value)
 Runner = Callable[[Sequence[torch.Tensor]], tuple[torch.Tensor, list[tuple[str, float | None]]]]
 
-_ETA64 = 2.0**-1075  # half the smallest float64 subnormal: what one float64 rounding can lose to underflow
+# What one float64 rounding can lose to gradual underflow is half the smallest subnormal, 2**-1075, which is no
+# float64 (it rounds to 0): the smallest subnormal itself stands for it
+_SUBNORMAL64 = 2.0**-1074
 _TRIES = 6
 
 
@@ -59,7 +62,7 @@ def checked(subscripts: str, run: Runner, tensors: Sequence[torch.Tensor], sizes
     work = sum(math.prod(sizes.values()) for _ in tensors) + math.prod(sizes[c] for c in output)
     # the largest finite magnitudes (entries fed by inf or nan are left out of the check)
     largest = math.prod(max(1.0, float(_finite(t.abs()).max())) if t.numel() else 1.0 for t in tensors)
-    eta_out = torch.finfo(real).smallest_normal * torch.finfo(real).eps / 2
+    eta_out = torch.finfo(real).smallest_normal * torch.finfo(real).eps  # the smallest subnormal (see above)
     forward, tried, error, out = target, [], None, None
     for _ in range(_TRIES):
         try:
@@ -74,11 +77,11 @@ def checked(subscripts: str, run: Runner, tensors: Sequence[torch.Tensor], sizes
             tried.append((label, math.inf))
             break
         out = out.to(dtype)  # the one rounding of a narrower result (see the module docstring)
-        underflow = (1 + bound) * work * _ETA64 * largest * math.prod(sizes.values()) + eta_out
+        underflow = (1 + bound) * work * _SUBNORMAL64 * largest * math.prod(sizes.values()) + eta_out
         estimate, ratio = _estimate(out, scale, exact_zeros, bound, rounding, underflow, special)
         tried.append((label, estimate))
-        if estimate <= target:
-            break
+        if estimate <= target or (len(tried) > 1 and estimate >= tried[-2][1]):
+            break  # met, or a tighter target no longer helps (what is left is rounding and underflow)
         nxt = min(forward / 2, 0.5 * target / (1 + target) * ratio)
         if not nxt > 0:
             break
@@ -111,7 +114,7 @@ def _magnitude(run: Runner, tensors: Sequence[torch.Tensor], sizes: dict[str, in
     with _precision.precision("native"):
         s, steps = run(scaled)
     b64 = _precision.compose(b for _, b in steps) or 0.0
-    hidden = sum(math.prod(sizes.values()) for _ in tensors) * _ETA64 * math.prod(sizes.values())
+    hidden = sum(math.prod(sizes.values()) for _ in tensors) * _SUBNORMAL64 * math.prod(sizes.values())
     up = (s + hidden) / (1 - b64)
     # a product of one entry of each operand is at least ``smallest``: above float64's normal range, no term of
     # S underflows, so S^ = 0 means S = 0
