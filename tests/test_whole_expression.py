@@ -338,3 +338,11 @@ def test_a_relative_target_never_vouches_for_a_subnormal_result():
     with pytest.raises(xp.PrecisionError, match="out of reach"):
         xp.einsum("i,i,->", *ops, target_relative_error=1e-6)
     assert not xp.last_precision_report()[-1].met
+
+
+def test_a_checked_product_never_vouches_for_a_subnormal_float64_entry():
+    """The elementwise-product check (one rounding per entry) has the same underflow allowance: 2**-530 times
+    2**-530 (1 + 2**-16) keeps 14 bits in float64's subnormal range, 1.5e-5 from the exact product."""
+    a, b = from_numpy(np.full(2, 2.0**-530)), from_numpy(np.full(2, 2.0**-530 * (1 + 2.0**-16)))
+    with pytest.raises(xp.PrecisionError, match="out of reach"):
+        xp.einsum("i,i->i", a, b, target_relative_error=1e-6)

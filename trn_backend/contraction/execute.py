@@ -117,9 +117,8 @@ def _general(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...])
 def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor) -> None:
     """target_relative_error= on a ``mul`` step: each entry is one product rounded once, so its error relative
     to the exact entry is at most the unit roundoff u of the output dtype (2u under stochastic rounding, sqrt(5) u
-    for complex), plus,
-    below the normal range, an absolute t (half the smallest subnormal; the whole of it stochastically) that
-    counts t / (|C^| - t) relative; an entry rounded to zero that is not an exact zero, or that overflows from
+    for complex), plus, below the normal range, an absolute t (the smallest subnormal: what a stochastic rounding
+    can lose, twice what a nearest rounding can) that counts t / (|C^| - t) relative; an entry rounded to zero that is not an exact zero, or that overflows from
     finite inputs, is out of reach. Entries fed by inf or nan are left out, as ``posteriori`` does. No mode
     does better than one rounding, so there is nothing to escalate to: a miss raises."""
     r = plan.resolved
@@ -129,7 +128,8 @@ def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     # parts may underflow
     unit = torch.finfo(real).eps / 2 * (2 if stochastic else 1) * (math.sqrt(5) if plan.dtype.is_complex else 1)
     tiny = torch.finfo(real).smallest_normal
-    t = tiny * torch.finfo(real).eps / (1 if stochastic else 2) * (2 if plan.dtype.is_complex else 1)
+    # the smallest subnormal, not half of it: half of float64's is no float64 and would round to an allowance of 0
+    t = tiny * torch.finfo(real).eps * (2 if plan.dtype.is_complex else 1)
     estimate = 0.0
     if out.numel():
         c = out.abs().double()
