@@ -118,8 +118,8 @@ def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     """target_relative_error= on a ``mul`` step: each entry is one product rounded once, so its error relative
     to the exact entry is at most the unit roundoff u of the output dtype (2u under stochastic rounding, sqrt(5) u
     for complex), plus, below the normal range, an absolute t (the smallest subnormal: what a stochastic rounding
-    can lose, twice what a nearest rounding can) that counts t / (|C^| - t) relative; an entry rounded to zero that is not an exact zero, or that overflows from
-    finite inputs, is out of reach. Entries fed by inf or nan are left out, as ``posteriori`` does. No mode
+    can lose, twice what a nearest rounding can) that counts t / (|C^| - t) relative; an entry rounded to zero
+    that is not an exact zero, or that overflows from finite inputs, is out of reach. Entries fed by inf or nan are left out, as ``posteriori`` does. No mode
     does better than one rounding, so there is nothing to escalate to: a miss raises."""
     r = plan.resolved
     real = plan.dtype.to_real() if plan.dtype.is_complex else plan.dtype
