@@ -119,8 +119,9 @@ def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     to the exact entry is at most the unit roundoff u of the output dtype (2u under stochastic rounding, sqrt(5) u
     for complex), plus, below the normal range, an absolute t (the smallest subnormal: what a stochastic rounding
     can lose, twice what a nearest rounding can) that counts t / (|C^| - t) relative; an entry rounded to zero
-    that is not an exact zero, or that overflows from finite inputs, is out of reach. Entries fed by inf or nan are left out, as ``posteriori`` does. No mode
-    does better than one rounding, so there is nothing to escalate to: a miss raises."""
+    that is not an exact zero, or that overflows from finite inputs, is out of reach. Entries fed by inf or nan
+    are left out, as ``posteriori`` does. No mode does better than one rounding, so there is nothing to escalate
+    to: a miss raises."""
     r = plan.resolved
     real = plan.dtype.to_real() if plan.dtype.is_complex else plan.dtype
     stochastic = r.mode == "sr" and real in (torch.bfloat16, torch.float16)
