@@ -440,9 +440,19 @@ def test_the_df_mp2_example_under_torchrun():
     import sys
 
     root = pathlib.Path(__file__).resolve().parents[1]
-    run = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", "2",
-                          str(root / "examples" / "sharded_df_mp2.py")], capture_output=True, text=True,
-                         timeout=110, cwd=root)
+
+    def launch():
+        return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
+                               "2", str(root / "examples" / "sharded_df_mp2.py")], capture_output=True, text=True,
+                              timeout=55, cwd=root)
+
+    run = launch()
+    if run.returncode != 0 and "\nmatch: " in run.stdout and "terminate called without an active exception" in \
+            run.stderr:
+        # Under a loaded machine (the suite's other worker), a gloo thread may still run when a rank's interpreter
+        # exits, after the whole computation has printed its result: C++ aborts that rank. One more launch tells
+        # that rare teardown race from a failure of the example itself, which repeats.
+        run = launch()
     assert run.returncode == 0, run.stdout + run.stderr
     assert "0 collectives in the transform" in run.stdout and "\nmatch: " in run.stdout, run.stdout
 
