@@ -37,7 +37,7 @@ lint: $(VENV)/.installed-test
 	$(PIP) install -q ruff
 	$(VENV)/bin/ruff check trn_backend kernels tests benchmarks conformance examples
 
-# Every benchmark of issue 12, each interleaving the alternatives in one process; results in benchmarks/results/.
+# Every benchmark, each interleaving the alternatives in one process; results in benchmarks/results/.
 bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_contract.py
 	$(PY) benchmarks/bench_namespace.py

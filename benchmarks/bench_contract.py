@@ -55,7 +55,7 @@ def _network(n: int, regularity: int = 3) -> tuple[str, list[tuple[int, ...]]]:
 
 def workloads() -> list[dict]:
     """The five workloads of issue 3, the network with its path precomputed (pure per-call overhead), and
-    issue 12's steps without contraction, full contraction and larger networks."""
+    the steps without contraction, full contraction and larger networks."""
     network_eq, network_shapes = _network(40)
     return [
         dict(name="chain of four 1024x1024", eq="ij,jk,kl,lm->im", shapes=[(1024, 1024)] * 4),

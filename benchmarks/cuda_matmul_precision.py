@@ -1,7 +1,7 @@
 """Every mode's float32 error on a CUDA GPU under each torch float32 matmul precision ("highest", "high" = TF32,
 "medium"), against the bound trn_backend resolves for it on that device (native's widens under TF32/bf16 GEMMs).
 
-Needs a CUDA device; results of the run on the H100 lent to issue 12 are in
+Needs a CUDA device; results of the run on an H100 are in
 benchmarks/results/cuda_matmul_precision_h100.txt. A measurement, not a test.
 
     python benchmarks/cuda_matmul_precision.py
