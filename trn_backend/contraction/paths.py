@@ -45,12 +45,12 @@ def run(spec: Spec, tensors: Sequence[torch.Tensor], optimize: object = "auto", 
         target_forward_error: float | None = None, ledger: list[Plan] | None = None) -> torch.Tensor:
     """Contract all ``tensors`` along the path, each binary step planned and executed on its own; a target in
     force is shared among all the expression's rounding steps. ``ledger`` collects the plans run."""
-    steps_ = program(spec, tuple(t.shape for t in tensors), optimize)
+    path_steps = program(spec, tuple(t.shape for t in tensors), optimize)
     forward, relative = _precision.targets(precision, target_forward_error)
     n = 1 if forward is None and relative is None else roundings(
-        steps_, tuple(t.dtype for t in tensors), any(type(t) in execute.EXECUTORS for t in tensors))
+        path_steps, tuple(t.dtype for t in tensors), any(type(t) in execute.EXECUTORS for t in tensors))
     terms = list(tensors)
-    for step in steps_:
+    for step in path_steps:
         ops = [terms.pop(p) for p in step.positions][::-1]
         acc = ops[0]
         for (inputs, output, _), more in zip(step.chain, [()] if len(ops) == 1 else [(t,) for t in ops[1:]],
