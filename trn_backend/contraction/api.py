@@ -106,7 +106,7 @@ def _checked_whole(spec: Spec, ts: list[torch.Tensor], optimize: object, relativ
     def run(tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
         ledger: list = []
         out = paths.run(spec, list(tensors), optimize, ledger=ledger)
-        return out, [(p.label, p.bound) for p in ledger if p.roundings]
+        return out, whole.rounding_steps(ledger)
 
     sizes = paths.label_sizes(zip(spec.inputs, shapes, strict=True))
     return whole.checked(spec.subscripts, run, ts, sizes, spec.output, relative)

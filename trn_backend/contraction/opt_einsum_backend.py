@@ -348,7 +348,7 @@ class Expression:
             ledger: list[Plan] = []
             wide = _compile(self.expression.contraction_list, tuple(t.shape for t in tensors),
                             tuple(t.dtype for t in tensors))
-            return _run(wide, list(tensors), 1, ledger), [(p.label, p.bound) for p in ledger if p.roundings]
+            return _run(wide, list(tensors), 1, ledger), whole.rounding_steps(ledger)
 
         dtype = result_dtype(tuple(t.dtype for t in ts))
         return whole.checked(spec.subscripts, run, [_dtypes.cast(t, dtype) for t in ts], sizes, spec.output,

@@ -30,8 +30,9 @@ from collections.abc import Callable, Sequence
 import torch
 
 from .. import _dtypes, _precision
+from .plan import Plan
 
-__all__ = ["checked", "Runner"]
+__all__ = ["checked", "rounding_steps", "Runner"]
 
 # run(tensors) -> (result, (mode label, bound) of every rounding step it ran, each bound in units of that step's
 # absolute value)
@@ -41,6 +42,11 @@ Runner = Callable[[Sequence[torch.Tensor]], tuple[torch.Tensor, list[tuple[str, 
 # float64 (it rounds to 0): the smallest subnormal itself stands for it
 _SUBNORMAL64 = 2.0**-1074
 _TRIES = 6
+
+
+def rounding_steps(plans: Sequence[Plan]) -> list[tuple[str, float | None]]:
+    """(mode label, bound) of each plan run that rounds: what a ``Runner`` reports."""
+    return [(p.label, p.bound) for p in plans if p.roundings]
 
 
 def checked(subscripts: str, run: Runner, tensors: Sequence[torch.Tensor], sizes: dict[str, int],

@@ -257,7 +257,7 @@ class _Program:
         """(what, bound) of every rounding step of the whole sliced contraction, each in units of its own
         absolute value (``_precision.compose`` composes them): the steps of a slice, the sum of the slices
         (and over the ranks), and the rounding of a wider sum back to the dtype."""
-        out = [(s.plan.label, s.plan.bound) for s in self.steps if s.plan.roundings]
+        out = whole.rounding_steps([s.plan for s in self.steps])
         if not (self.dtype.is_floating_point or self.dtype.is_complex):
             return out
         slices = math.prod(self.digits)
