@@ -20,7 +20,7 @@ import functools
 
 import torch
 
-__all__ = ["Generation", "TRN1", "TRN2", "GENERATIONS", "Estimate", "estimate", "modelled", "default_min_flops",
+__all__ = ["Calibration", "Generation", "TRN1", "TRN2", "GENERATIONS", "Estimate", "estimate", "modelled", "default_min_flops",
            "format_seconds", "LAUNCH_OVERHEAD_S"]
 
 MATMUL_MIN_CYCLES = 64  # MM_INIT_LATENCY: a matmul costs at least this many Tensor Engine cycles
@@ -32,6 +32,24 @@ DMA_MIN_RUN = 512  # bytes: a shorter contiguous run costs as much as this (assu
 # Host dispatch of one NKI kernel call on a Neuron device (the vllm-neuron figure): where a step's modelled
 # kernel time falls below this, running torch on the device is as good, so the routing threshold sits there.
 LAUNCH_OVERHEAD_S = 0.4e-3
+
+
+@dataclasses.dataclass(frozen=True)
+class Calibration:
+    """The constants of the cost model that a measurement can refit (``check-neuron --calibrate``). The defaults
+    are fitted to published measurements (docs/trainium.md lists each point, its source and the model's error).
+
+    The fields are the interface between the cost model and check-neuron's calibration file (JSON of these names;
+    a missing field keeps its default)."""
+
+    tensor_efficiency: float = 1.0  # achieved fraction of the documented nc_matmul rate
+    dma_bytes_per_s: float | None = None  # streaming DMA rate per physical core (None: the generation's)
+    dma_half_run_bytes: float = 0.0  # contiguous run at which DMA reaches half its streaming rate
+    dma_fixed_s: float = 0.0  # fixed cost per dma_copy, after overlap across the DMA queues
+    launch_s: float = 0.4e-3  # host dispatch of one kernel call, warm
+    compile_fixed_s: float = 0.0  # first call per shape/dtype: compile time, fixed part
+    compile_s_per_instruction: float = 0.0  # and per instruction of the unrolled program
+    source: str = "defaults"  # where the constants come from (a file path, or "defaults")
 
 
 @dataclasses.dataclass(frozen=True)
