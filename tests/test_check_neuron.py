@@ -6,17 +6,23 @@ device."""
 from __future__ import annotations
 
 import contextlib
+import importlib.metadata
 import io
+import json
 import re
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 from trn_backend import _device, check_neuron, config, kernels
 from trn_backend.__main__ import main
+from trn_backend.kernels.nki import toolchain
 
 # two small cases (a matmul and a bmm) for the tests of failure paths: every mode still runs on each
 SMALL = (check_neuron.Case("matmul", 1, 128, 128, 128), check_neuron.Case("bmm", 2, 64, 130, 96))
@@ -43,20 +49,30 @@ def _the_cpu_as_a_device(monkeypatch) -> None:
     monkeypatch.setattr(check_neuron.toolchain, "REAL", True)
     monkeypatch.setattr(check_neuron, "REPEATS", 1)
     monkeypatch.setattr(check_neuron, "CASES", SMALL[:1])
+    # small calibration measurements: the model simulates them, with real arithmetic
+    monkeypatch.setattr(check_neuron, "DMA_RUN_BYTES", (256, 512))
+    monkeypatch.setattr(check_neuron, "DMA_PARTITION_BYTES", (512, 1024))
+    monkeypatch.setattr(check_neuron, "COMPILE_SHAPES", ((1, 128, 128, 128), (1, 128, 256, 256)))
 
 
 @pytest.fixture(scope="module")
-def model_run() -> tuple[int, str]:
-    """One full run on the CPU model (exit code, output), shared by the tests that read it; the stochastic-
-    rounding switch probe must not spawn anything there."""
+def model_json(tmp_path_factory) -> tuple[int, str, dict]:
+    """One full run on the CPU model with --json (exit code, output, the measurement file), shared by the tests
+    that read it; the stochastic-rounding switch probes must not spawn anything there."""
     spawned = []
+    path = tmp_path_factory.mktemp("check") / "measured.json"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(check_neuron, "cast_counts", lambda *args: spawned.append(args) or {})
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
-            code = main(["check-neuron"])
+            code = main(["check-neuron", "--json", str(path)])
     assert not spawned
-    return code, out.getvalue()
+    return code, out.getvalue(), json.loads(path.read_text())
+
+
+@pytest.fixture(scope="module")
+def model_run(model_json) -> tuple[int, str]:
+    return model_json[:2]
 
 
 def test_on_the_cpu_model_every_case_and_mode_is_within_its_bound(model_run):
@@ -83,13 +99,15 @@ def test_device_assumptions_on_the_model(model_run):
     _, out = model_run
     assert "device assumptions (undocumented; informational, except the sr kernel: ours):" in out
     # a: the model's adds are numpy float32's by construction; the probe still runs and must agree with it
-    verdict, evidence = _assumption(out, "a.")
-    assert verdict == "model: by construction"
-    assert evidence.startswith("all 16384 results of 8192 pairs") and "equal numpy float32's" in evidence
+    for label in ("a.", "a2."):  # the Vector Engine's and GpSimd's
+        verdict, evidence = _assumption(out, label)
+        assert verdict == "model: by construction"
+        assert evidence.startswith("all 16384 results of 8192 pairs") and "equal numpy float32's" in evidence
     verdict, evidence = _assumption(out, "b.")
     assert verdict == "model: by construction" and evidence.endswith(": sequential fp32 in K order")
-    verdict, _ = _assumption(out, "c.")
-    assert verdict == "not applicable (the CPU model has no runtime rounding switch)"
+    for label in ("c.", "c3."):  # a Vector Engine cast and fast's GpSimd cast
+        verdict, _ = _assumption(out, label)
+        assert verdict == "not applicable (the CPU model has no runtime rounding switch)"
     verdict, evidence = _assumption(out, "c2.")
     assert verdict == "ok" and "0 neither neighbour" in evidence
     verdict, evidence = _assumption(out, "d.")
@@ -97,6 +115,32 @@ def test_device_assumptions_on_the_model(model_run):
     verdict, evidence = _assumption(out, "e.")
     assert verdict == "model: by construction" and evidence.startswith("12 of 12 dd and bf16x6 rows ran")
     assert "the CPU model's own arithmetic by construction" in out
+    assert "; 0 device assumptions verified" in out  # the model's verdicts never count as verified
+
+
+def test_on_the_cpu_model_nothing_is_timed(model_run):
+    # every calibration row says it was not measured, with no number in it; the LNC says where it would come from
+    _, out = model_run
+    section = out.split("measurements (the cost model's calibration inputs")[1].split("\n\n")[0].splitlines()[1:]
+    rows = [line for line in section if not line.startswith("  LNC")]
+    assert len(rows) == 1 + len(check_neuron.DMA_RUN_BYTES) + len(check_neuron.COMPILE_SHAPES) + 1
+    for line in rows:
+        assert line.endswith(": not measured (CPU model)"), line
+        assert not re.search(r"\d+(\.\d+)? ?(s|ms|us|ns|GB/s|%)\b", line), line
+    assert "  LNC (logical NeuronCore config): not measured (CPU model); NEURON_LOGICAL_NC_CONFIG" in out
+
+
+def test_the_measurement_file_on_the_cpu_model(model_json):
+    _, out, data = model_json
+    assert data["format"] == check_neuron.calibrate.FORMAT
+    assert data["versions"]["NKI toolchain"] == "cpu-model" and data["versions"]["nki"] == "not installed"
+    assert data["device"]["measured"] is False and data["device"]["generation"] == "trn2"
+    assert data["lnc"]["value"] is None
+    assert data["launch"] is None and data["tensor"] is None and data["dma"] == [] and data["compile"] == []
+    assert [p["claim"].split(" ")[0] for p in data["probes"]] == ["a.", "a2.", "b.", "c.", "c3.", "c2.", "d.", "e."]
+    assert not any(p["verdict"] == "verified" for p in data["probes"])
+    assert len(data["table"]) == len(check_neuron.CASES) * len(check_neuron.MODES)
+    assert all(r["ok"] and r["seconds_measured"] is False for r in data["table"])
 
 
 def test_a_wrong_kernel_result_fails(monkeypatch, capsys):
@@ -168,44 +212,72 @@ def test_a_biased_sr_kernel_fails_the_command(monkeypatch, capsys):
     assert "check-neuron: FAIL: the sr kernel is biased or failed; 6/6 cases within their bounds" in out
 
 
-def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, capsys):
+def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, capsys, tmp_path):
     # the CPU stands in for the Neuron device: the measured path (device transfer, synchronized median) runs, and
     # the switch probe's subprocesses are replaced by counts that show stochastic rounding with the switch only
     spawned = []
 
-    def counts(switch, seed):
-        spawned.append((switch, seed))
+    def counts(switch, seed, on_gpsimd):
+        spawned.append((switch, seed, on_gpsimd))
         return {"up": 8100, "down": 57436, "other": 0} if switch else {"up": 0, "down": 65536, "other": 0}
 
     _the_cpu_as_a_device(monkeypatch)
     monkeypatch.setattr(check_neuron, "cast_counts", counts)
-    assert main(["check-neuron", "--seed", "7"]) == 0
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    path = tmp_path / "measured.json"
+    assert main(["check-neuron", "--seed", "7", "--json", str(path)]) == 0
     out = capsys.readouterr().out
-    assert spawned == [(True, 7), (False, 7)]
+    assert spawned == [(True, 7, False), (False, 7, False), (True, 7, True), (False, 7, True)]
     assert "device: Neuron device cpu" in out and "no Neuron device" not in out
     assert "time (measured, median of 1)" in out
-    for label in ("a.", "b.", "c.", "d.", "e."):
+    for label in ("a.", "a2.", "b.", "c.", "c3.", "d.", "e."):
         assert _assumption(out, label)[0] == "verified", label
     assert _assumption(out, "c.")[1].startswith("65536 casts of 1 + 2**-10 to bf16")
     assert _assumption(out, "c2.")[0] == "ok"
     assert "measured on Neuron device cpu." in out
+    assert "; 7 device assumptions verified" in out
+    # the calibration measurements ran (on the CPU's clock) and went into the file
+    assert "LNC (logical NeuronCore config): 1 (NEURON_LOGICAL_NC_CONFIG=1)" in out
+    assert "not measured" not in out
+    data = json.loads(path.read_text())
+    assert data["device"]["measured"] is True and data["lnc"]["value"] == 1
+    assert set(data["launch"]) == {"cold_s", "warm_s"}
+    assert sorted((r["run_bytes"], r["bytes"], r["transfers"]) for r in data["dma"]) == \
+        [(256, 65536, 4), (256, 131072, 4), (512, 65536, 4), (512, 131072, 4)]
+    assert [r["bmkn"] for r in data["compile"]] == [[1, 128, 128, 128], [1, 128, 256, 256]]
+    assert data["compile"][0]["instructions"] < data["compile"][1]["instructions"]
+    assert data["tensor"]["bmkn"] == [1, 128, 256, 256] and data["tensor"]["tensor_s"] > 0
+    assert data["problems"] == []
 
 
 def test_a_switch_probe_that_fails_is_informational(monkeypatch, capsys):
-    def no_device(switch, seed):
+    def no_device(switch, seed, on_gpsimd):
         raise RuntimeError("the probe subprocess exited 1: no Neuron device")
+
+    right = check_neuron.run_probe
+
+    def no_launch(kernel, device, *args):
+        if kernel == "launch":
+            raise RuntimeError("load failed")
+        return right(kernel, device, *args)
 
     _the_cpu_as_a_device(monkeypatch)
     monkeypatch.setattr(check_neuron, "cast_counts", no_device)
+    monkeypatch.setattr(check_neuron, "run_probe", no_launch)  # the calibration measurements are informational too
     assert main(["check-neuron"]) == 0
-    verdict, evidence = _assumption(capsys.readouterr().out, "c.")
+    out = capsys.readouterr().out
+    verdict, evidence = _assumption(out, "c.")
     assert verdict == "could not run" and evidence == "RuntimeError: the probe subprocess exited 1: no Neuron device"
+    assert "  launch of the smallest kernel: not measured (see below)" in out
+    assert "  launch: could not run: RuntimeError: load failed" in out
+    assert "  dma: not measured (it subtracts the launch, which did not run)" in out
+    assert "; 5 device assumptions verified" in out  # the two switch probes did not run: not verified
 
 
 def test_the_switch_probe_subprocess_needs_a_device():
     # the real spawn: the subprocess imports the command, finds no device and says so; nothing runs on the model
     with pytest.raises(RuntimeError, match="exited 1: the probe subprocess found no Neuron device"):
-        check_neuron.cast_counts(True, 0)
+        check_neuron.cast_counts(True, 0, True)
 
 
 # --- the verdict helpers on made-up values ---
@@ -279,3 +351,109 @@ def test_python_dash_m_generation_trn1():
     assert done.returncode == 0, done.stdout + done.stderr
     assert "CPU model of a trn1 NeuronCore" in done.stdout and "time (modelled, trn1)" in done.stdout
     assert "check-neuron: ok" in done.stdout
+
+
+# --- toolchain detection by distribution version ---
+
+def _installed(monkeypatch, **versions: str | None) -> None:
+    """importlib.metadata as if the distributions named (underscores for dashes) had these versions (None: not
+    installed); the others as they are."""
+    wanted = {name.replace("_", "-"): version for name, version in versions.items()}
+    real = importlib.metadata.version
+
+    def version(name):
+        if name not in wanted:
+            return real(name)
+        if wanted[name] is None:
+            raise importlib.metadata.PackageNotFoundError(name)
+        return wanted[name]
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+
+
+def _fake_nki(monkeypatch, dunder_version: str) -> None:
+    """Importable nki, nki.language and nki.isa modules whose nki.__version__ is ``dunder_version``."""
+    for name in ("nki", "nki.language", "nki.isa"):
+        module = types.ModuleType(name)
+        module.__version__ = dunder_version
+        monkeypatch.setitem(sys.modules, name, module)
+
+
+def test_the_nki_version_is_the_distributions_not_dunder_version(monkeypatch):
+    # the stubs do not document nki.__version__: a distribution 0.6.1 whose module says 0.1 is used as 0.6.1
+    _installed(monkeypatch, nki="0.6.1", neuronx_cc="2.21.33363.0", torch_neuronx=None)
+    _fake_nki(monkeypatch, "0.1")
+    modules, found = toolchain.detect()
+    assert modules is not None and modules[0] is sys.modules["nki"]
+    assert found == "0.6.1 (distribution nki)"
+    assert toolchain.select("nki")[3] == "nki 0.6.1"
+    assert toolchain.distributions() == [("nki", "0.6.1 (distribution nki)"), ("neuronx-cc", "2.21.33363.0"),
+                                         ("torch-neuronx", "not installed")]
+    shown = dict(check_neuron.versions())
+    assert shown["nki"] == "0.6.1 (distribution nki)" and shown["neuronx-cc"] == "2.21.33363.0"
+    assert shown["torch-neuronx"] == "not installed" and shown["torch"] == importlib.metadata.version("torch")
+
+
+def test_an_old_or_broken_nki_is_ignored_and_says_why(monkeypatch):
+    _installed(monkeypatch, nki=None)
+    assert toolchain.detect() == (None, "not installed")
+    with pytest.raises(ImportError, match="TRN_BACKEND_NKI_TOOLCHAIN=nki but the NKI toolchain is not installed; "
+                                          "it is the distribution nki"):
+        toolchain.select("nki")
+    _installed(monkeypatch, nki="0.5.2")
+    _fake_nki(monkeypatch, "0.6.0")  # importable, and its __version__ claims 0.6: the distribution decides
+    assert toolchain.detect() == (None, "0.5.2 installed but older than 0.6: ignored (the kernels need NKI 0.6 or "
+                                        "newer, Neuron 2.32+)")
+    with pytest.raises(ImportError, match="is 0.5.2 installed but older than 0.6: ignored"):
+        toolchain.select("nki")
+    assert toolchain.select("auto")[3] == "cpu-model"  # auto falls back to the model
+    _installed(monkeypatch, nki="0.6.0")
+    for name in ("nki", "nki.language", "nki.isa"):
+        monkeypatch.setitem(sys.modules, name, None)  # import fails (PyPI's placeholder has no submodules)
+    modules, found = toolchain.detect()
+    assert modules is None and found.startswith("0.6.0 installed but does not import (") and found.endswith(
+        "): ignored")
+    assert dict(check_neuron.versions())["nki"] == found
+
+
+@given(major=st.integers(0, 3), minor=st.integers(0, 12), patch=st.integers(0, 40),
+       suffix=st.sampled_from(("", ".dev3", "rc1", ".post2", "+local.1")))
+def test_nki_versions_from_0_6_on_are_used(major, minor, patch, suffix):
+    version = f"{major}.{minor}.{patch}{suffix}"
+    with pytest.MonkeyPatch.context() as patch_:
+        _installed(patch_, nki=version)
+        _fake_nki(patch_, "0")
+        modules, found = toolchain.detect()
+    supported = major > 0 or minor >= 6  # (major, minor) >= (0, 6), written out
+    assert (modules is not None) == supported
+    assert found == (f"{version} (distribution nki)" if supported else
+                     f"{version} installed but older than 0.6: ignored (the kernels need NKI 0.6 or newer, Neuron "
+                     "2.32+)")
+
+
+def test_lnc_from_the_environment_or_the_generations_default(monkeypatch):
+    device = check_neuron.Where(torch.device("cpu"), True, "", "")
+    model = check_neuron.Where(torch.device("cpu"), False, "", "")
+    monkeypatch.delenv("NEURON_LOGICAL_NC_CONFIG", raising=False)
+    assert check_neuron.logical_cores(device, "trn2") == {
+        "value": 2, "how": "NEURON_LOGICAL_NC_CONFIG not set: the trn2 runtime's default, 2"}
+    assert check_neuron.logical_cores(device, "trn1")["value"] == 1
+    assert check_neuron.logical_cores(model, "trn2")["value"] is None  # no runtime on the CPU
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
+    assert check_neuron.logical_cores(device, "trn2") == {"value": 1, "how": "NEURON_LOGICAL_NC_CONFIG=1"}
+    monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "two")
+    assert check_neuron.logical_cores(device, "trn2") == {
+        "value": None, "how": "NEURON_LOGICAL_NC_CONFIG='two' is not a core count"}
+
+
+def test_the_dma_probe_moves_runs_of_the_asked_length():
+    # on the model, which records each dma_copy's bytes and contiguous run: DMA_TRANSFERS copies of the asked size
+    # in runs of the asked length, and every transfer's first element arrives
+    from trn_backend.kernels.nki import jitted
+
+    probe = jitted("dma_runs", "model", "probes")
+    for run, partition_bytes in ((256, 1024), (1024, 1024), (512, 4096)):
+        src = check_neuron.dma_source(run, partition_bytes)
+        assert torch.equal(probe(src), src[:, :, 0, 0].T)
+        big = {key: n for key, n in probe.last_run.events.items() if key[2] == 128 * partition_bytes}
+        assert big == {("dma", "dma_copy", 128 * partition_bytes, run): check_neuron.DMA_TRANSFERS}

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import importlib.metadata
 import json
 import math
 import os
@@ -37,14 +36,15 @@ import torch
 from . import _device, _precision, kernels
 from ._config import config
 from .kernels import nki
-from .kernels.nki import cost, toolchain
+from .kernels.nki import calibrate, cost, toolchain
 
-__all__ = ["CASES", "MODES", "Assumption", "Case", "Row", "Where", "add_arguments", "run", "run_kernel", "run_nki",
-           "run_probe", "cast_counts", "rounding_verdict", "switch_verdict", "unbiased_verdict"]
+__all__ = ["CASES", "MODES", "Assumption", "Case", "Measured", "Row", "Where", "add_arguments", "run", "run_kernel",
+           "run_nki", "run_probe", "cast_counts", "rounding_verdict", "switch_verdict", "unbiased_verdict", "measure",
+           "measurement_file", "calibrate_file"]
 
 MODES = kernels.NKI_MODES  # every mode with an NKI route
 KERNEL_MODE = {"sr": "fast"}  # the kernel a float32 step of the mode runs, where it is another mode's
-DISTRIBUTIONS = ("torch", "torch-neuronx", "torch-xla", "neuronx-cc", "nki")
+DISTRIBUTIONS = ("torch", "torch-xla")  # reported beside toolchain.DISTRIBUTIONS (the Neuron ones)
 REPEATS = 5  # timed runs per case on a device; the median is shown
 # the fp32 path probes: full-significand values (K = 1) and an accumulation whose order shows in its result
 PRODUCT_SHAPE = (128, 512)
@@ -58,6 +58,20 @@ CAST_TIMEOUT_S = 900  # each probe subprocess compiles and runs one small kernel
 SR_SEEDS = 100  # seeds of the sr kernel's unbiasedness check
 SR_SHAPE = (128, 128)  # products per seed, each 1 * 1 + 2**-10 * 1 = CAST_VALUE (bf16 operands: exact)
 SR_SIGMAS = 4.0  # how far the mean may stray from the exact value
+# the calibration measurements (device only). DMA: run lengths across the range the DMA guide discusses (256 B to
+# 2 KiB below peak, 4 KiB and more saturate: SDK nki-dma-bandwidth-guide.rst), two transfer sizes (per partition) so
+# the fit can tell the fixed cost from the rate, DMA_TRANSFERS transfers per kernel into one SBUF tile (64 KiB per
+# partition at most). Compile: fresh fast matmul shapes (none is in CASES); the largest also gives the Tensor
+# Engine's efficiency.
+DMA_RUN_BYTES = (256, 512, 1024, 2048, 4096, 8192)
+DMA_PARTITION_BYTES = (4096, 16384)
+DMA_TRANSFERS = 4
+DMA_PARTITIONS = 128
+LAUNCH_SHAPE = (128, 1)
+COMPILE_SHAPES = ((1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048))
+LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
+LNC_DEFAULT = {"trn2": 2, "trn1": 1}
+CALIBRATION_VARIABLE = "TRN_BACKEND_NKI_CALIBRATION"  # the calibration file the cost model reads
 
 # What the checks call (tests swap them): a kernel as it is (run_nki: the assumption probes, the sr kernel), a mode
 # through the kernel layer's NKI route (run_kernel: the table), a probe kernel (run_probe).
@@ -152,15 +166,12 @@ class Row:
 # --- header and device ---
 
 def versions() -> list[tuple[str, str]]:
-    """(name, version) of the NKI toolchain, the Neuron and torch distributions, and Python: what a bug report
-    about these kernels needs first."""
-    found = [("NKI toolchain", nki.TOOLCHAIN)]
-    for name in DISTRIBUTIONS:
-        try:
-            found.append((name, importlib.metadata.version(name)))
-        except importlib.metadata.PackageNotFoundError:
-            found.append((name, "not installed"))
-    return [*found, ("Python", platform.python_version())]
+    """(name, version) of the NKI toolchain the kernels run on, the Neuron distributions (the nki one with how it
+    was judged: its version, not installed, or ignored and why), torch's, and Python: what a bug report about these
+    kernels needs first. Versions are the installed distributions' (importlib.metadata)."""
+    torch_side = [(name, toolchain.distribution_version(name) or "not installed") for name in DISTRIBUTIONS]
+    return [("NKI toolchain", nki.TOOLCHAIN), *toolchain.distributions(), *torch_side,
+            ("Python", platform.python_version())]
 
 
 def _instance_type() -> str | None:
@@ -254,16 +265,23 @@ def _synchronize(result: torch.Tensor) -> None:
         result.cpu()
 
 
-def median_seconds(call: Callable[[], torch.Tensor], repeats: int | None = None) -> float:
-    """The median wall time of ``call`` on the device over ``repeats`` (default REPEATS) runs, each synchronized;
-    one untimed run first pays the kernel's compilation and loading."""
+def first_and_median(call: Callable[[], torch.Tensor], repeats: int | None = None) -> tuple[float, float]:
+    """(the wall time of the first call of ``call``, which on a device pays the kernel's compilation and loading
+    where this shape is new; the median over ``repeats`` (default REPEATS) later calls), each synchronized."""
+    start = time.perf_counter()
     _synchronize(call())
+    first = time.perf_counter() - start
     times = []
     for _ in range(REPEATS if repeats is None else repeats):
         start = time.perf_counter()
         _synchronize(call())
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+    return first, statistics.median(times)
+
+
+def median_seconds(call: Callable[[], torch.Tensor], repeats: int | None = None) -> float:
+    """The median wall time of ``call`` over ``repeats`` (default REPEATS) runs after an untimed first one."""
+    return first_and_median(call, repeats)[1]
 
 
 def _on(where: Where, a: torch.Tensor, b: torch.Tensor, case: Case) -> tuple[torch.Tensor, torch.Tensor]:
@@ -413,13 +431,15 @@ def rounding_verdict(x: np.ndarray, y: np.ndarray, total: np.ndarray,
                    f"{float(y[i])!r} gave {float(got[i])!r}, IEEE {float(want[i])!r}")
 
 
-def vector_rounding(where: Where, seed: int) -> Assumption:
-    """Assumption a: add_subtract on rounding_pairs, against numpy float32."""
-    claim = "a. fp32 vector add and subtract round to nearest even (the split's x - hi and TwoSum need it)"
+def engine_rounding(where: Where, seed: int, on_gpsimd: bool) -> Assumption:
+    """Assumption a (the Vector Engine) or a2 (GpSimd): add_subtract on rounding_pairs, against numpy float32."""
+    claim = ("a2. fp32 GpSimd add and subtract round to nearest even (dd's and bf16x6's TwoSum run half their steps "
+             "on GpSimd)" if on_gpsimd else
+             "a. fp32 vector add and subtract round to nearest even (the split's x - hi and TwoSum need it)")
     try:
         x, y = rounding_pairs(np.random.default_rng([seed, 2]))
         out = run_probe("add_subtract", where.device, torch.from_numpy(x).to(where.device),
-                        torch.from_numpy(y).to(where.device)).cpu().numpy()
+                        torch.from_numpy(y).to(where.device), on_gpsimd).cpu().numpy()
         holds, evidence = rounding_verdict(x, y, out[0], out[1])
     except Exception as e:  # informational: say what failed
         return _could_not_run(claim, e)
@@ -515,22 +535,24 @@ def switch_verdict(on: dict[str, int], off: dict[str, int]) -> tuple[str, str]:
     return ("verified" if on["up"] else "refuted"), evidence
 
 
-def _cast_child() -> None:
-    """In a probe subprocess: round_to_bf16 on CAST_SHAPE copies of CAST_VALUE on the Neuron device; prints the
-    counts as JSON (the runtime reads NEURON_RT_STOCHASTIC_ROUNDING_EN when this process claims the device)."""
+def _cast_child(on_gpsimd: bool) -> None:
+    """In a probe subprocess: round_to_bf16 (on GpSimd or the Vector Engine) on CAST_SHAPE copies of CAST_VALUE on
+    the Neuron device; prints the counts as JSON (the runtime reads NEURON_RT_STOCHASTIC_ROUNDING_EN when this
+    process claims the device)."""
     where = find_where("trn2")
     if not where.measured:
         raise SystemExit(f"the probe subprocess found no Neuron device: {where.line}")
     x = torch.full(CAST_SHAPE, CAST_VALUE)
-    y = run_probe("round_to_bf16", where.device, x.to(where.device)).cpu().float().numpy()
+    y = run_probe("round_to_bf16", where.device, x.to(where.device), on_gpsimd).cpu().float().numpy()
     print(json.dumps(rounding_counts(y, *CAST_NEIGHBOURS)))
 
 
-def _spawn_cast(switch: bool, seed: int) -> dict[str, int]:
-    """round_to_bf16's counts in a subprocess with NEURON_RT_STOCHASTIC_ROUNDING_EN on or off (seeded)."""
+def _spawn_cast(switch: bool, seed: int, on_gpsimd: bool) -> dict[str, int]:
+    """round_to_bf16's counts (the cast on GpSimd or the Vector Engine) in a subprocess with
+    NEURON_RT_STOCHASTIC_ROUNDING_EN on or off (seeded)."""
     env = dict(os.environ, NEURON_RT_STOCHASTIC_ROUNDING_EN="1" if switch else "0",
                NEURON_RT_STOCHASTIC_ROUNDING_SEED=str(seed))
-    code = "from trn_backend.check_neuron import _cast_child; _cast_child()"
+    code = f"from trn_backend.check_neuron import _cast_child; _cast_child({on_gpsimd})"
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           timeout=CAST_TIMEOUT_S)
     if done.returncode:
@@ -542,16 +564,19 @@ def _spawn_cast(switch: bool, seed: int) -> dict[str, int]:
 cast_counts = _spawn_cast  # tests swap it: there is no device to spawn onto
 
 
-def stochastic_switch(where: Where, seed: int) -> Assumption:
-    """Assumption c: whether NEURON_RT_STOCHASTIC_ROUNDING_EN reaches a cast inside an NKI kernel. Runs before this
-    process claims the NeuronCore, so the subprocesses can; nothing is spawned on the CPU."""
-    claim = "c. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches casts inside NKI kernels (Vector Engine tensor_copy)"
+def stochastic_switch(where: Where, seed: int, on_gpsimd: bool) -> Assumption:
+    """Assumption c (a Vector Engine cast) or c3 (a GpSimd cast, as fast's on-chip fp32 -> bf16 cast): whether
+    NEURON_RT_STOCHASTIC_ROUNDING_EN reaches a cast inside an NKI kernel. Runs before this process claims the
+    NeuronCore, so the subprocesses can; nothing is spawned on the CPU."""
+    claim = ("c3. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches fast's on-chip fp32 -> bf16 cast (GpSimd tensor_copy)"
+             if on_gpsimd else
+             "c. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches casts inside NKI kernels (Vector Engine tensor_copy)")
     if not where.measured:
         return Assumption(claim, "not applicable (the CPU model has no runtime rounding switch)",
                           "the model rounds every cast to nearest even; on a device round_to_bf16 runs in two "
                           "subprocesses, with the switch and without")
     try:
-        verdict, evidence = switch_verdict(cast_counts(True, seed), cast_counts(False, seed))
+        verdict, evidence = switch_verdict(cast_counts(True, seed, on_gpsimd), cast_counts(False, seed, on_gpsimd))
     except Exception as e:  # informational
         return _could_not_run(claim, e)
     return Assumption(claim, verdict, evidence)
@@ -599,10 +624,12 @@ def hbm_scratch(where: Where, rows: list[Row]) -> Assumption:
     return Assumption(claim, _label(where, True), evidence + " (the model allows it)")
 
 
-def assumptions_section(where: Where, rows: list[Row], switch: Assumption, seed: int) -> list[Assumption]:
-    """Every assumption (``switch``, the subprocess probe, ran before the table)."""
-    return [vector_rounding(where, seed), psum_accumulation(where), switch, sr_kernel(where),
-            tensor_engine_products(where, seed), hbm_scratch(where, rows)]
+def assumptions_section(where: Where, rows: list[Row], switches: tuple[Assumption, Assumption],
+                        seed: int) -> list[Assumption]:
+    """Every assumption (``switches``, the subprocess probes of the Vector Engine's and GpSimd's casts, ran before
+    the table)."""
+    return [engine_rounding(where, seed, False), engine_rounding(where, seed, True), psum_accumulation(where),
+            *switches, sr_kernel(where), tensor_engine_products(where, seed), hbm_scratch(where, rows)]
 
 
 def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
@@ -620,6 +647,216 @@ def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
     return lines
 
 
+# --- measurements: the cost model's calibration inputs ---
+
+@dataclasses.dataclass
+class Measured:
+    """What check-neuron measured for the cost model's calibration, in the measurement file's terms
+    (kernels/nki/calibrate.py): empty or None where nothing was measured (the CPU model, or a probe that failed:
+    ``problems`` says which and why)."""
+
+    lnc: dict[str, object]
+    launch: dict[str, float] | None = None
+    dma: list[dict[str, float]] = dataclasses.field(default_factory=list)
+    compile: list[dict[str, object]] = dataclasses.field(default_factory=list)
+    tensor: dict[str, object] | None = None
+    problems: list[str] = dataclasses.field(default_factory=list)
+
+
+def logical_cores(where: Where, generation: str) -> dict[str, object]:
+    """The runtime's logical NeuronCore configuration (LNC) and where it comes from: NEURON_LOGICAL_NC_CONFIG, else
+    the generation's default (2 on trn2: SDK neuron-runtime/explore/device-memory.rst; 1 on trn1, which has no
+    LNC=2, assumed). On the CPU there is no runtime to apply it: value None, the setting still said."""
+    text = os.environ.get(LNC_VARIABLE)
+    if text is not None:
+        value, how = (int(text), f"{LNC_VARIABLE}={text}") if text.strip().isdigit() else \
+            (None, f"{LNC_VARIABLE}={text!r} is not a core count")
+    else:
+        default = LNC_DEFAULT[generation]
+        value, how = default, f"{LNC_VARIABLE} not set: the {generation} runtime's default, {default}"
+    return {"value": value if where.measured else None, "how": how}
+
+
+def measure_launch(where: Where) -> dict[str, float]:
+    """The smallest kernel's first call (compile and load) and warm median: the launch."""
+    x = torch.ones(LAUNCH_SHAPE).to(where.device)
+    cold, warm = first_and_median(lambda: run_probe("launch", where.device, x))
+    return {"cold_s": cold, "warm_s": warm}
+
+
+def dma_source(run_bytes: int, partition_bytes: int) -> torch.Tensor:
+    """dma_runs' input: DMA_TRANSFERS transfers of DMA_PARTITIONS x ``partition_bytes`` in runs of ``run_bytes``,
+    each run followed by a gap as long; element [t, p, 0, 0] holds t * DMA_PARTITIONS + p (the arrival check)."""
+    run = run_bytes // 4
+    src = torch.zeros(DMA_TRANSFERS, DMA_PARTITIONS, partition_bytes // run_bytes, 2 * run)
+    src[:, :, 0, 0] = torch.arange(DMA_TRANSFERS * DMA_PARTITIONS, dtype=torch.float32).reshape(DMA_TRANSFERS, -1)
+    return src
+
+
+def measure_dma(where: Where, launch_s: float) -> list[dict[str, float]]:
+    """One row per (run length, transfer size): the dma_runs kernel's median time less the warm launch."""
+    rows = []
+    for partition_bytes in DMA_PARTITION_BYTES:
+        for run_bytes in DMA_RUN_BYTES:
+            src = dma_source(run_bytes, partition_bytes)
+            on_device = src.to(where.device)
+            arrived = run_probe("dma_runs", where.device, on_device).cpu()
+            if not torch.equal(arrived, src[:, :, 0, 0].T):
+                raise RuntimeError(f"dma_runs with runs of {run_bytes} B returned wrong data")
+            seconds = median_seconds(lambda src=on_device: run_probe("dma_runs", where.device, src))
+            rows.append({"run_bytes": run_bytes, "bytes": DMA_PARTITIONS * partition_bytes,
+                         "transfers": DMA_TRANSFERS, "seconds": seconds - launch_s, "kernel_s": seconds})
+    return rows
+
+
+@contextlib.contextmanager
+def _uncalibrated() -> Iterator[None]:
+    """The cost model without a calibration file: its Tensor Engine time at efficiency 1."""
+    saved = os.environ.pop(CALIBRATION_VARIABLE, None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ[CALIBRATION_VARIABLE] = saved
+
+
+def measure_compile(where: Where, generation: str, launch_s: float) -> tuple[list[dict[str, object]],
+                                                                                dict[str, object]]:
+    """Per COMPILE_SHAPES: nki.matmul[fast]'s first call and warm median on fresh bf16 operands, with the kernel's
+    instruction count (counted on the CPU model); and from the largest, the Tensor Engine measurement: its warm
+    time less the launch against the modelled Tensor Engine time at efficiency 1."""
+    rows = []
+    generator = torch.Generator().manual_seed(len(COMPILE_SHAPES))
+    for bmkn in COMPILE_SHAPES:
+        _, m, k, n = bmkn
+        a = torch.randn(m, k, generator=generator).bfloat16().to(where.device)
+        b = torch.randn(k, n, generator=generator).bfloat16().to(where.device)
+        first, warm = first_and_median(lambda a=a, b=b: run_nki("matmul", a, b, "fast"))
+        with _uncalibrated():
+            modelled = cost.modelled("matmul", "fast", bmkn, generation)
+        rows.append({"kernel": "matmul", "mode": "fast", "bmkn": list(bmkn),
+                     "instructions": sum(modelled.instructions.values()), "first_s": first, "warm_s": warm,
+                     "tensor_s": modelled.engine_seconds["tensor"]})
+    largest = rows[-1]
+    return rows, {"bmkn": largest["bmkn"], "seconds": largest["warm_s"] - launch_s, "tensor_s": largest["tensor_s"]}
+
+
+def measure(where: Where, generation: str) -> Measured:
+    """Every calibration measurement on a device; on the CPU nothing but the LNC line (there is nothing to time)."""
+    measured = Measured(logical_cores(where, generation))
+    if not where.measured:
+        return measured
+    steps = (("launch", lambda: measure_launch(where)),
+             ("dma", lambda: measure_dma(where, measured.launch["warm_s"])),
+             ("compile", lambda: measure_compile(where, generation, measured.launch["warm_s"])))
+    for name, step in steps:
+        if name != "launch" and measured.launch is None:
+            measured.problems.append(f"{name}: not measured (it subtracts the launch, which did not run)")
+            continue
+        try:
+            found = step()
+        except Exception as e:  # informational: the rest still runs, the problem is reported
+            measured.problems.append(f"{name}: could not run: {type(e).__name__}: {e}")
+            continue
+        if name == "compile":
+            measured.compile, measured.tensor = found
+        else:
+            setattr(measured, name, found)
+    return measured
+
+
+def _kib(size: int) -> str:
+    return f"{size // 1024} KiB" if size >= 1024 else f"{size} B"
+
+
+def measurement_lines(where: Where, measured: Measured) -> list[str]:
+    """The section's text: the LNC, then launch, DMA per run length, compile per shape and the Tensor Engine's
+    efficiency, each measured or "not measured (...)"; never a number that was not measured."""
+    absent = "not measured (" + ("NKI simulator" if toolchain.REAL else "CPU model") + ")" if not where.measured \
+        else "not measured (see below)"
+    fmt = cost.format_seconds
+    lines = ["measurements (the cost model's calibration inputs; --json FILE records them, --calibrate FILE fits "
+             "them):", "  LNC (logical NeuronCore config): " + (f"{measured.lnc['value']} ({measured.lnc['how']})"
+                                                if measured.lnc["value"] is not None
+                                                else f"{absent}; {measured.lnc['how']}")]
+    launch = measured.launch
+    lines.append("  launch of the smallest kernel: " + (
+        f"first call {fmt(launch['cold_s'])} (compile + load), warm {fmt(launch['warm_s'])}" if launch else absent))
+    by_run = {run: [r for r in measured.dma if r["run_bytes"] == run] for run in DMA_RUN_BYTES}
+    for run, rows in by_run.items():
+        shown = ", ".join(f"{_kib(r['bytes'] // DMA_PARTITIONS)} per partition {fmt(r['seconds'] / r['transfers'])}"
+                          f" per transfer ({r['bytes'] * r['transfers'] / r['seconds'] / 1e9:.3g} GB/s)"
+                          for r in rows if r["seconds"] > 0)
+        lines.append(f"  DMA HBM -> SBUF, runs of {_kib(run)}: {shown or absent}")
+    compiled = {tuple(r["bmkn"]): r for r in measured.compile}
+    for bmkn in COMPILE_SHAPES:
+        r = compiled.get(tuple(bmkn))
+        lines.append(f"  compile nki.matmul[fast] {'x'.join(map(str, bmkn[1:]))}: " + (
+            f"first call {fmt(r['first_s'])}, warm {fmt(r['warm_s'])} ({r['instructions']} instructions)"
+            if r else absent))
+    tensor = measured.tensor
+    largest = "x".join(map(str, COMPILE_SHAPES[-1][1:]))
+    lines.append(f"  Tensor Engine efficiency, nki.matmul[fast] {largest}: " + (
+        f"{fmt(tensor['seconds'])} measured (less the launch) against {fmt(tensor['tensor_s'])} modelled at the "
+        f"full rate: {tensor['tensor_s'] / tensor['seconds']:.1%}" if tensor and tensor["seconds"] > 0 else absent))
+    lines += [f"  {problem}" for problem in measured.problems]
+    return lines
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no NaN: a failed row's error is null."""
+    return value if value is None or math.isfinite(value) else None
+
+
+def measurement_file(where: Where, generation: str, rows: list[Row], found: list[Assumption],
+                     measured: Measured) -> dict[str, object]:
+    """Everything check-neuron found, as the measurement file ``--json`` writes and ``--calibrate`` reads."""
+    return {
+        "format": calibrate.FORMAT,
+        "versions": dict(versions()),
+        "device": {"line": where.line, "measured": where.measured, "generation": generation},
+        "lnc": measured.lnc,
+        "probes": [dataclasses.asdict(a) for a in found],
+        "table": [{"kernel": r.case.kernel, "mode": r.mode, "inputs": r.case.inputs_label, "shape": r.case.shape,
+                   "error": _finite(r.error), "bound": r.bound, "ok": r.ok, "seconds": r.seconds,
+                   "seconds_measured": where.measured, "problem": r.problem} for r in rows],
+        "launch": measured.launch,
+        "dma": measured.dma,
+        "compile": measured.compile,
+        "tensor": measured.tensor,
+        "problems": measured.problems,
+    }
+
+
+def _constant(value: object) -> str:
+    return "the generation's" if value is None else f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def calibrate_file(measurements: str, out: str) -> int:
+    """Fit the cost model's constants to the measurement file ``measurements`` and write them to ``out`` (JSON of
+    cost.Calibration's fields), printing each constant default -> fitted, or kept and why."""
+    path = Path(measurements)
+    try:
+        data = json.loads(path.read_text())
+    except OSError as e:
+        raise ValueError(f"check-neuron --calibrate: cannot read {path}: {e.strerror or e}") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"check-neuron --calibrate: {path} is not JSON ({e}); give the file check-neuron --json "
+                         "wrote") from None
+    result = calibrate.fit(data, str(path))
+    default = cost.Calibration()
+    print(f"calibration of the cost model from {path}:")
+    for field in dataclasses.fields(cost.Calibration):
+        if field.name == "source":
+            continue
+        before, after = getattr(default, field.name), getattr(result.calibration, field.name)
+        why = result.kept.get(field.name)
+        print(f"  {field.name}: {_constant(before)} " + (f"kept ({why})" if why else f"-> {_constant(after)}"))
+    Path(out).write_text(json.dumps(dataclasses.asdict(result.calibration), indent=2) + "\n")
+    print(f"wrote {out}; the cost model reads it where {CALIBRATION_VARIABLE}={out}")
+    return 0
+
+
 # --- the command ---
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -628,6 +865,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="without a device: the NeuronCore generation the CPU model simulates and the cost "
                              "model times (default trn2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    parser.add_argument("--json", metavar="FILE", help="also write everything measured (versions, device, LNC, "
+                                                       "probes, DMA, launch and compile times, the table) as JSON")
+    parser.add_argument("--calibrate", metavar="FILE", help="run nothing: fit the cost model's constants to FILE "
+                                                            "(written by --json) and write a calibration file")
+    parser.add_argument("--calibration-out", metavar="FILE", default="nki_calibration.json",
+                        help=f"where --calibrate writes (default nki_calibration.json; the cost model reads the "
+                             f"file named by {CALIBRATION_VARIABLE})")
 
 
 def _header(where: Where, generation: str) -> None:
@@ -651,18 +895,23 @@ def _summary(rows: list[Row], found: list[Assumption], where: Where, started: fl
     problems = ([f"{len(failed)} of {len(rows)} cases outside their bounds"] if failed else []) + \
         (["the sr kernel is biased or failed"] if broken else [])
     verdict = "ok" if not problems else "FAIL: " + "; ".join(problems)
+    verified = sum(a.verdict == "verified" for a in found)  # measured on a device; the model's never count
     print(f"\ncheck-neuron: {verdict}; {len(rows) - len(failed)}/{len(rows)} cases within their bounds on "
-          f"{where.engine} ({time.perf_counter() - started:.1f} s)")
+          f"{where.engine}; {verified} device assumptions verified ({time.perf_counter() - started:.1f} s)")
     return 1 if problems else 0
 
 
 def run(args: argparse.Namespace) -> int:
-    """Print the header, the device, a row per case and mode, and the device assumptions; 0 when every row is
-    within its bound and the sr kernel is unbiased, 1 otherwise."""
+    """Print the header, the device, a row per case and mode, the device assumptions and the calibration
+    measurements (written as JSON with ``--json``); 0 when every row is within its bound and the sr kernel is
+    unbiased, 1 otherwise. With ``--calibrate`` only fit a measurement file and write the calibration."""
+    if args.calibrate:
+        return calibrate_file(args.calibrate, args.calibration_out)
     started = time.perf_counter()
     where = find_where(args.generation)
     _header(where, args.generation)
-    switch = stochastic_switch(where, args.seed)  # first: its subprocesses need the NeuronCore unclaimed
+    # first: their subprocesses need the NeuronCore unclaimed
+    switches = (stochastic_switch(where, args.seed, False), stochastic_switch(where, args.seed, True))
     time_label = f"time (measured, median of {REPEATS})" if where.measured else f"time (modelled, {args.generation})"
     with _simulating(where, args.generation):
         rows = [check(case, mode, where, args.generation, (args.seed, i))
@@ -672,6 +921,13 @@ def run(args: argparse.Namespace) -> int:
             if r.problem:
                 print(f"  {r.case.kernel} {r.mode} {r.case.shape}: {r.problem}")
         print()
-        found = assumptions_section(where, rows, switch, args.seed)
+        found = assumptions_section(where, rows, switches, args.seed)
         print("\n".join(_assumption_lines(where, found)))
+    measured = measure(where, args.generation)
+    print()
+    print("\n".join(measurement_lines(where, measured)))
+    if args.json:
+        Path(args.json).write_text(json.dumps(measurement_file(where, args.generation, rows, found, measured),
+                                              indent=2) + "\n")
+        print(f"\nwrote {args.json}")
     return _summary(rows, found, where, started)

@@ -1,6 +1,7 @@
 """Which NKI the kernels run on: the real toolchain (``import nki``, from the Neuron package index) where it is
 installed, else the CPU model of the NeuronCore in ``model/``. ``TRN_BACKEND_NKI_TOOLCHAIN`` = ``model`` forces
-the model, ``nki`` demands the real one; the default ``auto`` takes the real one when importable.
+the model, ``nki`` demands the real one; the default ``auto`` takes the real one when the installed ``nki``
+distribution is 0.6 or newer and imports (``detect``; its version is the distribution's, importlib.metadata).
 
 Kernel sources take their ``nki``, ``nl`` and ``nisa`` from here. ``kernels_on(name)`` loads a fresh copy of a
 kernel module bound to a given toolchain (kernel functions are plain; callers wrap them with that toolchain's
@@ -11,39 +12,64 @@ real one exists).
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["nki", "nl", "nisa", "NAME", "REAL", "VARIABLE", "MINIMUM", "UNSUPPORTED", "select", "kernels_on",
-           "available"]
+__all__ = ["nki", "nl", "nisa", "NAME", "REAL", "VARIABLE", "MINIMUM", "DISTRIBUTIONS", "select",
+           "kernels_on", "available", "detect", "distribution_version", "distributions"]
 
 VARIABLE = "TRN_BACKEND_NKI_TOOLCHAIN"
 
 
 MINIMUM = (0, 6)  # the NKI the kernels are written for (Neuron 2.32+); trn1's last stack, 2.28, has NKI 0.2
-UNSUPPORTED: list[str] = []  # why an installed nki was not used, for check-neuron
+# The Neuron distributions check-neuron reports: the NKI compiler package, the legacy compiler (neuronxcc.nki) and
+# the torch integration. Their distribution versions are the documented way to know what is installed; the NKI
+# stubs do not document ``nki.__version__`` (NKI_FACTS.md section 13).
+DISTRIBUTIONS = ("nki", "neuronx-cc", "torch-neuronx")
 
 
-def _version(text: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in text.split(".")[:2] if part.isdigit())
-
-
-def _real() -> tuple[ModuleType, ModuleType, ModuleType] | None:
-    """The real nki, 0.6 or newer (nki.language, nki.isa); PyPI's placeholder package has neither, and older
-    releases lack what the kernels use (nc_matmul's accumulate=, for one), so they do not count."""
+def distribution_version(name: str) -> str | None:
+    """The installed version of distribution ``name`` (importlib.metadata), None when it is not installed."""
     try:
-        real = importlib.import_module("nki")
-        found = real, importlib.import_module("nki.language"), importlib.import_module("nki.isa")
-    except ImportError:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
         return None
-    version = getattr(real, "__version__", "0")
-    if _version(version) < MINIMUM:
-        UNSUPPORTED.append(f"nki {version} is installed but the kernels need NKI 0.6 or newer (Neuron 2.32+)")
-        return None
-    return found
+
+
+def _release(version: str) -> tuple[int, int] | None:
+    """(major, minor) of a PEP 440 version ('0.6.0', '0.6.1.dev3', '1!0.7'), None when it has no such prefix."""
+    found = re.match(r"^(?:\d+!)?(\d+)\.(\d+)", version.strip())
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def detect() -> tuple[tuple[ModuleType, ModuleType, ModuleType] | None, str]:
+    """(nki, nki.language, nki.isa) of the installed NKI distribution when it is 0.6 or newer and imports, else None;
+    and how it was found, in one line. PyPI's placeholder ``nki`` has neither submodule, and older releases lack
+    what the kernels use (nc_matmul's accumulate=, for one), so neither counts."""
+    version = distribution_version("nki")
+    if version is None:
+        return None, "not installed"
+    release = _release(version)
+    if release is None or release < MINIMUM:
+        return None, (f"{version} installed but older than {MINIMUM[0]}.{MINIMUM[1]}: ignored (the kernels need "
+                      "NKI 0.6 or newer, Neuron 2.32+)")
+    try:
+        modules = tuple(importlib.import_module(m) for m in ("nki", "nki.language", "nki.isa"))
+    except ImportError as e:
+        return None, f"{version} installed but does not import ({e}): ignored"
+    return modules, f"{version} (distribution nki)"
+
+
+def distributions() -> list[tuple[str, str]]:
+    """(distribution, what was found) for each of DISTRIBUTIONS: for nki, how ``detect`` judged it; for the others
+    the installed version or 'not installed'."""
+    return [(name, detect()[1] if name == "nki" else distribution_version(name) or "not installed")
+            for name in DISTRIBUTIONS]
 
 
 def select(choice: str | None = None) -> tuple[ModuleType, ModuleType, ModuleType, str]:
@@ -52,13 +78,12 @@ def select(choice: str | None = None) -> tuple[ModuleType, ModuleType, ModuleTyp
     if choice not in ("auto", "model", "nki"):
         raise ValueError(f"{VARIABLE}={choice!r}: expected auto, model or nki")
     if choice != "model":
-        real = _real()
+        real, found = detect()
         if real is not None:
-            return (*real, f"nki {getattr(real[0], '__version__', '(unknown version)')}")
+            return (*real, f"nki {distribution_version('nki')}")
         if choice == "nki":
-            reason = UNSUPPORTED[-1] if UNSUPPORTED else "the NKI toolchain is not installed (it comes from the " \
-                "Neuron package index, https://pip.repos.neuron.amazonaws.com)"
-            raise ImportError(f"{VARIABLE}=nki but {reason}")
+            raise ImportError(f"{VARIABLE}=nki but the NKI toolchain is {found}; it is the distribution nki, "
+                              "from the Neuron package index (https://pip.repos.neuron.amazonaws.com)")
     from . import model
 
     return model, model.language, model.isa, model.VERSION
@@ -70,7 +95,7 @@ REAL = nki.__name__ == "nki"
 
 def available() -> tuple[str, ...]:
     """The toolchains kernels can run on here: always the model, and the real NKI where installed."""
-    return ("model", "nki") if _real() is not None else ("model",)
+    return ("model", "nki") if detect()[0] is not None else ("model",)
 
 
 def kernels_on(choice: str, module: str = "matmul") -> ModuleType:
