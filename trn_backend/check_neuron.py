@@ -12,6 +12,11 @@ casts inside NKI kernels, the precision of fp32 Tensor Engine products (each ver
 and that our sr kernel is unbiased. Exit code 0 when every row is within its bound and the sr kernel is unbiased
 (the other assumptions are informational). Without a Neuron device the kernels run on the CPU model of a
 NeuronCore (or the NKI simulator where nki is installed), whose arithmetic is the model's by construction.
+
+On a device it also measures what the cost model's constants can be fitted to (launch, DMA by run length, compile
+time per shape, the Tensor Engine's efficiency; "not measured" elsewhere). ``--json FILE`` writes everything found;
+``--calibrate FILE`` fits such a file (kernels/nki/calibrate.py) and writes the calibration file the cost model
+reads.
 """
 
 from __future__ import annotations
