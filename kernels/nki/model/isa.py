@@ -383,11 +383,11 @@ def register_move(dst, src) -> None:
     """dst = src: a compile-time int (32-bit) or another register."""
     dst = _register(dst, "dst", "nisa.register_move")
     if isinstance(src, VirtualRegister):
-        if src.value is None and core.current().arithmetic:
+        if src._value is None and core.current().arithmetic:
             raise ModelError("nisa.register_move: the src register was never written")
-        dst.value = src.value
+        dst._value = src._value
     else:
-        dst.value = register_int(src, "nisa.register_move: src (an int or a VirtualRegister)")
+        dst._value = register_int(src, "nisa.register_move: src (an int or a VirtualRegister)")
 
 
 def register_load(dst, src) -> None:
@@ -396,16 +396,16 @@ def register_load(dst, src) -> None:
     dst = _register(dst, "dst", "nisa.register_load")
     src = _scalar_tile(src, "src", "nisa.register_load")
     values = _read(src, "src", "nisa.register_load")
-    dst.value = None if values is None else int(values.reshape(-1)[0])
+    dst._value = None if values is None else int(values.reshape(-1)[0])
 
 
 def register_store(dst, src) -> None:
     """The one-element int32 tensor ``dst`` = the register ``src``."""
     dst = _scalar_tile(dst, "dst", "nisa.register_store")
     src = _register(src, "src", "nisa.register_store")
-    if src.value is None and core.current().arithmetic:
+    if src._value is None and core.current().arithmetic:
         raise ModelError("nisa.register_store: the src register was never written")
-    _write(dst, None if src.value is None else np.full(dst.shape, src.value, np.int32))
+    _write(dst, None if src._value is None else np.full(dst.shape, src._value, np.int32))
 
 
 __all__ += ["VirtualRegister", "register_alloc", "register_move", "register_load", "register_store"]

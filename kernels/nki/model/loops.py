@@ -62,11 +62,11 @@ class VirtualRegister:
     the value (for execution) but refuses every use of it at trace time: the NKI 0.6 stubs document no arithmetic,
     comparison or conversion of registers, only loop bounds, ``register_*`` and ``.ap(scalar_offset=...)``."""
 
-    __slots__ = ("value", "__weakref__")
+    __slots__ = ("_value", "__weakref__")
     __hash__ = object.__hash__  # identity: comparisons are refused below
 
     def __init__(self, value: int | None = None) -> None:
-        self.value = value  # None: never written, or loaded from memory under counting_only (not computed)
+        self._value = value  # None: never written, or loaded from memory under counting_only (not computed)
 
     def __repr__(self) -> str:
         return ("VirtualRegister (a run-time value; address memory with it through "
@@ -242,7 +242,7 @@ class IndirectView(Tensor):
         """The dynamic offset now; 0 where counting_only computed no value (only shapes and strides matter)."""
         run = core.current()
         if isinstance(self.source, VirtualRegister):
-            value = self.source.value
+            value = self.source._value
         else:
             if run.strict and not self.source.written.all():
                 raise ModelError(f"{self.where}: the scalar_offset tile {self.source.name!r} was never written")
@@ -351,22 +351,22 @@ class _Loop:
         lower, upper = self._bound(self.lower, "lower"), self._bound(self.upper, "upper")
         run = core.current()
         for value in range(lower, upper, self.step):
-            self.index.value = value
+            self.index._value = value
             self._iterate(run)
             for bound, role, read in ((self.lower, "lower", lower), (self.upper, "upper", upper)):
-                if isinstance(bound, VirtualRegister) and bound.value != read:
+                if isinstance(bound, VirtualRegister) and bound._value != read:
                     raise ModelError(f"nl.fori_loop: the body changed the {role}-bound register ({read} -> "
-                                     f"{bound.value}); the model reads bounds once, when the loop starts, and NKI "
+                                     f"{bound._value}); the model reads bounds once, when the loop starts, and NKI "
                                      "does not document re-reading them: keep bound registers fixed in the body")
 
     @staticmethod
     def _bound(bound, role: str) -> int:
         if not isinstance(bound, VirtualRegister):
             return int(bound)
-        if bound.value is None:
+        if bound._value is None:
             raise ModelError(f"nl.fori_loop: the {role}-bound register has no value (never written, or loaded "
                              "from memory under counting_only, which computes no data)")
-        return bound.value
+        return bound._value
 
     def _iterate(self, run: core.Core) -> None:
         """One iteration: trace the body if it never ran, else replay it. The instructions a replay executes
