@@ -350,3 +350,20 @@ def test_ap_on_chip_rules():
         view = t.ap([[32, 8], [1, 8]], scalar_offset=index, indirect_dim=1)
         with pytest.raises(ModelError, match="runs past"):
             nisa.memset(view, 0.0)
+
+
+def test_ap_reinterprets_same_width_dtypes_and_refuses_what_the_model_does_not_address():
+    x = np.array([[1.5, -2.0], [0.25, 8.0]], np.float32)
+    with core.running(core.Core()):
+        t = core.Tensor.allocate(x.shape, x.dtype, core.SHARED_HBM, "x", data=x)
+        bits = t.ap([[2, 2], [1, 2]], dtype=nl.int32)
+        np.testing.assert_array_equal(bits.data, x.view(np.int32))
+        with pytest.raises(ModelError, match="between dtypes of one width, not float32 -> bfloat16"):
+            t.ap([[2, 2], [1, 4]], dtype=nl.bfloat16)
+        transposed = core.Tensor.allocate((2, 2), x.dtype, core.SHARED_HBM, "a", data=x.T)
+        with pytest.raises(ModelError, match="non-contiguous input"):
+            transposed.ap([[2, 2], [1, 2]])
+        with pytest.raises(ModelError, match=r"pattern entry \[1, 0\] needs stride >= 0 and count >= 1"):
+            t.ap([[2, 2], [1, 0]])
+        with pytest.raises(ModelError, match="indirect_dim 2 is not a dimension of shape"):
+            t.ap([[2, 2], [1, 2]], scalar_offset=nisa.register_alloc(0), indirect_dim=2)
