@@ -104,6 +104,7 @@ class Core:
         self.banks = [False] * self.target.psum_banks
         self.banks_peak = 0
         self.random = np.random.Generator(np.random.PCG64(0))  # the engines' PRNG (nisa.set_rng_seed reseeds)
+        self.replayed = 0  # instructions executed by replayed dynamic-loop iterations (loops.py): not program
 
     # --- accounting -----------------------------------------------------------------------------------------
     def count(self, engine: str, instruction: str, *details: object) -> None:
@@ -113,6 +114,12 @@ class Core:
         """How many instructions ran (on ``engine``, of kind ``instruction``; None means any)."""
         return sum(n for key, n in self.events.items()
                    if (engine is None or key[0] == engine) and (instruction is None or key[1] == instruction))
+
+    @property
+    def program_instructions(self) -> int:
+        """Instructions of the program the compiler would emit: as ``instructions()``, but an instruction in a
+        dynamic loop's body (nl.fori_loop) counts once however many iterations ran (loops.py)."""
+        return self.instructions() - self.replayed
 
     def reserve(self, buffer: Buffer, bytes_per_partition: int, name: str) -> tuple[int, ...]:
         """Claim on-chip space for a new allocation; returns the PSUM banks it occupies (empty for SBUF)."""
@@ -302,6 +309,14 @@ class Tensor:
             raise ModelError(f"{self.name}: the CPU model supports .view() between dtypes of one width, not "
                              f"{self.dtype} -> {dtype}")
         return Tensor(self.alloc, self.data.view(dtype), self.written, self.state)
+
+    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
+           dtype=None) -> Tensor:
+        """``NkiTensor.ap``: an explicit [[stride, count], ...] access pattern over the allocation's storage, with
+        an optional dynamic offset (a VirtualRegister); see loops.access_pattern."""
+        from .loops import access_pattern  # loops builds on this module
+
+        return access_pattern(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
 
     def reshape(self, shape) -> Tensor:
         """A view with a new shape; a reshape that would need a copy is an error (views never copy)."""

@@ -344,3 +344,74 @@ def rng(dst, engine=None, name=None) -> None:
     else:
         _write(dst, None)
     core.current().count(chosen, "rng", _free(dst))
+
+
+# --- virtual registers (dynamic loops: loops.py) -----------------------------------------------------------------
+import types  # noqa: E402
+
+from .loops import VirtualRegister, recorded, register_int  # noqa: E402  (loops needs only core)
+
+
+def register_alloc(x=None) -> VirtualRegister:
+    """A new virtual register, set to the int ``x`` where given (a register_move at this point of the program)."""
+    reg = VirtualRegister()
+    if x is not None:
+        register_move(reg, x)
+    return reg
+
+
+def _register(reg: object, role: str, instruction: str) -> VirtualRegister:
+    if not isinstance(reg, VirtualRegister):
+        raise ModelError(f"{instruction}: {role} must be a VirtualRegister (nisa.register_alloc()), got "
+                         f"{type(reg).__name__}")
+    return reg
+
+
+def _scalar_tile(t: object, role: str, instruction: str) -> Tensor:
+    """A one-element int32 tensor in SBUF or HBM: what a register loads from or stores to (SDK isa register_load,
+    register_store: "a single scalar value (up to 32-bit)"; the model holds registers as int32: assumed)."""
+    t = _tensor(t, role, instruction)
+    if t.buffer is core.PSUM or t.size != 1 or t.dtype != nl.int32:
+        raise ModelError(f"{instruction}: {role} must be a one-element int32 tensor in SBUF or HBM, got "
+                         f"{t.buffer.name} {t.shape} {t.dtype}")
+    if t.buffer.on_chip:
+        t.partitions()
+    return t
+
+
+def register_move(dst, src) -> None:
+    """dst = src: a compile-time int (32-bit) or another register."""
+    dst = _register(dst, "dst", "nisa.register_move")
+    if isinstance(src, VirtualRegister):
+        if src._value is None and core.current().arithmetic:
+            raise ModelError("nisa.register_move: the src register was never written")
+        dst._value = src._value
+    else:
+        dst._value = register_int(src, "nisa.register_move: src (an int or a VirtualRegister)")
+
+
+def register_load(dst, src) -> None:
+    """dst = the value of the one-element int32 tensor ``src`` (unknown under counting_only, which computes no
+    data)."""
+    dst = _register(dst, "dst", "nisa.register_load")
+    src = _scalar_tile(src, "src", "nisa.register_load")
+    values = _read(src, "src", "nisa.register_load")
+    dst._value = None if values is None else int(values.reshape(-1)[0])
+
+
+def register_store(dst, src) -> None:
+    """The one-element int32 tensor ``dst`` = the register ``src``."""
+    dst = _scalar_tile(dst, "dst", "nisa.register_store")
+    src = _register(src, "src", "nisa.register_store")
+    if src._value is None and core.current().arithmetic:
+        raise ModelError("nisa.register_store: the src register was never written")
+    _write(dst, None if src._value is None else np.full(dst.shape, src._value, np.int32))
+
+
+__all__ += ["VirtualRegister", "register_alloc", "register_move", "register_load", "register_store"]
+# Every instruction records itself into the dynamic-loop body being traced, for later iterations to replay
+# (loops.py); register_alloc records the register_move it issues, get_nc_version is no instruction.
+for _name in __all__:
+    if isinstance(globals()[_name], types.FunctionType) and _name not in ("get_nc_version", "register_alloc"):
+        globals()[_name] = recorded(globals()[_name])
+del _name

@@ -91,3 +91,19 @@ subtract = Op("subtract", np.subtract)
 multiply = Op("multiply", np.multiply)
 copy = Op("copy", lambda x: x)
 bitwise_and = Op("bitwise_and", np.bitwise_and, bitwise=True)
+
+
+# --- dynamic loops and dynamic slices (loops.py) -------------------------------------------------------------
+from .loops import VirtualRegister, fori_loop  # noqa: E402  (loops needs only core)
+
+
+def ds(start, size) -> slice:
+    """``nl.ds(start, size)``: the slice start:start + size (compile-time ints). The NKI 0.6 stubs document no
+    register start; a dynamic start is written as an access pattern."""
+    if isinstance(start, VirtualRegister) or isinstance(size, VirtualRegister):
+        raise core.ModelError("nl.ds: a VirtualRegister start or size is not documented for NKI 0.6; write the "
+                              "access as tensor.ap(pattern, scalar_offset=reg, indirect_dim=d)")
+    return slice(start, start + size)
+
+
+__all__ += ["fori_loop", "ds"]
