@@ -24,8 +24,17 @@ described in ``kernel_library/README.md``): 2048^3 bf16, ``hand_2048``. N blocks
 1024, M blocks of 512; every load and store moves [128, 512] bf16 (1 KiB runs); lhsT is reloaded per N block;
 per output tile a memset PSUM tile, 8 matmuls, a copy of PSUM into a bf16 tile and a bf16 add into the SBUF
 result. The engines of its memset, copy and add are left to the compiler there (the Vector Engine here).
+
+``POINTS``: the published times, each with its source; ``estimate(point)`` runs a port on the CPU model's target
+(counting only) and prices it.
 """
 
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+from trn_backend.kernels.nki import cost, model
 from trn_backend.kernels.nki.model import isa as nisa
 from trn_backend.kernels.nki.model import language as nl
 
@@ -230,3 +239,51 @@ def _hand_output_tile(total, lhs_tiles, rhs_tiles, i):
     partial = nl.ndarray((TILE_M, HAND_N), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.tensor_copy(dst=partial, src=psum)
     nisa.tensor_tensor(dst=total, data1=total, data2=partial, op=nl.add)
+
+
+# --- the published measurements --------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Point:
+    """A published time of one kernel: our port, where it ran, on what, and the source."""
+
+    name: str
+    generation: str
+    lhs_t: tuple[int, int]  # [K, M], bf16
+    rhs: tuple[int, int]  # [K, N], bf16
+    published_s: float
+    source: str
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.lhs_t[0] * self.lhs_t[1] * self.rhs[1]
+
+
+# Legacy NKI matmul tutorial, Trn1 (one NeuronCore-v2), bf16 lhsT [8192, 4096] @ rhs [8192, 8192], latency by
+# nki.benchmark: aws-neuron/aws-neuron-sdk @ 631eadc94c96be48a0dcd2be65bfb37da1e91b40,
+# general/nki/tutorials/matrix_multiplication.rst (the table of its four kernels).
+TUTORIAL = "NKI matmul tutorial (legacy), aws-neuron-sdk@631eadc9"
+# awslabs/nki-autotune kernel_library/README.md: trn2, 2048^3 bf16, the hand kernel at 90.92% MFU of one
+# NeuronCore-v3's 78.6 bf16 TFLOPS (128 x 128 x 2 FLOP x 2.4 GHz, SDK trainium2_arch.rst):
+# 2 * 2048**3 / (0.9092 * 78.64e12) s = 0.2403 ms.
+AUTOTUNE = "nki-autotune kernel_library, hand kernel at 90.92% MFU"
+POINTS = (
+    Point("tutorial_tiled", "trn1", (8192, 4096), (8192, 8192), 51.80e-3, f"{TUTORIAL}: original tiled"),
+    Point("tutorial_hoisted", "trn1", (8192, 4096), (8192, 8192), 42.96e-3, f"{TUTORIAL}: optimization 1"),
+    Point("tutorial_blocked", "trn1", (8192, 4096), (8192, 8192), 22.07e-3, f"{TUTORIAL}: optimization 2"),
+    Point("tutorial_optimized", "trn1", (8192, 4096), (8192, 8192), 6.97e-3, f"{TUTORIAL}: optimization 3"),
+    Point("hand_2048", "trn2", (2048, 2048), (2048, 2048), 0.2403e-3, AUTOTUNE),
+)
+
+
+@functools.cache
+def _run(point: Point):
+    kernel = model.jit(globals()[point.name])
+    with model.targeting(point.generation), model.counting_only():
+        kernel(model.shape_only(point.lhs_t, nl.bfloat16), model.shape_only(point.rhs, nl.bfloat16))
+    return kernel.last_run
+
+
+def estimate(point: Point, calibration: cost.Calibration | None = None) -> cost.Estimate:
+    """The cost model's time of ``point``'s port on its generation (one physical core, LNC=1)."""
+    return cost.estimate(_run(point), cost.GENERATIONS[point.generation], point.name, point.flops, False,
+                         calibration)

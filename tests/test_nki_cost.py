@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import functools
 import json
 import os
 import subprocess
@@ -20,54 +19,25 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from trn_backend.kernels.nki import cost, model
+from trn_backend.kernels.nki import cost
 
 ROOT = Path(__file__).resolve().parents[1]
 
 # --- calibration: modelled against published times ---------------------------------------------------------------
-# Legacy NKI matmul tutorial, Trn1 (one NeuronCore-v2), bf16 lhsT [8192, 4096] (K, M) @ rhs [8192, 8192], latency
-# by nki.benchmark: aws-neuron/aws-neuron-sdk @ 631eadc94c96be48a0dcd2be65bfb37da1e91b40,
-# general/nki/tutorials/matrix_multiplication.rst (its table of the four kernels).
-TUTORIAL_TILED_S = 51.80e-3
-TUTORIAL_HOISTED_S = 42.96e-3  # "Optimization 1"
-TUTORIAL_BLOCKED_S = 22.07e-3  # "Optimization 2"
-TUTORIAL_OPTIMIZED_S = 6.97e-3  # "Optimization 3"
-# awslabs/nki-autotune kernel_library/README.md: trn2, 2048^3 bf16, the hand kernel
-# kernel_library/matmul/lhsT_rhs/kernel_hand_90.92mfu.py at 90.92% MFU of one NeuronCore-v3's 78.6 bf16 TFLOPS
-# (128 x 128 x 2 FLOP x 2.4 GHz, the SDK's trainium2_arch.rst): 2 * 2048**3 / (0.9092 * 78.64e12) s.
-HAND_2048_S = 0.2403e-3
+# The published times and their sources are nki_calibration_kernels.POINTS; these tests compare the model with
+# them, never with its own output.
 TOLERANCE = 0.15
 
-TUTORIAL = ("trn1", (8192, 4096), (8192, 8192))
-POINTS = {
-    "tutorial_tiled": (*TUTORIAL, TUTORIAL_TILED_S),
-    "tutorial_hoisted": (*TUTORIAL, TUTORIAL_HOISTED_S),
-    "tutorial_blocked": (*TUTORIAL, TUTORIAL_BLOCKED_S),
-    "tutorial_optimized": (*TUTORIAL, TUTORIAL_OPTIMIZED_S),
-    "hand_2048": ("trn2", (2048, 2048), (2048, 2048), HAND_2048_S),
-}
 
-
-@functools.cache
-def run_fixture(name: str) -> cost.Estimate:
-    generation, lhs_t, rhs, _ = POINTS[name]
-    kernel = model.jit(getattr(fixtures, name))
-    with model.targeting(generation), model.counting_only():
-        kernel(model.shape_only(lhs_t, model.language.bfloat16), model.shape_only(rhs, model.language.bfloat16))
-    return cost.estimate(kernel.last_run, cost.GENERATIONS[generation], name, 2 * lhs_t[1] * lhs_t[0] * rhs[1],
-                         False, cost.Calibration())
-
-
-@pytest.mark.parametrize("name", list(POINTS))
-def test_modelled_time_is_within_15_percent_of_the_published_measurement(name):
-    published = POINTS[name][-1]
-    modelled = run_fixture(name).seconds
-    assert abs(modelled / published - 1) <= TOLERANCE, (name, modelled, published)
+@pytest.mark.parametrize("point", fixtures.POINTS, ids=lambda p: p.name)
+def test_modelled_time_is_within_15_percent_of_the_published_measurement(point):
+    modelled = fixtures.estimate(point, cost.Calibration()).seconds
+    assert abs(modelled / point.published_s - 1) <= TOLERANCE, (point.name, modelled, point.published_s)
 
 
 def test_the_bound_engine_matches_the_published_account():
     """The tutorial's first three kernels are memory-bound, its last and the hand kernel Tensor-Engine-bound."""
-    assert {name: run_fixture(name).bound_by for name in POINTS} == {
+    assert {p.name: fixtures.estimate(p, cost.Calibration()).bound_by for p in fixtures.POINTS} == {
         "tutorial_tiled": "dma", "tutorial_hoisted": "dma", "tutorial_blocked": "dma",
         "tutorial_optimized": "tensor", "hand_2048": "tensor"}
 
