@@ -125,11 +125,26 @@ class Calibration:
         return cls(**{"source": str(path), **data})
 
 
+_DEFAULTS = Calibration()
+
+
 def calibration() -> Calibration:
-    """The active calibration: the JSON file named by TRN_BACKEND_NKI_CALIBRATION (read now, at each call), else
-    the defaults."""
+    """The active calibration: the JSON file named by TRN_BACKEND_NKI_CALIBRATION, else the defaults. The variable
+    is read at each call, the file again whenever its modification time or size changed (routing asks for the
+    calibration once per step: a stat, not a parse)."""
     path = os.environ.get(CALIBRATION_VARIABLE)
-    return Calibration.from_file(path) if path else Calibration()
+    if not path:
+        return _DEFAULTS
+    try:
+        stat = os.stat(path)
+    except OSError as e:
+        raise ValueError(f"cost calibration file {path}: cannot read it as JSON ({e})") from None
+    return _calibration_file(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=8)
+def _calibration_file(path: str, mtime_ns: int, size: int) -> Calibration:
+    return Calibration.from_file(path)
 
 
 def _resolve(given: Calibration | None) -> Calibration:
