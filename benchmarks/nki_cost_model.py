@@ -1,13 +1,16 @@
 """The cost model's tables for docs/trainium.md: modelled time, TFLOPS and Tensor Engine utilization of the NKI
 matmul kernels at 512^3, 2048^3 and 4096^3, fast and native, on trn2 (trn1 for reference), with A handed over
 as A^T (a view) or transposed on chip; then every precision mode's fused kernel at 4096^3 on trn2, relative to
-fast, with each engine's share. Writes benchmarks/results/nki_cost_model.md and prints it.
+fast, with each engine's share; then the calibration points: published kernel times against the model's time of
+our port of each kernel (tests/nki_calibration_kernels.py). Writes benchmarks/results/nki_cost_model.md and
+prints it.
 
     python benchmarks/nki_cost_model.py
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from trn_backend.kernels.nki import cost
@@ -17,6 +20,7 @@ MODES = ("fast", "native")
 FUSED = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 OUT = Path(__file__).parent / "results" / "nki_cost_model.md"
+TESTS = Path(__file__).resolve().parents[1] / "tests"
 
 
 def table() -> str:
@@ -51,8 +55,24 @@ def modes_table(n: int = 4096) -> str:
     return "\n".join(lines) + "\n"
 
 
+def calibration_table() -> str:
+    """Each calibration point: its source, the published time, the modelled time of our port under the default
+    calibration, and the relative error."""
+    sys.path.insert(0, str(TESTS))
+    try:
+        import nki_calibration_kernels as fixtures
+    finally:
+        sys.path.remove(str(TESTS))
+    lines = ["| point | generation | source | published | modelled | error | bound by |", "|" + "---|" * 7]
+    for point in fixtures.POINTS:
+        e = fixtures.estimate(point, cost.Calibration())
+        lines.append(f"| {point.name} | {point.generation} | {point.source} | {point.published_s * 1e3:.4g} ms | "
+                     f"{e.seconds * 1e3:.4g} ms | {e.seconds / point.published_s - 1:+.1%} | {e.bound_by} |")
+    return "\n".join(lines) + "\n"
+
+
 def main() -> None:
-    text = table() + "\n" + modes_table()
+    text = table() + "\n" + modes_table() + "\n" + calibration_table()
     OUT.write_text(text)
     print(text, end="")
 

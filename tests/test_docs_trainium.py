@@ -1,5 +1,5 @@
-"""docs/trainium.md stays true to the code: its Python blocks run as written, and its cost table is what the cost
-model gives now."""
+"""docs/trainium.md stays true to the code: its Python blocks run as written, and its cost tables (kernel times,
+modes, calibration points) are what the cost model gives now."""
 
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ def test_cost_table_is_current():
     finally:
         sys.path.pop(0)
     text = DOC.read_text()
-    for marker, table in (("cost-table", nki_cost_model.table()), ("modes-table", nki_cost_model.modes_table())):
+    for marker, table in (("cost-table", nki_cost_model.table()), ("modes-table", nki_cost_model.modes_table()),
+                          ("calibration-table", nki_cost_model.calibration_table())):
         documented = re.search(rf"<!-- {marker} -->\n(.*?)<!-- /{marker} -->", text, flags=re.S)
         assert documented and documented.group(1) == table, \
             f"docs/trainium.md's {marker} is stale: run python benchmarks/nki_cost_model.py and paste its output"

@@ -91,8 +91,9 @@ def test_default_threshold_is_where_the_modelled_kernel_time_reaches_the_launch_
     flops = cost.default_min_flops(mode)
     n = round((flops / 2) ** (1 / 3))
     assert n % 128 == 0 and 2 * n**3 == flops
-    assert cost.modelled("matmul", mode, (1, n, n, n)).seconds >= cost.LAUNCH_OVERHEAD_S
-    assert cost.modelled("matmul", mode, (1, n - 128, n - 128, n - 128)).seconds < cost.LAUNCH_OVERHEAD_S
+    launch = cost.calibration().launch_s
+    assert cost.modelled("matmul", mode, (1, n, n, n)).seconds >= launch
+    assert cost.modelled("matmul", mode, (1, n - 128, n - 128, n - 128)).seconds < launch
     assert cost.default_min_flops("native") < cost.default_min_flops("fast")  # fp32 passes take 4x longer
 
 
@@ -132,7 +133,8 @@ def test_explain_shows_the_implementation_and_modelled_time():
                        optimize=[(0, 1), (0, 1)])
     assert e.implementations == ("nki.matmul[fast]", "torch.matmul")
     estimate = next(m for m in e.modelled if m is not None)
-    assert 0.85 <= estimate.utilization <= 1
+    efficiency = cost.calibration().tensor_efficiency  # the Tensor Engine's achieved fraction of its peak
+    assert 0.85 * efficiency <= estimate.utilization <= efficiency
     assert f"{estimate.seconds * 1e3:.3g} ms, 1 bf16 pass" in str(e) and "nki.matmul[fast]" in str(e)
     with config.set(nki="model", nki_min_flops=0):
         text = str(xp.explain("ij,jk->ik", (256, 300), (300, 128), precision="dd", dtype=xp.float64))
