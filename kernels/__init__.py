@@ -5,7 +5,10 @@ tensors, under a precision mode named in ``trn_backend.precision``. The torch re
 mode (``reference.py``) runs on any torch device. Routing (``implementation``): on a Neuron device with the NKI
 toolchain installed, float32 steps of a mode with an NKI kernel (``nki/``, import-gated) and at least
 ``config.nki_min_flops`` FLOPs (default: the cost model's break-even with the kernel launch) run the NKI kernel;
-smaller ones run torch on the device; the CPU default is unchanged (``config.nki = "model"`` sends CPU steps to
+smaller ones run torch on the device. Under the default rule a kernel also pays its compile: a Neuron device
+compiles a kernel on its first call per shape, dtype and mode (eager TorchNeuron), so a step whose signature has
+not run in this process goes to the kernel only if its modelled run time is at least its modelled compile time,
+else it runs torch on the device and the kernel takes over from the signature's next call (``first_calls``); the CPU default is unchanged (``config.nki = "model"`` sends CPU steps to
 the kernels on the CPU model of the NeuronCore). On NKI every split mode is its reference with the engine work
 run by the kernel: the same power-of-two scaling and underflow certificate on the host, then fast's one Tensor
 Engine pass, dd's and bf16x6's fused split-and-multiply (``nki.split_product``), ozaki's exact level sums
@@ -31,14 +34,17 @@ import torch
 from .. import _config, _dtypes
 from . import reference
 
-__all__ = ["matmul", "bmm", "mul", "CALLS", "count_calls", "reference", "implementation", "NKI_MODES",
-           "NEURON_DEVICE_TYPES"]
+__all__ = ["matmul", "bmm", "mul", "CALLS", "count_calls", "first_calls", "reference", "implementation",
+           "NKI_MODES", "NEURON_DEVICE_TYPES"]
 
 NKI_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # the modes with an NKI kernel
 NEURON_DEVICE_TYPES = ("neuron", "xla")  # torch-neuronx's device types (native TorchNeuron, PyTorch/XLA)
 
 # (kernel name, mode name) -> number of calls since import
 CALLS: collections.Counter[tuple[str, str]] = collections.Counter()
+# The compile state of the routing rule, per process: signatures (kernel, mode, dtype, (B, M, K, N)) whose first
+# call has been made (it ran torch, or compiled and ran the kernel). A signature in here routes by FLOPs alone.
+_CALLED: set[tuple[str, str, torch.dtype, tuple[int, int, int, int]]] = set()
 
 
 @contextlib.contextmanager
@@ -60,16 +66,18 @@ def _implementation(mode: str):
 
 
 def implementation(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
-                   bmkn: tuple[int, int, int, int], params: dict[str, Any] | None = None) -> str:
+                   bmkn: tuple[int, int, int, int], params: dict[str, Any] | None = None,
+                   compiled: bool | None = None) -> str:
     """What runs a ``kernel`` step (matmul, bmm, mul) of sizes (B, M, K, N): ``nki.matmul[fast]`` or
-    ``torch.matmul``; ``mul`` is always ``torch.mul``."""
+    ``torch.matmul``; ``mul`` is always ``torch.mul``. ``compiled``: whether the step's signature has made its
+    first call (None: as this process has it; True: the routing once it has)."""
     if kernel == "mul":
         return "torch.mul"
-    return _nki_route(kernel, mode, dtype, device, bmkn, params or {}) or f"torch.{kernel}"
+    return _nki_route(kernel, mode, dtype, device, bmkn, params or {}, compiled) or f"torch.{kernel}"
 
 
 def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
-               bmkn: tuple[int, int, int, int], params: dict[str, Any]) -> str | None:
+               bmkn: tuple[int, int, int, int], params: dict[str, Any], compiled: bool | None = None) -> str | None:
     """The NKI kernel's name when the routing rule sends this step to it (see the module docstring)."""
     setting = _config.config
     dtypes = (torch.float32,) if mode == "native" else (torch.float32, torch.float64)
@@ -88,8 +96,29 @@ def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
     from .nki import cost
 
     b, m, k, n = bmkn
-    threshold = setting.nki_min_flops if setting.nki_min_flops is not None else cost.default_min_flops(mode)
-    return nki.name(kernel, mode) if 2 * b * m * k * n >= threshold else None
+    if setting.nki_min_flops is not None:  # the user's threshold replaces the cost model's rule
+        return nki.name(kernel, mode) if 2 * b * m * k * n >= setting.nki_min_flops else None
+    if 2 * b * m * k * n < cost.default_min_flops(mode):
+        return None
+    if not (compiled if compiled is not None else (kernel, mode, dtype, bmkn) in _CALLED):
+        estimate = cost.modelled(kernel, cost.runs_as(mode), bmkn, float64=dtype is torch.float64,
+                                 slices=params.get("slices"))
+        if estimate.seconds < estimate.compile_seconds:
+            return None
+    return nki.name(kernel, mode)
+
+
+@contextlib.contextmanager
+def first_calls() -> Iterator[None]:
+    """Forget which signatures have made their first call, inside the block (the routing rule's compile state
+    is per process; tests and benchmarks use this to see a first call again)."""
+    saved = set(_CALLED)
+    _CALLED.clear()
+    try:
+        yield
+    finally:
+        _CALLED.clear()
+        _CALLED.update(saved)
 
 
 def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:
@@ -97,9 +126,12 @@ def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[
     # only a Neuron device, or the CPU model, can route to NKI: the common call (CPU, GPU) stops at is_cpu or
     # is_cuda, without building a torch.device (this runs once per step of a network)
     if (_config.config.nki == "model" if a.is_cpu else not a.is_cuda and a.device.type in NEURON_DEVICE_TYPES) \
-            and a.dtype is b.dtype and _nki_route(kernel, mode, a.dtype, a.device, (
-                a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1]), params) is not None:
-        return _run_nki(kernel, a, b, mode, params)
+            and a.dtype is b.dtype:
+        bmkn = (a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1])
+        routed = _nki_route(kernel, mode, a.dtype, a.device, bmkn, params)
+        _CALLED.add((kernel, mode, a.dtype, bmkn))
+        if routed is not None:
+            return _run_nki(kernel, a, b, mode, params)
     if mode == "native" and not params and a.is_floating_point():  # with params: native's own TypeError
         # real floating point native is ``reference.native``'s torch.matmul, which on two 2-D (3-D, one batch
         # size) operands is exactly ATen's mm (bmm): called directly, without matmul's dispatch

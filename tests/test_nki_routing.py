@@ -75,9 +75,12 @@ def test_neuron_devices_route_only_with_the_real_toolchain(monkeypatch):
     device = torch.device("xla", 0)
     assert kernels.implementation("matmul", "fast", torch.float32, device, BIG) == "torch.matmul"  # no nki here
     monkeypatch.setattr(toolchain, "REAL", True)
-    assert kernels.implementation("matmul", "fast", torch.float32, device, BIG) == "nki.matmul[fast]"
-    assert kernels.implementation("bmm", "native", torch.float32, device, (4, 2048, 2048, 2048)) == \
-        "nki.bmm[native]"
+    with kernels.first_calls():  # a first call compiles: seconds, more than the kernel's milliseconds
+        assert kernels.implementation("matmul", "fast", torch.float32, device, BIG) == "torch.matmul"
+    assert kernels.implementation("matmul", "fast", torch.float32, device, BIG, compiled=True) == \
+        "nki.matmul[fast]"
+    assert kernels.implementation("bmm", "native", torch.float32, device, (4, 2048, 2048, 2048),
+                                  compiled=True) == "nki.bmm[native]"
     small = (1, 256, 256, 256)
     assert kernels.implementation("matmul", "fast", torch.float32, device, small) == "torch.matmul"
     with config.set(nki_min_flops=2 * 256**3):
@@ -128,14 +131,15 @@ def test_explain_shows_the_implementation_and_modelled_time():
     e = xp.explain("ij,jk->ik", (4096, 4096), (4096, 4096))
     assert e.implementations == ("torch.matmul",) and e.modelled == (None,)
     assert "torch.matmul" in str(e)
-    with config.set(nki="model"):
+    with config.set(nki="model"), kernels.first_calls():
         e = xp.explain("ij,jk,kl->il", (4096, 4096), (4096, 4096), (4096, 8), precision="fast",
                        optimize=[(0, 1), (0, 1)])
-    assert e.implementations == ("nki.matmul[fast]", "torch.matmul")
+    # the first call of the 4096^3 step runs torch while the kernel compiles; explain models the kernel
+    assert e.implementations == ("torch.matmul", "torch.matmul") and "torch.matmul (first call)" in str(e)
     estimate = next(m for m in e.modelled if m is not None)
     efficiency = cost.calibration().tensor_efficiency  # the Tensor Engine's achieved fraction of its peak
     assert 0.85 * efficiency <= estimate.utilization <= efficiency
-    assert f"{estimate.seconds * 1e3:.3g} ms, 1 bf16 pass" in str(e) and "nki.matmul[fast]" in str(e)
+    assert f"{estimate.seconds * 1e3:.3g} ms, 1 bf16 pass" in str(e)
     with config.set(nki="model", nki_min_flops=0):
         text = str(xp.explain("ij,jk->ik", (256, 300), (300, 128), precision="dd", dtype=xp.float64))
         assert "nki.matmul[dd]" in text and "3 bf16 passes" in text

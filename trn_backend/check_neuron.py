@@ -76,7 +76,8 @@ LAUNCH_SHAPE = (128, 1)
 COMPILE_SHAPES = ((1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048))
 LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
 LNC_DEFAULT = {"trn2": 2, "trn1": 1}
-CALIBRATION_VARIABLE = "TRN_BACKEND_NKI_CALIBRATION"  # the calibration file the cost model reads
+CALIBRATION_VARIABLE = cost.CALIBRATION_VARIABLE  # the calibration file the cost model reads
+UNIT_EFFICIENCY = cost.Calibration(tensor_efficiency=1.0)
 
 # What the checks call (tests swap them): a kernel as it is (run_nki: the assumption probes, the sr kernel), a mode
 # through the kernel layer's NKI route (run_kernel: the table), a probe kernel (run_probe).
@@ -714,17 +715,6 @@ def measure_dma(where: Where, launch_s: float) -> list[dict[str, float]]:
     return rows
 
 
-@contextlib.contextmanager
-def _uncalibrated() -> Iterator[None]:
-    """The cost model without a calibration file: its Tensor Engine time at efficiency 1."""
-    saved = os.environ.pop(CALIBRATION_VARIABLE, None)
-    try:
-        yield
-    finally:
-        if saved is not None:
-            os.environ[CALIBRATION_VARIABLE] = saved
-
-
 def measure_compile(where: Where, generation: str, launch_s: float) -> tuple[list[dict[str, object]],
                                                                                 dict[str, object]]:
     """Per COMPILE_SHAPES: nki.matmul[fast]'s first call and warm median on fresh bf16 operands, with the kernel's
@@ -737,10 +727,10 @@ def measure_compile(where: Where, generation: str, launch_s: float) -> tuple[lis
         a = torch.randn(m, k, generator=generator).bfloat16().to(where.device)
         b = torch.randn(k, n, generator=generator).bfloat16().to(where.device)
         first, warm = first_and_median(lambda a=a, b=b: run_nki("matmul", a, b, "fast"))
-        with _uncalibrated():
-            modelled = cost.modelled("matmul", "fast", bmkn, generation)
+        # the Tensor Engine time at efficiency 1 (the fit's unit), whatever calibration is active
+        modelled = cost.modelled("matmul", "fast", bmkn, generation, calibration=UNIT_EFFICIENCY)
         rows.append({"kernel": "matmul", "mode": "fast", "bmkn": list(bmkn),
-                     "instructions": sum(modelled.instructions.values()), "first_s": first, "warm_s": warm,
+                     "instructions": modelled.program_instructions, "first_s": first, "warm_s": warm,
                      "tensor_s": modelled.engine_seconds["tensor"]})
     largest = rows[-1]
     return rows, {"bmkn": largest["bmkn"], "seconds": largest["warm_s"] - launch_s, "tensor_s": largest["tensor_s"]}

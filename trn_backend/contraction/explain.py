@@ -29,8 +29,9 @@ class Explanation:
     dtype: np.dtype  # the result's, as x.dtype spells it
     path: tuple[tuple[int, ...], ...]
     steps: tuple[Plan, ...]
-    # per step: what runs it ("torch.matmul", "nki.matmul[fast]", "-" without a kernel), and for NKI kernels
-    # the cost model's estimate on trn2 (kernels.nki.cost.Estimate: .seconds, .utilization, ...)
+    # per step: what runs it ("torch.matmul", "nki.matmul[fast]", "-" without a kernel), and for steps with an NKI
+    # kernel the cost model's estimate on trn2 (kernels.nki.cost.Estimate: .seconds, .program_instructions,
+    # .compile_seconds, ...); a step whose first call runs torch until the kernel is compiled has both
     implementations: tuple[str, ...] = ()
     modelled: tuple[object, ...] = ()
     # what a target ranked the modes by ("cpu calibration, benchmarks <date>", "trn2 cost model", "pass count
@@ -79,6 +80,8 @@ class Explanation:
                              f"{2 * s.bmkn[1] * s.bmkn[2]:.3g}", f"{s.bmkn[1]:,}", _mode_text(s), _bound_text(s),
                              "-"))
             if p.kernel is not None or not p.sums:
+                if estimate is not None and not impl.startswith("nki."):  # a first call, before the compile
+                    impl = f"{impl} (first call)"
                 rows.append((str(i), _readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
                              f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p),
                              _modelled_text(p, estimate)))
@@ -129,8 +132,10 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
     except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
         raise e.named("explain()") from e.__cause__
     implementations = tuple(_implementation(p, device) for p in plans)
+    # the modelled kernel of every step that runs one once compiled (a first call may run torch meanwhile)
+    compiled = tuple(_implementation(p, device, compiled=True) for p in plans)
     return Explanation(subscripts, shapes, _dtypes.PUBLIC[out_dtype], path, plans, implementations,
-                       tuple(_estimate(p, impl) for p, impl in zip(plans, implementations, strict=True)),
+                       tuple(_estimate(p, impl) for p, impl in zip(plans, compiled, strict=True)),
                        _cost_basis(out_dtype, device, precision, target_forward_error))
 
 
@@ -166,11 +171,12 @@ def _cost_basis(dtype: torch.dtype, device: torch.device, precision: str | None,
     return _precision.cost_basis(dtype, device)
 
 
-def _implementation(p: Plan, device: torch.device) -> str:
-    """What the kernel layer runs this step on (its routing rule, data aside)."""
+def _implementation(p: Plan, device: torch.device, compiled: bool | None = None) -> str:
+    """What the kernel layer runs this step on (its routing rule, data aside; ``compiled``: see
+    ``kernels.implementation``)."""
     if p.kernel is None:
         return "-"
-    return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs)
+    return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs, compiled)
 
 
 def _estimate(p: Plan, implementation: str) -> object:
@@ -235,7 +241,10 @@ def _modelled_text(p: Plan, estimate) -> str:
     slices = p.resolved.kwargs.get("slices") or reference.ozaki_default_slices(p.dtype)
     passes = _precision.MODES[p.resolved.mode].passes(slices)
     work = "one fp32 pass" if passes is None else f"{passes} bf16 pass{'es' if passes > 1 else ''}"
-    return f"{estimate.seconds * 1e3:.3g} ms, {work}"
+    from ..kernels.nki import cost
+
+    return (f"{estimate.seconds * 1e3:.3g} ms, {work}, {estimate.program_instructions:,} instructions "
+            f"(compile ~{cost.format_seconds(estimate.compile_seconds)})")
 
 
 def _bound_text(p: Plan) -> str:
