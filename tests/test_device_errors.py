@@ -4,6 +4,7 @@ with the same messages when trn_backend is imported."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -71,6 +72,40 @@ def test_neuron_and_xla_name_whichever_device_type_the_toolchain_registers(monke
     assert _device.normalize(torch.device("xla", 2)) == torch.device("xla", 2)
     with pytest.raises(ValueError, match="'neuron:x' is not a device; valid forms: 'cpu'"):
         _device.normalize("neuron:x")
+
+
+# A stand-in torch_neuronx per stack, registering its device type with torch the way the real plugin does:
+# TorchNeuron renames torch's PrivateUse1 backend to "neuron" (Neuron 2.33.0 release notes: "adds the neuron device
+# through the PyTorch PrivateUse1 extension"); the classic stack uses "xla", a device type torch itself defines.
+# A rename holds for the rest of the process (torch.utils.rename_privateuse1_backend), hence a fresh interpreter.
+FAKE_PLUGINS = {
+    "native": 'import torch\ntorch.utils.rename_privateuse1_backend("neuron")\n',
+    "classic": "",
+}
+REGISTERED_DEVICES = """
+import json, os, torch
+from trn_backend import _device
+os.environ[_device.ENV_VAR] = "xla:1"
+env_default = str(_device.default_device())
+del os.environ[_device.ENV_VAR]
+print(json.dumps([str(d) for d in (_device.neuron_device(), _device.default_device(), _device.normalize("neuron"),
+                                   _device.normalize("xla:1"), _device.normalize("neuron:2"))] + [env_default]))
+"""
+
+
+@pytest.mark.parametrize(("stack", "kind"), [("native", "neuron"), ("classic", "xla")])
+def test_neuron_and_xla_name_the_device_type_the_real_registration_makes(tmp_path, stack, kind):
+    """Either name reaches the Neuron device under the device type the plugin registers with this torch: in the
+    native stack torch refuses "neuron" until the plugin's PrivateUse1 rename, then accepts it."""
+    (tmp_path / "torch_neuronx").mkdir()
+    (tmp_path / "torch_neuronx" / "__init__.py").write_text(FAKE_PLUGINS[stack])
+    env = {k: v for k, v in os.environ.items() if k != _device.ENV_VAR}
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout's trn_backend
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), root, env.get("PYTHONPATH", "")])
+    run = subprocess.run([sys.executable, "-c", REGISTERED_DEVICES], env=env, capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [f"{kind}:0", f"{kind}:0", kind, f"{kind}:1", f"{kind}:2", f"{kind}:1"]
 
 
 @pytest.mark.parametrize("device", ["cuda", "cuda:0", "cuda:3", torch.device("cuda", 0)])
