@@ -7,6 +7,7 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+import torch
 from trn_backend.kernels.nki import model
 from trn_backend.kernels.nki.model import ModelError, core
 from trn_backend.kernels.nki.model import isa as nisa
@@ -281,3 +282,27 @@ def test_transposes_on_the_tensor_and_vector_engines():
         assert nisa.get_nc_version() == nisa.nc_version.gen2
     with on_core("trn2"):
         assert nisa.get_nc_version() == nisa.nc_version.gen3
+
+
+def test_raise_in_a_kernel_module_is_refused_assert_is_fine(tmp_path, monkeypatch):
+    """Only ``assert`` is documented for checks inside kernels: jit refuses a module with a ``raise``, naming
+    file:line."""
+    source = ("def helper(x):\n    assert x.shape[0] > 0, 'empty'\n    return x\n\n\n"
+              "def kernel(x):\n    if x.shape[0] > 128:\n        raise ValueError('too big')\n    return helper(x)\n")
+    (tmp_path / "raising_kernel.py").write_text(source)
+    (tmp_path / "asserting_kernel.py").write_text(source.replace("raise ValueError('too big')", "assert False"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import asserting_kernel
+    import raising_kernel
+
+    with pytest.raises(ModelError, match=r"raising_kernel.py:8: `raise` in a kernel module.*write `assert"):
+        model.jit(raising_kernel.kernel)
+    model.jit(asserting_kernel.kernel)
+
+
+def test_shapes_that_cannot_fit_are_refused_on_the_host_before_launching():
+    from trn_backend.kernels import nki
+
+    a, b = [torch.ones((512, 1), dtype=torch.bfloat16)] * 40, [torch.ones((1, 1024), dtype=torch.bfloat16)] * 40
+    with pytest.raises(ValueError, match=r"nki.matmul_levels\[ozaki\]: 40 digit slices .* do not fit"):
+        nki.level_sums(a, b)  # 80 bytes per element of A and B: a 512 x 1024 block's K tile alone is too big

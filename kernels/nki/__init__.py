@@ -102,6 +102,16 @@ def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | 
     return call(kernel, a.device, choice, a_arg, b, transposed, mode == "fast")
 
 
+def _check_fits(label: str, m: int, k: int, n: int, width: int, what: str) -> None:
+    """Refuse, before launching, a call whose blocks cannot fit in SBUF (the kernel asserts the same)."""
+    from . import matmul, model
+
+    budget = model.target().sbuf_partition_bytes
+    if matmul.fitting_blocks(m, k, n, width, 1, budget)[1] < 1:
+        raise ValueError(f"{label}: {what} ({width} bytes per element of A and B) do not fit one K tile of a block "
+                         f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer")
+
+
 def split_product(a_scaled: torch.Tensor, b_scaled: torch.Tensor, words: int) -> torch.Tensor:
     """The reference's ``fused`` hook for dd (2 words) and bf16x6 (3): the fp32 engine result of the word
     products of the scaled operands. float32 data is split on chip; float64 data (no fp64 on chip) is split
@@ -123,6 +133,8 @@ def level_sums(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> di
     slices = len(a_digits)
     a, b = torch.stack(a_digits), torch.stack(b_digits)
     kernel = "bmm_levels" if a.dim() == 4 else "matmul_levels"
+    _check_fits(f"nki.{kernel}[ozaki]", a.shape[-2], a.shape[-1], b.shape[-1], 2 * slices,
+                f"{slices} digit slices")
     sums = call(kernel, a.device, None, a, b.contiguous(), False)
     exact = sums.to(torch.int64).sum(1)
     return {slices + 1 - index: exact[index].double() for index in range(slices)}

@@ -163,19 +163,25 @@ def _chunking(words):
 
 
 def block_sizes(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
-    """(block_m, k_tiles per block, block_n) within ``sbuf_bytes`` per partition, for operands of ``width`` bytes
-    per element (all words together) and ``accumulators`` fp32 result arrays per block. A block's operand tiles
-    and results are double-buffered (the next block's load overlaps this block's matmuls), so two of each must
-    fit beside the staging tiles; k_tiles is a multiple of ``k_multiple`` (whole chunks per K block)."""
+    """(block_m, k_tiles per block, block_n) within ``sbuf_bytes`` per partition (``fitting_blocks``); a shape
+    that cannot fit is refused (the host checks before launching)."""
+    sizes = fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple)
+    assert sizes[1] >= 1, (f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
+                           f"{sizes[0]} x {sizes[2]} block of {width}-byte operands")
+    return sizes
+
+
+def fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
+    """(block_m, k_tiles per block, block_n) for operands of ``width`` bytes per element (all words together) and
+    ``accumulators`` fp32 result arrays per block; k_tiles is 0 when not even one K tile fits. A block's operand
+    tiles and results are double-buffered (the next block's load overlaps this block's matmuls), so two of each
+    must fit beside the staging tiles; k_tiles is a multiple of ``k_multiple`` (whole chunks per K block)."""
     block_m = min(BLOCK_TILES_M * TILE_M, m)
     block_n = min(BLOCK_TILES_N * TILE_N, n)
     result = accumulators * _tiles(block_m, TILE_M) * block_n * 4
     room = (sbuf_bytes - STAGING_BYTES) // 2 - result
-    k_tiles = min(_tiles(k, TILE_K), room // ((block_m + block_n) * width))
-    k_tiles = max(k_tiles - k_tiles % k_multiple, 0) if k_tiles < _tiles(k, TILE_K) else k_tiles
-    if k_tiles < 1:
-        raise ValueError(f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
-                         f"{block_m} x {block_n} block")
+    k_tiles = min(_tiles(k, TILE_K), max(room, 0) // ((block_m + block_n) * width))
+    k_tiles = k_tiles - k_tiles % k_multiple if k_tiles < _tiles(k, TILE_K) else k_tiles
     return block_m, k_tiles, block_n
 
 

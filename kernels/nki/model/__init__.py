@@ -11,8 +11,10 @@ docs/trainium.md.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
+import inspect
 import os
 from collections.abc import Iterator
 
@@ -24,7 +26,7 @@ from . import core, isa, language
 from .core import Core, ModelError, Tensor
 
 __all__ = ["jit", "simulate", "Kernel", "language", "isa", "Core", "ModelError", "Tensor", "counting_only",
-           "shape_only", "targeting", "STRICT_VARIABLE"]
+           "shape_only", "targeting", "target", "STRICT_VARIABLE"]
 
 VERSION = "cpu-model"
 STRICT_VARIABLE = "TRN_BACKEND_NKI_MODEL_STRICT"
@@ -42,6 +44,11 @@ def targeting(name: str) -> Iterator[None]:
         yield
     finally:
         _TARGETS.pop()
+
+
+def target() -> core.Target:
+    """The target kernels run on: ``targeting``'s, else NEURON_PLATFORM_TARGET_OVERRIDE's."""
+    return core.TARGETS[_TARGETS[-1]] if _TARGETS else core.target_from_environment()
 
 
 @contextlib.contextmanager
@@ -74,8 +81,7 @@ class Kernel:
         return self
 
     def __call__(self, *args):
-        target = core.TARGETS[_TARGETS[-1]] if _TARGETS else core.target_from_environment()
-        run = Core(target, strict=os.environ.get(STRICT_VARIABLE, "1") != "0", arithmetic=not _COUNTING[-1])
+        run = Core(target(), strict=os.environ.get(STRICT_VARIABLE, "1") != "0", arithmetic=not _COUNTING[-1])
         self.last_run = run
         torch_io = any(isinstance(a, torch.Tensor) for a in args)
         with core.running(run):
@@ -85,10 +91,26 @@ class Kernel:
 
 
 def jit(fn=None, **kwargs):
-    """``nki.jit``: compile options are accepted and ignored (the model has no compiler)."""
+    """``nki.jit``: compile options are accepted and ignored (the model has no compiler). The kernel's module is
+    checked for what the compiler rejects (``raise``)."""
     if fn is None:
-        return lambda f: Kernel(f)
+        return jit
+    _check_module(inspect.getsourcefile(fn))
     return Kernel(fn)
+
+
+@functools.cache
+def _check_module(path: str | None) -> None:
+    """Only ``assert`` is documented for checks inside NKI kernels (NKI_FACTS.md section 13): a ``raise`` anywhere
+    in a kernel's module (whose helpers the kernel calls) is refused with its file and line."""
+    if path is None or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Raise)]
+    if found:
+        raise ModelError(f"{path}:{found[0]}: `raise` in a kernel module: NKI kernels check conditions only with "
+                         "`assert` (write `assert condition, message`)")
 
 
 def simulate(kernel):
