@@ -8,6 +8,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from trn_backend.kernels.nki import model
 from trn_backend.kernels.nki.model import ModelError, core
 from trn_backend.kernels.nki.model import isa as nisa
@@ -243,14 +245,14 @@ def test_engine_arithmetic_bitwise_integer_and_fp32():
         x = sbuf_tile((4, 8), 1.5)
         bits = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=bits, src=x.view(nl.uint32))  # same dtype: the bits, not a conversion
-        mask = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
-        nisa.memset(mask, 0)
-        mask.data[...] = 0xFFFF0000
+        mask = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
+        nisa.memset(mask, -65536)  # 0xFFFF0000 as an int32 constant
         hi = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=hi, data1=bits, data2=mask, op=nl.bitwise_and)
+        nisa.tensor_tensor(dst=hi, data1=bits, data2=mask.view(nl.uint32), op=nl.bitwise_and,
+                           engine=nisa.vector_engine)
         assert hi.data[0, 0] == np.float32(1.5).view(np.uint32) & 0xFFFF0000
         with pytest.raises(ModelError, match="needs integer operands"):
-            nisa.tensor_tensor(dst=x, data1=x, data2=x, op=nl.bitwise_and)
+            nisa.tensor_tensor(dst=x, data1=x, data2=x, op=nl.bitwise_and, engine=nisa.vector_engine)
         big = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
         nisa.memset(big, 0)
         big.data[...] = 2**24 + 1  # not an fp32 value: exact only on GpSimd's integer path
@@ -306,3 +308,55 @@ def test_shapes_that_cannot_fit_are_refused_on_the_host_before_launching():
     a, b = [torch.ones((512, 1), dtype=torch.bfloat16)] * 40, [torch.ones((1, 1024), dtype=torch.bfloat16)] * 40
     with pytest.raises(ValueError, match=r"nki.matmul_levels\[ozaki\]: 40 digit slices .* do not fit"):
         nki.level_sums(a, b)  # 80 bytes per element of A and B: a 512 x 1024 block's K tile alone is too big
+
+
+def test_integer_constants_are_int32():
+    """Integer values in the kernel language are 32-bit signed: 0xFFFF0000 is out of range wherever an instruction
+    takes a constant; the same bits go in as int32 and a .view(nl.uint32)."""
+    with on_core():
+        t = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
+        with pytest.raises(ModelError, match=r"nisa.memset: value 4294901760 \(0xffff0000\) is outside int32.*"
+                                             r"-65536 has the same bits.*\.view\(nl.uint32\)"):
+            nisa.memset(t.view(nl.uint32), 0xFFFF0000)
+        with pytest.raises(ModelError, match="nisa.activation: scale 2147483648 .* is outside int32"):
+            nisa.activation(dst=sbuf_tile((4, 8)), op=nl.copy, data=sbuf_tile((4, 8)), scale=2**31)
+        nisa.memset(t, -65536)
+        assert np.all(t.view(nl.uint32).data == 0xFFFF0000)
+
+
+@given(st.sampled_from((nl.int32, nl.uint32, nl.int16, nl.uint8)), st.integers(-2**33, 2**33))
+def test_memset_value_matches_the_dtype_and_integers_are_exact(dtype, value):
+    """memset takes an int in the dtype's range for integer tiles (written exactly, not through fp32: 2**24 + 1
+    survives) and a float for float tiles; oracle: Python ints."""
+    info = np.iinfo(dtype)
+    with on_core():
+        t = nl.ndarray((2, 3), dtype, buffer=nl.sbuf)
+        if -2**31 <= value < 2**31 and info.min <= value <= info.max:
+            nisa.memset(t, value)
+            assert all(int(v) == value for v in t.data.ravel())
+        else:
+            with pytest.raises(ModelError, match="(outside int32|an integer dst takes an int in)"):
+                nisa.memset(t, value)
+        with pytest.raises(ModelError, match="an integer dst takes an int"):
+            nisa.memset(t, 1.0)
+
+
+def test_memset_of_2_24_plus_1_into_int32_is_exact_and_floats_take_floats():
+    with on_core():
+        t = nl.ndarray((2, 3), nl.int32, buffer=nl.sbuf)
+        nisa.memset(t, 2**24 + 1)
+        assert np.all(t.data == 2**24 + 1)
+        with pytest.raises(ModelError, match=r"a float dst takes a float value \(write 0.0\)"):
+            nisa.memset(nl.ndarray((2, 3), nl.float32, buffer=nl.sbuf), 0)
+
+
+def test_bitvec_operators_are_refused_on_gpsimd_chosen_or_defaulted():
+    with on_core():
+        a = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.memset(a, 7)
+        for engine in (nisa.gpsimd_engine, None):  # None: all-uint32 operands default to GpSimd
+            with pytest.raises(ModelError, match="nl.bitwise_and is a bitvec operator, documented on the Vector "
+                                                 "Engine only, not gpsimd.*engine=nisa.vector_engine"):
+                nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.bitwise_and, engine=engine)
+        nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.add)  # integer add stays on GpSimd, exact
+        assert np.all(a.data == 14)

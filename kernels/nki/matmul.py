@@ -17,7 +17,8 @@ Modes (kernels/reference.py is the specification of each; the words and levels a
 - ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of
   the bf16 rate).
 - ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B on chip into bf16 words with
-  integer operations only, (bits + 0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved), each
+  integer operations only, (bits + 0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved; the add
+  exact on GpSimd, the mask on the Vector Engine, the only engine with bitvec operators), each
   element once, into HBM scratch (A's words transposed on the way); phase 2 multiplies the words: every product
   of an output tile and K block in one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6
   evacuates PSUM every CHUNK_TILES K tiles, adds GROUP chunk sums in fp32 and combines those with TwoSum.
@@ -26,7 +27,8 @@ Modes (kernels/reference.py is the specification of each; the words and levels a
   (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level
   and K block; the host adds those exactly and combines the levels.
 - ``matmul_sr``: fast, then the fp32 result stochastically rounded to bf16 on chip: 32 random bits per element
-  from ``nisa.rng``, the low 16 added to the fp32 bits with an exact integer add, masked, reinterpreted.
+  from ``nisa.rng``, the low 16 added to the fp32 bits with an exact integer add, masked, reinterpreted. Integer
+  constants are int32 (the kernel language's integers are 32-bit signed): 0xFFFF0000 is memset as -65536.
 
 The kernel functions are plain Python; the host wraps them with the toolchain's ``nki.jit``. Only documented NKI
 0.6 names appear here (tests/test_nki_api.py checks it), no ``is``, no ``*`` in signatures, tuples not lists.
@@ -49,7 +51,7 @@ EXACT_TILES = 2
 EXACT_TILES_LATER = 4
 LEVEL_TERMS = 2**15  # ozaki: digit products one int32 sum takes (each <= 2**16) with no risk of overflow
 ROUND_BIAS = 0x8000  # added to fp32 bits: the mask below then rounds to the nearest bf16, ties away from zero
-HI_MASK = 0xFFFF0000  # the bits of fp32 that a bf16 keeps
+HI_MASK = -65536  # 0xFFFF0000 as int32 (kernel integers are 32-bit signed): the bits of fp32 that a bf16 keeps
 LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 
 
@@ -219,10 +221,10 @@ def _split_operands(a, b, a_is_transposed, words):
 
 
 def _constant(value):
-    """A [128, TILE_N] uint32 tile holding ``value`` (exact through memset's fp32: both constants fit 24 bits)."""
-    t = nl.ndarray((TILE_K, TILE_N), dtype=nl.uint32, buffer=nl.sbuf)
+    """A [128, TILE_N] tile of int32 ``value`` (memset takes an int for an integer tile), viewed as uint32."""
+    t = nl.ndarray((TILE_K, TILE_N), dtype=nl.int32, buffer=nl.sbuf)
     nisa.memset(t, value, engine=nisa.vector_engine)
-    return t
+    return t.view(nl.uint32)
 
 
 def _split(out, x, words, transpose, bias, mask):
@@ -248,10 +250,12 @@ def _split(out, x, words, transpose, bias, mask):
 
 
 def _nearest_word(rest, bias, mask):
-    """The nearest bf16 to ``rest`` (ties away from zero) as an fp32 tile, by exact integer operations on GpSimd."""
+    """The nearest bf16 to ``rest`` (ties away from zero) as an fp32 tile, by exact integer operations: the add on
+    GpSimd (exact int32; the Vector Engine adds in fp32), the mask on the Vector Engine (bitvec operators are
+    documented there only)."""
     bits = nl.ndarray(rest.shape, dtype=nl.uint32, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=bits, data1=rest.view(nl.uint32), data2=bias, op=nl.add, engine=nisa.gpsimd_engine)
-    nisa.tensor_tensor(dst=bits, data1=bits, data2=mask, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    nisa.tensor_tensor(dst=bits, data1=bits, data2=mask, op=nl.bitwise_and, engine=nisa.vector_engine)
     return bits.view(nl.float32)
 
 
@@ -451,12 +455,14 @@ def _store_stochastic(dst, result):
     rows, cols = result.shape
     random = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
     nisa.rng(random, engine=nisa.gpsimd_engine)
-    low = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.memset(low, LOW_MASK, engine=nisa.vector_engine)
-    nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    mask = nl.ndarray((rows, cols), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(mask, LOW_MASK, engine=nisa.vector_engine)
+    nisa.tensor_tensor(dst=random, data1=random, data2=mask.view(nl.uint32), op=nl.bitwise_and,
+                       engine=nisa.vector_engine)
     nisa.tensor_tensor(dst=random, data1=result.view(nl.uint32), data2=random, op=nl.add, engine=nisa.gpsimd_engine)
-    nisa.memset(low, HI_MASK, engine=nisa.vector_engine)
-    nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    nisa.memset(mask, HI_MASK, engine=nisa.vector_engine)
+    nisa.tensor_tensor(dst=random, data1=random, data2=mask.view(nl.uint32), op=nl.bitwise_and,
+                       engine=nisa.vector_engine)
     narrow = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.tensor_copy(dst=narrow, src=random.view(nl.float32), engine=nisa.scalar_engine)
     nisa.dma_copy(dst=dst, src=narrow)

@@ -85,6 +85,17 @@ def _cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         else x.astype(dtype)
 
 
+def _constant(value, role: str, instruction: str):
+    """A constant operand: integer values in the kernel language are 32-bit signed (NKI_FACTS.md section 13, the
+    language guide), so a Python int outside int32 is refused."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and not -2**31 <= value < 2**31:
+        same_bits = f" ({int(value) - 2**32} has the same bits)" if 2**31 <= value < 2**32 else ""
+        raise ModelError(f"{instruction}: {role} {value} ({int(value):#x}) is outside int32: integer values in the "
+                         f"kernel language are 32-bit signed; write an int32 value{same_bits} into an int32 tile "
+                         "and reinterpret it with .view(nl.uint32)")
+    return value
+
+
 def _engine(requested: str, default: str, instruction: str, allowed: tuple[str, ...]) -> str:
     chosen = default if requested in (None, engine.unknown) else requested
     if chosen not in allowed:
@@ -156,8 +167,24 @@ def memset(dst, value, engine=None, name=None) -> None:
     chosen = _engine(engine, vector_engine, "nisa.memset", (vector_engine, scalar_engine, gpsimd_engine))
     _on_chip(dst, "dst", "nisa.memset", (core.SBUF, core.PSUM))
     _no_gpsimd_psum(chosen, "nisa.memset", dst)
-    _write(dst, np.full(dst.shape, value, np.float32), OTHER)
+    _write(dst, _memset_values(dst, _constant(value, "value", "nisa.memset")), OTHER)
     core.current().count(chosen, "memset", _free(dst))
+
+
+def _memset_values(dst: Tensor, value) -> np.ndarray:
+    """memset's value must match dst's dtype (release notes 0.3.0): a float for float dtypes, an int in the
+    dtype's range for integer ones (written exactly, not through fp32)."""
+    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if dst.dtype.kind in "iu":
+        info = np.iinfo(dst.dtype)
+        if not integer or not info.min <= value <= info.max:
+            raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: an "
+                             f"integer dst takes an int in {info.min}..{info.max}")
+        return np.full(dst.shape, value, dst.dtype)
+    if not isinstance(value, (float, np.floating)):
+        raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: a float "
+                         f"dst takes a float value (write {float(value)!r})")
+    return np.full(dst.shape, value, np.float32)
 
 
 # --- engines ---------------------------------------------------------------------------------------------------
@@ -172,6 +199,9 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None) -> None:
     default = gpsimd_engine if integer and not any(t.buffer is core.PSUM for t in (dst, data1, data2)) \
         else vector_engine
     chosen = _engine(engine, default, instruction, (vector_engine, gpsimd_engine))
+    if op.bitwise and chosen != vector_engine:  # NKI_FACTS.md section 13: bitvec operators are Vector Engine only
+        raise ModelError(f"{instruction}: {op!r} is a bitvec operator, documented on the Vector Engine only, not "
+                         f"{chosen} (the default for all-32-bit-integer operands): pass engine=nisa.vector_engine")
     for t, role in ((dst, "dst"), (data1, "data1"), (data2, "data2")):
         _on_chip(t, role, instruction, (core.SBUF, core.PSUM))
     if data1.buffer is core.PSUM and data2.buffer is core.PSUM:
@@ -205,6 +235,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     for t, role in ((dst, "dst"), (data, "data")):
         _on_chip(t, role, instruction, (core.SBUF, core.PSUM))
     _same_layout(dst, data, instruction)
+    scale = _constant(scale, "scale", instruction)
     values = _read(data, "data", instruction, dst.shape)
     _write(dst, None if values is None else values.astype(np.float32) * np.float32(scale), OTHER)
     core.current().count(scalar_engine, "activation", _free(dst))
