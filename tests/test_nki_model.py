@@ -57,17 +57,36 @@ def test_matmul_result_must_stay_in_one_psum_bank():
             nisa.nc_matmul(wide[:, 256:768], sbuf_tile((128, 128)), sbuf_tile((128, 512)))
 
 
+def psum_kernel(rounds, held):
+    """A kernel filling ``rounds`` PSUM banks one after another, keeping the first ``held`` in use until the end."""
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        first = ()
+        for i in range(rounds):
+            bank = nl.ndarray((128, 512), nl.float32, buffer=nl.psum, name=f"bank {i}")
+            nisa.memset(bank, 0.0)
+            first = first + (bank,) if i < held else first
+        for bank in first:
+            nisa.tensor_copy(dst=bank, src=bank)  # a last use at the end keeps these banks live throughout
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    return kernel
+
+
 def test_a_ninth_live_psum_bank_is_rejected_and_dead_tiles_free_theirs():
-    with on_core() as c:
-        live = tuple(nl.ndarray((128, 512), nl.float32, buffer=nl.psum) for _ in range(8))
-        assert c.banks_peak == 8
-        with pytest.raises(ModelError, match="PSUM banks exhausted.*8 of the 8 banks are live"):
-            nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
-        del live  # the compiler frees tiles that are no longer used; the model frees unreferenced ones
-        for _ in range(20):
-            nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
-        with pytest.raises(ModelError, match="needs 20480 bytes per partition; PSUM has 16384"):
-            nl.ndarray((128, 5120), nl.float32, buffer=nl.psum)
+    """PSUM banks are live from allocation to last use (the compiler's liveness): 20 banks used one after the
+    other need 1 at a time, 8 held and a ninth in use are refused."""
+    x = np.ones((2, 2), np.float32)
+    _, c = run(psum_kernel(20, 0), x)
+    assert c.banks_peak == 1
+    _, c = run(psum_kernel(20, 7), x)  # 7 held, and one more at a time
+    assert c.banks_peak == 8
+    with pytest.raises(ModelError, match=r"PSUM banks exhausted: 9 banks are live at instruction 8 \(vector "
+                                         r"memset\), over the 8 of trn2.*largest live: bank 0"):
+        run(psum_kernel(20, 8), x)
+    with on_core(), pytest.raises(ModelError, match="needs 20480 bytes per partition; PSUM has 16384"):
+        nl.ndarray((128, 5120), nl.float32, buffer=nl.psum)
 
 
 def test_accumulate_onto_memset_or_uninitialized_psum_is_rejected():
@@ -129,19 +148,44 @@ def test_outputs_must_be_shared_hbm_and_fully_written():
         run(partial, np.ones((2, 2), np.float32))
 
 
-def test_sbuf_budget_per_generation():
-    def allocate_two(kib):
-        a = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf)
-        b = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf)
-        return a, b
+def sbuf_kernel(kib, tiles, overlap):
+    """A kernel of ``tiles`` SBUF tiles of ``kib`` KiB per partition, each used once in turn; with ``overlap`` the
+    first stays in use to the end."""
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        first = None
+        for i in range(tiles):
+            t = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf, name=f"tile {i}")
+            nisa.memset(t, 1.0)
+            first = t if first is None else first
+        if overlap:
+            nisa.memset(first, 2.0)
+        nisa.dma_copy(dst=out, src=x)
+        return out
 
-    with on_core("trn2") as c:
-        allocate_two(100)
-        assert c.sbuf_peak == 200 * 1024
-    with on_core("trn1"), pytest.raises(ModelError, match="exceeds the 196608 bytes per partition of trn1"):
-        allocate_two(100)
-    with on_core("trn2"), pytest.raises(ModelError, match="SBUF budget exceeded"):
-        allocate_two(120)
+    return kernel
+
+
+def test_sbuf_budget_per_generation():
+    """The usable SBUF is 224 KiB less the runtime's 16648 bytes on trn2 (192 KiB less the same on trn1), and the
+    budget holds the peak of the tiles live at once: dead tiles (past their last use) take no room."""
+    x = np.ones((2, 2), np.float32)
+    assert core.TARGETS["trn2"].sbuf_partition_bytes == 224 * 1024 - 16384 - 8 - 256 == 212728
+    with on_core("trn2"):
+        assert nl.tile_size.sbuf_fmax_bytes == 212728
+    _, c = run(sbuf_kernel(150, 3, False), x)  # 3 x 150 KiB one after the other: fits, one at a time
+    assert c.sbuf_peak == 150 * 1024
+    _, c = run(sbuf_kernel(100, 2, True), x)
+    assert c.sbuf_peak == 200 * 1024
+    with pytest.raises(ModelError, match=r"SBUF budget exceeded: 307200 bytes per partition are live at "
+                                         r"instruction 1 \(vector memset\), over the 212728 usable bytes per "
+                                         r"partition of trn2; largest live: tile 0 \(128, 38400\) float32"):
+        run(sbuf_kernel(150, 2, True), x)
+    with model.targeting("trn1"), pytest.raises(ModelError, match="over the 179960 usable bytes per partition "
+                                                                  "of trn1"):
+        run(sbuf_kernel(100, 2, True), x)
+    with on_core("trn2"), pytest.raises(ModelError, match="SBUF budget exceeded allocating big: 215040 bytes"):
+        nl.ndarray((128, 210 * 256), nl.float32, buffer=nl.sbuf, name="big")
 
 
 def test_partition_access_rules():
@@ -234,7 +278,7 @@ def test_instructions_are_counted_per_engine():
 
 def test_target_follows_the_simulator_variable(monkeypatch):
     monkeypatch.setenv(core.TARGET_VARIABLE, "trn1")
-    assert core.target_from_environment().sbuf_partition_bytes == 192 * 1024
+    assert core.target_from_environment().sbuf_partition_bytes == 192 * 1024 - 16384 - 8 - 256
     monkeypatch.setenv(core.TARGET_VARIABLE, "trn3")
     with pytest.raises(ModelError, match="knows trn1, trn2"):
         core.target_from_environment()

@@ -87,6 +87,7 @@ class Kernel:
         with core.running(run):
             inputs = tuple(_input(a, i) for i, a in enumerate(args))
             out = self.fn(*inputs)
+            run.check_memory()
             return _output(out, torch_io, run)
 
 

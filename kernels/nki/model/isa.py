@@ -50,6 +50,7 @@ def _on_chip(t: Tensor, role: str, instruction: str, allowed: tuple[core.Buffer,
     if t.buffer not in allowed:
         raise ModelError(f"{instruction}: {role} {t.name!r} is in {t.buffer.name}; it must be in "
                          f"{' or '.join(b.name for b in allowed)}")
+    t.alloc.use()
     return t.partitions()
 
 
@@ -131,6 +132,7 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         raise ModelError(f"nisa.dma_copy: dst {dst.shape} and src {src.shape} hold different element counts")
     for t in (dst, src):
         if t.buffer.on_chip:
+            t.alloc.use()
             t.partitions()
     _write(dst, _read(src, "src", "nisa.dma_copy", dst.shape))
     hbm = src if not src.buffer.on_chip else dst
