@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trn_backend.kernels import nki, reference
 from trn_backend.kernels.nki import cost, matmul, model, toolchain
 
@@ -144,15 +146,82 @@ def test_empty_operands_and_dtype_errors():
 
 @pytest.mark.parametrize("transposed", [True, False])
 @pytest.mark.parametrize("mode", ["fast", "native"])
-def test_modelled_utilization_at_4096_on_trn2(mode, transposed):
+def test_modelled_utilization_at_4096_on_trn2(mode, transposed, monkeypatch):
+    monkeypatch.setenv(nki.LNC_VARIABLE, "1")  # one physical core: cost.modelled launches kernels plainly (LNC=1)
     e = cost.modelled("matmul", mode, (1, 4096, 4096, 4096), "trn2", transposed)
     assert e.bound_by == "tensor" and e.utilization >= 0.85
-    assert e.psum_banks_peak <= 8 and e.sbuf_peak_bytes <= 224 * 1024
+    assert e.psum_banks_peak <= 8 and e.sbuf_peak_bytes <= TRN2_SBUF
 
 
 def test_counting_only_skips_arithmetic_but_not_the_rules():
     fn = nki.jitted("matmul", "model")
     with model.counting_only():
-        out = fn(model.shape_only((300, 256), np.float32), model.shape_only((300, 513), np.float32), True, False)
+        out = fn[model.runtime_lnc()](model.shape_only((300, 256), np.float32),
+                                      model.shape_only((300, 513), np.float32), True, False)
     assert out.shape == (256, 513)
     assert fn.last_run.instructions("tensor", "nc_matmul") == 3 * 2 * 2
+
+
+KERNELS = {"fast": "matmul", "native": "matmul", "dd": "matmul_split", "bf16x6": "matmul_split"}
+
+
+@settings(max_examples=12)
+@given(mode=st.sampled_from(tuple(KERNELS)), batch=st.integers(1, 3), m=st.integers(1, 140),
+       k=st.integers(1, 300), n=st.integers(1, 140), seed=st.integers(0, 2**16))
+def test_lnc_1_and_2_give_the_same_exact_products(mode, batch, m, k, n, seed):
+    """Small integers (exact in bf16, every partial sum below 2**24): each program's blocks, at LNC=1 or 2, are
+    the exact product; oracle: integer matmul in int64."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-8, 9, (batch, m, k), generator=g).float()
+    b = torch.randint(-8, 9, (batch, k, n), generator=g).float()
+    exact = torch.matmul(a.long(), b.long()).float()
+    with pytest.MonkeyPatch.context() as patch:
+        for lnc in ("1", "2"):
+            patch.setenv(nki.LNC_VARIABLE, lnc)
+            assert torch.equal(nki.run("bmm", a, b, mode, "model"), exact)
+
+
+@pytest.mark.parametrize("mode", ["fast", "native", "dd", "bf16x6", "sr"])
+def test_lnc_2_splits_the_blocks_over_both_cores(mode, monkeypatch):
+    """Two output blocks (M = 600 > 512 rows): at LNC=2 each physical core runs Tensor Engine work and the
+    results equal LNC=1's bit for bit (sr: the same seed gives each program other states, so only the bound)."""
+    a, b = operands((600, 200), (200, 300), 2)
+    kernel = "matmul_sr" if mode == "sr" else KERNELS[mode]
+    results = {}
+    for lnc in ("1", "2"):
+        monkeypatch.setenv(nki.LNC_VARIABLE, lnc)
+        results[lnc] = nki.run("matmul", a, b, mode, "model", seed=3)
+    launch = nki.jitted(kernel, "model").last_run
+    assert launch.lnc == 2 and all(c.instructions("tensor", "nc_matmul") > 0 for c in launch.cores)
+    if mode != "sr":
+        assert torch.equal(results["1"], results["2"])
+        assert componentwise_error(results["2"], a, b) <= xp.error_bound(mode, xp.float32, 200)
+
+
+def test_lnc_2_deals_batch_entries_to_both_cores(monkeypatch):
+    monkeypatch.setenv(nki.LNC_VARIABLE, "2")
+    a, b = operands((2, 100, 64), (2, 64, 80), 4)
+    c = nki.run("bmm", a, b, "native", "model")
+    launch = nki.jitted("bmm", "model").last_run
+    assert [core.instructions("tensor", "nc_matmul") for core in launch.cores] == [1, 1]
+    assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 64)
+
+
+def test_a_plain_launch_on_an_lnc_2_runtime_is_refused(monkeypatch):
+    monkeypatch.delenv(nki.LNC_VARIABLE, raising=False)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    assert nki.lnc("model") == 2
+    with pytest.raises(model.ModelError, match=r"matmul launched with LNC=1 on a runtime of LNC=2.*matmul\[2\]"):
+        nki.jitted("matmul", "model")(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), False, True)
+
+
+def test_sr_seeds_gpsimds_generator():
+    """matmul_sr draws on GpSimd, whose generator rand_set_state sets from the host's states: different seeds give
+    different roundings, the same seed the same."""
+    a, b = operands((64, 32), (32, 96), 9)
+    first = nki.run("matmul", a, b, "sr", "model", seed=1)
+    assert torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=1))
+    assert not torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=2))
+    states = nki.rng_states(1, 2)
+    assert states.shape == (2, 128, 6) and states.dtype == torch.uint32
+    assert bool((states[..., :5].long() != 0).any(-1).all())  # no degenerate XORWOW state

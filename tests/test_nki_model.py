@@ -16,8 +16,14 @@ from trn_backend.kernels.nki.model import isa as nisa
 from trn_backend.kernels.nki.model import language as nl
 
 
+@pytest.fixture(autouse=True)
+def one_core_runtime(monkeypatch):
+    """Tests of single rules run on a runtime of LNC=1 (a plain launch); the LNC tests set their own."""
+    monkeypatch.setenv(core.LNC_VARIABLE, "1")
+
+
 def run(kernel, *args):
-    """Run ``kernel`` on the model (a jit-ed copy), returning (output, core)."""
+    """Run ``kernel`` on the model (a jit-ed copy) at LNC=1, returning (output, launch)."""
     k = model.jit(kernel)
     return k(*args), k.last_run
 
@@ -142,7 +148,7 @@ def test_outputs_must_be_shared_hbm_and_fully_written():
         nisa.dma_copy(dst=out[0:1, :], src=x[0:1, :])
         return out
 
-    with pytest.raises(ModelError, match="outputs must use nl.shared_hbm"):
+    with pytest.raises(ModelError, match="is in private_hbm; outputs must be allocated with buffer=nl.shared_hbm"):
         run(private, np.ones((2, 2), np.float32))
     with pytest.raises(ModelError, match="2 elements were never written"):
         run(partial, np.ones((2, 2), np.float32))
@@ -404,3 +410,127 @@ def test_bitvec_operators_are_refused_on_gpsimd_chosen_or_defaulted():
                 nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.bitwise_and, engine=engine)
         nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.add)  # integer add stays on GpSimd, exact
         assert np.all(a.data == 14)
+
+
+def spmd_kernel(x):
+    """Program p of the launch writes row p of the shared output (x [programs, F]) through its private scratch."""
+    p = nl.program_id(axis=0)
+    out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.private_hbm)  # legal: only outputs are shared
+    nisa.dma_copy(dst=scratch, src=x[p:p + 1, :])
+    t = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=scratch)
+    nisa.activation(dst=t, op=nl.copy, data=t, scale=float(nl.num_programs() * 10 + p))
+    nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+    assert nl.program_ndim() == 1
+    return out
+
+
+def test_the_launch_lnc_must_match_the_runtime(monkeypatch):
+    """nki.jit kernels launch at LNC=1 unless called kernel[lnc]; the runtime's LNC is NEURON_LOGICAL_NC_CONFIG,
+    else the target's default (trn2: 2, trn1: 1); a mismatch is an error saying what to write."""
+    k = model.jit(spmd_kernel)
+    x = np.ones((2, 4), np.float32)
+    monkeypatch.delenv(core.LNC_VARIABLE)
+    assert model.runtime_lnc() == 2
+    with pytest.raises(ModelError, match=r"spmd_kernel launched with LNC=1 on a runtime of LNC=2 \(the default of "
+                                         r"trn2\).*launch it as spmd_kernel\[2\]\(\.\.\.\)"):
+        k(x)
+    np.testing.assert_array_equal(k[2](x), [[20.0] * 4, [21.0] * 4])
+    monkeypatch.setenv(core.LNC_VARIABLE, "1")
+    with pytest.raises(ModelError, match=r"LNC=2 on a runtime of LNC=1 \(NEURON_LOGICAL_NC_CONFIG=1\).*"
+                                         r"spmd_kernel\[1\]"):
+        k[2](x)
+    np.testing.assert_array_equal(k[1](x[:1]), [[10.0] * 4])
+    monkeypatch.delenv(core.LNC_VARIABLE)
+    with model.targeting("trn1"):
+        assert model.runtime_lnc() == 1
+        monkeypatch.setenv(core.LNC_VARIABLE, "2")
+        with pytest.raises(ModelError, match="NEURON_LOGICAL_NC_CONFIG='2': trn1 runs logical NeuronCores of 1 "):
+            k(x)
+    with pytest.raises(ModelError, match=r"spmd_kernel\[3\]: a logical NeuronCore has 1 or 2 physical cores"):
+        k[3]
+
+
+def test_an_lnc_2_launch_runs_two_programs_on_two_cores(monkeypatch):
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    k = model.jit(spmd_kernel)
+    k[2](np.ones((2, 4), np.float32))
+    launch = k.last_run
+    assert launch.lnc == 2 and len(launch.cores) == 2 and launch.cores[0] is not launch.cores[1]
+    assert [c.instructions("scalar", "activation") for c in launch.cores] == [1, 1]
+    assert launch.instructions("dma") == 6 and launch.events["scalar", "activation", 4] == 2
+    assert launch.sbuf_peak == 16 and launch.banks_peak == 0
+
+
+def test_outputs_must_be_written_by_the_programs_together(monkeypatch):
+    """A kernel whose program 0 alone writes (its share, guarded by program_id == 0) leaves program 1's rows of
+    the shared output unwritten."""
+    def only_program_0(x):
+        p = nl.program_id(0)
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        if p == 0:
+            nisa.dma_copy(dst=out[p:p + 1, :], src=x[p:p + 1, :])
+        return out
+
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    with pytest.raises(ModelError, match=r"kernel output .* \(2, 4\): 4 elements were never written \(by any of "
+                                         r"the 2 programs\)"):
+        model.jit(only_program_0)[2](np.ones((2, 4), np.float32))
+
+
+def test_shared_hbm_allocations_are_the_same_tensor_in_every_program(monkeypatch):
+    def mismatched(x):
+        out = nl.ndarray((x.shape[0] + nl.program_id(0), x.shape[1]), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[0:2, :], src=x)
+        return out
+
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    with pytest.raises(ModelError, match=r"program 1 makes shared_hbm allocation 0 as \(3, 4\) float32, an "
+                                         r"earlier program as \(2, 4\) float32"):
+        model.jit(mismatched)[2](np.ones((2, 4), np.float32))
+    with on_core(), pytest.raises(ModelError, match="the model launches a one-axis grid"):
+        nl.program_id(1)
+
+
+def rng_kernel(seeding):
+    """Draws 32 random bits on GpSimd after seeding (``seeding``: "vector": set_rng_seed, "gpsimd":
+    rand_set_state) from ``seed`` ([1, 1] uint32, or [P, 6] XORWOW states)."""
+    def kernel(seed):
+        out = nl.ndarray((4, 8), nl.uint32, buffer=nl.shared_hbm)
+        state = nl.ndarray(seed.shape, nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=state, src=seed)
+        if seeding == "vector":
+            nisa.set_rng_seed(state)
+        else:
+            nisa.rand_set_state(state, engine=nisa.gpsimd_engine)
+        bits = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.rng(bits, engine=nisa.gpsimd_engine)
+        nisa.dma_copy(dst=out, src=bits)
+        return out
+
+    return kernel
+
+
+def test_each_engine_has_its_own_generator_gpsimd_seeded_by_rand_set_state():
+    """set_rng_seed seeds the Vector Engine's generator, not GpSimd's: drawing on GpSimd after it reads an unseeded
+    generator (refused); rand_set_state with 6 uint32 per lane seeds GpSimd's: seeds decide the bits."""
+    with pytest.raises(ModelError, match=r"nisa.rng on gpsimd: partitions 0..3 draw from a generator this program "
+                                         r"did not seed.*nisa.rand_set_state\(\.\.\., engine=gpsimd\)"):
+        run(rng_kernel("vector"), np.full((1, 1), 7, np.uint32))
+    states = np.arange(1, 4 * 6 + 1, dtype=np.uint32).reshape(4, 6)
+    first, _ = run(rng_kernel("gpsimd"), states)
+    again, _ = run(rng_kernel("gpsimd"), states)
+    other, _ = run(rng_kernel("gpsimd"), states + 1)
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    with pytest.raises(ModelError, match=r"XORWOW state is 6 uint32 per lane: src_seeds must be a uint32 "
+                                         r"\[lanes, 6\] tile, got \(4, 5\)"):
+        run(rng_kernel("gpsimd"), states[:, :5].copy())
+    with pytest.raises(ModelError, match="partitions 0..3 draw from a generator this program did not seed"):
+        run(rng_kernel("gpsimd"), states[:2].copy())  # lanes 2, 3 unseeded
+    zero = states.copy()
+    zero[1, :5] = 0
+    with pytest.raises(ModelError, match="five xorshift words all zero, which draws only zeros"):
+        run(rng_kernel("gpsimd"), zero)
+    with model.targeting("trn1"), pytest.raises(ModelError, match="rand_set_state needs NeuronCore-v3"):
+        run(rng_kernel("gpsimd"), states)

@@ -4,9 +4,11 @@ A kernel runs eagerly on one ``Core``: every ``nl.ndarray`` is an ``Allocation``
 dtype, bf16 through ml_dtypes, so storing rounds to nearest even), every indexing a view of it. The core keeps what
 the hardware limits: SBUF bytes per partition and PSUM banks of the live allocations, with the compiler's
 liveness (an allocation is live from its creation to the last instruction that reads or writes it), checked when
-the program ends; and it counts every instruction per engine for the cost model. Each allocation carries a mask of written elements (new memory is NaN; reading an
-unwritten element is an error in strict mode) and, in PSUM, who wrote each element (accumulating onto memory that
-no matmul wrote is undefined behaviour on NeuronCore-v2/v3).
+the program ends; and it counts every instruction per engine for the cost model. A ``Launch`` is the programs of
+one kernel call, one per physical core of the logical core (LNC), sharing their shared_hbm tensors. Each
+allocation carries a mask of written elements (new memory is NaN; reading an unwritten element is an error in
+strict mode) and, in PSUM, who wrote each element (accumulating onto memory that no matmul wrote is undefined
+behaviour on NeuronCore-v2/v3).
 """
 
 from __future__ import annotations
@@ -22,8 +24,8 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-__all__ = ["Target", "TARGETS", "Core", "Allocation", "Tensor", "Buffer", "ModelError", "current", "running",
-           "target_from_environment"]
+__all__ = ["Target", "TARGETS", "Core", "Launch", "Allocation", "Tensor", "Buffer", "ModelError", "current",
+           "running", "target_from_environment", "runtime_lnc", "LNC_VARIABLE"]
 
 
 class ModelError(RuntimeError):
@@ -42,6 +44,8 @@ class Target:
     psum_bank_bytes: int = 2048  # 512 fp32 per partition per bank
     stationary_fmax: int = 128
     moving_fmax: int = 512  # one fp32 PSUM bank (NeuronCore-v2/v3)
+    default_lnc: int = 1  # the runtime's logical NeuronCore size unless NEURON_LOGICAL_NC_CONFIG says otherwise
+    max_lnc: int = 1
 
 
 # SBUF the runtime reserves per partition: nki-library budgets 224 * 1024 - 16384 - 8 - 256 bytes of trn2's
@@ -49,8 +53,9 @@ class Target:
 # reservation: assumed by analogy, nothing documents trn1's.
 SBUF_RESERVED_BYTES = 16384 + 8 + 256
 TARGETS = {
-    "trn1": Target("trn1", 192 * 1024 - SBUF_RESERVED_BYTES),
-    "trn2": Target("trn2", 224 * 1024 - SBUF_RESERVED_BYTES),
+    "trn1": Target("trn1", 192 * 1024 - SBUF_RESERVED_BYTES),  # no LNC=2 on trn1
+    # "On trn2, the default configuration is LNC2" (SDK neuron-runtime/explore/device-memory.rst; NKI_FACTS.md 13)
+    "trn2": Target("trn2", 224 * 1024 - SBUF_RESERVED_BYTES, default_lnc=2, max_lnc=2),
 }
 ALIASES = {"gen2": "trn1", "inf2": "trn1", "gen3": "trn2"}
 TARGET_VARIABLE = "NEURON_PLATFORM_TARGET_OVERRIDE"
@@ -65,6 +70,23 @@ def target_from_environment() -> Target:
     except KeyError:
         raise ModelError(f"{TARGET_VARIABLE}={name!r}: the CPU model knows {', '.join(TARGETS)} "
                          "(trn3's wider moving tiles are not modelled)") from None
+
+
+LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
+
+
+def runtime_lnc(target: Target) -> int:
+    """The LNC of the runtime a kernel launches on, which the launch must match (a mismatch is a runtime error:
+    nki.jit's docstring, NKI_FACTS.md section 13): NEURON_LOGICAL_NC_CONFIG (1 or 2) if set, else the target's
+    default (trn2: 2, trn1: 1)."""
+    text = os.environ.get(LNC_VARIABLE)
+    if text is None:
+        return target.default_lnc
+    choices = tuple(range(1, target.max_lnc + 1))
+    if text.strip() not in tuple(map(str, choices)):
+        raise ModelError(f"{LNC_VARIABLE}={text!r}: {target.name} runs logical NeuronCores of "
+                         f"{' or '.join(map(str, choices))} physical cores")
+    return int(text)
 
 
 def no_memory(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -99,10 +121,15 @@ class Core:
     needs (free elements per partition; bytes and contiguous run for DMA; operand sizes and widths). ``issued``
     names each instruction in order: its index is the clock of allocation lifetimes."""
 
-    def __init__(self, target: Target | None = None, strict: bool = True, arithmetic: bool = True) -> None:
+    def __init__(self, target: Target | None = None, strict: bool = True, arithmetic: bool = True,
+                 launch: Launch | None = None, program: int = 0) -> None:
         self.target = target or target_from_environment()
         self.strict = strict
         self.arithmetic = arithmetic  # False: check rules and count, but skip the data (cost modelling)
+        self.launch, self.program = launch, program  # which launch, and which of its programs runs here
+        self.shared_made = 0  # shared_hbm allocations this program made (the k-th is the launch's k-th)
+        self.generators: dict[str, np.random.Generator] = {}  # per engine, once seeded
+        self.seeded_lanes: dict[str, int] = {}  # per engine: partitions whose generator state was set
         self.events: collections.Counter[tuple] = collections.Counter()
         self.issued: list[str] = []
         self.on_chip: list[Allocation] = []
@@ -160,6 +187,47 @@ class Core:
 def _largest(allocations: list[Allocation], describe) -> str:
     ranked = sorted(allocations, key=lambda a: -a.partition_bytes)[:3]
     return ", ".join(f"{a.name} {a.data.shape} {a.data.dtype} ({describe(a)})" for a in ranked)
+
+
+class Launch:
+    """One launch of a kernel at an LNC: programs 0..lnc-1, each on its own physical ``Core``; the programs share
+    the launch's shared_hbm allocations (the k-th allocation of every program is the same tensor)."""
+
+    def __init__(self, target: Target, lnc: int, strict: bool = True, arithmetic: bool = True) -> None:
+        self.lnc = lnc
+        self.cores = tuple(Core(target, strict, arithmetic, self, p) for p in range(lnc))
+        self.shared: list[Allocation] = []
+
+    def shared_hbm(self, core: Core, shape: tuple[int, ...], dtype: np.dtype, name: str) -> Allocation:
+        """The ``core``'s next shared_hbm allocation: new for the first program that makes it, the same tensor
+        for the others (SPMD), which must ask for the same shape and dtype."""
+        index = core.shared_made
+        core.shared_made += 1
+        if index == len(self.shared):
+            self.shared.append(Allocation(core, shape, dtype, SHARED_HBM, name))
+        alloc = self.shared[index]
+        if alloc.data.shape != shape or alloc.data.dtype != dtype:
+            raise ModelError(f"{name}: program {core.program} makes shared_hbm allocation {index} as {shape} "
+                             f"{dtype}, an earlier program as {alloc.data.shape} {alloc.data.dtype}: the programs "
+                             "of a launch share their shared_hbm tensors, the k-th of each program is one tensor")
+        return alloc
+
+    # --- the launch's counts, for callers of a single core's ---------------------------------------------------
+    @property
+    def events(self) -> collections.Counter[tuple]:
+        """Instruction counts summed over the physical cores."""
+        return sum((c.events for c in self.cores), collections.Counter())
+
+    @property
+    def sbuf_peak(self) -> int:
+        return max(c.sbuf_peak for c in self.cores)
+
+    @property
+    def banks_peak(self) -> int:
+        return max(c.banks_peak for c in self.cores)
+
+    def instructions(self, engine: str | None = None, instruction: str | None = None) -> int:
+        return sum(c.instructions(engine, instruction) for c in self.cores)
 
 
 _CURRENT: list[Core] = []
@@ -259,7 +327,12 @@ class Tensor:
 
     @classmethod
     def allocate(cls, shape, dtype, buffer: Buffer, name: str = "", data: np.ndarray | None = None) -> Tensor:
-        alloc = Allocation(current(), tuple(shape), np.dtype(dtype), buffer, name or f"{buffer.name} tensor", data)
+        core, shape, dtype = current(), tuple(int(d) for d in shape), np.dtype(dtype)
+        name = name or f"{buffer.name} tensor"
+        if buffer is SHARED_HBM and data is None and core.launch is not None:
+            alloc = core.launch.shared_hbm(core, shape, dtype, name)
+        else:
+            alloc = Allocation(core, shape, dtype, buffer, name, data)
         written = alloc.written if alloc.written.ndim else np.broadcast_to(alloc.written, alloc.data.shape)
         return cls(alloc, alloc.data, written, alloc.state)
 
