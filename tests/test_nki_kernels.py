@@ -215,13 +215,17 @@ def test_a_plain_launch_on_an_lnc_2_runtime_is_refused(monkeypatch):
         nki.jitted("matmul", "model")(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), False, True)
 
 
-def test_sr_seeds_gpsimds_generator():
-    """matmul_sr draws on GpSimd, whose generator rand_set_state sets from the host's states: different seeds give
-    different roundings, the same seed the same."""
+@pytest.mark.parametrize("generation", ["trn2", "trn1"])
+def test_sr_seeds_the_generator_it_draws_from(generation):
+    """matmul_sr draws on GpSimd, whose generator rand_set_state sets from the host's states (trn1: on the Vector
+    Engine, seeded by set_rng_seed): different seeds give different roundings, the same seed the same."""
     a, b = operands((64, 32), (32, 96), 9)
-    first = nki.run("matmul", a, b, "sr", "model", seed=1)
-    assert torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=1))
-    assert not torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=2))
+    with model.targeting(generation):
+        first = nki.run("matmul", a, b, "sr", "model", seed=1)
+        assert torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=1))
+        assert not torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=2))
+    engine = "gpsimd" if generation == "trn2" else "vector"
+    assert nki.jitted("matmul_sr", "model").last_run.instructions(engine, "rng") > 0
     states = nki.rng_states(1, 2)
     assert states.shape == (2, 128, 6) and states.dtype == torch.uint32
     assert bool((states[..., :5].long() != 0).any(-1).all())  # no degenerate XORWOW state

@@ -33,7 +33,8 @@ Modes (kernels/reference.py is the specification of each; the words and levels a
   (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level
   and K block; the host adds those exactly and combines the levels.
 - ``matmul_sr``: fast, then the fp32 result stochastically rounded to bf16 on chip: 32 random bits per element
-  from ``nisa.rng`` on GpSimd (its generator set by ``nisa.rand_set_state`` from the host's states), the low 16
+  from ``nisa.rng`` on GpSimd (its generator set by ``nisa.rand_set_state`` from the host's states; the Vector
+  Engine's, set by ``nisa.set_rng_seed``, on NeuronCore-v2), the low 16
   added to the fp32 bits with an exact integer add, masked, reinterpreted. Integer constants are int32 (the
   kernel language's integers are 32-bit signed): 0xFFFF0000 is memset as -65536.
 
@@ -156,16 +157,29 @@ def bmm_levels(a_digits, b_digits, a_is_transposed):
 
 def matmul_sr(a, b, a_is_transposed, seed):
     """fast, then the fp32 result rounded stochastically to bf16 on chip; ``seed``: uint32 [programs, 128,
-    XORWOW_WORDS] in HBM: program p sets GpSimd's generator (which ``nisa.rng`` draws from here) to seed[p], one
-    XORWOW state per lane (``nisa.set_rng_seed`` would seed the Vector Engine's instead)."""
+    XORWOW_WORDS] in HBM: program p sets the generator ``nisa.rng`` draws from (``_rng_engine``) from seed[p]:
+    GpSimd's to one XORWOW state per lane with ``nisa.rand_set_state``; on NeuronCore-v2, which has no GpSimd
+    generator, the Vector Engine's with ``nisa.set_rng_seed`` from the first word."""
     out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     m, n = out.shape[0], b.shape[1]
+    program = nl.program_id(0)
     for _, first, stop in _shares(1, m, n):
-        states = nl.ndarray((TILE_K, XORWOW_WORDS), dtype=nl.uint32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=states, src=seed[nl.program_id(0)])
-        nisa.rand_set_state(states, engine=nisa.gpsimd_engine)
+        if _rng_engine() == nisa.gpsimd_engine:
+            states = nl.ndarray((TILE_K, XORWOW_WORDS), dtype=nl.uint32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=states, src=seed[program])
+            nisa.rand_set_state(states, engine=nisa.gpsimd_engine)
+        else:
+            word = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=word, src=seed[program, 0:1, 0:1])
+            nisa.set_rng_seed(word)
         _product(out, _as_words(a), _as_words(b), a_is_transposed, nl.bfloat16, 1, 0, 1, first, stop)
     return out
+
+
+def _rng_engine():
+    """Where ``nisa.rng`` draws: GpSimd from NeuronCore-v3 (rng's documented engines), sparing the Vector Engine;
+    the Vector Engine on v2."""
+    return nisa.vector_engine if nisa.get_nc_version() == nisa.nc_version.gen2 else nisa.gpsimd_engine
 
 
 # --- the programs' shares -------------------------------------------------------------------------------------
@@ -528,7 +542,7 @@ def _store_stochastic(dst, result):
     added to the 16 bits bf16 drops (an exact integer add; a carry rounds up), then masked."""
     rows, cols = result.shape
     random = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.rng(random, engine=nisa.gpsimd_engine)
+    nisa.rng(random, engine=_rng_engine())
     mask = nl.ndarray((rows, cols), dtype=nl.int32, buffer=nl.sbuf)
     nisa.memset(mask, LOW_MASK, engine=nisa.vector_engine)
     nisa.tensor_tensor(dst=random, data1=random, data2=mask.view(nl.uint32), op=nl.bitwise_and,
