@@ -534,3 +534,42 @@ def test_each_engine_has_its_own_generator_gpsimd_seeded_by_rand_set_state():
         run(rng_kernel("gpsimd"), zero)
     with model.targeting("trn1"), pytest.raises(ModelError, match="rand_set_state needs NeuronCore-v3"):
         run(rng_kernel("gpsimd"), states)
+
+
+@given(st.lists(st.one_of(st.integers(1, 80), st.integers(-8, -1)), min_size=1, max_size=14))
+def test_sbuf_peak_is_the_most_bytes_live_between_creation_and_last_use(plan):
+    """Brute-force oracle: step by step, the KiB of tiles created at or before an instruction whose last use is at
+    or after it. ``plan``: a positive entry allocates a tile of that many KiB per partition and memsets it, a
+    negative one -j memsets the j-th newest tile again (when there is one)."""
+    created, last_use, sizes, uses = [], [], [], []  # the oracle's instruction indices
+    step = 0
+    for entry in plan:
+        if entry > 0:
+            created.append(step)
+            last_use.append(step)
+            sizes.append(entry * 1024)
+            uses.append(len(sizes) - 1)
+            step += 1
+        elif len(sizes) >= -entry:
+            last_use[len(sizes) + entry] = step
+            uses.append(len(sizes) + entry)
+            step += 1
+    peak = max((sum(s for s, c, u in zip(sizes, created, last_use, strict=True) if c <= t <= u)
+                for t in range(step)), default=0)
+
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        tiles = ()
+        for index in uses:
+            if index == len(tiles):
+                tiles = tiles + (nl.ndarray((128, sizes[index] // 4), nl.float32, buffer=nl.sbuf),)
+            nisa.memset(tiles[index], 1.0)
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    if peak <= 224 * 1024 - 16384 - 8 - 256:
+        _, launch = run(kernel, np.ones((1, 1), np.float32))
+        assert launch.sbuf_peak == peak
+    else:
+        with pytest.raises(ModelError, match=f"SBUF budget exceeded: {peak} bytes per partition are live"):
+            run(kernel, np.ones((1, 1), np.float32))
