@@ -8,8 +8,9 @@ toolchain installed, float32 steps of a mode with an NKI kernel (``nki/``, impor
 smaller ones run torch on the device. Under the default rule a kernel also pays its compile: a Neuron device
 compiles a kernel on its first call per shape, dtype and mode (eager TorchNeuron), so a step whose signature has
 not run in this process goes to the kernel only if its modelled run time is at least its modelled compile time,
-else it runs torch on the device and the kernel takes over from the signature's next call (``first_calls``); the CPU default is unchanged (``config.nki = "model"`` sends CPU steps to
-the kernels on the CPU model of the NeuronCore). On NKI every split mode is its reference with the engine work
+else it runs torch on the device and the kernel takes over from the signature's next call (``first_calls``).
+The CPU default is unchanged (``config.nki = "model"`` sends CPU steps to the kernels on the CPU model of the
+NeuronCore). On NKI every split mode is its reference with the engine work
 run by the kernel: the same power-of-two scaling and underflow certificate on the host, then fast's one Tensor
 Engine pass, dd's and bf16x6's fused split-and-multiply (``nki.split_product``), ozaki's exact level sums
 (``nki.level_sums``, combined on the host); ``native`` is the kernel alone. float64 data runs the split modes

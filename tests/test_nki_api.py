@@ -127,3 +127,35 @@ def test_planted_violation_in_clean_kernel_is_reported_with_its_line():
         + ", ".join(TABLE.functions["nki.isa.nc_matmul"]) + ")",
         f"k.py:{line}: `nl.rne` is not in the NKI 0.6 API table",
     ]
+
+
+LNC_KERNEL = """
+def spmd(x, states):
+    p, programs = nl.program_id(0), nl.num_programs(axes=0)
+    assert nl.program_ndim() == 1
+    out = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    scratch = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.private_hbm)
+    seeds = nl.ndarray((128, 6), dtype=nl.uint32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=seeds, src=states[p])
+    nisa.rand_set_state(seeds, engine=nisa.gpsimd_engine)
+    nisa.dma_copy(dst=scratch, src=x)
+    nisa.dma_copy(dst=out, src=scratch)
+    return out
+"""
+
+
+def test_lnc_and_rng_names_the_kernels_use_are_documented():
+    """program_id, num_programs, program_ndim, private_hbm scratch and rand_set_state are documented NKI 0.6."""
+    assert problems(IMPORT_STYLES["toolchain"] + LNC_KERNEL) == []
+
+
+@pytest.mark.parametrize(("snippet", "message"), [
+    ("p = nl.program_idx(0)", "`nl.program_idx` is not in the NKI 0.6 API table"),
+    ("p = nl.num_programs(axis=0)", "`nl.num_programs` has no parameter `axis`"),
+    ("nisa.rand_set_state(s, engine=e, seed=1)", "`nisa.rand_set_state` has no parameter `seed`"),
+    ("nisa.rand_set_seed(s)", "`nisa.rand_set_seed` is not in the NKI 0.6 API table"),
+    ("t = nl.ndarray((2, 2), nl.float32, buffer=nl.private_dram)", "`nl.private_dram` is not in the NKI 0.6 API"),
+])
+def test_near_misses_of_the_lnc_and_rng_names_are_rejected(snippet, message):
+    found = problems("x = 1\n" + snippet + "\n")
+    assert any(message in p for p in found), found

@@ -7,10 +7,10 @@ import json
 
 import pytest
 import torch
+from trn_backend.kernels.nki import cost
 
 import trn_backend as xp
 from trn_backend import config, kernels
-from trn_backend.kernels.nki import cost
 
 
 @pytest.fixture

@@ -18,7 +18,6 @@ import nki_calibration_kernels as fixtures
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from trn_backend.kernels.nki import cost
 
 ROOT = Path(__file__).resolve().parents[1]

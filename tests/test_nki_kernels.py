@@ -9,6 +9,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trn_backend.kernels import nki, reference
 from trn_backend.kernels.nki import cost, matmul, model, toolchain
 
@@ -19,6 +21,7 @@ TRIPLES = [(1, 1, 1), (2, 127, 513), (127, 2, 512), (128, 129, 1), (129, 128, 2)
            (512, 513, 127), (513, 1000, 128), (1000, 2048, 2), (2048, 511, 1000), (2, 2048, 2048),
            (1, 1000, 511), (2048, 1, 513), (1000, 129, 2048)]
 BATCHED = [(3, 129, 513, 127), (2, 1, 1000, 513), (4, 128, 128, 128)]
+TRN2_SBUF = 224 * 1024 - 16384 - 8 - 256  # usable SBUF bytes per partition (nki-library's budget)
 
 
 @pytest.fixture(params=toolchain.available())
@@ -94,12 +97,12 @@ def test_fast_rounds_fp32_inputs_on_chip_exactly_like_bf16_inputs(chain):
 
 
 def test_cross_block_sums_are_fp32():
-    """K spread over three K blocks (native: 14 K tiles per block here): block partials add in fp32 SBUF."""
-    a, b = operands((512, 5000), (5000, 1024), 11)
-    block_m, k_tiles, block_n = matmul.block_sizes(512, 5000, 1024, 4, 1, 224 * 1024)
-    assert math.ceil(5000 / (k_tiles * 128)) == 3
+    """K spread over three K blocks (native: 12 K tiles per block here): block partials add in fp32 SBUF."""
+    a, b = operands((512, 4000), (4000, 1024), 11)
+    block_m, k_tiles, block_n = matmul.block_sizes(512, 4000, 1024, 4, 1, TRN2_SBUF)
+    assert math.ceil(4000 / (k_tiles * 128)) == 3
     c = nki.run("matmul", a, b, "native", "model")
-    assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 5000)
+    assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 4000)
     run = nki.jitted("matmul", "model").last_run
     assert run.instructions("vector", "tensor_tensor") == 4 * 2 * 2  # tiles x the two later K blocks
 
@@ -117,7 +120,7 @@ def test_each_operand_tile_is_loaded_once_per_block(transposed):
     assert moved == m * k * 2 + k * n * 2 * math.ceil(m / 512) + m * n * 4
     assert run.instructions("tensor", "nc_transpose") == (0 if transposed else 8 * 6)
     assert run.instructions("gpsimd") == 0  # bf16 inputs need no rounding on chip
-    assert run.banks_peak <= 8 and run.sbuf_peak <= 224 * 1024
+    assert run.banks_peak <= 8 and run.sbuf_peak <= TRN2_SBUF
 
 
 def test_smaller_sbuf_of_trn1_is_respected():
@@ -125,7 +128,7 @@ def test_smaller_sbuf_of_trn1_is_respected():
     with model.targeting("trn1"):
         c = nki.run("matmul", a, b, "native", "model")
     assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 3000)
-    assert nki.jitted("matmul", "model").last_run.sbuf_peak <= 192 * 1024
+    assert nki.jitted("matmul", "model").last_run.sbuf_peak <= 192 * 1024 - 16384 - 8 - 256
 
 
 def test_empty_operands_and_dtype_errors():
@@ -146,12 +149,82 @@ def test_empty_operands_and_dtype_errors():
 def test_modelled_utilization_at_4096_on_trn2(mode, transposed):
     e = cost.modelled("matmul", mode, (1, 4096, 4096, 4096), "trn2", transposed)
     assert e.bound_by == "tensor" and e.utilization >= 0.85 * cost.calibration().tensor_efficiency
-    assert e.psum_banks_peak <= 8 and e.sbuf_peak_bytes <= 224 * 1024
+    assert e.psum_banks_peak <= 8 and e.sbuf_peak_bytes <= TRN2_SBUF
 
 
 def test_counting_only_skips_arithmetic_but_not_the_rules():
     fn = nki.jitted("matmul", "model")
     with model.counting_only():
-        out = fn(model.shape_only((300, 256), np.float32), model.shape_only((300, 513), np.float32), True, False)
+        out = fn[model.runtime_lnc()](model.shape_only((300, 256), np.float32),
+                                      model.shape_only((300, 513), np.float32), True, False)
     assert out.shape == (256, 513)
     assert fn.last_run.instructions("tensor", "nc_matmul") == 3 * 2 * 2
+
+
+KERNELS = {"fast": "matmul", "native": "matmul", "dd": "matmul_split", "bf16x6": "matmul_split"}
+
+
+@settings(max_examples=12)
+@given(mode=st.sampled_from(tuple(KERNELS)), batch=st.integers(1, 3), m=st.integers(1, 140),
+       k=st.integers(1, 300), n=st.integers(1, 140), seed=st.integers(0, 2**16))
+def test_lnc_1_and_2_give_the_same_exact_products(mode, batch, m, k, n, seed):
+    """Small integers (exact in bf16, every partial sum below 2**24): each program's blocks, at LNC=1 or 2, are
+    the exact product; oracle: integer matmul in int64."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-8, 9, (batch, m, k), generator=g).float()
+    b = torch.randint(-8, 9, (batch, k, n), generator=g).float()
+    exact = torch.matmul(a.long(), b.long()).float()
+    with pytest.MonkeyPatch.context() as patch:
+        for lnc in ("1", "2"):
+            patch.setenv(nki.LNC_VARIABLE, lnc)
+            assert torch.equal(nki.run("bmm", a, b, mode, "model"), exact)
+
+
+@pytest.mark.parametrize("mode", ["fast", "native", "dd", "bf16x6", "sr"])
+def test_lnc_2_splits_the_blocks_over_both_cores(mode, monkeypatch):
+    """Two output blocks (M = 600 > 512 rows): at LNC=2 each physical core runs Tensor Engine work and the
+    results equal LNC=1's bit for bit (sr: the same seed gives each program other states, so only the bound)."""
+    a, b = operands((600, 200), (200, 300), 2)
+    kernel = "matmul_sr" if mode == "sr" else KERNELS[mode]
+    results = {}
+    for lnc in ("1", "2"):
+        monkeypatch.setenv(nki.LNC_VARIABLE, lnc)
+        results[lnc] = nki.run("matmul", a, b, mode, "model", seed=3)
+    launch = nki.jitted(kernel, "model").last_run
+    assert launch.lnc == 2 and all(c.instructions("tensor", "nc_matmul") > 0 for c in launch.cores)
+    if mode != "sr":
+        assert torch.equal(results["1"], results["2"])
+        assert componentwise_error(results["2"], a, b) <= xp.error_bound(mode, xp.float32, 200)
+
+
+def test_lnc_2_deals_batch_entries_to_both_cores(monkeypatch):
+    monkeypatch.setenv(nki.LNC_VARIABLE, "2")
+    a, b = operands((2, 100, 64), (2, 64, 80), 4)
+    c = nki.run("bmm", a, b, "native", "model")
+    launch = nki.jitted("bmm", "model").last_run
+    assert [core.instructions("tensor", "nc_matmul") for core in launch.cores] == [1, 1]
+    assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 64)
+
+
+def test_a_plain_launch_on_an_lnc_2_runtime_is_refused(monkeypatch):
+    monkeypatch.delenv(nki.LNC_VARIABLE, raising=False)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", "trn2")
+    assert nki.lnc("model") == 2
+    with pytest.raises(model.ModelError, match=r"matmul launched with LNC=1 on a runtime of LNC=2.*matmul\[2\]"):
+        nki.jitted("matmul", "model")(np.ones((2, 2), np.float32), np.ones((2, 2), np.float32), False, True)
+
+
+@pytest.mark.parametrize("generation", ["trn2", "trn1"])
+def test_sr_seeds_the_generator_it_draws_from(generation):
+    """matmul_sr draws on GpSimd, whose generator rand_set_state sets from the host's states (trn1: on the Vector
+    Engine, seeded by set_rng_seed): different seeds give different roundings, the same seed the same."""
+    a, b = operands((64, 32), (32, 96), 9)
+    with model.targeting(generation):
+        first = nki.run("matmul", a, b, "sr", "model", seed=1)
+        assert torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=1))
+        assert not torch.equal(first, nki.run("matmul", a, b, "sr", "model", seed=2))
+    engine = "gpsimd" if generation == "trn2" else "vector"
+    assert nki.jitted("matmul_sr", "model").last_run.instructions(engine, "rng") > 0
+    states = nki.rng_states(1, 2)
+    assert states.shape == (2, 128, 6) and states.dtype == torch.uint32
+    assert bool((states[..., :5].long() != 0).any(-1).all())  # no degenerate XORWOW state

@@ -19,6 +19,12 @@ from trn_backend.kernels.nki.model import language as nl
 from trn_backend.kernels.nki.model.loops import RegisterUseError
 
 
+@pytest.fixture(autouse=True)
+def _one_core(monkeypatch):
+    """Loop semantics on one physical core: a runtime of LNC=1, which a plain launch matches."""
+    monkeypatch.setenv(core.LNC_VARIABLE, "1")
+
+
 def run(kernel, *args):
     k = model.jit(kernel)
     return k(*args), k.last_run

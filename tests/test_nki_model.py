@@ -7,14 +7,23 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
 from trn_backend.kernels.nki import model
 from trn_backend.kernels.nki.model import ModelError, core
 from trn_backend.kernels.nki.model import isa as nisa
 from trn_backend.kernels.nki.model import language as nl
 
 
+@pytest.fixture(autouse=True)
+def one_core_runtime(monkeypatch):
+    """Tests of single rules run on a runtime of LNC=1 (a plain launch); the LNC tests set their own."""
+    monkeypatch.setenv(core.LNC_VARIABLE, "1")
+
+
 def run(kernel, *args):
-    """Run ``kernel`` on the model (a jit-ed copy), returning (output, core)."""
+    """Run ``kernel`` on the model (a jit-ed copy) at LNC=1, returning (output, launch)."""
     k = model.jit(kernel)
     return k(*args), k.last_run
 
@@ -54,17 +63,36 @@ def test_matmul_result_must_stay_in_one_psum_bank():
             nisa.nc_matmul(wide[:, 256:768], sbuf_tile((128, 128)), sbuf_tile((128, 512)))
 
 
+def psum_kernel(rounds, held):
+    """A kernel filling ``rounds`` PSUM banks one after another, keeping the first ``held`` in use until the end."""
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        first = ()
+        for i in range(rounds):
+            bank = nl.ndarray((128, 512), nl.float32, buffer=nl.psum, name=f"bank {i}")
+            nisa.memset(bank, 0.0)
+            first = first + (bank,) if i < held else first
+        for bank in first:
+            nisa.tensor_copy(dst=bank, src=bank)  # a last use at the end keeps these banks live throughout
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    return kernel
+
+
 def test_a_ninth_live_psum_bank_is_rejected_and_dead_tiles_free_theirs():
-    with on_core() as c:
-        live = tuple(nl.ndarray((128, 512), nl.float32, buffer=nl.psum) for _ in range(8))
-        assert c.banks_peak == 8
-        with pytest.raises(ModelError, match="PSUM banks exhausted.*8 of the 8 banks are live"):
-            nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
-        del live  # the compiler frees tiles that are no longer used; the model frees unreferenced ones
-        for _ in range(20):
-            nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
-        with pytest.raises(ModelError, match="needs 20480 bytes per partition; PSUM has 16384"):
-            nl.ndarray((128, 5120), nl.float32, buffer=nl.psum)
+    """PSUM banks are live from allocation to last use (the compiler's liveness): 20 banks used one after the
+    other need 1 at a time, 8 held and a ninth in use are refused."""
+    x = np.ones((2, 2), np.float32)
+    _, c = run(psum_kernel(20, 0), x)
+    assert c.banks_peak == 1
+    _, c = run(psum_kernel(20, 7), x)  # 7 held, and one more at a time
+    assert c.banks_peak == 8
+    with pytest.raises(ModelError, match=r"PSUM banks exhausted: 9 banks are live at instruction 8 \(vector "
+                                         r"memset\), over the 8 of trn2.*largest live: bank 0"):
+        run(psum_kernel(20, 8), x)
+    with on_core(), pytest.raises(ModelError, match="needs 20480 bytes per partition; PSUM has 16384"):
+        nl.ndarray((128, 5120), nl.float32, buffer=nl.psum)
 
 
 def test_accumulate_onto_memset_or_uninitialized_psum_is_rejected():
@@ -120,25 +148,50 @@ def test_outputs_must_be_shared_hbm_and_fully_written():
         nisa.dma_copy(dst=out[0:1, :], src=x[0:1, :])
         return out
 
-    with pytest.raises(ModelError, match="outputs must use nl.shared_hbm"):
+    with pytest.raises(ModelError, match="is in private_hbm; outputs must be allocated with buffer=nl.shared_hbm"):
         run(private, np.ones((2, 2), np.float32))
     with pytest.raises(ModelError, match="2 elements were never written"):
         run(partial, np.ones((2, 2), np.float32))
 
 
-def test_sbuf_budget_per_generation():
-    def allocate_two(kib):
-        a = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf)
-        b = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf)
-        return a, b
+def sbuf_kernel(kib, tiles, overlap):
+    """A kernel of ``tiles`` SBUF tiles of ``kib`` KiB per partition, each used once in turn; with ``overlap`` the
+    first stays in use to the end."""
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        first = None
+        for i in range(tiles):
+            t = nl.ndarray((128, kib * 256), nl.float32, buffer=nl.sbuf, name=f"tile {i}")
+            nisa.memset(t, 1.0)
+            first = t if first is None else first
+        if overlap:
+            nisa.memset(first, 2.0)
+        nisa.dma_copy(dst=out, src=x)
+        return out
 
-    with on_core("trn2") as c:
-        allocate_two(100)
-        assert c.sbuf_peak == 200 * 1024
-    with on_core("trn1"), pytest.raises(ModelError, match="exceeds the 196608 bytes per partition of trn1"):
-        allocate_two(100)
-    with on_core("trn2"), pytest.raises(ModelError, match="SBUF budget exceeded"):
-        allocate_two(120)
+    return kernel
+
+
+def test_sbuf_budget_per_generation():
+    """The usable SBUF is 224 KiB less the runtime's 16648 bytes on trn2 (192 KiB less the same on trn1), and the
+    budget holds the peak of the tiles live at once: dead tiles (past their last use) take no room."""
+    x = np.ones((2, 2), np.float32)
+    assert core.TARGETS["trn2"].sbuf_partition_bytes == 224 * 1024 - 16384 - 8 - 256 == 212728
+    with on_core("trn2"):
+        assert nl.tile_size.sbuf_fmax_bytes == 212728
+    _, c = run(sbuf_kernel(150, 3, False), x)  # 3 x 150 KiB one after the other: fits, one at a time
+    assert c.sbuf_peak == 150 * 1024
+    _, c = run(sbuf_kernel(100, 2, True), x)
+    assert c.sbuf_peak == 200 * 1024
+    with pytest.raises(ModelError, match=r"SBUF budget exceeded: 307200 bytes per partition are live at "
+                                         r"instruction 1 \(vector memset\), over the 212728 usable bytes per "
+                                         r"partition of trn2; largest live: tile 0 \(128, 38400\) float32"):
+        run(sbuf_kernel(150, 2, True), x)
+    with model.targeting("trn1"), pytest.raises(ModelError, match="over the 179960 usable bytes per partition "
+                                                                  "of trn1"):
+        run(sbuf_kernel(100, 2, True), x)
+    with on_core("trn2"), pytest.raises(ModelError, match="SBUF budget exceeded allocating big: 215040 bytes"):
+        nl.ndarray((128, 210 * 256), nl.float32, buffer=nl.sbuf, name="big")
 
 
 def test_partition_access_rules():
@@ -231,7 +284,7 @@ def test_instructions_are_counted_per_engine():
 
 def test_target_follows_the_simulator_variable(monkeypatch):
     monkeypatch.setenv(core.TARGET_VARIABLE, "trn1")
-    assert core.target_from_environment().sbuf_partition_bytes == 192 * 1024
+    assert core.target_from_environment().sbuf_partition_bytes == 192 * 1024 - 16384 - 8 - 256
     monkeypatch.setenv(core.TARGET_VARIABLE, "trn3")
     with pytest.raises(ModelError, match="knows trn1, trn2"):
         core.target_from_environment()
@@ -242,14 +295,14 @@ def test_engine_arithmetic_bitwise_integer_and_fp32():
         x = sbuf_tile((4, 8), 1.5)
         bits = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
         nisa.tensor_copy(dst=bits, src=x.view(nl.uint32))  # same dtype: the bits, not a conversion
-        mask = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
-        nisa.memset(mask, 0)
-        mask.data[...] = 0xFFFF0000
+        mask = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
+        nisa.memset(mask, -65536)  # 0xFFFF0000 as an int32 constant
         hi = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=hi, data1=bits, data2=mask, op=nl.bitwise_and)
+        nisa.tensor_tensor(dst=hi, data1=bits, data2=mask.view(nl.uint32), op=nl.bitwise_and,
+                           engine=nisa.vector_engine)
         assert hi.data[0, 0] == np.float32(1.5).view(np.uint32) & 0xFFFF0000
         with pytest.raises(ModelError, match="needs integer operands"):
-            nisa.tensor_tensor(dst=x, data1=x, data2=x, op=nl.bitwise_and)
+            nisa.tensor_tensor(dst=x, data1=x, data2=x, op=nl.bitwise_and, engine=nisa.vector_engine)
         big = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
         nisa.memset(big, 0)
         big.data[...] = 2**24 + 1  # not an fp32 value: exact only on GpSimd's integer path
@@ -281,3 +334,242 @@ def test_transposes_on_the_tensor_and_vector_engines():
         assert nisa.get_nc_version() == nisa.nc_version.gen2
     with on_core("trn2"):
         assert nisa.get_nc_version() == nisa.nc_version.gen3
+
+
+def test_raise_in_a_kernel_module_is_refused_assert_is_fine(tmp_path, monkeypatch):
+    """Only ``assert`` is documented for checks inside kernels: jit refuses a module with a ``raise``, naming
+    file:line."""
+    source = ("def helper(x):\n    assert x.shape[0] > 0, 'empty'\n    return x\n\n\n"
+              "def kernel(x):\n    if x.shape[0] > 128:\n        raise ValueError('too big')\n    return helper(x)\n")
+    (tmp_path / "raising_kernel.py").write_text(source)
+    (tmp_path / "asserting_kernel.py").write_text(source.replace("raise ValueError('too big')", "assert False"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import asserting_kernel
+    import raising_kernel
+
+    with pytest.raises(ModelError, match=r"raising_kernel.py:8: `raise` in a kernel module.*write `assert"):
+        model.jit(raising_kernel.kernel)
+    model.jit(asserting_kernel.kernel)
+
+
+def test_shapes_that_cannot_fit_are_refused_on_the_host_before_launching():
+    from trn_backend.kernels import nki
+
+    a, b = [torch.ones((512, 1), dtype=torch.bfloat16)] * 40, [torch.ones((1, 1024), dtype=torch.bfloat16)] * 40
+    with pytest.raises(ValueError, match=r"nki.matmul_levels\[ozaki\]: 40 digit slices .* do not fit"):
+        nki.level_sums(a, b)  # 80 bytes per element of A and B: a 512 x 1024 block's K tile alone is too big
+
+
+def test_integer_constants_are_int32():
+    """Integer values in the kernel language are 32-bit signed: 0xFFFF0000 is out of range wherever an instruction
+    takes a constant; the same bits go in as int32 and a .view(nl.uint32)."""
+    with on_core():
+        t = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
+        with pytest.raises(ModelError, match=r"nisa.memset: value 4294901760 \(0xffff0000\) is outside int32.*"
+                                             r"-65536 has the same bits.*\.view\(nl.uint32\)"):
+            nisa.memset(t.view(nl.uint32), 0xFFFF0000)
+        with pytest.raises(ModelError, match="nisa.activation: scale 2147483648 .* is outside int32"):
+            nisa.activation(dst=sbuf_tile((4, 8)), op=nl.copy, data=sbuf_tile((4, 8)), scale=2**31)
+        nisa.memset(t, -65536)
+        assert np.all(t.view(nl.uint32).data == 0xFFFF0000)
+
+
+@given(st.sampled_from((nl.int32, nl.uint32, nl.int16, nl.uint8)), st.integers(-2**33, 2**33))
+def test_memset_value_matches_the_dtype_and_integers_are_exact(dtype, value):
+    """memset takes an int in the dtype's range for integer tiles (written exactly, not through fp32: 2**24 + 1
+    survives) and a float for float tiles; oracle: Python ints."""
+    info = np.iinfo(dtype)
+    with on_core():
+        t = nl.ndarray((2, 3), dtype, buffer=nl.sbuf)
+        if -2**31 <= value < 2**31 and info.min <= value <= info.max:
+            nisa.memset(t, value)
+            assert all(int(v) == value for v in t.data.ravel())
+        else:
+            with pytest.raises(ModelError, match="(outside int32|an integer dst takes an int in)"):
+                nisa.memset(t, value)
+        with pytest.raises(ModelError, match="an integer dst takes an int"):
+            nisa.memset(t, 1.0)
+
+
+def test_memset_of_2_24_plus_1_into_int32_is_exact_and_floats_take_floats():
+    with on_core():
+        t = nl.ndarray((2, 3), nl.int32, buffer=nl.sbuf)
+        nisa.memset(t, 2**24 + 1)
+        assert np.all(t.data == 2**24 + 1)
+        with pytest.raises(ModelError, match=r"a float dst takes a float value \(write 0.0\)"):
+            nisa.memset(nl.ndarray((2, 3), nl.float32, buffer=nl.sbuf), 0)
+
+
+def test_bitvec_operators_are_refused_on_gpsimd_chosen_or_defaulted():
+    with on_core():
+        a = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.memset(a, 7)
+        for engine in (nisa.gpsimd_engine, None):  # None: all-uint32 operands default to GpSimd
+            with pytest.raises(ModelError, match="nl.bitwise_and is a bitvec operator, documented on the Vector "
+                                                 "Engine only, not gpsimd.*engine=nisa.vector_engine"):
+                nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.bitwise_and, engine=engine)
+        nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.add)  # integer add stays on GpSimd, exact
+        assert np.all(a.data == 14)
+
+
+def spmd_kernel(x):
+    """Program p of the launch writes row p of the shared output (x [programs, F]) through its private scratch."""
+    p = nl.program_id(axis=0)
+    out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+    scratch = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.private_hbm)  # legal: only outputs are shared
+    nisa.dma_copy(dst=scratch, src=x[p:p + 1, :])
+    t = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=scratch)
+    nisa.activation(dst=t, op=nl.copy, data=t, scale=float(nl.num_programs() * 10 + p))
+    nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+    assert nl.program_ndim() == 1
+    return out
+
+
+def test_the_launch_lnc_must_match_the_runtime(monkeypatch):
+    """nki.jit kernels launch at LNC=1 unless called kernel[lnc]; the runtime's LNC is NEURON_LOGICAL_NC_CONFIG,
+    else the target's default (trn2: 2, trn1: 1); a mismatch is an error saying what to write."""
+    k = model.jit(spmd_kernel)
+    x = np.ones((2, 4), np.float32)
+    monkeypatch.delenv(core.LNC_VARIABLE)
+    assert model.runtime_lnc() == 2
+    with pytest.raises(ModelError, match=r"spmd_kernel launched with LNC=1 on a runtime of LNC=2 \(the default of "
+                                         r"trn2\).*launch it as spmd_kernel\[2\]\(\.\.\.\)"):
+        k(x)
+    np.testing.assert_array_equal(k[2](x), [[20.0] * 4, [21.0] * 4])
+    monkeypatch.setenv(core.LNC_VARIABLE, "1")
+    with pytest.raises(ModelError, match=r"LNC=2 on a runtime of LNC=1 \(NEURON_LOGICAL_NC_CONFIG=1\).*"
+                                         r"spmd_kernel\[1\]"):
+        k[2](x)
+    np.testing.assert_array_equal(k[1](x[:1]), [[10.0] * 4])
+    monkeypatch.delenv(core.LNC_VARIABLE)
+    with model.targeting("trn1"):
+        assert model.runtime_lnc() == 1
+        monkeypatch.setenv(core.LNC_VARIABLE, "2")
+        with pytest.raises(ModelError, match="NEURON_LOGICAL_NC_CONFIG='2': trn1 runs logical NeuronCores of 1 "):
+            k(x)
+    with pytest.raises(ModelError, match=r"spmd_kernel\[3\]: a logical NeuronCore has 1 or 2 physical cores"):
+        k[3]
+
+
+def test_an_lnc_2_launch_runs_two_programs_on_two_cores(monkeypatch):
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    k = model.jit(spmd_kernel)
+    k[2](np.ones((2, 4), np.float32))
+    launch = k.last_run
+    assert launch.lnc == 2 and len(launch.cores) == 2 and launch.cores[0] is not launch.cores[1]
+    assert [c.instructions("scalar", "activation") for c in launch.cores] == [1, 1]
+    assert launch.instructions("dma") == 6 and launch.events["scalar", "activation", 4] == 2
+    assert launch.sbuf_peak == 16 and launch.banks_peak == 0
+
+
+def test_outputs_must_be_written_by_the_programs_together(monkeypatch):
+    """A kernel whose program 0 alone writes (its share, guarded by program_id == 0) leaves program 1's rows of
+    the shared output unwritten."""
+    def only_program_0(x):
+        p = nl.program_id(0)
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        if p == 0:
+            nisa.dma_copy(dst=out[p:p + 1, :], src=x[p:p + 1, :])
+        return out
+
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    with pytest.raises(ModelError, match=r"kernel output .* \(2, 4\): 4 elements were never written \(by any of "
+                                         r"the 2 programs\)"):
+        model.jit(only_program_0)[2](np.ones((2, 4), np.float32))
+
+
+def test_shared_hbm_allocations_are_the_same_tensor_in_every_program(monkeypatch):
+    def mismatched(x):
+        out = nl.ndarray((x.shape[0] + nl.program_id(0), x.shape[1]), nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[0:2, :], src=x)
+        return out
+
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    with pytest.raises(ModelError, match=r"program 1 makes shared_hbm allocation 0 as \(3, 4\) float32, an "
+                                         r"earlier program as \(2, 4\) float32"):
+        model.jit(mismatched)[2](np.ones((2, 4), np.float32))
+    with on_core(), pytest.raises(ModelError, match="the model launches a one-axis grid"):
+        nl.program_id(1)
+
+
+def rng_kernel(seeding):
+    """Draws 32 random bits on GpSimd after seeding (``seeding``: "vector": set_rng_seed, "gpsimd":
+    rand_set_state) from ``seed`` ([1, 1] uint32, or [P, 6] XORWOW states)."""
+    def kernel(seed):
+        out = nl.ndarray((4, 8), nl.uint32, buffer=nl.shared_hbm)
+        state = nl.ndarray(seed.shape, nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=state, src=seed)
+        if seeding == "vector":
+            nisa.set_rng_seed(state)
+        else:
+            nisa.rand_set_state(state, engine=nisa.gpsimd_engine)
+        bits = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
+        nisa.rng(bits, engine=nisa.gpsimd_engine)
+        nisa.dma_copy(dst=out, src=bits)
+        return out
+
+    return kernel
+
+
+def test_each_engine_has_its_own_generator_gpsimd_seeded_by_rand_set_state():
+    """set_rng_seed seeds the Vector Engine's generator, not GpSimd's: drawing on GpSimd after it reads an unseeded
+    generator (refused); rand_set_state with 6 uint32 per lane seeds GpSimd's: seeds decide the bits."""
+    with pytest.raises(ModelError, match=r"nisa.rng on gpsimd: partitions 0..3 draw from a generator this program "
+                                         r"did not seed.*nisa.rand_set_state\(\.\.\., engine=gpsimd\)"):
+        run(rng_kernel("vector"), np.full((1, 1), 7, np.uint32))
+    states = np.arange(1, 4 * 6 + 1, dtype=np.uint32).reshape(4, 6)
+    first, _ = run(rng_kernel("gpsimd"), states)
+    again, _ = run(rng_kernel("gpsimd"), states)
+    other, _ = run(rng_kernel("gpsimd"), states + 1)
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+    with pytest.raises(ModelError, match=r"XORWOW state is 6 uint32 per lane: src_seeds must be a uint32 "
+                                         r"\[lanes, 6\] tile, got \(4, 5\)"):
+        run(rng_kernel("gpsimd"), states[:, :5].copy())
+    with pytest.raises(ModelError, match="partitions 0..3 draw from a generator this program did not seed"):
+        run(rng_kernel("gpsimd"), states[:2].copy())  # lanes 2, 3 unseeded
+    zero = states.copy()
+    zero[1, :5] = 0
+    with pytest.raises(ModelError, match="five xorshift words all zero, which draws only zeros"):
+        run(rng_kernel("gpsimd"), zero)
+    with model.targeting("trn1"), pytest.raises(ModelError, match="rand_set_state needs NeuronCore-v3"):
+        run(rng_kernel("gpsimd"), states)
+
+
+@given(st.lists(st.one_of(st.integers(1, 80), st.integers(-8, -1)), min_size=1, max_size=14))
+def test_sbuf_peak_is_the_most_bytes_live_between_creation_and_last_use(plan):
+    """Brute-force oracle: step by step, the KiB of tiles created at or before an instruction whose last use is at
+    or after it. ``plan``: a positive entry allocates a tile of that many KiB per partition and memsets it, a
+    negative one -j memsets the j-th newest tile again (when there is one)."""
+    created, last_use, sizes, uses = [], [], [], []  # the oracle's instruction indices
+    step = 0
+    for entry in plan:
+        if entry > 0:
+            created.append(step)
+            last_use.append(step)
+            sizes.append(entry * 1024)
+            uses.append(len(sizes) - 1)
+            step += 1
+        elif len(sizes) >= -entry:
+            last_use[len(sizes) + entry] = step
+            uses.append(len(sizes) + entry)
+            step += 1
+    peak = max((sum(s for s, c, u in zip(sizes, created, last_use, strict=True) if c <= t <= u)
+                for t in range(step)), default=0)
+
+    def kernel(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        tiles = ()
+        for index in uses:
+            if index == len(tiles):
+                tiles = tiles + (nl.ndarray((128, sizes[index] // 4), nl.float32, buffer=nl.sbuf),)
+            nisa.memset(tiles[index], 1.0)
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    if peak <= 224 * 1024 - 16384 - 8 - 256:
+        _, launch = run(kernel, np.ones((1, 1), np.float32))
+        assert launch.sbuf_peak == peak
+    else:
+        with pytest.raises(ModelError, match=f"SBUF budget exceeded: {peak} bytes per partition are live"):
+            run(kernel, np.ones((1, 1), np.float32))

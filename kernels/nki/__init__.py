@@ -14,13 +14,14 @@ installed). ``cost`` models the time of a call on trn2.
 from __future__ import annotations
 
 import functools
+import os
 
 import torch
 
 from . import toolchain
 
-__all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "name", "split_product", "level_sums",
-           "WORDS"]
+__all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "lnc", "name", "rng_states",
+           "split_product", "level_sums", "WORDS", "LNC_VARIABLE"]
 
 # The kernel sources (checked against the documented NKI 0.6 API by tests/test_nki_api.py).
 KERNEL_SOURCES = ("matmul.py", "probes.py")
@@ -29,6 +30,7 @@ MODES = {"fast": (torch.float32, torch.bfloat16), "native": (torch.float32,), "d
          "bf16x6": (torch.float32,), "sr": (torch.float32,)}
 WORDS = {"dd": 2, "bf16x6": 3}  # bf16 words per operand of the split modes
 TOOLCHAIN = toolchain.NAME
+LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"  # the runtime's logical NeuronCore size (1 or 2 physical cores)
 
 
 def name(kernel: str, mode: str) -> str:
@@ -40,7 +42,12 @@ def jitted(kernel: str, choice: str | None = None, module: str = "matmul"):
     """Kernel function ``kernel`` (matmul, bmm, matmul_split, ...) of kernel source ``module`` wrapped by the
     ``nki.jit`` of toolchain ``choice`` (``model``, ``nki``; default: the selected one). One wrapper per kernel and
     toolchain: on the model its ``last_run`` holds the counts of the latest call."""
-    return _jitted(kernel, choice or ("model" if toolchain.nki.__name__.endswith(".model") else "nki"), module)
+    return _jitted(kernel, _choice(choice), module)
+
+
+def _choice(choice: str | None) -> str:
+    """``choice``, or the selected toolchain's name (``model``, ``nki``)."""
+    return choice or ("model" if toolchain.nki.__name__.endswith(".model") else "nki")
 
 
 @functools.cache
@@ -48,12 +55,25 @@ def _jitted(kernel: str, choice: str, module: str):
     return toolchain.select(choice)[0].jit(getattr(toolchain.kernels_on(choice, module), kernel))
 
 
+def lnc(choice: str | None = None) -> int:
+    """The LNC every launch uses: the runtime's, which a launch must match (a mismatch is a runtime error, nki.jit's
+    docstring). On the model, the model's (``model.runtime_lnc``: its target's default unless
+    NEURON_LOGICAL_NC_CONFIG); on the real toolchain NEURON_LOGICAL_NC_CONFIG, default 2, trn2's default ("On trn2,
+    the default configuration is LNC2", SDK neuron-runtime/explore/device-memory.rst; NKI 0.6 supports no trn1)."""
+    if _choice(choice) == "model":
+        from . import model
+
+        return model.runtime_lnc()
+    return int(os.environ.get(LNC_VARIABLE, "2"))
+
+
 def call(kernel: str, device: torch.device, choice: str | None, *args, module: str = "matmul"):
-    """Run jitted ``kernel`` of ``module``: on the device, or through nki.simulate for CPU tensors."""
+    """Launch jitted ``kernel`` of ``module`` at the runtime's LNC: on the device, or through nki.simulate for CPU
+    tensors."""
     fn = jitted(kernel, choice, module)
     if device.type == "cpu":
         fn = (toolchain.select(choice)[0] if choice else toolchain.nki).simulate(fn)
-    return fn(*args)
+    return fn[lnc(choice)](*args)
 
 
 def _stationary(a: torch.Tensor) -> tuple[torch.Tensor, bool]:
@@ -97,9 +117,29 @@ def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | 
     if mode == "sr":
         if kernel != "matmul":
             raise ValueError("nki sr: the stochastic-rounding kernel is matmul only")
-        seeds = torch.tensor([[seed & 0xFFFFFFFF]], dtype=torch.int64).to(torch.uint32).to(a.device)
-        return call("matmul_sr", a.device, choice, a_arg, b, transposed, seeds)
+        return call("matmul_sr", a.device, choice, a_arg, b, transposed, rng_states(seed, lnc(choice)).to(a.device))
     return call(kernel, a.device, choice, a_arg, b, transposed, mode == "fast")
+
+
+def _check_fits(label: str, m: int, k: int, n: int, width: int, what: str) -> None:
+    """Refuse, before launching, a call whose blocks cannot fit in SBUF (the kernel asserts the same)."""
+    from . import matmul, model
+
+    budget = model.target().sbuf_partition_bytes
+    if matmul.fitting_blocks(m, k, n, width, 1, budget)[1] < 1:
+        raise ValueError(f"{label}: {what} ({width} bytes per element of A and B) do not fit one K tile of a block "
+                         f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer")
+
+
+def rng_states(seed: int, programs: int) -> torch.Tensor:
+    """The GpSimd generator states ``matmul_sr`` sets from ``seed`` (taken modulo 2**32): uint32 [programs, 128,
+    6], an XORWOW state (6 uint32, nki.isa.rand_set_state) per lane of each program's core, drawn from torch's
+    generator seeded with ``seed``. The first word is odd, so no state has its five xorshift words all zero (such
+    a state draws only zeros)."""
+    generator = torch.Generator().manual_seed(seed & 0xFFFFFFFF)
+    states = torch.randint(0, 2**32, (programs, 128, 6), generator=generator, dtype=torch.int64)
+    states[..., 0] |= 1
+    return states.to(torch.uint32)
 
 
 def split_product(a_scaled: torch.Tensor, b_scaled: torch.Tensor, words: int) -> torch.Tensor:
@@ -123,6 +163,8 @@ def level_sums(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> di
     slices = len(a_digits)
     a, b = torch.stack(a_digits), torch.stack(b_digits)
     kernel = "bmm_levels" if a.dim() == 4 else "matmul_levels"
+    _check_fits(f"nki.{kernel}[ozaki]", a.shape[-2], a.shape[-1], b.shape[-1], 2 * slices,
+                f"{slices} digit slices")
     sums = call(kernel, a.device, None, a, b.contiguous(), False)
     exact = sums.to(torch.int64).sum(1)
     return {slices + 1 - index: exact[index].double() for index in range(slices)}

@@ -297,18 +297,22 @@ def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     are not part of the kernel); sr gets fp32 and rounds its result to bf16. ``calibration``: None for the active
     one (``calibration()``)."""
     b, m, k, n = bmkn
-    run = _counted(kernel, mode, (b, m, k, n), generation, a_is_transposed, float64, slices)
+    from . import model
+
+    # a launch at the runtime's LNC on that generation (trn2: 2 physical cores unless NEURON_LOGICAL_NC_CONFIG)
+    lnc = model.core.runtime_lnc(model.core.TARGETS[generation])
+    run = _counted(kernel, mode, (b, m, k, n), generation, a_is_transposed, float64, slices, lnc)
     return estimate(run, GENERATIONS[generation], f"nki.{kernel}[{mode}]", 2 * b * m * k * n, mode == "native",
                     calibration)
 
 
 @functools.lru_cache(maxsize=256)
 def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation: str, a_is_transposed: bool,
-             float64: bool, slices: int | None):
+             float64: bool, slices: int | None, lnc: int):
     """The CPU model's record of one counting run of the kernel ``modelled`` describes (independent of the
     calibration, which only prices it)."""
     from .. import reference
-    from . import WORDS, jitted, model
+    from . import WORDS, jitted, model, rng_states
 
     b, m, k, n = bmkn
     nl = model.language
@@ -329,12 +333,13 @@ def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
         slices = slices or reference.ozaki_default_slices(torch.float64 if float64 else torch.float32)
         name, args = f"{kernel}_levels", (*inputs(nl.bfloat16, slices), a_is_transposed)
     elif mode == "sr" and kernel == "matmul":
-        name, args = "matmul_sr", (*inputs(nl.float32), a_is_transposed, model.shape_only((1, 1), nl.uint32))
+        states = model.shape_only(tuple(rng_states(0, lnc).shape), nl.uint32)  # the generator states per program
+        name, args = "matmul_sr", (*inputs(nl.float32), a_is_transposed, states)
     else:
         raise ValueError(f"no NKI kernel {kernel!r} for mode {mode!r}")
     fn = jitted(name, "model")
     with model.targeting(generation), model.counting_only():
-        fn(*args)
+        fn[lnc](*args)
     return fn.last_run
 
 

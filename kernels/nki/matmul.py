@@ -1,6 +1,12 @@
-"""NKI kernels for the Tensor Engine: C[M, N] = A[M, K] @ B[K, N] (``bmm``: over a leading batch), one device
-program per call, in every precision mode with a kernel, for NKI 0.6+ on Trainium2/3 (and the CPU model of the
-NeuronCore in ``model/``).
+"""NKI kernels for the Tensor Engine: C[M, N] = A[M, K] @ B[K, N] (``bmm``: over a leading batch), in every
+precision mode with a kernel, for NKI 0.6+ on Trainium2/3 (and the CPU model of the NeuronCore in ``model/``).
+
+Launch and partition: the host launches ``kernel[lnc]`` at the runtime's LNC (trn2: 2 physical cores per logical
+core), which runs the kernel as programs 0..lnc-1, one per physical core; all of them allocate the same
+shared_hbm output. The output blocks (below) of all batch entries, entry by entry and row-major within one, are
+dealt out in contiguous shares balanced by output elements (``_shares``): each program computes and writes only
+its own blocks, and with two or more blocks both cores get work. The split kernels' phase 1 runs per program into
+the program's own private_hbm scratch, on the rows of A and columns of B its blocks need.
 
 ``nisa.nc_matmul(dst, stationary, moving)`` computes stationary.T @ moving with K on the partition axis of both:
 A enters as A^T tiles [K <= 128, M <= 128] (stationary), B as [K <= 128, N <= 512] tiles (moving), and an
@@ -17,16 +23,20 @@ Modes (kernels/reference.py is the specification of each; the words and levels a
 - ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of
   the bf16 rate).
 - ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B on chip into bf16 words with
-  integer operations only, (bits + 0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved), each
-  element once, into HBM scratch (A's words transposed on the way); phase 2 multiplies the words: every product
-  of an output tile and K block in one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6
+  integer operations only, (bits + 0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved; the add
+  exact on GpSimd, the mask on the Vector Engine, the only engine with bitvec operators), each element once,
+  into private HBM scratch (A's words transposed on the way); phase 2 multiplies the words: every product of an
+  output tile and K block in one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6
   evacuates PSUM every CHUNK_TILES K tiles, adds GROUP chunk sums in fp32 and combines those with TwoSum.
   ``matmul_words`` is phase 2 alone, for words split on the host (float64 data: no fp64 on chip).
 - ``matmul_levels``: ozaki's exact level sums of digit products: PSUM accumulations of at most 256 products
   (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level
   and K block; the host adds those exactly and combines the levels.
 - ``matmul_sr``: fast, then the fp32 result stochastically rounded to bf16 on chip: 32 random bits per element
-  from ``nisa.rng``, the low 16 added to the fp32 bits with an exact integer add, masked, reinterpreted.
+  from ``nisa.rng`` on GpSimd (its generator set by ``nisa.rand_set_state`` from the host's states; the Vector
+  Engine's, set by ``nisa.set_rng_seed``, on NeuronCore-v2), the low 16
+  added to the fp32 bits with an exact integer add, masked, reinterpreted. Integer constants are int32 (the
+  kernel language's integers are 32-bit signed): 0xFFFF0000 is memset as -65536.
 
 The kernel functions are plain Python; the host wraps them with the toolchain's ``nki.jit``. Only documented NKI
 0.6 names appear here (tests/test_nki_api.py checks it), no ``is``, no ``*`` in signatures, tuples not lists.
@@ -49,33 +59,40 @@ EXACT_TILES = 2
 EXACT_TILES_LATER = 4
 LEVEL_TERMS = 2**15  # ozaki: digit products one int32 sum takes (each <= 2**16) with no risk of overflow
 ROUND_BIAS = 0x8000  # added to fp32 bits: the mask below then rounds to the nearest bf16, ties away from zero
-HI_MASK = 0xFFFF0000  # the bits of fp32 that a bf16 keeps
+HI_MASK = -65536  # 0xFFFF0000 as int32 (kernel integers are 32-bit signed): the bits of fp32 that a bf16 keeps
 LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
+XORWOW_WORDS = 6  # uint32 of GpSimd's XORWOW generator state per lane (nki.isa.rand_set_state)
 
 
 # --- entry points (the host jits these) ---------------------------------------------------------------------
 def matmul(a, b, a_is_transposed, fast):
     """C = A @ B in fp32; fast: bf16 operands (fp32 inputs rounded on chip), else fp32 operands (native)."""
+    operand = nl.bfloat16 if fast else nl.float32
     out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
-    _product(out, _as_words(a), _as_words(b), a_is_transposed, nl.bfloat16 if fast else nl.float32, 1, 0, 0)
+    m, n = out.shape[0], b.shape[1]
+    for _, first, stop in _shares(1, m, n):
+        _product(out, _as_words(a), _as_words(b), a_is_transposed, operand, 1, 0, 0, first, stop)
     return out
 
 
 def bmm(a, b, a_is_transposed, fast):
     """C[i] = A[i] @ B[i] for each i of the leading batch dimension (see ``matmul``)."""
+    operand = nl.bfloat16 if fast else nl.float32
     out = nl.ndarray((a.shape[0], _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32,
                      buffer=nl.shared_hbm)
-    for i in range(a.shape[0]):
-        _product(out[i], _as_words(a[i]), _as_words(b[i]), a_is_transposed, nl.bfloat16 if fast else nl.float32,
-                 1, 0, 0)
+    m, n = out.shape[1], b.shape[2]
+    for i, first, stop in _shares(a.shape[0], m, n):
+        _product(out[i], _as_words(a[i]), _as_words(b[i]), a_is_transposed, operand, 1, 0, 0, first, stop)
     return out
 
 
 def matmul_split(a, b, a_is_transposed, words):
     """dd (words=2) or bf16x6 (words=3) on fp32 A, B: split on chip, then every product in PSUM (fp32 result)."""
     out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
-    a_words, b_words = _split_operands(a, b, a_is_transposed, words)
-    _product(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0)
+    m, n = out.shape[0], b.shape[1]
+    for _, first, stop in _shares(1, m, n):
+        a_words, b_words = _split_operands(a, b, a_is_transposed, words, first, stop)
+        _product(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0, first, stop)
     return out
 
 
@@ -83,9 +100,10 @@ def bmm_split(a, b, a_is_transposed, words):
     """``matmul_split`` for each i of the leading batch dimension."""
     out = nl.ndarray((a.shape[0], _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32,
                      buffer=nl.shared_hbm)
-    for i in range(a.shape[0]):
-        a_words, b_words = _split_operands(a[i], b[i], a_is_transposed, words)
-        _product(out[i], a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0)
+    m, n = out.shape[1], b.shape[2]
+    for i, first, stop in _shares(a.shape[0], m, n):
+        a_words, b_words = _split_operands(a[i], b[i], a_is_transposed, words, first, stop)
+        _product(out[i], a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0, first, stop)
     return out
 
 
@@ -95,7 +113,9 @@ def matmul_words(a_words, b_words, a_is_transposed):
     words = a_words.shape[0]
     out = nl.ndarray((_rows(a_words[0], a_is_transposed), b_words.shape[2]), dtype=nl.float32,
                      buffer=nl.shared_hbm)
-    _product(out, a_words, b_words, a_is_transposed, nl.bfloat16, words, _chunking(words), 0)
+    m, n = out.shape[0], b_words.shape[2]
+    for _, first, stop in _shares(1, m, n):
+        _product(out, a_words, b_words, a_is_transposed, nl.bfloat16, words, _chunking(words), 0, first, stop)
     return out
 
 
@@ -104,8 +124,10 @@ def bmm_words(a_words, b_words, a_is_transposed):
     words = a_words.shape[0]
     out = nl.ndarray((a_words.shape[1], _rows(a_words[0, 0], a_is_transposed), b_words.shape[3]),
                      dtype=nl.float32, buffer=nl.shared_hbm)
-    for i in range(a_words.shape[1]):
-        _product(out[i], a_words[:, i], b_words[:, i], a_is_transposed, nl.bfloat16, words, _chunking(words), 0)
+    m, n = out.shape[1], b_words.shape[3]
+    for i, first, stop in _shares(a_words.shape[1], m, n):
+        _product(out[i], a_words[:, i], b_words[:, i], a_is_transposed, nl.bfloat16, words, _chunking(words), 0,
+                 first, stop)
     return out
 
 
@@ -116,7 +138,8 @@ def matmul_levels(a_digits, b_digits, a_is_transposed):
     slices = a_digits.shape[0]
     k_tiles = _level_k_tiles(m, k, n, slices)
     out = nl.ndarray((slices, _tiles(k, k_tiles * TILE_K), m, n), dtype=nl.int32, buffer=nl.shared_hbm)
-    _levels(out, a_digits, b_digits, a_is_transposed, k_tiles)
+    for _, first, stop in _shares(1, m, n):
+        _levels(out, a_digits, b_digits, a_is_transposed, k_tiles, first, stop)
     return out
 
 
@@ -127,19 +150,76 @@ def bmm_levels(a_digits, b_digits, a_is_transposed):
     k_tiles = _level_k_tiles(m, k, n, slices)
     out = nl.ndarray((slices, _tiles(k, k_tiles * TILE_K), a_digits.shape[1], m, n), dtype=nl.int32,
                      buffer=nl.shared_hbm)
-    for i in range(a_digits.shape[1]):
-        _levels(out[:, :, i], a_digits[:, i], b_digits[:, i], a_is_transposed, k_tiles)
+    for i, first, stop in _shares(a_digits.shape[1], m, n):
+        _levels(out[:, :, i], a_digits[:, i], b_digits[:, i], a_is_transposed, k_tiles, first, stop)
     return out
 
 
 def matmul_sr(a, b, a_is_transposed, seed):
-    """fast, then the fp32 result rounded stochastically to bf16 on chip; ``seed``: uint32 [1, 1] in HBM."""
+    """fast, then the fp32 result rounded stochastically to bf16 on chip; ``seed``: uint32 [programs, 128,
+    XORWOW_WORDS] in HBM: program p sets the generator ``nisa.rng`` draws from (``_rng_engine``) from seed[p]:
+    GpSimd's to one XORWOW state per lane with ``nisa.rand_set_state``; on NeuronCore-v2, which has no GpSimd
+    generator, the Vector Engine's with ``nisa.set_rng_seed`` from the first word."""
     out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    seeds = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=seeds, src=seed)
-    nisa.set_rng_seed(seeds)
-    _product(out, _as_words(a), _as_words(b), a_is_transposed, nl.bfloat16, 1, 0, 1)
+    m, n = out.shape[0], b.shape[1]
+    program = nl.program_id(0)
+    for _, first, stop in _shares(1, m, n):
+        if _rng_engine() == nisa.gpsimd_engine:
+            states = nl.ndarray((TILE_K, XORWOW_WORDS), dtype=nl.uint32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=states, src=seed[program])
+            nisa.rand_set_state(states, engine=nisa.gpsimd_engine)
+        else:
+            word = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
+            nisa.dma_copy(dst=word, src=seed[program, 0:1, 0:1])
+            nisa.set_rng_seed(word)
+        _product(out, _as_words(a), _as_words(b), a_is_transposed, nl.bfloat16, 1, 0, 1, first, stop)
     return out
+
+
+def _rng_engine():
+    """Where ``nisa.rng`` draws: GpSimd from NeuronCore-v3 (rng's documented engines), sparing the Vector Engine;
+    the Vector Engine on v2."""
+    return nisa.vector_engine if nisa.get_nc_version() == nisa.nc_version.gen2 else nisa.gpsimd_engine
+
+
+# --- the programs' shares -------------------------------------------------------------------------------------
+def _block_shape(m, n):
+    """(block_m, block_n): output rows and columns of one block."""
+    return min(BLOCK_TILES_M * TILE_M, m), min(BLOCK_TILES_N * TILE_N, n)
+
+
+def _shares(batch, m, n):
+    """(batch entry, first block, stop block) for each batch entry with output blocks of this program: the
+    ``batch`` x [m, n] outputs' blocks, entry by entry and row-major within one, go in contiguous shares to
+    programs 0..nl.num_programs()-1, balanced by output elements (edge blocks are smaller): a block goes to the
+    program whose equal slice of all the elements holds the block's midpoint. With two or more blocks every
+    program of an LNC=2 launch gets at least one (the first block's midpoint lies in the first half, the last's in
+    the second)."""
+    block_m, block_n = _block_shape(m, n)
+    cols = _tiles(n, block_n)
+    blocks = _tiles(m, block_m) * cols
+    program, programs = nl.program_id(0), nl.num_programs()
+    total = batch * m * n
+    done = 0  # output elements of the blocks before this one
+    shares = ()
+    for i in range(batch):
+        first, stop = blocks, 0
+        for block in range(blocks):
+            area = min(block_m, m - block // cols * block_m) * min(block_n, n - block % cols * block_n)
+            if programs * (2 * done + area) // (2 * total) == program:
+                first, stop = min(first, block), block + 1
+            done = done + area
+        if first < stop:
+            shares = shares + ((i, first, stop),)
+    return shares
+
+
+def _block_rows(first, stop, per_row):
+    """(block row, first block column, stop column) of each row of blocks first..stop-1 (row-major)."""
+    rows = ()
+    for row in range(first // per_row, _tiles(stop, per_row)):
+        rows = rows + ((row, max(first - row * per_row, 0), min(stop - row * per_row, per_row)),)
+    return rows
 
 
 # --- sizes ---------------------------------------------------------------------------------------------------
@@ -163,19 +243,24 @@ def _chunking(words):
 
 
 def block_sizes(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
-    """(block_m, k_tiles per block, block_n) within ``sbuf_bytes`` per partition, for operands of ``width`` bytes
-    per element (all words together) and ``accumulators`` fp32 result arrays per block. A block's operand tiles
-    and results are double-buffered (the next block's load overlaps this block's matmuls), so two of each must
-    fit beside the staging tiles; k_tiles is a multiple of ``k_multiple`` (whole chunks per K block)."""
-    block_m = min(BLOCK_TILES_M * TILE_M, m)
-    block_n = min(BLOCK_TILES_N * TILE_N, n)
+    """(block_m, k_tiles per block, block_n) within ``sbuf_bytes`` per partition (``fitting_blocks``); a shape
+    that cannot fit is refused (the host checks before launching)."""
+    sizes = fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple)
+    assert sizes[1] >= 1, (f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
+                           f"{sizes[0]} x {sizes[2]} block of {width}-byte operands")
+    return sizes
+
+
+def fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
+    """(block_m, k_tiles per block, block_n) for operands of ``width`` bytes per element (all words together) and
+    ``accumulators`` fp32 result arrays per block; k_tiles is 0 when not even one K tile fits. A block's operand
+    tiles and results are double-buffered (the next block's load overlaps this block's matmuls), so two of each
+    must fit beside the staging tiles; k_tiles is a multiple of ``k_multiple`` (whole chunks per K block)."""
+    block_m, block_n = _block_shape(m, n)
     result = accumulators * _tiles(block_m, TILE_M) * block_n * 4
     room = (sbuf_bytes - STAGING_BYTES) // 2 - result
-    k_tiles = min(_tiles(k, TILE_K), room // ((block_m + block_n) * width))
-    k_tiles = max(k_tiles - k_tiles % k_multiple, 0) if k_tiles < _tiles(k, TILE_K) else k_tiles
-    if k_tiles < 1:
-        raise ValueError(f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
-                         f"{block_m} x {block_n} block")
+    k_tiles = min(_tiles(k, TILE_K), max(room, 0) // ((block_m + block_n) * width))
+    k_tiles = k_tiles - k_tiles % k_multiple if k_tiles < _tiles(k, TILE_K) else k_tiles
     return block_m, k_tiles, block_n
 
 
@@ -199,35 +284,45 @@ def _level_pairs(words):
 
 
 # --- phase 1: splitting on chip -----------------------------------------------------------------------------
-def _split_operands(a, b, a_is_transposed, words):
-    """The words of A (as A^T: [words, K, M]) and B ([words, K, N]) in HBM scratch, each element split once."""
+def _split_operands(a, b, a_is_transposed, words, first, stop):
+    """The words of A (as A^T: [words, K, M]) and B ([words, K, N]) in this program's HBM scratch (private_hbm):
+    the rows of A and columns of B that output blocks first..stop-1 need, each element split once."""
     k, n = b.shape
     m = _rows(a, a_is_transposed)
-    a_words = nl.ndarray((words, k, m), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    b_words = nl.ndarray((words, k, n), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    block_m, block_n = _block_shape(m, n)
+    per_row = _tiles(n, block_n)
+    m_range = (first // per_row * block_m, min(_tiles(stop, per_row) * block_m, m))
+    n_range = (0, n)  # blocks in several rows of blocks: every column (assumed cheaper than finding the union)
+    if first // per_row == (stop - 1) // per_row:
+        n_range = (first % per_row * block_n, min(((stop - 1) % per_row + 1) * block_n, n))
+    a_words = nl.ndarray((words, k, m), dtype=nl.bfloat16, buffer=nl.private_hbm)
+    b_words = nl.ndarray((words, k, n), dtype=nl.bfloat16, buffer=nl.private_hbm)
     bias = _constant(ROUND_BIAS)
     mask = _constant(HI_MASK)
-    _split(a_words, a, words, not a_is_transposed, bias, mask)
-    _split(b_words, b, words, False, bias, mask)
+    if a_is_transposed:
+        _split(a_words, a, words, False, bias, mask, (0, k), m_range)
+    else:
+        _split(a_words, a, words, True, bias, mask, m_range, (0, k))
+    _split(b_words, b, words, False, bias, mask, (0, k), n_range)
     return a_words, b_words
 
 
 def _constant(value):
-    """A [128, TILE_N] uint32 tile holding ``value`` (exact through memset's fp32: both constants fit 24 bits)."""
-    t = nl.ndarray((TILE_K, TILE_N), dtype=nl.uint32, buffer=nl.sbuf)
+    """A [128, TILE_N] tile of int32 ``value`` (memset takes an int for an integer tile), viewed as uint32."""
+    t = nl.ndarray((TILE_K, TILE_N), dtype=nl.int32, buffer=nl.sbuf)
     nisa.memset(t, value, engine=nisa.vector_engine)
-    return t
+    return t.view(nl.uint32)
 
 
-def _split(out, x, words, transpose, bias, mask):
-    """out[t] = word t of x (fp32 [R, C] in HBM), or of x^T when ``transpose`` (out is then [words, C, R]):
-    w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (exact bf16), x -= w (exact), for each word."""
-    rows, cols = x.shape
+def _split(out, x, words, transpose, bias, mask, rows, cols):
+    """out[t] = word t of x (fp32 [R, C] in HBM), or of x^T when ``transpose`` (out is then [words, C, R]), for
+    x's rows rows[0]..rows[1]-1 and columns cols[0]..cols[1]-1: w = ((bits + 0x8000) & 0xFFFF0000) as fp32
+    (exact bf16), x -= w (exact), for each word."""
     step = TILE_K if transpose else TILE_N  # transposed: 128 x 128 tiles for the Tensor Engine transpose
-    for r0 in range(0, rows, TILE_K):
-        rr = min(TILE_K, rows - r0)
-        for c0 in range(0, cols, step):
-            cc = min(step, cols - c0)
+    for r0 in range(rows[0], rows[1], TILE_K):
+        rr = min(TILE_K, rows[1] - r0)
+        for c0 in range(cols[0], cols[1], step):
+            cc = min(step, cols[1] - c0)
             rest = nl.ndarray((TILE_K, step), dtype=nl.float32, buffer=nl.sbuf)
             nisa.dma_copy(dst=rest[0:rr, 0:cc], src=x[r0:r0 + rr, c0:c0 + cc])
             for t in range(words):
@@ -242,10 +337,12 @@ def _split(out, x, words, transpose, bias, mask):
 
 
 def _nearest_word(rest, bias, mask):
-    """The nearest bf16 to ``rest`` (ties away from zero) as an fp32 tile, by exact integer operations on GpSimd."""
+    """The nearest bf16 to ``rest`` (ties away from zero) as an fp32 tile, by exact integer operations: the add on
+    GpSimd (exact int32; the Vector Engine adds in fp32), the mask on the Vector Engine (bitvec operators are
+    documented there only)."""
     bits = nl.ndarray(rest.shape, dtype=nl.uint32, buffer=nl.sbuf)
     nisa.tensor_tensor(dst=bits, data1=rest.view(nl.uint32), data2=bias, op=nl.add, engine=nisa.gpsimd_engine)
-    nisa.tensor_tensor(dst=bits, data1=bits, data2=mask, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    nisa.tensor_tensor(dst=bits, data1=bits, data2=mask, op=nl.bitwise_and, engine=nisa.vector_engine)
     return bits.view(nl.float32)
 
 
@@ -268,10 +365,10 @@ def _store_transposed(dst, word):
 
 
 # --- phase 2: products ----------------------------------------------------------------------------------------
-def _product(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic):
-    """out[M, N] = sum over the kept word pairs of A_i @ B_j, block by block. ``chunk_tiles``: 0 accumulates a
-    whole K block per PSUM accumulation, else that many K tiles, GROUP chunk sums added and TwoSum-combined.
-    ``stochastic``: round the fp32 result to out's bf16 stochastically (fast only)."""
+def _product(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, first, stop):
+    """out[M, N] = sum over the kept word pairs of A_i @ B_j, for output blocks first..stop-1 (row-major).
+    ``chunk_tiles``: 0 accumulates a whole K block per PSUM accumulation, else that many K tiles, GROUP chunk sums
+    added and TwoSum-combined. ``stochastic``: round the fp32 result to out's bf16 stochastically (fast only)."""
     k, n = b_words.shape[1], b_words.shape[2]
     m = out.shape[0]
     levels = _level_pairs(words)
@@ -282,11 +379,12 @@ def _product(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles
     block_k = k_tiles * TILE_K
     one_k_block = k <= block_k
     chunks = _tiles(k, chunk_tiles * TILE_K) if chunk_tiles else 0
-    for m0 in range(0, m, block_m):
+    for row, n_first, n_stop in _block_rows(first, stop, _tiles(n, block_n)):
+        m0 = row * block_m
         ms = min(block_m, m - m0)
-        if one_k_block:  # A's block serves every N block: load it once
+        if one_k_block:  # A's block serves every N block of the row: load it once
             a_tiles = _load_stationary(a_words, m0, ms, 0, k, a_is_transposed, operand, k_tiles, block_m)
-        for n0 in range(0, n, block_n):
+        for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
             ns = min(block_n, n - n0)
             sums = nl.ndarray((TILE_M, accumulators, _tiles(block_m, TILE_M), block_n), dtype=nl.float32,
                               buffer=nl.sbuf)
@@ -444,30 +542,33 @@ def _store_stochastic(dst, result):
     added to the 16 bits bf16 drops (an exact integer add; a carry rounds up), then masked."""
     rows, cols = result.shape
     random = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.rng(random, engine=nisa.gpsimd_engine)
-    low = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.memset(low, LOW_MASK, engine=nisa.vector_engine)
-    nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    nisa.rng(random, engine=_rng_engine())
+    mask = nl.ndarray((rows, cols), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(mask, LOW_MASK, engine=nisa.vector_engine)
+    nisa.tensor_tensor(dst=random, data1=random, data2=mask.view(nl.uint32), op=nl.bitwise_and,
+                       engine=nisa.vector_engine)
     nisa.tensor_tensor(dst=random, data1=result.view(nl.uint32), data2=random, op=nl.add, engine=nisa.gpsimd_engine)
-    nisa.memset(low, HI_MASK, engine=nisa.vector_engine)
-    nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.gpsimd_engine)
+    nisa.memset(mask, HI_MASK, engine=nisa.vector_engine)
+    nisa.tensor_tensor(dst=random, data1=random, data2=mask.view(nl.uint32), op=nl.bitwise_and,
+                       engine=nisa.vector_engine)
     narrow = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.tensor_copy(dst=narrow, src=random.view(nl.float32), engine=nisa.scalar_engine)
     nisa.dma_copy(dst=dst, src=narrow)
 
 
 # --- ozaki's exact levels ----------------------------------------------------------------------------------
-def _levels(out, a_digits, b_digits, a_is_transposed, k_tiles):
-    """out[l, kb] (int32) = the exact sum of level l's digit products over K block kb, for every output tile."""
+def _levels(out, a_digits, b_digits, a_is_transposed, k_tiles, first, stop):
+    """out[l, kb] (int32) = the exact sum of level l's digit products over K block kb, for every output tile of
+    blocks first..stop-1 (row-major)."""
     k, n = b_digits.shape[1], b_digits.shape[2]
     m = out.shape[2]
     levels = _level_pairs(a_digits.shape[0])
-    block_m = min(BLOCK_TILES_M * TILE_M, m)
-    block_n = min(BLOCK_TILES_N * TILE_N, n)
+    block_m, block_n = _block_shape(m, n)
     block_k = k_tiles * TILE_K
-    for m0 in range(0, m, block_m):
+    for row, n_first, n_stop in _block_rows(first, stop, _tiles(n, block_n)):
+        m0 = row * block_m
         ms = min(block_m, m - m0)
-        for n0 in range(0, n, block_n):
+        for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
             ns = min(block_n, n - n0)
             for k0 in range(0, k, block_k):
                 ks = min(block_k, k - k0)

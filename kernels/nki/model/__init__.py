@@ -1,18 +1,22 @@
 """A CPU model of the NeuronCore: a stand-in for the part of ``nki``, ``nki.language`` and ``nki.isa`` that our
 kernels use, which runs a kernel eagerly with NumPy and ml_dtypes and enforces the documented hardware rules.
 
-``jit(kernel)`` returns a ``Kernel``; calling it with NumPy arrays or torch tensors runs it on a fresh ``Core``
-of the target named by NEURON_PLATFORM_TARGET_OVERRIDE (default trn2) and returns the output in the inputs'
-kind. ``kernel.last_run`` is that core: instruction counts per engine, DMA bytes, SBUF and PSUM peaks (the
-cost model's input). Inside ``counting_only()`` kernels check every rule and count, but skip the arithmetic.
-What the model leaves out (scheduling, engine overlap, instructions our kernels do not use) is in
-docs/trainium.md.
+``jit(kernel)`` returns a ``Kernel``; ``kernel[lnc](...)`` with NumPy arrays or torch tensors launches it on the
+target named by NEURON_PLATFORM_TARGET_OVERRIDE (default trn2): programs 0..lnc-1, each on a fresh ``Core`` (one
+physical core), and returns the output in the inputs' kind; the LNC must be the runtime's (``runtime_lnc()``: trn2
+runs LNC=2 unless NEURON_LOGICAL_NC_CONFIG says 1), a plain call is LNC=1. ``kernel.last_run`` is that ``Launch``:
+its cores' instruction counts per engine, DMA bytes, SBUF and PSUM peaks (the cost model's input). Inside
+``counting_only()`` kernels check every rule and count, but skip the arithmetic. The programs of a launch run one
+after the other (no races between them are modelled). What the model leaves out (scheduling, engine overlap,
+instructions our kernels do not use) is in docs/trainium.md.
 """
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
+import inspect
 import os
 from collections.abc import Iterator
 
@@ -21,10 +25,10 @@ import numpy as np
 import torch
 
 from . import core, isa, language
-from .core import Core, ModelError, Tensor
+from .core import Core, Launch, ModelError, Tensor
 
-__all__ = ["jit", "simulate", "Kernel", "language", "isa", "Core", "ModelError", "Tensor", "counting_only",
-           "shape_only", "targeting", "STRICT_VARIABLE"]
+__all__ = ["jit", "simulate", "Kernel", "language", "isa", "Core", "Launch", "ModelError", "Tensor", "counting_only",
+           "shape_only", "targeting", "target", "runtime_lnc", "STRICT_VARIABLE"]
 
 VERSION = "cpu-model"
 STRICT_VARIABLE = "TRN_BACKEND_NKI_MODEL_STRICT"
@@ -44,6 +48,16 @@ def targeting(name: str) -> Iterator[None]:
         _TARGETS.pop()
 
 
+def target() -> core.Target:
+    """The target kernels run on: ``targeting``'s, else NEURON_PLATFORM_TARGET_OVERRIDE's."""
+    return core.TARGETS[_TARGETS[-1]] if _TARGETS else core.target_from_environment()
+
+
+def runtime_lnc() -> int:
+    """The LNC a launch on ``target()`` must use (``core.runtime_lnc``)."""
+    return core.runtime_lnc(target())
+
+
 @contextlib.contextmanager
 def counting_only() -> Iterator[None]:
     """Run kernels without arithmetic: every rule is checked and every instruction counted (cost modelling)."""
@@ -61,34 +75,68 @@ def shape_only(shape: tuple[int, ...], dtype) -> np.ndarray:
 
 
 class Kernel:
-    """A kernel function bound to the model: call it like the ``nki.jit`` kernel it stands for."""
+    """A kernel function bound to the model: call it like the ``nki.jit`` kernel it stands for. ``kernel(...)``
+    launches it with LNC=1, ``kernel[lnc](...)`` with ``lnc``; the launch must match the runtime's LNC
+    (``runtime_lnc()``), as on the device."""
 
     def __init__(self, fn) -> None:
         self.fn = fn
-        self.last_run: Core | None = None
+        self.last_run: Launch | None = None
         functools.update_wrapper(self, fn)
 
-    def __getitem__(self, lnc: int) -> Kernel:
-        if lnc != 1:
-            raise ModelError(f"kernel[{lnc}]: the CPU model runs one NeuronCore (LNC=1)")
-        return self
+    def __getitem__(self, lnc: int):
+        if lnc not in (1, 2):
+            raise ModelError(f"{self.__name__}[{lnc}]: a logical NeuronCore has 1 or 2 physical cores")
+        return functools.partial(self._launch, lnc)
 
     def __call__(self, *args):
-        target = core.TARGETS[_TARGETS[-1]] if _TARGETS else core.target_from_environment()
-        run = Core(target, strict=os.environ.get(STRICT_VARIABLE, "1") != "0", arithmetic=not _COUNTING[-1])
-        self.last_run = run
+        return self._launch(1, *args)
+
+    def _launch(self, lnc: int, *args):
+        """Programs 0..lnc-1 one after the other, each on its own physical core; the outputs (shared_hbm, the
+        same tensors in every program) must be fully written by the programs together."""
+        chip = target()
+        runtime = core.runtime_lnc(chip)
+        if lnc != runtime:
+            how = f"{core.LNC_VARIABLE}={os.environ[core.LNC_VARIABLE]}" if core.LNC_VARIABLE in os.environ \
+                else f"the default of {chip.name}"
+            raise ModelError(f"{self.__name__} launched with LNC={lnc} on a runtime of LNC={runtime} ({how}): "
+                             f"the launch's LNC must match the runtime's (a mismatch is a runtime error); launch "
+                             f"it as {self.__name__}[{runtime}](...)")
+        launch = Launch(chip, lnc, strict=os.environ.get(STRICT_VARIABLE, "1") != "0", arithmetic=not _COUNTING[-1])
+        self.last_run = launch
         torch_io = any(isinstance(a, torch.Tensor) for a in args)
-        with core.running(run):
+        outs = []
+        with core.running(launch.cores[0]):
             inputs = tuple(_input(a, i) for i, a in enumerate(args))
-            out = self.fn(*inputs)
-            return _output(out, torch_io, run)
+        for program in launch.cores:
+            with core.running(program):
+                outs.append(self.fn(*inputs))
+                program.check_memory()
+        return _output(outs[0], torch_io, launch, outs[1:])
 
 
 def jit(fn=None, **kwargs):
-    """``nki.jit``: compile options are accepted and ignored (the model has no compiler)."""
+    """``nki.jit``: compile options are accepted and ignored (the model has no compiler). The kernel's module is
+    checked for what the compiler rejects (``raise``)."""
     if fn is None:
-        return lambda f: Kernel(f)
+        return jit
+    _check_module(inspect.getsourcefile(fn))
     return Kernel(fn)
+
+
+@functools.cache
+def _check_module(path: str | None) -> None:
+    """Only ``assert`` is documented for checks inside NKI kernels (NKI_FACTS.md section 13): a ``raise`` anywhere
+    in a kernel's module (whose helpers the kernel calls) is refused with its file and line."""
+    if path is None or not os.path.exists(path):
+        return
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    found = [node.lineno for node in ast.walk(tree) if isinstance(node, ast.Raise)]
+    if found:
+        raise ModelError(f"{path}:{found[0]}: `raise` in a kernel module: NKI kernels check conditions only with "
+                         "`assert` (write `assert condition, message`)")
 
 
 def simulate(kernel):
@@ -115,18 +163,24 @@ def _numpy(t: torch.Tensor) -> np.ndarray:
     return t.numpy()
 
 
-def _output(out, torch_io: bool, run: Core):
+def _output(out, torch_io: bool, launch: Launch, others: list):
+    """Program 0's outputs in the inputs' kind, after checking that every program returned the same shared_hbm
+    tensors and that together they wrote every element."""
     if isinstance(out, tuple):
-        return tuple(_output(o, torch_io, run) for o in out)
+        return tuple(_output(o, torch_io, launch, [other[i] for other in others]) for i, o in enumerate(out))
     if not isinstance(out, Tensor):
         raise ModelError(f"a kernel returns the tensors it allocated in nl.shared_hbm, got {type(out).__name__}")
     if out.buffer is not core.SHARED_HBM:
         raise ModelError(f"kernel output {out.name!r} is in {out.buffer.name}; outputs must be allocated with "
                          "buffer=nl.shared_hbm")
-    if run.strict and not out.written.all():
+    if any(not isinstance(o, Tensor) or o.alloc is not out.alloc or o.shape != out.shape for o in others):
+        raise ModelError(f"kernel output {out.name!r}: the programs of a launch return different tensors; every "
+                         "program returns the same shared_hbm outputs")
+    strict, arithmetic = launch.cores[0].strict, launch.cores[0].arithmetic
+    if strict and not out.written.all():
         raise ModelError(f"kernel output {out.name!r} {out.shape}: {int((~out.written).sum())} elements were "
-                         "never written")
-    if not run.arithmetic:
+                         f"never written (by any of the {launch.lnc} programs)")
+    if not arithmetic:
         return out.data
     data = np.array(out.data)
     if not torch_io:

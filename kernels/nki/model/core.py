@@ -2,11 +2,13 @@
 
 A kernel runs eagerly on one ``Core``: every ``nl.ndarray`` is an ``Allocation`` (a NumPy array of the storage
 dtype, bf16 through ml_dtypes, so storing rounds to nearest even), every indexing a view of it. The core keeps what
-the hardware limits: SBUF bytes per partition and PSUM banks of the live allocations (an allocation dies with its
-last Python reference, the model's stand-in for the compiler's liveness), and it counts every instruction per
-engine for the cost model. Each allocation carries a mask of written elements (new memory is NaN; reading an
-unwritten element is an error in strict mode) and, in PSUM, who wrote each element (accumulating onto memory that
-no matmul wrote is undefined behaviour on NeuronCore-v2/v3).
+the hardware limits: SBUF bytes per partition and PSUM banks of the live allocations, with the compiler's
+liveness (an allocation is live from its creation to the last instruction that reads or writes it), checked when
+the program ends; and it counts every instruction per engine for the cost model. A ``Launch`` is the programs of
+one kernel call, one per physical core of the logical core (LNC), sharing their shared_hbm tensors. Each
+allocation carries a mask of written elements (new memory is NaN; reading an unwritten element is an error in
+strict mode) and, in PSUM, who wrote each element (accumulating onto memory that no matmul wrote is undefined
+behaviour on NeuronCore-v2/v3).
 """
 
 from __future__ import annotations
@@ -16,15 +18,14 @@ import contextlib
 import dataclasses
 import math
 import os
-import weakref
 from collections.abc import Iterator
 
 import ml_dtypes
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
-__all__ = ["Target", "TARGETS", "Core", "Allocation", "Tensor", "Buffer", "ModelError", "current", "running",
-           "target_from_environment"]
+__all__ = ["Target", "TARGETS", "Core", "Launch", "Allocation", "Tensor", "Buffer", "ModelError", "current",
+           "running", "target_from_environment", "runtime_lnc", "LNC_VARIABLE"]
 
 
 class ModelError(RuntimeError):
@@ -37,17 +38,24 @@ class Target:
     """The limits of one NeuronCore generation that the model enforces (NKI_FACTS.md sections 2 and 4)."""
 
     name: str
-    sbuf_partition_bytes: int  # usable SBUF bytes per partition
+    sbuf_partition_bytes: int  # usable SBUF bytes per partition (nl.tile_size.sbuf_fmax_bytes)
     partitions: int = 128  # nl.tile_size.pmax
     psum_banks: int = 8
     psum_bank_bytes: int = 2048  # 512 fp32 per partition per bank
     stationary_fmax: int = 128
     moving_fmax: int = 512  # one fp32 PSUM bank (NeuronCore-v2/v3)
+    default_lnc: int = 1  # the runtime's logical NeuronCore size unless NEURON_LOGICAL_NC_CONFIG says otherwise
+    max_lnc: int = 1
 
 
+# SBUF the runtime reserves per partition: nki-library budgets 224 * 1024 - 16384 - 8 - 256 bytes of trn2's
+# 224 KiB (core/mlp/mlp_cte/mlp_cte_constants.py; NKI_FACTS.md section 13). trn1's 192 KiB loses the same
+# reservation: assumed by analogy, nothing documents trn1's.
+SBUF_RESERVED_BYTES = 16384 + 8 + 256
 TARGETS = {
-    "trn1": Target("trn1", 192 * 1024),
-    "trn2": Target("trn2", 224 * 1024),
+    "trn1": Target("trn1", 192 * 1024 - SBUF_RESERVED_BYTES),  # no LNC=2 on trn1
+    # "On trn2, the default configuration is LNC2" (SDK neuron-runtime/explore/device-memory.rst; NKI_FACTS.md 13)
+    "trn2": Target("trn2", 224 * 1024 - SBUF_RESERVED_BYTES, default_lnc=2, max_lnc=2),
 }
 ALIASES = {"gen2": "trn1", "inf2": "trn1", "gen3": "trn2"}
 TARGET_VARIABLE = "NEURON_PLATFORM_TARGET_OVERRIDE"
@@ -62,6 +70,23 @@ def target_from_environment() -> Target:
     except KeyError:
         raise ModelError(f"{TARGET_VARIABLE}={name!r}: the CPU model knows {', '.join(TARGETS)} "
                          "(trn3's wider moving tiles are not modelled)") from None
+
+
+LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
+
+
+def runtime_lnc(target: Target) -> int:
+    """The LNC of the runtime a kernel launches on, which the launch must match (a mismatch is a runtime error:
+    nki.jit's docstring, NKI_FACTS.md section 13): NEURON_LOGICAL_NC_CONFIG (1 or 2) if set, else the target's
+    default (trn2: 2, trn1: 1)."""
+    text = os.environ.get(LNC_VARIABLE)
+    if text is None:
+        return target.default_lnc
+    choices = tuple(range(1, target.max_lnc + 1))
+    if text.strip() not in tuple(map(str, choices)):
+        raise ModelError(f"{LNC_VARIABLE}={text!r}: {target.name} runs logical NeuronCores of "
+                         f"{' or '.join(map(str, choices))} physical cores")
+    return int(text)
 
 
 def no_memory(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -89,19 +114,28 @@ UNWRITTEN, MATMUL, OTHER = 0, 1, 2
 
 
 class Core:
-    """One kernel run: the target's limits, live allocations, peaks, and instruction counts for the cost model.
+    """One kernel run: the target's limits, on-chip allocations and their lifetimes, peaks, and instruction counts
+    for the cost model.
 
     ``events`` counts instructions by (engine, instruction, details) where details are the numbers the cost model
-    needs (free elements per partition; bytes and contiguous run for DMA; operand sizes and widths)."""
+    needs (free elements per partition; bytes and contiguous run for DMA; operand sizes and widths). ``issued``
+    names each instruction in order: its index is the clock of allocation lifetimes."""
 
-    def __init__(self, target: Target | None = None, strict: bool = True, arithmetic: bool = True) -> None:
+    def __init__(self, target: Target | None = None, strict: bool = True, arithmetic: bool = True,
+                 launch: Launch | None = None, program: int = 0) -> None:
         self.target = target or target_from_environment()
         self.strict = strict
         self.arithmetic = arithmetic  # False: check rules and count, but skip the data (cost modelling)
+        self.launch, self.program = launch, program  # which launch, and which of its programs runs here
+        self.shared_made = 0  # shared_hbm allocations this program made (the k-th is the launch's k-th)
+        self.generators: dict[str, np.random.Generator] = {}  # per engine, once seeded
+        self.seeded_lanes: dict[str, int] = {}  # per engine: partitions whose generator state was set
         self.events: collections.Counter[tuple] = collections.Counter()
-        self.sbuf_bytes = 0
-        self.sbuf_peak = 0
-        self.banks = [False] * self.target.psum_banks
+        self.issued: list[str] = []
+        # the lifetimes of this program's on-chip allocations (records, not the allocations: a core kept by a cost
+        # model's cache must not keep every tile's memory)
+        self.on_chip: list[Lifetime] = []
+        self.sbuf_peak = 0  # set by check_memory
         self.banks_peak = 0
         self.random = np.random.Generator(np.random.PCG64(0))  # the engines' PRNG (nisa.set_rng_seed reseeds)
         self.replayed = 0  # instructions executed by replayed dynamic-loop iterations (loops.py): not program
@@ -109,6 +143,12 @@ class Core:
     # --- accounting -----------------------------------------------------------------------------------------
     def count(self, engine: str, instruction: str, *details: object) -> None:
         self.events[(engine, instruction, *details)] += 1
+        self.issued.append(f"{engine} {instruction}")
+
+    @property
+    def step(self) -> int:
+        """The index of the instruction being issued."""
+        return len(self.issued)
 
     def instructions(self, engine: str | None = None, instruction: str | None = None) -> int:
         """How many instructions ran (on ``engine``, of kind ``instruction``; None means any)."""
@@ -121,38 +161,101 @@ class Core:
         dynamic loop's body (nl.fori_loop) counts once however many iterations ran (loops.py)."""
         return self.instructions() - self.replayed
 
-    def reserve(self, buffer: Buffer, bytes_per_partition: int, name: str) -> tuple[int, ...]:
-        """Claim on-chip space for a new allocation; returns the PSUM banks it occupies (empty for SBUF)."""
-        if buffer is SBUF:
-            if self.sbuf_bytes + bytes_per_partition > self.target.sbuf_partition_bytes:
-                raise ModelError(
-                    f"SBUF budget exceeded allocating {name}: {bytes_per_partition} more bytes per partition on "
-                    f"top of {self.sbuf_bytes} live ones exceeds the {self.target.sbuf_partition_bytes} bytes "
-                    f"per partition of {self.target.name}")
-            self.sbuf_bytes += bytes_per_partition
-            self.sbuf_peak = max(self.sbuf_peak, self.sbuf_bytes)
-            return ()
-        needed = max(1, math.ceil(bytes_per_partition / self.target.psum_bank_bytes))
-        total = self.target.psum_banks * self.target.psum_bank_bytes
-        if bytes_per_partition > total:
-            raise ModelError(f"PSUM allocation {name} needs {bytes_per_partition} bytes per partition; PSUM has "
-                             f"{total} ({self.target.psum_banks} banks of {self.target.psum_bank_bytes})")
-        for start in range(self.target.psum_banks - needed + 1):
-            if not any(self.banks[start:start + needed]):
-                for i in range(start, start + needed):
-                    self.banks[i] = True
-                live = sum(self.banks)
-                self.banks_peak = max(self.banks_peak, live)
-                return tuple(range(start, start + needed))
-        raise ModelError(f"PSUM banks exhausted allocating {name}: it needs {needed} bank(s) and "
-                         f"{sum(self.banks)} of the {self.target.psum_banks} banks are live (at most "
-                         f"{self.target.psum_banks} accumulation groups can be in flight)")
+    def check_memory(self) -> None:
+        """At the end of a program: the peak over time of the SBUF bytes per partition, and of the PSUM banks, of
+        the allocations live then (from creation to last use, the compiler's rule) must fit the target."""
+        target = self.target
+        self.sbuf_peak, at, live = self._peak(SBUF, lambda a: a.partition_bytes)
+        if self.sbuf_peak > target.sbuf_partition_bytes:
+            raise ModelError(f"SBUF budget exceeded: {self.sbuf_peak} bytes per partition are live {at}, over the "
+                             f"{target.sbuf_partition_bytes} usable bytes per partition of {target.name}; largest "
+                             f"live: {_largest(live, lambda a: f'{a.partition_bytes} bytes')}")
+        self.banks_peak, at, live = self._peak(PSUM, lambda a: a.banks)
+        if self.banks_peak > target.psum_banks:
+            raise ModelError(f"PSUM banks exhausted: {self.banks_peak} banks are live {at}, over the "
+                             f"{target.psum_banks} of {target.name} (at most {target.psum_banks} accumulation groups "
+                             f"in flight); largest live: {_largest(live, lambda a: f'{a.banks} banks')}")
 
-    def release(self, buffer: Buffer, bytes_per_partition: int, banks: tuple[int, ...]) -> None:
-        if buffer is SBUF:
-            self.sbuf_bytes -= bytes_per_partition
-        for i in banks:
-            self.banks[i] = False
+    def _peak(self, buffer: Buffer, size) -> tuple[int, str, list[Lifetime]]:
+        """(peak of ``size`` summed over the live allocations of ``buffer``, where it is, the allocations live
+        there), sweeping creations and last uses in instruction order (an allocation dies after its last use)."""
+        allocations = [a for a in self.on_chip if a.buffer is buffer]
+        changes = sorted([(a.created, size(a)) for a in allocations] + [(a.last_use + 1, -size(a))
+                                                                        for a in allocations])
+        peak, when, total = 0, 0, 0
+        for time, change in changes:  # at equal times deaths (negative) come first
+            total += change
+            if total > peak:
+                peak, when = total, time
+        live = [a for a in allocations if a.created <= when <= a.last_use]
+        where = (f"at instruction {when} ({self.issued[when]})" if when < len(self.issued)
+                 else "after the last instruction")
+        return peak, where, live
+
+
+def _largest(allocations: list[Lifetime], describe) -> str:
+    ranked = sorted(allocations, key=lambda a: -a.partition_bytes)[:3]
+    return ", ".join(f"{a.name} {a.shape} {a.dtype} ({describe(a)})" for a in ranked)
+
+
+@dataclasses.dataclass
+class Lifetime:
+    """An on-chip allocation as the liveness check sees it: its size and the instructions it lives between."""
+
+    name: str
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    buffer: Buffer
+    partition_bytes: int
+    banks: int
+    created: int
+    last_use: int
+
+
+class Launch:
+    """One launch of a kernel at an LNC: programs 0..lnc-1, each on its own physical ``Core``; the programs share
+    the launch's shared_hbm allocations (the k-th allocation of every program is the same tensor)."""
+
+    def __init__(self, target: Target, lnc: int, strict: bool = True, arithmetic: bool = True) -> None:
+        self.lnc = lnc
+        self.cores = tuple(Core(target, strict, arithmetic, self, p) for p in range(lnc))
+        self.shared: list[Allocation] = []
+
+    def shared_hbm(self, core: Core, shape: tuple[int, ...], dtype: np.dtype, name: str) -> Allocation:
+        """The ``core``'s next shared_hbm allocation: new for the first program that makes it, the same tensor
+        for the others (SPMD), which must ask for the same shape and dtype."""
+        index = core.shared_made
+        core.shared_made += 1
+        if index == len(self.shared):
+            self.shared.append(Allocation(core, shape, dtype, SHARED_HBM, name))
+        alloc = self.shared[index]
+        if alloc.data.shape != shape or alloc.data.dtype != dtype:
+            raise ModelError(f"{name}: program {core.program} makes shared_hbm allocation {index} as {shape} "
+                             f"{dtype}, an earlier program as {alloc.data.shape} {alloc.data.dtype}: the programs "
+                             "of a launch share their shared_hbm tensors, the k-th of each program is one tensor")
+        return alloc
+
+    # --- the launch's counts, for callers of a single core's ---------------------------------------------------
+    @property
+    def events(self) -> collections.Counter[tuple]:
+        """Instruction counts summed over the physical cores."""
+        return sum((c.events for c in self.cores), collections.Counter())
+
+    @property
+    def sbuf_peak(self) -> int:
+        return max(c.sbuf_peak for c in self.cores)
+
+    @property
+    def banks_peak(self) -> int:
+        return max(c.banks_peak for c in self.cores)
+
+    def instructions(self, engine: str | None = None, instruction: str | None = None) -> int:
+        return sum(c.instructions(engine, instruction) for c in self.cores)
+
+    @property
+    def program_instructions(self) -> int:
+        """The largest program of the launch's physical cores (each runs its own; see Core.program_instructions)."""
+        return max(c.program_instructions for c in self.cores)
 
 
 _CURRENT: list[Core] = []
@@ -202,10 +305,30 @@ class Allocation:
             self.written = np.zeros(shape, bool)
         self.state = np.full(shape, UNWRITTEN, np.uint8) if buffer is PSUM else None
         self.partition_bytes = math.prod(shape[1:]) * dtype.itemsize if buffer.on_chip else 0
-        self.banks: tuple[int, ...] = ()
         if buffer.on_chip:
-            self.banks = core.reserve(buffer, self.partition_bytes, name)
-            weakref.finalize(self, core.release, buffer, self.partition_bytes, self.banks)
+            self._claim(core, name)
+
+    def _claim(self, core: Core, name: str) -> None:
+        """Record the allocation's lifetime (created now; live until its last use, at least this instant: assumed,
+        a tile no instruction touches would be removed by the compiler) and refuse one that alone cannot fit."""
+        target = core.target
+        step = core.step
+        if self.buffer is SBUF and self.partition_bytes > target.sbuf_partition_bytes:
+            raise ModelError(f"SBUF budget exceeded allocating {name}: {self.partition_bytes} bytes per partition, "
+                             f"over the {target.sbuf_partition_bytes} usable bytes per partition of {target.name}")
+        self.banks = max(1, math.ceil(self.partition_bytes / target.psum_bank_bytes)) if self.buffer is PSUM else 0
+        total = target.psum_banks * target.psum_bank_bytes
+        if self.buffer is PSUM and self.partition_bytes > total:
+            raise ModelError(f"PSUM allocation {name} needs {self.partition_bytes} bytes per partition; PSUM has "
+                             f"{total} ({target.psum_banks} banks of {target.psum_bank_bytes})")
+        self.life = Lifetime(name, self.data.shape, self.data.dtype, self.buffer, self.partition_bytes, self.banks,
+                             step, step)
+        core.on_chip.append(self.life)
+
+    def use(self) -> None:
+        """An instruction reads or writes this allocation (on chip: extends its lifetime to this instruction)."""
+        if self.buffer.on_chip:
+            self.life.last_use = self.core.step
 
 
 FLOAT_DTYPES = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
@@ -234,7 +357,12 @@ class Tensor:
 
     @classmethod
     def allocate(cls, shape, dtype, buffer: Buffer, name: str = "", data: np.ndarray | None = None) -> Tensor:
-        alloc = Allocation(current(), tuple(shape), np.dtype(dtype), buffer, name or f"{buffer.name} tensor", data)
+        core, shape, dtype = current(), tuple(int(d) for d in shape), np.dtype(dtype)
+        name = name or f"{buffer.name} tensor"
+        if buffer is SHARED_HBM and data is None and core.launch is not None:
+            alloc = core.launch.shared_hbm(core, shape, dtype, name)
+        else:
+            alloc = Allocation(core, shape, dtype, buffer, name, data)
         written = alloc.written if alloc.written.ndim else np.broadcast_to(alloc.written, alloc.data.shape)
         return cls(alloc, alloc.data, written, alloc.state)
 

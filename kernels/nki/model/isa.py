@@ -14,7 +14,7 @@ from .core import MATMUL, OTHER, UNWRITTEN, ModelError, Tensor
 
 __all__ = ["engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine",
            "dma_copy", "tensor_copy", "memset", "nc_matmul", "nc_transpose", "tensor_tensor", "activation",
-           "get_nc_version", "nc_version", "rng", "set_rng_seed"]
+           "get_nc_version", "nc_version", "rng", "set_rng_seed", "rand_set_state"]
 
 
 class engine:
@@ -50,6 +50,7 @@ def _on_chip(t: Tensor, role: str, instruction: str, allowed: tuple[core.Buffer,
     if t.buffer not in allowed:
         raise ModelError(f"{instruction}: {role} {t.name!r} is in {t.buffer.name}; it must be in "
                          f"{' or '.join(b.name for b in allowed)}")
+    t.alloc.use()
     return t.partitions()
 
 
@@ -83,6 +84,17 @@ def _cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
         return np.clip(np.rint(x.astype(np.float64)), info.min, info.max).astype(dtype)
     return x.astype(np.float32).astype(dtype) if x.dtype.kind not in "iu" or dtype.kind not in "iu" \
         else x.astype(dtype)
+
+
+def _constant(value, role: str, instruction: str):
+    """A constant operand: integer values in the kernel language are 32-bit signed (NKI_FACTS.md section 13, the
+    language guide), so a Python int outside int32 is refused."""
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and not -2**31 <= value < 2**31:
+        same_bits = f" ({int(value) - 2**32} has the same bits)" if 2**31 <= value < 2**32 else ""
+        raise ModelError(f"{instruction}: {role} {value} ({int(value):#x}) is outside int32: integer values in the "
+                         f"kernel language are 32-bit signed; write an int32 value{same_bits} into an int32 tile "
+                         "and reinterpret it with .view(nl.uint32)")
+    return value
 
 
 def _engine(requested: str, default: str, instruction: str, allowed: tuple[str, ...]) -> str:
@@ -120,6 +132,7 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         raise ModelError(f"nisa.dma_copy: dst {dst.shape} and src {src.shape} hold different element counts")
     for t in (dst, src):
         if t.buffer.on_chip:
+            t.alloc.use()
             t.partitions()
     _write(dst, _read(src, "src", "nisa.dma_copy", dst.shape))
     hbm = src if not src.buffer.on_chip else dst
@@ -156,8 +169,24 @@ def memset(dst, value, engine=None, name=None) -> None:
     chosen = _engine(engine, vector_engine, "nisa.memset", (vector_engine, scalar_engine, gpsimd_engine))
     _on_chip(dst, "dst", "nisa.memset", (core.SBUF, core.PSUM))
     _no_gpsimd_psum(chosen, "nisa.memset", dst)
-    _write(dst, np.full(dst.shape, value, np.float32), OTHER)
+    _write(dst, _memset_values(dst, _constant(value, "value", "nisa.memset")), OTHER)
     core.current().count(chosen, "memset", _free(dst))
+
+
+def _memset_values(dst: Tensor, value) -> np.ndarray:
+    """memset's value must match dst's dtype (release notes 0.3.0): a float for float dtypes, an int in the
+    dtype's range for integer ones (written exactly, not through fp32)."""
+    integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+    if dst.dtype.kind in "iu":
+        info = np.iinfo(dst.dtype)
+        if not integer or not info.min <= value <= info.max:
+            raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: an "
+                             f"integer dst takes an int in {info.min}..{info.max}")
+        return np.full(dst.shape, value, dst.dtype)
+    if not isinstance(value, (float, np.floating)):
+        raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: a float "
+                         f"dst takes a float value (write {float(value)!r})")
+    return np.full(dst.shape, value, np.float32)
 
 
 # --- engines ---------------------------------------------------------------------------------------------------
@@ -172,6 +201,9 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None) -> None:
     default = gpsimd_engine if integer and not any(t.buffer is core.PSUM for t in (dst, data1, data2)) \
         else vector_engine
     chosen = _engine(engine, default, instruction, (vector_engine, gpsimd_engine))
+    if op.bitwise and chosen != vector_engine:  # NKI_FACTS.md section 13: bitvec operators are Vector Engine only
+        raise ModelError(f"{instruction}: {op!r} is a bitvec operator, documented on the Vector Engine only, not "
+                         f"{chosen} (the default for all-32-bit-integer operands): pass engine=nisa.vector_engine")
     for t, role in ((dst, "dst"), (data1, "data1"), (data2, "data2")):
         _on_chip(t, role, instruction, (core.SBUF, core.PSUM))
     if data1.buffer is core.PSUM and data2.buffer is core.PSUM:
@@ -205,6 +237,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     for t, role in ((dst, "dst"), (data, "data")):
         _on_chip(t, role, instruction, (core.SBUF, core.PSUM))
     _same_layout(dst, data, instruction)
+    scale = _constant(scale, "scale", instruction)
     values = _read(data, "data", instruction, dst.shape)
     _write(dst, None if values is None else values.astype(np.float32) * np.float32(scale), OTHER)
     core.current().count(scalar_engine, "activation", _free(dst))
@@ -317,33 +350,74 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
 
 
 # --- random numbers ------------------------------------------------------------------------------------------
+# Each engine has its own generator (NKI_FACTS.md section 5 and 13): set_rng_seed seeds the Vector Engine's,
+# rand_set_state GpSimd's (XORWOW, 6 uint32 of state per lane), and rng draws from the engine it runs on. The
+# model's generator is PCG64 seeded from the seed values, not XORWOW: only the seeding contract is modelled.
+XORWOW_STATE = {gpsimd_engine: 6}  # uint32 per lane (nki.isa.rand_set_state; the Vector Engine's needs v4+)
+
+
+def _seed(engine_: str, values: np.ndarray | None, lanes: int) -> None:
+    core_ = core.current()
+    seed = [0] if values is None else values.view(np.uint32).ravel().tolist()
+    core_.generators[engine_] = np.random.Generator(np.random.PCG64(np.random.SeedSequence(seed)))
+    core_.seeded_lanes[engine_] = lanes
+
+
 def set_rng_seed(src_seeds, name=None) -> None:
-    """Seed the engines' PRNG from a [1, 1] 32-bit SBUF tile (the model's generator: PCG64, not the hardware's
-    XORWOW; only the seeding contract is modelled)."""
+    """Seed the Vector Engine's generator from a [1, 1] 32-bit SBUF tile."""
     src_seeds = _tensor(src_seeds, "src_seeds", "nisa.set_rng_seed")
     _on_chip(src_seeds, "src_seeds", "nisa.set_rng_seed", (core.SBUF,))
     if src_seeds.shape != (1, 1) or src_seeds.dtype.itemsize != 4:
         raise ModelError(f"nisa.set_rng_seed: the seed is a [1, 1] 32-bit tile, got {src_seeds.shape} "
                          f"{src_seeds.dtype}")
-    values = _read(src_seeds, "src_seeds", "nisa.set_rng_seed")
-    seed = 0 if values is None else int(values.view(np.uint32)[0, 0])
-    core.current().random = np.random.Generator(np.random.PCG64(seed))
+    _seed(vector_engine, _read(src_seeds, "src_seeds", "nisa.set_rng_seed"), core.current().target.partitions)
     core.current().count(vector_engine, "set_rng_seed", 1)
 
 
+def rand_set_state(src_seeds, engine=None, name=None) -> None:
+    """Set an engine's generator state: a uint32 SBUF tile [lanes, 6] of XORWOW states for GpSimd (NeuronCore-v3+),
+    partition p seeding lane p. An all-zero XORWOW state draws only zeros: refused."""
+    instruction = "nisa.rand_set_state"
+    src_seeds = _tensor(src_seeds, "src_seeds", instruction)
+    if core.current().target.name == "trn1":
+        raise ModelError(f"{instruction} needs NeuronCore-v3+ (trn2); on trn1 seed the Vector Engine with "
+                         "nisa.set_rng_seed")
+    chosen = _engine(engine, gpsimd_engine, instruction, (gpsimd_engine,))
+    _on_chip(src_seeds, "src_seeds", instruction, (core.SBUF,))
+    words = XORWOW_STATE[chosen]
+    if src_seeds.dtype != nl.uint32 or src_seeds.ndim != 2 or src_seeds.shape[1] != words:
+        raise ModelError(f"{instruction}: {chosen}'s XORWOW state is {words} uint32 per lane: src_seeds must be a "
+                         f"uint32 [lanes, {words}] tile, got {src_seeds.shape} {src_seeds.dtype}")
+    start, lanes = src_seeds.partitions()
+    values = _read(src_seeds, "src_seeds", instruction)
+    if values is not None and core.current().strict and (~values[:, :5].any(axis=1)).any():
+        raise ModelError(f"{instruction}: a lane's XORWOW state has its five xorshift words all zero, which "
+                         "draws only zeros; give every lane a nonzero state")
+    _seed(chosen, values, start + lanes if start == 0 else 0)
+    core.current().count(chosen, "rand_set_state", words)
+
+
 def rng(dst, engine=None, name=None) -> None:
-    """32 random bits per element into a 32-bit integer dst (Vector Engine, or GpSimd from v3); the model leaves
-    out the truncation to narrower dtypes."""
+    """32 random bits per element into a 32-bit integer dst (Vector Engine, or GpSimd from v3), from the
+    generator of the engine it runs on; in strict mode drawing from lanes whose generator this program never
+    seeded is an error (their state is whatever an earlier kernel left). The model leaves out the truncation to
+    narrower dtypes."""
     dst = _tensor(dst, "dst", "nisa.rng")
     chosen = _engine(engine, vector_engine, "nisa.rng", (vector_engine, gpsimd_engine))
-    _on_chip(dst, "dst", "nisa.rng", (core.SBUF,))
+    start, lanes = _on_chip(dst, "dst", "nisa.rng", (core.SBUF,))
     if dst.dtype not in (nl.int32, nl.uint32):
         raise ModelError(f"nisa.rng: the CPU model fills int32/uint32 tiles, got {dst.dtype}")
-    if core.current().arithmetic:
-        _write(dst, core.current().random.integers(0, 2**32, size=dst.shape, dtype=np.uint32).view(dst.dtype))
+    core_ = core.current()
+    if core_.strict and core_.seeded_lanes.get(chosen, 0) < start + lanes:
+        how = "nisa.set_rng_seed" if chosen == vector_engine else "nisa.rand_set_state(..., engine=gpsimd)"
+        raise ModelError(f"nisa.rng on {chosen}: partitions {start}..{start + lanes - 1} draw from a generator "
+                         f"this program did not seed (each engine has its own; seed {chosen}'s with {how})")
+    if core_.arithmetic:
+        generator = core_.generators.setdefault(chosen, np.random.Generator(np.random.PCG64(0)))
+        _write(dst, generator.integers(0, 2**32, size=dst.shape, dtype=np.uint32).view(dst.dtype))
     else:
         _write(dst, None)
-    core.current().count(chosen, "rng", _free(dst))
+    core_.count(chosen, "rng", _free(dst))
 
 
 # --- virtual registers (dynamic loops: loops.py) -----------------------------------------------------------------

@@ -11,7 +11,7 @@ from . import core
 
 __all__ = ["ndarray", "tile_size", "Op", "add", "subtract", "multiply", "copy", "bitwise_and", "float32", "float16",
            "bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool_",
-           "sbuf", "psum", "hbm", "private_hbm", "shared_hbm"]
+           "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "program_id", "num_programs", "program_ndim"]
 
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
@@ -70,9 +70,30 @@ def ndarray(shape, dtype, buffer: core.Buffer = sbuf, name: str = "", address=No
     if isinstance(buffer, str):
         raise core.ModelError(f"nl.ndarray(buffer={buffer!r}): buffers are nl.sbuf, nl.psum, nl.shared_hbm, ... "
                               "not strings")
-    if buffer is private_hbm:
-        raise core.ModelError("nl.ndarray(buffer=nl.hbm): kernel outputs must use nl.shared_hbm (NKI 0.3.0+)")
     return core.Tensor.allocate(tuple(shape), dtype, buffer, name)
+
+
+def program_id(axis: int = 0) -> int:
+    """Which program of the launch runs (0..LNC-1): the model's launch grid is the LNC, one axis."""
+    _grid_axis(axis, "nl.program_id(axis=...)")
+    return core.current().program
+
+
+def num_programs(axes: int = 0) -> int:
+    """How many programs the launch runs: its LNC."""
+    _grid_axis(axes, "nl.num_programs(axes=...)")
+    launch = core.current().launch
+    return 1 if launch is None else launch.lnc
+
+
+def program_ndim() -> int:
+    """The launch grid's dimensions: one in the model (kernel[lnc]; a plain call counts as kernel[1], assumed)."""
+    return 1
+
+
+def _grid_axis(axis: int, what: str) -> None:
+    if axis != 0:
+        raise core.ModelError(f"{what}: the model launches a one-axis grid (the LNC); use axis 0, not {axis!r}")
 
 
 class Op:
