@@ -43,8 +43,10 @@ def test_the_bound_engine_matches_the_published_account():
 
 # --- pricing rules against exact arithmetic ------------------------------------------------------------------------
 def fake_core(events: dict[tuple, int], sbuf: int = 0, banks: int = 0) -> SimpleNamespace:
-    """A recorded run of one physical core, as the CPU model's Core has it."""
-    return SimpleNamespace(events=collections.Counter(events), sbuf_peak=sbuf, banks_peak=banks)
+    """A recorded run of one physical core, as the CPU model's Core has it (no dynamic loops: its program is every
+    instruction it ran)."""
+    return SimpleNamespace(events=collections.Counter(events), sbuf_peak=sbuf, banks_peak=banks,
+                           program_instructions=sum(events.values()))
 
 
 calibrations = st.builds(

@@ -205,7 +205,7 @@ class Estimate:
     sbuf_peak_bytes: int  # per partition, on the fullest physical core
     psum_banks_peak: int
     cores: int  # physical cores of the launch (LNC)
-    program_instructions: int  # of the unrolled program: the busiest physical core's instruction count
+    program_instructions: int  # of the program the compiler emits (dynamic loop bodies once), busiest core
     compile_seconds: float  # the first call per shape and dtype
 
     @property
@@ -272,7 +272,8 @@ def estimate(run, generation: Generation, kernel: str, flops: int, fp32: bool,
     for core in cores:
         for (engine, *_), n in core.events.items():
             counts[engine] += n
-    program = max(sum(core.events.values()) for core in cores)
+    # the program each physical core runs: a dynamic loop's body counts once (CPU model: Core.program_instructions)
+    program = max(core.program_instructions for core in cores)
     peak = len(cores) * generation.bf16_flops / (FP32_MATMUL_FACTOR if fp32 else 1)
     return Estimate(kernel, generation.name, flops, peak, seconds, counts, dma_bytes,
                     max(core.sbuf_peak for core in cores), max(core.banks_peak for core in cores), len(cores),
