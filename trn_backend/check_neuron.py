@@ -617,25 +617,12 @@ def sr_kernel(where: Where) -> Assumption:
     return Assumption(claim, "ok" if holds else "FAIL", evidence, failed=not holds)
 
 
-def hbm_scratch(where: Where, rows: list[Row]) -> Assumption:
-    """Assumption e, from the table: HBM scratch allocated inside a kernel and not returned (the split kernels'
-    words) is legal, as far as dd and bf16x6 ran."""
-    claim = "e. HBM scratch inside a kernel (nl.shared_hbm, not returned; dd's and bf16x6's words) is legal"
-    split = [r for r in rows if r.mode in ("dd", "bf16x6")]
-    ran = [r for r in split if not r.problem]
-    evidence = f"{len(ran)} of {len(split)} dd and bf16x6 rows ran"
-    if where.measured:
-        return Assumption(claim, "verified" if split and len(ran) == len(split) else "unverified (see the rows)",
-                          evidence)
-    return Assumption(claim, _label(where, True), evidence + " (the model allows it)")
-
-
-def assumptions_section(where: Where, rows: list[Row], switches: tuple[Assumption, Assumption],
+def assumptions_section(where: Where, switches: tuple[Assumption, Assumption],
                         seed: int) -> list[Assumption]:
     """Every assumption (``switches``, the subprocess probes of the Vector Engine's and GpSimd's casts, ran before
     the table)."""
     return [engine_rounding(where, seed, False), engine_rounding(where, seed, True), psum_accumulation(where),
-            *switches, sr_kernel(where), tensor_engine_products(where, seed), hbm_scratch(where, rows)]
+            *switches, sr_kernel(where), tensor_engine_products(where, seed)]
 
 
 def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
@@ -877,9 +864,9 @@ def _header(where: Where, generation: str) -> None:
         print(f"  {name.ljust(width)}  {version}")
     print(f"device: {where.line}")
     if not where.measured:
-        print(f"  (modelled times are the kernel's alone, engines overlapping perfectly: dd, bf16x6 and ozaki also "
-              f"scale and combine on the host, and a call on a device pays its launch, about "
-              f"{cost.LAUNCH_OVERHEAD_S * 1e3:.1f} ms)")
+        print(f"  (modelled times are the kernel's alone, from the cost model calibrated against published NKI "
+              f"measurements ({cost.calibration().source}): dd, bf16x6 and ozaki also scale and combine on the host, "
+              f"and a call on a device pays its launch, assumed {cost.calibration().launch_s * 1e3:.1f} ms)")
     print()
 
 
@@ -916,7 +903,7 @@ def run(args: argparse.Namespace) -> int:
             if r.problem:
                 print(f"  {r.case.kernel} {r.mode} {r.case.shape}: {r.problem}")
         print()
-        found = assumptions_section(where, rows, switches, args.seed)
+        found = assumptions_section(where, switches, args.seed)
         print("\n".join(_assumption_lines(where, found)))
     measured = measure(where, args.generation)
     print()
