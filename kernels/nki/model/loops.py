@@ -18,7 +18,8 @@ adds nothing to it (the model learns a body by running it; the compiler would st
 instructions and the loop instruction itself are not engine instructions in ``events`` (the cost model has no
 cost for them) and are not counted either.
 
-Converting the matmul kernels (kernels/nki/matmul.py) to dynamic loops:
+Converting the matmul kernels (kernels/nki/matmul.py) to dynamic loops (done there in ``_each_entry`` and
+``_each_row``; whole rows and entries loop, partial ones are static calls of the same body):
 - Which loops: ``_product``'s (and ``_levels``') outer loop over M blocks becomes
   ``nl.fori_loop(0, m_full, body, step=block_m)`` with ``m_full = m // block_m * block_m``, so the register is the
   block's first row m0; the N and K block loops and the tile loops inside a block stay Python (static: their
