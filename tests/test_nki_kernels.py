@@ -228,3 +228,91 @@ def test_sr_seeds_the_generator_it_draws_from(generation):
     states = nki.rng_states(1, 2)
     assert states.shape == (2, 128, 6) and states.dtype == torch.uint32
     assert bool((states[..., :5].long() != 0).any(-1).all())  # no degenerate XORWOW state
+
+
+# --- program size: whole rows of blocks and whole batch entries run in dynamic loops -----------------------------
+# (mode, float64): float64 data runs dd and bf16x6 as the words kernels (split on the host), ozaki as the levels
+PROGRAM_MODES = [("fast", False), ("native", False), ("dd", False), ("bf16x6", False), ("dd", True),
+                 ("bf16x6", True), ("ozaki", False)]
+
+
+def program(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, int], transposed: bool) -> int:
+    """The program one physical core runs, counted by the CPU model (trn2: LNC=2)."""
+    return cost.modelled(kernel, mode, bmkn, "trn2", transposed, float64).program_instructions
+
+
+@settings(max_examples=12)
+@given(mode=st.sampled_from(PROGRAM_MODES + [("sr", False)]), rows=st.integers(3, 9), edge=st.sampled_from([0, 1, 300]),
+       transposed=st.booleans())
+def test_the_matmul_program_does_not_grow_with_m(mode, rows, edge, transposed):
+    """Whole rows of output blocks (512 rows) are one dynamic loop: with at least one per core, the program is the
+    same for any number of them (an M edge adds its static row for every M alike). Oracle: the program at two
+    rows of blocks."""
+    assert program("matmul", *mode, (1, rows * 512 + edge, 300, 600), transposed) == \
+        program("matmul", *mode, (1, 2 * 512 + edge, 300, 600), transposed)
+
+
+@settings(max_examples=12)
+@given(mode=st.sampled_from(PROGRAM_MODES), entries=st.integers(2, 5), transposed=st.booleans())
+def test_the_bmm_program_does_not_grow_with_the_batch(mode, entries, transposed):
+    """Whole batch entries are one dynamic loop (each with a loop over its whole rows and a static M-edge row):
+    the program at B = 2 * entries (an even batch: each core gets whole entries) is the one at B = 2."""
+    assert program("bmm", *mode, (2 * entries, 700, 300, 600), transposed) == \
+        program("bmm", *mode, (2, 700, 300, 600), transposed)
+
+
+# the program of one core at 4096^3 (trn2, LNC=2); before the dynamic loops: 11072, 11200, 24514, 47746, 26048,
+# 50048, 90880 and 14082 (sr) instructions
+PROGRAM_BOUNDS_4096 = {("fast", False): 3000, ("native", False): 3000, ("dd", False): 8500,
+                       ("bf16x6", False): 15500, ("dd", True): 7000, ("bf16x6", True): 13000,
+                       ("ozaki", False): 24000, ("sr", False): 3700}
+
+
+@pytest.mark.parametrize("mode", PROGRAM_BOUNDS_4096, ids=lambda m: f"{m[0]}{'-float64' if m[1] else ''}")
+def test_the_program_at_4096_is_bounded(mode):
+    assert program("matmul", *mode, (1, 4096, 4096, 4096), False) <= PROGRAM_BOUNDS_4096[mode]
+
+
+@settings(max_examples=10)
+@given(mode=st.sampled_from(tuple(KERNELS)), batch=st.integers(1, 3), rows=st.integers(1, 2),
+       edge=st.integers(0, 130), k=st.integers(1, 150), n=st.integers(1, 1200), transposed=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_several_rows_of_blocks_give_the_exact_product_at_lnc_1_and_2(mode, batch, rows, edge, k, n, transposed,
+                                                                        seed):
+    """Rows of blocks in the dynamic loops, static partial rows (N beyond one block column splits rows between the
+    cores), M edges and, batched, whole entries in the batch loop: small integers (exact in bf16, every partial
+    sum below 2**24) give the exact product. Oracle: integer matmul in int64."""
+    m = rows * 512 + edge
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-8, 9, (batch, m, k), generator=g).float()
+    b = torch.randint(-8, 9, (batch, k, n), generator=g).float()
+    exact = torch.matmul(a.long(), b.long()).float()
+    with pytest.MonkeyPatch.context() as patch:
+        for lnc in ("1", "2"):
+            patch.setenv(nki.LNC_VARIABLE, lnc)
+            assert torch.equal(nki.run("bmm", layout(a, transposed), b, mode, "model"), exact)
+            assert torch.equal(nki.run("matmul", layout(a[0], transposed), b[0], mode, "model"), exact[0])
+
+
+@settings(max_examples=6)
+@given(batch=st.integers(1, 3), edge=st.integers(1, 130), n=st.integers(1, 1200), seed=st.integers(0, 2**16))
+def test_the_words_and_levels_kernels_over_several_rows_of_blocks(batch, edge, n, seed):
+    """The words kernels (float64 data split on the host) and the levels kernels (ozaki's digit slices) over two
+    rows of blocks and an edge, batched: exact on small integers. Oracles: int64 matmul; each level's sum of digit
+    products i + j = level (0-based slices, levels 2..slices + 1) in int64."""
+    m, k = 2 * 512 + edge, 140
+    g = torch.Generator().manual_seed(seed)
+    shape_a, shape_b = (batch, m, k), (batch, k, n)
+    a = torch.randint(-8, 9, shape_a, generator=g).double()
+    b = torch.randint(-8, 9, shape_b, generator=g).double()
+    digits_a = [torch.randint(-8, 9, shape_a, generator=g).double() for _ in range(2)]
+    digits_b = [torch.randint(-8, 9, shape_b, generator=g).double() for _ in range(2)]
+    products = {(i, j): torch.matmul(digits_a[i].long(), digits_b[j].long()) for i in range(2) for j in range(2)}
+    with pytest.MonkeyPatch.context() as patch:
+        for lnc in ("1", "2"):
+            patch.setenv(nki.LNC_VARIABLE, lnc)
+            assert torch.equal(nki.split_product(a, b, 2).long(), torch.matmul(a.long(), b.long()))
+            sums = nki.level_sums(digits_a, digits_b)
+            assert sums.keys() == {2, 3}
+            assert torch.equal(sums[2].long(), products[0, 0])
+            assert torch.equal(sums[3].long(), products[0, 1] + products[1, 0])

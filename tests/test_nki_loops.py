@@ -218,6 +218,55 @@ def test_an_inner_loop_first_run_inside_a_replay_counts_once(n):
     assert ran.program_instructions == 4 + 1 + (1 if n > 1 else 0) + 1  # the inner body once it has run
 
 
+@given(iterations=st.integers(2, 5), tiles=st.integers(2, 6))
+def test_tiles_of_a_body_live_within_an_iteration(iterations, tiles):
+    """A body that uses its tiles one after the other needs one tile's SBUF, however many iterations replay it
+    (each iteration's tiles live from their first to their last use in it). Oracle: out[r, j-th 256] == j."""
+
+    def kernel(x):
+        width = tiles * 256
+        out = nl.ndarray((iterations, width), nl.float32, buffer=nl.shared_hbm)
+
+        def body(i):
+            for j in range(tiles):
+                tile = nl.ndarray((1, 256), nl.float32, buffer=nl.sbuf)
+                nisa.memset(tile, float(j))
+                nisa.dma_copy(dst=out.ap(((width, 1), (1, 256)), offset=j * 256, scalar_offset=i, indirect_dim=0),
+                              src=tile)
+
+        nl.fori_loop(0, iterations, body)
+        return out
+
+    out, ran = run(kernel, np.zeros(1, np.float32))
+    np.testing.assert_array_equal(out, np.repeat(np.arange(tiles, dtype=np.float32), 256)[None].repeat(iterations, 0))
+    assert ran.sbuf_peak == 256 * 4
+
+
+def test_a_body_tile_carries_no_value_into_the_next_iteration():
+    """A tile the outer body allocates is written (by an inner loop of one trip) in the first iteration only: the
+    second reads what the first left, which needs the tile live across iterations; the model refuses it."""
+
+    def kernel(x):
+        out = nl.ndarray((2, 4), nl.float32, buffer=nl.shared_hbm)
+        count, down = nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf), nl.ndarray((1, 1), nl.int32, buffer=nl.sbuf)
+        nisa.memset(count, 1)
+        nisa.memset(down, -1)
+        trips = nisa.register_alloc()
+
+        def body(i):
+            carried = nl.ndarray((1, 4), nl.float32, buffer=nl.sbuf)
+            nisa.register_load(trips, count)
+            nl.fori_loop(0, trips, lambda _: nisa.memset(carried, 1.0))
+            nisa.dma_copy(dst=out.ap(((4, 1), (1, 4)), scalar_offset=i, indirect_dim=0), src=carried)
+            nisa.tensor_tensor(dst=count, data1=count, data2=down, op=nl.add)
+
+        nl.fori_loop(0, 2, body)
+        return out
+
+    with pytest.raises(ModelError, match="never written"):
+        run(kernel, np.zeros(1, np.float32))
+
+
 # --- refusals ------------------------------------------------------------------------------------------------
 def loop_with(body_use):
     """A kernel whose loop body does ``body_use(i, x)`` with the induction register i."""

@@ -14,7 +14,16 @@ output tile [M, N] accumulates in one fp32 PSUM bank (accumulate=False on the fi
 onto memory a matmul did not write). ``a`` is A^T [K, M] when ``a_is_transposed`` (a view the host hands over
 when A's strides allow) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
 
-Blocking (``_product``): the output is cut into blocks of BLOCK_TILES_M x BLOCK_TILES_N tiles and K into blocks
+Dynamic loops (``_each_entry``, ``_each_row``): every Python loop is unrolled when NKI specializes a kernel, so
+the loops over whole rows of output blocks (and, in bmm, over whole batch entries) are ``nl.fori_loop``s, whose
+body is one piece of program: a program's size does not grow with M or the batch. A partial row or entry (the
+edges of a program's share, an M edge) is a static call of the same body. Every HBM access is one ``.ap`` on the
+whole tensor, viewed as [words, batch, rows, columns] (``_hbm``), whose offset is the loop's register; where it
+needs the batch register and the row together (bmm's A and C), an int32 counter in SBUF, advanced with exact
+GpSimd adds, is loaded into a register instead (NKI documents no register arithmetic). Loops over the tiles and
+the N and K blocks within a row stay static.
+
+Blocking (``_product_row``): the output is cut into blocks of BLOCK_TILES_M x BLOCK_TILES_N tiles and K into blocks
 of as many K tiles as the SBUF budget allows; each block's operand tiles are loaded into SBUF once and reused by
 every output tile of the block (A's once per M block when K fits in one block). Sums across K blocks are fp32 in
 SBUF (the documented tutorial adds them in the output dtype, which rounds bf16 outputs once per block: not here).
@@ -62,6 +71,7 @@ ROUND_BIAS = 0x8000  # added to fp32 bits: the mask below then rounds to the nea
 HI_MASK = -65536  # 0xFFFF0000 as int32 (kernel integers are 32-bit signed): the bits of fp32 that a bf16 keeps
 LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 XORWOW_WORDS = 6  # uint32 of GpSimd's XORWOW generator state per lane (nki.isa.rand_set_state)
+INT32_MAX = 2**31 - 1  # dynamic offsets are 32-bit registers (SDK isa register_alloc: "64x 32-bit registers")
 
 
 # --- entry points (the host jits these) ---------------------------------------------------------------------
@@ -69,41 +79,31 @@ def matmul(a, b, a_is_transposed, fast):
     """C = A @ B in fp32; fast: bf16 operands (fp32 inputs rounded on chip), else fp32 operands (native)."""
     operand = nl.bfloat16 if fast else nl.float32
     out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
-    m, n = out.shape[0], b.shape[1]
-    for _, first, stop in _shares(1, m, n):
-        _product(out, _as_words(a), _as_words(b), a_is_transposed, operand, 1, 0, 0, first, stop)
+    _products(_whole(out, 1, 1), _whole(a, 1, 1), _whole(b, 1, 1), a_is_transposed, operand, 1, 0, 0)
     return out
 
 
 def bmm(a, b, a_is_transposed, fast):
     """C[i] = A[i] @ B[i] for each i of the leading batch dimension (see ``matmul``)."""
     operand = nl.bfloat16 if fast else nl.float32
-    out = nl.ndarray((a.shape[0], _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32,
-                     buffer=nl.shared_hbm)
-    m, n = out.shape[1], b.shape[2]
-    for i, first, stop in _shares(a.shape[0], m, n):
-        _product(out[i], _as_words(a[i]), _as_words(b[i]), a_is_transposed, operand, 1, 0, 0, first, stop)
+    batch = a.shape[0]
+    out = nl.ndarray((batch, _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _products(_whole(out, 1, batch), _whole(a, 1, batch), _whole(b, 1, batch), a_is_transposed, operand, 1, 0, 0)
     return out
 
 
 def matmul_split(a, b, a_is_transposed, words):
     """dd (words=2) or bf16x6 (words=3) on fp32 A, B: split on chip, then every product in PSUM (fp32 result)."""
     out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
-    m, n = out.shape[0], b.shape[1]
-    for _, first, stop in _shares(1, m, n):
-        a_words, b_words = _split_operands(a, b, a_is_transposed, words, first, stop)
-        _product(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0, first, stop)
+    _split_products(_whole(out, 1, 1), _whole(a, 1, 1), _whole(b, 1, 1), a_is_transposed, words)
     return out
 
 
 def bmm_split(a, b, a_is_transposed, words):
     """``matmul_split`` for each i of the leading batch dimension."""
-    out = nl.ndarray((a.shape[0], _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32,
-                     buffer=nl.shared_hbm)
-    m, n = out.shape[1], b.shape[2]
-    for i, first, stop in _shares(a.shape[0], m, n):
-        a_words, b_words = _split_operands(a[i], b[i], a_is_transposed, words, first, stop)
-        _product(out[i], a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0, first, stop)
+    batch = a.shape[0]
+    out = nl.ndarray((batch, _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _split_products(_whole(out, 1, batch), _whole(a, 1, batch), _whole(b, 1, batch), a_is_transposed, words)
     return out
 
 
@@ -113,21 +113,17 @@ def matmul_words(a_words, b_words, a_is_transposed):
     words = a_words.shape[0]
     out = nl.ndarray((_rows(a_words[0], a_is_transposed), b_words.shape[2]), dtype=nl.float32,
                      buffer=nl.shared_hbm)
-    m, n = out.shape[0], b_words.shape[2]
-    for _, first, stop in _shares(1, m, n):
-        _product(out, a_words, b_words, a_is_transposed, nl.bfloat16, words, _chunking(words), 0, first, stop)
+    _products(_whole(out, 1, 1), _whole(a_words, words, 1), _whole(b_words, words, 1), a_is_transposed,
+              nl.bfloat16, words, _chunking(words), 0)
     return out
 
 
 def bmm_words(a_words, b_words, a_is_transposed):
     """``matmul_words`` for each i of the batch dimension (a_words [n, B, M, K], b_words [n, B, K, N])."""
-    words = a_words.shape[0]
-    out = nl.ndarray((a_words.shape[1], _rows(a_words[0, 0], a_is_transposed), b_words.shape[3]),
-                     dtype=nl.float32, buffer=nl.shared_hbm)
-    m, n = out.shape[1], b_words.shape[3]
-    for i, first, stop in _shares(a_words.shape[1], m, n):
-        _product(out[i], a_words[:, i], b_words[:, i], a_is_transposed, nl.bfloat16, words, _chunking(words), 0,
-                 first, stop)
+    words, batch = a_words.shape[0], a_words.shape[1]
+    out = nl.ndarray((batch, _rows(a_words[0, 0], a_is_transposed), b_words.shape[3]), dtype=nl.float32,
+                     buffer=nl.shared_hbm)
+    _products(_whole(out, 1, batch), a_words, b_words, a_is_transposed, nl.bfloat16, words, _chunking(words), 0)
     return out
 
 
@@ -137,21 +133,21 @@ def matmul_levels(a_digits, b_digits, a_is_transposed):
     m, k, n = _rows(a_digits[0], a_is_transposed), b_digits.shape[1], b_digits.shape[2]
     slices = a_digits.shape[0]
     k_tiles = _level_k_tiles(m, k, n, slices)
-    out = nl.ndarray((slices, _tiles(k, k_tiles * TILE_K), m, n), dtype=nl.int32, buffer=nl.shared_hbm)
-    for _, first, stop in _shares(1, m, n):
-        _levels(out, a_digits, b_digits, a_is_transposed, k_tiles, first, stop)
+    k_blocks = _tiles(k, k_tiles * TILE_K)
+    out = nl.ndarray((slices, k_blocks, m, n), dtype=nl.int32, buffer=nl.shared_hbm)
+    _levels(_whole(out, slices * k_blocks, 1), _whole(a_digits, slices, 1), _whole(b_digits, slices, 1),
+            a_is_transposed, k_tiles)
     return out
 
 
 def bmm_levels(a_digits, b_digits, a_is_transposed):
     """``matmul_levels`` for each i of the batch dimension: int32 [s, K blocks, B, M, N]."""
     m, k, n = _rows(a_digits[0, 0], a_is_transposed), b_digits.shape[2], b_digits.shape[3]
-    slices = a_digits.shape[0]
+    slices, batch = a_digits.shape[0], a_digits.shape[1]
     k_tiles = _level_k_tiles(m, k, n, slices)
-    out = nl.ndarray((slices, _tiles(k, k_tiles * TILE_K), a_digits.shape[1], m, n), dtype=nl.int32,
-                     buffer=nl.shared_hbm)
-    for i, first, stop in _shares(a_digits.shape[1], m, n):
-        _levels(out[:, :, i], a_digits[:, i], b_digits[:, i], a_is_transposed, k_tiles, first, stop)
+    k_blocks = _tiles(k, k_tiles * TILE_K)
+    out = nl.ndarray((slices, k_blocks, batch, m, n), dtype=nl.int32, buffer=nl.shared_hbm)
+    _levels(_whole(out, slices * k_blocks, batch), a_digits, b_digits, a_is_transposed, k_tiles)
     return out
 
 
@@ -161,9 +157,8 @@ def matmul_sr(a, b, a_is_transposed, seed):
     GpSimd's to one XORWOW state per lane with ``nisa.rand_set_state``; on NeuronCore-v2, which has no GpSimd
     generator, the Vector Engine's with ``nisa.set_rng_seed`` from the first word."""
     out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    m, n = out.shape[0], b.shape[1]
     program = nl.program_id(0)
-    for _, first, stop in _shares(1, m, n):
+    if _shares(1, out.shape[0], out.shape[1]):  # this program has output blocks
         if _rng_engine() == nisa.gpsimd_engine:
             states = nl.ndarray((TILE_K, XORWOW_WORDS), dtype=nl.uint32, buffer=nl.sbuf)
             nisa.dma_copy(dst=states, src=seed[program])
@@ -172,7 +167,7 @@ def matmul_sr(a, b, a_is_transposed, seed):
             word = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
             nisa.dma_copy(dst=word, src=seed[program, 0:1, 0:1])
             nisa.set_rng_seed(word)
-        _product(out, _as_words(a), _as_words(b), a_is_transposed, nl.bfloat16, 1, 0, 1, first, stop)
+    _products(_whole(out, 1, 1), _whole(a, 1, 1), _whole(b, 1, 1), a_is_transposed, nl.bfloat16, 1, 0, 1)
     return out
 
 
@@ -182,7 +177,13 @@ def _rng_engine():
     return nisa.vector_engine if nisa.get_nc_version() == nisa.nc_version.gen2 else nisa.gpsimd_engine
 
 
-# --- the programs' shares -------------------------------------------------------------------------------------
+def _whole(x, words, batch):
+    """x (a kernel argument or output in HBM) as the [words, batch, rows, columns] view every access below is
+    addressed in (``_hbm``)."""
+    return x.reshape((words, batch, x.shape[-2], x.shape[-1]))
+
+
+# --- the programs' shares, walked in dynamic loops ----------------------------------------------------------
 def _block_shape(m, n):
     """(block_m, block_n): output rows and columns of one block."""
     return min(BLOCK_TILES_M * TILE_M, m), min(BLOCK_TILES_N * TILE_N, n)
@@ -222,6 +223,127 @@ def _block_rows(first, stop, per_row):
     return rows
 
 
+def _each_entry(batch, m, n, streams, entry):
+    """``entry(b, first, stop, counters)`` for each batch entry b with output blocks first..stop-1 of this program
+    (``_shares``). With a batch (bmm), the entries a program has whole run as one ``nl.fori_loop`` whose register
+    is b, so the program does not grow with the batch; the others (at most the first and the last of the share)
+    and a lone entry (matmul) are static calls, b an int.
+
+    ``streams``: (tensor, dim) of each HBM tensor whose rows of entry b start at b * (the entry's size) + the row:
+    two registers, and NKI documents no register arithmetic. In the loop each gets an int32 counter in SBUF, its
+    offset in units of dimension dim's stride (``_units``), which ``_each_row`` loads into a register before each
+    access and advances with exact int32 adds on GpSimd; ``counters`` is () for a static entry."""
+    block_m, block_n = _block_shape(m, n)
+    blocks = _tiles(m, block_m) * _tiles(n, block_n)
+    whole = ()
+    for b, first, stop in _shares(batch, m, n):
+        if batch > 1 and first == 0 and stop == blocks:
+            whole = whole + (b,)
+        else:
+            entry(b, first, stop, ())
+    if whole:
+        counters = ()
+        for t, dim in streams:
+            assert batch * _units(t, dim) <= INT32_MAX, (
+                f"nki matmul: {t.shape} is too large for a 32-bit dynamic offset; split the batch")
+            counters = counters + (_int_tile(whole[0] * _units(t, dim)),)
+
+        def body(b):
+            entry(b, 0, blocks, counters)
+
+        nl.fori_loop(whole[0], whole[-1] + 1, body)
+
+
+def _each_row(b, first, stop, m, n, streams, counters, row):
+    """``row(m0, at, ms, n_first, n_stop)`` for each row of blocks of entry b holding blocks first..stop-1: m0 its
+    first output row (in the entry), ms its rows, n_first..n_stop-1 its block columns, ``at`` where its rows
+    start in each stream (``_hbm``). The rows whole in both directions run as one ``nl.fori_loop`` whose register
+    is m0, so the program does not grow with M; the others (the first and the last row when they have only some
+    block columns, the last when block_m does not divide M) are static calls of the same row, m0 an int.
+    ``counters`` (``_each_entry``): the streams' counters, advanced here past the whole entry."""
+    block_m, block_n = _block_shape(m, n)
+    cols = _tiles(n, block_n)
+    registers = ()
+    for _ in counters:
+        registers = registers + (nisa.register_alloc(),)
+
+    def one(m0, ms, n_first, n_stop):
+        at = ()
+        for s in range(len(streams)):
+            if counters:
+                nisa.register_load(registers[s], counters[s])
+                at = at + ((0, registers[s], streams[s][1]),)
+            else:
+                at = at + ((b * streams[s][0].shape[2] * streams[s][0].shape[3], m0, streams[s][1]),)
+        row(m0, at, ms, n_first, n_stop)
+
+    def static(r, n_first, n_stop):
+        ms = min(block_m, m - r * block_m)
+        one(r * block_m, ms, n_first, n_stop)
+        if counters:
+            _advance(counters, _int_tile(ms))
+
+    def body(m0):
+        one(m0, block_m, 0, cols)
+        if counters:
+            _advance(counters, step)
+
+    rows = _block_rows(first, stop, cols)
+    looped = ()  # the rows whole in both directions: consecutive (only the first and the last row can be partial)
+    for r, n_first, n_stop in rows:
+        if n_first == 0 and n_stop == cols and (r + 1) * block_m <= m:
+            looped = looped + (r,)
+    step = _int_tile(block_m) if looped and counters else None
+    for r, n_first, n_stop in rows:
+        if not looped or r < looped[0]:
+            static(r, n_first, n_stop)
+    if looped:
+        nl.fori_loop(looped[0] * block_m, (looped[-1] + 1) * block_m, body, step=block_m)
+    for r, n_first, n_stop in rows:
+        if looped and r > looped[-1]:
+            static(r, n_first, n_stop)
+    for s in range(len(counters)):
+        rest = _units(streams[s][0], streams[s][1]) - m  # from the entry's last row to the next entry's first
+        if rest:
+            _advance(counters[s:s + 1], _int_tile(rest))
+
+
+def _units(t, dim):
+    """Elements of one entry of a [words, batch, rows, columns] tensor, in units of dimension dim's stride."""
+    size = 1
+    for d in range(dim + 1, 4):
+        size = size * t.shape[d]
+    return t.shape[2] * t.shape[3] // size
+
+
+def _int_tile(value):
+    """A [1, 1] int32 SBUF tile holding ``value``, set on GpSimd (an integer memset, exact)."""
+    t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(t, value, engine=nisa.gpsimd_engine)
+    return t
+
+
+def _advance(counters, step):
+    """counter += step for each counter: int32 adds on GpSimd, exact (NKI_FACTS.md section 13; the Vector Engine
+    would add in fp32)."""
+    for counter in counters:
+        nisa.tensor_tensor(dst=counter, data1=counter, data2=step, op=nl.add, engine=nisa.gpsimd_engine)
+
+
+def _hbm(t, w, r, c, rows, cols, at):
+    """The [rows, cols] tile at row r, column c of word w of ``t`` ([words, batch, R, C] in HBM), from the place
+    ``at`` = (elements, offset, dim): ``elements`` further into t and ``offset`` (an int, or a register: the start
+    of a dynamic loop's block) times dimension dim's stride. One ``.ap`` on the whole tensor: an access with a
+    dynamic offset is an access pattern over the tensor's storage (SDK NkiTensor.ap, nki-aps.rst); patterns are
+    tuples here, as for every call argument of a kernel (the stub types them list[list[int]])."""
+    elements, offset, dim = at
+    start = (w * t.shape[1] * t.shape[2] + r) * t.shape[3] + c + elements
+    pattern = ((t.shape[3], rows), (1, cols))
+    if isinstance(offset, int):
+        return t.ap(pattern, offset=start + offset * (t.shape[2] * t.shape[3] // _units(t, dim)))
+    return t.ap(pattern, offset=start, scalar_offset=offset, indirect_dim=dim)
+
+
 # --- sizes ---------------------------------------------------------------------------------------------------
 def _tiles(size, tile):
     return (size + tile - 1) // tile
@@ -230,11 +352,6 @@ def _tiles(size, tile):
 def _rows(a, a_is_transposed):
     """M of an A given as A^T [K, M] or A [M, K]."""
     return a.shape[1] if a_is_transposed else a.shape[0]
-
-
-def _as_words(x):
-    """A one-word view [1, ...] of an operand, so every mode shares the word-generic product."""
-    return x.reshape((1, x.shape[0], x.shape[1]))
 
 
 def _chunking(words):
@@ -284,27 +401,42 @@ def _level_pairs(words):
 
 
 # --- phase 1: splitting on chip -----------------------------------------------------------------------------
-def _split_operands(a, b, a_is_transposed, words, first, stop):
-    """The words of A (as A^T: [words, K, M]) and B ([words, K, N]) in this program's HBM scratch (private_hbm):
-    the rows of A and columns of B that output blocks first..stop-1 need, each element split once."""
-    k, n = b.shape
-    m = _rows(a, a_is_transposed)
+def _split_products(out, a, b, a_is_transposed, words):
+    """``_products`` of fp32 A and B ([1, batch, ...] views) split on chip into ``words`` bf16 words: per batch
+    entry, the words of A (as A^T: [words, K, M]) and B ([words, K, N]) go to this program's HBM scratch
+    (private_hbm): the rows of A (row by row of output blocks, in the same loops as the products) and the columns
+    of B its output blocks need, each element split once; then its blocks multiply the words."""
+    batch, m, n = out.shape[1], out.shape[2], out.shape[3]
+    k = b.shape[2]
     block_m, block_n = _block_shape(m, n)
     per_row = _tiles(n, block_n)
-    m_range = (first // per_row * block_m, min(_tiles(stop, per_row) * block_m, m))
-    n_range = (0, n)  # blocks in several rows of blocks: every column (assumed cheaper than finding the union)
-    if first // per_row == (stop - 1) // per_row:
-        n_range = (first % per_row * block_n, min(((stop - 1) % per_row + 1) * block_n, n))
-    a_words = nl.ndarray((words, k, m), dtype=nl.bfloat16, buffer=nl.private_hbm)
-    b_words = nl.ndarray((words, k, n), dtype=nl.bfloat16, buffer=nl.private_hbm)
+    a_words = nl.ndarray((words, 1, k, m), dtype=nl.bfloat16, buffer=nl.private_hbm)
+    b_words = nl.ndarray((words, 1, k, n), dtype=nl.bfloat16, buffer=nl.private_hbm)
     bias = _constant(ROUND_BIAS)
     mask = _constant(HI_MASK)
-    if a_is_transposed:
-        _split(a_words, a, words, False, bias, mask, (0, k), m_range)
-    else:
-        _split(a_words, a, words, True, bias, mask, m_range, (0, k))
-    _split(b_words, b, words, False, bias, mask, (0, k), n_range)
-    return a_words, b_words
+    a_dim = 3 if a_is_transposed else 2  # where M lies in A
+
+    def split_rows(m0, at, ms, n_first, n_stop):
+        scratch = (0, m0, 3)  # the entry's rows m0.. in the scratch's M dimension
+        if a_is_transposed:
+            _split(a_words, a, words, False, bias, mask, (0, k), (0, ms), at[0], scratch)
+        else:
+            _split(a_words, a, words, True, bias, mask, (0, ms), (0, k), at[0], scratch)
+
+    def entry(i, first, stop, counters):
+        _each_row(i, first, stop, m, n, ((a, a_dim),), counters[0:1], split_rows)
+        n_range = (0, n)  # blocks in several rows of blocks: every column (assumed cheaper than finding the union)
+        if first // per_row == (stop - 1) // per_row:
+            n_range = (first % per_row * block_n, min(((stop - 1) % per_row + 1) * block_n, n))
+        _split(b_words, b, words, False, bias, mask, (0, k), n_range, (0, i, 1), (0, 0, 1))
+
+        def multiply(m0, at, ms, n_first, n_stop):
+            _product_row(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0,
+                         ((0, m0, 3), (0, 0, 1), at[0]), ms, n_first, n_stop)
+
+        _each_row(i, first, stop, m, n, ((out, 2),), counters[1:2], multiply)
+
+    _each_entry(batch, m, n, ((a, a_dim), (out, 2)), entry)
 
 
 def _constant(value):
@@ -314,23 +446,23 @@ def _constant(value):
     return t.view(nl.uint32)
 
 
-def _split(out, x, words, transpose, bias, mask, rows, cols):
-    """out[t] = word t of x (fp32 [R, C] in HBM), or of x^T when ``transpose`` (out is then [words, C, R]), for
-    x's rows rows[0]..rows[1]-1 and columns cols[0]..cols[1]-1: w = ((bits + 0x8000) & 0xFFFF0000) as fp32
-    (exact bf16), x -= w (exact), for each word."""
+def _split(out, x, words, transpose, bias, mask, rows, cols, x_at, out_at):
+    """out's words of x's rows rows[0]..rows[1]-1 and columns cols[0]..cols[1]-1 (x: fp32 [1, batch, R, C] in HBM
+    from ``x_at``; out: [words, 1, R, C], or [words, 1, C, R] of x^T when ``transpose``, from ``out_at``; see
+    ``_hbm``): w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (exact bf16), x -= w (exact), for each word."""
     step = TILE_K if transpose else TILE_N  # transposed: 128 x 128 tiles for the Tensor Engine transpose
     for r0 in range(rows[0], rows[1], TILE_K):
         rr = min(TILE_K, rows[1] - r0)
         for c0 in range(cols[0], cols[1], step):
             cc = min(step, cols[1] - c0)
             rest = nl.ndarray((TILE_K, step), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=rest[0:rr, 0:cc], src=x[r0:r0 + rr, c0:c0 + cc])
+            nisa.dma_copy(dst=rest[0:rr, 0:cc], src=_hbm(x, 0, r0, c0, rr, cc, x_at))
             for t in range(words):
                 word = _nearest_word(rest[0:rr, 0:cc], bias[0:rr, 0:cc], mask[0:rr, 0:cc])
                 if transpose:
-                    _store_transposed(out[t, c0:c0 + cc, r0:r0 + rr], word)
+                    _store_transposed(_hbm(out, t, c0, r0, cc, rr, out_at), word)
                 else:
-                    _store_word(out[t, r0:r0 + rr, c0:c0 + cc], word)
+                    _store_word(_hbm(out, t, r0, c0, rr, cc, out_at), word)
                 if t < words - 1:
                     nisa.tensor_tensor(dst=rest[0:rr, 0:cc], data1=rest[0:rr, 0:cc], data2=word, op=nl.subtract,
                                        engine=nisa.vector_engine)
@@ -365,12 +497,43 @@ def _store_transposed(dst, word):
 
 
 # --- phase 2: products ----------------------------------------------------------------------------------------
-def _product(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, first, stop):
-    """out[M, N] = sum over the kept word pairs of A_i @ B_j, for output blocks first..stop-1 (row-major).
-    ``chunk_tiles``: 0 accumulates a whole K block per PSUM accumulation, else that many K tiles, GROUP chunk sums
-    added and TwoSum-combined. ``stochastic``: round the fp32 result to out's bf16 stochastically (fast only)."""
-    k, n = b_words.shape[1], b_words.shape[2]
-    m = out.shape[0]
+def _products(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic):
+    """out = sum over the kept word pairs of A_i @ B_j for each batch entry, over this program's output blocks,
+    on [words, batch, ...] views (``_whole``); see ``_product_row``."""
+
+    def row(at, ms, n_first, n_stop):
+        _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, at, ms,
+                     n_first, n_stop)
+
+    _each_block_row(out, a_words, a_is_transposed, row)
+
+
+def _each_block_row(out, a_words, a_is_transposed, row):
+    """``row(at, ms, n_first, n_stop)`` for each row of this program's output blocks in out [words, batch, M, N]
+    (``_each_entry``, ``_each_row``): ``at`` = the places (``_hbm``) of its rows in A (a_words), of its batch
+    entry in B, of its rows in out."""
+    batch, m, n = out.shape[1], out.shape[2], out.shape[3]
+    streams = ((a_words, 3 if a_is_transposed else 2), (out, 2))  # M is A's dimension 2, or 3 in A^T
+
+    def entry(i, first, stop, counters):
+        def each(m0, at, ms, n_first, n_stop):
+            row((at[0], (0, i, 1), at[1]), ms, n_first, n_stop)
+
+        _each_row(i, first, stop, m, n, streams, counters, each)
+
+    _each_entry(batch, m, n, streams, entry)
+
+
+def _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, at, ms, n_first,
+                 n_stop):
+    """One row of output blocks, block columns n_first..n_stop-1, of ms rows: out = sum over the kept word pairs
+    of A_i @ B_j, where ``at`` = the places (``_hbm``) of the row's rows in A, of the entry in B, of the row's
+    rows in out. ``chunk_tiles``: 0 accumulates a whole K block per PSUM accumulation, else that many K tiles,
+    GROUP chunk sums added and TwoSum-combined. ``stochastic``: round the fp32 result to out's bf16
+    stochastically (fast only)."""
+    a_at, b_at, out_at = at
+    k, n = b_words.shape[2], b_words.shape[3]
+    m = out.shape[2]
     levels = _level_pairs(words)
     width = words * (4 if operand == nl.float32 else 2)
     accumulators = 3 if chunk_tiles else 1
@@ -379,26 +542,23 @@ def _product(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles
     block_k = k_tiles * TILE_K
     one_k_block = k <= block_k
     chunks = _tiles(k, chunk_tiles * TILE_K) if chunk_tiles else 0
-    for row, n_first, n_stop in _block_rows(first, stop, _tiles(n, block_n)):
-        m0 = row * block_m
-        ms = min(block_m, m - m0)
-        if one_k_block:  # A's block serves every N block of the row: load it once
-            a_tiles = _load_stationary(a_words, m0, ms, 0, k, a_is_transposed, operand, k_tiles, block_m)
-        for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
-            ns = min(block_n, n - n0)
-            sums = nl.ndarray((TILE_M, accumulators, _tiles(block_m, TILE_M), block_n), dtype=nl.float32,
-                              buffer=nl.sbuf)
-            for k0 in range(0, k, block_k):
-                ks = min(block_k, k - k0)
-                if not one_k_block:
-                    a_tiles = _load_stationary(a_words, m0, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m)
-                b_tiles = _load_moving(b_words, k0, ks, n0, ns, operand, k_tiles, block_n)
-                if chunk_tiles:
-                    _multiply_chunked(sums, a_tiles, b_tiles, levels, ms, ks, ns, chunk_tiles,
-                                      k0 // (chunk_tiles * TILE_K), chunks)
-                else:
-                    _multiply(sums, a_tiles, b_tiles, levels, ms, ks, ns, k0 == 0)
-            _store(out, sums, m0, ms, n0, ns, chunk_tiles, stochastic)
+    if one_k_block:  # A's block serves every N block of the row: load it once
+        a_tiles = _load_stationary(a_words, a_at, ms, 0, k, a_is_transposed, operand, k_tiles, block_m)
+    for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
+        ns = min(block_n, n - n0)
+        sums = nl.ndarray((TILE_M, accumulators, _tiles(block_m, TILE_M), block_n), dtype=nl.float32,
+                          buffer=nl.sbuf)
+        for k0 in range(0, k, block_k):
+            ks = min(block_k, k - k0)
+            if not one_k_block:
+                a_tiles = _load_stationary(a_words, a_at, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m)
+            b_tiles = _load_moving(b_words, b_at, k0, ks, n0, ns, operand, k_tiles, block_n)
+            if chunk_tiles:
+                _multiply_chunked(sums, a_tiles, b_tiles, levels, ms, ks, ns, chunk_tiles,
+                                  k0 // (chunk_tiles * TILE_K), chunks)
+            else:
+                _multiply(sums, a_tiles, b_tiles, levels, ms, ks, ns, k0 == 0)
+        _store(out, out_at, sums, ms, n0, ns, chunk_tiles, stochastic)
 
 
 def _load(dst, src):
@@ -412,20 +572,20 @@ def _load(dst, src):
         nisa.tensor_copy(dst=dst, src=staged, engine=nisa.gpsimd_engine)
 
 
-def _load_stationary(a_words, m0, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m):
-    """Each word of A^T[k0:k0+ks, m0:m0+ms] as SBUF tiles [K tile partitions, word, k tile, m]."""
+def _load_stationary(a_words, at, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m):
+    """Each word of A^T[k0:k0+ks, the ms rows of A at ``at``] as SBUF tiles [K tile partitions, word, k tile, m]."""
     tiles = nl.ndarray((TILE_K, a_words.shape[0], k_tiles, block_m), dtype=operand, buffer=nl.sbuf)
     for w in range(a_words.shape[0]):
         for t in range(_tiles(ks, TILE_K)):
             kk = k0 + t * TILE_K
             kr = min(TILE_K, ks - t * TILE_K)
             if a_is_transposed:
-                _load(tiles[0:kr, w, t, 0:ms], a_words[w, kk:kk + kr, m0:m0 + ms])
+                _load(tiles[0:kr, w, t, 0:ms], _hbm(a_words, w, kk, 0, kr, ms, at))
             else:
                 for i in range(_tiles(ms, TILE_M)):
-                    mm = m0 + i * TILE_M
                     mr = min(TILE_M, ms - i * TILE_M)
-                    _load_transposed(tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr], a_words[w, mm:mm + mr, kk:kk + kr])
+                    _load_transposed(tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr],
+                                     _hbm(a_words, w, i * TILE_M, kk, mr, kr, at))
     return tiles
 
 
@@ -439,14 +599,15 @@ def _load_transposed(dst, src):
     nisa.tensor_copy(dst=dst, src=flipped, engine=nisa.vector_engine)
 
 
-def _load_moving(b_words, k0, ks, n0, ns, operand, k_tiles, block_n):
-    """Each word of B[k0:k0+ks, n0:n0+ns] as SBUF tiles [K tile partitions, word, k tile, n]."""
+def _load_moving(b_words, at, k0, ks, n0, ns, operand, k_tiles, block_n):
+    """Each word of B[k0:k0+ks, n0:n0+ns] of the entry at ``at`` as SBUF tiles [K tile partitions, word, k tile,
+    n]."""
     tiles = nl.ndarray((TILE_K, b_words.shape[0], k_tiles, block_n), dtype=operand, buffer=nl.sbuf)
     for w in range(b_words.shape[0]):
         for t in range(_tiles(ks, TILE_K)):
             kk = k0 + t * TILE_K
             kr = min(TILE_K, ks - t * TILE_K)
-            _load(tiles[0:kr, w, t, 0:ns], b_words[w, kk:kk + kr, n0:n0 + ns])
+            _load(tiles[0:kr, w, t, 0:ns], _hbm(b_words, w, kk, n0, kr, ns, at))
     return tiles
 
 
@@ -523,18 +684,20 @@ def _two_sum_into(s, e, g, first):
     nisa.tensor_copy(dst=s, src=total, engine=nisa.gpsimd_engine)
 
 
-def _store(out, sums, m0, ms, n0, ns, chunk_tiles, stochastic):
-    """The block's result to HBM: s + e for bf16x6, stochastically rounded to bf16 for sr, else as it is."""
+def _store(out, at, sums, ms, n0, ns, chunk_tiles, stochastic):
+    """The block's result to its rows of out at ``at``: s + e for bf16x6, stochastically rounded to bf16 for sr,
+    else as it is."""
     for i in range(_tiles(ms, TILE_M)):
         rows = min(TILE_M, ms - i * TILE_M)
         result = sums[0:rows, 0, i, 0:ns]
         if chunk_tiles:
             nisa.tensor_tensor(dst=result, data1=result, data2=sums[0:rows, 1, i, 0:ns], op=nl.add,
                                engine=nisa.vector_engine)
+        dst = _hbm(out, 0, i * TILE_M, n0, rows, ns, at)
         if stochastic:
-            _store_stochastic(out[m0 + i * TILE_M:m0 + i * TILE_M + rows, n0:n0 + ns], result)
+            _store_stochastic(dst, result)
         else:
-            nisa.dma_copy(dst=out[m0 + i * TILE_M:m0 + i * TILE_M + rows, n0:n0 + ns], src=result)
+            nisa.dma_copy(dst=dst, src=result)
 
 
 def _store_stochastic(dst, result):
@@ -557,30 +720,40 @@ def _store_stochastic(dst, result):
 
 
 # --- ozaki's exact levels ----------------------------------------------------------------------------------
-def _levels(out, a_digits, b_digits, a_is_transposed, k_tiles, first, stop):
-    """out[l, kb] (int32) = the exact sum of level l's digit products over K block kb, for every output tile of
-    blocks first..stop-1 (row-major)."""
-    k, n = b_digits.shape[1], b_digits.shape[2]
+def _levels(out, a_digits, b_digits, a_is_transposed, k_tiles):
+    """out[l * (K blocks) + kb] (int32 [levels x K blocks, batch, M, N]) = the exact sum of level l's digit products
+    over K block kb, for every output tile of this program's blocks of each batch entry."""
+
+    def row(at, ms, n_first, n_stop):
+        _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, at, ms, n_first, n_stop)
+
+    _each_block_row(out, a_digits, a_is_transposed, row)
+
+
+def _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, at, ms, n_first, n_stop):
+    """``_levels`` for one row of output blocks, block columns n_first..n_stop-1, of ms rows, at the places ``at``
+    (``_each_block_row``)."""
+    a_at, b_at, out_at = at
+    k, n = b_digits.shape[2], b_digits.shape[3]
     m = out.shape[2]
     levels = _level_pairs(a_digits.shape[0])
+    k_blocks = out.shape[0] // len(levels)
     block_m, block_n = _block_shape(m, n)
     block_k = k_tiles * TILE_K
-    for row, n_first, n_stop in _block_rows(first, stop, _tiles(n, block_n)):
-        m0 = row * block_m
-        ms = min(block_m, m - m0)
-        for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
-            ns = min(block_n, n - n0)
-            for k0 in range(0, k, block_k):
-                ks = min(block_k, k - k0)
-                a_tiles = _load_stationary(a_digits, m0, ms, k0, ks, a_is_transposed, nl.bfloat16, k_tiles, block_m)
-                b_tiles = _load_moving(b_digits, k0, ks, n0, ns, nl.bfloat16, k_tiles, block_n)
-                for index in range(len(levels)):
-                    _exact_level(out[index, k0 // block_k], a_tiles, b_tiles, levels[index], m0, ms, n0, ns, ks)
+    for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
+        ns = min(block_n, n - n0)
+        for k0 in range(0, k, block_k):
+            ks = min(block_k, k - k0)
+            a_tiles = _load_stationary(a_digits, a_at, ms, k0, ks, a_is_transposed, nl.bfloat16, k_tiles, block_m)
+            b_tiles = _load_moving(b_digits, b_at, k0, ks, n0, ns, nl.bfloat16, k_tiles, block_n)
+            for index in range(len(levels)):
+                _exact_level(out, index * k_blocks + k0 // block_k, out_at, a_tiles, b_tiles, levels[index], ms, n0,
+                             ns, ks)
 
 
-def _exact_level(out, a_tiles, b_tiles, pairs, m0, ms, n0, ns, ks):
+def _exact_level(out, w, at, a_tiles, b_tiles, pairs, ms, n0, ns, ks):
     """One level over one K block: PSUM accumulations of a few (pair, K tile) items, each exact in fp32, converted
-    to int32 and summed exactly on GpSimd, then stored."""
+    to int32 and summed exactly on GpSimd, then stored to word w of out, rows at ``at``."""
     per_group = EXACT_TILES if pairs == ((0, 0),) else EXACT_TILES_LATER
     items = ()  # (word pair, K tile): at most per_group of them per PSUM accumulation
     for t in range(_tiles(ks, TILE_K)):
@@ -605,5 +778,4 @@ def _exact_level(out, a_tiles, b_tiles, pairs, m0, ms, n0, ns, ks):
                     nisa.tensor_copy(dst=exact[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.scalar_engine)
                     nisa.tensor_tensor(dst=total[0:mr, 0:nr], data1=total[0:mr, 0:nr], data2=exact[0:mr, 0:nr],
                                        op=nl.add, engine=nisa.gpsimd_engine)
-            nisa.dma_copy(dst=out[m0 + i * TILE_M:m0 + i * TILE_M + mr, n0 + j * TILE_N:n0 + j * TILE_N + nr],
-                          src=total[0:mr, 0:nr])
+            nisa.dma_copy(dst=_hbm(out, w, i * TILE_M, n0 + j * TILE_N, mr, nr, at), src=total[0:mr, 0:nr])

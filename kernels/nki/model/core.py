@@ -178,16 +178,17 @@ class Core:
 
     def _peak(self, buffer: Buffer, size) -> tuple[int, str, list[Lifetime]]:
         """(peak of ``size`` summed over the live allocations of ``buffer``, where it is, the allocations live
-        there), sweeping creations and last uses in instruction order (an allocation dies after its last use)."""
+        there), sweeping creations and last uses in instruction order (an allocation dies after its last use; one
+        a dynamic loop's body allocated lives once per iteration: ``Lifetime.spans``)."""
         allocations = [a for a in self.on_chip if a.buffer is buffer]
-        changes = sorted([(a.created, size(a)) for a in allocations] + [(a.last_use + 1, -size(a))
-                                                                        for a in allocations])
+        changes = sorted([(start, size(a)) for a in allocations for start, _ in a.spans()]
+                         + [(end + 1, -size(a)) for a in allocations for _, end in a.spans()])
         peak, when, total = 0, 0, 0
         for time, change in changes:  # at equal times deaths (negative) come first
             total += change
             if total > peak:
                 peak, when = total, time
-        live = [a for a in allocations if a.created <= when <= a.last_use]
+        live = [a for a in allocations if any(start <= when <= end for start, end in a.spans())]
         where = (f"at instruction {when} ({self.issued[when]})" if when < len(self.issued)
                  else "after the last instruction")
         return peak, where, live
@@ -210,6 +211,13 @@ class Lifetime:
     banks: int
     created: int
     last_use: int
+    # a tile a dynamic loop's body allocated: the spans (created, last use) of its earlier iterations, and whether
+    # the current iteration has not used it yet (loops.py: each iteration's tiles live from first to last use)
+    earlier: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    fresh: bool = False
+
+    def spans(self) -> list[tuple[int, int]]:
+        return self.earlier if self.fresh else [*self.earlier, (self.created, self.last_use)]
 
 
 class Launch:
@@ -328,7 +336,21 @@ class Allocation:
     def use(self) -> None:
         """An instruction reads or writes this allocation (on chip: extends its lifetime to this instruction)."""
         if self.buffer.on_chip:
+            if self.life.fresh:  # the first use in a new iteration of the loop whose body allocated it
+                self.life.created, self.life.fresh = self.core.step, False
             self.life.last_use = self.core.step
+
+    def next_iteration(self) -> None:
+        """The dynamic loop whose body allocated this on-chip tile starts another iteration: the tile lives again
+        from its next use (the compiler allocates the body once and its tiles' lifetimes lie within an iteration,
+        assumed from nki-dynamic-loops.rst), so it starts unwritten: a body that read a value left by the previous
+        iteration would need the tile live across iterations, and fails in strict mode instead."""
+        if not self.life.fresh:
+            self.life.earlier.append((self.life.created, self.life.last_use))
+            self.life.fresh = True
+        self.written[...] = False
+        if self.state is not None:
+            self.state[...] = UNWRITTEN
 
 
 FLOAT_DTYPES = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),

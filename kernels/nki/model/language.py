@@ -70,7 +70,10 @@ def ndarray(shape, dtype, buffer: core.Buffer = sbuf, name: str = "", address=No
     if isinstance(buffer, str):
         raise core.ModelError(f"nl.ndarray(buffer={buffer!r}): buffers are nl.sbuf, nl.psum, nl.shared_hbm, ... "
                               "not strings")
-    return core.Tensor.allocate(tuple(shape), dtype, buffer, name)
+    tensor = core.Tensor.allocate(tuple(shape), dtype, buffer, name)
+    if buffer.on_chip:
+        allocated_in_body(tensor.alloc)  # a tile of a dynamic loop's body lives per iteration (loops.py)
+    return tensor
 
 
 def program_id(axis: int = 0) -> int:
@@ -115,7 +118,7 @@ bitwise_and = Op("bitwise_and", np.bitwise_and, bitwise=True)
 
 
 # --- dynamic loops and dynamic slices (loops.py) -------------------------------------------------------------
-from .loops import VirtualRegister, fori_loop  # noqa: E402  (loops needs only core)
+from .loops import VirtualRegister, allocated_in_body, fori_loop  # noqa: E402  (loops needs only core)
 
 
 def ds(start, size) -> slice:

@@ -10,13 +10,16 @@ register_*; nki/deep-dives/nki-aps.rst and nki-dynamic-loops.rst, aws-neuron-sdk
 How the model runs a loop, as the compiler does: the first iteration that runs calls ``body_fun`` (Python runs
 once) and records every instruction it issues; each later iteration replays that recording with the register's
 new value. Python state in the body therefore cannot differ between iterations (it does not on the device), tiles
-allocated in the body are allocated once and reused (nki-dynamic-loops.rst), and every iteration still executes
-and counts in ``Core.events``. ``Core.program_instructions`` counts the program instead: a recorded instruction
-once, however often it replays. A loop whose body never runs adds nothing to it (the model learns a body by
-running it; the compiler would still emit it). Register instructions and the loop instruction itself are not
-engine instructions in ``events`` (the cost model has no cost for them) and are not counted either.
+allocated in the body are allocated once and reused (nki-dynamic-loops.rst) and live per iteration, from their
+first to their last use in it (so they start each iteration unwritten: assumed, the compiler's liveness within a
+loop body), and every iteration still executes and counts in ``Core.events``. ``Core.program_instructions``
+counts the program instead: a recorded instruction once, however often it replays. A loop whose body never runs
+adds nothing to it (the model learns a body by running it; the compiler would still emit it). Register
+instructions and the loop instruction itself are not engine instructions in ``events`` (the cost model has no
+cost for them) and are not counted either.
 
-Converting the matmul kernels (kernels/nki/matmul.py) to dynamic loops:
+Converting the matmul kernels (kernels/nki/matmul.py) to dynamic loops (done there in ``_each_entry`` and
+``_each_row``; whole rows and entries loop, partial ones are static calls of the same body):
 - Which loops: ``_product``'s (and ``_levels``') outer loop over M blocks becomes
   ``nl.fori_loop(0, m_full, body, step=block_m)`` with ``m_full = m // block_m * block_m``, so the register is the
   block's first row m0; the N and K block loops and the tile loops inside a block stay Python (static: their
@@ -47,7 +50,8 @@ import numpy as np
 from . import core
 from .core import ModelError, Tensor
 
-__all__ = ["VirtualRegister", "RegisterUseError", "fori_loop", "access_pattern", "IndirectView", "recorded"]
+__all__ = ["VirtualRegister", "RegisterUseError", "fori_loop", "access_pattern", "IndirectView", "recorded",
+           "allocated_in_body"]
 
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1  # registers are 32-bit (SDK isa register_alloc: "64x 32-bit registers")
 
@@ -299,6 +303,7 @@ class _Tracer:
         self.programs: list[list[Callable[[], object]]] = []
         self.quiet = 0
         self.regions: list[int] = []
+        self.tracing: list[_Loop] = []  # the loops whose bodies are being traced (innermost last)
 
 
 _TRACER = _Tracer()
@@ -320,6 +325,13 @@ def recorded(instruction: Callable) -> Callable:
             _TRACER.quiet -= 1
 
     return issue
+
+
+def allocated_in_body(alloc: core.Allocation) -> None:
+    """``nl.ndarray`` made the on-chip ``alloc``: inside a loop body being traced, the tile belongs to that loop's
+    body and lives per iteration (``Allocation.next_iteration``)."""
+    if _TRACER.tracing:
+        _TRACER.tracing[-1].tiles.append(alloc)
 
 
 def fori_loop(lower, upper, body_fun: Callable[[VirtualRegister], None], step=1) -> None:
@@ -346,6 +358,7 @@ class _Loop:
         self.lower, self.upper, self.body, self.step = lower, upper, body, step
         self.index = VirtualRegister()
         self.program: list[Callable[[], object]] | None = None  # the body's recording, once it has run
+        self.tiles: list[core.Allocation] = []  # the on-chip tiles the body allocated (when it was traced)
 
     def run(self) -> None:
         lower, upper = self._bound(self.lower, "lower"), self._bound(self.upper, "upper")
@@ -373,6 +386,8 @@ class _Loop:
         itself (not those of nested loops' iterations, which account for themselves) are not program."""
         before = sum(run.events.values())
         replay = self.program is not None
+        for tile in self.tiles:
+            tile.next_iteration()
         _TRACER.regions.append(0)
         try:
             if replay:
@@ -395,11 +410,13 @@ class _Loop:
     def _trace(self) -> list[Callable[[], object]]:
         program: list[Callable[[], object]] = []
         _TRACER.programs.append(program)
+        _TRACER.tracing.append(self)
         quiet, _TRACER.quiet = _TRACER.quiet, 0  # a body first run inside a replay is still traced
         try:
             result = self.body(self.index)
         finally:
             _TRACER.programs.pop()
+            _TRACER.tracing.pop()
             _TRACER.quiet = quiet
         if result is not None:
             raise ModelError(f"nl.fori_loop: body_fun returned {type(result).__name__}; a fori_loop body returns "
