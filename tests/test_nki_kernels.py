@@ -145,6 +145,30 @@ def test_empty_operands_and_dtype_errors():
 
 
 @pytest.mark.parametrize("transposed", [True, False])
+@pytest.mark.parametrize("mode", ["fast", "native", "dd"])
+def test_operand_loads_stream_runs_of_at_least_1_kib(mode, transposed):
+    """DMA efficiency falls with the contiguous run per partition (SDK nki-dma-bandwidth-guide: below 2 KiB under
+    peak; the cost model halves the rate at 256 bytes): every transfer of a large call moves runs of 1 KiB or
+    more, whichever way A is laid out (A's rows are loaded a whole K block at a time before the on-chip transposes,
+    not 128 x 128, which would be 256-byte runs of bf16). The one exception: phase 1 of dd's split when A is not
+    given transposed, which reads A (fp32) in 128 x 128 tiles and writes its words transposed, 128 x 128 (512-
+    and 256-byte runs): exactly those bytes, once each."""
+    size = 2048
+    run = cost._counted("matmul", mode, (1, size, size, size), "trn2", transposed, False, None, 2)
+    moved: dict[int, int] = {}
+    for core in run.cores:
+        for (engine, _, *details), n in core.events.items():
+            if engine == "dma":
+                nbytes, contiguous = details
+                moved[contiguous] = moved.get(contiguous, 0) + n * nbytes
+    short = {contiguous: nbytes for contiguous, nbytes in moved.items() if contiguous < 1024}
+    if mode == "dd" and not transposed:
+        assert short == {512: size * size * 4, 256: 2 * size * size * 2}, moved  # A's fp32, its two bf16 words
+    else:
+        assert not short, moved
+
+
+@pytest.mark.parametrize("transposed", [True, False])
 @pytest.mark.parametrize("mode", ["fast", "native"])
 def test_modelled_utilization_at_4096_on_trn2(mode, transposed):
     e = cost.modelled("matmul", mode, (1, 4096, 4096, 4096), "trn2", transposed)

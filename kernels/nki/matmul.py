@@ -576,27 +576,31 @@ def _load_stationary(a_words, at, ms, k0, ks, a_is_transposed, operand, k_tiles,
     """Each word of A^T[k0:k0+ks, the ms rows of A at ``at``] as SBUF tiles [K tile partitions, word, k tile, m]."""
     tiles = nl.ndarray((TILE_K, a_words.shape[0], k_tiles, block_m), dtype=operand, buffer=nl.sbuf)
     for w in range(a_words.shape[0]):
-        for t in range(_tiles(ks, TILE_K)):
-            kk = k0 + t * TILE_K
-            kr = min(TILE_K, ks - t * TILE_K)
-            if a_is_transposed:
-                _load(tiles[0:kr, w, t, 0:ms], _hbm(a_words, w, kk, 0, kr, ms, at))
-            else:
-                for i in range(_tiles(ms, TILE_M)):
-                    mr = min(TILE_M, ms - i * TILE_M)
-                    _load_transposed(tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr],
-                                     _hbm(a_words, w, i * TILE_M, kk, mr, kr, at))
+        if a_is_transposed:
+            for t in range(_tiles(ks, TILE_K)):
+                kr = min(TILE_K, ks - t * TILE_K)
+                _load(tiles[0:kr, w, t, 0:ms], _hbm(a_words, w, k0 + t * TILE_K, 0, kr, ms, at))
+        else:
+            for i in range(_tiles(ms, TILE_M)):
+                mr = min(TILE_M, ms - i * TILE_M)
+                _load_transposed(tiles[:, w, :, i * TILE_M:i * TILE_M + mr], _hbm(a_words, w, i * TILE_M, k0, mr,
+                                                                                  ks, at), ks)
     return tiles
 
 
-def _load_transposed(dst, src):
-    """dst[kr, mr] (SBUF) = src[mr, kr]^T (HBM): loaded with rows on partitions, transposed on the Tensor Engine
-    (bit-exact from NeuronCore-v3) into PSUM, copied out by the Vector Engine."""
-    rows = nl.ndarray((src.shape[0], src.shape[1]), dtype=dst.dtype, buffer=nl.sbuf)
+def _load_transposed(dst, src, ks):
+    """dst[kr, t, mr] (SBUF, K tile t of the block) = src[mr, ks]^T (HBM), 128 x 128 at a time: the rows are
+    loaded whole, one DMA with a run of the block's K per partition (a run per K tile would be 256 bytes of bf16,
+    half the DMA rate), and each K tile is transposed on the Tensor Engine (bit-exact from NeuronCore-v3) into
+    PSUM and copied out by the Vector Engine."""
+    mr = src.shape[0]
+    rows = nl.ndarray((mr, ks), dtype=dst.dtype, buffer=nl.sbuf)
     _load(rows, src)
-    flipped = nl.ndarray((src.shape[1], src.shape[0]), dtype=dst.dtype, buffer=nl.psum)
-    nisa.nc_transpose(dst=flipped, data=rows, engine=nisa.tensor_engine)
-    nisa.tensor_copy(dst=dst, src=flipped, engine=nisa.vector_engine)
+    for t in range(_tiles(ks, TILE_K)):
+        kr = min(TILE_K, ks - t * TILE_K)
+        flipped = nl.ndarray((kr, mr), dtype=dst.dtype, buffer=nl.psum)
+        nisa.nc_transpose(dst=flipped, data=rows[0:mr, t * TILE_K:t * TILE_K + kr], engine=nisa.tensor_engine)
+        nisa.tensor_copy(dst=dst[0:kr, t, 0:mr], src=flipped, engine=nisa.vector_engine)
 
 
 def _load_moving(b_words, at, k0, ks, n0, ns, operand, k_tiles, block_n):
