@@ -864,9 +864,12 @@ def _header(where: Where, generation: str) -> None:
         print(f"  {name.ljust(width)}  {version}")
     print(f"device: {where.line}")
     if not where.measured:
-        print(f"  (modelled times are the kernel's alone, from the cost model calibrated against published NKI "
-              f"measurements ({cost.calibration().source}): dd, bf16x6 and ozaki also scale and combine on the host, "
-              f"and a call on a device pays its launch, assumed {cost.calibration().launch_s * 1e3:.1f} ms)")
+        calibration = cost.calibration()
+        constants = ("its defaults, fitted to published NKI measurements" if calibration.source == "defaults"
+                     else calibration.source)
+        print(f"  (modelled times are the kernel's alone, from the cost model with {constants}: dd, bf16x6 and "
+              f"ozaki also scale and combine on the host, and a call on a device pays its launch, "
+              f"{calibration.launch_s * 1e3:.2g} ms)")
     print()
 
 
