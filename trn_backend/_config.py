@@ -3,8 +3,10 @@
 - ``nki``: ``"auto"`` (default) runs steps on the NKI kernels on a Neuron device where the NKI toolchain is
   installed; ``"off"`` never does; ``"model"`` also sends CPU steps to the NKI kernels on the CPU model of the
   NeuronCore (slow: for tests and for seeing the routing without a device).
-- ``nki_min_flops``: steps with fewer FLOPs run torch on the device. ``None`` (default) takes the cost model's
-  threshold for the mode (where the modelled kernel time equals the launch overhead).
+- ``nki_min_flops``: steps with fewer FLOPs run torch on the device, the others the kernel. ``None`` (default)
+  takes the cost model's rule: its threshold for the mode (where the modelled kernel time equals the launch
+  overhead), and a first call per shape that runs the kernel only when it outweighs its compile (see
+  ``trn_backend.kernels``).
 
 Defaults come from the environment variables TRN_BACKEND_NKI and TRN_BACKEND_NKI_MIN_FLOPS.
 """
