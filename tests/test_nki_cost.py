@@ -125,13 +125,13 @@ def test_a_launch_lasts_as_long_as_its_slowest_physical_core_and_its_cores_share
 
 
 def test_compile_time_follows_the_program_not_the_work():
-    """The static loops (tiles, N and K blocks within a row of blocks) unroll; whole rows of blocks are a dynamic
-    loop: the program grows with K and N, not with M."""
+    """The static loops (tiles within a block) unroll; whole rows of blocks, whole N blocks and whole K blocks are
+    dynamic loops: the program does not grow with M, N or K (tests/test_nki_kernels.py checks K)."""
     small = cost.modelled("matmul", "fast", (1, 512, 512, 512))
     large = cost.modelled("matmul", "fast", (1, 2048, 2048, 2048))
     assert small.program_instructions == sum(small.instructions.values())  # one physical core, one iteration
-    assert large.program_instructions > 4 * small.program_instructions
-    assert large.program_instructions == cost.modelled("matmul", "fast", (1, 8192, 2048, 2048)).program_instructions
+    assert 2 * large.program_instructions < sum(large.instructions.values()) / large.cores  # loops ran
+    assert large.program_instructions == cost.modelled("matmul", "fast", (1, 8192, 2048, 4096)).program_instructions
     c = cost.Calibration()
     assert large.compile_seconds == pytest.approx(c.compile_fixed_s
                                                   + c.compile_s_per_instruction * large.program_instructions)

@@ -14,14 +14,15 @@ output tile [M, N] accumulates in one fp32 PSUM bank (accumulate=False on the fi
 onto memory a matmul did not write). ``a`` is A^T [K, M] when ``a_is_transposed`` (a view the host hands over
 when A's strides allow) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
 
-Dynamic loops (``_each_entry``, ``_each_row``): every Python loop is unrolled when NKI specializes a kernel, so
-the loops over whole rows of output blocks (and, in bmm, over whole batch entries) are ``nl.fori_loop``s, whose
-body is one piece of program: a program's size does not grow with M or the batch. A partial row or entry (the
-edges of a program's share, an M edge) is a static call of the same body. Every HBM access is one ``.ap`` on the
-whole tensor, viewed as [words, batch, rows, columns] (``_hbm``), whose offset is the loop's register; where it
-needs the batch register and the row together (bmm's A and C), an int32 counter in SBUF, advanced with exact
-GpSimd adds, is loaded into a register instead (NKI documents no register arithmetic). Loops over the tiles and
-the N and K blocks within a row stay static.
+Dynamic loops (``_loop``): every Python loop is unrolled when NKI specializes a kernel, so the loops over whole
+batch entries (bmm), whole rows of output blocks, whole N blocks and whole K blocks of a row, and phase 1's whole
+tiles of A and B are ``nl.fori_loop``s, whose body is one piece of program: a program's size does not grow with
+the batch, M, K or N. A partial entry, row or block (the edges of a program's share, of M, N and K) is a static call
+of the same body, as are the first K blocks, which start the sums (``_product_row``). Every HBM access is one
+``.ap`` on the whole tensor, viewed as [words, batch, rows, columns], from a place (``_hbm``): a static element
+offset plus, inside dynamic loops, an int32 counter in SBUF of elements, set when the loop starts and advanced
+after each iteration with exact GpSimd adds (NKI documents no register arithmetic), loaded into a register before
+each access. Loops over the tiles within a block stay static (their counts are bounded by the SBUF budget).
 
 Blocking (``_product_row``): the output is cut into blocks of BLOCK_TILES_M x BLOCK_TILES_N tiles and K into blocks
 of as many K tiles as the SBUF budget allows; each block's operand tiles are loaded into SBUF once and reused by
@@ -223,16 +224,12 @@ def _block_rows(first, stop, per_row):
     return rows
 
 
-def _each_entry(batch, m, n, streams, entry):
-    """``entry(b, first, stop, counters)`` for each batch entry b with output blocks first..stop-1 of this program
-    (``_shares``). With a batch (bmm), the entries a program has whole run as one ``nl.fori_loop`` whose register
-    is b, so the program does not grow with the batch; the others (at most the first and the last of the share)
-    and a lone entry (matmul) are static calls, b an int.
-
-    ``streams``: (tensor, dim) of each HBM tensor whose rows of entry b start at b * (the entry's size) + the row:
-    two registers, and NKI documents no register arithmetic. In the loop each gets an int32 counter in SBUF, its
-    offset in units of dimension dim's stride (``_units``), which ``_each_row`` loads into a register before each
-    access and advances with exact int32 adds on GpSimd; ``counters`` is () for a static entry."""
+def _each_entry(batch, m, n, places, strides, entry):
+    """``entry(first, stop, places)`` for each batch entry with output blocks first..stop-1 of this program
+    (``_shares``), ``places`` (``_hbm``) moved to the entry: ``strides`` elements per entry in each stream. With a
+    batch (bmm), the entries a program has whole run as one dynamic loop (``_loop``), so the program does not grow
+    with the batch; the others (at most the first and the last of the share) and a lone entry (matmul) are static
+    calls."""
     block_m, block_n = _block_shape(m, n)
     blocks = _tiles(m, block_m) * _tiles(n, block_n)
     whole = ()
@@ -240,80 +237,97 @@ def _each_entry(batch, m, n, streams, entry):
         if batch > 1 and first == 0 and stop == blocks:
             whole = whole + (b,)
         else:
-            entry(b, first, stop, ())
+            entry(first, stop, _shifted(places, strides, b))
     if whole:
-        counters = ()
-        for t, dim in streams:
-            assert batch * _units(t, dim) <= INT32_MAX, (
-                f"nki matmul: {t.shape} is too large for a 32-bit dynamic offset; split the batch")
-            counters = counters + (_int_tile(whole[0] * _units(t, dim)),)
+        def body(inner):
+            entry(0, blocks, inner)
 
-        def body(b):
-            entry(b, 0, blocks, counters)
-
-        nl.fori_loop(whole[0], whole[-1] + 1, body)
+        _loop(len(whole), _shifted(places, strides, whole[0]), strides, body)
 
 
-def _each_row(b, first, stop, m, n, streams, counters, row):
-    """``row(m0, at, ms, n_first, n_stop)`` for each row of blocks of entry b holding blocks first..stop-1: m0 its
-    first output row (in the entry), ms its rows, n_first..n_stop-1 its block columns, ``at`` where its rows
-    start in each stream (``_hbm``). The rows whole in both directions run as one ``nl.fori_loop`` whose register
-    is m0, so the program does not grow with M; the others (the first and the last row when they have only some
-    block columns, the last when block_m does not divide M) are static calls of the same row, m0 an int.
-    ``counters`` (``_each_entry``): the streams' counters, advanced here past the whole entry."""
+def _each_row(first, stop, m, n, places, strides, row):
+    """``row(places, ms, n_first, n_stop)`` for each row of blocks holding blocks first..stop-1 of an entry: ms its
+    rows, n_first..n_stop-1 its block columns, ``places`` moved to its first row (``strides`` elements per output
+    row in each stream). The rows whole in both directions run as one dynamic loop, so the program does not grow
+    with M; the others (the first and the last row when they have only some block columns, the last when block_m
+    does not divide M) are static calls of the same row."""
     block_m, block_n = _block_shape(m, n)
     cols = _tiles(n, block_n)
-    registers = ()
-    for _ in counters:
-        registers = registers + (nisa.register_alloc(),)
-
-    def one(m0, ms, n_first, n_stop):
-        at = ()
-        for s in range(len(streams)):
-            if counters:
-                nisa.register_load(registers[s], counters[s])
-                at = at + ((0, registers[s], streams[s][1]),)
-            else:
-                at = at + ((b * streams[s][0].shape[2] * streams[s][0].shape[3], m0, streams[s][1]),)
-        row(m0, at, ms, n_first, n_stop)
-
-    def static(r, n_first, n_stop):
-        ms = min(block_m, m - r * block_m)
-        one(r * block_m, ms, n_first, n_stop)
-        if counters:
-            _advance(counters, _int_tile(ms))
-
-    def body(m0):
-        one(m0, block_m, 0, cols)
-        if counters:
-            _advance(counters, step)
-
     rows = _block_rows(first, stop, cols)
     looped = ()  # the rows whole in both directions: consecutive (only the first and the last row can be partial)
     for r, n_first, n_stop in rows:
         if n_first == 0 and n_stop == cols and (r + 1) * block_m <= m:
             looped = looped + (r,)
-    step = _int_tile(block_m) if looped and counters else None
+
+    def body(inner):
+        row(inner, block_m, 0, cols)
+
     for r, n_first, n_stop in rows:
         if not looped or r < looped[0]:
-            static(r, n_first, n_stop)
+            row(_shifted(places, strides, r * block_m), min(block_m, m - r * block_m), n_first, n_stop)
     if looped:
-        nl.fori_loop(looped[0] * block_m, (looped[-1] + 1) * block_m, body, step=block_m)
+        _loop(len(looped), _shifted(places, strides, looped[0] * block_m), _scaled(strides, block_m), body)
     for r, n_first, n_stop in rows:
         if looped and r > looped[-1]:
-            static(r, n_first, n_stop)
-    for s in range(len(counters)):
-        rest = _units(streams[s][0], streams[s][1]) - m  # from the entry's last row to the next entry's first
-        if rest:
-            _advance(counters[s:s + 1], _int_tile(rest))
+            row(_shifted(places, strides, r * block_m), min(block_m, m - r * block_m), n_first, n_stop)
 
 
-def _units(t, dim):
-    """Elements of one entry of a [words, batch, rows, columns] tensor, in units of dimension dim's stride."""
-    size = 1
-    for d in range(dim + 1, 4):
-        size = size * t.shape[d]
-    return t.shape[2] * t.shape[3] // size
+def _blocks(start, stop, size, places, strides, body):
+    """``body(places, extent)`` for each block start, start + size, ... < stop of one dimension, ``places`` moved to
+    it (``strides`` elements per unit of the dimension in each stream): the whole blocks as one dynamic loop, the
+    partial last one a static call."""
+    whole = (stop - start) // size
+    if whole:
+        def each(inner):
+            body(inner, size)
+
+        _loop(whole, _shifted(places, strides, start), _scaled(strides, size), each)
+    if start + whole * size < stop:
+        body(_shifted(places, strides, start + whole * size), stop - start - whole * size)
+
+
+def _loop(count, places, advances, body):
+    """``body(places)`` ``count`` times as one ``nl.fori_loop``, each stream's place advanced by ``advances``
+    elements per iteration. A body is one piece of program, so nothing in it can depend on the iteration: the
+    offsets do through int32 counters in SBUF, one per advancing stream (set from the outer place's counter, advanced
+    after each iteration by exact int32 adds on GpSimd: NKI documents no register arithmetic), which ``_hbm`` loads
+    into the place's register before each access. The loop's own register is not needed."""
+    inner = ()
+    steps = ()
+    for s in range(len(places)):
+        place, advance = places[s], advances[s]
+        if advance:
+            counter = _int_tile(0)
+            if place[1] is not None:
+                _advance((counter,), place[1])
+            inner = inner + ((place[0], counter, nisa.register_alloc()),)
+            steps = steps + (_int_tile(advance),)
+        else:
+            inner = inner + (place,)
+            steps = steps + (None,)
+
+    def each(i):
+        body(inner)
+        for s in range(len(inner)):
+            if advances[s]:
+                _advance((inner[s][1],), steps[s])
+
+    nl.fori_loop(0, count, each)
+
+
+def _shifted(places, strides, units):
+    """``places`` moved ``units`` along a dimension of ``strides`` elements per unit in each stream (static)."""
+    moved = ()
+    for s in range(len(places)):
+        moved = moved + ((places[s][0] + units * strides[s], places[s][1], places[s][2]),)
+    return moved
+
+
+def _scaled(strides, size):
+    scaled = ()
+    for stride in strides:
+        scaled = scaled + (stride * size,)
+    return scaled
 
 
 def _int_tile(value):
@@ -330,19 +344,24 @@ def _advance(counters, step):
         nisa.tensor_tensor(dst=counter, data1=counter, data2=step, op=nl.add, engine=nisa.gpsimd_engine)
 
 
-def _hbm(t, w, r, c, rows, cols, at):
-    """The [rows, cols] tile at row r, column c of word w of ``t`` ([words, batch, R, C] in HBM), from the place
-    ``at`` = (elements, offset, dim): ``elements`` further into t and ``offset`` (an int, or a register: the start
-    of a dynamic loop's block) times dimension dim's stride. One ``.ap`` on the whole tensor: an access with a
+ORIGIN = (0, None, None)  # the place (``_hbm``) of a tensor's first element
+
+
+def _hbm(t, w, r, c, rows, cols, place):
+    """The [rows, cols] tile at row r, column c of word w of ``t`` ([words, batch, R, C] in HBM), from ``place`` =
+    (elements, counter, register): ``elements`` further into t, plus, inside dynamic loops (``_loop``), the int32
+    SBUF ``counter``'s elements, loaded into ``register`` here. One ``.ap`` on the whole tensor: an access with a
     dynamic offset is an access pattern over the tensor's storage (SDK NkiTensor.ap, nki-aps.rst); patterns are
     tuples here, as for every call argument of a kernel (the stub types them list[list[int]])."""
-    elements, offset, dim = at
+    elements, counter, register = place
     start = (w * t.shape[1] * t.shape[2] + r) * t.shape[3] + c + elements
     pattern = ((t.shape[3], rows), (1, cols))
-    if isinstance(offset, int):
-        return t.ap(pattern, offset=start + offset * (t.shape[2] * t.shape[3] // _units(t, dim)))
-    return t.ap(pattern, offset=start, scalar_offset=offset, indirect_dim=dim)
-
+    if counter is None:
+        return t.ap(pattern, offset=start)
+    assert t.shape[0] * t.shape[1] * t.shape[2] * t.shape[3] <= INT32_MAX, (
+        f"nki matmul: {t.shape} is too large for a 32-bit dynamic offset; split the batch or the operands")
+    nisa.register_load(register, counter)
+    return t.ap(pattern, offset=start, scalar_offset=register, indirect_dim=3)
 
 # --- sizes ---------------------------------------------------------------------------------------------------
 def _tiles(size, tile):
@@ -414,29 +433,32 @@ def _split_products(out, a, b, a_is_transposed, words):
     b_words = nl.ndarray((words, 1, k, n), dtype=nl.bfloat16, buffer=nl.private_hbm)
     bias = _constant(ROUND_BIAS)
     mask = _constant(HI_MASK)
-    a_dim = 3 if a_is_transposed else 2  # where M lies in A
+    a_row = 1 if a_is_transposed else k  # elements per row of the output in A (A^T [K, M] or A [M, K])
 
-    def split_rows(m0, at, ms, n_first, n_stop):
-        scratch = (0, m0, 3)  # the entry's rows m0.. in the scratch's M dimension
+    def split_rows(places, ms, n_first, n_stop):  # places: the rows in A, their columns in the scratch A^T
         if a_is_transposed:
-            _split(a_words, a, words, False, bias, mask, (0, k), (0, ms), at[0], scratch)
+            _split(a_words, a, words, False, bias, mask, (0, k), (0, ms), places[0], places[1])
         else:
-            _split(a_words, a, words, True, bias, mask, (0, ms), (0, k), at[0], scratch)
+            _split(a_words, a, words, True, bias, mask, (0, ms), (0, k), places[0], places[1])
 
-    def entry(i, first, stop, counters):
-        _each_row(i, first, stop, m, n, ((a, a_dim),), counters[0:1], split_rows)
+    def multiply(places, ms, n_first, n_stop):  # places: the rows' columns in the scratch A^T, the rows in out
+        _product_row(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0,
+                     (places[0], ORIGIN, places[1]), ms, n_first, n_stop)
+
+    def entry(first, stop, places):  # places: the entry in A, B and out
+        _each_row(first, stop, m, n, (places[0], ORIGIN), (a_row, 1), split_rows)
         n_range = (0, n)  # blocks in several rows of blocks: every column (assumed cheaper than finding the union)
         if first // per_row == (stop - 1) // per_row:
             n_range = (first % per_row * block_n, min(((stop - 1) % per_row + 1) * block_n, n))
-        _split(b_words, b, words, False, bias, mask, (0, k), n_range, (0, i, 1), (0, 0, 1))
+        _split(b_words, b, words, False, bias, mask, (0, k), n_range, places[1], ORIGIN)
+        _each_row(first, stop, m, n, (ORIGIN, places[2]), (1, n), multiply)
 
-        def multiply(m0, at, ms, n_first, n_stop):
-            _product_row(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0,
-                         ((0, m0, 3), (0, 0, 1), at[0]), ms, n_first, n_stop)
+    _each_entry(batch, m, n, (ORIGIN, ORIGIN, ORIGIN), (_entry_size(a), _entry_size(b), _entry_size(out)), entry)
 
-        _each_row(i, first, stop, m, n, ((out, 2),), counters[1:2], multiply)
 
-    _each_entry(batch, m, n, ((a, a_dim), (out, 2)), entry)
+def _entry_size(t):
+    """Elements of one batch entry of a [words, batch, rows, columns] tensor."""
+    return t.shape[2] * t.shape[3]
 
 
 def _constant(value):
@@ -446,26 +468,34 @@ def _constant(value):
     return t.view(nl.uint32)
 
 
-def _split(out, x, words, transpose, bias, mask, rows, cols, x_at, out_at):
+def _split(out, x, words, transpose, bias, mask, rows, cols, x_place, out_place):
     """out's words of x's rows rows[0]..rows[1]-1 and columns cols[0]..cols[1]-1 (x: fp32 [1, batch, R, C] in HBM
-    from ``x_at``; out: [words, 1, R, C], or [words, 1, C, R] of x^T when ``transpose``, from ``out_at``; see
-    ``_hbm``): w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (exact bf16), x -= w (exact), for each word."""
+    from ``x_place``; out: [words, 1, R, C], or [words, 1, C, R] of x^T when ``transpose``, from ``out_place``; see
+    ``_hbm``), tile by tile in dynamic loops (``_blocks``): w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (exact
+    bf16), x -= w (exact), for each word."""
     step = TILE_K if transpose else TILE_N  # transposed: 128 x 128 tiles for the Tensor Engine transpose
-    for r0 in range(rows[0], rows[1], TILE_K):
-        rr = min(TILE_K, rows[1] - r0)
-        for c0 in range(cols[0], cols[1], step):
-            cc = min(step, cols[1] - c0)
-            rest = nl.ndarray((TILE_K, step), dtype=nl.float32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=rest[0:rr, 0:cc], src=_hbm(x, 0, r0, c0, rr, cc, x_at))
-            for t in range(words):
-                word = _nearest_word(rest[0:rr, 0:cc], bias[0:rr, 0:cc], mask[0:rr, 0:cc])
-                if transpose:
-                    _store_transposed(_hbm(out, t, c0, r0, cc, rr, out_at), word)
-                else:
-                    _store_word(_hbm(out, t, r0, c0, rr, cc, out_at), word)
-                if t < words - 1:
-                    nisa.tensor_tensor(dst=rest[0:rr, 0:cc], data1=rest[0:rr, 0:cc], data2=word, op=nl.subtract,
-                                       engine=nisa.vector_engine)
+    out_row, out_col = (1, out.shape[3]) if transpose else (out.shape[3], 1)  # out elements per x row, x column
+
+    def tile(places, rr, cc):
+        rest = nl.ndarray((TILE_K, step), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=rest[0:rr, 0:cc], src=_hbm(x, 0, 0, 0, rr, cc, places[0]))
+        for t in range(words):
+            word = _nearest_word(rest[0:rr, 0:cc], bias[0:rr, 0:cc], mask[0:rr, 0:cc])
+            if transpose:
+                _store_transposed(_hbm(out, t, 0, 0, cc, rr, places[1]), word)
+            else:
+                _store_word(_hbm(out, t, 0, 0, rr, cc, places[1]), word)
+            if t < words - 1:
+                nisa.tensor_tensor(dst=rest[0:rr, 0:cc], data1=rest[0:rr, 0:cc], data2=word, op=nl.subtract,
+                                   engine=nisa.vector_engine)
+
+    def row(places, rr):
+        def each(inner, cc):
+            tile(inner, rr, cc)
+
+        _blocks(cols[0], cols[1], step, places, (1, out_col), each)
+
+    _blocks(rows[0], rows[1], TILE_K, (x_place, out_place), (x.shape[3], out_row), row)
 
 
 def _nearest_word(rest, bias, mask):
@@ -501,37 +531,39 @@ def _products(out, a_words, b_words, a_is_transposed, operand, words, chunk_tile
     """out = sum over the kept word pairs of A_i @ B_j for each batch entry, over this program's output blocks,
     on [words, batch, ...] views (``_whole``); see ``_product_row``."""
 
-    def row(at, ms, n_first, n_stop):
-        _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, at, ms,
+    def row(places, ms, n_first, n_stop):
+        _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, places, ms,
                      n_first, n_stop)
 
-    _each_block_row(out, a_words, a_is_transposed, row)
+    _each_block_row(out, a_words, b_words, a_is_transposed, row)
 
 
-def _each_block_row(out, a_words, a_is_transposed, row):
-    """``row(at, ms, n_first, n_stop)`` for each row of this program's output blocks in out [words, batch, M, N]
-    (``_each_entry``, ``_each_row``): ``at`` = the places (``_hbm``) of its rows in A (a_words), of its batch
-    entry in B, of its rows in out."""
+def _each_block_row(out, a_words, b_words, a_is_transposed, row):
+    """``row(places, ms, n_first, n_stop)`` for each row of this program's output blocks in out [words, batch, M, N]
+    (``_each_entry``, ``_each_row``): ``places`` (``_hbm``) = of its rows in A (a_words), of its batch entry in B,
+    of its rows in out."""
     batch, m, n = out.shape[1], out.shape[2], out.shape[3]
-    streams = ((a_words, 3 if a_is_transposed else 2), (out, 2))  # M is A's dimension 2, or 3 in A^T
+    a_row = 1 if a_is_transposed else a_words.shape[3]  # elements per output row in A^T [K, M] or A [M, K]
 
-    def entry(i, first, stop, counters):
-        def each(m0, at, ms, n_first, n_stop):
-            row((at[0], (0, i, 1), at[1]), ms, n_first, n_stop)
+    def entry(first, stop, places):
+        _each_row(first, stop, m, n, places, (a_row, 0, n), row)
 
-        _each_row(i, first, stop, m, n, streams, counters, each)
-
-    _each_entry(batch, m, n, streams, entry)
+    _each_entry(batch, m, n, (ORIGIN, ORIGIN, ORIGIN), (_entry_size(a_words), _entry_size(b_words),
+                                                        _entry_size(out)), entry)
 
 
-def _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, at, ms, n_first,
-                 n_stop):
+def _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, places, ms,
+                 n_first, n_stop):
     """One row of output blocks, block columns n_first..n_stop-1, of ms rows: out = sum over the kept word pairs
-    of A_i @ B_j, where ``at`` = the places (``_hbm``) of the row's rows in A, of the entry in B, of the row's
-    rows in out. ``chunk_tiles``: 0 accumulates a whole K block per PSUM accumulation, else that many K tiles,
-    GROUP chunk sums added and TwoSum-combined. ``stochastic``: round the fp32 result to out's bf16
-    stochastically (fast only)."""
-    a_at, b_at, out_at = at
+    of A_i @ B_j, where ``places`` = of the row's rows in A, of the entry in B, of the row's rows in out (``_hbm``).
+    ``chunk_tiles``: 0 accumulates a whole K block per PSUM accumulation, else that many K tiles, GROUP chunk sums
+    added and TwoSum-combined. ``stochastic``: round the fp32 result to out's bf16 stochastically (fast only).
+
+    The N blocks and the K blocks run in dynamic loops (``_blocks``, ``_loop``), partial ones static. The sums of an
+    N block carry across its K blocks, so they are allocated outside the K loop; what a K block does with them
+    (copy or add; bf16x6: which chunk sums start a group, which TwoSum starts (s, e)) depends only on the block's
+    position, which a loop body cannot know: the first K blocks are static calls, and a loop iteration takes as many
+    K blocks as make its chunks a multiple of GROUP, so every iteration does what the first one would."""
     k, n = b_words.shape[2], b_words.shape[3]
     m = out.shape[2]
     levels = _level_pairs(words)
@@ -540,25 +572,51 @@ def _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_t
     block_m, k_tiles, block_n = block_sizes(m, k, n, width, accumulators, nl.tile_size.sbuf_fmax_bytes,
                                             max(1, chunk_tiles))
     block_k = k_tiles * TILE_K
-    one_k_block = k <= block_k
+    k_blocks = _tiles(k, block_k)
     chunks = _tiles(k, chunk_tiles * TILE_K) if chunk_tiles else 0
-    if one_k_block:  # A's block serves every N block of the row: load it once
-        a_tiles = _load_stationary(a_words, a_at, ms, 0, k, a_is_transposed, operand, k_tiles, block_m)
-    for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
-        ns = min(block_n, n - n0)
+    per_block = k_tiles // chunk_tiles if chunk_tiles else GROUP  # chunks per whole K block
+    per_step = GROUP // _gcd(GROUP, per_block)  # K blocks per loop iteration: a multiple of GROUP chunks
+    k_strides = (a_words.shape[3] if a_is_transposed else 1, n)  # elements per k in A^T [K, M] or A [M, K], in B
+    a_tiles = None
+    if k_blocks == 1:  # A's block serves every N block of the row: load it once
+        a_tiles = _load_stationary(a_words, places[0], ms, k, a_is_transposed, operand, k_tiles, block_m)
+
+    def n_block(at, ns):
         sums = nl.ndarray((TILE_M, accumulators, _tiles(block_m, TILE_M), block_n), dtype=nl.float32,
                           buffer=nl.sbuf)
-        for k0 in range(0, k, block_k):
-            ks = min(block_k, k - k0)
-            if not one_k_block:
-                a_tiles = _load_stationary(a_words, a_at, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m)
-            b_tiles = _load_moving(b_words, b_at, k0, ks, n0, ns, operand, k_tiles, block_n)
+
+        def k_block(kat, ks, index):  # index: the K block's, or one that does the same with the sums
+            stationary = a_tiles
+            if stationary is None:
+                stationary = _load_stationary(a_words, kat[0], ms, ks, a_is_transposed, operand, k_tiles, block_m)
+            moving = _load_moving(b_words, kat[1], ks, ns, operand, k_tiles, block_n)
             if chunk_tiles:
-                _multiply_chunked(sums, a_tiles, b_tiles, levels, ms, ks, ns, chunk_tiles,
-                                  k0 // (chunk_tiles * TILE_K), chunks)
+                _multiply_chunked(sums, stationary, moving, levels, ms, ks, ns, chunk_tiles, index * per_block,
+                                  chunks)
             else:
-                _multiply(sums, a_tiles, b_tiles, levels, ms, ks, ns, k0 == 0)
-        _store(out, out_at, sums, ms, n0, ns, chunk_tiles, stochastic)
+                _multiply(sums, stationary, moving, levels, ms, ks, ns, index == 0)
+
+        def step(kat):  # K blocks per_step..2 * per_step - 1 stand for those of every iteration
+            for q in range(per_step):
+                k_block(_shifted(kat, k_strides, q * block_k), block_k, per_step + q)
+
+        whole_steps = k // (per_step * block_k)
+        for index in range(min(per_step, k_blocks)):
+            k_block(_shifted(at[0:2], k_strides, index * block_k), min(block_k, k - index * block_k), index)
+        if whole_steps > 1:
+            _loop(whole_steps - 1, _shifted(at[0:2], k_strides, per_step * block_k),
+                  _scaled(k_strides, per_step * block_k), step)
+        for index in range(max(per_step, whole_steps * per_step), k_blocks):
+            k_block(_shifted(at[0:2], k_strides, index * block_k), min(block_k, k - index * block_k), index)
+        _store(out, at[2], sums, ms, ns, chunk_tiles, stochastic)
+
+    _blocks(n_first * block_n, min(n_stop * block_n, n), block_n, places, (0, 1, 1), n_block)
+
+
+def _gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return a
 
 
 def _load(dst, src):
@@ -572,18 +630,19 @@ def _load(dst, src):
         nisa.tensor_copy(dst=dst, src=staged, engine=nisa.gpsimd_engine)
 
 
-def _load_stationary(a_words, at, ms, k0, ks, a_is_transposed, operand, k_tiles, block_m):
-    """Each word of A^T[k0:k0+ks, the ms rows of A at ``at``] as SBUF tiles [K tile partitions, word, k tile, m]."""
+def _load_stationary(a_words, at, ms, ks, a_is_transposed, operand, k_tiles, block_m):
+    """Each word of A^T[ks of K, the ms rows of A], both from the place ``at``, as SBUF tiles [K tile partitions,
+    word, k tile, m]."""
     tiles = nl.ndarray((TILE_K, a_words.shape[0], k_tiles, block_m), dtype=operand, buffer=nl.sbuf)
     for w in range(a_words.shape[0]):
         if a_is_transposed:
             for t in range(_tiles(ks, TILE_K)):
                 kr = min(TILE_K, ks - t * TILE_K)
-                _load(tiles[0:kr, w, t, 0:ms], _hbm(a_words, w, k0 + t * TILE_K, 0, kr, ms, at))
+                _load(tiles[0:kr, w, t, 0:ms], _hbm(a_words, w, t * TILE_K, 0, kr, ms, at))
         else:
             for i in range(_tiles(ms, TILE_M)):
                 mr = min(TILE_M, ms - i * TILE_M)
-                _load_transposed(tiles[:, w, :, i * TILE_M:i * TILE_M + mr], _hbm(a_words, w, i * TILE_M, k0, mr,
+                _load_transposed(tiles[:, w, :, i * TILE_M:i * TILE_M + mr], _hbm(a_words, w, i * TILE_M, 0, mr,
                                                                                   ks, at), ks)
     return tiles
 
@@ -603,15 +662,13 @@ def _load_transposed(dst, src, ks):
         nisa.tensor_copy(dst=dst[0:kr, t, 0:mr], src=flipped, engine=nisa.vector_engine)
 
 
-def _load_moving(b_words, at, k0, ks, n0, ns, operand, k_tiles, block_n):
-    """Each word of B[k0:k0+ks, n0:n0+ns] of the entry at ``at`` as SBUF tiles [K tile partitions, word, k tile,
-    n]."""
+def _load_moving(b_words, at, ks, ns, operand, k_tiles, block_n):
+    """Each word of B[ks of K, ns of N] from the place ``at`` as SBUF tiles [K tile partitions, word, k tile, n]."""
     tiles = nl.ndarray((TILE_K, b_words.shape[0], k_tiles, block_n), dtype=operand, buffer=nl.sbuf)
     for w in range(b_words.shape[0]):
         for t in range(_tiles(ks, TILE_K)):
-            kk = k0 + t * TILE_K
             kr = min(TILE_K, ks - t * TILE_K)
-            _load(tiles[0:kr, w, t, 0:ns], _hbm(b_words, w, kk, n0, kr, ns, at))
+            _load(tiles[0:kr, w, t, 0:ns], _hbm(b_words, w, t * TILE_K, 0, kr, ns, at))
     return tiles
 
 
@@ -688,16 +745,16 @@ def _two_sum_into(s, e, g, first):
     nisa.tensor_copy(dst=s, src=total, engine=nisa.gpsimd_engine)
 
 
-def _store(out, at, sums, ms, n0, ns, chunk_tiles, stochastic):
-    """The block's result to its rows of out at ``at``: s + e for bf16x6, stochastically rounded to bf16 for sr,
-    else as it is."""
+def _store(out, at, sums, ms, ns, chunk_tiles, stochastic):
+    """The block's result to its rows of out at the place ``at``: s + e for bf16x6, stochastically rounded to bf16
+    for sr, else as it is."""
     for i in range(_tiles(ms, TILE_M)):
         rows = min(TILE_M, ms - i * TILE_M)
         result = sums[0:rows, 0, i, 0:ns]
         if chunk_tiles:
             nisa.tensor_tensor(dst=result, data1=result, data2=sums[0:rows, 1, i, 0:ns], op=nl.add,
                                engine=nisa.vector_engine)
-        dst = _hbm(out, 0, i * TILE_M, n0, rows, ns, at)
+        dst = _hbm(out, 0, i * TILE_M, 0, rows, ns, at)
         if stochastic:
             _store_stochastic(dst, result)
         else:
@@ -728,36 +785,46 @@ def _levels(out, a_digits, b_digits, a_is_transposed, k_tiles):
     """out[l * (K blocks) + kb] (int32 [levels x K blocks, batch, M, N]) = the exact sum of level l's digit products
     over K block kb, for every output tile of this program's blocks of each batch entry."""
 
-    def row(at, ms, n_first, n_stop):
-        _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, at, ms, n_first, n_stop)
+    def row(places, ms, n_first, n_stop):
+        _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, places, ms, n_first, n_stop)
 
-    _each_block_row(out, a_digits, a_is_transposed, row)
+    _each_block_row(out, a_digits, b_digits, a_is_transposed, row)
 
 
-def _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, at, ms, n_first, n_stop):
-    """``_levels`` for one row of output blocks, block columns n_first..n_stop-1, of ms rows, at the places ``at``
-    (``_each_block_row``)."""
-    a_at, b_at, out_at = at
+def _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, places, ms, n_first, n_stop):
+    """``_levels`` for one row of output blocks, block columns n_first..n_stop-1, of ms rows, at the ``places``
+    (``_each_block_row``): the N blocks and the K blocks in dynamic loops (``_blocks``, ``_loop``; nothing carries
+    between K blocks, each has its own words of out), partial ones static."""
     k, n = b_digits.shape[2], b_digits.shape[3]
     m = out.shape[2]
     levels = _level_pairs(a_digits.shape[0])
     k_blocks = out.shape[0] // len(levels)
     block_m, block_n = _block_shape(m, n)
     block_k = k_tiles * TILE_K
-    for n0 in range(n_first * block_n, min(n_stop * block_n, n), block_n):
-        ns = min(block_n, n - n0)
-        for k0 in range(0, k, block_k):
-            ks = min(block_k, k - k0)
-            a_tiles = _load_stationary(a_digits, a_at, ms, k0, ks, a_is_transposed, nl.bfloat16, k_tiles, block_m)
-            b_tiles = _load_moving(b_digits, b_at, k0, ks, n0, ns, nl.bfloat16, k_tiles, block_n)
-            for index in range(len(levels)):
-                _exact_level(out, index * k_blocks + k0 // block_k, out_at, a_tiles, b_tiles, levels[index], ms, n0,
-                             ns, ks)
+    # elements per K block: along K in A^T [K, M] or A [M, K] and in B, a word of out
+    k_strides = ((a_digits.shape[3] if a_is_transposed else 1) * block_k, n * block_k, out.shape[1] * m * n)
+
+    def k_block(at, ns, ks):
+        a_tiles = _load_stationary(a_digits, at[0], ms, ks, a_is_transposed, nl.bfloat16, k_tiles, block_m)
+        b_tiles = _load_moving(b_digits, at[1], ks, ns, nl.bfloat16, k_tiles, block_n)
+        for index in range(len(levels)):
+            _exact_level(out, index * k_blocks, at[2], a_tiles, b_tiles, levels[index], ms, ns, ks)
+
+    def n_block(at, ns):
+        def each(inner):
+            k_block(inner, ns, block_k)
+
+        if k // block_k:
+            _loop(k // block_k, at, k_strides, each)
+        if k % block_k:
+            k_block(_shifted(at, k_strides, k // block_k), ns, k % block_k)
+
+    _blocks(n_first * block_n, min(n_stop * block_n, n), block_n, places, (0, 1, 1), n_block)
 
 
-def _exact_level(out, w, at, a_tiles, b_tiles, pairs, ms, n0, ns, ks):
+def _exact_level(out, w, at, a_tiles, b_tiles, pairs, ms, ns, ks):
     """One level over one K block: PSUM accumulations of a few (pair, K tile) items, each exact in fp32, converted
-    to int32 and summed exactly on GpSimd, then stored to word w of out, rows at ``at``."""
+    to int32 and summed exactly on GpSimd, then stored to word w of out from the place ``at``."""
     per_group = EXACT_TILES if pairs == ((0, 0),) else EXACT_TILES_LATER
     items = ()  # (word pair, K tile): at most per_group of them per PSUM accumulation
     for t in range(_tiles(ks, TILE_K)):
@@ -782,4 +849,4 @@ def _exact_level(out, w, at, a_tiles, b_tiles, pairs, ms, n0, ns, ks):
                     nisa.tensor_copy(dst=exact[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.scalar_engine)
                     nisa.tensor_tensor(dst=total[0:mr, 0:nr], data1=total[0:mr, 0:nr], data2=exact[0:mr, 0:nr],
                                        op=nl.add, engine=nisa.gpsimd_engine)
-            nisa.dma_copy(dst=_hbm(out, w, i * TILE_M, n0 + j * TILE_N, mr, nr, at), src=total[0:mr, 0:nr])
+            nisa.dma_copy(dst=_hbm(out, w, i * TILE_M, j * TILE_N, mr, nr, at), src=total[0:mr, 0:nr])
