@@ -267,23 +267,24 @@ def program(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, in
 
 
 @settings(max_examples=12)
-@given(mode=st.sampled_from(PROGRAM_MODES + [("sr", False)]), rows=st.integers(3, 9), edge=st.sampled_from([0, 1, 300]),
+@given(mode=st.sampled_from(PROGRAM_MODES + [("sr", False)]), rows=st.integers(5, 9), edge=st.sampled_from([0, 1, 300]),
        transposed=st.booleans())
 def test_the_matmul_program_does_not_grow_with_m(mode, rows, edge, transposed):
-    """Whole rows of output blocks (512 rows) are one dynamic loop: with at least one per core, the program is the
-    same for any number of them (an M edge adds its static row for every M alike). Oracle: the program at two
-    rows of blocks."""
+    """Whole rows of output blocks (512 rows) are one dynamic loop: with at least two per core (one is a static
+    call), the program is the same for any number of them (an M edge adds its static row for every M alike).
+    Oracle: the program at four rows of blocks."""
     assert program("matmul", *mode, (1, rows * 512 + edge, 300, 600), transposed) == \
-        program("matmul", *mode, (1, 2 * 512 + edge, 300, 600), transposed)
+        program("matmul", *mode, (1, 4 * 512 + edge, 300, 600), transposed)
 
 
 @settings(max_examples=12)
-@given(mode=st.sampled_from(PROGRAM_MODES), entries=st.integers(2, 5), transposed=st.booleans())
+@given(mode=st.sampled_from(PROGRAM_MODES), entries=st.integers(3, 5), transposed=st.booleans())
 def test_the_bmm_program_does_not_grow_with_the_batch(mode, entries, transposed):
-    """Whole batch entries are one dynamic loop (each with a loop over its whole rows and a static M-edge row):
-    the program at B = 2 * entries (an even batch: each core gets whole entries) is the one at B = 2."""
+    """Whole batch entries are one dynamic loop (each with its whole row, a static call, and a static M-edge row):
+    the program at B = 2 * entries (an even batch: each core gets whole entries, two or more) is the one at
+    B = 4."""
     assert program("bmm", *mode, (2 * entries, 700, 300, 600), transposed) == \
-        program("bmm", *mode, (2, 700, 300, 600), transposed)
+        program("bmm", *mode, (4, 700, 300, 600), transposed)
 
 
 def loop_blocks(mode: str, float64: bool) -> tuple[int, int, int]:
@@ -301,17 +302,37 @@ def loop_blocks(mode: str, float64: bool) -> tuple[int, int, int]:
 
 
 @settings(max_examples=8)
-@given(mode=st.sampled_from(PROGRAM_MODES + [("sr", False)]), rows=st.integers(1, 2), k_steps=st.integers(2, 3),
+@given(mode=st.sampled_from(PROGRAM_MODES + [("sr", False)]), rows=st.integers(2, 3), k_steps=st.integers(2, 3),
        cols=st.integers(2, 3), transposed=st.booleans())
 def test_the_program_does_not_grow_with_m_k_or_n(mode, rows, k_steps, cols, transposed):
-    """Whole rows of blocks, whole N blocks and whole K blocks are dynamic loops: on shapes of whole blocks (each
-    core a whole number of rows; K a multiple of GROUP K blocks, a whole number of bf16x6's loop steps, at least two
-    of them past the static first ones), the program is one for any M, K and N. Oracle: the program at the
-    smallest such shape."""
+    """Whole rows of blocks, whole N blocks and whole K blocks are dynamic loops: on shapes of whole blocks with two
+    or more iterations in every loop (each core two or more whole rows; two or more N blocks; K a multiple of GROUP
+    K blocks, a whole number of bf16x6's loop steps, two or more of them past the static first ones), the program
+    is one for any M, K and N. Oracle: the program at the smallest such shape."""
     block_m, block_k, block_n = loop_blocks(*mode)
     step = matmul.GROUP * block_k
     assert program("matmul", *mode, (1, 2 * rows * block_m, k_steps * step, cols * block_n), transposed) == \
-        program("matmul", *mode, (1, 2 * block_m, 2 * step, 2 * block_n), transposed)
+        program("matmul", *mode, (1, 4 * block_m, 2 * step, 2 * block_n), transposed)
+
+
+@settings(max_examples=6)
+@given(mode=st.sampled_from(tuple(KERNELS)), k_blocks=st.integers(2, 4), edge=st.integers(0, 300),
+       transposed=st.booleans(), seed=st.integers(0, 2**16))
+def test_k_and_n_blocks_in_the_dynamic_loops_give_the_exact_product_at_lnc_1_and_2(mode, k_blocks, edge, transposed,
+                                                                                  seed):
+    """K over several K blocks (the first static, then the K loop's steps, then a static partial block) and N over
+    a whole N block (the N loop) and a partial one: small integers give the exact product (every partial sum below
+    2**24). Oracle: integer matmul in int64."""
+    block_m, block_k, block_n = loop_blocks(mode, False)
+    m, k, n = block_m, k_blocks * block_k + edge, block_n + 100
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-8, 9, (m, k), generator=g).float()
+    b = torch.randint(-8, 9, (k, n), generator=g).float()
+    exact = torch.matmul(a.long(), b.long()).float()
+    with pytest.MonkeyPatch.context() as patch:
+        for lnc in ("1", "2"):
+            patch.setenv(nki.LNC_VARIABLE, lnc)
+            assert torch.equal(nki.run("matmul", layout(a, transposed), b, mode, "model"), exact)
 
 
 # the largest program of one core (trn2, LNC=2), for any shape and batch: at most a static first and last entry and

@@ -291,14 +291,18 @@ def _loop(count, places, advances, body):
     elements per iteration. A body is one piece of program, so nothing in it can depend on the iteration: the
     offsets do through int32 counters in SBUF, one per advancing stream (set from the outer place's counter, advanced
     after each iteration by exact int32 adds on GpSimd: NKI documents no register arithmetic), which ``_hbm`` loads
-    into the place's register before each access. The loop's own register is not needed."""
+    into the place's register before each access. The loop's own register is not needed. One iteration is a static
+    call (the same program, without the counters' instructions)."""
+    if count == 1:
+        body(places)
+        return
     inner = ()
     steps = ()
     for s in range(len(places)):
         place, advance = places[s], advances[s]
         if advance:
             counter = _int_tile(0)
-            if place[1] is not None:
+            if len(place) == 3:  # inside a dynamic loop already: start from its counter
                 _advance((counter,), place[1])
             inner = inner + ((place[0], counter, nisa.register_alloc()),)
             steps = steps + (_int_tile(advance),)
@@ -319,7 +323,7 @@ def _shifted(places, strides, units):
     """``places`` moved ``units`` along a dimension of ``strides`` elements per unit in each stream (static)."""
     moved = ()
     for s in range(len(places)):
-        moved = moved + ((places[s][0] + units * strides[s], places[s][1], places[s][2]),)
+        moved = moved + ((places[s][0] + units * strides[s],) + places[s][1:],)
     return moved
 
 
@@ -344,24 +348,23 @@ def _advance(counters, step):
         nisa.tensor_tensor(dst=counter, data1=counter, data2=step, op=nl.add, engine=nisa.gpsimd_engine)
 
 
-ORIGIN = (0, None, None)  # the place (``_hbm``) of a tensor's first element
+ORIGIN = (0,)  # the place (``_hbm``) of a tensor's first element
 
 
 def _hbm(t, w, r, c, rows, cols, place):
     """The [rows, cols] tile at row r, column c of word w of ``t`` ([words, batch, R, C] in HBM), from ``place`` =
-    (elements, counter, register): ``elements`` further into t, plus, inside dynamic loops (``_loop``), the int32
-    SBUF ``counter``'s elements, loaded into ``register`` here. One ``.ap`` on the whole tensor: an access with a
-    dynamic offset is an access pattern over the tensor's storage (SDK NkiTensor.ap, nki-aps.rst); patterns are
-    tuples here, as for every call argument of a kernel (the stub types them list[list[int]])."""
-    elements, counter, register = place
-    start = (w * t.shape[1] * t.shape[2] + r) * t.shape[3] + c + elements
+    (elements,): ``elements`` further into t, or, inside dynamic loops (``_loop``), (elements, counter, register):
+    plus the int32 SBUF ``counter``'s elements, loaded into ``register`` here. One ``.ap`` on the whole tensor: an
+    access with a dynamic offset is an access pattern over the tensor's storage (SDK NkiTensor.ap, nki-aps.rst);
+    patterns are tuples here, as for every call argument of a kernel (the stub types them list[list[int]])."""
+    start = (w * t.shape[1] * t.shape[2] + r) * t.shape[3] + c + place[0]
     pattern = ((t.shape[3], rows), (1, cols))
-    if counter is None:
+    if len(place) == 1:
         return t.ap(pattern, offset=start)
     assert t.shape[0] * t.shape[1] * t.shape[2] * t.shape[3] <= INT32_MAX, (
         f"nki matmul: {t.shape} is too large for a 32-bit dynamic offset; split the batch or the operands")
-    nisa.register_load(register, counter)
-    return t.ap(pattern, offset=start, scalar_offset=register, indirect_dim=3)
+    nisa.register_load(place[2], place[1])
+    return t.ap(pattern, offset=start, scalar_offset=place[2], indirect_dim=3)
 
 # --- sizes ---------------------------------------------------------------------------------------------------
 def _tiles(size, tile):
@@ -577,7 +580,7 @@ def _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_t
     per_block = k_tiles // chunk_tiles if chunk_tiles else GROUP  # chunks per whole K block
     per_step = GROUP // _gcd(GROUP, per_block)  # K blocks per loop iteration: a multiple of GROUP chunks
     k_strides = (a_words.shape[3] if a_is_transposed else 1, n)  # elements per k in A^T [K, M] or A [M, K], in B
-    a_tiles = None
+    a_tiles = ()
     if k_blocks == 1:  # A's block serves every N block of the row: load it once
         a_tiles = _load_stationary(a_words, places[0], ms, k, a_is_transposed, operand, k_tiles, block_m)
 
@@ -587,7 +590,7 @@ def _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_t
 
         def k_block(kat, ks, index):  # index: the K block's, or one that does the same with the sums
             stationary = a_tiles
-            if stationary is None:
+            if k_blocks > 1:
                 stationary = _load_stationary(a_words, kat[0], ms, ks, a_is_transposed, operand, k_tiles, block_m)
             moving = _load_moving(b_words, kat[1], ks, ns, operand, k_tiles, block_n)
             if chunk_tiles:
