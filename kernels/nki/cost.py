@@ -14,8 +14,9 @@ model's error). The rules, each with its source where the code states it:
 - DMA: each dma_copy costs dma_fixed_s + S (R + dma_half_run_bytes) / (R rate) for S bytes in contiguous runs of
   R bytes, on the DMA queues of its physical core; the physical cores of a call share their HBM (at most
   ``Generation.hbm_bytes_per_s`` per core);
-- compile: every Python loop unrolls at specialization, so a call's program is its instructions; compiling it
-  costs compile_fixed_s + compile_s_per_instruction per instruction, once per shape and dtype.
+- compile: every Python loop unrolls at specialization and a ``nl.fori_loop`` body compiles once, so a call's
+  program is the CPU model's ``program_instructions``; compiling it costs compile_fixed_s +
+  compile_s_per_instruction per instruction, once per shape and dtype.
 """
 
 from __future__ import annotations

@@ -18,25 +18,12 @@ adds nothing to it (the model learns a body by running it; the compiler would st
 instructions and the loop instruction itself are not engine instructions in ``events`` (the cost model has no
 cost for them) and are not counted either.
 
-Converting the matmul kernels (kernels/nki/matmul.py) to dynamic loops (done there in ``_each_entry`` and
-``_each_row``; whole rows and entries loop, partial ones are static calls of the same body):
-- Which loops: ``_product``'s (and ``_levels``') outer loop over M blocks becomes
-  ``nl.fori_loop(0, m_full, body, step=block_m)`` with ``m_full = m // block_m * block_m``, so the register is the
-  block's first row m0; the N and K block loops and the tile loops inside a block stay Python (static: their
-  trip counts are small and their offsets are compile-time parts of each access). bmm (and the split, words and
-  levels variants) put the batch loop outside it: ``nl.fori_loop(0, batch, batch_body)``.
-- Partial edge blocks: the body is one function of m0 that takes either the register or a Python int; the loop
-  covers the whole blocks and a static tail call ``body(m_full)`` (only when ``m_full < m``) covers the rest with
-  the edge sizes, as today's code does for its last block.
-- Dynamic offsets: every HBM access of a block is one ``.ap`` on the whole HBM tensor (not on a slice: ``.ap``
-  addresses the storage) whose ``offset`` is the static part (the word, the K and in-block M positions) and whose
-  ``scalar_offset=m0`` scales with the M dimension's stride: ``indirect_dim`` is A's M dimension (1 for
-  A [w, M, K], 2 for A^T [w, K, M]) and 0 for out [M, N]. B does not depend on m0. An int ``scalar_offset`` is
-  allowed, so the tail call runs the same code. In bmm the batch register alone addresses B[b]
-  (``scalar_offset=b, indirect_dim`` = B's batch dimension); A and out need b * M + m0, two registers, and NKI
-  documents no register arithmetic: the kernel keeps an int32 row counter in a [1, 1] SBUF tile (A and out
-  viewed as [B * M, ...] rows), advances it with exact int32 GpSimd adds (``nisa.tensor_tensor``) after each block
-  and the tail, and ``nisa.register_load``s it into the register each access uses.
+How the matmul kernels (kernels/nki/matmul.py) use them: the whole batch entries, rows of output blocks, N blocks
+and K blocks run in nested ``nl.fori_loop``s, and a partial edge block is a static call of the same body (an int
+offset lets the same code run there). Every HBM access is one ``.ap`` on the whole tensor whose dynamic offset,
+in elements, comes from an int32 counter tile in SBUF: NKI documents no register arithmetic, so each loop keeps a
+counter, advances it after each iteration with exact int32 GpSimd adds (``nisa.tensor_tensor``) and
+``nisa.register_load``s it into the register an access passes as ``scalar_offset``.
 """
 
 from __future__ import annotations
