@@ -42,6 +42,7 @@ from . import _device, _precision, kernels
 from ._config import config
 from .kernels import nki
 from .kernels.nki import calibrate, cost, toolchain
+from .kernels.nki import model as nki_model
 
 __all__ = ["CASES", "MODES", "Assumption", "Case", "Measured", "Row", "Where", "add_arguments", "run", "run_kernel",
            "run_nki", "run_probe", "cast_counts", "rounding_verdict", "switch_verdict", "unbiased_verdict", "measure",
@@ -74,8 +75,8 @@ DMA_TRANSFERS = 4
 DMA_PARTITIONS = 128
 LAUNCH_SHAPE = (128, 1)
 COMPILE_SHAPES = ((1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048))
-LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
-LNC_DEFAULT = {"trn2": 2, "trn1": 1}
+LNC_VARIABLE = nki.LNC_VARIABLE
+LNC_DEFAULT = {name: target.default_lnc for name, target in nki_model.core.TARGETS.items()}  # the runtimes' defaults
 CALIBRATION_VARIABLE = cost.CALIBRATION_VARIABLE  # the calibration file the cost model reads
 UNIT_EFFICIENCY = cost.Calibration(tensor_efficiency=1.0)
 
