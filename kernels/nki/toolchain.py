@@ -27,7 +27,7 @@ VARIABLE = "TRN_BACKEND_NKI_TOOLCHAIN"
 
 
 MINIMUM = (0, 6)  # the NKI the kernels are written for (Neuron 2.32+); trn1's last stack, 2.28, has NKI 0.2
-# The Neuron distributions check-neuron reports: the NKI compiler package, the legacy compiler (neuronxcc.nki) and
+# The Neuron distributions check-neuron reports: the NKI compiler package, the Neuron compiler (neuronx-cc) and
 # the torch integration. Their distribution versions are the documented way to know what is installed; the NKI
 # stubs do not document ``nki.__version__`` (NKI_FACTS.md section 13).
 DISTRIBUTIONS = ("nki", "neuronx-cc", "torch-neuronx")
