@@ -45,6 +45,24 @@ def operands(shape_a, shape_b, seed):
     return torch.randn(shape_a, generator=g), torch.randn(shape_b, generator=g)
 
 
+def small_integers(shape_a, shape_b, seed):
+    """A, B of small integers (exact in bf16; every product and partial sum of K <= 2**18 terms below 2**24, exact
+    in fp32) as float32, and their exact product from int64 matmul: the oracle of the bit-exact tests."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randint(-8, 9, shape_a, generator=g).float()
+    b = torch.randint(-8, 9, shape_b, generator=g).float()
+    return a, b, torch.matmul(a.long(), b.long()).float()
+
+
+def at_each_lnc(check) -> None:
+    """``check()`` on a runtime at LNC=1, then at LNC=2 (one physical core, then two); the environment is restored
+    however ``check`` ends."""
+    with pytest.MonkeyPatch.context() as patch:
+        for lnc in ("1", "2"):
+            patch.setenv(nki.LNC_VARIABLE, lnc)
+            check()
+
+
 def layout(a: torch.Tensor, transposed: bool) -> torch.Tensor:
     """A as the planner may hand it over: contiguous, or a transposed view of a contiguous A^T (the kernel then
     skips the on-chip transpose)."""
@@ -81,10 +99,7 @@ def test_bmm_within_bound(mode, shape, chain):
                                                       ("bmm", (2, 130, 700), (2, 700, 514))])
 def test_bit_for_bit_on_exact_integer_data(mode, kernel, shape_a, shape_b, chain):
     """Small integers: bf16 holds them, products and every partial sum (below 2**24) are exact in any order."""
-    g = torch.Generator().manual_seed(7)
-    a = torch.randint(-8, 9, shape_a, generator=g).float()
-    b = torch.randint(-8, 9, shape_b, generator=g).float()
-    exact = torch.matmul(a.long(), b.long()).float()
+    a, b, exact = small_integers(shape_a, shape_b, 7)
     assert torch.equal(nki.run(kernel, a, b, mode, chain), exact)
     assert torch.equal(nki.run(kernel, layout(a, True), b, mode, chain), exact)
 
@@ -195,14 +210,12 @@ KERNELS = {"fast": "matmul", "native": "matmul", "dd": "matmul_split", "bf16x6":
 def test_lnc_1_and_2_give_the_same_exact_products(mode, batch, m, k, n, seed):
     """Small integers (exact in bf16, every partial sum below 2**24): each program's blocks, at LNC=1 or 2, are
     the exact product; oracle: integer matmul in int64."""
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randint(-8, 9, (batch, m, k), generator=g).float()
-    b = torch.randint(-8, 9, (batch, k, n), generator=g).float()
-    exact = torch.matmul(a.long(), b.long()).float()
-    with pytest.MonkeyPatch.context() as patch:
-        for lnc in ("1", "2"):
-            patch.setenv(nki.LNC_VARIABLE, lnc)
-            assert torch.equal(nki.run("bmm", a, b, mode, "model"), exact)
+    a, b, exact = small_integers((batch, m, k), (batch, k, n), seed)
+
+    def check():
+        assert torch.equal(nki.run("bmm", a, b, mode, "model"), exact)
+
+    at_each_lnc(check)
 
 
 @pytest.mark.parametrize("mode", ["fast", "native", "dd", "bf16x6", "sr"])
@@ -325,14 +338,12 @@ def test_k_and_n_blocks_in_the_dynamic_loops_give_the_exact_product_at_lnc_1_and
     2**24). Oracle: integer matmul in int64."""
     block_m, block_k, block_n = loop_blocks(mode, False)
     m, k, n = block_m, k_blocks * block_k + edge, block_n + 100
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randint(-8, 9, (m, k), generator=g).float()
-    b = torch.randint(-8, 9, (k, n), generator=g).float()
-    exact = torch.matmul(a.long(), b.long()).float()
-    with pytest.MonkeyPatch.context() as patch:
-        for lnc in ("1", "2"):
-            patch.setenv(nki.LNC_VARIABLE, lnc)
-            assert torch.equal(nki.run("matmul", layout(a, transposed), b, mode, "model"), exact)
+    a, b, exact = small_integers((m, k), (k, n), seed)
+
+    def check():
+        assert torch.equal(nki.run("matmul", layout(a, transposed), b, mode, "model"), exact)
+
+    at_each_lnc(check)
 
 
 # the largest program of one core (trn2, LNC=2), for any shape and batch: at most a static first and last entry and
@@ -368,15 +379,13 @@ def test_several_rows_of_blocks_give_the_exact_product_at_lnc_1_and_2(mode, batc
     cores), M edges and, batched, whole entries in the batch loop: small integers (exact in bf16, every partial
     sum below 2**24) give the exact product. Oracle: integer matmul in int64."""
     m = rows * 512 + edge
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randint(-8, 9, (batch, m, k), generator=g).float()
-    b = torch.randint(-8, 9, (batch, k, n), generator=g).float()
-    exact = torch.matmul(a.long(), b.long()).float()
-    with pytest.MonkeyPatch.context() as patch:
-        for lnc in ("1", "2"):
-            patch.setenv(nki.LNC_VARIABLE, lnc)
-            assert torch.equal(nki.run("bmm", layout(a, transposed), b, mode, "model"), exact)
-            assert torch.equal(nki.run("matmul", layout(a[0], transposed), b[0], mode, "model"), exact[0])
+    a, b, exact = small_integers((batch, m, k), (batch, k, n), seed)
+
+    def check():
+        assert torch.equal(nki.run("bmm", layout(a, transposed), b, mode, "model"), exact)
+        assert torch.equal(nki.run("matmul", layout(a[0], transposed), b[0], mode, "model"), exact[0])
+
+    at_each_lnc(check)
 
 
 @settings(max_examples=6)
@@ -393,11 +402,12 @@ def test_the_words_and_levels_kernels_over_several_rows_of_blocks(batch, edge, n
     digits_a = [torch.randint(-8, 9, shape_a, generator=g).double() for _ in range(2)]
     digits_b = [torch.randint(-8, 9, shape_b, generator=g).double() for _ in range(2)]
     products = {(i, j): torch.matmul(digits_a[i].long(), digits_b[j].long()) for i in range(2) for j in range(2)}
-    with pytest.MonkeyPatch.context() as patch:
-        for lnc in ("1", "2"):
-            patch.setenv(nki.LNC_VARIABLE, lnc)
-            assert torch.equal(nki.split_product(a, b, 2).long(), torch.matmul(a.long(), b.long()))
-            sums = nki.level_sums(digits_a, digits_b)
-            assert sums.keys() == {2, 3}
-            assert torch.equal(sums[2].long(), products[0, 0])
-            assert torch.equal(sums[3].long(), products[0, 1] + products[1, 0])
+
+    def check():
+        assert torch.equal(nki.split_product(a, b, 2).long(), torch.matmul(a.long(), b.long()))
+        sums = nki.level_sums(digits_a, digits_b)
+        assert sums.keys() == {2, 3}
+        assert torch.equal(sums[2].long(), products[0, 0])
+        assert torch.equal(sums[3].long(), products[0, 1] + products[1, 0])
+
+    at_each_lnc(check)
