@@ -4,6 +4,12 @@
 returns a NeuronArray; a NumPy function or ufunc method without an entry here makes NumPy raise TypeError instead
 of copying device data to the host. ``handled_functions()`` and ``handled_ufuncs()`` list what is handled;
 ``python -m trn_backend.numpy_dispatch`` prints that list as the Markdown in docs/numpy.md.
+
+The table's entries live in one module per section of NumPy's reference (numpy.org/doc/stable/reference/routines):
+``creation``, ``shape`` and ``joins`` (array manipulation), ``indexing``, ``sorting`` (sorting, searching and
+counting), ``sets``, ``reductions``, ``statistics``, ``mathematical``, ``logic``, ``linalg``, ``einsum``, ``fft``,
+``polynomials``, ``memory`` and ``io``; each module's docstring names its section and its rules. ``ufuncs`` holds
+the NEP 13 table, ``_registry`` the NEP 18 table's machinery, ``_common`` the helpers several sections share.
 """
 
 from __future__ import annotations
@@ -13,7 +19,25 @@ import warnings
 from typing import Any
 
 from .._array import NeuronArray
-from . import functions, routines, statistics  # noqa: F401  (register the table's entries)
+from . import (  # noqa: F401  (register the table's entries; functions: see its docstring)
+    creation,
+    einsum,
+    fft,
+    functions,
+    indexing,
+    io,
+    joins,
+    linalg,
+    logic,
+    mathematical,
+    memory,
+    polynomials,
+    reductions,
+    sets,
+    shape,
+    sorting,
+    statistics,
+)
 from ._registry import TABLE, dispatch, qualname
 from .ufuncs import UFUNCS, array_ufunc, methods
 

@@ -21,13 +21,13 @@ from typing import Any
 import numpy as np
 import torch
 
-import trn_backend as xp
+import trn_backend as xp  # the namespace, for every module of this package: its one import
 
 from .. import _device, _dtypes
 from .._helpers import PY_SCALARS, NeuronArray
 
 __all__ = ["Entry", "Binder", "TABLE", "implements", "dispatch", "device_of", "call_device", "as_array",
-           "as_arrays", "to_dtype", "write_out", "qualname", "on_host", "host_views", "run_on_host"]
+           "as_arrays", "to_dtype", "write_out", "qualname", "on_host", "host_views", "run_on_host", "xp"]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)

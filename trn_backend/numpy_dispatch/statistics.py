@@ -1,12 +1,14 @@
-"""NumPy statistics on NeuronArray: the median/quantile family, the nan-reductions, average, cov, corrcoef,
-histogram and bincount (registered in the dispatch table).
+"""NumPy's "Statistics" section: order statistics (ptp, quantile, percentile and their nan-versions), averages and
+variances (median, average, mean, std, var and the nan-versions), correlating (cov, corrcoef, correlate) and
+histograms (histogram, bincount).
 
 Values are computed on torch, on the array's device; results follow NumPy's dtype rules, with float64 (complex128)
 narrowed to float32 (complex64) on devices without float64. NumPy's warnings are kept (an all-NaN slice, a mean of
-an empty slice, degrees of freedom <= 0), and so are its errors for all-NaN ``nanargmax`` and empty quantiles.
-Differences from NumPy: an integer quantile interpolates in floating point, where NumPy subtracts the two
-neighbours in the integer dtype first and can wrap (an int8 median of -100 and 100 is 0.0, not NumPy's 128.0);
-complex input of median, nanmax and friends (NumPy orders complex numbers lexicographically) is a TypeError.
+an empty slice, degrees of freedom <= 0), and so is its error for empty quantiles. Differences from NumPy: an
+integer quantile interpolates in floating point, where NumPy subtracts the two neighbours in the integer dtype first
+and can wrap (an int8 median of -100 and 100 is 0.0, not NumPy's 128.0); complex input of median and friends (NumPy
+orders complex numbers lexicographically) is a TypeError. correlate computes as convolve does, in the operands'
+promoted dtype, integers exactly with the dtype's wraparound.
 """
 
 from __future__ import annotations
@@ -15,39 +17,32 @@ import builtins
 import functools
 import math
 import operator
-import os
-import sys
 import warnings
 from typing import Any
 
 import numpy as np
 import torch
 
-import trn_backend as xp
-
 from .. import _dtypes
 from .._array import wrap
-from .._helpers import NeuronArray, normalize_axes, normalize_axis
-from ._registry import as_array, implements
-
-A = NeuronArray
-Shape = tuple[int, ...]
-
-# ---------------------------------------------------------------- shared helpers
-
-_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _warn(message: str) -> None:
-    """A RuntimeWarning, as NumPy gives, attributed to the first caller outside this package (the user's line)."""
-    frame, level = sys._getframe(0), 1
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-        frame, level = frame.f_back, level + 1
-    warnings.warn(message, RuntimeWarning, stacklevel=level)
-
-
-def _name(dtype: torch.dtype) -> str:
-    return _dtypes.name(dtype)
+from .._helpers import normalize_axes
+from ._common import (
+    A,
+    Shape,
+    _axis_arg,
+    _check_sequences,
+    _correlate,
+    _fill_nan,
+    _is_complex,
+    _is_floating,
+    _mode,
+    _name,
+    _reduced_shape,
+    _refuse_complex,
+    _warn,
+    _without_nan,
+)
+from ._registry import as_array, implements, xp
 
 
 def _public(dtype: torch.dtype) -> np.dtype:
@@ -63,27 +58,6 @@ def _on(device: torch.device, dtype: np.dtype | torch.dtype) -> torch.dtype:
     return t
 
 
-def _is_floating(t: torch.Tensor) -> bool:
-    return t.dtype in _dtypes.FLOATING
-
-
-def _is_complex(t: torch.Tensor) -> bool:
-    return t.dtype in _dtypes.COMPLEX_FLOAT
-
-
-_LEXICOGRAPHIC = "NumPy orders complex numbers lexicographically, torch does not"
-
-
-def _refuse_complex(a: A, func: str, why: str = _LEXICOGRAPHIC) -> None:
-    if _is_complex(a._t):
-        raise TypeError(f"{func}(): {_name(a._t.dtype)} input is not supported on NeuronArray ({why})")
-
-
-def _axis(axis: Any) -> Any:
-    """NumPy takes lists where the namespace takes tuples of axes."""
-    return axis if axis is None or isinstance(axis, (int, np.integer)) else tuple(axis)
-
-
 def _mean_dtype(dtype: torch.dtype, device: torch.device) -> torch.dtype:
     """The dtype of NumPy's mean of ``dtype``: floating dtypes keep theirs, integers and bool give float64."""
     return dtype if dtype in _dtypes.FLOATING else _dtypes.default_float(device)
@@ -94,23 +68,12 @@ def _gather(t: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
     return _dtypes.via_compute(lambda c: c.gather(-1, index), t)
 
 
-def _fill_nan(t: torch.Tensor, mask: torch.Tensor, value: float) -> torch.Tensor:
-    return torch.where(mask, torch.tensor(value, dtype=t.dtype, device=t.device), t)
-
-
-def _reduced_shape(a: A, axis: Any, keepdims: bool, func: str) -> Shape:
-    axes = normalize_axes(_axis(axis), a.ndim, func)
-    if keepdims:
-        return tuple(1 if i in axes else d for i, d in enumerate(a.shape))
-    return tuple(d for i, d in enumerate(a.shape) if i not in axes)
-
-
 class _Slices:
     """``a`` with the axes a reduction runs over moved last and flattened into one: ``t`` has shape
     ``kept + (n,)``; ``shape(keepdims)`` is the reduction's result shape."""
 
     def __init__(self, a: A, axis: Any, func: str) -> None:
-        axes = normalize_axes(_axis(axis), a.ndim, func)
+        axes = normalize_axes(_axis_arg(axis), a.ndim, func)
         kept = [i for i in range(a.ndim) if i not in axes]
         t = a._t if kept + list(axes) == list(range(a.ndim)) else a._t.permute(*kept, *axes)
         self.kept: Shape = tuple(a.shape[i] for i in kept)
@@ -126,12 +89,7 @@ class _Slices:
         return xp.sort(wrap(self.t), axis=-1)._t
 
 
-def _nan_mask(t: torch.Tensor) -> torch.Tensor | None:
-    """Where ``t`` is NaN (either part of a complex number), or None for dtypes that hold no NaN."""
-    return torch.isnan(t) if _is_floating(t) else None
-
-
-# ---------------------------------------------------------------- median, quantile, percentile
+# ---------------------------------------------------------------- order statistics and medians
 
 QUANTILE_METHODS = (
     "inverted_cdf", "averaged_inverted_cdf", "closest_observation", "interpolated_inverted_cdf", "hazen",
@@ -291,7 +249,7 @@ def _weights_for(a: A, weights: Any, axis: Any, func: str) -> A:
     if w.shape != a.shape:
         if axis is None:
             raise TypeError(f"{func}(): weights of shape {w.shape} need axis= when a has shape {a.shape}")
-        axes = normalize_axes(_axis(axis), a.ndim, func)
+        axes = normalize_axes(_axis_arg(axis), a.ndim, func)
         if w.shape != tuple(a.shape[i] for i in axes):
             raise ValueError(f"{func}(): weights of shape {w.shape} do not match a of shape {a.shape} along "
                              f"axis {axis}")
@@ -431,58 +389,27 @@ def nanmedian(a: A, axis: Any = None, overwrite_input: bool = False, keepdims: b
     return _median(a, axis, keepdims, func="numpy.nanmedian", skip_nan=True)
 
 
-# ---------------------------------------------------------------- nan-reductions
+@implements(np.ptp, arrays="a")
+def ptp(a: A, axis: Any = None, keepdims: bool = False) -> A:
+    """numpy.ptp: max minus min."""
+    return xp.subtract(xp.max(a, axis=axis, keepdims=keepdims), xp.min(a, axis=axis, keepdims=keepdims))
 
-def _without_nan(a: A, value: float) -> tuple[A, torch.Tensor | None]:
-    """``a`` with NaNs replaced by ``value`` (a itself for dtypes without NaN), and the NaN mask."""
-    mask = _nan_mask(a._t)
-    if mask is None:
-        return a, None
-    return wrap(_fill_nan(a._t, mask, value)), mask
+
+# ---------------------------------------------------------------- averages and variances
+
+@implements(np.mean, arrays="a")
+def mean(a: A, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> A:
+    """numpy.mean (integers average in the default float, float32, where NumPy uses float64)."""
+    return xp.mean(a if dtype is None else xp.astype(a, dtype), axis=axis, keepdims=keepdims)
 
 
 def _cast(a: A, dtype: torch.dtype | None) -> A:
     return a if dtype is None or a._t.dtype is dtype else xp.astype(a, dtype)
 
 
-@implements(np.nansum, arrays="a")
-def nansum(a: A, axis: Any = None, dtype: Any = None, keepdims: bool = False, initial: Any = None) -> A:
-    """numpy.nansum: NaN counts as zero (integers sum as numpy.sum: in int64/uint64)."""
-    filled, _ = _without_nan(a, 0.0)
-    r = xp.sum(filled, axis=_axis(axis), dtype=dtype, keepdims=keepdims)
-    return r if initial is None else xp.add(r, initial)
-
-
-@implements(np.nanprod, arrays="a")
-def nanprod(a: A, axis: Any = None, dtype: Any = None, keepdims: bool = False, initial: Any = None) -> A:
-    """numpy.nanprod: NaN counts as one."""
-    filled, _ = _without_nan(a, 1.0)
-    r = xp.prod(filled, axis=_axis(axis), dtype=dtype, keepdims=keepdims)
-    return r if initial is None else xp.multiply(r, initial)
-
-
-def _nan_cumulative(which: str, a: A, axis: int | None, dtype: Any, value: float) -> A:
-    filled, _ = _without_nan(a, value)
-    if axis is None:
-        filled, axis = xp.reshape(filled, (-1,)), 0
-    return getattr(xp, which)(filled, axis=axis, dtype=dtype)
-
-
-@implements(np.nancumsum, arrays="a")
-def nancumsum(a: A, axis: int | None = None, dtype: Any = None) -> A:
-    """numpy.nancumsum: NaN counts as zero (axis=None on the flattened array)."""
-    return _nan_cumulative("cumulative_sum", a, axis, dtype, 0.0)
-
-
-@implements(np.nancumprod, arrays="a")
-def nancumprod(a: A, axis: int | None = None, dtype: Any = None) -> A:
-    """numpy.nancumprod: NaN counts as one (axis=None on the flattened array)."""
-    return _nan_cumulative("cumulative_prod", a, axis, dtype, 1.0)
-
-
 def _counts(mask: torch.Tensor, axis: Any, keepdims: bool) -> A:
     """The number of elements that are not NaN along ``axis`` (int64)."""
-    return xp.sum(wrap(~mask), axis=_axis(axis), dtype=_dtypes.int64, keepdims=keepdims)
+    return xp.sum(wrap(~mask), axis=_axis_arg(axis), dtype=_dtypes.int64, keepdims=keepdims)
 
 
 @implements(np.nanmean, arrays="a")
@@ -490,13 +417,35 @@ def nanmean(a: A, axis: Any = None, dtype: Any = None, keepdims: bool = False) -
     """numpy.nanmean: the mean of the elements that are not NaN; NaN, with a warning, for all-NaN slices."""
     filled, mask = _without_nan(_cast(a, dtype), 0.0)
     if mask is None:  # integers: numpy.mean (float64)
-        return xp.mean(_cast(filled, _mean_dtype(filled._t.dtype, filled._t.device)), axis=_axis(axis),
+        return xp.mean(_cast(filled, _mean_dtype(filled._t.dtype, filled._t.device)), axis=_axis_arg(axis),
                        keepdims=keepdims)
-    total = xp.sum(filled, axis=_axis(axis), keepdims=keepdims)
+    total = xp.sum(filled, axis=_axis_arg(axis), keepdims=keepdims)
     count = _counts(mask, axis, keepdims)
     if bool(xp.any(xp.equal(count, 0))):
         _warn("Mean of empty slice")
     return xp.divide(total, xp.astype(count, _dtypes.real_of(total._t.dtype)))
+
+
+def _moment(which: str, a: A, axis: Any, dtype: Any, ddof: float, keepdims: bool, correction: Any) -> A:
+    if correction is not None and ddof != 0:
+        raise ValueError(f"numpy.{which}(): give ddof= or correction=, not both")
+    a = a if dtype is None else xp.astype(a, dtype)
+    return getattr(xp, which)(a, axis=axis, correction=ddof if correction is None else correction,
+                              keepdims=keepdims)
+
+
+@implements(np.var, arrays="a")
+def var(a: A, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False,
+        correction: Any = None) -> A:
+    """numpy.var (ddof or correction)."""
+    return _moment("var", a, axis, dtype, ddof, keepdims, correction)
+
+
+@implements(np.std, arrays="a")
+def std(a: A, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False,
+        correction: Any = None) -> A:
+    """numpy.std (ddof or correction)."""
+    return _moment("std", a, axis, dtype, ddof, keepdims, correction)
 
 
 def _ddof(ddof: Any, correction: Any, func: str) -> Any:
@@ -513,18 +462,18 @@ def _nanvar(a: A, axis: Any, dtype: Any, ddof: Any, keepdims: bool, func: str) -
     a = _cast(a, dtype)
     filled, mask = _without_nan(a, 0.0)
     if mask is None:  # integers: numpy.var (float64)
-        return xp.var(_cast(a, _mean_dtype(a._t.dtype, a._t.device)), axis=_axis(axis), correction=ddof,
+        return xp.var(_cast(a, _mean_dtype(a._t.dtype, a._t.device)), axis=_axis_arg(axis), correction=ddof,
                       keepdims=keepdims)
     count = _counts(mask, axis, keepdims=True)
     real = _dtypes.real_of(filled._t.dtype)
-    mean = xp.divide(xp.sum(filled, axis=_axis(axis), keepdims=True), xp.astype(count, real))
+    mean = xp.divide(xp.sum(filled, axis=_axis_arg(axis), keepdims=True), xp.astype(count, real))
     deviation = wrap(_fill_nan(xp.subtract(filled, mean)._t, mask, 0.0))
     squares = xp.real(xp.multiply(deviation, xp.conj(deviation))) if _is_complex(deviation._t) else \
         xp.multiply(deviation, deviation)
     dof = xp.subtract(xp.astype(count, real), ddof)
     if not keepdims:
-        dof = xp.reshape(dof, _reduced_shape(a, axis, False, func))
-    var = xp.divide(xp.sum(squares, axis=_axis(axis), keepdims=keepdims), dof)
+        dof = xp.reshape(dof, _reduced_shape(a, _axis_arg(axis), False, func))
+    var = xp.divide(xp.sum(squares, axis=_axis_arg(axis), keepdims=keepdims), dof)
     bad = xp.less_equal(dof, 0)
     if bool(xp.any(bad)):
         _warn("Degrees of freedom <= 0 for slice.")
@@ -546,77 +495,6 @@ def nanstd(a: A, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: b
     return xp.sqrt(_nanvar(a, axis, dtype, _ddof(ddof, correction, "numpy.nanstd"), keepdims, "numpy.nanstd"))
 
 
-def _check_reducible(a: A, axis: Any, func: str, what: str) -> None:
-    """NumPy's error for a reduction without identity over zero elements."""
-    axes = normalize_axes(_axis(axis), a.ndim, func)
-    if math.prod(a.shape[i] for i in axes) == 0:
-        raise ValueError(f"{func}(): {what} of an empty slice (a has shape {a.shape}); there is no identity")
-
-
-def _nan_extreme(which: str, a: A, axis: Any, keepdims: bool, initial: Any) -> A:
-    """nanmax/nanmin: NaNs are skipped; an all-NaN slice is NaN with a warning, or ``initial`` when given."""
-    func = f"numpy.nan{which}"
-    _refuse_complex(a, func)
-    axis = _axis(axis)
-    shape = _reduced_shape(a, axis, keepdims, func)
-    if initial is None:
-        _check_reducible(a, axis, func, f"the {which}imum")
-    elif a.size == 0:
-        return xp.full(shape, initial, dtype=a._t.dtype, device=a.device)
-    fill = -math.inf if which == "max" else math.inf
-    filled, mask = _without_nan(a, fill)
-    combine = xp.maximum if which == "max" else xp.minimum
-    r = getattr(xp, which)(filled, axis=axis, keepdims=keepdims)
-    if initial is not None:
-        return combine(r, initial)
-    if mask is not None:
-        all_nan = xp.all(wrap(mask), axis=axis, keepdims=keepdims)
-        if bool(xp.any(all_nan)):
-            _warn("All-NaN slice encountered")
-            r = wrap(_fill_nan(r._t, all_nan._t, math.nan))
-    return r
-
-
-@implements(np.nanmax, arrays="a")
-def nanmax(a: A, axis: Any = None, keepdims: bool = False, initial: Any = None) -> A:
-    """numpy.nanmax."""
-    return _nan_extreme("max", a, axis, keepdims, initial)
-
-
-@implements(np.nanmin, arrays="a")
-def nanmin(a: A, axis: Any = None, keepdims: bool = False, initial: Any = None) -> A:
-    """numpy.nanmin."""
-    return _nan_extreme("min", a, axis, keepdims, initial)
-
-
-def _nan_arg_extreme(which: str, a: A, axis: int | None, keepdims: bool) -> A:
-    """nanargmax/nanargmin as NumPy: NaN becomes -inf (+inf) and argmax (argmin) runs; an all-NaN slice is a
-    ValueError."""
-    func = f"numpy.nanarg{which}"
-    _refuse_complex(a, func)
-    if axis is not None:
-        axis = normalize_axis(axis, a.ndim, func)
-    _check_reducible(a, axis, func, f"the arg{which}")
-    filled, mask = _without_nan(a, -math.inf if which == "max" else math.inf)
-    if mask is not None and bool(xp.any(xp.all(wrap(mask), axis=axis))):
-        raise ValueError(f"{func}(): All-NaN slice encountered")
-    return getattr(xp, f"arg{which}")(filled, axis=axis, keepdims=keepdims)
-
-
-@implements(np.nanargmax, arrays="a")
-def nanargmax(a: A, axis: int | None = None, keepdims: bool = False) -> A:
-    """numpy.nanargmax."""
-    return _nan_arg_extreme("max", a, axis, keepdims)
-
-
-@implements(np.nanargmin, arrays="a")
-def nanargmin(a: A, axis: int | None = None, keepdims: bool = False) -> A:
-    """numpy.nanargmin."""
-    return _nan_arg_extreme("min", a, axis, keepdims)
-
-
-# ---------------------------------------------------------------- average, cov, corrcoef
-
 def _average_weights(a: A, w: A, axes: tuple[int, ...] | None, func: str) -> A:
     """``weights`` shaped to broadcast against ``a`` (NumPy's rules: a's shape, or the reduced axes' shape)."""
     if w.shape == a.shape:
@@ -637,7 +515,7 @@ def average(a: A, axis: Any = None, weights: A | None = None, returned: bool = F
     """numpy.average: the mean, or the weights-weighted mean (float64 at least for integer data); with
     returned=True also the sum of the weights (the count without weights), shaped like the average."""
     func = "numpy.average"
-    axes = None if axis is None else normalize_axes(_axis(axis), a.ndim, func)
+    axes = None if axis is None else normalize_axes(_axis_arg(axis), a.ndim, func)
     if weights is None:
         avg = xp.mean(_cast(a, _mean_dtype(a._t.dtype, a._t.device)), axis=axes, keepdims=keepdims)
         scale = xp.full(avg.shape, a.size / builtins.max(avg.size, 1), dtype=avg._t.dtype, device=avg.device)
@@ -655,6 +533,8 @@ def average(a: A, axis: Any = None, weights: A | None = None, returned: bool = F
         scale = xp.asarray(xp.broadcast_to(scale, avg.shape), copy=True)
     return avg, scale
 
+
+# ---------------------------------------------------------------- correlating
 
 def _rows(x: A, dtype: torch.dtype, name: str, func: str) -> A:
     """``x`` as a 2-d array of ``dtype`` (NumPy's ndmin=2: a 1-d array is one row)."""
@@ -762,7 +642,20 @@ def corrcoef(x: A, y: A | None = None, rowvar: bool = True, dtype: Any = None) -
     return wrap(_clip_unit(t))
 
 
-# ---------------------------------------------------------------- histogram, bincount
+@implements(np.correlate, arrays="a v")
+def correlate(a: A, v: A, mode: str = "valid") -> A:
+    """numpy.correlate: c[k] = sum_n a[n + k] * conj(v[n]) for two 1-d sequences, in their promoted dtype."""
+    func = "numpy.correlate"
+    mode = _mode(mode, func)
+    if a.ndim == 0 or v.ndim == 0:
+        raise ValueError(f"{func}(): a and v must be 1-d, got shapes {a.shape} and {v.shape}")
+    _check_sequences(a, v, func)
+    if v._t.dtype in _dtypes.COMPLEX_FLOAT:
+        v = xp.conj(v)
+    return _correlate(a, v, mode)
+
+
+# ---------------------------------------------------------------- histograms
 
 def _host_scalar(value: Any) -> Any:
     """A range bound or a data extreme as NumPy holds it: a NumPy scalar of the array's dtype (a NeuronArray
@@ -899,4 +792,3 @@ def bincount(x: A, weights: A | None = None, minlength: Any = 0) -> A:
             raise TypeError(f"{func}(): weights must be real, got {_name(weights._t.dtype)}")
         w = _dtypes.cast(weights._t, _on(weights._t.device, np.float64))
     return wrap(torch.bincount(t, weights=w, minlength=minlength))
-

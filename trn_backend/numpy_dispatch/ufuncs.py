@@ -16,12 +16,10 @@ from typing import Any
 
 import numpy as np
 
-import trn_backend as xp
-
 from .. import _dtypes
 from .._helpers import PY_SCALARS, NeuronArray, check_broadcastable
-from ._registry import as_array, call_device, can_cast, device_of, run_on_host, to_dtype, write_out
-from .functions import _extreme
+from ._common import _extreme
+from ._registry import as_array, call_device, can_cast, device_of, run_on_host, to_dtype, write_out, xp
 
 __all__ = ["UFUNCS", "REDUCE", "ACCUMULATE", "array_ufunc", "methods"]
 
