@@ -8,9 +8,9 @@ in ``OVER_RANKS`` when it is imported: this layer never imports torch.distribute
 broadcasts it and runs each rank's slices with ``sum_of_slices``.
 
 Speed: all slices have the same shapes, so every step's plan is derived once (``_Program``, which runs the
-steps of the slice's ``program.Program`` on its registers) and a slice costs
-one ``execute`` (one kernel call) per step whose operands vary along the sliced indices; an operand is indexed
-(a view) only when one of its sliced indices changes. The slices run in the order of an odometer over the
+steps of the slice's ``program.Program`` on its registers) and a slice costs one ``execute`` (one kernel call)
+per step whose operands vary along the sliced indices; an operand is indexed (a view) only when one of its
+sliced indices changes. The slices run in the order of an odometer over the
 sliced indices, and a step runs again only when a sliced index below it in the tree turned: steps below no
 sliced index run once, steps below only the slow digits once per value of those. The order of the digits is
 chosen to minimize the steps run (``_odometer_order``); the result is accumulated in place.
