@@ -41,7 +41,7 @@ import torch
 from _results import run_metadata, save
 
 import trn_backend as xp
-from trn_backend.distributed import _slicing
+from trn_backend.contraction import slicing as _slicing
 
 SIDES = ("trn", "numpy", "torch")
 RESULTS = Path(__file__).parent / "results"

@@ -18,6 +18,7 @@ import trn_backend as xp
 import trn_backend.distributed as td
 from tests.distributed_support import gloo, spmd
 from trn_backend import kernels
+from trn_backend.contraction import slicing
 from trn_backend.distributed import _mesh, _slicing
 
 # plain arrays count as replicated by design; DTensor warns about each 1-element one (pytest shows it)
@@ -359,8 +360,8 @@ CHAIN = np.einsum("ab,bc,cd->ad", X, Y, Z)
 def test_sliced_contraction_without_a_process_group():
     assert not dist.is_initialized()
     operands = (xp.asarray(X), xp.asarray(Y), xp.asarray(Z))
-    path, sliced = _slicing.slicing(_slicing.parse("ab,bc,cd->ad", (X.shape, Y.shape, Z.shape)),
-                                    [X.shape, Y.shape, Z.shape], 12)
+    path, sliced = slicing.slicing(slicing.parse("ab,bc,cd->ad", (X.shape, Y.shape, Z.shape)),
+                                   [X.shape, Y.shape, Z.shape], 12)
     assert sliced  # the limit forces slices
     with kernels.count_calls() as calls:
         r = xp.contract("ab,bc,cd->ad", *operands, memory_limit=12)

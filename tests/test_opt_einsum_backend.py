@@ -4,6 +4,8 @@ sharing, optimize=False, precision, and the kernel-call counter that proves no s
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -43,6 +45,43 @@ def test_opt_einsum_version_is_the_pinned_series():
 
     assert dispatch._aliases["trn"] == dispatch._aliases["trn_backend"] == opt_einsum_backend.__name__
     assert dispatch.has_backend("trn")
+
+
+# Run in a fresh interpreter: importing trn_backend leaves opt_einsum's memo and constants folding alone; another
+# backend's call keeps them; the first use of "trn" (FIRST_USE) replaces both.
+FRESH = """
+import numpy as np
+import opt_einsum as oe
+from opt_einsum import sharing
+from opt_einsum.contract import ContractExpression
+
+memo, fold = sharing._memoize, ContractExpression._get_evaluated_constants
+import trn_backend as xp
+from opt_einsum.backends import dispatch
+
+assert dispatch._aliases["trn"] == "trn_backend.contraction.opt_einsum_backend" and dispatch.has_backend("trn")
+a = np.ones((2, 3))
+oe.contract("ij,jk->ik", a, a.T)
+oe.contract_expression("ij,jk->ik", (2, 3), a.T, constants=[1])(a)
+assert sharing._memoize is memo and ContractExpression._get_evaluated_constants is fold, "replaced too early"
+{first_use}
+assert sharing._memoize is not memo and ContractExpression._get_evaluated_constants is not fold, "not replaced"
+"""
+FIRST_USE = [
+    'oe.contract("ij,jk->ik", a, a.T, backend="trn")',
+    'oe.contract("ij,jk->ik", xp.asarray(a), xp.asarray(a.T))',  # "auto" on NeuronArrays
+    'oe.contract_expression("ij,jk->ik", (2, 3), (3, 2))(a, a.T, backend="trn")',  # NumPy arrays: converted
+    'oe.contract_expression("ij,jk->ik", (2, 3), a.T, constants=[1])(a, backend="trn")',
+    'xp.contract("ij,jk->ik", a, a.T)',
+    'xp.contract_expression("ij,jk->ik", (2, 3), (3, 2))',
+]
+
+
+@pytest.mark.parametrize("first_use", FIRST_USE)
+def test_opt_einsum_internals_are_replaced_on_the_first_use_of_trn(first_use):
+    done = subprocess.run([sys.executable, "-c", FRESH.format(first_use=first_use)], cwd=Path(__file__).parents[1],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("kind", ["numpy", "torch", "trn"])

@@ -117,9 +117,8 @@ def test_intermediates_leave_the_kernel_in_the_order_the_next_step_uses():
     spec = parse("abc,cd,bde->ae", tuple(o.shape for o in ops))
     from trn_backend.contraction import paths
 
-    for step in paths.steps(spec, tuple(o.shape for o in ops))[:-1]:
-        for inputs, output, shapes in step.chain:
-            assert steps(inputs, output, shapes, (F32,) * len(inputs), CPU).out_perm is None
+    for step in paths.steps(spec, tuple(o.shape for o in ops)).steps[:-1]:
+        assert steps(step.inputs, step.output, step.shapes, (F32,) * len(step.inputs), CPU).out_perm is None
 
 
 def test_each_binary_step_resolves_its_own_k(monkeypatch):
@@ -202,9 +201,8 @@ def test_paths_keep_broadcast_batched_intermediates_unpermuted():
 
     shapes = ((64, 32, 48), (32, 8), (48, 7))
     spec = parse("Qmn,mi,na->Qia", shapes)
-    step = paths.steps(spec, shapes, [(0, 1), (0, 1)])[0]
-    (inputs, output, step_shapes), = step.chain
-    p = planner.plan_for(inputs, output, step_shapes, (F32, F32), CPU)
+    step = paths.steps(spec, shapes, [(0, 1), (0, 1)]).steps[0]
+    p = planner.plan_for(step.inputs, step.output, step.shapes, (F32, F32), CPU)
     assert p.kernel == "bmm" and p.out_perm is None
     arrays = [np.random.default_rng(1).standard_normal(s) for s in shapes]
     got = xp.einsum("Qmn,mi,na->Qia", *map(from_numpy, arrays), optimize=[(0, 1), (0, 1)])

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import trn_backend as xp
 from trn_backend import kernels
-from trn_backend.distributed import _slicing
+from trn_backend.contraction import slicing as _slicing
 
 RNG = np.random.default_rng(11)
 # a chain of four: slicing d leaves the first step (ab,bc) the same in every slice

@@ -19,7 +19,6 @@ from .._helpers import (
     PY_SCALARS,
     NeuronArray,
     check_same_device,
-    normalize_axis,
     numpy_scalar,
     scalar_dtype,
     scalar_to_tensor,
@@ -27,11 +26,13 @@ from .._helpers import (
     wrap,
 )
 from . import execute, paths, whole
+from .axes import canonical_axes, is_int, tensordot_entry
 from .parse import Spec, parse, symbol
 from .plan import Entry, entry, result_dtype
+from .program import label_sizes
 
-__all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "tensordot_entry",
-           "canonical_axes", "matmul_tensors", "vecdot_tensors"]
+__all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors",
+           "vecdot_tensors"]
 
 Precision = str | None
 
@@ -92,8 +93,8 @@ def contract_spec(spec: Spec, ts: list[torch.Tensor], optimize: object = "auto",
         dtype = result_dtype(tuple(t.dtype for t in ts))
         ts = [_dtypes.cast(t, dtype) for t in ts]
     relative = _precision.targets(precision, target_forward_error)[1]
-    if relative is not None and paths.roundings(paths.program(spec, tuple(t.shape for t in ts), optimize),
-                                                tuple(t.dtype for t in ts)) > 1:
+    if relative is not None and paths.program(spec, tuple(t.shape for t in ts), optimize).roundings(
+            tuple(t.dtype for t in ts)) > 1:
         return _checked_whole(spec, ts, optimize, relative)
     return paths.run(spec, ts, optimize, precision, target_forward_error)
 
@@ -108,7 +109,7 @@ def _checked_whole(spec: Spec, ts: list[torch.Tensor], optimize: object, relativ
         out = paths.run(spec, list(tensors), optimize, ledger=ledger)
         return out, whole.rounding_steps(ledger)
 
-    sizes = paths.label_sizes(zip(spec.inputs, shapes, strict=True))
+    sizes = label_sizes(zip(spec.inputs, shapes, strict=True))
     return whole.checked(spec.subscripts, run, ts, sizes, spec.output, relative)
 
 
@@ -125,53 +126,6 @@ def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precis
     found = tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, key)
     return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
                            (a, b))
-
-
-def canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]]:
-    """``axes`` as an int or a pair of int tuples; anything else is a TypeError naming it."""
-    if type(axes) is tuple and len(axes) == 2 and type(axes[0]) is tuple and type(axes[1]) is tuple and \
-            all(type(i) is int for i in axes[0] + axes[1]):
-        return axes  # already canonical: what opt_einsum passes on every step
-    if _is_int(axes):
-        return int(axes)
-    if isinstance(axes, Sequence) and not isinstance(axes, str) and len(axes) == 2:
-        pair = tuple(tuple(x) if isinstance(x, Sequence) and not isinstance(x, str) else (x,) for x in axes)
-        if all(_is_int(i) for side in pair for i in side):
-            return tuple(tuple(int(i) for i in side) for side in pair)
-    raise TypeError(f"tensordot(): axes must be an int or a pair of sequences of ints, got {axes!r}")
-
-
-def _is_int(x: object) -> bool:
-    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-
-
-@functools.lru_cache(maxsize=4096)
-def tensordot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Entry:
-    result_dtype((da, db), "tensordot")
-    if isinstance(axes, int):
-        if not 0 <= axes <= min(len(sa), len(sb)):
-            raise ValueError(f"tensordot(): axes={axes} must be between 0 and the smaller rank "
-                             f"({min(len(sa), len(sb))}) of x1 and x2")
-        axes_a, axes_b = tuple(range(len(sa) - axes, len(sa))), tuple(range(axes))
-    else:
-        axes_a, axes_b = axes
-        if len(axes_a) != len(axes_b):
-            raise ValueError(f"tensordot(): axes {axes!r} name {len(axes_a)} axes of x1 but {len(axes_b)} of x2")
-        axes_a = tuple(normalize_axis(i, len(sa), "tensordot") for i in axes_a)
-        axes_b = tuple(normalize_axis(i, len(sb), "tensordot") for i in axes_b)
-        for ax, name in ((axes_a, "x1"), (axes_b, "x2")):
-            if len(set(ax)) != len(ax):
-                raise ValueError(f"tensordot(): axes {axes!r} repeat an axis of {name}")
-    for i, j in zip(axes_a, axes_b, strict=True):
-        if sa[i] != sb[j]:
-            raise ValueError(f"tensordot(): axis {i} of x1 has size {sa[i]} but axis {j} of x2 has size "
-                             f"{sb[j]} (shapes {tuple(sa)} and {tuple(sb)}); contracted sizes must be equal")
-    a = [symbol(i) for i in range(len(sa))]
-    b = [symbol(len(sa) + j) for j in range(len(sb))]
-    for i, j in zip(axes_a, axes_b, strict=True):
-        b[j] = a[i]
-    output = [c for i, c in enumerate(a) if i not in axes_a] + [c for j, c in enumerate(b) if j not in axes_b]
-    return entry(("".join(a), "".join(b)), "".join(output), (sa, sb), (da, db))
 
 
 def matmul_tensors(a: torch.Tensor, b: torch.Tensor, precision: Precision = None,
@@ -213,7 +167,7 @@ def vecdot_tensors(a: torch.Tensor, b: torch.Tensor, axis: int = -1, precision: 
                    target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's vecdot: sum of conj(a) * b over ``axis`` (negative, counted from the end of each)."""
     if type(axis) is not int:  # checked before the cache, where -1.0 and True would hash like ints
-        if not _is_int(axis):
+        if not is_int(axis):
             raise TypeError(f"vecdot(): axis must be an int, got {type(axis).__name__}")
         axis = int(axis)
     found = _vecdot_entry(a.shape, b.shape, a.dtype, b.dtype, axis)

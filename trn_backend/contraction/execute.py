@@ -42,7 +42,8 @@ def contract(inputs: tuple[str, ...], output: str, tensors: list[torch.Tensor] |
 
 def roundings_of(a: torch.Tensor, b: torch.Tensor) -> int:
     """The rounding steps of one binary step as a whole expression: 1, or 3 for operands of a registered
-    executor (DTensor), whose result may be a sum over ranks rounded back to its dtype (see ``paths.roundings``)."""
+    executor (DTensor), whose result may be a sum over ranks rounded back to its dtype (see
+    ``program.Program.roundings``)."""
     return 3 if EXECUTORS and (type(a) in EXECUTORS or type(b) in EXECUTORS) else 1
 
 

@@ -115,26 +115,20 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
     spec = parse(subscripts, shapes, "explain")
     _precision.scope(precision, target_forward_error, None, "explain()")  # a wrong choice raises here
     paths.check_optimize(optimize, "explain")
-    if len(shapes) <= 2:
-        path = (tuple(range(len(shapes))),)
-        chain = [(spec.inputs, spec.output, shapes)]
-    else:
-        steps = paths.steps(spec, shapes, optimize)
-        path = tuple(tuple(sorted(s.positions)) for s in steps)
-        chain = [link for s in steps for link in s.chain]
+    program = paths.program(spec, shapes, optimize)
     out_dtype = result_dtype(dtypes, "explain")
     # a target is shared among the expression's rounding steps, as einsum shares it
-    roundings = 1 if _precision.targets(precision, target_forward_error) == (None, None) else paths.roundings(
-        (paths.Step((), tuple(chain)),), (out_dtype,))
+    roundings = 1 if _precision.targets(precision, target_forward_error) == (None, None) else program.roundings(
+        (out_dtype,))
     try:
-        plans = tuple(plan_for(inputs, output, step_shapes, (out_dtype,) * len(inputs), device, precision,
-                               target_forward_error, roundings) for inputs, output, step_shapes in chain)
+        plans = tuple(plan_for(s.inputs, s.output, s.shapes, (out_dtype,) * len(s.inputs), device, precision,
+                               target_forward_error, roundings) for s in program.steps)
     except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
         raise e.named("explain()") from e.__cause__
     implementations = tuple(_implementation(p, device) for p in plans)
     # the modelled kernel of every step that runs one once compiled (a first call may run torch meanwhile)
     compiled = tuple(_implementation(p, device, compiled=True) for p in plans)
-    return Explanation(subscripts, shapes, _dtypes.PUBLIC[out_dtype], path, plans, implementations,
+    return Explanation(subscripts, shapes, _dtypes.PUBLIC[out_dtype], program.path, plans, implementations,
                        tuple(_estimate(p, impl) for p, impl in zip(plans, compiled, strict=True)),
                        _cost_basis(out_dtype, device, precision, target_forward_error))
 

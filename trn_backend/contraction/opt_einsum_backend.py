@@ -1,12 +1,25 @@
 """The opt_einsum backend "trn", and ``contract`` / ``contract_expression`` conveniences that use it.
 
-opt_einsum has no public backend registry: ``register()`` adds this module to its private dispatch tables, and
-keys its two caches (``constants=`` folding, ``shared_intermediates``) by the precision setting for this backend
-(the pyproject pins the opt_einsum minor series this was written against; ``tests/test_opt_einsum_backend.py``
-checks it). ``backend="trn"`` then calls ``einsum``, ``tensordot`` and ``transpose`` below, which accept NeuronArray,
-NumPy and torch operands (converted without a copy where possible) and return NeuronArrays; expressions called
-on NumPy arrays convert back, as opt_einsum's torch backend does. NeuronArray inputs with ``backend="auto"`` come
-here too: opt_einsum names the backend after the array's top-level module, ``trn_backend``, aliased to this one.
+``backend="trn"`` calls ``einsum``, ``tensordot`` and ``transpose`` below, which accept NeuronArray, NumPy and
+torch operands (converted without a copy where possible) and return NeuronArrays; expressions called on NumPy
+arrays convert back, as opt_einsum's torch backend does. NeuronArray inputs with ``backend="auto"`` come here
+too: opt_einsum names the backend after the array's top-level module, ``trn_backend``, aliased to this one.
+
+opt_einsum has no public backend registry, so this module touches its internals (the pyproject pins the
+opt_einsum minor series this was written against; ``tests/test_opt_einsum_backend.py`` checks it), in two steps:
+
+- ``register()``, when trn_backend is imported, only adds: the names "trn" and "trn_backend" to
+  ``opt_einsum.backends.dispatch._aliases``, and this module's conversions to its ``CONVERT_BACKENDS`` and
+  ``EVAL_CONSTS_BACKENDS`` tables. Other backends see no change.
+- ``_adapt()``, on the first use of the "trn" backend (the first call of ``einsum``, ``tensordot``,
+  ``transpose``, ``build_expression`` or ``evaluate_constants`` here, or of ``contract`` or
+  ``contract_expression``), replaces ``opt_einsum.sharing._memoize`` and
+  ``opt_einsum.contract.ContractExpression._get_evaluated_constants``: opt_einsum keys the memo of
+  ``shared_intermediates`` and an expression's folded ``constants=`` by backend name only, so a result computed
+  under one precision mode would be reused under another; the replacements key them by the precision setting
+  too for this backend, and call opt_einsum's own for every other backend. A step already inside opt_einsum's
+  memo or fold when the first use happens is kept by opt_einsum's own (the replacement takes over from the
+  next one).
 """
 
 from __future__ import annotations
@@ -20,18 +33,18 @@ import torch
 from opt_einsum import sharing
 from opt_einsum.backends import dispatch
 from opt_einsum.contract import ContractExpression
-from opt_einsum.parser import convert_to_valid_einsum_chars, has_valid_einsum_chars_only
 from opt_einsum.sharing import to_backend_cache_wrap
 
 from .. import _dtypes, _precision
 from .._api.creation import asarray
 from .._helpers import PY_SCALARS, NeuronArray, wrap
-from . import whole
-from .api import canonical_axes, einsum_operands, einsum_tensors, tensordot_entry, tensordot_tensors
+from . import slicing, whole
+from .api import einsum_operands, einsum_tensors, tensordot_tensors
+from .axes import canonical_axes, tensordot_entry
 from .execute import execute
 from .parse import parse
-from .paths import label_sizes, shape_of
-from .plan import Entry, Plan, entry, plan_for, result_dtype
+from .plan import Plan, plan_for, result_dtype
+from .program import Program, build, label_sizes, run, shape_of
 
 __all__ = ["einsum", "tensordot", "transpose", "contract", "contract_expression", "Expression", "register",
            "OPT_EINSUM_SERIES"]
@@ -80,6 +93,8 @@ def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
     ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe').
     opt_einsum hands it the keywords it does not know itself: a precision choice among them is refused with
     what to write instead (opt_einsum's own tensordot steps refuse it before they reach this backend)."""
+    if not _adapted:
+        _adapt()
     if kwargs:
         precision = sorted(set(kwargs) & {"precision", "target_forward_error", "target_relative_error"})
         if precision:
@@ -146,6 +161,8 @@ def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str
 
 def tensordot(x: object, y: object, axes: int | tuple[Any, Any] = 2) -> NeuronArray:
     """The tensordot opt_einsum calls, lowered by the planner (see ``trn_backend.tensordot``)."""
+    if not _adapted:
+        _adapt()
     try:
         if type(x) is NeuronArray and type(y) is NeuronArray:
             a, b = x._t, y._t  # every step of a network: nothing to convert
@@ -176,6 +193,8 @@ def _tensordot_step(a: torch.Tensor, b: torch.Tensor, axes: object) -> Plan | No
 
 def transpose(x: object, axes: tuple[int, ...]) -> NeuronArray:
     """A permuted view (no copy)."""
+    if not _adapted:
+        _adapt()
     return wrap(to_trn(x)._t.permute(tuple(axes)))
 
 
@@ -189,6 +208,9 @@ def _to_trn_shared(x: object) -> NeuronArray | None:
 
 def build_expression(_arrays: object, expr: Any):
     """Evaluate ``expr`` on NumPy arrays: convert in, contract with "trn", convert the result back to NumPy."""
+    if not _adapted:
+        _adapt()
+
     def trn_contract(*arrays: object) -> np.ndarray:
         return np.asarray(expr._contract([_to_trn_shared(x) for x in arrays], backend="trn"))
 
@@ -197,16 +219,18 @@ def build_expression(_arrays: object, expr: Any):
 
 def evaluate_constants(const_arrays: list[object], expr: Any) -> Any:
     """Convert the constant operands and contract what depends on them only, once."""
+    if not _adapted:
+        _adapt()
     return expr(*(_to_trn_shared(x) for x in const_arrays), backend="trn", evaluate_constants=True)
 
 
-# --- opt_einsum's caches, keyed by the precision setting: its constants and shared intermediates are keyed
-# by backend name only, so a result computed under one mode would be reused under another. ---
+# --- opt_einsum's caches, keyed by the precision setting (see the module docstring) ---
 
 _NAMES = ("trn", "trn_backend")
 _CONTRACTIONS = ("tensordot", "einsum")
 _opt_einsum_memoize = sharing._memoize
 _opt_einsum_constants = ContractExpression._get_evaluated_constants
+_adapted = False  # whether ``_adapt`` has run: one global test on every entry point
 
 
 def _cached(store: dict, key: Any, compute: Any) -> Any:
@@ -243,14 +267,21 @@ def _evaluated_constants(self: ContractExpression, backend: str) -> list[Any]:
 
 
 def register() -> None:
-    """Make ``backend="trn"`` (and ``"auto"`` on NeuronArrays) reach this module, with opt_einsum's caches keyed
-    by the precision setting for it."""
+    """Make ``backend="trn"`` (and ``"auto"`` on NeuronArrays) reach this module: additions to opt_einsum's
+    dispatch tables only (see the module docstring)."""
     for name in _NAMES:
         dispatch._aliases[name] = __name__
     dispatch.CONVERT_BACKENDS["trn"] = build_expression
     dispatch.EVAL_CONSTS_BACKENDS["trn"] = evaluate_constants
+
+
+def _adapt() -> None:
+    """The first use of backend "trn": opt_einsum's two caches keyed by the precision setting for it (the only
+    place opt_einsum's internals are replaced; see the module docstring)."""
+    global _adapted
     sharing._memoize = _memoize
     ContractExpression._get_evaluated_constants = _evaluated_constants
+    _adapted = True
 
 
 # --- conveniences ---
@@ -269,6 +300,8 @@ def contract(subscripts: Any, *operands: Any, precision: str | None = None,
              **kwargs: Any) -> NeuronArray:
     """``opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)`` under a precision mode or a
     target (with target_relative_error=, ``trn_backend.last_precision_report()`` then tells the modes run)."""
+    if not _adapted:
+        _adapt()
     if "backend" in kwargs:
         raise TypeError("trn_backend.contract() always uses backend='trn'; call opt_einsum.contract for others")
     try:
@@ -284,10 +317,8 @@ def _contract(subscripts: Any, operands: tuple[Any, ...], kwargs: dict[str, Any]
         check_out(kwargs["out"], subscripts, ts, "contract")
         operands = tuple(map(wrap, ts))
     if kwargs.get("memory_limit") is not None:
-        # sliced with cotengra, the slices spread over the ranks (imported on use: torch.distributed)
-        from ..distributed import _slicing
-
-        return _slicing.contract(subscripts, *map(to_trn, operands), **kwargs)
+        # sliced with cotengra (over the ranks of a process group where trn_backend.distributed registered it)
+        return slicing.contract(subscripts, *map(to_trn, operands), **kwargs)
     if kwargs.get("optimize", True) is False:
         # opt_einsum sends optimize=False to numpy.einsum whatever the backend: keep it on the engine
         return einsum(subscripts, *operands, out=kwargs.get("out"), optimize=False)
@@ -317,7 +348,7 @@ class Expression:
         self.precision = precision
         self.target_forward_error = target_forward_error
         self.target_relative_error = target_relative_error
-        self._programs: dict[tuple, tuple[_Step, ...] | None] = {}  # None: opt_einsum runs it
+        self._programs: dict[tuple, Program | None] = {}  # None: opt_einsum runs it
 
     def __call__(self, *arrays: Any, out: Any = None) -> Any:
         try:
@@ -331,10 +362,10 @@ class Expression:
                 ts = [x._t for x in arrays]
                 forward, relative = _precision.targets(None, None)
                 # a target is shared among every rounding step of the expression (1: no target, no counting)
-                n = 1 if forward is None and relative is None else sum(e.base.roundings for _, e, _ in program)
+                n = 1 if forward is None and relative is None else program.roundings(tuple(t.dtype for t in ts))
                 if relative is not None and n > 1:
                     return wrap(self._checked(ts, relative))
-                return wrap(_run(program, ts, n))
+                return wrap(run(program, ts, n))
         except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name the expression
             raise e.named("contract_expression(...)()") from e.__cause__
 
@@ -343,18 +374,18 @@ class Expression:
         spec = parse(self.expression.contraction, tuple(t.shape for t in ts))
         sizes = label_sizes(zip(spec.inputs, (t.shape for t in ts), strict=True))
 
-        def run(tensors) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
+        def run_wide(tensors) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
             # the checks run the expression on float64 data: its own program, planned for that dtype
             ledger: list[Plan] = []
-            wide = _compile(self.expression.contraction_list, tuple(t.shape for t in tensors),
-                            tuple(t.dtype for t in tensors))
-            return _run(wide, list(tensors), 1, ledger), whole.rounding_steps(ledger)
+            wide = build(tuple(t.shape for t in tensors), contraction_list=self.expression.contraction_list,
+                         dtypes=tuple(t.dtype for t in tensors))
+            return run(wide, list(tensors), 1, ledger=ledger), whole.rounding_steps(ledger)
 
         dtype = result_dtype(tuple(t.dtype for t in ts))
-        return whole.checked(spec.subscripts, run, [_dtypes.cast(t, dtype) for t in ts], sizes, spec.output,
+        return whole.checked(spec.subscripts, run_wide, [_dtypes.cast(t, dtype) for t in ts], sizes, spec.output,
                              relative)
 
-    def _program(self, arrays: tuple[Any, ...]) -> tuple[_Step, ...] | None:
+    def _program(self, arrays: tuple[Any, ...]) -> Program | None:
         """The program for these operands (made on first use); None where opt_einsum's own call applies."""
         if len(arrays) != self.expression.num_args or not all(type(x) is NeuronArray for x in arrays):
             return None
@@ -364,7 +395,7 @@ class Expression:
         if key not in self._programs:
             if len(self._programs) >= _STEPS_MAX:
                 self._programs.clear()
-            self._programs[key] = _compile(self.expression.contraction_list, key[0], key[1])
+            self._programs[key] = build(key[0], contraction_list=self.expression.contraction_list, dtypes=key[1])
         return self._programs[key]
 
     def __repr__(self) -> str:
@@ -374,66 +405,11 @@ class Expression:
         return str(self.expression)
 
 
-def _run(program: tuple[_Step, ...], ts: list[torch.Tensor], roundings: int,
-         ledger: list[Plan] | None = None) -> torch.Tensor:
-    """Run an ``Expression`` program, each step's mode resolved under the precision in force for an expression
-    of ``roundings`` rounding steps; ``ledger`` collects the plans run."""
-    device = ts[0].device
-    ops = list(ts)
-    for positions, found, perm in program:
-        plan = found.plan(device, roundings=roundings)
-        if ledger is not None:
-            ledger.append(plan)
-        result = execute(plan, [ops.pop(p) for p in positions])
-        ops.append(result if perm is None else result.permute(perm))
-    return ops[0]
-
-
-# One step of an ``Expression`` program: the operand positions opt_einsum pops, the planner entry of the
-# contraction, and the transpose opt_einsum applies to a tensordot's result (None when there is none).
-_Step = tuple[tuple[int, ...], Entry, tuple[int, ...] | None]
-
-
-def _compile(contraction_list: Any, shapes: tuple, dtypes: tuple) -> tuple[_Step, ...] | None:
-    """Follow opt_einsum's contraction loop (``opt_einsum.contract._core_contract``, the pinned series) on shapes
-    and dtypes: each step reaches the planner entry that its ``tensordot`` or ``einsum`` call here would, with
-    the same validation and errors. None where a step takes three or more operands (an explicit path such as
-    [(0, 1, 2)]): a planner entry is one binary step, so opt_einsum's own call, through ``einsum``, runs those."""
-    if any(len(step[0]) > 2 for step in contraction_list):
-        return None
-    terms = list(zip(shapes, dtypes, strict=True))
-    program = []
-    for inds, idx_rm, einsum_str, _, blas_flag in contraction_list:
-        taken = [terms.pop(x) for x in inds]
-        (sa, da), *rest = taken
-        if blas_flag and "EINSUM" not in blas_flag:  # opt_einsum's tensordot, then a transpose if needed
-            (sb, db), = rest
-            inputs, results_index = einsum_str.split("->")
-            left, right = inputs.split(",")
-            tensor_result = "".join(s for s in left + right if s not in idx_rm)
-            pairs = sorted((left.find(s), right.find(s)) for s in idx_rm)
-            axes = (tuple(i for i, _ in pairs), tuple(j for _, j in pairs))
-            found = tensordot_entry(sa, sb, da, db, canonical_axes(axes))
-            perm = None
-            if tensor_result != results_index:
-                perm = tuple(map(tensor_result.index, results_index))
-        else:  # opt_einsum's einsum, on its labels made valid einsum letters as it passes them
-            if not has_valid_einsum_chars_only(einsum_str):
-                einsum_str = convert_to_valid_einsum_chars(einsum_str)
-            step_shapes = tuple(s for s, _ in taken)
-            spec = parse(einsum_str, step_shapes)
-            found = entry(spec.inputs, spec.output, step_shapes, tuple(d for _, d in taken))
-            perm = None
-        base = found.base
-        shape = base.shape if perm is None else tuple(base.shape[i] for i in perm)
-        terms.append((shape, base.dtype))
-        program.append((tuple(inds), found, perm))
-    return tuple(program)
-
-
 def contract_expression(subscripts: Any, *shapes: Any, precision: str | None = None,
                         target_forward_error: float | None = None, target_relative_error: float | None = None,
                         **kwargs: Any) -> Expression:
     """``opt_einsum.contract_expression`` (shapes, ``constants=``, ``optimize=``...) evaluated with "trn"."""
+    if not _adapted:
+        _adapt()
     return Expression(opt_einsum.contract_expression(subscripts, *shapes, **kwargs), precision,
                       target_forward_error, target_relative_error)
