@@ -32,14 +32,16 @@ from typing import Any
 
 import torch
 
-from .. import _config, _dtypes
+from . import config as _config
+from . import dtypes as _dtypes
 from . import reference
 
 __all__ = ["matmul", "bmm", "mul", "CALLS", "count_calls", "first_calls", "reference", "implementation",
            "NKI_MODES", "NEURON_DEVICE_TYPES"]
 
 NKI_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # the modes with an NKI kernel
-NEURON_DEVICE_TYPES = ("neuron", "xla")  # torch-neuronx's device types (native TorchNeuron, PyTorch/XLA)
+# torch-neuronx's device types (native TorchNeuron, PyTorch/XLA); trn_backend._device.NEURON_TYPES is this tuple
+NEURON_DEVICE_TYPES = ("neuron", "xla")
 
 # (kernel name, mode name) -> number of calls since import
 CALLS: collections.Counter[tuple[str, str]] = collections.Counter()

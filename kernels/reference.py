@@ -13,7 +13,7 @@ import warnings
 
 import torch
 
-from .. import _dtypes
+from . import dtypes as _dtypes
 
 
 def native(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

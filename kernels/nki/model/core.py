@@ -72,7 +72,7 @@ def target_from_environment() -> Target:
                          "(trn3's wider moving tiles are not modelled)") from None
 
 
-LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
+LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"  # the runtime's logical NeuronCore size (1 or 2 physical cores)
 
 
 def runtime_lnc(target: Target) -> int:
