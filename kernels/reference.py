@@ -14,6 +14,24 @@ import warnings
 import torch
 
 from . import dtypes as _dtypes
+from .bounds import (  # noqa: F401  (the numbers and bounds each mode is defined by, published here too)
+    BF16X6_CHUNK,
+    BF16X6_GROUP,
+    DIGIT_GROWTH,
+    MAX_SLICES,
+    OZAKI_RANGE,
+    SLICE_BITS,
+    U_FP32,
+    U_FP64,
+    UNDERFLOW_ALLOWANCE,
+    UNDERFLOW_TERM,
+    gamma,
+    magnitude_pass_growth,
+    ozaki_default_slices,
+    ozaki_error,
+    small_terms_are_safe,
+    underflow_floor,
+)
 
 
 def native(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -60,32 +78,11 @@ def _multiply_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 # The Trainium Tensor Engine multiplies bf16 operands (a product of two 8-bit significands is exact in fp32)
 # and accumulates in fp32 PSUM, so an fp32 matmul of bf16-representable values *is* one engine pass, up to the
 # order of the fp32 additions (the bounds in docs/precision.md allow for any order). Every mode below is
-# written in such passes; their error bounds live in trn_backend/_precision.py.
+# written in such passes; their error bounds live in kernels/bounds.py.
 
-U_FP32 = 2.0**-24
-U_FP64 = 2.0**-53
-# Ozaki-I digits: the first is in [-2**8, 2**8], later ones in [-2**7, 2**7], so every digit is exact in bf16,
-# and a chunk of EXACT_CHUNK digit products (each at most 2**16) sums to an integer below 2**24 (exact).
-SLICE_BITS = 8
+# The chunks of exact digit products: a chunk of EXACT_CHUNK digit products (each at most 2**16) sums to an
+# integer below 2**24 (exact in fp32).
 EXACT_CHUNK = 2 ** (24 - 2 * SLICE_BITS)
-# bf16x6 accumulates the products of at most this many K per PSUM chunk, adds BF16X6_GROUP chunk sums in fp32
-# and combines those with TwoSum: its error stops growing with K, which keeps it at least as accurate as an fp32
-# SGEMM (plain PSUM accumulation is not), and the TwoSums cost the vector engine once per group, not per chunk.
-BF16X6_CHUNK = 256
-BF16X6_GROUP = 4
-# Ozaki's error is relative to 2**e_i * 2**f_j (row and column scales). Its published bound assumes rho, the
-# ratio K * 2**e_i * 2**f_j / (|A||B|)_ij, is at most OZAKI_RANGE; one fast pass over |A|, |B| measures rho
-# and the kernel adds slices where the data needs them, so the bound holds for any input (barring underflow).
-OZAKI_RANGE = 64.0
-DIGIT_GROWTH = (2 + 1 / (1 - 2.0**-SLICE_BITS)) ** 2
-MAX_SLICES = 16
-# Split modes work on rows of A and columns of B scaled by powers of two to magnitudes at most 1 (exact), so
-# neither bf16's range nor fp32 overflow limits them. Only gradual underflow remains: a bf16 word or an fp32
-# product below the normal range loses at most UNDERFLOW_TERM in absolute terms (bf16 subnormal words of both
-# operands and up to three dropped word pairs, 2**-131 together, with 8x to spare). Each call certifies that
-# this costs at most UNDERFLOW_ALLOWANCE of |A||B| per entry (it is part of every split bound), or raises.
-UNDERFLOW_TERM = 2.0**-128
-UNDERFLOW_ALLOWANCE = 2.0**-40
 _GROUP_ELEMENTS = 2**22  # chunk products materialised at once (memory cap of the chunked passes)
 _WARNED: set[str] = set()
 _NARROW_BITS = {torch.bfloat16: 8, torch.float16: 11}  # significand bits of the sub-fp32 formats
@@ -109,37 +106,6 @@ class PrecisionError(ValueError):
         renamed = PrecisionError(self.message, func)
         renamed.__cause__ = self.__cause__
         return renamed
-
-
-def gamma(n: int, u: float) -> float:
-    """Higham's gamma_n = n u / (1 - n u): the relative error bound of n floating-point roundings."""
-    return n * u / (1 - n * u) if n > 0 else 0.0
-
-
-def _ozaki_truncation(slices: int) -> float:
-    """Digit truncation plus the dropped digit pairs (i + j > slices + 1), in units of K 2**e_i 2**f_j."""
-    t = 2.0 ** (-SLICE_BITS * slices)
-    return t * (1 + t / 4 + (slices - 1) / (4 * (1 - 2.0**-SLICE_BITS)))
-
-
-def _ozaki_combine(slices: int, truncation: float) -> float:
-    """Sum2 of the slices exact level sums in float64, in units of |A||B|: u |C^| + gamma_{s-1}**2 sum |level|
-    (the digits of x sum to at most sqrt(DIGIT_GROWTH) |x| in magnitude)."""
-    return U_FP64 * (1 + truncation) + gamma(slices - 1, U_FP64) ** 2 * DIGIT_GROWTH
-
-
-def ozaki_error(slices: int, rho: float = OZAKI_RANGE) -> float:
-    """Ozaki-I error before the output rounding, in units of |A||B|, for data of dynamic range ``rho`` (where
-    K 2**e_i 2**f_j = rho |A||B|)."""
-    truncation = rho * _ozaki_truncation(slices)
-    return truncation + _ozaki_combine(slices, truncation)
-
-
-def ozaki_default_slices(dtype: torch.dtype) -> int:
-    """Fewest slices whose truncation error (for data of range OZAKI_RANGE) is below the unit roundoff of
-    ``dtype``: the dtype's own accuracy (float32: 4, float64: 8)."""
-    u = torch.finfo(dtype).eps / 2
-    return next(s for s in range(1, MAX_SLICES + 1) if OZAKI_RANGE * _ozaki_truncation(s) <= max(u, U_FP64))
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -383,13 +349,6 @@ def _min_nonzero(x: torch.Tensor) -> float:
     return _min_magnitude(x.abs())
 
 
-def _small_terms_are_safe(smallest_a: float, smallest_b: float) -> bool:
-    """Whether every nonzero product term |a'| |b'| (scaled operands whose smallest nonzero magnitudes are
-    these) is at least UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE: underflow then costs at most UNDERFLOW_ALLOWANCE
-    of each term, hence of |A||B| (zero terms cost nothing)."""
-    return smallest_a * smallest_b >= UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
-
-
 class _Scaled:
     """A [B, M, K] and B [B, K, N] with A's rows and B's columns scaled as ``_scaled`` does, handed out block by
     block: in float32 where float32 holds every scaled value exactly (the common case, and a faster split), else
@@ -416,7 +375,7 @@ class _Scaled:
         largest = [row_max.max().item() if row_max.numel() else 0.0, col_max.max().item() if col_max.numel() else 0.0]
         ranges = [s / (2 * top) if top > 0 else math.inf for s, top in zip(smallest, largest, strict=True)]
         self.float32 = (a.dtype is not torch.float64 and bool((self.e.abs() <= 126).all())
-                        and bool((self.f.abs() <= 126).all()) and _small_terms_are_safe(*ranges))
+                        and bool((self.f.abs() <= 126).all()) and small_terms_are_safe(*ranges))
         if self.float32:
             self.a_factor, self.b_factor = torch.exp2(-self.e.float()), torch.exp2(-self.f.float())
             self.underflow_safe = True
@@ -444,10 +403,10 @@ class _Scaled:
         if self.underflow_safe is None:
             smallest = [min((_min_nonzero(self.block_a(*blk)) for blk in self.plan.a_blocks()), default=math.inf),
                         min((_min_nonzero(self.block_b(*blk)) for blk in self.plan.b_blocks()), default=math.inf)]
-            self.underflow_safe = _small_terms_are_safe(*smallest)
+            self.underflow_safe = small_terms_are_safe(*smallest)
         if self.underflow_safe:
             return
-        floor = self.k * UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
+        floor = underflow_floor(self.k)
         for bs, ms, ns in self.plan.tiles() if tile is None else [tile]:
             if bool((_magnitude_lower(self, bs, ms, ns, floor) < floor).any()):
                 raise PrecisionError(f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
@@ -472,7 +431,7 @@ def _magnitude_lower(scaled: _Scaled, bs, ms, ns, floor: float) -> torch.Tensor:
     for ks in plan.depth:
         magnitude = _mac(magnitude, _round_to(scaled.block_a(bs, ms, ks).abs(), torch.bfloat16).float(),
                          _round_to(scaled.block_b(bs, ks, ns).abs(), torch.bfloat16).float())
-    lower = magnitude.double() / ((1 + 2.0**-8) ** 2 * (1 + gamma(k - 1, U_FP32))) - k * UNDERFLOW_TERM
+    lower = magnitude.double() / magnitude_pass_growth(k) - k * UNDERFLOW_TERM
     if bool((lower < floor).any()):
         count = None  # sums of ones: positive exactly where a nonzero term is, whatever the rounding
         for ks in plan.depth:
