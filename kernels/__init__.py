@@ -2,7 +2,7 @@
 
 ``matmul(a, b, mode)`` multiplies [M, K] x [K, N] and ``bmm(a, b, mode)`` [B, M, K] x [B, K, N], both on torch
 tensors, under a precision mode named in ``trn_backend.precision``. The torch reference implementation of every
-mode (``reference.py``) runs on any torch device. Routing (``implementation``): on a Neuron device with the NKI
+mode (``reference/``) runs on any torch device. Routing (``implementation``): on a Neuron device with the NKI
 toolchain installed, float32 steps of a mode with an NKI kernel (``nki/``, import-gated) and at least
 ``config.nki_min_flops`` FLOPs (default: the cost model's break-even with the kernel launch) run the NKI kernel;
 smaller ones run torch on the device. Under the default rule a kernel also pays its compile: a Neuron device

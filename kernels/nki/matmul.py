@@ -29,7 +29,7 @@ of as many K tiles as the SBUF budget allows; each block's operand tiles are loa
 every output tile of the block (A's once per M block when K fits in one block). Sums across K blocks are fp32 in
 SBUF (the documented tutorial adds them in the output dtype, which rounds bf16 outputs once per block: not here).
 
-Modes (kernels/reference.py is the specification of each; the words and levels are the reference's):
+Modes (kernels/reference/ is the specification of each; the words and levels are the reference's):
 - ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of
   the bf16 rate).
 - ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B on chip into bf16 words with
