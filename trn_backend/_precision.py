@@ -66,7 +66,7 @@ class Mode:
     name: str
     algorithm: str
     kernel: str  # its implementation: kernels.reference.MODES[kernel]
-    passes: Callable[[int], int | None]  # bf16 Tensor Engine passes, given the ozaki slice count
+    passes: Callable[[int], int | None]  # bf16 Tensor Engine passes, given the ozaki slice count (reference.PASSES)
     bound: Callable[..., float | None]  # bound(real dtype, K, **params) in units of |A||B|, K >= 1
     params: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
@@ -76,18 +76,20 @@ class Mode:
 # --- bounds: kernels/bounds.py (derivations in docs/precision.md) ---
 
 MODES: dict[str, Mode] = {m.name: m for m in (
-    Mode("native", "the operand dtype and the device's own arithmetic", "native", lambda s: None,
+    Mode("native", "the operand dtype and the device's own arithmetic", "native", reference.PASSES["native"],
          bounds.native_bound),
-    Mode("fast", "inputs rounded to bf16, one pass, fp32 accumulation", "fast", lambda s: 1, bounds.fast_bound),
-    Mode("sr", "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)", "sr", lambda s: 1,
-         bounds.sr_bound, params=("generator",)),
-    Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", lambda s: 3,
+    Mode("fast", "inputs rounded to bf16, one pass, fp32 accumulation", "fast", reference.PASSES["fast"],
+         bounds.fast_bound),
+    Mode("sr", "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)", "sr",
+         reference.PASSES["sr"], bounds.sr_bound, params=("generator",)),
+    Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", reference.PASSES["dd"],
          bounds.dd_bound),
     Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {bounds.BF16X6_CHUNK} of K added "
-         f"{bounds.BF16X6_GROUP} at a time, then by TwoSum", "bf16x6", lambda s: 6, bounds.bf16x6_bound),
+         f"{bounds.BF16X6_GROUP} at a time, then by TwoSum", "bf16x6", reference.PASSES["bf16x6"],
+         bounds.bf16x6_bound),
     Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
-         "ozaki", lambda s: s * (s + 1) // 2 + 1, bounds.ozaki_bound, params=("slices",), float64_working=True),
-    Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", lambda s: 0,
+         "ozaki", reference.PASSES["ozaki"], bounds.ozaki_bound, params=("slices",), float64_working=True),
+    Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", reference.PASSES["kahan"],
          bounds.kahan_bound, aliases=("fp64",), float64_working=True),
 )}
 ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}

@@ -61,7 +61,7 @@ from ._sr import _stochastic_round, sr
 # layer (kernels/__init__, nki/), the contraction layer and the tests reach (listed so no import looks unused).
 __all__ = [
     "BF16X6_CHUNK", "BF16X6_GROUP", "BLOCK_FRACTION", "DIGIT_GROWTH", "EXACT_CHUNK", "MAX_SLICES",
-    "MIN_BLOCK_ELEMENTS", "MODES", "OZAKI_RANGE", "SLICE_BITS", "U_FP32", "U_FP64", "UNDERFLOW_ALLOWANCE",
+    "MIN_BLOCK_ELEMENTS", "MODES", "OZAKI_RANGE", "PASSES", "SLICE_BITS", "U_FP32", "U_FP64", "UNDERFLOW_ALLOWANCE",
     "UNDERFLOW_TERM", "PrecisionError", "PrecisionWarning", "bf16x6", "dd", "exact_levels", "fast", "gamma",
     "kahan", "native", "ozaki", "ozaki_default_slices", "ozaki_error", "ozaki_slices", "sr",
     "_INT_DEPTH", "_NARROW_BITS", "_WARNED", "_Plan", "_digits", "_int8_levels", "_int8_pieces", "_ldexp",
@@ -77,4 +77,17 @@ MODES = {
     "ozaki": ozaki,
     "kahan": kahan,
     "fp64": kahan,
+}
+# Each mode's bf16 Tensor Engine passes, given ozaki's slice count: its cost in the precision registry
+# (trn_backend._precision) and the pass-count basis of target-based selection (trn_backend._mode_costs). native is
+# not emulated (None); kahan makes none (a float64 product on the host); ozaki's s(s+1)/2 digit levels add one fast
+# pass that measures the data's dynamic range.
+PASSES = {
+    "native": lambda s: None,
+    "fast": lambda s: 1,
+    "sr": lambda s: 1,
+    "dd": lambda s: 3,
+    "bf16x6": lambda s: 6,
+    "ozaki": lambda s: s * (s + 1) // 2 + 1,
+    "kahan": lambda s: 0,
 }
