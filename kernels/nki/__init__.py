@@ -126,7 +126,7 @@ def _check_fits(label: str, m: int, k: int, n: int, width: int, what: str) -> No
     from . import matmul, model
 
     budget = model.target().sbuf_partition_bytes
-    if matmul.fitting_blocks(m, k, n, width, 1, budget)[1] < 1:
+    if matmul.fitting_blocks(m, k, n, width, 1, budget).k_tiles < 1:
         raise ValueError(f"{label}: {what} ({width} bytes per element of A and B) do not fit one K tile of a block "
                          f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer")
 
