@@ -2,7 +2,7 @@
 
 ``matmul(a, b, mode)`` multiplies [M, K] x [K, N] and ``bmm(a, b, mode)`` [B, M, K] x [B, K, N], both on torch
 tensors, under a precision mode named in ``trn_backend.precision``. The torch reference implementation of every
-mode (``reference.py``) runs on any torch device. Routing (``implementation``): on a Neuron device with the NKI
+mode (``reference/``) runs on any torch device. Routing (``implementation``): on a Neuron device with the NKI
 toolchain installed, float32 steps of a mode with an NKI kernel (``nki/``, import-gated) and at least
 ``config.nki_min_flops`` FLOPs (default: the cost model's break-even with the kernel launch) run the NKI kernel;
 smaller ones run torch on the device. Under the default rule a kernel also pays its compile: a Neuron device
@@ -32,14 +32,16 @@ from typing import Any
 
 import torch
 
-from .. import _config, _dtypes
+from . import config as _config
+from . import dtypes as _dtypes
 from . import reference
 
 __all__ = ["matmul", "bmm", "mul", "CALLS", "count_calls", "first_calls", "reference", "implementation",
            "NKI_MODES", "NEURON_DEVICE_TYPES"]
 
 NKI_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # the modes with an NKI kernel
-NEURON_DEVICE_TYPES = ("neuron", "xla")  # torch-neuronx's device types (native TorchNeuron, PyTorch/XLA)
+# torch-neuronx's device types (native TorchNeuron, PyTorch/XLA); trn_backend._device.NEURON_TYPES is this tuple
+NEURON_DEVICE_TYPES = ("neuron", "xla")
 
 # (kernel name, mode name) -> number of calls since import
 CALLS: collections.Counter[tuple[str, str]] = collections.Counter()

@@ -28,7 +28,7 @@ MODES = ("fast", "dd", "bf16x6", "ozaki", "kahan")
 def small_blocks(monkeypatch):
     """Blocks of at most 1/16 of the problem, down to 2**10 elements: the products below run in several output
     tiles or K-blocks (bf16x6's K-blocks stay whole chunks of 256)."""
-    monkeypatch.setattr(reference, "MIN_BLOCK_ELEMENTS", 2**10)
+    monkeypatch.setattr(reference._common, "MIN_BLOCK_ELEMENTS", 2**10)
 
 
 def operands(kind: str, shape: tuple[int, ...], dtype: torch.dtype, seed: int = 0):
@@ -83,7 +83,7 @@ def test_blocked_results_agree_with_one_block(mode, monkeypatch):
     order is within their bounds): within twice their bound of each other."""
     a, b = operands("cancel", (64, 3000, 48), torch.float32, seed=3)
     whole = run(mode, a, b)
-    monkeypatch.setattr(reference, "MIN_BLOCK_ELEMENTS", 2**10)
+    monkeypatch.setattr(reference._common, "MIN_BLOCK_ELEMENTS", 2**10)
     blocked = run(mode, a, b)
     if mode == "ozaki":
         assert torch.equal(blocked, whole)

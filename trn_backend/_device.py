@@ -17,10 +17,12 @@ import os
 
 import torch
 
-ENV_VAR = "TRN_BACKEND_DEVICE"
 # torch-neuronx registers its device as "xla" (classic stack) or "neuron" (native TorchNeuron stack); both names
-# mean the Neuron device here, whichever the installed toolchain registers.
-NEURON_TYPES = ("neuron", "xla")
+# mean the Neuron device here, whichever the installed toolchain registers (the kernel layer's tuple, which routes
+# by it).
+from .kernels import NEURON_DEVICE_TYPES as NEURON_TYPES
+
+ENV_VAR = "TRN_BACKEND_DEVICE"
 NEURON_INSTALL = 'pip install "trn-backend[neuron]" --extra-index-url https://pip.repos.neuron.amazonaws.com'
 VALID_FORMS = ("'cpu', 'cuda', 'cuda:N', 'neuron' or 'xla' (Trainium; also with ':N'), 'meta', "
                "or a torch.device")

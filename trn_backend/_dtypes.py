@@ -23,6 +23,8 @@ import ml_dtypes
 import numpy as np
 import torch
 
+from .kernels.dtypes import COMPUTE, compute, restore
+
 bool = torch.bool  # noqa: A001 - the standard's name
 int8 = torch.int8
 int16 = torch.int16
@@ -304,28 +306,10 @@ def public(dtype: torch.dtype) -> np.dtype:
 
 
 # --- uint16/32/64: torch stores them but implements few kernels. Arithmetic runs in a wider (or same-width
-# signed) compute dtype and is wrapped back, which is exact for the modular semantics of unsigned integers. ---
+# signed) compute dtype and is wrapped back (``COMPUTE``, ``compute``, ``restore``: the kernel layer's, which needs
+# them itself). ---
 
-COMPUTE = {uint16: int32, uint32: int64, uint64: int64}
 _SIGN_BIT = -(2**63)
-
-
-def compute(t: torch.Tensor) -> torch.Tensor:
-    """The tensor in a dtype torch fully supports. uint64 keeps its bit pattern as int64 (modular arithmetic,
-    bitwise operations and equality are then exact; ordering needs ``ordered``)."""
-    if t.dtype is uint64:
-        return t.view(int64)
-    c = COMPUTE.get(t.dtype)
-    return t if c is None else t.to(c)
-
-
-def restore(t: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """Back from the compute dtype to ``dtype``, wrapping modulo 2**bits for unsigned types."""
-    if t.dtype is dtype:
-        return t
-    if dtype is uint64 and t.dtype is int64:
-        return t.view(uint64)
-    return t.to(dtype)
 
 
 def via_compute(op: Callable[[torch.Tensor], torch.Tensor], t: torch.Tensor) -> torch.Tensor:

@@ -16,7 +16,8 @@ costs of one basis matters) and the ``text`` that ``explain()`` shows:
   ozaki is modelled at ``NEURON_OZAKI_SLICES`` and scaled by the pass count to other slice counts (the model's
   time per pass varies by under 10% between 1 and 8 slices). kahan, a float64 product on the host, comes last.
 - pass count (a device type with no entry, or a dtype its entry lacks): bf16 Tensor Engine passes
-  (``_precision.MODES[m].passes``), native counting as one fp32 pass, ``NATIVE_PASSES`` bf16 passes; kahan last.
+  (``kernels.reference.PASSES``, the registry's ``_precision.MODES[m].passes``), native counting as one fp32 pass,
+  ``NATIVE_PASSES`` bf16 passes; kahan last.
 
 This module is loaded, and the table read, on the first target-based choice (importing trn_backend does neither).
 """
@@ -33,8 +34,7 @@ from typing import Any
 
 import torch
 
-from . import _precision
-from .kernels import NEURON_DEVICE_TYPES
+from .kernels import NEURON_DEVICE_TYPES, reference
 
 TABLE = Path(__file__).parent / "data" / "mode_costs.json"
 NEURON_SIZE = (1, 2048, 2048, 2048)
@@ -48,7 +48,7 @@ _planted: dict[str, Any] | None = None
 
 def _passes(name: str, slices: int | None) -> int:
     """bf16 Tensor Engine passes of a mode (ozaki: with ``slices``)."""
-    return _precision.MODES[name].passes(slices)
+    return reference.PASSES[name](slices)
 
 
 @functools.cache

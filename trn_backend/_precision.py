@@ -1,14 +1,14 @@
 """Precision modes: the registry, the active-mode context, and resolution of a mode for one contraction.
 
-Every kernel mode is registered here with its algorithm, its cost in bf16 Tensor Engine passes and its
-error bound: ``bound(dtype, K)`` is componentwise, in units of |A||B|, for K contracted terms, and includes
-the rounding of the result to ``dtype`` (derivations and measurements: docs/precision.md). ``resolve`` picks
-the mode of one binary contraction: an explicit ``precision=`` or ``target_forward_error=``, else the
-innermost ``precision(...)`` block, else the device default (native on CPU and CUDA, fast on Neuron). A target picks,
-among the modes whose bound meets it, the cheapest on the step's device (``_mode_costs``: a calibration table
-on CPU and CUDA, the trn2 cost model on Neuron, pass counts elsewhere). Under ``target_relative_error=`` it
-picks the mode to start from; the contraction layer checks the result a posteriori, escalates along
-``next_mode`` (the cheapest mode with a smaller bound), and records each step here (``last_precision_report``).
+Every kernel mode is registered here with its algorithm, its cost in bf16 Tensor Engine passes and its error bound:
+``bound(dtype, K)`` is componentwise, in units of |A||B|, for K contracted terms, and includes the rounding of the
+result to ``dtype`` (the formulas: ``kernels/bounds.py``; derivations and measurements: docs/precision.md).
+``resolve`` picks the mode of one binary contraction: an explicit ``precision=`` or ``target_forward_error=``, else
+the innermost ``precision(...)`` block, else the device default (native on CPU and CUDA, fast on Neuron). A target
+picks, among the modes whose bound meets it, the cheapest on the step's device (``_mode_costs``: a calibration table
+on CPU and CUDA, the trn2 cost model on Neuron, pass counts elsewhere). Under ``target_relative_error=`` it picks
+the mode to start from; the contraction layer checks the result a posteriori, escalates along ``next_mode`` (the
+cheapest mode with a smaller bound), and records each step here (``last_precision_report``).
 """
 
 from __future__ import annotations
@@ -18,7 +18,6 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-import math
 import operator
 import re
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -27,13 +26,12 @@ from typing import Any
 import torch
 
 from . import _device, _dtypes, kernels
-from .kernels import reference
+from .kernels import bounds, reference
+
+# the bounds this registry publishes under its own names (their mathematics: kernels/bounds.py)
+from .kernels.bounds import U_BF16, U_FP32, U_FP64, compose, gamma, share, split_representation, sum_bound  # noqa: F401
 
 PrecisionError = reference.PrecisionError
-U_BF16 = 2.0**-8
-U_FP32 = reference.U_FP32
-U_FP64 = reference.U_FP64
-gamma = reference.gamma
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,108 +66,31 @@ class Mode:
     name: str
     algorithm: str
     kernel: str  # its implementation: kernels.reference.MODES[kernel]
-    passes: Callable[[int], int | None]  # bf16 Tensor Engine passes, given the ozaki slice count
+    passes: Callable[[int], int | None]  # bf16 Tensor Engine passes, given the ozaki slice count (reference.PASSES)
     bound: Callable[..., float | None]  # bound(real dtype, K, **params) in units of |A||B|, K >= 1
     params: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     float64_working: bool = False  # computes in float64 and rounds the result to the output dtype once
 
 
-# --- bounds (derivations in docs/precision.md; u = unit roundoff, gamma_n = n u / (1 - n u)) ---
-
-def _unit(dtype: torch.dtype) -> float:
-    return torch.finfo(dtype).eps / 2
-
-
-def _bits(dtype: torch.dtype) -> int:
-    return round(1 - math.log2(torch.finfo(dtype).eps))
-
-
-def _rounded(pre: float, dtype: torch.dtype, work_unit: float) -> float:
-    """Bound ``pre`` of a result computed with unit roundoff ``work_unit``, plus its rounding to ``dtype``."""
-    u = _unit(dtype)
-    return pre + u * (1 + pre) if u > work_unit else pre
-
-
-def _split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None, group: int = 1) -> float:
-    """The fp32 engine result of a ``words``-word bf16 split: representation error of the kept word products,
-    plus the fp32 accumulation (of all K at once, or per ``chunk`` of K with ``group`` chunk sums added in fp32
-    and those combined by Sum2), plus what gradual underflow may cost (each call certifies it stays within
-    UNDERFLOW_ALLOWANCE, or raises)."""
-    n = 1 if _bits(dtype) <= 8 else words
-    pre = split_representation(n, dtype)
-    if chunk is None:
-        error, total = _accumulation(n, K)
-        return pre + error + reference.UNDERFLOW_ALLOWANCE
-    error, total = _accumulation(n, min(K, chunk))
-    chunks = math.ceil(K / chunk)
-    grouped = gamma(min(group, chunks) - 1, U_FP32) * total  # chunk sums added in fp32, ``group`` at a time
-    # Sum2 of the group sums adds u |s| + gamma_{m-1}^2 sum |p|
-    sum2 = (U_FP32 + gamma(math.ceil(chunks / group) - 1, U_FP32) ** 2) * total * (1 + grouped)
-    return pre + error + grouped + sum2 + reference.UNDERFLOW_ALLOWANCE
-
-
-def split_representation(n: int, dtype: torch.dtype) -> float:
-    """What an n-word split of both operands loses before any addition, in units of |A||B|: the words' remainder
-    and the dropped word products (i + j > n + 1)."""
-    u, grow = U_BF16, (1 + U_BF16) ** 2  # |w_t| <= (1 + u) u**(t-1) |x|
-    eps = u**n if 8 * n < _bits(dtype) else 0.0  # what n words leave of x; 0 when they hold all its bits
-    dropped = sum(grow * u ** (i + j - 2) for i in range(1, n + 1) for j in range(1, n + 1) if i + j > n + 1)
-    return eps + (1 + eps) * eps + dropped
-
-
-def _accumulation(n: int, K: int) -> tuple[float, float]:
-    """(error, magnitude) in units of |A||B| of accumulating the kept word products over K in fp32, levels of
-    products smallest first (level l holds (l - 1) K products of size up to grow u**(l-2)), in any order within
-    a level, and in any grouping of sequential partial sums: each product is part of at most as many roundings
-    as there are products from its level's first to the last (one fewer for the first level). This covers the
-    reference (a pass per level, levels added smallest first) and the NKI kernels (one PSUM accumulation per K
-    block, levels smallest first, K-block partials added in SBUF)."""
-    u, grow = U_BF16, (1 + U_BF16) ** 2
-    levels = [((level - 1) * K, (level - 1) * grow * u ** (level - 2)) for level in range(n + 1, 1, -1)]
-    remaining = sum(terms for terms, _ in levels)
-    error = 0.0
-    for i, (terms, size) in enumerate(levels):
-        error += gamma(remaining - (1 if i == 0 else 0), U_FP32) * size
-        remaining -= terms
-    return error, sum(size for _, size in levels) + error
-
-
-def _native_bound(dtype: torch.dtype, K: int) -> float | None:
-    # bf16/fp16 accumulation is the device's own business: no bound is published for it
-    return gamma(K, _unit(dtype)) if dtype in (torch.float32, torch.float64) else None
-
-
-def _sr_bound(dtype: torch.dtype, K: int) -> float:
-    pre = _split_pre(1, dtype, K)
-    u = _unit(dtype)
-    return pre + 2 * u * (1 + pre) if u > U_FP32 else pre  # a stochastic rounding moves by less than one ulp
-
-
-def _ozaki_bound(dtype: torch.dtype, K: int, slices: int | None = None) -> float:
-    if _bits(dtype) <= 8:
-        return _rounded(_split_pre(1, dtype, K), dtype, U_FP32)  # bf16 operands run as fast
-    s = reference.ozaki_default_slices(dtype) if slices is None else slices
-    return _rounded(reference.ozaki_error(s), dtype, U_FP64)
-
+# --- bounds: kernels/bounds.py (derivations in docs/precision.md) ---
 
 MODES: dict[str, Mode] = {m.name: m for m in (
-    Mode("native", "the operand dtype and the device's own arithmetic", "native", lambda s: None,
-         _native_bound),
-    Mode("fast", "inputs rounded to bf16, one pass, fp32 accumulation", "fast", lambda s: 1,
-         lambda dtype, K: _rounded(_split_pre(1, dtype, K), dtype, U_FP32)),
-    Mode("sr", "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)", "sr", lambda s: 1,
-         _sr_bound, params=("generator",)),
-    Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", lambda s: 3,
-         lambda dtype, K: _rounded(_split_pre(2, dtype, K), dtype, U_FP32)),
-    Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {reference.BF16X6_CHUNK} of K added "
-         f"{reference.BF16X6_GROUP} at a time, then by TwoSum", "bf16x6", lambda s: 6,
-         lambda dtype, K: _rounded(_split_pre(3, dtype, K, reference.BF16X6_CHUNK, reference.BF16X6_GROUP),
-                                   dtype, U_FP32)),
+    Mode("native", "the operand dtype and the device's own arithmetic", "native", reference.PASSES["native"],
+         bounds.native_bound),
+    Mode("fast", "inputs rounded to bf16, one pass, fp32 accumulation", "fast", reference.PASSES["fast"],
+         bounds.fast_bound),
+    Mode("sr", "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)", "sr",
+         reference.PASSES["sr"], bounds.sr_bound, params=("generator",)),
+    Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", reference.PASSES["dd"],
+         bounds.dd_bound),
+    Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {bounds.BF16X6_CHUNK} of K added "
+         f"{bounds.BF16X6_GROUP} at a time, then by TwoSum", "bf16x6", reference.PASSES["bf16x6"],
+         bounds.bf16x6_bound),
     Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
-         "ozaki", lambda s: s * (s + 1) // 2 + 1, _ozaki_bound, params=("slices",), float64_working=True),
-    Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", lambda s: 0,
-         lambda dtype, K: _rounded(gamma(K, U_FP64), dtype, U_FP64), aliases=("fp64",), float64_working=True),
+         "ozaki", reference.PASSES["ozaki"], bounds.ozaki_bound, params=("slices",), float64_working=True),
+    Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", reference.PASSES["kahan"],
+         bounds.kahan_bound, aliases=("fp64",), float64_working=True),
 )}
 ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}
 # The modes a target may pick, ranked by their cost on the step's device (``_ranking``); this order breaks ties.
@@ -195,14 +116,11 @@ def _bound(name: str, dtype: torch.dtype, K: int, slices: int | None) -> float |
     if not dtype.is_complex:
         return MODES[name].bound(dtype, K, **kwargs)
     real = dtype.to_real()
-    u = _unit(real)
-    if name in ("native", "kahan"):
-        # Higham's complex inner product bound, then (kahan) the rounding to the output dtype
-        return math.sqrt(2) * gamma(K + 2, u) if name == "native" else _rounded(
-            math.sqrt(2) * gamma(K + 2, U_FP64), real, U_FP64)
-    # four real products combined in the real dtype: |Re| and |Im| errors each <= b + u (1 + b) of |A||B|
-    b = MODES[name].bound(real, K, **kwargs)
-    return math.sqrt(2) * (b + u * (1 + b))
+    if name == "native":
+        return bounds.complex_native(real, K)
+    if name == "kahan":
+        return bounds.complex_kahan(real, K)
+    return bounds.complex_of_real(MODES[name].bound(real, K, **kwargs), real)
 
 
 # --- argument checks ---
@@ -217,7 +135,7 @@ def _spellings() -> str:
     for n, m in MODES.items():
         parts.append(f"{n} (alias {', '.join(m.aliases)})" if m.aliases else n)
         if "slices" in m.params:
-            parts.append(f"{n}(slices=N) with N in 1..{reference.MAX_SLICES}")
+            parts.append(f"{n}(slices=N) with N in 1..{bounds.MAX_SLICES}")
     return ", ".join(parts)
 
 
@@ -257,8 +175,8 @@ def _check_params(name: str, params: dict[str, Any], func: str) -> tuple[tuple[s
             raise TypeError(f"{func}: mode {name!r} takes no parameter {key!r}{takes}")
         if key == "slices" and (not isinstance(value, int) or isinstance(value, bool)):
             raise TypeError(f"{func}: slices must be an int, got {type(value).__name__}")
-        if key == "slices" and not 1 <= value <= reference.MAX_SLICES:
-            raise ValueError(f"{func}: slices must be in 1..{reference.MAX_SLICES}, got {value}")
+        if key == "slices" and not 1 <= value <= bounds.MAX_SLICES:
+            raise ValueError(f"{func}: slices must be in 1..{bounds.MAX_SLICES}, got {value}")
         if key == "generator" and not isinstance(value, torch.Generator | None):
             raise TypeError(f"{func}: generator must be a torch.Generator, got {type(value).__name__}")
     return tuple(sorted(params.items()))
@@ -440,7 +358,7 @@ def _resolved(name: str, params: tuple[tuple[str, object], ...], dtype: torch.dt
     kwargs = dict(params)
     if name == "ozaki" and "slices" not in kwargs:
         real = dtype.to_real() if dtype.is_complex else dtype
-        kwargs["slices"] = reference.ozaki_default_slices(real)
+        kwargs["slices"] = bounds.ozaki_default_slices(real)
     return Resolved(name, tuple(sorted(kwargs.items())), _bound(name, dtype, K, kwargs.get("slices")))
 
 
@@ -448,7 +366,7 @@ def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
     """Every (mode, params) a target may pick, in LADDER order (ozaki by slice count)."""
     for name in LADDER:
         if name == "ozaki":
-            yield from ((name, (("slices", s),)) for s in range(1, reference.MAX_SLICES + 1))
+            yield from ((name, (("slices", s),)) for s in range(1, bounds.MAX_SLICES + 1))
         else:
             yield name, ()
 
@@ -501,11 +419,7 @@ def _reduced_native(dtype: torch.dtype, K: int, matmul_precision: str) -> Resolv
     "medium"), with the bound of what the device may then compute: inputs rounded with unit u_in (each product
     off by (1 + u_in)**2 - 1, exact in fp32: at most 2 x 11 significand bits), summed in fp32 (gamma_K, of the
     rounded products); complex as native's complex bound (sqrt(2), K + 2 real roundings)."""
-    u_in = REDUCED_INPUT_UNIT[matmul_precision]
-    grow = (1 + u_in) ** 2
-    if dtype.is_complex:
-        return Resolved("native", (), math.sqrt(2) * (grow - 1 + gamma(K + 2, U_FP32) * grow))
-    return Resolved("native", (), grow - 1 + gamma(K, U_FP32) * grow)
+    return Resolved("native", (), bounds.reduced_native(REDUCED_INPUT_UNIT[matmul_precision], K, dtype.is_complex))
 
 
 def _honest(resolved: Resolved, dtype: torch.dtype, K: int, device: torch.device | str) -> Resolved:
@@ -622,9 +536,8 @@ def error_bound(mode: str, dtype: torch.dtype, K: int, *, ranks: int = 1, **para
     if ranks == 1 or bound is None:
         return bound
     held = working_dtype(Resolved(name), dtype) or dtype
-    u_held, u_out = (_unit(d.to_real() if d.is_complex else d) for d in (held, dtype))
-    parts = math.sqrt(2) if dtype.is_complex else 1.0
-    return bound + parts * gamma(ranks - 1, u_held) * (1 + bound) * (1 + u_out)  # (1 + u_out): a final rounding
+    u_held, u_out = (bounds.unit(d.to_real() if d.is_complex else d) for d in (held, dtype))
+    return bounds.over_ranks(bound, ranks, u_held, u_out, dtype.is_complex)
 
 
 def working_dtype(resolved: Resolved | None, dtype: torch.dtype) -> torch.dtype | None:
@@ -660,36 +573,8 @@ def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str 
     return _checked(dtype, K, setting.relative, kind, bmkn, _native_ok(kind, dtype))
 
 
-# --- whole expressions (docs/precision.md, "Whole expressions") ---
-
-def compose(bounds: Iterable[float | None]) -> float | None:
-    """The bound of a whole expression, in units of its absolute value (the same expression on |operands|), from
-    the bounds of its rounding steps (each in units of that step's own absolute value): prod(1 + b_i) - 1. A
-    step's error grows by (1 + b) the magnitudes later steps work on, whatever the tree. None if any is None."""
-    total = 1.0
-    for b in bounds:
-        if b is None:
-            return None
-        total *= 1.0 + b
-    return total - 1.0
-
-
-def share(target: float, roundings: int) -> float:
-    """The bound each of ``roundings`` steps must meet so that their composition meets ``target``:
-    (1 + target)**(1/n) - 1, rounded down so that composing n of them never exceeds ``target``."""
-    if roundings <= 1:
-        return target
-    return math.expm1(math.log1p(target) / roundings) * (1 - 4 * U_FP64 * roundings)
-
-
-def sum_bound(dtype: torch.dtype, terms: int) -> float:
-    """Adding ``terms`` partial results in ``dtype`` (a slice sum, a sum over ranks): gamma_{n-1}(u) of their
-    magnitudes, sqrt(2) more for complex parts; 0 for exact (integer, bool) dtypes."""
-    if not (dtype.is_floating_point or dtype.is_complex) or terms <= 1:
-        return 0.0
-    real = dtype.to_real() if dtype.is_complex else dtype
-    return (math.sqrt(2) if dtype.is_complex else 1.0) * gamma(terms - 1, _unit(real))
-
+# --- a posteriori checks: where one starts and escalates to (whole expressions' ``compose``, ``share`` and
+# ``sum_bound``: kernels/bounds.py) ---
 
 @functools.lru_cache(maxsize=4096)
 def _checked(dtype: torch.dtype, K: int, target: float, device_type: str, bmkn: tuple[int, int, int, int] | None,

@@ -19,6 +19,7 @@ import os
 import torch
 
 from . import toolchain
+from .model.core import LNC_VARIABLE  # the runtime's logical NeuronCore size (1 or 2 physical cores)
 
 __all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "lnc", "name", "rng_states",
            "split_product", "level_sums", "WORDS", "LNC_VARIABLE"]
@@ -30,7 +31,6 @@ MODES = {"fast": (torch.float32, torch.bfloat16), "native": (torch.float32,), "d
          "bf16x6": (torch.float32,), "sr": (torch.float32,)}
 WORDS = {"dd": 2, "bf16x6": 3}  # bf16 words per operand of the split modes
 TOOLCHAIN = toolchain.NAME
-LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"  # the runtime's logical NeuronCore size (1 or 2 physical cores)
 
 
 def name(kernel: str, mode: str) -> str:
@@ -126,7 +126,7 @@ def _check_fits(label: str, m: int, k: int, n: int, width: int, what: str) -> No
     from . import matmul, model
 
     budget = model.target().sbuf_partition_bytes
-    if matmul.fitting_blocks(m, k, n, width, 1, budget)[1] < 1:
+    if matmul.fitting_blocks(m, k, n, width, 1, budget).k_tiles < 1:
         raise ValueError(f"{label}: {what} ({width} bytes per element of A and B) do not fit one K tile of a block "
                          f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer")
 

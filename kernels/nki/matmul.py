@@ -29,7 +29,7 @@ of as many K tiles as the SBUF budget allows; each block's operand tiles are loa
 every output tile of the block (A's once per M block when K fits in one block). Sums across K blocks are fp32 in
 SBUF (the documented tutorial adds them in the output dtype, which rounds bf16 outputs once per block: not here).
 
-Modes (kernels/reference.py is the specification of each; the words and levels are the reference's):
+Modes (kernels/reference/ is the specification of each; the words and levels are the reference's):
 - ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of
   the bf16 rate).
 - ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B on chip into bf16 words with
@@ -51,6 +51,8 @@ Modes (kernels/reference.py is the specification of each; the words and levels a
 The kernel functions are plain Python; the host wraps them with the toolchain's ``nki.jit``. Only documented NKI
 0.6 names appear here (tests/test_nki_api.py checks it), no ``is``, no ``*`` in signatures, tuples not lists.
 """
+
+from typing import NamedTuple
 
 from .toolchain import nisa, nl
 
@@ -381,18 +383,29 @@ def _chunking(words):
     return CHUNK_TILES if words == 3 else 0
 
 
+class BlockingPlan(NamedTuple):
+    """How a kernel call cuts its [M, K] x [K, N] product into blocks, from the SBUF budget (``fitting_blocks``):
+    an output block is ``block_m`` x ``block_n`` (at most BLOCK_TILES_M x TILE_M rows and BLOCK_TILES_N x TILE_N
+    columns), and each K block is ``k_tiles`` tiles of TILE_K (0 in ``fitting_blocks`` when not even one fits). A
+    tuple (block_m, k_tiles, block_n): immutable, and unpacked as the three sizes."""
+
+    block_m: int
+    k_tiles: int
+    block_n: int
+
+
 def block_sizes(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
-    """(block_m, k_tiles per block, block_n) within ``sbuf_bytes`` per partition (``fitting_blocks``); a shape
-    that cannot fit is refused (the host checks before launching)."""
+    """The ``BlockingPlan`` within ``sbuf_bytes`` per partition (``fitting_blocks``); a shape that cannot fit is
+    refused (the host checks before launching)."""
     sizes = fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple)
-    assert sizes[1] >= 1, (f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
-                           f"{sizes[0]} x {sizes[2]} block of {width}-byte operands")
+    assert sizes.k_tiles >= 1, (f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
+                                f"{sizes.block_m} x {sizes.block_n} block of {width}-byte operands")
     return sizes
 
 
 def fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
-    """(block_m, k_tiles per block, block_n) for operands of ``width`` bytes per element (all words together) and
-    ``accumulators`` fp32 result arrays per block; k_tiles is 0 when not even one K tile fits. A block's operand
+    """The ``BlockingPlan`` for operands of ``width`` bytes per element (all words together) and ``accumulators``
+    fp32 result arrays per block; k_tiles is 0 when not even one K tile fits. A block's operand
     tiles and results are double-buffered (the next block's load overlaps this block's matmuls), so two of each
     must fit beside the staging tiles; k_tiles is a multiple of ``k_multiple`` (whole chunks per K block)."""
     block_m, block_n = _block_shape(m, n)
@@ -400,13 +413,13 @@ def fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
     room = (sbuf_bytes - STAGING_BYTES) // 2 - result
     k_tiles = min(_tiles(k, TILE_K), max(room, 0) // ((block_m + block_n) * width))
     k_tiles = k_tiles - k_tiles % k_multiple if k_tiles < _tiles(k, TILE_K) else k_tiles
-    return block_m, k_tiles, block_n
+    return BlockingPlan(block_m, k_tiles, block_n)
 
 
 def _level_k_tiles(m, k, n, slices):
     """K tiles per block for ozaki's levels: the SBUF budget, and at most LEVEL_TERMS products per level (a level
     has up to ``slices`` digit pairs) so no int32 sum can overflow."""
-    k_tiles = block_sizes(m, k, n, 2 * slices, 1, nl.tile_size.sbuf_fmax_bytes)[1]
+    k_tiles = block_sizes(m, k, n, 2 * slices, 1, nl.tile_size.sbuf_fmax_bytes).k_tiles
     return max(1, min(k_tiles, LEVEL_TERMS // (slices * TILE_K)))
 
 

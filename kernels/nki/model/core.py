@@ -25,7 +25,8 @@ import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
 __all__ = ["Target", "TARGETS", "Core", "Launch", "Allocation", "Tensor", "Buffer", "ModelError", "current",
-           "running", "target_from_environment", "runtime_lnc", "LNC_VARIABLE"]
+           "running", "target_from_environment", "runtime_lnc", "LNC_VARIABLE", "VirtualRegister", "RegisterUseError",
+           "IndirectView", "access_pattern", "compile_time_int", "register_int"]
 
 
 class ModelError(RuntimeError):
@@ -72,7 +73,7 @@ def target_from_environment() -> Target:
                          "(trn3's wider moving tiles are not modelled)") from None
 
 
-LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"
+LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"  # the runtime's logical NeuronCore size (1 or 2 physical cores)
 
 
 def runtime_lnc(target: Target) -> int:
@@ -463,9 +464,7 @@ class Tensor:
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
            dtype=None) -> Tensor:
         """``NkiTensor.ap``: an explicit [[stride, count], ...] access pattern over the allocation's storage, with
-        an optional dynamic offset (a VirtualRegister); see loops.access_pattern."""
-        from .loops import access_pattern  # loops builds on this module
-
+        an optional dynamic offset (a VirtualRegister); see access_pattern."""
         return access_pattern(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
 
     def reshape(self, shape) -> Tensor:
@@ -503,3 +502,245 @@ class Tensor:
         stride = base.strides[0]
         row_start = (lo - offset) // stride * stride + offset
         return lo - row_start, hi - row_start - 1
+
+
+# --- virtual registers and NkiTensor.ap (dynamic offsets; the loops that hand them out: loops.py) ---------------
+
+INT32_MIN, INT32_MAX = -2**31, 2**31 - 1  # registers are 32-bit (SDK isa register_alloc: "64x 32-bit registers")
+
+
+class RegisterUseError(ModelError, TypeError):
+    """A kernel used a VirtualRegister's value while it is being traced (a TypeError under NKI's tracer, SDK isa
+    VirtualRegister note)."""
+
+
+class VirtualRegister:
+    """``nisa.VirtualRegister``: an engine register whose value exists only when the kernel runs. The model knows
+    the value (for execution) but refuses every use of it at trace time: the NKI 0.6 stubs document no arithmetic,
+    comparison or conversion of registers, only loop bounds, ``register_*`` and ``.ap(scalar_offset=...)``."""
+
+    __slots__ = ("_value", "__weakref__")
+    __hash__ = object.__hash__  # identity: comparisons are refused below
+
+    def __init__(self, value: int | None = None) -> None:
+        self._value = value  # None: never written, or loaded from memory under counting_only (not computed)
+
+    def __repr__(self) -> str:
+        return ("VirtualRegister (a run-time value; address memory with it through "
+                "tensor.ap(pattern, scalar_offset=reg, indirect_dim=d))")
+
+
+def _refusal(what: str):
+    def refuse(self, *args):
+        raise RegisterUseError(
+            f"{what} with a VirtualRegister: its value exists only on the device while the kernel runs, so the "
+            "traced kernel cannot compute with it, compare it, convert it or branch on it (NKI documents no "
+            "register arithmetic). Use it as a dynamic offset, tensor.ap(pattern, scalar_offset=reg, "
+            "indirect_dim=d), or as a loop bound, and carry other loop state in SBUF (exact int32 nisa.tensor_tensor "
+            "adds on GpSimd, then nisa.register_load)")
+    return refuse
+
+
+_CONVERSIONS = {"__bool__": "a Python if/while/and/or (bool())", "__int__": "int()",
+                "__index__": "use as a Python int (range(), indexing, slicing)", "__float__": "float()",
+                "__complex__": "complex()", "__round__": "round()", "__trunc__": "math.trunc()",
+                "__floor__": "math.floor()", "__ceil__": "math.ceil()"}
+_OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "divmod", "pow", "lshift", "rshift", "and", "xor",
+              "or", "matmul")
+for _name, _what in _CONVERSIONS.items():
+    setattr(VirtualRegister, _name, _refusal(_what))
+for _op in _OPERATORS:
+    for _dunder in (f"__{_op}__", f"__r{_op}__"):
+        setattr(VirtualRegister, _dunder, _refusal(f"arithmetic ({_dunder})"))
+for _dunder in ("__neg__", "__pos__", "__abs__", "__invert__"):
+    setattr(VirtualRegister, _dunder, _refusal(f"arithmetic ({_dunder})"))
+for _dunder in ("__lt__", "__le__", "__gt__", "__ge__", "__eq__", "__ne__"):
+    setattr(VirtualRegister, _dunder, _refusal(f"a comparison ({_dunder})"))
+
+
+def compile_time_int(x: object, what: str) -> int:
+    """``x`` as a Python int, refusing registers, bools and anything else (``what`` names the argument)."""
+    if isinstance(x, VirtualRegister):
+        raise ModelError(f"{what} must be a compile-time int, not a VirtualRegister")
+    if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+        raise ModelError(f"{what} must be a compile-time int, got {type(x).__name__} {x!r}")
+    return int(x)
+
+
+def register_int(x: object, what: str) -> int:
+    """A compile-time int that fits a 32-bit register."""
+    value = compile_time_int(x, what)
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise ModelError(f"{what} = {value} does not fit a 32-bit register (int32)")
+    return value
+
+
+# --- NkiTensor.ap ------------------------------------------------------------------------------------------------
+def access_pattern(t: Tensor, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
+                   dtype=None) -> Tensor:
+    """``t.ap(...)``: the view of t's allocation whose element [j0, j1, ...] is storage element
+    start + sum(j_d * stride_d) for ``pattern`` [[stride_d, count_d], ...] (in elements of ``dtype``), where
+    start = t's storage offset + ``offset`` + ``scalar_offset`` * (the stride of t's dimension ``indirect_dim``)
+    (SDK language stub NkiTensor.ap; nki-aps.rst). A VirtualRegister or a [1, 1] int32 SBUF tile as
+    ``scalar_offset`` is read when an instruction uses the view, not when it is built; an access outside the
+    allocation is an error (dma_copy's default oob_mode=error)."""
+    where = f"{t.name}.ap"
+    if isinstance(t, IndirectView):
+        raise ModelError(f"{where}: this view already has a dynamic offset (an indirect view cannot be re-indirected: "
+                         "SDK NkiTensor.is_indirect); build the whole access with one .ap() on the tensor")
+    if vector_offset is not None:
+        raise ModelError(f"{where}: vector_offset (per-partition indirect access) is not modelled by the CPU model")
+    entries = _pattern(pattern, where)
+    storage = t.alloc.data
+    dtype = t.dtype if dtype is None else np.dtype(dtype)
+    if dtype.itemsize != storage.dtype.itemsize:
+        raise ModelError(f"{where}: the CPU model reinterprets storage only between dtypes of one width, not "
+                         f"{storage.dtype} -> {dtype}")
+    if not storage.flags.c_contiguous:
+        raise ModelError(f"{where}: {t.alloc.name} is a non-contiguous input; the CPU model addresses .ap() "
+                         "patterns in contiguous storage only")
+    start = (t.data.__array_interface__["data"][0] - storage.__array_interface__["data"][0]) // storage.itemsize
+    if offset is not None:
+        start += compile_time_int(offset, f"{where}: offset")
+    indirect_dim = compile_time_int(indirect_dim, f"{where}: indirect_dim")
+    if not 0 <= indirect_dim < t.ndim:
+        raise ModelError(f"{where}: indirect_dim {indirect_dim} is not a dimension of shape {t.shape}")
+    stride = t.data.strides[indirect_dim] // t.dtype.itemsize
+    if scalar_offset is None or isinstance(scalar_offset, (int, np.integer)):
+        start += compile_time_int(scalar_offset or 0, f"{where}: scalar_offset") * stride
+        return Tensor(t.alloc, *_view(t.alloc, dtype, start, entries, where))
+    if isinstance(scalar_offset, Tensor):
+        _check_offset_tile(scalar_offset, where)
+    elif not isinstance(scalar_offset, VirtualRegister):
+        raise ModelError(f"{where}: scalar_offset must be an int, a VirtualRegister or a [1, 1] int32 SBUF tile, "
+                         f"got {type(scalar_offset).__name__}")
+    if t.buffer.on_chip and indirect_dim == 0:
+        raise ModelError(f"{where}: a dynamic offset along the partition dimension of an on-chip tensor (the SDK's "
+                         "dynamic select forbids dim 0 on SBUF/PSUM); index a free dimension (indirect_dim >= 1)")
+    return IndirectView(t.alloc, dtype, start, stride, scalar_offset, entries, where)
+
+
+def _pattern(pattern, where: str) -> tuple[tuple[int, int], ...]:
+    if not isinstance(pattern, (list, tuple)) or not pattern:
+        raise ModelError(f"{where}: pattern must be a non-empty list of [stride, count] pairs, got {pattern!r}")
+    entries = []
+    for entry in pattern:
+        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+            raise ModelError(f"{where}: pattern entry {entry!r} is not a [stride, count] pair")
+        stride = compile_time_int(entry[0], f"{where}: pattern stride")
+        count = compile_time_int(entry[1], f"{where}: pattern count")
+        if stride < 0 or count < 1:
+            raise ModelError(f"{where}: pattern entry [{stride}, {count}] needs stride >= 0 and count >= 1 (negative "
+                             "strides are not documented)")
+        entries.append((stride, count))
+    return tuple(entries)
+
+
+def _check_offset_tile(tile: Tensor, where: str) -> None:
+    if tile.buffer is not SBUF or tile.shape != (1, 1) or tile.dtype != np.int32:
+        raise ModelError(f"{where}: a tensor scalar_offset is a [1, 1] int32 SBUF tile (nki-aps.rst), got "
+                         f"{tile.buffer.name} {tile.shape} {tile.dtype}")
+
+
+def _view(alloc: Allocation, dtype: np.dtype, start: int, entries: tuple[tuple[int, int], ...],
+          where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    """(data, written, state) of the pattern at storage element ``start``, checking that every element lies in
+    the allocation (on chip: within the partitions, the first entry stepping whole partitions)."""
+    storage = alloc.data
+    last = start + sum(stride * (count - 1) for stride, count in entries)
+    if start < 0 or last >= storage.size:
+        raise ModelError(f"{where}: the access covers storage elements {start}..{last} of {alloc.name} "
+                         f"{storage.shape}, which has {storage.size}: out of bounds (oob_mode=error)")
+    if alloc.buffer.on_chip:
+        row = storage.size // storage.shape[0]  # elements per partition
+        if len(entries) < 2 or entries[0][0] != row:
+            raise ModelError(f"{where}: on {alloc.buffer.name}, the first pattern entry is the partition dimension "
+                             f"and steps whole partitions: [{row}, partitions] for {alloc.name} {storage.shape}, "
+                             f"then at least one free entry; got {[list(e) for e in entries]} (nki-aps.rst)")
+        column = start % row
+        if column + sum(stride * (count - 1) for stride, count in entries[1:]) >= row:
+            raise ModelError(f"{where}: the free pattern starting at element {column} of a partition runs past the "
+                             f"{row} elements of each partition of {alloc.name} {storage.shape}")
+    shape = tuple(count for _, count in entries)
+    strides = tuple(stride for stride, _ in entries)
+    data = np.lib.stride_tricks.as_strided(storage.reshape(-1).view(dtype)[start:], shape,
+                                           tuple(s * dtype.itemsize for s in strides))
+    if alloc.written.ndim == 0:  # an input or a counting-only output: all of it counts as written
+        written = np.broadcast_to(alloc.written, shape)
+    else:
+        written = np.lib.stride_tricks.as_strided(alloc.written.reshape(-1)[start:], shape, strides)
+    state = None
+    if alloc.state is not None:
+        state = np.lib.stride_tricks.as_strided(alloc.state.reshape(-1)[start:], shape, strides)
+    return data, written, state
+
+
+class IndirectView(Tensor):
+    """The view ``t.ap(..., scalar_offset=reg)`` builds: its shape is static, its address is resolved from the
+    register (or [1, 1] tile) each time an instruction uses it, as the hardware reads the register when the
+    instruction runs. It cannot be indexed, viewed or reshaped further."""
+
+    __slots__ = ("dtype_", "start", "stride", "source", "entries", "where", "resolved")
+
+    def __init__(self, alloc: Allocation, dtype: np.dtype, start: int, stride: int,
+                 source: VirtualRegister | Tensor, entries: tuple[tuple[int, int], ...], where: str) -> None:
+        self.alloc, self.dtype_, self.start, self.stride = alloc, dtype, start, stride
+        self.source, self.entries, self.where = source, entries, where
+        self.resolved: tuple[int, tuple] | None = None  # (offset, (data, written, state)) of the last use
+
+    def _resolve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        offset = self._offset()
+        if self.resolved is None or self.resolved[0] != offset:
+            self.resolved = offset, _view(self.alloc, self.dtype_, self.start + offset * self.stride, self.entries,
+                                          f"{self.where}(scalar_offset={offset})")
+        return self.resolved[1]
+
+    def _offset(self) -> int:
+        """The dynamic offset now; 0 where counting_only computed no value (only shapes and strides matter)."""
+        run = current()
+        if isinstance(self.source, VirtualRegister):
+            value = self.source._value
+        else:
+            if run.strict and not self.source.written.all():
+                raise ModelError(f"{self.where}: the scalar_offset tile {self.source.name!r} was never written")
+            value = int(self.source.data[0, 0]) if run.arithmetic else None
+        if value is None:
+            if run.arithmetic:
+                raise ModelError(f"{self.where}: the scalar_offset register was never written (register_alloc() "
+                                 "without a value)")
+            return 0
+        return value
+
+    @property
+    def data(self) -> np.ndarray:
+        return self._resolve()[0]
+
+    @property
+    def written(self) -> np.ndarray:
+        return self._resolve()[1]
+
+    @property
+    def state(self) -> np.ndarray | None:
+        return self._resolve()[2]
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(count for _, count in self.entries)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.dtype_
+
+    @property
+    def ndim(self) -> int:
+        return len(self.entries)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def _refuse(self, *args, **kwargs):
+        raise ModelError(f"{self.where}: a view with a dynamic offset cannot be indexed, viewed or reshaped "
+                         "further (the CPU model does not compose them); describe the whole access in one .ap()")
+
+    __getitem__ = view = reshape = _refuse

@@ -1,92 +1,24 @@
-"""Torch reference implementations of the precision modes: the executable specification of each mode.
+"""The pieces every emulated mode shares: the kernel contract (common dtype, K = 0, complex operands, inf/nan
+where native arithmetic puts them: ``_emulated``), the errors, the bf16 word split and its engine passes
+(``_split_fp32``, which fast, sr, dd and bf16x6 are, and ozaki on bf16 operands), the power-of-two scaling with its
+underflow certificate, and the blocking that bounds the reference's memory.
 
-Each takes [..., M, K] and [..., K, N] tensors (2-D or batched 3-D) and returns the product. They run on any
-torch device (CPU, CUDA, Neuron through torch-neuronx).
+The Trainium Tensor Engine multiplies bf16 operands (a product of two 8-bit significands is exact in fp32) and
+accumulates in fp32 PSUM, so an fp32 matmul of bf16-representable values *is* one engine pass, up to the order of
+the fp32 additions (the bounds in docs/precision.md allow for any order). Every emulated mode is written in such
+passes; their error bounds live in kernels/bounds.py.
 """
 
 from __future__ import annotations
 
 import functools
-import itertools
 import math
 import warnings
 
 import torch
 
-from .. import _dtypes
+from ..bounds import BF16X6_GROUP, UNDERFLOW_TERM, magnitude_pass_growth, small_terms_are_safe, underflow_floor
 
-
-def native(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """The operand dtype and the device's own arithmetic; integer and bool products are exact (modular for
-    integers, logical for bool, as in NumPy)."""
-    if a.is_complex():
-        return _textbook_specials(torch.matmul(a, b), a, b)
-    if a.is_floating_point():
-        return torch.matmul(a, b)
-    return _exact(a, b)
-
-
-def _textbook_specials(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A complex product ``c`` with the entries an inf or nan input feeds set as IEEE arithmetic on the textbook
-    formula sets them (Re = sum ar br - ai bi, Im = sum ar bi + ai br: NumPy's and Python's ``inf+nanj`` for
-    (inf+0j)(1+0j)). torch's complex GEMM makes all of them nan+nanj; four real products keep the pattern,
-    and the emulated modes, which are four real products, give it too."""
-    rows, cols = torch.isfinite(a).all(-1), torch.isfinite(b).all(-2)
-    if bool(rows.all()) and bool(cols.all()):
-        return c
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-    textbook = torch.complex(torch.matmul(ar, br) - torch.matmul(ai, bi), torch.matmul(ar, bi) + torch.matmul(ai, br))
-    return torch.where(rows.unsqueeze(-1) & cols.unsqueeze(-2), c, textbook)
-
-
-def _exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Integer GEMM in a dtype torch supports (uint16/32/64 wrap back exactly, bool counts true products). torch
-    has integer GEMM only on the CPU; elsewhere a broadcast multiply-sum (M*K*N memory) keeps it exact."""
-    dtype = a.dtype
-    if dtype is torch.bool:
-        a, b = a.to(torch.int64), b.to(torch.int64)
-    else:
-        a, b = _dtypes.compute(a), _dtypes.compute(b)
-    c = torch.matmul(a, b) if a.device.type == "cpu" else _multiply_sum(a, b)
-    return c > 0 if dtype is torch.bool else _dtypes.restore(c, dtype)
-
-
-def _multiply_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """[..., M, K] x [..., K, N] as a broadcast product summed over K: exact integer arithmetic on any device."""
-    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
-
-
-# --- Emulated Tensor Engine modes ---------------------------------------------------------------------------
-# The Trainium Tensor Engine multiplies bf16 operands (a product of two 8-bit significands is exact in fp32)
-# and accumulates in fp32 PSUM, so an fp32 matmul of bf16-representable values *is* one engine pass, up to the
-# order of the fp32 additions (the bounds in docs/precision.md allow for any order). Every mode below is
-# written in such passes; their error bounds live in trn_backend/_precision.py.
-
-U_FP32 = 2.0**-24
-U_FP64 = 2.0**-53
-# Ozaki-I digits: the first is in [-2**8, 2**8], later ones in [-2**7, 2**7], so every digit is exact in bf16,
-# and a chunk of EXACT_CHUNK digit products (each at most 2**16) sums to an integer below 2**24 (exact).
-SLICE_BITS = 8
-EXACT_CHUNK = 2 ** (24 - 2 * SLICE_BITS)
-# bf16x6 accumulates the products of at most this many K per PSUM chunk, adds BF16X6_GROUP chunk sums in fp32
-# and combines those with TwoSum: its error stops growing with K, which keeps it at least as accurate as an fp32
-# SGEMM (plain PSUM accumulation is not), and the TwoSums cost the vector engine once per group, not per chunk.
-BF16X6_CHUNK = 256
-BF16X6_GROUP = 4
-# Ozaki's error is relative to 2**e_i * 2**f_j (row and column scales). Its published bound assumes rho, the
-# ratio K * 2**e_i * 2**f_j / (|A||B|)_ij, is at most OZAKI_RANGE; one fast pass over |A|, |B| measures rho
-# and the kernel adds slices where the data needs them, so the bound holds for any input (barring underflow).
-OZAKI_RANGE = 64.0
-DIGIT_GROWTH = (2 + 1 / (1 - 2.0**-SLICE_BITS)) ** 2
-MAX_SLICES = 16
-# Split modes work on rows of A and columns of B scaled by powers of two to magnitudes at most 1 (exact), so
-# neither bf16's range nor fp32 overflow limits them. Only gradual underflow remains: a bf16 word or an fp32
-# product below the normal range loses at most UNDERFLOW_TERM in absolute terms (bf16 subnormal words of both
-# operands and up to three dropped word pairs, 2**-131 together, with 8x to spare). Each call certifies that
-# this costs at most UNDERFLOW_ALLOWANCE of |A||B| per entry (it is part of every split bound), or raises.
-UNDERFLOW_TERM = 2.0**-128
-UNDERFLOW_ALLOWANCE = 2.0**-40
-_GROUP_ELEMENTS = 2**22  # chunk products materialised at once (memory cap of the chunked passes)
 _WARNED: set[str] = set()
 _NARROW_BITS = {torch.bfloat16: 8, torch.float16: 11}  # significand bits of the sub-fp32 formats
 
@@ -109,37 +41,6 @@ class PrecisionError(ValueError):
         renamed = PrecisionError(self.message, func)
         renamed.__cause__ = self.__cause__
         return renamed
-
-
-def gamma(n: int, u: float) -> float:
-    """Higham's gamma_n = n u / (1 - n u): the relative error bound of n floating-point roundings."""
-    return n * u / (1 - n * u) if n > 0 else 0.0
-
-
-def _ozaki_truncation(slices: int) -> float:
-    """Digit truncation plus the dropped digit pairs (i + j > slices + 1), in units of K 2**e_i 2**f_j."""
-    t = 2.0 ** (-SLICE_BITS * slices)
-    return t * (1 + t / 4 + (slices - 1) / (4 * (1 - 2.0**-SLICE_BITS)))
-
-
-def _ozaki_combine(slices: int, truncation: float) -> float:
-    """Sum2 of the slices exact level sums in float64, in units of |A||B|: u |C^| + gamma_{s-1}**2 sum |level|
-    (the digits of x sum to at most sqrt(DIGIT_GROWTH) |x| in magnitude)."""
-    return U_FP64 * (1 + truncation) + gamma(slices - 1, U_FP64) ** 2 * DIGIT_GROWTH
-
-
-def ozaki_error(slices: int, rho: float = OZAKI_RANGE) -> float:
-    """Ozaki-I error before the output rounding, in units of |A||B|, for data of dynamic range ``rho`` (where
-    K 2**e_i 2**f_j = rho |A||B|)."""
-    truncation = rho * _ozaki_truncation(slices)
-    return truncation + _ozaki_combine(slices, truncation)
-
-
-def ozaki_default_slices(dtype: torch.dtype) -> int:
-    """Fewest slices whose truncation error (for data of range OZAKI_RANGE) is below the unit roundoff of
-    ``dtype``: the dtype's own accuracy (float32: 4, float64: 8)."""
-    u = torch.finfo(dtype).eps / 2
-    return next(s for s in range(1, MAX_SLICES + 1) if OZAKI_RANGE * _ozaki_truncation(s) <= max(u, U_FP64))
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -246,38 +147,11 @@ def _engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor], engine
     return total
 
 
-def _chunk_sums(x: torch.Tensor, y: torch.Tensor, chunk: int):
-    """fp32 products of [..., M, K] x [..., K, N] over K-chunks of ``chunk`` terms, yielded as [..., G, M, N]
-    groups of chunk sums (K is zero-padded to a multiple of ``chunk``)."""
-    pad = -x.shape[-1] % chunk
-    x = torch.nn.functional.pad(x, (0, pad))
-    y = torch.nn.functional.pad(y, (0, 0, 0, pad))
-    n = x.shape[-1] // chunk
-    x = x.unflatten(-1, (n, chunk)).transpose(-3, -2)
-    y = y.unflatten(-2, (n, chunk))
-    step = max(1, _GROUP_ELEMENTS // max(1, x.shape[-2] * y.shape[-1]))
-    for start in range(0, n, step):
-        yield torch.matmul(x[..., start:start + step, :, :], y[..., start:start + step, :, :])
-
-
 def _two_sum(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """s + e == a + b exactly, with s = fl(a + b) (Knuth's TwoSum: six fp32 operations, no branch)."""
     s = a + b
     bb = s - a
     return s, (a - (s - bb)) + (b - bb)
-
-
-def _sum2(parts) -> torch.Tensor:
-    """Ogita-Rump-Oishi Sum2: the parts added with TwoSum into a (hi, lo) pair, rounded once at the end;
-    error <= u |sum| + gamma_{n-1}**2 sum |part|."""
-    hi = lo = None
-    for part in parts:
-        if hi is None:
-            hi, lo = part, torch.zeros_like(part)
-        else:
-            hi, err = _two_sum(hi, part)
-            lo = lo + err
-    return hi + lo
 
 
 def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
@@ -315,9 +189,6 @@ def _scaled(a: torch.Tensor, b: torch.Tensor):
 # (contraction/posteriori.py relies on it). Hooks (``fused``, ``engine``, ``levels``) get whole operands.
 BLOCK_FRACTION = 16
 MIN_BLOCK_ELEMENTS = 2**18
-# ozaki's int8 GEMM sums at most MAX_SLICES digit-piece products of magnitude <= 2**14 per K index: int32 holds
-# them exactly for K-blocks of up to this many (2**31 / (16 * 2**14) = 8192, halved for margin).
-_INT_DEPTH = 2**30 // (MAX_SLICES * 2**14)
 
 
 def _ranges(n: int, size: int, align: int = 1) -> list[slice]:
@@ -383,13 +254,6 @@ def _min_nonzero(x: torch.Tensor) -> float:
     return _min_magnitude(x.abs())
 
 
-def _small_terms_are_safe(smallest_a: float, smallest_b: float) -> bool:
-    """Whether every nonzero product term |a'| |b'| (scaled operands whose smallest nonzero magnitudes are
-    these) is at least UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE: underflow then costs at most UNDERFLOW_ALLOWANCE
-    of each term, hence of |A||B| (zero terms cost nothing)."""
-    return smallest_a * smallest_b >= UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
-
-
 class _Scaled:
     """A [B, M, K] and B [B, K, N] with A's rows and B's columns scaled as ``_scaled`` does, handed out block by
     block: in float32 where float32 holds every scaled value exactly (the common case, and a faster split), else
@@ -416,7 +280,7 @@ class _Scaled:
         largest = [row_max.max().item() if row_max.numel() else 0.0, col_max.max().item() if col_max.numel() else 0.0]
         ranges = [s / (2 * top) if top > 0 else math.inf for s, top in zip(smallest, largest, strict=True)]
         self.float32 = (a.dtype is not torch.float64 and bool((self.e.abs() <= 126).all())
-                        and bool((self.f.abs() <= 126).all()) and _small_terms_are_safe(*ranges))
+                        and bool((self.f.abs() <= 126).all()) and small_terms_are_safe(*ranges))
         if self.float32:
             self.a_factor, self.b_factor = torch.exp2(-self.e.float()), torch.exp2(-self.f.float())
             self.underflow_safe = True
@@ -444,10 +308,10 @@ class _Scaled:
         if self.underflow_safe is None:
             smallest = [min((_min_nonzero(self.block_a(*blk)) for blk in self.plan.a_blocks()), default=math.inf),
                         min((_min_nonzero(self.block_b(*blk)) for blk in self.plan.b_blocks()), default=math.inf)]
-            self.underflow_safe = _small_terms_are_safe(*smallest)
+            self.underflow_safe = small_terms_are_safe(*smallest)
         if self.underflow_safe:
             return
-        floor = self.k * UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE
+        floor = underflow_floor(self.k)
         for bs, ms, ns in self.plan.tiles() if tile is None else [tile]:
             if bool((_magnitude_lower(self, bs, ms, ns, floor) < floor).any()):
                 raise PrecisionError(f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
@@ -472,7 +336,7 @@ def _magnitude_lower(scaled: _Scaled, bs, ms, ns, floor: float) -> torch.Tensor:
     for ks in plan.depth:
         magnitude = _mac(magnitude, _round_to(scaled.block_a(bs, ms, ks).abs(), torch.bfloat16).float(),
                          _round_to(scaled.block_b(bs, ks, ns).abs(), torch.bfloat16).float())
-    lower = magnitude.double() / ((1 + 2.0**-8) ** 2 * (1 + gamma(k - 1, U_FP32))) - k * UNDERFLOW_TERM
+    lower = magnitude.double() / magnitude_pass_growth(k) - k * UNDERFLOW_TERM
     if bool((lower < floor).any()):
         count = None  # sums of ones: positive exactly where a nonzero term is, whatever the rounding
         for ks in plan.depth:
@@ -583,240 +447,3 @@ def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: 
             out = tile.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
         out[bs, ms, ns] = tile
     return restore(out)
-
-
-@_emulated
-def fast(a: torch.Tensor, b: torch.Tensor, *, engine=torch.matmul) -> torch.Tensor:
-    """Inputs rounded to bf16, one engine pass (fp32 accumulation), rounded to the operand dtype. ``engine``
-    runs the pass on fp32 tensors holding bf16 values (the kernel layer's NKI route passes the NKI kernel)."""
-    return _split_fp32(a, b, 1, "fast", engine=engine)
-
-
-def _stochastic_round(y: torch.Tensor, dtype: torch.dtype, generator: torch.Generator | None) -> torch.Tensor:
-    """y (float32 or float64) rounded to ``dtype`` up or down to a neighbour, up with probability equal to the
-    fractional distance: unbiased. Exact values, inf, nan and overflow round as round-to-nearest does (a cast
-    that rounds twice still lands on one of y's two neighbours, which is all ``nearest`` is used for)."""
-    nearest = y.to(dtype)
-    down = torch.nextafter(nearest, nearest.new_tensor(-torch.inf))
-    below = torch.where(nearest.to(y.dtype) > y, down, nearest)
-    above = torch.nextafter(below, below.new_tensor(torch.inf))
-    fraction = (y - below.to(y.dtype)) / (above.to(y.dtype) - below.to(y.dtype))
-    draw = torch.rand(y.shape, generator=generator, device=y.device)
-    rounded = torch.where(draw < fraction, above, below)
-    return torch.where(torch.isfinite(nearest), rounded, nearest)
-
-
-@_emulated
-def sr(a: torch.Tensor, b: torch.Tensor, *, generator: torch.Generator | None = None) -> torch.Tensor:
-    """fast, with stochastic rounding of the fp32 result when the output dtype is bf16 or fp16 (``generator``
-    seeds it; tile by tile, in tile order); for float32/float64 outputs there is no rounding to randomise and sr
-    equals fast."""
-    if torch.finfo(a.dtype).eps <= torch.finfo(torch.float32).eps:
-        return _split_fp32(a, b, 1, "sr")
-    return _split_fp32(a, b, 1, "sr", finish=lambda y: _stochastic_round(y, a.dtype, generator))
-
-
-@_emulated
-def dd(a: torch.Tensor, b: torch.Tensor, *, fused=None) -> torch.Tensor:
-    """Two-word bf16 split, three products (hi*hi, hi*lo, lo*hi), fp32 accumulation smallest products first:
-    three engine passes. ``fused``: see _split_fp32 (the kernel layer's NKI route)."""
-    return _split_fp32(a, b, 2, "dd", fused=fused)
-
-
-@_emulated
-def bf16x6(a: torch.Tensor, b: torch.Tensor, *, fused=None) -> torch.Tensor:
-    """Three-word bf16 split, six products, PSUM chunks of BF16X6_CHUNK of K added in groups and combined with
-    TwoSum: six engine passes, at least as accurate as an fp32 SGEMM. ``fused``: see _split_fp32."""
-    return _split_fp32(a, b, 3, "bf16x6", BF16X6_CHUNK, fused=fused)
-
-
-def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
-    """Signed base-2**SLICE_BITS digits q_t of x in [-1, 1] (x ~ sum_t q_t 2**(-SLICE_BITS t)), as
-    integer-valued tensors of x's dtype; every step is exact (in float32 too, for float32 values)."""
-    digits = []
-    for _ in range(slices):
-        x = x * 2.0**SLICE_BITS
-        digits.append(torch.round(x))
-        x = x - digits[-1]
-    return digits
-
-
-def _needed_slices(scaled: _Scaled, slices: int) -> int:
-    """``slices``, raised until ozaki_error(s, rho) <= ozaki_error(slices), with rho = K / min |A'||B'| over the
-    entries that have a nonzero term (a lower bound from one fast pass, tile by tile): an entry whose lower bound
-    is not positive needs a range no slice count covers."""
-    smallest = min((_magnitude_lower(scaled, *tile, math.ulp(0.0)).min().item() for tile in scaled.plan.tiles()),
-                   default=math.inf)
-    rho = 1.0 if smallest == math.inf else scaled.k / smallest if smallest > 0 else math.inf
-    budget = ozaki_error(slices)
-    needed = next((s for s in range(slices, MAX_SLICES + 1) if ozaki_error(s, rho) <= budget), None)
-    if needed is None:
-        raise PrecisionError(f"mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
-                             f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='kahan'")
-    return needed
-
-
-def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor) -> tuple[_Scaled, object]:
-    """ozaki's blocking (K-blocks short enough for exact int32 sums) and scaled operands, in [B, M, K] form."""
-    a3, b3, restore = _batched(a, b)
-    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1], depth=_INT_DEPTH, deep=True)), restore
-
-
-def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) -> int:
-    """The slice count ``ozaki`` uses on these finite real operands: ``slices`` (default: the dtype's), raised
-    where the data's row/column dynamic range needs more to keep the published bound."""
-    a, b = _operands(a, b, "ozaki")
-    s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
-    if 0 in (*a.shape[-2:], b.shape[-1]):
-        return s
-    return _needed_slices(_ozaki_scaled(a, b)[0], s)
-
-
-def _check_slices(slices: object) -> int:
-    if not isinstance(slices, int) or isinstance(slices, bool):
-        raise TypeError(f"kernels: ozaki slices must be an int, got {type(slices).__name__}")
-    if not 1 <= slices <= MAX_SLICES:
-        raise ValueError(f"kernels: ozaki slices must be in 1..{MAX_SLICES}, got {slices}")
-    return slices
-
-
-def _exact_level(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], level: int) -> torch.Tensor:
-    """sum over i + j == level of the digit products, exactly: fp32 engine sums over EXACT_CHUNK-term chunks
-    (integers below 2**24), chunks added in float64 (integers below 2**53: exact, so bit-identical to the
-    device's exact int32 or TwoSum accumulation of the same chunk sums)."""
-    a, b = _level(a_digits, b_digits, level)
-    return sum(group.double().sum(-3) for group in _chunk_sums(a, b, EXACT_CHUNK))
-
-
-def exact_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> dict[int, torch.Tensor]:
-    """Every level s+1 .. 2 of the digit products, exactly (float64): what the NKI kernel's levels return too."""
-    return {level: _exact_level(a_digits, b_digits, level) for level in range(len(a_digits) + 1, 1, -1)}
-
-
-def _int8_pieces(digit: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
-    """A digit block q (integer values in [-256, 256]) as weighted int8 pieces, q = sum w piece. int8 holds
-    [-128, 127]: a block within it is one piece (digits past the data's significand, which are 0, or short
-    blocks); any other is split as q = 2 h + l with h = min(floor(q / 2), 127) and l in {0, 1, 2}: the first
-    digit (+-256), and most blocks of later digits, which reach 128 in about 1 entry of 500 (a fraction below
-    2**-9 rounding down in the digit before). Every piece entry is at most 2**7 in magnitude."""
-    low, high = torch.aminmax(digit)
-    if low >= -128 and high <= 127:
-        return [(1, digit.to(torch.int8))]
-    whole = digit.to(torch.int16)  # exact: |q| <= 256
-    half = (whole >> 1).clamp_(max=127)  # floor(q / 2)
-    return [(2, half.to(torch.int8)), (1, whole.sub_(half, alpha=2).to(torch.int8))]
-
-
-def _int8_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor],
-                 sums: dict[int, torch.Tensor]) -> None:
-    """Add every level's exact sum of digit products to ``sums`` (int64, created where missing) on the CPU's
-    int8 GEMM: each digit as weighted int8 pieces (_int8_pieces), so a digit product is a weighted sum of piece
-    products (q r = 4 h h' + 2 (h l' + l h') + l l' for two split digits, q r for two whole ones). Per level, the
-    piece products of one weight run as one GEMM over the pairs joined along K: int32 sums, per K index and
-    digit pair at most 2**14 in one GEMM, so a K-block of _INT_DEPTH keeps them below 2**31."""
-    a_pieces, b_pieces = [_int8_pieces(d) for d in a_digits], [_int8_pieces(d) for d in b_digits]
-    for level in range(len(a_digits) + 1, 1, -1):
-        if level not in sums:
-            sums[level] = torch.zeros(a_digits[0].shape[0], a_digits[0].shape[1], b_digits[0].shape[2],
-                                      dtype=torch.int64)
-        by_weight: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
-        for i, j in _pairs(len(a_digits), level):
-            for (wa, x), (wb, y) in itertools.product(a_pieces[i - 1], b_pieces[j - 1]):
-                xs, ys = by_weight.setdefault(wa * wb, ([], []))
-                xs.append(x)
-                ys.append(y)
-        # A weighted sum of piece products is at most (2 * 128 + 2)**2 per K index and pair: where K times that
-        # for every pair stays below 2**31, the level's weights apply in int32 and it reaches int64 in one add.
-        in_int32 = len(_pairs(len(a_digits), level)) * 258**2 * a_digits[0].shape[-1] < 2**31
-        level_sums: list[torch.Tensor | None] = [None] * a_digits[0].shape[0]
-        for weight, (xs, ys) in by_weight.items():
-            x, y = (xs[0], ys[0]) if len(xs) == 1 else (torch.cat(xs, dim=-1), torch.cat(ys, dim=-2))
-            for n in range(x.shape[0]):
-                product = torch._int_mm(x[n], y[n])
-                if not in_int32:
-                    sums[level][n].add_(product, alpha=weight)
-                elif level_sums[n] is None:
-                    level_sums[n] = product if weight == 1 else product.mul_(weight)
-                else:
-                    level_sums[n].add_(product, alpha=weight)
-        for n, level_sum in enumerate(level_sums):
-            if level_sum is not None:
-                sums[level][n].add_(level_sum)
-
-
-def _block_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], sums: dict[int, torch.Tensor]) -> None:
-    """Add the exact level sums of one K-block of digits to ``sums``: int8 GEMMs where torch has them (the CPU,
-    int64 sums), else the fp32 engine chunks of ``exact_levels`` (float64 sums). Exact either way."""
-    if a_digits[0].device.type == "cpu" and hasattr(torch, "_int_mm"):
-        _int8_levels(a_digits, b_digits, sums)
-        return
-    block = exact_levels([d.to(torch.bfloat16) for d in a_digits], [d.to(torch.bfloat16) for d in b_digits])
-    for level, total in block.items():
-        sums[level] = total if level not in sums else sums[level].add_(total)  # exact: below 2**53
-
-
-def _ozaki_combine_levels(sums: dict[int, torch.Tensor], slices: int, scale: torch.Tensor,
-                          dtype: torch.dtype) -> torch.Tensor:
-    """The exact level sums combined by Sum2 in float64, scaled back by 2**(e_i + f_j) and rounded to ``dtype``."""
-    total = _sum2(sums[level] * 2.0 ** (-SLICE_BITS * level) for level in range(slices + 1, 1, -1))
-    return _round_to(_ldexp(total, scale), dtype)
-
-
-@_emulated
-def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None, levels=exact_levels) -> torch.Tensor:
-    """Ozaki scheme I on the bf16 engine: rows of A and columns of B scaled by powers of two, cut into signed
-    8-bit digit slices, digit pairs with i + j <= s + 1 multiplied exactly, the exact level sums combined by Sum2
-    in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range. ``levels(a_digits,
-    b_digits)`` computes the exact level sums of the whole operands' digits (the kernel layer's NKI route passes
-    the kernel); by default they are computed tile by tile and K-block by K-block (exact, so bit-identical)."""
-    if _single_word(a, "ozaki"):
-        return _split_fp32(a, b, 1, "ozaki")
-    s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
-    scaled, restore = _ozaki_scaled(a, b)
-    s = _needed_slices(scaled, s)
-    if levels is not exact_levels:
-        a_scaled, b_scaled = scaled.whole()
-        sums = levels([d.to(torch.bfloat16) for d in _digits(restore(a_scaled), s)],  # exact
-                      [d.to(torch.bfloat16) for d in _digits(restore(b_scaled), s)])
-        sums = {level: total.reshape(a_scaled.shape[0], a_scaled.shape[1], -1) for level, total in sums.items()}
-        return restore(_ozaki_combine_levels(sums, s, scaled.e + scaled.f, a.dtype))
-    out = a.new_empty(scaled.a.shape[0], scaled.a.shape[1], scaled.b.shape[2])
-    for bs, ms, ns in scaled.plan.tiles():
-        sums: dict[int, torch.Tensor] = {}
-        for ks in scaled.plan.depth:
-            _block_levels(_digits(scaled.block_a(bs, ms, ks), s), _digits(scaled.block_b(bs, ks, ns), s), sums)
-        sums = {level: total.double() for level, total in sums.items()}  # exact: below 2**53
-        out[bs, ms, ns] = _ozaki_combine_levels(sums, s, scaled.e[bs, ms] + scaled.f[bs, :, ns], a.dtype)
-    return restore(out)
-
-
-def kahan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Promotion to float64 (complex128) on the host, one product there, rounded to the operand dtype. Real
-    operands run tile by tile and K-block by K-block (float64 copies of one block at a time; any summation order
-    keeps gamma_K)."""
-    a, b = _operands(a, b, "kahan")
-    if a.is_complex():
-        return native(a.to(torch.complex128), b.to(torch.complex128)).to(a.dtype)
-    a3, b3, restore = _batched(a, b)
-    if 0 in (*a3.shape, b3.shape[-1]):
-        return torch.matmul(a, b)
-    plan = _Plan(*a3.shape, b3.shape[-1])
-    out = a3.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
-    for bs, ms, ns in plan.tiles():
-        total = None
-        for ks in plan.depth:
-            total = _mac(total, a3[bs, ms, ks].double(), b3[bs, ks, ns].double())
-        out[bs, ms, ns] = _round_to(total, a.dtype)
-    return restore(out)
-
-
-MODES = {
-    "native": native,
-    "fast": fast,
-    "sr": sr,
-    "dd": dd,
-    "bf16x6": bf16x6,
-    "ozaki": ozaki,
-    "kahan": kahan,
-    "fp64": kahan,
-}

@@ -1,0 +1,93 @@
+"""Torch reference implementations of the precision modes: the executable specification of each mode.
+
+Each takes [..., M, K] and [..., K, N] tensors (2-D or batched 3-D) and returns the product. They run on any
+torch device (CPU, CUDA, Neuron through torch-neuronx).
+
+One module per mode: ``_native``, ``_fast``, ``_sr``, ``_dd``, ``_bf16x6``, ``_ozaki``, ``_kahan`` (``MODES`` maps
+each mode name, and kahan's alias fp64, to its function); what they share (the kernel contract, the errors, the
+bf16 word split and its engine passes, scaling, blocking) is in ``_common``, and the numbers and error bounds each
+mode is defined by in ``kernels/bounds.py``. Import the modes and their pieces from this package.
+"""
+
+from __future__ import annotations
+
+from ..bounds import (
+    BF16X6_CHUNK,
+    BF16X6_GROUP,
+    DIGIT_GROWTH,
+    MAX_SLICES,
+    OZAKI_RANGE,
+    SLICE_BITS,
+    U_FP32,
+    U_FP64,
+    UNDERFLOW_ALLOWANCE,
+    UNDERFLOW_TERM,
+    gamma,
+    ozaki_default_slices,
+    ozaki_error,
+)
+from ._bf16x6 import bf16x6
+from ._common import (
+    _NARROW_BITS,
+    _WARNED,
+    BLOCK_FRACTION,
+    MIN_BLOCK_ELEMENTS,
+    PrecisionError,
+    PrecisionWarning,
+    _ldexp,
+    _nearest_bf16,
+    _operands,
+    _Plan,
+    _scaled,
+    _words,
+)
+from ._dd import dd
+from ._fast import fast
+from ._kahan import kahan
+from ._native import _multiply_sum, native
+from ._ozaki import (
+    _INT_DEPTH,
+    EXACT_CHUNK,
+    _digits,
+    _int8_levels,
+    _int8_pieces,
+    exact_levels,
+    ozaki,
+    ozaki_slices,
+)
+from ._sr import _stochastic_round, sr
+
+# The names this package publishes: the modes and their constants and errors, and the private pieces the kernel
+# layer (kernels/__init__, nki/), the contraction layer and the tests reach (listed so no import looks unused).
+__all__ = [
+    "BF16X6_CHUNK", "BF16X6_GROUP", "BLOCK_FRACTION", "DIGIT_GROWTH", "EXACT_CHUNK", "MAX_SLICES",
+    "MIN_BLOCK_ELEMENTS", "MODES", "OZAKI_RANGE", "PASSES", "SLICE_BITS", "U_FP32", "U_FP64", "UNDERFLOW_ALLOWANCE",
+    "UNDERFLOW_TERM", "PrecisionError", "PrecisionWarning", "bf16x6", "dd", "exact_levels", "fast", "gamma",
+    "kahan", "native", "ozaki", "ozaki_default_slices", "ozaki_error", "ozaki_slices", "sr",
+    "_INT_DEPTH", "_NARROW_BITS", "_WARNED", "_Plan", "_digits", "_int8_levels", "_int8_pieces", "_ldexp",
+    "_multiply_sum", "_nearest_bf16", "_operands", "_scaled", "_stochastic_round", "_words",
+]
+
+MODES = {
+    "native": native,
+    "fast": fast,
+    "sr": sr,
+    "dd": dd,
+    "bf16x6": bf16x6,
+    "ozaki": ozaki,
+    "kahan": kahan,
+    "fp64": kahan,
+}
+# Each mode's bf16 Tensor Engine passes, given ozaki's slice count: its cost in the precision registry
+# (trn_backend._precision) and the pass-count basis of target-based selection (trn_backend._mode_costs). native is
+# not emulated (None); kahan makes none (a float64 product on the host); ozaki's s(s+1)/2 digit levels add one fast
+# pass that measures the data's dynamic range.
+PASSES = {
+    "native": lambda s: None,
+    "fast": lambda s: 1,
+    "sr": lambda s: 1,
+    "dd": lambda s: 3,
+    "bf16x6": lambda s: 6,
+    "ozaki": lambda s: s * (s + 1) // 2 + 1,
+    "kahan": lambda s: 0,
+}

@@ -1,0 +1,47 @@
+"""Mode native: the operand dtype and the device's own arithmetic, exact for integers and bool."""
+
+from __future__ import annotations
+
+import torch
+
+from .. import dtypes as _dtypes
+
+
+def native(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """The operand dtype and the device's own arithmetic; integer and bool products are exact (modular for
+    integers, logical for bool, as in NumPy)."""
+    if a.is_complex():
+        return _textbook_specials(torch.matmul(a, b), a, b)
+    if a.is_floating_point():
+        return torch.matmul(a, b)
+    return _exact(a, b)
+
+
+def _textbook_specials(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A complex product ``c`` with the entries an inf or nan input feeds set as IEEE arithmetic on the textbook
+    formula sets them (Re = sum ar br - ai bi, Im = sum ar bi + ai br: NumPy's and Python's ``inf+nanj`` for
+    (inf+0j)(1+0j)). torch's complex GEMM makes all of them nan+nanj; four real products keep the pattern,
+    and the emulated modes, which are four real products, give it too."""
+    rows, cols = torch.isfinite(a).all(-1), torch.isfinite(b).all(-2)
+    if bool(rows.all()) and bool(cols.all()):
+        return c
+    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    textbook = torch.complex(torch.matmul(ar, br) - torch.matmul(ai, bi), torch.matmul(ar, bi) + torch.matmul(ai, br))
+    return torch.where(rows.unsqueeze(-1) & cols.unsqueeze(-2), c, textbook)
+
+
+def _exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Integer GEMM in a dtype torch supports (uint16/32/64 wrap back exactly, bool counts true products). torch
+    has integer GEMM only on the CPU; elsewhere a broadcast multiply-sum (M*K*N memory) keeps it exact."""
+    dtype = a.dtype
+    if dtype is torch.bool:
+        a, b = a.to(torch.int64), b.to(torch.int64)
+    else:
+        a, b = _dtypes.compute(a), _dtypes.compute(b)
+    c = torch.matmul(a, b) if a.device.type == "cpu" else _multiply_sum(a, b)
+    return c > 0 if dtype is torch.bool else _dtypes.restore(c, dtype)
+
+
+def _multiply_sum(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """[..., M, K] x [..., K, N] as a broadcast product summed over K: exact integer arithmetic on any device."""
+    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)

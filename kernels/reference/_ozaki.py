@@ -1,0 +1,223 @@
+"""Mode ozaki: Ozaki scheme I on the bf16 engine (exact digit products, a float64 combination on the host)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import torch
+
+from ..bounds import MAX_SLICES, SLICE_BITS, ozaki_default_slices, ozaki_error
+from ._common import (
+    PrecisionError,
+    _batched,
+    _emulated,
+    _ldexp,
+    _level,
+    _magnitude_lower,
+    _operands,
+    _pairs,
+    _Plan,
+    _round_to,
+    _Scaled,
+    _single_word,
+    _split_fp32,
+    _two_sum,
+)
+
+# The chunks of exact digit products: a chunk of EXACT_CHUNK digit products (each at most 2**16) sums to an
+# integer below 2**24 (exact in fp32).
+EXACT_CHUNK = 2 ** (24 - 2 * SLICE_BITS)
+_GROUP_ELEMENTS = 2**22  # chunk products materialised at once (memory cap of the chunked passes)
+
+
+def _chunk_sums(x: torch.Tensor, y: torch.Tensor, chunk: int):
+    """fp32 products of [..., M, K] x [..., K, N] over K-chunks of ``chunk`` terms, yielded as [..., G, M, N]
+    groups of chunk sums (K is zero-padded to a multiple of ``chunk``)."""
+    pad = -x.shape[-1] % chunk
+    x = torch.nn.functional.pad(x, (0, pad))
+    y = torch.nn.functional.pad(y, (0, 0, 0, pad))
+    n = x.shape[-1] // chunk
+    x = x.unflatten(-1, (n, chunk)).transpose(-3, -2)
+    y = y.unflatten(-2, (n, chunk))
+    step = max(1, _GROUP_ELEMENTS // max(1, x.shape[-2] * y.shape[-1]))
+    for start in range(0, n, step):
+        yield torch.matmul(x[..., start:start + step, :, :], y[..., start:start + step, :, :])
+
+
+def _sum2(parts) -> torch.Tensor:
+    """Ogita-Rump-Oishi Sum2: the parts added with TwoSum into a (hi, lo) pair, rounded once at the end;
+    error <= u |sum| + gamma_{n-1}**2 sum |part|."""
+    hi = lo = None
+    for part in parts:
+        if hi is None:
+            hi, lo = part, torch.zeros_like(part)
+        else:
+            hi, err = _two_sum(hi, part)
+            lo = lo + err
+    return hi + lo
+
+
+# ozaki's int8 GEMM sums at most MAX_SLICES digit-piece products of magnitude <= 2**14 per K index: int32 holds
+# them exactly for K-blocks of up to this many (2**31 / (16 * 2**14) = 8192, halved for margin).
+_INT_DEPTH = 2**30 // (MAX_SLICES * 2**14)
+
+
+def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
+    """Signed base-2**SLICE_BITS digits q_t of x in [-1, 1] (x ~ sum_t q_t 2**(-SLICE_BITS t)), as
+    integer-valued tensors of x's dtype; every step is exact (in float32 too, for float32 values)."""
+    digits = []
+    for _ in range(slices):
+        x = x * 2.0**SLICE_BITS
+        digits.append(torch.round(x))
+        x = x - digits[-1]
+    return digits
+
+
+def _needed_slices(scaled: _Scaled, slices: int) -> int:
+    """``slices``, raised until ozaki_error(s, rho) <= ozaki_error(slices), with rho = K / min |A'||B'| over the
+    entries that have a nonzero term (a lower bound from one fast pass, tile by tile): an entry whose lower bound
+    is not positive needs a range no slice count covers."""
+    smallest = min((_magnitude_lower(scaled, *tile, math.ulp(0.0)).min().item() for tile in scaled.plan.tiles()),
+                   default=math.inf)
+    rho = 1.0 if smallest == math.inf else scaled.k / smallest if smallest > 0 else math.inf
+    budget = ozaki_error(slices)
+    needed = next((s for s in range(slices, MAX_SLICES + 1) if ozaki_error(s, rho) <= budget), None)
+    if needed is None:
+        raise PrecisionError(f"mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
+                             f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='kahan'")
+    return needed
+
+
+def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor) -> tuple[_Scaled, object]:
+    """ozaki's blocking (K-blocks short enough for exact int32 sums) and scaled operands, in [B, M, K] form."""
+    a3, b3, restore = _batched(a, b)
+    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1], depth=_INT_DEPTH, deep=True)), restore
+
+
+def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) -> int:
+    """The slice count ``ozaki`` uses on these finite real operands: ``slices`` (default: the dtype's), raised
+    where the data's row/column dynamic range needs more to keep the published bound."""
+    a, b = _operands(a, b, "ozaki")
+    s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
+    if 0 in (*a.shape[-2:], b.shape[-1]):
+        return s
+    return _needed_slices(_ozaki_scaled(a, b)[0], s)
+
+
+def _check_slices(slices: object) -> int:
+    if not isinstance(slices, int) or isinstance(slices, bool):
+        raise TypeError(f"kernels: ozaki slices must be an int, got {type(slices).__name__}")
+    if not 1 <= slices <= MAX_SLICES:
+        raise ValueError(f"kernels: ozaki slices must be in 1..{MAX_SLICES}, got {slices}")
+    return slices
+
+
+def _exact_level(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], level: int) -> torch.Tensor:
+    """sum over i + j == level of the digit products, exactly: fp32 engine sums over EXACT_CHUNK-term chunks
+    (integers below 2**24), chunks added in float64 (integers below 2**53: exact, so bit-identical to the
+    device's exact int32 or TwoSum accumulation of the same chunk sums)."""
+    a, b = _level(a_digits, b_digits, level)
+    return sum(group.double().sum(-3) for group in _chunk_sums(a, b, EXACT_CHUNK))
+
+
+def exact_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> dict[int, torch.Tensor]:
+    """Every level s+1 .. 2 of the digit products, exactly (float64): what the NKI kernel's levels return too."""
+    return {level: _exact_level(a_digits, b_digits, level) for level in range(len(a_digits) + 1, 1, -1)}
+
+
+def _int8_pieces(digit: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
+    """A digit block q (integer values in [-256, 256]) as weighted int8 pieces, q = sum w piece. int8 holds
+    [-128, 127]: a block within it is one piece (digits past the data's significand, which are 0, or short
+    blocks); any other is split as q = 2 h + l with h = min(floor(q / 2), 127) and l in {0, 1, 2}: the first
+    digit (+-256), and most blocks of later digits, which reach 128 in about 1 entry of 500 (a fraction below
+    2**-9 rounding down in the digit before). Every piece entry is at most 2**7 in magnitude."""
+    low, high = torch.aminmax(digit)
+    if low >= -128 and high <= 127:
+        return [(1, digit.to(torch.int8))]
+    whole = digit.to(torch.int16)  # exact: |q| <= 256
+    half = (whole >> 1).clamp_(max=127)  # floor(q / 2)
+    return [(2, half.to(torch.int8)), (1, whole.sub_(half, alpha=2).to(torch.int8))]
+
+
+def _int8_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor],
+                 sums: dict[int, torch.Tensor]) -> None:
+    """Add every level's exact sum of digit products to ``sums`` (int64, created where missing) on the CPU's
+    int8 GEMM: each digit as weighted int8 pieces (_int8_pieces), so a digit product is a weighted sum of piece
+    products (q r = 4 h h' + 2 (h l' + l h') + l l' for two split digits, q r for two whole ones). Per level, the
+    piece products of one weight run as one GEMM over the pairs joined along K: int32 sums, per K index and
+    digit pair at most 2**14 in one GEMM, so a K-block of _INT_DEPTH keeps them below 2**31."""
+    a_pieces, b_pieces = [_int8_pieces(d) for d in a_digits], [_int8_pieces(d) for d in b_digits]
+    for level in range(len(a_digits) + 1, 1, -1):
+        if level not in sums:
+            sums[level] = torch.zeros(a_digits[0].shape[0], a_digits[0].shape[1], b_digits[0].shape[2],
+                                      dtype=torch.int64)
+        by_weight: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
+        for i, j in _pairs(len(a_digits), level):
+            for (wa, x), (wb, y) in itertools.product(a_pieces[i - 1], b_pieces[j - 1]):
+                xs, ys = by_weight.setdefault(wa * wb, ([], []))
+                xs.append(x)
+                ys.append(y)
+        # A weighted sum of piece products is at most (2 * 128 + 2)**2 per K index and pair: where K times that
+        # for every pair stays below 2**31, the level's weights apply in int32 and it reaches int64 in one add.
+        in_int32 = len(_pairs(len(a_digits), level)) * 258**2 * a_digits[0].shape[-1] < 2**31
+        level_sums: list[torch.Tensor | None] = [None] * a_digits[0].shape[0]
+        for weight, (xs, ys) in by_weight.items():
+            x, y = (xs[0], ys[0]) if len(xs) == 1 else (torch.cat(xs, dim=-1), torch.cat(ys, dim=-2))
+            for n in range(x.shape[0]):
+                product = torch._int_mm(x[n], y[n])
+                if not in_int32:
+                    sums[level][n].add_(product, alpha=weight)
+                elif level_sums[n] is None:
+                    level_sums[n] = product if weight == 1 else product.mul_(weight)
+                else:
+                    level_sums[n].add_(product, alpha=weight)
+        for n, level_sum in enumerate(level_sums):
+            if level_sum is not None:
+                sums[level][n].add_(level_sum)
+
+
+def _block_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], sums: dict[int, torch.Tensor]) -> None:
+    """Add the exact level sums of one K-block of digits to ``sums``: int8 GEMMs where torch has them (the CPU,
+    int64 sums), else the fp32 engine chunks of ``exact_levels`` (float64 sums). Exact either way."""
+    if a_digits[0].device.type == "cpu" and hasattr(torch, "_int_mm"):
+        _int8_levels(a_digits, b_digits, sums)
+        return
+    block = exact_levels([d.to(torch.bfloat16) for d in a_digits], [d.to(torch.bfloat16) for d in b_digits])
+    for level, total in block.items():
+        sums[level] = total if level not in sums else sums[level].add_(total)  # exact: below 2**53
+
+
+def _ozaki_combine_levels(sums: dict[int, torch.Tensor], slices: int, scale: torch.Tensor,
+                          dtype: torch.dtype) -> torch.Tensor:
+    """The exact level sums combined by Sum2 in float64, scaled back by 2**(e_i + f_j) and rounded to ``dtype``."""
+    total = _sum2(sums[level] * 2.0 ** (-SLICE_BITS * level) for level in range(slices + 1, 1, -1))
+    return _round_to(_ldexp(total, scale), dtype)
+
+
+@_emulated
+def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None, levels=exact_levels) -> torch.Tensor:
+    """Ozaki scheme I on the bf16 engine: rows of A and columns of B scaled by powers of two, cut into signed
+    8-bit digit slices, digit pairs with i + j <= s + 1 multiplied exactly, the exact level sums combined by Sum2
+    in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range. ``levels(a_digits,
+    b_digits)`` computes the exact level sums of the whole operands' digits (the kernel layer's NKI route passes
+    the kernel); by default they are computed tile by tile and K-block by K-block (exact, so bit-identical)."""
+    if _single_word(a, "ozaki"):
+        return _split_fp32(a, b, 1, "ozaki")
+    s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
+    scaled, restore = _ozaki_scaled(a, b)
+    s = _needed_slices(scaled, s)
+    if levels is not exact_levels:
+        a_scaled, b_scaled = scaled.whole()
+        sums = levels([d.to(torch.bfloat16) for d in _digits(restore(a_scaled), s)],  # exact
+                      [d.to(torch.bfloat16) for d in _digits(restore(b_scaled), s)])
+        sums = {level: total.reshape(a_scaled.shape[0], a_scaled.shape[1], -1) for level, total in sums.items()}
+        return restore(_ozaki_combine_levels(sums, s, scaled.e + scaled.f, a.dtype))
+    out = a.new_empty(scaled.a.shape[0], scaled.a.shape[1], scaled.b.shape[2])
+    for bs, ms, ns in scaled.plan.tiles():
+        sums: dict[int, torch.Tensor] = {}
+        for ks in scaled.plan.depth:
+            _block_levels(_digits(scaled.block_a(bs, ms, ks), s), _digits(scaled.block_b(bs, ks, ns), s), sums)
+        sums = {level: total.double() for level, total in sums.items()}  # exact: below 2**53
+        out[bs, ms, ns] = _ozaki_combine_levels(sums, s, scaled.e[bs, ms] + scaled.f[bs, :, ns], a.dtype)
+    return restore(out)
