@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import trn_backend as xp
 from tests.support import assert_same, from_numpy
-from trn_backend import kernels
+from trn_backend import kernels, testing
 from trn_backend.contraction import plan as planner
 
 LETTERS = "abcdeAB"
@@ -82,11 +82,11 @@ def test_matches_numpy_with_broadcast_batching_everywhere(expr, dtype, optimize,
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(planner, "SPREAD_MIN_ELEMENTS", 0)
         mp.setattr(planner, "SPREAD_MIN_SLICE", 0)
-        planner.entry.cache_clear()
+        testing.reset_caches()
         try:
             _check(expr, dtype, optimize, data)
         finally:
-            planner.entry.cache_clear()
+            testing.reset_caches()
 
 
 def _check(expr, dtype, optimize, data):

@@ -15,7 +15,7 @@ import torch
 from trn_backend.kernels import reference
 from trn_backend.kernels.nki import cost
 
-from trn_backend import _mode_costs, _precision
+from trn_backend import _mode_costs, _precision, testing
 from trn_backend._precision import Resolved, next_mode, precision, resolve, select_precision
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -153,11 +153,9 @@ def planted_model(monkeypatch):
         return type("Estimate", (), {"seconds": seconds})()
 
     monkeypatch.setattr(cost, "modelled", modelled)
-    _mode_costs._modelled.cache_clear()
-    _precision._clear_choices()
+    testing.reset_caches()
     yield times, calls
-    _mode_costs._modelled.cache_clear()
-    _precision._clear_choices()
+    testing.reset_caches()
 
 
 def test_neuron_ranking_follows_the_cost_model_and_leaves_native_out(planted_model, monkeypatch):

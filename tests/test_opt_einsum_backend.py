@@ -17,7 +17,7 @@ import torch
 
 import trn_backend as xp
 from tests.support import to_numpy
-from trn_backend import kernels
+from trn_backend import kernels, testing
 from trn_backend.contraction import opt_einsum_backend
 
 EQ = "ij,jk,kl->il"
@@ -255,7 +255,7 @@ def test_repeated_network_steps_reuse_their_plans_under_the_default_precision_on
     ops = [xp.NeuronArray(torch.randn(s, dtype=torch.float64)) for s in shapes]
     expr = oe.contract_expression(eq, *shapes)
     binary = sum(len(c[0]) == 2 for c in expr.contraction_list)
-    opt_einsum_backend._STEPS.clear()
+    testing.reset_caches()
     with kernels.count_calls() as calls:
         first = expr(*ops, backend="trn")
     cached = len(opt_einsum_backend._STEPS)
