@@ -41,23 +41,41 @@ def arrays(dtype_name: str, shape, *, elements=None) -> st.SearchStrategy:
     return hnp.arrays(dtype, shape, elements=elements)
 
 
-def assert_same(actual: xp.NeuronArray, expected: np.ndarray, *, rtol: float | None = None,
-                atol: float = 0.0) -> None:
-    """Same dtype, same shape, and the same values (exactly for exact dtypes; NaNs in the same places)."""
+def assert_same(actual: xp.NeuronArray, expected: np.ndarray, *, dtype: str | None = None, rtol: float | None = None,
+                atol: float = 0.0, scaled: bool = False) -> None:
+    """The one comparison of a NeuronArray result with NumPy's (or with a wider reference). Its tolerance policy:
+
+    - the result's dtype and shape always match: ``expected``'s dtype, or ``dtype`` where the reference is
+      computed in a wider dtype than the result (then only values are compared with it);
+    - values are exact (NaNs in the same places) unless the caller passes ``rtol``: integer and bool results, and
+      every operation that NumPy and torch both round correctly (elementwise arithmetic, conversions, data
+      movement), must agree bit for bit;
+    - with ``rtol`` (inexact results only: reductions summed in another order, decompositions, transforms),
+      |got - expected| <= atol + rtol |expected|, with ``atol`` multiplied by max(1, max |expected|) where
+      ``scaled`` (a transform's error grows with the signal, not with each output); the caller states the
+      operation's own error in units of its dtype's eps;
+    - complex values: the real and imaginary parts each within the bound divided by sqrt(2) (so the complex
+      difference is within it), and the same infinities in the same places (a difference of two equal complex
+      infinities is NaN).
+    """
     assert isinstance(actual, xp.NeuronArray), type(actual)
     got = to_numpy(actual)
     expected = np.asarray(expected)
-    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
+    want = expected.dtype if dtype is None else np.dtype(dtype)
+    assert got.dtype == want, (got.dtype, want)
     assert got.shape == expected.shape, (got.shape, expected.shape)
     if rtol is None or got.dtype.kind not in "fc":
+        assert dtype is None or expected.dtype == want, "an exact comparison needs the reference in the result's dtype"
         np.testing.assert_array_equal(got, expected)
-    elif got.dtype.kind == "c":
-        # compare parts (complex infinities make a complex difference nan), each relative to the magnitude
-        scale = np.where(np.isfinite(expected), np.abs(expected), 0) * rtol
-        for part in (np.real, np.imag):
-            g, e = part(got), part(expected)
-            with np.errstate(invalid="ignore"):  # inf - inf where both are the same infinity
-                ok = (g == e) | (np.isnan(g) & np.isnan(e)) | (np.abs(g - e) <= scale)
-            assert ok.all(), f"{part.__name__} parts differ:\n{got}\n{expected}"
-    else:
+        return
+    if scaled:
+        atol *= max(1.0, float(np.abs(expected).max(initial=0.0)))
+    if got.dtype.kind == "f":
         np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
+        return
+    bound = (np.where(np.isfinite(expected), np.abs(expected), 0) * rtol + atol) / np.sqrt(2)
+    for part in (np.real, np.imag):
+        g, e = part(got), part(expected)
+        with np.errstate(invalid="ignore"):  # inf - inf where both are the same infinity
+            ok = (g == e) | (np.isnan(g) & np.isnan(e)) | (np.abs(g - e) <= bound)
+        assert ok.all(), f"{part.__name__} parts differ:\n{got}\n{expected}"

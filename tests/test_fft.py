@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import assert_same, from_numpy, to_numpy
+from support import assert_same, from_numpy
 
 import trn_backend as xp
 from trn_backend import fft
@@ -36,12 +36,8 @@ def _signal(shape, dtype_name: str, seed: int) -> np.ndarray:
 def _check(got: xp.NeuronArray, expected: np.ndarray, in_dtype: str, kind: str) -> None:
     """Dtype by the input's precision; values to a tolerance relative to the signal's scale."""
     want = COMPLEX_OF[in_dtype] if kind == "c" else REAL_OF[in_dtype]
-    out = to_numpy(got)
-    assert out.dtype == np.dtype(want), (out.dtype, want)
-    assert out.shape == expected.shape, (out.shape, expected.shape)
     single = want in ("float32", "complex64")
-    scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
-    np.testing.assert_allclose(out, expected, rtol=0, atol=(2e-5 if single else 1e-12) * scale * 8)
+    assert_same(got, expected, dtype=want, rtol=0.0, atol=(2e-5 if single else 1e-12) * 8, scaled=True)
 
 
 def _input_dtypes(name: str) -> list[str]:

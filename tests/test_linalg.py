@@ -43,11 +43,8 @@ def _hermitian_pd(shape, dtype_name: str, seed: int = 0) -> np.ndarray:
 
 def _close(actual: xp.NeuronArray, expected: np.ndarray, dtype_name: str) -> None:
     """Values within the dtype's tolerance of a float64/complex128 reference, and exactly the given dtype."""
-    got = to_numpy(actual)
-    assert got.dtype == np.dtype(dtype_name), (got.dtype, dtype_name)
-    assert got.shape == np.shape(expected), (got.shape, np.shape(expected))
     tol = TOL[dtype_name if dtype_name in TOL else "float64"]
-    np.testing.assert_allclose(got, expected, rtol=tol, atol=tol)
+    assert_same(actual, expected, dtype=dtype_name, rtol=tol, atol=tol)
 
 
 square_shapes = st.tuples(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3), st.integers(1, 4)).map(
