@@ -26,11 +26,15 @@ _NARROW_BITS = {torch.bfloat16: 8, torch.float16: 11}  # significand bits of the
 class PrecisionWarning(UserWarning):
     """A precision mode ran as a cheaper one because the operands leave nothing more to gain."""
 
+    __module__ = "trn_backend.kernels.reference"  # where it is published: the name warnings and tracebacks show
+
 
 class PrecisionError(ValueError):
     """A precision mode or target that cannot be honoured (operands whose range a mode cannot vouch for, a target
     no mode reaches). The message starts with the function that raised it; the front doors (einsum, matmul, ...)
     rename it to the function the user called."""
+
+    __module__ = "trn_backend.kernels.reference"  # where it is published: the name tracebacks show
 
     def __init__(self, message: str, func: str = "kernels") -> None:
         super().__init__(f"{func}: {message}")
