@@ -1,4 +1,4 @@
-"""Benchmark: the emulated precision modes' time and peak extra memory on the CPU reference (kernels/reference.py).
+"""Benchmark: the emulated precision modes' time and peak extra memory on the CPU reference (kernels/reference/).
 
 Per case (1024x4096x1024 float32 and float64, and a batched float32 product) and mode (fast, dd, bf16x6,
 ozaki(slices=4), kahan, against native): time relative to native (each repetition runs every mode once, the order

@@ -1,4 +1,4 @@
-"""The reference's blocked paths (output tiles and K-blocks, kernels/reference.py): with the blocking thresholds
+"""The reference's blocked paths (output tiles and K-blocks, kernels/reference/): with the blocking thresholds
 lowered so that small products run in many blocks, every emulated mode stays within its published bound on hard
 inputs (against an extended-precision reference), gives what one block gives up to its documented freedom (ozaki
 and fast bit for bit, kahan to its bound), and holds at most 2x (inputs + output) of extra memory, measured with
