@@ -1,11 +1,5 @@
-"""The fft extension of the array API standard (2025.12), on torch.fft.
-
-Output dtypes follow the input's precision: complex64 in, complex64 out; float32 in rfft, complex64 out;
-complex64 in irfft/hfft, float32 out. Real floating input of the complex transforms is read as complex of the
-same precision and integer input promotes to the default floating (or complex) dtype, as in NumPy; float16 and
-bfloat16 input transforms in float32 (complex64 and float32 results; NumPy's are complex64 too); bool input is a
-TypeError.
-"""
+"""The implementations behind ``trn_backend.fft`` (see there); the namespace exports them as its public
+functions."""
 
 from __future__ import annotations
 
@@ -13,8 +7,8 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from . import _device, _dtypes
-from ._helpers import NeuronArray, normalize_axes, normalize_axis, tensor, wrap
+from .. import _device, _dtypes
+from .._helpers import NeuronArray, normalize_axes, normalize_axis, tensor, wrap
 
 __all__ = [
     "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",

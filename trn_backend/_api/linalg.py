@@ -1,10 +1,5 @@
-"""The linalg extension of the array API standard (2025.12).
-
-Decompositions, solvers and norms run on torch.linalg; products (matmul, tensordot, vecdot, and outer and
-matrix_power built on matmul) go through the contraction planner and the kernel layer. Integer input of the
-floating-point functions promotes to the default floating dtype, as in NumPy; bool input is a TypeError.
-Singular or non-positive-definite input is a ValueError (NumPy's LinAlgError is a ValueError too).
-"""
+"""The implementations behind ``trn_backend.linalg`` (see there); the namespace exports them as its public
+functions."""
 
 from __future__ import annotations
 
@@ -16,10 +11,10 @@ from typing import NamedTuple
 import numpy as np
 import torch
 
-from . import _dtypes
-from ._api import statistical as _stat
-from ._api.linear_algebra import matmul, matrix_transpose, tensordot, vecdot
-from ._helpers import NeuronArray, check_same_device, normalize_axes, tensor, wrap
+from .. import _dtypes
+from .._helpers import NeuronArray, check_same_device, normalize_axes, tensor, wrap
+from . import statistical as _stat
+from .linear_algebra import matmul, matrix_transpose, tensordot, vecdot
 
 # matmul, matrix_transpose, tensordot and vecdot are the top-level functions (the contraction planner's)
 __all__ = [
