@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from support import DTYPE_NAMES, INT_NAMES, arrays, assert_same, from_numpy, shapes, to_numpy
 
 import trn_backend as xp
-from trn_backend import _array
+from trn_backend import _indexing
 
 
 def test_namespace_identity_and_versions():
@@ -435,8 +435,8 @@ def test_basic_keys_give_views_advanced_keys_copies():
 def test_simple_keys_skip_planning_and_give_views_of_every_dtype(dtype, monkeypatch):
     # ints, slices of positive step, None and one Ellipsis: torch's basic indexing is NumPy's, for every dtype
     planned = []
-    real = _array._plan
-    monkeypatch.setattr(_array, "_plan", lambda t, key: planned.append(key) or real(t, key))
+    real = _indexing.plan
+    monkeypatch.setattr(_indexing, "plan", lambda t, key: planned.append(key) or real(t, key))
     a = np.arange(24).reshape(2, 3, 4).astype(dtype)
     x = from_numpy(a)
     simple = [1, -1, slice(1, 5), slice(None, None, 2), (slice(None), 2), Ellipsis, (Ellipsis, 0), (None, 1),

@@ -14,8 +14,7 @@ import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
-import trn_backend as xp
-
+from . import _namespace as xp
 from ._array import NeuronArray
 
 BACKEND = "trn_backend"

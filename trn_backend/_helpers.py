@@ -6,7 +6,6 @@ are where argument errors are raised, with the function and argument named.
 
 from __future__ import annotations
 
-import math
 import operator
 from collections.abc import Sequence
 
@@ -16,12 +15,12 @@ import torch
 
 from . import _device, _dtypes
 from ._array import NeuronArray, wrap
-
-PY_SCALARS = (bool, int, float, complex)
+from ._scalars import PY_SCALARS, as_py_scalar, check_float_to_int, float_to_int, scalar_to_tensor
 
 __all__ = [
     "NeuronArray", "wrap", "tensor", "tensors", "binary_operands", "numpy_scalar", "scalar_to_tensor",
     "broadcast_shape", "check_broadcastable", "normalize_axis", "normalize_axes", "check_same_device", "PY_SCALARS",
+    "as_py_scalar", "check_float_to_int", "float_to_int",
 ]
 
 
@@ -74,14 +73,6 @@ def scalar_dtype(value: object, dtype: torch.dtype, func: str, device: torch.dev
     raise TypeError(f"{func}() got an operand of type {type(value).__name__}; expected an array or a Python scalar")
 
 
-def as_py_scalar(value: object) -> object:
-    """A NumPy scalar as the Python scalar it holds, where only the value counts (fill values, bounds); an
-    operand of an operation is strong instead (``numpy_scalar``)."""
-    if isinstance(value, np.generic) and value.ndim == 0:
-        return value.item()
-    return value
-
-
 def numpy_scalar(value: np.generic, device: torch.device, func: str) -> NeuronArray:
     """A NumPy scalar operand as what NEP 50 makes it: a 0-d array of its own dtype (strong: ``np.float64(1)``
     with a float32 array promotes to float64, ``np.int64(300)`` with an int8 array to int64), on ``device``."""
@@ -89,58 +80,6 @@ def numpy_scalar(value: np.generic, device: torch.device, func: str) -> NeuronAr
         raise TypeError(f"{func}(): a NumPy scalar of dtype {value.dtype} is not supported (supported: "
                         f"{', '.join(_dtypes.NAMES.values())}); convert it to one of these first")
     return wrap(_dtypes.host_scalar(value).to(device))
-
-
-def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
-    """A 0-d tensor of ``dtype`` holding a Python scalar; an integer that does not fit is an OverflowError."""
-    if dtype in _dtypes.INTEGER and isinstance(value, int) and not isinstance(value, bool):
-        lo, hi = _dtypes.int_range(dtype)
-        if not lo <= value <= hi:
-            raise OverflowError(f"{func}(): Python int {value} is out of range for {_dtypes.name(dtype)} "
-                                f"[{lo}, {hi}]")
-        if dtype in _dtypes.COMPUTE:
-            return _dtypes.restore(torch.tensor(_wrap_unsigned(value, dtype), dtype=_dtypes.COMPUTE[dtype],
-                                                device=device), dtype)
-    if dtype in _dtypes.COMPUTE:
-        return _dtypes.cast(torch.tensor(value, device=device), dtype)
-    if type(value) is int and dtype in _dtypes.FLOATING:
-        value = _dtypes.round_int(value, dtype, func)
-    if dtype in _dtypes.EXTENSION_FLOAT:  # torch.tensor rounds a Python float to them through float32: twice
-        return _dtypes.cast(torch.tensor(value, dtype=torch.float64, device=device), dtype)
-    return torch.tensor(value, dtype=dtype, device=device)
-
-
-def check_float_to_int(t: torch.Tensor, dtype: torch.dtype, where: str) -> None:
-    """Refuse floating data whose cast to the integer ``dtype`` NumPy does not define: NaN (ValueError), and
-    infinities or values whose integer part is beyond the dtype's range (OverflowError). NumPy raises so for Python
-    floats and stores platform-dependent garbage (with a RuntimeWarning) for arrays; here both raise, naming
-    ``where`` (the operation). Truncation toward zero of the values that fit is the caller's cast."""
-    lo, hi = _dtypes.int_range(dtype)
-    name = _dtypes.name(dtype)
-    if bool(torch.isnan(t).any()):
-        raise ValueError(f"{where}: cannot convert float NaN to {name}; replace the NaNs first, e.g. "
-                         "xp.where(xp.isnan(x), 0, x)")
-    whole = torch.trunc(t)
-    # lo and hi + 1 are 0 or powers of two: exact in every float dtype (or beyond its range, which is then right)
-    bad = (whole < float(lo)) | (whole >= float(hi) + 1)
-    if bool(bad.any()):
-        value = float(t[bad].reshape(-1)[0])
-        if math.isinf(value):
-            raise OverflowError(f"{where}: cannot convert float {value} to {name}")
-        raise OverflowError(f"{where}: {int(value)} is out of range for {name} [{lo}, {hi}] (the integer part of "
-                            f"{value!r})")
-
-
-def float_to_int(value: float, dtype: torch.dtype, where: str) -> int:
-    """A Python float into an integer dtype as NumPy converts it: truncated toward zero, refused as by
-    ``check_float_to_int``."""
-    check_float_to_int(torch.tensor(value, dtype=torch.float64), dtype, where)
-    return int(value)
-
-
-def _wrap_unsigned(value: int, dtype: torch.dtype) -> int:
-    # uint64 values above 2**63 are stored as the int64 with the same bits
-    return value - 2**64 if dtype is _dtypes.uint64 and value >= 2**63 else value
 
 
 def binary_operands(x1: object, x2: object, func: str, *, broadcast: bool = False,

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from .. import _dtypes
-from .._array import overlaps, register_inplace
+from .._array import register_inplace
 from .._helpers import (
     NeuronArray,
     binary_operands,
@@ -29,6 +29,7 @@ from .._helpers import (
     tensor,
     wrap,
 )
+from .._indexing import overlaps
 
 __all__ = [
     "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",

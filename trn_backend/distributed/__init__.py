@@ -2,10 +2,10 @@
 
 ``shard``, ``replicate`` and ``from_local`` make a ``ShardedNeuronArray``; its ``device`` is a ``Sharding``
 (mesh, partitioned axis, pending sum). Every namespace function accepts sharded arrays (importing this package
-wraps them, see ``_dispatch``); contractions run through the planner on each rank's blocks (``_contract``), so
-an output-parallel contraction communicates nothing and a contraction over a partitioned index leaves a pending
-sum. Programs are SPMD: every rank runs the same calls, and plain arrays must hold the same values on every rank.
-See docs/distributed.md.
+registers its handler for them, see ``_dispatch``); contractions run through the planner on each rank's blocks
+(``_contract``), so an output-parallel contraction communicates nothing and a contraction over a partitioned
+index leaves a pending sum. Programs are SPMD: every rank runs the same calls, and plain arrays must hold the same
+values on every rank. See docs/distributed.md.
 """
 
 from __future__ import annotations
@@ -19,11 +19,9 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 
-import trn_backend
-
-from .. import fft, linalg
 from .._array import NeuronArray, wrap
 from .._helpers import normalize_axis, tensor
+from .._overrides import OVERRIDES
 from ..contraction import execute as _execute
 from . import _contract, _dispatch
 from ._array import ShardedNeuronArray, Sharding, place
@@ -92,5 +90,8 @@ def _global_shape(local: tuple[int, ...], axis: int, mesh: DeviceMesh) -> tuple[
     return local[:axis] + (sum(sizes),) + local[axis + 1:]
 
 
+# Registrations, no rebinding: the namespace's public functions hand calls with sharded arguments (or device= a
+# Sharding) to _dispatch.call, and the planner runs DTensor operands on their blocks.
+OVERRIDES[ShardedNeuronArray] = _dispatch.call
+OVERRIDES[Sharding] = _dispatch.call
 _execute.EXECUTORS[DTensor] = _contract.execute
-_dispatch.install({"": trn_backend, "linalg": linalg, "fft": fft})

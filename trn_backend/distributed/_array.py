@@ -17,6 +17,7 @@ from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Sha
 
 from .. import _dtypes
 from .._array import NeuronArray, register_wrapper, wrap
+from .._overrides import public
 from ._mesh import local_device
 
 __all__ = ["Sharding", "ShardedNeuronArray", "sharding_of", "placement", "redistribute", "as_dtensor", "place"]
@@ -159,11 +160,9 @@ class ShardedNeuronArray(NeuronArray):
             return self.redistribute(device.axis)
         return self.gather().to_device(device)
 
-    # --- indexing: reads run like namespace functions; writes go to each rank's block ---
-    def __getitem__(self, key: Any) -> NeuronArray:
-        from ._dispatch import call
-
-        return call(NeuronArray.__getitem__, "__getitem__", (self, key), {})
+    # --- indexing: reads run like namespace functions (the override this package registers handles them);
+    # writes go to each rank's block ---
+    __getitem__ = public(NeuronArray.__getitem__, "__getitem__")
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Write in place: into every rank's copy of a replicated array; into a partitioned one through the whole

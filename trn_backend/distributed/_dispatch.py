@@ -1,6 +1,7 @@
-"""Namespace functions on sharded arrays: one wrapper around each, installed when this package is imported.
+"""Namespace functions on sharded arrays: ``call``, the handler this package registers for its types in the
+namespace's ``_overrides.OVERRIDES`` when it is imported.
 
-Without a sharded argument the wrapper calls the function as is. With one, it
+Without a sharded argument a public function runs as is. With one (or ``device=`` a ``Sharding``), ``call``
 1. resolves pending sums by an all-reduce, except in the arguments the function is linear in;
 2. runs a reduction over the partitioned axis and other axes in two steps (the namespace flattens reduced axes,
    which DTensor cannot do across a partition);
@@ -15,7 +16,6 @@ Either way the values are the function's own. ``device=`` may be a ``Sharding``:
 from __future__ import annotations
 
 import collections
-import functools
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -24,21 +24,15 @@ from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.distributed.tensor.experimental import implicit_replication
 from torch.overrides import TorchFunctionMode
 
-from .. import _dtypes
+from .. import _dtypes, _namespace
 from .._api import elementwise
 from .._array import NeuronArray, wrap
 from .._helpers import normalize_axes
 from ._array import ShardedNeuronArray, Sharding, as_dtensor, place, redistribute
 from ._mesh import chunk_sizes
 
-__all__ = ["install", "call", "GATHERED_CALLS"]
+__all__ = ["call", "GATHERED_CALLS"]
 
-# Plain arrays count as replicated by design (implicit_replication); DTensor warns about each 1-element one.
-warnings.filterwarnings("ignore", message="Found a non-scalar tensor with numel=1 and ndim!=0", category=UserWarning)
-
-# Functions that take no arrays (left unwrapped). contract_expression's expressions call the engine directly.
-NO_ARRAYS = frozenset({"precision", "select_precision", "error_bound", "last_precision_report",
-                       "contract_expression"})
 # Linear in their (first) array argument: a pending sum stays pending.
 LINEAR = frozenset({
     "negative", "positive", "real", "imag", "conj", "sum", "mean", "cumulative_sum", "reshape", "permute_dims",
@@ -61,31 +55,6 @@ STAGED = frozenset({"sum", "prod", "mean", "max", "min", "all", "any", "count_no
 EMPTY_SAFE = frozenset({*elementwise.__all__, "where", "sum", "prod", "all", "any", "count_nonzero", *CONTRACTIONS})
 # Calls that ran on whole arrays since import, by function name (tests and users see what gathered).
 GATHERED_CALLS: collections.Counter[str] = collections.Counter()
-
-
-def install(modules: dict[str, Any]) -> None:
-    """Wrap every public function of each namespace module (keys: "" for the namespace, "linalg", "fft"); a
-    function exported twice (``linalg.matmul`` is ``matmul``) keeps one wrapper."""
-    wrappers: dict[int, Callable[..., Any]] = {}
-    for prefix, module in modules.items():
-        for name in getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]:
-            func = getattr(module, name, None)
-            if callable(func) and not isinstance(func, type) and not hasattr(func, "__sharded__") and \
-                    name not in NO_ARRAYS:
-                if id(func) not in wrappers:
-                    wrappers[id(func)] = _wrapped(func, f"{prefix}.{name}" if prefix else name)
-                setattr(module, name, wrappers[id(func)])
-
-
-def _wrapped(func: Callable[..., Any], name: str) -> Callable[..., Any]:
-    @functools.wraps(func)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if _involves_sharding(args, kwargs):
-            return call(func, name, args, kwargs)
-        return func(*args, **kwargs)
-
-    wrapper.__sharded__ = True  # type: ignore[attr-defined]
-    return wrapper
 
 
 def _involves_sharding(args: tuple, kwargs: dict[str, Any]) -> bool:
@@ -133,7 +102,10 @@ def call(func: Callable[..., Any], name: str, args: tuple, kwargs: dict[str, Any
         return _staged(name, args[0], reduced, kwargs)
     if name in EMPTY_SAFE or not any(map(_has_empty_block, _leaves(args, kwargs))):
         try:
-            with implicit_replication(), _SameOnEveryRank():
+            with implicit_replication(), _SameOnEveryRank(), warnings.catch_warnings():
+                # plain arrays count as replicated by design: DTensor warns about each 1-element one
+                warnings.filterwarnings("ignore", message="Found a non-scalar tensor with numel=1 and ndim!=0",
+                                        category=UserWarning)
                 result = func(*args, **kwargs)
         except Exception:  # noqa: BLE001 - DTensor has no rule for an operation here: run on whole arrays
             pass
@@ -190,18 +162,12 @@ def _reduced_partition(name: str, args: tuple, kwargs: dict[str, Any]) -> tuple[
 def _staged(name: str, x: ShardedNeuronArray, reduced: tuple[int, tuple[int, ...]], kwargs: dict[str, Any]) -> Any:
     """The reduction over the other axes on each rank's block, then over the partitioned axis alone (a pending
     sum for sums); a count of nonzeros then adds the counts."""
-    ns = _namespace()
+    ns = _namespace  # the public functions: each step is a call on sharded arrays again
     axis, axes = reduced
     inner = getattr(ns, name)(x, **{**kwargs, "axis": tuple(a for a in axes if a != axis), "keepdims": True})
     outer = getattr(ns, "sum" if name == "count_nonzero" else name)(
         inner, **{**kwargs, "axis": axis, "keepdims": True})
     return outer if kwargs.get("keepdims") else ns.squeeze(outer, axis=axes)
-
-
-def _namespace() -> Any:
-    import trn_backend
-
-    return trn_backend
 
 
 def _resolve_pending(name: str, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:

@@ -100,3 +100,9 @@ def markdown() -> str:
     lines += [_entry(f"numpy.{u.__name__}", u, "numpy") + ": " + ", ".join(f"`{m}`" for m in methods(u))
               for u in ufuncs]
     return "\n".join(lines) + "\n"
+
+
+from .. import _array  # noqa: E402
+
+_array.PROTOCOLS.update(array_function=array_function, array_ufunc=array_ufunc, register_dask=register_dask,
+                        like=functions.LIKE)

@@ -1,0 +1,55 @@
+"""The namespace's extension point: argument types whose calls another layer handles (sharded arrays).
+
+Every public function of the namespace is ``public(func, name)``: it calls ``func`` unless a registered type
+takes part in the call, in which case that type's handler runs the call instead. Adapters register their types
+in ``OVERRIDES`` when they are imported (``trn_backend.distributed`` does for its sharded arrays and their
+``Sharding``); nothing is rebound. This module imports nothing from trn_backend: every layer may import it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["OVERRIDES", "Handler", "public", "handler"]
+
+# handler(func, name, args, kwargs): runs ``func`` (the namespace's own function, ``name`` its public name, such
+# as "linalg.matmul") on arguments one of which has the handler's type
+Handler = Callable[[Callable[..., Any], str, tuple, dict], Any]
+
+# argument type (exactly; subclasses register themselves) -> its handler
+OVERRIDES: dict[type, Handler] = {}
+
+_SEQUENCES = (list, tuple)
+
+
+def handler(args: tuple, kwargs: dict[str, Any]) -> Handler | None:
+    """The handler of the first argument of a registered type: an argument, an element of a list or tuple
+    argument, or a keyword value (``device=``); None when there is none."""
+    for x in (*args, *kwargs.values()):
+        kind = type(x)
+        found = OVERRIDES.get(kind)
+        if found is not None:
+            return found
+        if kind in _SEQUENCES:
+            for y in x:
+                found = OVERRIDES.get(type(y))
+                if found is not None:
+                    return found
+    return None
+
+
+def public(func: Callable[..., Any], name: str) -> Callable[..., Any]:
+    """``func`` as the namespace exports it under ``name``: called directly unless ``OVERRIDES`` has a type
+    among the arguments (see ``handler``). Without registered types the cost is one truth test; ``func``'s name,
+    docstring and signature are the wrapper's (``inspect.signature`` follows ``__wrapped__``)."""
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if OVERRIDES:
+            found = handler(args, kwargs)
+            if found is not None:
+                return found(func, name, args, kwargs)
+        return func(*args, **kwargs)
+
+    return wrapper
