@@ -12,7 +12,7 @@ import torch
 import trn_backend as xp
 from tests.support import assert_same, to_numpy
 from trn_backend import _dtypes
-from trn_backend.numpy_dispatch import functions
+from trn_backend.numpy_dispatch import creation
 
 LIKE = xp.asarray(np.zeros(2, dtype=np.float32))
 
@@ -82,7 +82,7 @@ def test_creation_with_like_matches_numpy(case, call):
 def test_every_like_function_is_in_the_table_and_reached_only_through_like():
     from trn_backend.numpy_dispatch import handled_functions
     handled = set(handled_functions())
-    for func in functions.LIKE:
+    for func in creation.LIKE:
         assert f"{func.__module__}.{func.__name__}" in handled
     # without like=, NumPy makes its own arrays: the table is never asked
     assert type(np.zeros(2)) is np.ndarray and type(np.asarray([1.0])) is np.ndarray

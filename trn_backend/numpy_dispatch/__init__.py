@@ -18,12 +18,12 @@ import importlib
 import warnings
 from typing import Any
 
+from .. import _array
 from .._array import NeuronArray
-from . import (  # noqa: F401  (register the table's entries; functions: see its docstring)
+from . import (  # noqa: F401  (register the table's entries)
     creation,
     einsum,
     fft,
-    functions,
     indexing,
     io,
     joins,
@@ -102,7 +102,6 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-from .. import _array  # noqa: E402
-
+# The array object's NumPy protocols (it imports nothing above it; see _array.PROTOCOLS).
 _array.PROTOCOLS.update(array_function=array_function, array_ufunc=array_ufunc, register_dask=register_dask,
-                        like=functions.LIKE)
+                        like=creation.LIKE)

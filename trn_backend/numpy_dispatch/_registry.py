@@ -21,9 +21,8 @@ from typing import Any
 import numpy as np
 import torch
 
-import trn_backend as xp  # the namespace, for every module of this package: its one import
-
 from .. import _device, _dtypes
+from .. import _namespace as xp  # the namespace, for every module of this package: its one import
 from .._helpers import PY_SCALARS, NeuronArray
 
 __all__ = ["Entry", "Binder", "TABLE", "implements", "dispatch", "device_of", "call_device", "as_array",
