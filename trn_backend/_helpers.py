@@ -171,3 +171,28 @@ def normalize_axes(axis: int | Sequence[int] | None, ndim: int, func: str) -> tu
     if len(set(out)) != len(out):
         raise ValueError(f"{func}(): repeated axis in {axis}")
     return out
+
+
+# NumPy dtypes a NeuronArray can hold, in either byte order
+_FROM_NUMPY = frozenset(_dtypes.PUBLIC.values()) | frozenset(d.newbyteorder() for d in _dtypes.PUBLIC.values())
+
+
+def from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.device, bool]:
+    """Share a NumPy array's memory when torch can (native byte order, non-negative strides, writeable: torch
+    has no read-only tensors); otherwise copy, which ``copy=False`` refuses."""
+    if a.dtype not in _FROM_NUMPY:
+        raise TypeError(f"asarray(): NumPy dtype {a.dtype} is not a dtype of this namespace; "
+                        f"supported: {', '.join(_dtypes.NAMES.values())}")
+    aligned = all(s >= 0 and s % a.itemsize == 0 for s in a.strides)
+    shareable = a.flags.writeable and a.dtype.isnative and aligned
+    if not shareable:
+        if copy is False:
+            raise ValueError("asarray(copy=False): this NumPy array cannot be shared (read-only, non-native "
+                             "byte order or negative strides); pass copy=None to copy it")
+        a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
+    target = _dtypes.to_dtype(a.dtype)
+    if a.dtype.char != _dtypes.PUBLIC[target].char:  # 'Q'/'q' (long long) equal uint64/int64, which torch lacks
+        a = a.view(_dtypes.PUBLIC[target])
+    if target is _dtypes.bfloat16:  # torch.from_numpy does not know ml_dtypes' bfloat16: share its bits
+        return torch.from_numpy(a.view(np.uint16)).view(target), _device.default_device(), not shareable
+    return torch.from_numpy(a), _device.default_device(), not shareable

@@ -20,6 +20,7 @@ from .._helpers import (
     NeuronArray,
     as_py_scalar,
     check_float_to_int,
+    from_numpy,
     scalar_to_tensor,
     tensor,
     tensors,
@@ -35,9 +36,6 @@ __all__ = [
 Device = torch.device | str | None
 Shape = int | tuple[int, ...]
 # NumPy dtypes asarray takes (either byte order: non-native ones are copied)
-_FROM_NUMPY = frozenset(_dtypes.PUBLIC.values()) | frozenset(d.newbyteorder() for d in _dtypes.PUBLIC.values())
-
-
 # ---------------------------------------------------------------- arguments
 
 def _device_arg(device: Device, func: str) -> torch.device:
@@ -132,7 +130,7 @@ def _source_tensor(obj: object, copy: bool | None) -> tuple[torch.Tensor, torch.
     if isinstance(obj, torch.Tensor):
         return _supported(obj, "asarray"), obj.device, False
     if isinstance(obj, (np.ndarray, np.generic)):  # before PY_SCALARS: np.float64 is a float
-        return _from_numpy(np.asarray(obj), copy)
+        return from_numpy(np.asarray(obj), copy)
     if isinstance(obj, (PY_SCALARS, list, tuple)):
         return None
     if hasattr(obj, "__dlpack__"):
@@ -146,7 +144,7 @@ def _source_tensor(obj: object, copy: bool | None) -> tuple[torch.Tensor, torch.
         raise TypeError(f"asarray(): cannot convert {type(obj).__name__}; expected an array, a Python "
                         "scalar, a nested sequence, or an object with __dlpack__ or the buffer "
                         "protocol") from None
-    return _from_numpy(np.asarray(view), copy)
+    return from_numpy(np.asarray(view), copy)
 
 
 def _supported(t: torch.Tensor, func: str) -> torch.Tensor:
@@ -154,27 +152,6 @@ def _supported(t: torch.Tensor, func: str) -> torch.Tensor:
         raise TypeError(f"{func}(): dtype {t.dtype} is not a dtype of this namespace; "
                         f"supported: {', '.join(_dtypes.NAMES.values())}")
     return t
-
-
-def _from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.device, bool]:
-    """Share a NumPy array's memory when torch can (native byte order, non-negative strides, writeable: torch
-    has no read-only tensors); otherwise copy, which ``copy=False`` refuses."""
-    if a.dtype not in _FROM_NUMPY:
-        raise TypeError(f"asarray(): NumPy dtype {a.dtype} is not a dtype of this namespace; "
-                        f"supported: {', '.join(_dtypes.NAMES.values())}")
-    aligned = all(s >= 0 and s % a.itemsize == 0 for s in a.strides)
-    shareable = a.flags.writeable and a.dtype.isnative and aligned
-    if not shareable:
-        if copy is False:
-            raise ValueError("asarray(copy=False): this NumPy array cannot be shared (read-only, non-native "
-                             "byte order or negative strides); pass copy=None to copy it")
-        a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
-    target = _dtypes.to_dtype(a.dtype)
-    if a.dtype.char != _dtypes.PUBLIC[target].char:  # 'Q'/'q' (long long) equal uint64/int64, which torch lacks
-        a = a.view(_dtypes.PUBLIC[target])
-    if target is _dtypes.bfloat16:  # torch.from_numpy does not know ml_dtypes' bfloat16: share its bits
-        return torch.from_numpy(a.view(np.uint16)).view(target), _device.default_device(), not shareable
-    return torch.from_numpy(a), _device.default_device(), not shareable
 
 
 def _nested(obj: object) -> tuple[list[object], tuple[int, ...]]:

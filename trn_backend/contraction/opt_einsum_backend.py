@@ -35,9 +35,8 @@ from opt_einsum.backends import dispatch
 from opt_einsum.contract import ContractExpression
 from opt_einsum.sharing import to_backend_cache_wrap
 
-from .. import _dtypes, _precision
-from .._api.creation import asarray
-from .._helpers import PY_SCALARS, NeuronArray, wrap
+from .. import _device, _dtypes, _precision
+from .._helpers import PY_SCALARS, NeuronArray, from_numpy, wrap
 from . import slicing, whole
 from .api import einsum_operands, einsum_tensors, tensordot_tensors
 from .axes import canonical_axes, tensordot_entry
@@ -61,7 +60,8 @@ def to_trn(x: object) -> NeuronArray:
     if isinstance(x, torch.Tensor):
         return NeuronArray(x)
     if isinstance(x, (np.ndarray, np.generic)):
-        return asarray(x)
+        t, device, _ = from_numpy(np.asarray(x), None)  # what asarray(x) does with NumPy data
+        return wrap(t if _device.same(t.device, device) else t.to(device))
     raise TypeError(f"opt_einsum backend 'trn' got an operand of type {type(x).__name__}; "
                     "pass NeuronArray, NumPy or torch arrays, or Python scalars")
 
