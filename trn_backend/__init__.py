@@ -14,7 +14,20 @@ import sys as _sys
 from . import _array, _autoray, numpy_dispatch  # noqa: F401
 from ._namespace import *  # noqa: F403  (the public namespace, assembled there)
 from ._namespace import __array_api_version__, __array_namespace_info__  # noqa: F401
+from .contraction import slicing as _slicing
 
 __version__ = "0.1.0"
 
 _array.PROTOCOLS["namespace"] = _sys.modules[__name__]  # what x.__array_namespace__() answers
+
+
+def _sliced_over_ranks(*args: object) -> object:
+    """``contract(..., memory_limit=)`` with sharded operands or in a process group: the ranks share the slices.
+    trn_backend.distributed (torch.distributed, DTensor) is imported on the first such call, not with the package;
+    it answers None where neither holds and the slices then run here."""
+    from .distributed import _slicing as over_ranks
+
+    return over_ranks.contract(*args)
+
+
+_slicing.OVER_RANKS.append(_sliced_over_ranks)

@@ -4,7 +4,7 @@ cotengra slices indices until no intermediate exceeds ``memory_limit`` elements;
 over the slices, each one an ordinary contraction of the operands indexed at one value of each sliced index,
 every binary step a planned kernel call. Without sharded operands or a process group, the slices run here and
 the result is a plain array. Over the ranks of a process group, ``trn_backend.distributed._slicing`` (registered
-in ``OVER_RANKS`` when it is imported: this layer never imports torch.distributed) decides the tree on one rank,
+in ``OVER_RANKS`` by the package: this layer never imports torch.distributed) decides the tree on one rank,
 broadcasts it and runs each rank's slices with ``sum_of_slices``.
 
 Speed: all slices have the same shapes, so every step's plan is derived once (``_Program``, which runs the
@@ -54,10 +54,10 @@ Path = tuple[tuple[int, ...], ...]
 PROGRESS_DECIDE_S = 0.5
 PROGRESS_MIN_S = 2.0
 
-# The sliced contraction over the ranks of a process group: trn_backend.distributed._slicing registers its
-# function here when imported. Called as f(subscripts, spec, tensors, dtype, limit, optimize, progress, relative)
-# after the checks every sliced contraction makes, it returns the result, or None where no operand is sharded and
-# no process group runs (the slices then run here).
+# The sliced contraction over the ranks of a process group: the trn_backend package registers
+# trn_backend.distributed._slicing's function here (imported on its first call). Called as f(subscripts, spec,
+# tensors, dtype, limit, optimize, progress, relative) after the checks every sliced contraction makes, it returns the
+# result, or None where no operand is sharded and no process group runs (the slices then run here).
 OVER_RANKS: list[Callable[..., NeuronArray | None]] = []
 
 

@@ -1,11 +1,11 @@
 """Sliced contractions (``contract(..., memory_limit=...)``) over the ranks of a process group.
 
 The slicing itself, the odometer over the slices and the slice program are ``contraction.slicing``'s; this module
-only shares the slices out, and is registered in ``contraction.slicing.OVER_RANKS`` when imported. The tree is
-decided once, on the mesh's first rank, and broadcast, so every rank sums the same slices (cotengra's search is
-randomized). Operands that are whole on every rank share the slices out (each rank a contiguous block of them)
-and sum them as a pending sum; sharded operands keep their partition (each rank contracts every slice of its own
-blocks, see ``_contract``). Without sharded operands or a process group, the slices run in
+only shares the slices out; the package registers it in ``contraction.slicing.OVER_RANKS``, importing it on the first
+sliced contraction. The tree is decided once, on the mesh's first rank, and broadcast, so every rank sums the same
+slices (cotengra's search is randomized). Operands that are whole on every rank share the slices out (each rank a
+contiguous block of them) and sum them as a pending sum; sharded operands keep their partition (each rank contracts
+every slice of its own blocks, see ``_contract``). Without sharded operands or a process group, the slices run in
 ``contraction.slicing``.
 """
 
@@ -63,5 +63,3 @@ def _decided(choice: tuple[slicing.Path, tuple[str, ...]],
     dist.broadcast_object_list(box, src=dist.get_global_rank(group, 0), group=group)
     return box[0]
 
-
-slicing.OVER_RANKS.append(contract)
