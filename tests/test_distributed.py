@@ -135,7 +135,7 @@ def test_bad_arguments_raise_clear_errors():
         assert message.startswith(f"{kind}: {start}"), message
 
 
-# --- contractions (issue item 2) ---
+# --- contractions ---
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_output_parallel_contraction_communicates_nothing(world):
@@ -350,7 +350,7 @@ def test_arrays_on_different_meshes_are_an_error():
     assert spmd(2, body)[0].startswith("add(): sharded arguments live on different device meshes")
 
 
-# --- contractions larger than memory (issue item 4) ---
+# --- contractions larger than memory ---
 
 # a chain whose intermediates (12 x 3 and 3 x 12 from either end) outgrow its 3 x 3 output
 X, Y, Z = RNG.normal(size=(3, 12)), RNG.normal(size=(12, 12)), RNG.normal(size=(12, 3))

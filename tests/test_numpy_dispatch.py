@@ -283,7 +283,7 @@ def _numpy_tree(value: Any) -> Any:
     return value
 
 
-# Test files with their own NumPy-comparison tables for the entries they added (issue 13).
+# Test files with their own NumPy-comparison tables for the entries they cover.
 _OWN_TABLES = ("test_numpy_statistics.py", "test_numpy_routines.py", "test_like.py", "test_dask.py")
 
 

@@ -1,4 +1,4 @@
-"""Edge cases of NumPy compatibility found in review (issue 13), each against NumPy's answer."""
+"""Edge cases of NumPy compatibility, each against NumPy's answer."""
 
 from __future__ import annotations
 

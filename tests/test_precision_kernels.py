@@ -251,7 +251,7 @@ def test_finite_operands_overflow_only_where_the_exact_result_does(mode):
 
 @pytest.mark.parametrize("mode", ["fast", "sr", "dd", "bf16x6", "ozaki", "kahan", "native"])
 def test_products_beyond_the_fp32_range_keep_the_published_bound(mode):
-    """The issue's cases: products far above and below fp32's range, as float64 operands."""
+    """Products far above and below fp32's range, as float64 operands."""
     for scale in (1e20, 1e-25, 1e150, 1e-150):
         a = torch.tensor([[1.0, 2.0]], dtype=torch.float64) * scale
         b = torch.tensor([[3.0], [4.0]], dtype=torch.float64) * scale

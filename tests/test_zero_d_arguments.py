@@ -1,4 +1,4 @@
-"""0-d arrays where the creation functions take a number, as NumPy takes them (issue 13, item 7)."""
+"""0-d arrays where the creation functions take a number, as NumPy takes them."""
 
 from __future__ import annotations
 
