@@ -8,7 +8,7 @@ the JSON records; normal data needs 5). A measurement, not a test.
 
 Peak extra memory is measured by ``peak_extra_bytes``: torch's profiler records every CPU allocation and free
 (size and time) inside the call; their running sum's maximum, less the result's own bytes, is the most the call
-held at once beyond its inputs and output. tests/test_emulation_memory.py uses the same helper.
+held at once beyond its inputs and output. tests/kernels/test_emulation_memory.py uses the same helper.
 
     python benchmarks/bench_emulation.py [--reps 3] [--only float32,batched] [--out benchmarks/results/x.json]
 """

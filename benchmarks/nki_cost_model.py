@@ -2,7 +2,7 @@
 matmul kernels at 512^3, 2048^3 and 4096^3, fast and native, on trn2 (trn1 for reference), with A handed over
 as A^T (a view) or transposed on chip; then every precision mode's fused kernel at 4096^3 on trn2, relative to
 fast, with each engine's share; then the calibration points: published kernel times against the model's time of
-our port of each kernel (tests/nki_calibration_kernels.py). Writes benchmarks/results/nki_cost_model.md and
+our port of each kernel (tests/kernels/nki_calibration_kernels.py). Writes benchmarks/results/nki_cost_model.md and
 prints it.
 
     python benchmarks/nki_cost_model.py
@@ -20,7 +20,7 @@ MODES = ("fast", "native")
 FUSED = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")
 ENGINES = ("tensor", "vector", "scalar", "gpsimd", "dma")
 OUT = Path(__file__).parent / "results" / "nki_cost_model.md"
-TESTS = Path(__file__).resolve().parents[1] / "tests"
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "kernels"
 
 
 def table() -> str:

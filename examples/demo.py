@@ -11,7 +11,7 @@
     python examples/demo.py [--molecule water] [--circuit 4x4x10] [--png build/demo.png] [--no-progress]
 
 Needs the chem, plot and cotengra extras: pip install -e ".[chem,plot,cotengra]". The stages live in
-``examples/demo_stages/`` (tests/test_demo.py runs them on water and a small circuit).
+``examples/demo_stages/`` (tests/docs/test_demo.py runs them on water and a small circuit).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ BACKEND = "trn_backend"
 
 # Names whose NumPy function autoray should call: the namespace lacks them, or its version takes other arguments
 # (``do("sum", x, 0)`` passes the axis by position). Each NumPy function is in the dispatch table, so the call runs
-# on trn_backend (tests/test_autoray.py checks the table has every one).
+# on trn_backend (tests/ecosystem/test_autoray.py checks the table has every one).
 NUMPY_NAMES = (
     "all", "allclose", "any", "argmax", "argmin", "argsort", "array_split", "clip", "concatenate", "copy",
     "count_nonzero", "cumprod", "cumsum", "diag", "diagonal", "dot", "expand_dims", "flip", "inner", "isclose", "kron",

@@ -24,7 +24,7 @@ from .model.core import LNC_VARIABLE  # the runtime's logical NeuronCore size (1
 __all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "lnc", "name", "rng_states",
            "split_product", "level_sums", "WORDS", "LNC_VARIABLE"]
 
-# The kernel sources (checked against the documented NKI 0.6 API by tests/test_nki_api.py).
+# The kernel sources (checked against the documented NKI 0.6 API by tests/kernels/test_nki_api.py).
 KERNEL_SOURCES = ("matmul.py", "probes.py")
 # Modes with an NKI kernel, and the operand dtypes ``run`` accepts for each.
 MODES = {"fast": (torch.float32, torch.bfloat16), "native": (torch.float32,), "dd": (torch.float32,),

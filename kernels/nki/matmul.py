@@ -49,7 +49,7 @@ Modes (kernels/reference/ is the specification of each; the words and levels are
   kernel language's integers are 32-bit signed): 0xFFFF0000 is memset as -65536.
 
 The kernel functions are plain Python; the host wraps them with the toolchain's ``nki.jit``. Only documented NKI
-0.6 names appear here (tests/test_nki_api.py checks it), no ``is``, no ``*`` in signatures, tuples not lists.
+0.6 names appear here (tests/kernels/test_nki_api.py checks it), no ``is``, no ``*`` in signatures, tuples not lists.
 """
 
 from typing import NamedTuple

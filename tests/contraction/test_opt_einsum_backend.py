@@ -37,7 +37,7 @@ def test_opt_einsum_version_is_the_pinned_series():
     """The backend writes into opt_einsum's private dispatch tables: the installed version must be the series
     this was written against, and pyproject must pin the same one."""
     assert oe.__version__.startswith(opt_einsum_backend.OPT_EINSUM_SERIES + ".")
-    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    pyproject = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
     pin = next(d for d in pyproject["project"]["dependencies"] if d.startswith("opt_einsum"))
     low, high = re.match(r"opt_einsum>=([\d.]+),<([\d.]+)", pin).groups()
     assert low == opt_einsum_backend.OPT_EINSUM_SERIES and high.startswith("3.5")
@@ -79,7 +79,7 @@ FIRST_USE = [
 
 @pytest.mark.parametrize("first_use", FIRST_USE)
 def test_opt_einsum_internals_are_replaced_on_the_first_use_of_trn(first_use):
-    done = subprocess.run([sys.executable, "-c", FRESH.format(first_use=first_use)], cwd=Path(__file__).parents[1],
+    done = subprocess.run([sys.executable, "-c", FRESH.format(first_use=first_use)], cwd=Path(__file__).parents[2],
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
 

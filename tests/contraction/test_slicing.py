@@ -1,6 +1,6 @@
 """Sliced contractions (``contract(..., memory_limit=...)``, one process): results against numpy.einsum in
 float64 and exact integers, steps shared between slices (kernel calls counted), the caller's cotengra tree, the
-progress bar's on/off rule, and the error paths. The slices over ranks: tests/test_distributed.py."""
+progress bar's on/off rule, and the error paths. The slices over ranks: tests/distributed/test_distributed.py."""
 
 from __future__ import annotations
 

@@ -440,7 +440,7 @@ def test_the_df_mp2_example_under_torchrun():
     import subprocess
     import sys
 
-    root = pathlib.Path(__file__).resolve().parents[1]
+    root = pathlib.Path(__file__).resolve().parents[2]
 
     def launch():
         return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",

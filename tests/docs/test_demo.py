@@ -26,7 +26,7 @@ pytest.importorskip("matplotlib", reason='the demo needs matplotlib: pip install
 import trn_backend as xp  # noqa: E402
 from trn_backend import _precision  # noqa: E402
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 from demo_stages import chemistry, network  # noqa: E402
 

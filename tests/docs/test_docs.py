@@ -8,7 +8,8 @@ The fence's info string after ``python`` says how:
   variable, which counts only before SciPy's first import);
 - ``torchrun``: as 2 ranks on gloo on the CPU (the distributed examples). Each rank is started as torchrun starts
   its workers, a process with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, without torchrun's own launcher
-  process, which would add seconds per block (tests/test_distributed.py runs the example under real torchrun);
+  process, which would add seconds per block (tests/distributed/test_distributed.py runs the example under real
+  torchrun);
 - ``no-run``: only compiled, for a block that needs hardware this machine lacks (the text next to it says why).
 
 Other languages (sh, text) are not run. A block that raises, or a program that exits non-zero, fails its case.
@@ -28,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
 RUN_MODES = ("in-process", "subprocess", "torchrun", "no-run")
 TORCHRUN_RANKS = 2

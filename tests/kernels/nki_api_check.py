@@ -1,7 +1,7 @@
 """Static API check for NKI kernel sources, so kernels can be vetted without the Neuron toolchain.
 
-The NKI 0.6.0 names and parameters (tests/data/nki_api_0_6.json, transcribed from NKI_FACTS.md section 11) are the
-reference. ``check_source`` parses a kernel file with ``ast`` and reports, as ``file:line: message``:
+The NKI 0.6.0 names and parameters (tests/kernels/data/nki_api_0_6.json, transcribed from NKI_FACTS.md section 11)
+are the reference. ``check_source`` parses a kernel file with ``ast`` and reports, as ``file:line: message``:
 
 a. attribute chains rooted at ``nki`` / ``nl`` / ``nisa`` (or any alias imported for them) that name something
    the table does not document, or a name that is only in the stubs (not in the published API index);
@@ -41,7 +41,7 @@ class Table:
 
 
 def load_table(path: str | Path | None = None) -> Table:
-    """Read the API table JSON (default: tests/data/nki_api_0_6.json) into a ``Table``."""
+    """Read the API table JSON (default: tests/kernels/data/nki_api_0_6.json) into a ``Table``."""
     data = json.loads(Path(path or TABLE_PATH).read_text())
     functions: dict[str, tuple[str, ...]] = {}
     known: set[str] = set(data["modules"])

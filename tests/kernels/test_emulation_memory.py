@@ -17,7 +17,7 @@ from trn_backend.kernels import reference
 from trn_backend import _precision, kernels
 
 _spec = importlib.util.spec_from_file_location(
-    "bench_emulation", Path(__file__).parents[1] / "benchmarks" / "bench_emulation.py")
+    "bench_emulation", Path(__file__).parents[2] / "benchmarks" / "bench_emulation.py")
 bench_emulation = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_emulation)
 

@@ -20,7 +20,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from trn_backend.kernels.nki import cost
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # --- calibration: modelled against published times ---------------------------------------------------------------
 # The published times and their sources are nki_calibration_kernels.POINTS; these tests compare the model with
@@ -126,7 +126,7 @@ def test_a_launch_lasts_as_long_as_its_slowest_physical_core_and_its_cores_share
 
 def test_compile_time_follows_the_program_not_the_work():
     """The static loops (tiles within a block) unroll; whole rows of blocks, whole N blocks and whole K blocks are
-    dynamic loops: the program does not grow with M, N or K (tests/test_nki_kernels.py checks K)."""
+    dynamic loops: the program does not grow with M, N or K (tests/kernels/test_nki_kernels.py checks K)."""
     small = cost.modelled("matmul", "fast", (1, 512, 512, 512))
     large = cost.modelled("matmul", "fast", (1, 2048, 2048, 2048))
     assert small.program_instructions == sum(small.instructions.values())  # one physical core, one iteration

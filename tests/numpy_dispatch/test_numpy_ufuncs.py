@@ -326,8 +326,8 @@ def test_outer_matches_numpy(ufunc) -> None:
 
 
 def test_methods_numpy_itself_refuses_stay_refused() -> None:
-    # methods and ufuncs outside the table run NumPy on the host view (tests/test_numpy_fallback.py); what NumPy
-    # refuses for ndarrays it refuses here too
+    # methods and ufuncs outside the table run NumPy on the host view (tests/numpy_dispatch/test_numpy_fallback.py);
+    # what NumPy refuses for ndarrays it refuses here too
     a = from_numpy(np.arange(4.0))
     with pytest.raises(TypeError, match="not allowed|outer"):
         np.matmul.outer(a, a)

@@ -18,7 +18,7 @@ from trn_backend.kernels.nki import cost
 from trn_backend import _mode_costs, _precision, testing
 from trn_backend._precision import Resolved, next_mode, precision, resolve, select_precision
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 f32, f64 = torch.float32, torch.float64
 SIZES = [1e6, 1e9]  # the planted tables' FLOPs
 

@@ -22,8 +22,8 @@ f32, f64 = torch.float32, torch.float64
 
 @pytest.fixture
 def neuron_model(monkeypatch):
-    """A stand-in for the trn2 cost model (each real model run takes up to a second; tests/test_mode_costs.py runs
-    it): a kernel's time in bf16 passes, native's fp32 pass as four."""
+    """A stand-in for the trn2 cost model (each real model run takes up to a second;
+    tests/precision/test_mode_costs.py runs it): a kernel's time in bf16 passes, native's fp32 pass as four."""
     def modelled(mode, float64, slices):
         return 4.0 if mode == "native" else float(_precision.MODES[mode].passes(slices))
 

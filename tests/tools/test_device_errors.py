@@ -100,7 +100,7 @@ def test_neuron_and_xla_name_the_device_type_the_real_registration_makes(tmp_pat
     (tmp_path / "torch_neuronx").mkdir()
     (tmp_path / "torch_neuronx" / "__init__.py").write_text(FAKE_PLUGINS[stack])
     env = {k: v for k, v in os.environ.items() if k != _device.ENV_VAR}
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))  # this checkout's trn_backend
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's trn_backend
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), root, env.get("PYTHONPATH", "")])
     run = subprocess.run([sys.executable, "-c", REGISTERED_DEVICES], env=env, capture_output=True, text=True,
                          timeout=120)

@@ -22,7 +22,7 @@ import torch
 from packaging.requirements import Requirement
 from packaging.version import Version
 
-ROOT = Path(__file__).parents[1]
+ROOT = Path(__file__).parents[2]
 # (major, minor) of the oldest admitted release and of the first refused one
 OLDEST, FIRST_REFUSED = (2, 5), (2, 16)
 # the releases the whole suite has passed on, one venv each (2.13.0 is CI's; 2.14.1 and 2.15.0 the newest of theirs)

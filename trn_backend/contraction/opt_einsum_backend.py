@@ -6,7 +6,8 @@ arrays convert back, as opt_einsum's torch backend does. NeuronArray inputs with
 too: opt_einsum names the backend after the array's top-level module, ``trn_backend``, aliased to this one.
 
 opt_einsum has no public backend registry, so this module touches its internals (the pyproject pins the
-opt_einsum minor series this was written against; ``tests/test_opt_einsum_backend.py`` checks it), in two steps:
+opt_einsum minor series this was written against; ``tests/contraction/test_opt_einsum_backend.py`` checks it), in two
+steps:
 
 - ``register()``, when trn_backend is imported, only adds: the names "trn" and "trn_backend" to
   ``opt_einsum.backends.dispatch._aliases``, and this module's conversions to its ``CONVERT_BACKENDS`` and
