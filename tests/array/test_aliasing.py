@@ -15,10 +15,10 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from support import assert_same, from_numpy, to_numpy
-from test_setitem import _slices, numpy_keys, spelled
 
 import trn_backend as xp
+from tests.array.test_setitem import _slices, numpy_keys, spelled
+from tests.support import assert_same, from_numpy, to_numpy
 
 DTYPES = ("int64", "uint32", "float32", "bool")
 
@@ -85,7 +85,7 @@ def test_swaps_shuffles_and_iteration_match_numpy(data):
 
 def test_element_reads_of_sharded_arrays_are_copies():
     td = pytest.importorskip("trn_backend.distributed")
-    from distributed_support import spmd
+    from tests.distributed_support import spmd
 
     def body(rank: int) -> list:
         x = td.replicate(xp.asarray(np.arange(6.0)))

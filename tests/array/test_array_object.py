@@ -10,9 +10,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, INT_NAMES, arrays, assert_same, from_numpy, shapes, to_numpy
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES, INT_NAMES, arrays, assert_same, from_numpy, shapes, to_numpy
 from trn_backend import _indexing
 
 

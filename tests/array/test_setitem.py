@@ -13,9 +13,9 @@ import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import arrays, assert_same, from_numpy, shapes, to_numpy
 
 import trn_backend as xp
+from tests.support import arrays, assert_same, from_numpy, shapes, to_numpy
 from trn_backend import _array
 
 WRITE_DTYPES = ("bool", "int8", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64", "complex64")

@@ -7,7 +7,8 @@ import importlib
 from pathlib import Path
 
 import pytest
-from nki_api_check import check_source, load_table
+
+from tests.kernels.nki_api_check import check_source, load_table
 
 TABLE = load_table()
 

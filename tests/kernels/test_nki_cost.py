@@ -14,11 +14,12 @@ from fractions import Fraction
 from pathlib import Path
 from types import SimpleNamespace
 
-import nki_calibration_kernels as fixtures
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from trn_backend.kernels.nki import cost
+
+from tests.kernels import nki_calibration_kernels as fixtures
 
 ROOT = Path(__file__).resolve().parents[2]
 

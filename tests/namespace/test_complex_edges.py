@@ -18,9 +18,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import COMPLEX_NAMES, from_numpy, to_numpy
 
 import trn_backend as xp
+from tests.support import COMPLEX_NAMES, from_numpy, to_numpy
 
 NUMPY = {
     "log1p": np.log1p, "expm1": np.expm1, "log": np.log, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,

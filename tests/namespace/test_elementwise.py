@@ -14,7 +14,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import (
+
+import trn_backend as xp
+from tests.support import (
     COMPLEX_NAMES,
     DTYPE_NAMES,
     FLOAT_NAMES,
@@ -27,8 +29,6 @@ from support import (
     shapes,
     to_numpy,
 )
-
-import trn_backend as xp
 from trn_backend import _array
 from trn_backend._api import elementwise
 

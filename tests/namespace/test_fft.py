@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import assert_same, from_numpy
 
 import trn_backend as xp
+from tests.support import assert_same, from_numpy
 from trn_backend import fft
 
 NORMS = ("backward", "ortho", "forward")

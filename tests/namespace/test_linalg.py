@@ -10,9 +10,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import FLOAT_NAMES, assert_same, from_numpy, to_numpy
 
 import trn_backend as xp
+from tests.support import FLOAT_NAMES, assert_same, from_numpy, to_numpy
 from trn_backend import kernels, linalg
 
 FLOATING = ("float32", "float64", "complex64", "complex128")

@@ -8,9 +8,9 @@ import inspect
 import array_api_compat
 import numpy as np
 import pytest
-from support import from_numpy
 
 import trn_backend as xp
+from tests.support import from_numpy
 
 FUNCTIONS = (
     "__array_namespace_info__", "abs", "acos", "acosh", "add", "all", "any", "arange", "argmax", "argmin",

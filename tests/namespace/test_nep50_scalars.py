@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, INT_NAMES, assert_same, from_numpy
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES, INT_NAMES, assert_same, from_numpy
 
 OPERATORS = {
     "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,

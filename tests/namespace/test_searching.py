@@ -5,9 +5,9 @@ import pytest
 import torch
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, FLOAT_NAMES, INT_NAMES, REAL_NAMES, arrays, assert_same, from_numpy, shapes
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES, FLOAT_NAMES, INT_NAMES, REAL_NAMES, arrays, assert_same, from_numpy, shapes
 
 ORDERED_NAMES = ("bool",) + REAL_NAMES
 

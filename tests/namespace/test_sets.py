@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, INT_NAMES, arrays, assert_same, from_numpy, shapes
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES, INT_NAMES, arrays, assert_same, from_numpy, shapes
 
 
 def _small_values(dtype_name):

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, REAL_NAMES, arrays, assert_same, from_numpy, shapes
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES, REAL_NAMES, arrays, assert_same, from_numpy, shapes
 from trn_backend._api import statistical
 
 # The standard's accumulation dtype of sum/prod/cumulative_* without dtype=.

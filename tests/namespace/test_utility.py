@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, arrays, assert_same, from_numpy, shapes
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES, arrays, assert_same, from_numpy, shapes
 
 
 @pytest.mark.parametrize("dtype_name", DTYPE_NAMES)

@@ -23,9 +23,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support import DTYPE_NAMES, INT_NAMES, REAL_NAMES, arrays, from_numpy, shapes, to_numpy
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES, INT_NAMES, REAL_NAMES, arrays, from_numpy, shapes, to_numpy
 from trn_backend import kernels
 from trn_backend.numpy_dispatch import BEGIN, END, handled_functions, markdown
 from trn_backend.numpy_dispatch._registry import TABLE, qualname

@@ -14,9 +14,9 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from support import from_numpy, to_numpy
 
 import trn_backend as xp
+from tests.support import from_numpy, to_numpy
 from trn_backend.numpy_dispatch import _registry
 from trn_backend.numpy_dispatch._registry import TABLE, host_views, on_host
 from trn_backend.numpy_dispatch.ufuncs import UFUNCS, methods
@@ -230,9 +230,8 @@ def test_a_call_whose_neuron_array_cannot_be_reached_is_refused() -> None:
 
 def test_sharded_arrays_are_refused_naming_their_sharding() -> None:
     # imported here, as the other distributed tests do: importing trn_backend.distributed wraps the namespace
-    from distributed_support import spmd
-
     import trn_backend.distributed as td
+    from tests.distributed_support import spmd
 
     def body(rank: int) -> str:
         x = td.shard(xp.asarray(V), 0, td.default_mesh())

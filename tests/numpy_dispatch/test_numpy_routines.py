@@ -18,9 +18,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import to_numpy
 
 import trn_backend as xp
+from tests.support import to_numpy
 from trn_backend.numpy_dispatch import handled_functions
 
 rng = np.random.default_rng(7)

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import from_numpy, to_numpy
 
 import trn_backend as xp
+from tests.support import from_numpy, to_numpy
 from trn_backend.numpy_dispatch import handled_functions
 from trn_backend.numpy_dispatch.statistics import QUANTILE_METHODS
 

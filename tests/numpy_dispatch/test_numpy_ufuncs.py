@@ -17,9 +17,9 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-from support import INT_NAMES, NUMERIC_NAMES, REAL_NAMES, from_numpy, to_numpy
 
 import trn_backend as xp
+from tests.support import INT_NAMES, NUMERIC_NAMES, REAL_NAMES, from_numpy, to_numpy
 from trn_backend.numpy_dispatch import handled_ufuncs
 from trn_backend.numpy_dispatch.ufuncs import ACCUMULATE, REDUCE, UFUNCS
 
