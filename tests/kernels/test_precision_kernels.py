@@ -4,6 +4,7 @@ bf16 operands, complex, batches, K = 0, dynamic range) behave as documented."""
 
 from __future__ import annotations
 
+import cmath
 import functools
 import itertools
 import math
@@ -226,6 +227,40 @@ def test_special_values_on_a_grid_follow_the_textbook_formula(mode, dtype):
         for got_row, want_row in zip(got, want, strict=True):
             for x, y in zip(got_row, want_row, strict=True):
                 assert _special_pattern(complex(x), parts) == _special_pattern(y, parts), (mode, x, y)
+
+
+@settings(max_examples=60)
+@given(st.integers(2, 9), st.integers(1, 9), st.integers(1, 9), st.data())
+def test_one_special_value_anywhere_in_complex_operands_is_found(m, k, n, data):
+    """Native complex products look for inf/nan with one cheap test of both operands and patch only then: a
+    single special part at any position of either operand, among finite entries, must still give the
+    textbook pattern in its row (or column), and the finite entries their plain values."""
+    g = torch.Generator().manual_seed(m * 100 + k * 10 + n)
+    a, b = torch.randn(m, k, dtype=torch.complex128, generator=g), torch.randn(k, n, dtype=torch.complex128,
+                                                                               generator=g)
+    target = data.draw(st.sampled_from([a, b]), label="operand")
+    row, col = data.draw(st.integers(0, target.shape[0] - 1)), data.draw(st.integers(0, target.shape[1] - 1))
+    special = data.draw(st.sampled_from([math.inf, -math.inf, math.nan]))
+    part = data.draw(st.sampled_from(["real", "imag"]))
+    target[row, col] = complex(special, 0.5) if part == "real" else complex(0.5, special)
+    got, want = kernels.matmul(a, b, "native").tolist(), _textbook(a.tolist(), b.tolist())
+    for got_row, want_row in zip(got, want, strict=True):
+        for x, y in zip(got_row, want_row, strict=True):
+            assert _special_pattern(complex(x), 2) == _special_pattern(y, 2), (x, y)
+            if cmath.isfinite(y):
+                assert cmath.isclose(x, y, rel_tol=1e-12, abs_tol=1e-12)
+
+
+def test_finite_complex_operands_whose_sums_overflow_keep_their_plain_product():
+    """Finite complex64 operands near the top of the range overflow a plain sum of their entries (a false
+    alarm of the cheap test): the exact per-row check then finds every entry finite and keeps the product,
+    which here is finite (the oracle is the product of the float64-exact values in Python complex)."""
+    big = 3e38
+    a = torch.tensor([[big, big, -big, -big]], dtype=torch.complex64)
+    b = torch.tensor([[1e-38], [1e-38], [1e-38], [1e-38j]], dtype=torch.complex64)
+    want = sum(complex(x) * complex(y) for x, y in zip(a[0].tolist(), b[:, 0].tolist(), strict=True))
+    got = complex(kernels.matmul(a, b, "native")[0, 0])
+    assert cmath.isfinite(got) and cmath.isclose(got, want, rel_tol=1e-5)
 
 
 @pytest.mark.parametrize("mode", ["fast", "sr", "dd", "bf16x6", "ozaki"])
