@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import numpy as np
+import opt_einsum
 import pytest
 import torch
 from hypothesis import given, settings
@@ -167,12 +168,55 @@ def test_optimize_forms():
         np.testing.assert_allclose(got._t.numpy(), expected, rtol=1e-12)
 
 
+# opt_einsum's generated symbols: the 52 ASCII letters, then chr(i + 140) (the first non-letters at i = 75, 107:
+# '×', '÷'; Unicode spaces such as U+2003 at i = 8055; surrogates from i = 55156), then chr(i + 2048) from
+# i = 55296 (private-use characters from U+E000 on).
+GENERATED = st.one_of(st.integers(0, 51), st.sampled_from([52, 75, 107, 8055, 12148, 55156, 55295, 55296]),
+                      st.integers(52, 60000))
+
+
+@settings(max_examples=40)
+@given(st.lists(GENERATED, min_size=4, max_size=4, unique_by=lambda i: opt_einsum.get_symbol(i)),
+       st.booleans())
+def test_every_symbol_opt_einsum_generates_is_a_label(indices, ellipsis):
+    """An einsum written in any four of opt_einsum's symbols equals NumPy's on the same one in ASCII letters,
+    through einsum, opt_einsum's backend and explain, also beside ellipsis dimensions (whose internal labels
+    must not collide with any symbol)."""
+    symbols = [opt_einsum.get_symbol(i) for i in indices]
+    e = "..." if ellipsis else ""
+    template = "{e}ab,bc,{e}cd->{e}ad"
+    generated = template.format(e=e).translate(str.maketrans("abcd", "".join(symbols)))
+    rng = np.random.default_rng(sum(indices))
+    lead = (2, 3) if ellipsis else ()
+    arrays = [rng.standard_normal(lead + (2, 3)), rng.standard_normal((3, 4)), rng.standard_normal(lead + (4, 2))]
+    want = np.einsum(template.format(e=e), *arrays)
+    ops = [xp.asarray(a) for a in arrays]
+    # float64 sums of 3 and 4 terms in another order: within 1e-12 of NumPy's
+    assert_same(xp.einsum(generated, *ops), want, rtol=1e-12, atol=1e-12)
+    assert_same(opt_einsum.contract(generated, *ops, backend="trn"), want, rtol=1e-12, atol=1e-12)
+    assert "total: 2 kernel call(s)" in str(xp.explain(generated, *ops))
+
+
+def test_generated_symbols_past_fifty_two_indices_run_a_network():
+    """A chain of 80 matrices: opt_einsum labels its indices with '×' (the 76th) and beyond."""
+    n = 80
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((2, 2)) / 2 for _ in range(n)]
+    eq = ",".join(opt_einsum.get_symbol(i) + opt_einsum.get_symbol(i + 1) for i in range(n))
+    eq += "->" + opt_einsum.get_symbol(0) + opt_einsum.get_symbol(n)
+    assert "×" in eq and "÷" not in eq
+    want = np.linalg.multi_dot(arrays)
+    assert_same(xp.einsum(eq, *[xp.asarray(a) for a in arrays], optimize="greedy"), want, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("call, exc, match", [
     (lambda a, b: xp.einsum("ij,jk", a), ValueError, "describe 2 operand"),
     (lambda a, b: xp.einsum("ij", a, b), ValueError, "describe 1 operand"),
     (lambda a, b: xp.einsum("ij,jk->ik", a, xp.NeuronArray(torch.ones(4, 5))), ValueError,
      "index 'j' has size 3 in operand 0 .* and size 4 in operand 1"),
     (lambda a, b: xp.einsum("i1,jk", a, b), ValueError, "invalid subscript '1'"),
+    (lambda a, b: xp.einsum("i§,jk", a, b), ValueError, "invalid subscript '§'"),
+    (lambda a, b: xp.einsum("i_,jk", a, b), ValueError, "invalid subscript '_'"),
     (lambda a, b: xp.einsum("ij,jk->ik->", a, b), ValueError, "stray '-'"),
     (lambda a, b: xp.einsum("ij,jk->ix", a, b), ValueError, "output index 'x'"),
     (lambda a, b: xp.einsum("ij,jk->ii", a, b), ValueError, "output index 'i' is repeated"),

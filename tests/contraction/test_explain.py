@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -92,6 +93,15 @@ def test_python_dash_m():
                            "64x64"], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "total: 2 kernel call(s)" in done.stdout
+
+
+def test_python_dash_m_takes_generated_symbols():
+    """opt_einsum's symbols past the letters ('×', '÷', U+2003) on the command line, in UTF-8."""
+    done = subprocess.run([sys.executable, "-m", "trn_backend", "explain", "a×,×÷,÷\u2003->a\u2003", "2x3", "3x4",
+                           "4x5"], capture_output=True, text=True, timeout=120, encoding="utf-8",
+                          env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    assert done.returncode == 0, done.stderr
+    assert "total: 2 kernel call(s)" in done.stdout and "×" in done.stdout and "\\u2003" in done.stdout
 
 
 def test_explain_refuses_what_einsum_would_refuse(capsys):

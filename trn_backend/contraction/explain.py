@@ -14,7 +14,7 @@ from .. import _device, _dtypes, _precision, kernels
 from .._helpers import NeuronArray
 from ..kernels import reference
 from . import paths
-from .parse import Shapes, parse
+from .parse import ELLIPSIS_LABELS, Shapes, parse
 from .plan import Plan, plan_for, result_dtype
 
 __all__ = ["Explanation", "explain", "error_bound"]
@@ -253,9 +253,14 @@ def _sum_implementation(p: Plan) -> str:
                                   p.resolved.kwargs)
 
 
+# the ellipsis labels that do not print, shown as '#' (the first ten are digits, which print)
+_ELLIPSIS_MARKS = frozenset(c for c in ELLIPSIS_LABELS if not c.isprintable())
+
+
 def _readable(subscripts: str) -> str:
-    """Ellipsis labels are digits or private-use characters: show the latter as '#'."""
-    return "".join("#" if 0xE000 <= ord(c) < 0xF900 else c for c in subscripts)
+    """Subscripts fit to print: an ellipsis label that does not print as '#', any other character that does
+    not (opt_einsum generates spaces such as U+2003, and surrogates) as its escape."""
+    return "".join(c if c.isprintable() else "#" if c in _ELLIPSIS_MARKS else ascii(c)[1:-1] for c in subscripts)
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:

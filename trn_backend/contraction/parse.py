@@ -12,11 +12,29 @@ import dataclasses
 import functools
 import string
 
-# Ellipsis dimensions get labels no user can write (subscript letters must be alphabetic): digits, then
-# private-use characters for the rare case of more than ten broadcast dimensions.
-ELLIPSIS_LABELS = string.digits + "".join(chr(0xE000 + i) for i in range(64))
+# The characters subscripts are written in, beyond their syntax (",", "->", "..." and ASCII spaces): any letter,
+# as NumPy takes, and every character from U+00C0 on, which is where opt_einsum's generated symbols continue
+# after the 52 ASCII letters (``opt_einsum.get_symbol``: chr(i + 140), then chr(i + 2048) past the surrogates),
+# letters or not ('×', '÷', spaces such as U+2003, private-use and surrogate code points all occur).
+FIRST_GENERATED = 0xC0
 
-__all__ = ["Spec", "parse", "symbol", "ELLIPSIS_LABELS"]
+
+def is_label(c: str) -> bool:
+    """Whether the character ``c`` may name an index in subscripts."""
+    return c.isalpha() or ord(c) >= FIRST_GENERATED
+
+
+_SPACES = " \t\n\r\f\v"  # layout; U+2003 and other Unicode spaces are symbols opt_einsum generates
+_NO_SPACES = str.maketrans("", "", _SPACES)
+_SYNTAX = ",.->" + _SPACES
+# Ellipsis dimensions get labels no subscripts can contain: the characters below U+00C0 that are neither letters
+# nor syntax: digits first, then control characters, then punctuation (over a hundred, more than any tensor has).
+ELLIPSIS_LABELS = string.digits + "".join(sorted(
+    (c for c in map(chr, range(1, FIRST_GENERATED)) if not is_label(c) and c not in _SYNTAX and not c.isdigit()),
+    key=lambda c: (c.isprintable(), c)))
+_ELLIPSIS_SET = frozenset(ELLIPSIS_LABELS)
+
+__all__ = ["Spec", "parse", "symbol", "is_label", "ELLIPSIS_LABELS"]
 
 Shapes = tuple[tuple[int, ...], ...]
 
@@ -43,7 +61,7 @@ def parse(subscripts: str, shapes: Shapes, func: str = "einsum") -> Spec:
     """Validate ``subscripts`` against the operand ``shapes`` and expand the ellipsis."""
     if not isinstance(subscripts, str):
         raise TypeError(f"{func}() expects subscripts as a str such as 'ij,jk->ik', got {type(subscripts).__name__}")
-    text = "".join(subscripts.split())
+    text = subscripts.translate(_NO_SPACES)
     lhs, arrow, rhs = text.partition("->")
     for part, where in ((lhs, "inputs"), (rhs, "output")):
         bad = next((c for c in part if c in "->"), None)
@@ -71,8 +89,9 @@ def _term(term: str, where: str, func: str) -> tuple[str, bool]:
     if "." in letters:
         raise ValueError(f"{func}(): {where} {term!r} has a '.' that is not part of one '...'")
     for c in letters:
-        if not c.isalpha():
-            raise ValueError(f"{func}(): invalid subscript {c!r} in {where} {term!r}; subscripts are letters")
+        if not is_label(c):
+            raise ValueError(f"{func}(): invalid subscript {c!r} in {where} {term!r}; subscripts are letters (or "
+                             f"characters from U+00C0 on, as opt_einsum generates)")
     return letters if not has else term.replace("...", "\0", 1), has
 
 
@@ -91,7 +110,7 @@ def _expand(labels: str, has: bool, start: int, n: int) -> str:
 
 
 def _describe(label: str) -> str:
-    return f"index {label!r}" if label.isalpha() else "an ellipsis ('...') dimension"
+    return "an ellipsis ('...') dimension" if label in _ELLIPSIS_SET else f"index {label!r}"
 
 
 def _check_sizes(inputs: tuple[str, ...], shapes: Shapes, func: str) -> None:
@@ -115,7 +134,7 @@ def _output(rhs: str, arrow: str, inputs: tuple[str, ...], width: int, func: str
     ellipsis = ELLIPSIS_LABELS[:width]
     if not arrow:
         counts = "".join(inputs)
-        return ellipsis + "".join(sorted(c for c in set(counts) if c.isalpha() and counts.count(c) == 1))
+        return ellipsis + "".join(sorted(c for c in set(counts) if c not in _ELLIPSIS_SET and counts.count(c) == 1))
     letters, has = _term(rhs, "the output", func)
     if width and not has:
         raise ValueError(f"{func}(): the operands have {width} ellipsis dimension(s) but the output "
