@@ -9,11 +9,13 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trn_backend.kernels import reference
 
 import trn_backend as xp
 from tests.support import assert_same, from_numpy
-from trn_backend import _precision, kernels
+from trn_backend import _precision, kernels, testing
 from trn_backend.contraction import plan as planner
 from trn_backend.contraction.parse import parse
 
@@ -168,26 +170,60 @@ def test_native_kernel_is_exact_for_integers_and_bool(dtype):
         assert_same(xp.NeuronArray(got.view(torch.uint64) if dtype == "uint64" else got.to(ta.dtype)), expected)
 
 
-@pytest.mark.parametrize("subscripts, shapes, dtype", [
-    ("Qmn,mi->Qni", [(64, 32, 48), (32, 8)], "float64"),  # the DF-MP2 first step
-    ("mi,Qmn->iQn", [(32, 8), (64, 32, 48)], "float64"),  # as opt_einsum's tensordot orders it
-    ("Qmn,mi->inQ", [(64, 32, 48), (32, 8)], "int64"),
-    ("bQmn,bmi->bQni", [(2, 40, 32, 40), (2, 32, 5)], "complex128"),  # with a shared batch index too
+@pytest.mark.parametrize("subscripts, shapes, dtype, calls", [
+    ("Qmn,mi->Qni", [(64, 32, 48), (32, 8)], "float64", 1),  # the DF-MP2 first step
+    ("mi,Qmn->iQn", [(32, 8), (64, 32, 48)], "float64", 1),  # as opt_einsum's tensordot orders it
+    ("Qmn,mi->inQ", [(64, 32, 48), (32, 8)], "int64", 1),
+    ("bQmn,bmi->bQni", [(2, 40, 32, 40), (2, 32, 5)], "complex128", 2),  # with a shared batch index too
+    ("bQmn,bmi->bQni", [(40, 2, 32, 40), (40, 32, 5)], "float64", 2),  # ... longer than the broadcast one
+    ("bcQmn,bcmi->cbQni", [(2, 3, 20, 32, 40), (2, 3, 32, 5)], "int64", 6),  # two shared indices
 ])
-def test_broadcast_batching_keeps_the_large_operand_a_view(monkeypatch, subscripts, shapes, dtype):
+def test_broadcast_batching_keeps_both_operands_views(monkeypatch, subscripts, shapes, dtype, calls):
     """[lead, K, trail] operands would be copied to [lead*trail, K]; the planner batches over lead instead, with
-    the small operand broadcast (stride 0), so the large one reaches bmm as a view."""
+    the small operand broadcast (stride 0), so the large one reaches bmm as a view, and so does the small one: a
+    shared batch index, which a stride-0 dimension cannot merge with, makes the kernel run once per entry of
+    the shorter of the two batch axes rather than copy the broadcast."""
     rec = _Recorder(monkeypatch)
     rng = np.random.default_rng(0)
     arrays = [rng.integers(-3, 4, s).astype(dtype) for s in shapes]
-    big = max(range(2), key=lambda i: arrays[i].size)
     ts = [from_numpy(a) for a in arrays]
     got = xp.einsum(subscripts, *ts)
     assert_same(got, np.einsum(subscripts, *arrays))
-    (a, b), = rec.operands
-    assert ts[big]._t.untyped_storage().data_ptr() in {a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()}
-    if not subscripts.startswith("b"):  # with a shared batch index too, merging it with lead copies the small one
-        assert 0 in a.stride() + b.stride()  # the small operand is broadcast, not copied
+    inputs = {t._t.untyped_storage().data_ptr() for t in ts}
+    assert len(rec.operands) == calls == xp.explain(subscripts, *ts).kernel_calls
+    for a, b in rec.operands:
+        assert {a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()} <= inputs  # views, no copies
+
+
+@settings(max_examples=30)
+@given(st.lists(st.integers(1, 3), min_size=1, max_size=2), st.integers(2, 4), st.integers(2, 3),
+       st.integers(2, 3), st.integers(1, 3), st.booleans(), st.sampled_from(["float64", "complex128", "int64"]),
+       st.sampled_from([{}, {"precision": "dd"}, {"target_relative_error": 1e-9}]))
+def test_broadcast_batching_beside_shared_batch_indices_matches_numpy(shared, q, m, n, i, reorder, dtype, how):
+    """Every size of shared and broadcast batch axes (the kernel looping over the shorter, or one call where
+    nothing is shared), output orders, dtypes, and the modes and targets that run the step another way."""
+    if dtype == "int64" and how or dtype == "complex128" and "target_relative_error" in how:
+        how = {}  # integer products are exact, in native only; complex parts can cancel to 0, out of a relative reach
+    s = "bc"[:len(shared)]
+    out = f"{s[::-1]}inQ" if reorder else f"{s}Qni"
+    subscripts = f"{s}Qmn,{s}mi->{out}"
+    shapes = [(*shared, q, m, n), (*shared, m, i)]  # the first the larger: [shared, Q, contracted, trail]
+    rng = np.random.default_rng(sum(shapes[0]) + 7 * sum(shapes[1]))
+    arrays = [rng.integers(1, 4, sh).astype(dtype) for sh in shapes]  # positive: no entry of C cancels to 0
+    if dtype == "complex128":
+        arrays = [a + 1j * rng.integers(-3, 4, a.shape) for a in arrays]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(planner, "SPREAD_MIN_ELEMENTS", 0)
+        mp.setattr(planner, "SPREAD_MIN_SLICE", 0)
+        testing.reset_caches()
+        try:
+            (step,) = xp.explain(subscripts, *shapes, dtype=getattr(xp, dtype), precision=how.get("precision")).steps
+            got = xp.einsum(subscripts, *map(from_numpy, arrays), **how)
+        finally:
+            testing.reset_caches()
+    assert (step.loop is not None) == (np.prod(shared) > 1)
+    assert step.loop is None or step.loop[1] == min(np.prod(shared), q)
+    assert_same(got, np.einsum(subscripts, *arrays))  # small integers: every mode's products and sums are exact
 
 
 def test_broadcast_batching_only_where_it_pays():

@@ -1,5 +1,6 @@
-"""Running a plan on torch tensors: views, pre-reductions, exactly one kernel call, the output layout (under
-target_relative_error=, the checked call of ``posteriori``: one more fast pass, and reruns on escalation).
+"""Running a plan on torch tensors: views, pre-reductions, one kernel call (one per entry of a batch axis where
+the plan loops, ``Plan.loop``), the output layout (under target_relative_error=, the checked call of
+``posteriori``: one more fast pass, and reruns on escalation).
 
 ``contract`` is the single entry every contraction of the package goes through (einsum, tensordot, matmul,
 vecdot, each step of an opt_einsum or multi-operand path): plan (cached), then execute.
@@ -109,7 +110,14 @@ def _general(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...])
         if r.target_relative_error is not None:
             _check_product(plan, ops[0], ops[1], out)
     elif r.target_relative_error is not None:
-        out = posteriori.run(plan, ops[0], ops[1])
+        if plan.loop is None:
+            out = posteriori.run(plan, ops[0], ops[1])
+        else:  # the check covers one call: here the broadcast is materialised ([P*Q, ...])
+            out = posteriori.run(plan, ops[0].flatten(0, 1), ops[1].flatten(0, 1)).unflatten(0, ops[0].shape[:2])
+    elif plan.loop is not None:
+        kernel, axis = getattr(kernels, plan.kernel), plan.loop[0]
+        out = torch.stack([kernel(a, b, r.mode, **r.kwargs)
+                           for a, b in zip(ops[0].unbind(axis), ops[1].unbind(axis), strict=True)], axis)
     else:
         out = getattr(kernels, plan.kernel)(ops[0], ops[1], r.mode, **r.kwargs)
     return out

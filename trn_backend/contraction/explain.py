@@ -67,7 +67,8 @@ class Explanation:
 
     @property
     def kernel_calls(self) -> int:
-        return sum(p.kernel is not None for p in self.steps) + len(self._kernel_sums())
+        return sum(1 if p.loop is None else p.loop[1] for p in self.steps if p.kernel is not None) + len(
+            self._kernel_sums())
 
     def __str__(self) -> str:
         header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound", "trn2 model")
@@ -170,7 +171,13 @@ def _implementation(p: Plan, device: torch.device, compiled: bool | None = None)
     ``kernels.implementation``)."""
     if p.kernel is None:
         return "-"
-    return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs, compiled)
+    if p.loop is None:
+        return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs,
+                                      compiled)
+    calls = p.loop[1]  # one call per entry of the loop's axis, each of the rest of the batch
+    each = (p.bmkn[0] // calls, *p.bmkn[1:])
+    return f"{kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, each, p.resolved.kwargs, compiled)}" \
+           f" x{calls}"
 
 
 def _estimate(p: Plan, implementation: str) -> object:

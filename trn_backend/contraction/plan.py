@@ -11,6 +11,9 @@ operands swap places when the output lists the second operand's free indices fir
 the kernel already in output order. Where the larger operand's free indices sit on both sides of its contracted
 ones ([Q, m, n] contracted over m), [free, K] would copy it; the planner batches over the leading free indices
 instead and broadcasts the smaller operand over them (a stride-0 view), as torch.matmul broadcasting does.
+Where both operands also share batch indices, a stride-0 dimension cannot merge with theirs, so the kernel
+operands keep two batch axes and the kernel runs once per entry of the shorter one (``Plan.loop``): torch.matmul
+would copy the broadcast operand there, once per broadcast entry.
 Plans assume operands laid out in label order (contiguous); other strides still work, at the cost of a copy.
 
 A step with nothing to contract (a Hadamard, outer, broadcast or batched-outer product; contracted indices of
@@ -49,7 +52,8 @@ class Operand:
 
 @dataclasses.dataclass(frozen=True)
 class Plan:
-    """One contraction step: operand preparation, one kernel call (or none for a single operand), output layout."""
+    """One contraction step: operand preparation, one kernel call (or none for a single operand; or one per
+    entry of a batch axis, see ``loop``), output layout."""
 
     subscripts: str
     dtype: torch.dtype
@@ -67,6 +71,12 @@ class Plan:
     # matmul with a vector of ones (exact in every split), under a mode resolved for Ks; None where nothing is
     # summed, the sum is exact (integer dtypes, Ks <= 1), or for the operands of a plan without sums
     sums: tuple[Plan | None, ...] = ()
+    # a step whose smaller operand is broadcast over free indices of the larger (see ``_spread``) while both also
+    # share batch indices: the kernel operands are [P, Q, M, K] and [P, Q, K, N] (shared batch P, broadcast Q),
+    # the broadcast one a stride-0 view that [P*Q, ...] could not be without a copy; the kernel runs once per
+    # entry of the shorter axis, each call a [Q or P, ...] bmm of views: (that axis, 0 or 1; its length, the
+    # number of calls). None: one call.
+    loop: tuple[int, int] | None = None
 
     @property
     def roundings(self) -> int:
@@ -387,6 +397,11 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
         math.prod(map(size, cols))
     kernel = "bmm" if batch and B != 1 else "matmul"
     lead = (B,) if kernel == "bmm" else ()
+    loop = None
+    if spread:
+        shared, broadcast = math.prod(map(size, g.batch)), math.prod(map(size, spread))
+        if shared != 1:  # [P, Q] batches: the broadcast operand's stride-0 Q cannot merge with P without a copy
+            lead, loop = (shared, broadcast), (0, shared) if shared <= broadcast else (1, broadcast)
     # the left kernel operand is [B, M, K], the right one [B, K, N]
     if swap:
         (a_groups, a_shape), (b_groups, b_shape) = ((g.contracted, m), (K, N)), ((n, g.contracted), (M, K))
@@ -407,7 +422,7 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
         kernel=kernel, bmkn=(B, M, K, N),
         out_shape=None if out_shape == kernel_shape else out_shape,
         out_perm=_perm(produced, output), shape=tuple(map(size, output)),
-        sums=sums[::-1] if swap and sums else sums,
+        sums=sums[::-1] if swap and sums else sums, loop=loop,
     )
 
 
@@ -435,18 +450,17 @@ def _product(inputs: tuple[str, ...], output: str, labels: tuple[str, str], diag
 def _operand(labels: str, diagonals: tuple[tuple[int, int], ...], summed: tuple[str, ...],
              dropped: tuple[str, ...], batch: tuple[str, ...], missing: tuple[str, ...],
              groups: tuple[tuple[str, ...], tuple[str, ...]], size, target: tuple[int, ...]) -> Operand:
-    """Sum, then permute to [dropped size-1 dims, batch, groups...], broadcast over the ``missing`` batch
-    indices (a stride-0 view), then reshape to the kernel's operand shape (size-1 dimensions merge into any
-    group, so dropping them costs nothing)."""
+    """Sum, then permute to [dropped size-1 dims, batch, groups...] and reshape to the kernel's operand shape
+    ``target`` (size-1 dimensions merge into any group, so dropping them costs nothing). An operand ``missing``
+    batch indices (the last batch dimension of ``target``, after the shared ones) is reshaped with 1 there,
+    then broadcast over it: a stride-0 view, never a copy of the broadcast."""
     rest = "".join([c for c in labels if c not in summed]) if summed else labels
     present = tuple([c for c in batch if c not in missing]) if missing else batch
     order = "".join(dropped + present + groups[0] + groups[1])
     shape = tuple([1 if c in dropped else size(c) for c in order])
     expand = None
     if missing:
-        at = len(dropped) + len(present)
-        expand = (shape[:at] + (1,) * len(missing) + shape[at:],
-                  shape[:at] + tuple(size(c) for c in missing) + shape[at:])
-        shape = expand[1]
+        at = len(target) - 3  # the broadcast batch dimension: [..., Q, rows, cols]
+        expand, shape = (target[:at] + (1,) + target[at + 1:], target), target
     return Operand(diagonals, tuple([labels.index(c) for c in summed]), _perm(rest, order), expand,
                    None if shape == target else target)
