@@ -26,8 +26,11 @@ def _textbook_specials(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tor
     and the emulated modes, which are four real products, give it too."""
     if _no_special_values(a, b):
         return c
-    rows, cols = torch.isfinite(a).all(-1), torch.isfinite(b).all(-2)
-    ar, ai, br, bi = a.real, a.imag, b.real, b.imag
+    # both parts at once, as reals (complex isfinite is several passes)
+    rows = torch.isfinite(torch.view_as_real(a)).flatten(-2).all(-1)
+    cols = torch.isfinite(torch.view_as_real(b)).all(-1).all(-2)
+    # contiguous parts: a GEMM of every other float (the .real view's stride 2) is about 8x slower
+    ar, ai, br, bi = (x.contiguous() for x in (a.real, a.imag, b.real, b.imag))
     textbook = torch.complex(torch.matmul(ar, br) - torch.matmul(ai, bi), torch.matmul(ar, bi) + torch.matmul(ai, br))
     return torch.where(rows.unsqueeze(-1) & cols.unsqueeze(-2), c, textbook)
 
