@@ -37,14 +37,20 @@ lint: $(VENV)/.installed-test
 	$(PIP) install -q ruff
 	$(VENV)/bin/ruff check trn_backend kernels tests benchmarks conformance examples
 
+# the benchmarks' extras on top of the test ones (bench_families.py's generators and quimb)
+$(VENV)/.installed-bench: $(VENV)/.installed-test pyproject.toml
+	$(PIP) install -q -e ".[test,bench]"
+	touch $@
+
 # Every benchmark, each interleaving the alternatives in one process; results in benchmarks/results/.
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/bench_contract.py
 	$(PY) benchmarks/bench_namespace.py
 	$(PY) benchmarks/bench_numpy_dispatch.py
 	$(PY) benchmarks/bench_emulation.py
 	$(PY) benchmarks/bench_sliced.py
 	$(PY) benchmarks/bench_selection.py
+	$(PY) benchmarks/bench_families.py
 	$(PY) benchmarks/calibrate_modes.py
 
 # Only the precision modes' cost table that target_forward_error= ranks modes by (trn_backend/data/mode_costs.json);
