@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import sys
 
-from .contraction import opt_einsum_backend
+from .contraction import api, opt_einsum_backend
 
 __all__ = ["reset_caches"]
 
 
 def reset_caches() -> None:
-    """Empty every cache of trn_backend: each functools cache of its loaded modules and the opt_einsum backend's
-    step plans. The next calls compute their answers again (the same answers)."""
+    """Empty every cache of trn_backend: each functools cache of its loaded modules, the opt_einsum backend's step
+    plans and matmul's default plans. The next calls compute their answers again (the same answers)."""
     for name, module in list(sys.modules.items()):
         if name != "trn_backend" and not name.startswith("trn_backend."):
             continue
@@ -26,3 +26,4 @@ def reset_caches() -> None:
             if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == name:
                 value.cache_clear()
     opt_einsum_backend._STEPS.clear()
+    api._DEFAULT_MATMULS.clear()

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import trn_backend as xp
-from tests.support import NUMERIC_NAMES, assert_same, from_numpy
+from tests.support import NUMERIC_NAMES, assert_same, from_numpy, to_numpy
 from trn_backend import kernels
 
 DTYPES = NUMERIC_NAMES + ("bool",)
@@ -165,3 +165,33 @@ def test_axes_are_checked_before_the_plan_cache():
         with pytest.raises(TypeError, match="vecdot\\(\\): axis must be an int"):
             xp.vecdot(a, b, axis=bad)
     assert xp.vecdot(a, b, axis=np.int64(-1)).shape == (3,)
+
+
+def test_the_default_matmul_plan_gives_way_to_every_precision_choice():
+    """``x @ y`` keeps its plan under the default mode by shapes, dtypes and device: a precision block, a
+    per-call mode or target, and a reduced float32 matmul precision must each still decide the mode run."""
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    x, y = xp.asarray(a), xp.asarray(b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+
+    def modes(call):
+        with kernels.count_calls() as calls:
+            got = call()
+        np.testing.assert_allclose(to_numpy(got), want, rtol=1e-4, atol=1e-4)
+        return {mode for (_, mode), n in calls.items() if n}
+
+    assert modes(lambda: x @ y) == {"native"}
+    with xp.precision("dd"):
+        assert modes(lambda: x @ y) == {"dd"}
+    assert modes(lambda: x @ y) == {"native"}
+    assert modes(lambda: xp.matmul(x, y, precision="bf16x6")) == {"bf16x6"}
+    assert modes(lambda: xp.matmul(x, y, target_forward_error=1e-7)) - {"native"}  # beyond native in float32
+    assert modes(lambda: xp.matmul(x, y, target_forward_error=2e-6)) == {"native"}  # within native's bound
+    previous = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")  # native's float32 bound no longer holds: a target must avoid it
+    try:
+        assert "native" not in modes(lambda: xp.matmul(x, y, target_forward_error=2e-6))
+        assert modes(lambda: x @ y) == {"native"}
+    finally:
+        torch.set_float32_matmul_precision(previous)

@@ -28,7 +28,7 @@ from .._helpers import (
 from . import execute, paths, whole
 from .axes import canonical_axes, is_int, tensordot_entry
 from .parse import Spec, parse, symbol
-from .plan import Entry, entry, result_dtype
+from .plan import Entry, Plan, entry, result_dtype
 from .program import label_sizes
 
 __all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors",
@@ -131,9 +131,29 @@ def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precis
 def matmul_tensors(a: torch.Tensor, b: torch.Tensor, precision: Precision = None,
                    target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's matmul: 1-D operands promoted to matrices and back, batch dimensions broadcast."""
+    if precision is None and target_forward_error is None and type(a) is torch.Tensor and type(b) is torch.Tensor:
+        # the common call: plain tensors, no per-call precision; its plan under no precision block, looked up
+        # by shapes, dtypes and device at once (``Entry.plan`` caches the same plan behind more lookups)
+        key = (a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device)  # the flag reads faster
+        plan = _DEFAULT_MATMULS.get(key)
+        if plan is not None and _precision.active_setting() is None and \
+                _precision.default_plan_reusable(a.dtype, b.dtype):
+            return execute.execute(plan, (a, b))
+        found = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype)
+        plan = found.plan(a.device, None, None, 1)
+        if _precision.active_setting() is None and _precision.default_plan_reusable(a.dtype, b.dtype):
+            if len(_DEFAULT_MATMULS) >= 4096:  # bounded, as the planner's caches are
+                _DEFAULT_MATMULS.clear()
+            _DEFAULT_MATMULS[key] = plan
+        return execute.execute(plan, (a, b))
     found = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype)
     return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
                            (a, b))
+
+
+# matmul_tensors' plans without a precision choice, by (shapes, dtypes, device); cleared with the planner's caches
+_DEFAULT_MATMULS: dict[tuple, Plan] = {}
+_CPU = torch.device("cpu")
 
 
 @functools.lru_cache(maxsize=4096)
