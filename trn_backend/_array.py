@@ -32,6 +32,10 @@ def register_wrapper(tensor_type: type, array_type: type) -> None:
     _WRAPPERS[tensor_type] = array_type
 
 
+_INT_OR_NONE = (int, type(None))  # the bounds of a slice torch reads as NumPy does
+_new = object.__new__
+
+
 def wrap(t: torch.Tensor) -> NeuronArray:
     """A NeuronArray (or the registered subclass for tensor subclasses) over ``t``, without copying."""
     cls = NeuronArray if type(t) is torch.Tensor else _WRAPPERS.get(type(t), NeuronArray)
@@ -250,6 +254,19 @@ class NeuronArray(NdarrayMethods):
     # --- indexing ---
     def __getitem__(self, key: Any) -> NeuronArray:
         t = self._t
+        # the commonest keys, a slice of positive step or an Ellipsis, checked inline (a call per check would
+        # cost a third of torch's own view): torch's view is NumPy's there, and never one element
+        if type(key) is slice:
+            step = key.step
+            if (step is None or type(step) is int and step > 0) and type(key.start) in _INT_OR_NONE and \
+                    type(key.stop) in _INT_OR_NONE:
+                if type(t) is not torch.Tensor:
+                    return wrap(t[key])
+                view = _new(NeuronArray)  # ``wrap`` inlined: a plain tensor's view is a plain tensor
+                view._t = t[key]
+                return view
+        elif key is Ellipsis:
+            return wrap(t[key])
         if simple(key):  # torch's basic indexing is NumPy's there: a view, for every dtype
             r = t[key]
             kind = type(key)

@@ -488,3 +488,20 @@ def test_iteration_and_len():
     assert len(rows) == 3 and rows[1].shape == (2,)
     with pytest.raises(TypeError, match="len\\(\\) of a 0-dimensional array"):
         len(from_numpy(np.array(1)))
+
+
+BOUND = st.one_of(st.none(), st.integers(-12, 12), st.integers(-12, 12).map(np.int64))
+
+
+@settings(max_examples=60)
+@given(BOUND, BOUND, st.one_of(st.none(), st.integers(-4, 4).filter(bool), st.integers(1, 4).map(np.int64)))
+def test_every_slice_reads_as_numpy_and_positive_steps_give_views(start, stop, step):
+    """Slices of Python ints with a positive step take the inline path; NumPy integers, negative steps and
+    out-of-range bounds the general one: each reads what NumPy reads, and a positive step gives a view."""
+    a = np.arange(10.0)
+    x = from_numpy(a)
+    key = slice(start, stop, step)
+    got = x[key]
+    assert_same(got, a[key])
+    if step is None or step > 0:
+        assert got._t.untyped_storage().data_ptr() == x._t.untyped_storage().data_ptr()
