@@ -3,7 +3,8 @@
 Each operation runs on float32 data in three forms: through trn_backend (NeuronArray wrapping a torch tensor),
 as the same torch call on the bare tensor, and through array_api_compat.torch (a second reference for what an
 array-API layer over torch costs; operators and indexing have no compat form: they are torch's own). Small
-arrays (10 elements, shape (10,) or (2, 5)) measure the per-call overhead in microseconds over torch; large ones
+arrays (10 elements, shape (10,) or (2, 5); square matrices of sides 4, 16 and 64 for the matrix products)
+measure the per-call overhead in microseconds over torch; large ones
 (1e6 elements, shape (10**6,) or (1000, 1000)) measure the ratio to torch. All forms run in one process,
 interleaved (each repetition runs every form once, rotating their order), with idle BLAS/OpenMP threads set to
 sleep (see below). Times are medians of per-call means over a sample; "over torch" and ratios are medians of
@@ -40,7 +41,7 @@ import trn_backend as xp
 
 FORMS = ("trn", "torch", "compat")
 RESULTS = Path(__file__).parent / "results"
-SMALL = {"1d": (10,), "2d": (2, 5)}
+SMALL = {"1d": (10,), "2d": (2, 5), "m4": (4, 4), "m16": (16, 16), "m64": (64, 64)}
 LARGE = {"1d": (10**6,), "2d": (1000, 1000)}
 
 
@@ -95,11 +96,21 @@ def _ops() -> list[tuple[str, str, Callable[[object, dict], object]]]:
                                                               else torch.mean(d["2dx"], dim=0))),
         ("sum(x2d, axis=(0, 1))", "torch-function", lambda ns, d: (ns.sum(d["2dx"], axis=(0, 1)) if ns is not None
                                                                   else torch.sum(d["2dx"], dim=(0, 1)))),
+        ("x @ y, 4x4", "syntax", lambda ns, d: d["m4x"] @ d["m4y"]),
+        ("x @ y, 16x16", "syntax", lambda ns, d: d["m16x"] @ d["m16y"]),
+        ("x @ y, 64x64", "syntax", lambda ns, d: d["m64x"] @ d["m64y"]),
+        ("matmul(x, y), 16x16", "function", lambda ns, d: ns.matmul(d["m16x"], d["m16y"])),
         ("x[1:5]", "syntax", lambda ns, d: d["1dx"][1:5]),
         ("x2d[:, 2]", "syntax", lambda ns, d: d["2dx"][:, 2]),
         ("x[...]", "syntax", lambda ns, d: d["1dx"][...]),
         ("x[3]", "syntax", lambda ns, d: d["1dx"][3]),
     ]
+
+
+def _elements(name: str, size: str) -> int:
+    """Elements of each operand: 10 or 10**6, or a square matrix's where the row names its sides."""
+    sides = [int(w.split("x")[0]) for w in name.replace(",", " ").split() if w[0].isdigit() and "x" in w]
+    return sides[0] ** 2 if sides else 10 if size == "small" else 10**6
 
 
 def _inplace(method: str, operand: str | float) -> Callable[[object, dict], object]:
@@ -156,7 +167,7 @@ def measure(name: str, kind: str, call: Callable, size: str, reps: int) -> dict:
     finally:
         gc.enable()
     row = {
-        "name": name, "size": size, "elements": 10 if size == "small" else 10**6, "reps": reps,
+        "name": name, "size": size, "elements": _elements(name, size), "reps": reps,
         "calls_per_sample": inner, "median_us": {f: statistics.median(s) for f, s in samples.items()},
         "samples_us": samples,
     }
