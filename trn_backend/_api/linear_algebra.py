@@ -53,6 +53,11 @@ def tensordot(x1: NeuronArray, x2: NeuronArray, /, axes: int | tuple[Sequence[in
     """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences.
     ``axes`` may also be passed by position, as in NumPy and autoray (a superset of the standard)."""
     t1, t2 = _operands(x1, x2, "tensordot")
+    if precision is None and target_forward_error is None and target_relative_error is None:
+        try:  # the common call (each step of cotengra's contractions): no per-call precision, no scope to enter
+            return wrap(tensordot_tensors(t1, t2, axes))
+        except _precision.PrecisionError as e:  # raised where the mode is resolved or run: name this function
+            raise e.named("tensordot()") from e.__cause__
     try:
         with _precision.scope(precision, target_forward_error, target_relative_error, "tensordot()"):
             return wrap(tensordot_tensors(t1, t2, axes, precision, target_forward_error))
