@@ -28,7 +28,7 @@ import trn_backend as xp
 from tests.support import DTYPE_NAMES, INT_NAMES, REAL_NAMES, arrays, from_numpy, shapes, to_numpy
 from trn_backend import kernels
 from trn_backend.numpy_dispatch import BEGIN, END, handled_functions, markdown
-from trn_backend.numpy_dispatch._registry import TABLE, qualname
+from trn_backend.numpy_dispatch._registry import TABLE, Binder, qualname
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 rng = np.random.default_rng(1234)
@@ -590,6 +590,24 @@ def test_prepared_binding_agrees_with_signature_bind() -> None:
             assert fast == reference, (qualname(func), args, kwargs)
             checked += 1
     assert checked > 10 * len(TABLE)
+
+
+def _signature_shapes(a, /, b, c=None, *d, e, f=np._NoValue, **g): ...
+def _no_star(a, b=1, /, *, c=2): ...
+def _star_only(*operands, out=None): ...
+def _reserved_names(_given, _unset=None, *, _novalue=None, _bind_call=None): ...
+def _required_keyword(*, a, b=None): ...
+
+
+@pytest.mark.parametrize("func", [_signature_shapes, _no_star, _star_only, _reserved_names, _required_keyword])
+def test_the_generated_binding_agrees_with_signature_bind(func) -> None:
+    """The binding function generated from a signature (Python's own argument binding, every default a "not
+    given" placeholder) gives what ``inspect.Signature.bind`` gives for signatures of every parameter kind, and
+    for parameter names the generated code uses itself (which keep ``Signature.bind``); errors included."""
+    binder = Binder(inspect.signature(func))
+    for args, kwargs in _calls(inspect.signature(func)):
+        assert _bind_outcome(lambda: binder(args, kwargs)) == \
+            _bind_outcome(lambda: binder.bind(args, kwargs)), (args, kwargs)  # noqa: B023 (called at once)
 
 
 def test_binding_reaches_the_implementation_in_every_spelling() -> None:
