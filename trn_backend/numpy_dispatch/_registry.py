@@ -108,8 +108,10 @@ def _given_function(signature: inspect.Signature) -> Callable[..., dict[str, Any
 _UNSET = object()  # the generated binding's default: the parameter was not given
 
 
-# A conversion of one argument: (value, the call's device, function name, argument name) -> the impl's value
-Converter = Callable[[Any, torch.device, str, str], Any]
+# A conversion of one argument: (value, the call's (args, kwargs), function name, argument name) -> the impl's
+# value. A converter that moves a value to the call's device finds the device itself (``call_device``), only
+# where it converts: NeuronArrays, None and dtypes need no device.
+Converter = Callable[[Any, tuple[tuple[Any, ...], dict[str, Any]], str, str], Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -189,27 +191,37 @@ def _converter(array: bool, sequence: bool, dtype: bool, weak: bool, star: bool)
     return _dtype if dtype else None
 
 
-def _array(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_array(value, device)
+def _array(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    if value is None or isinstance(value, NeuronArray):  # as as_array: as they are
+        return value
+    return as_array(value, call_device(*call))
 
 
-def _weak_array(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_array(value, device, weak=True)
+def _weak_array(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    if value is None or isinstance(value, NeuronArray):
+        return value
+    return as_array(value, call_device(*call), weak=True)
 
 
-def _arrays(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_arrays(value, device)
+def _arrays(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    return as_arrays(value, call_device(*call))
 
 
-def _weak_arrays(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_arrays(value, device, weak=True)
+def _weak_arrays(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    return as_arrays(value, call_device(*call), weak=True)
 
 
-def _sequence(value: Any, device: torch.device, func: str, arg: str) -> Any:
+def _sequence(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    if type(value) in _SEQUENCES and all(isinstance(x, NeuronArray) for x in value):
+        return list(value)  # what as_array would make of each: the arrays themselves
+    device = call_device(*call)
     return [as_array(x, device) for x in value]  # an array iterates over its first axis, as in NumPy
 
 
-def _dtype(value: Any, device: torch.device, func: str, arg: str) -> Any:
+_SEQUENCES = (list, tuple)
+
+
+def _dtype(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
     return to_dtype(value, func, arg)
 
 
@@ -235,14 +247,9 @@ def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: di
     out = values.pop("out", None) if entry.writes_out else None
     if not entry.any_keyword and not entry.impl_names.issuperset(values):
         values = _supported(values, entry)
-    device = None
     for k, convert in entry.converters.items():
         if k in values:
-            if (convert is _array or convert is _weak_array) and isinstance(values[k], NeuronArray):
-                continue  # as_array keeps a NeuronArray as it is: no device to look for
-            if device is None:
-                device = call_device(args, kwargs)
-            values[k] = convert(values[k], device, entry.name, k)
+            values[k] = convert(values[k], (args, kwargs), entry.name, k)
     result = _call(entry, values)
     return result if out is None else write_out(result, out, entry.name)
 
