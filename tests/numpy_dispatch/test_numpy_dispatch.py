@@ -675,6 +675,21 @@ def test_python_scalars_promote_weakly_numpy_scalars_strongly() -> None:
     assert np.clip(f, 0.0, 1.0).dtype == xp.float32
 
 
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int16", "bool"])
+@pytest.mark.parametrize("bounds", [(0, 1), (-0.5, None), (None, 2), (True, 3.5), (-1e300, 1e300),
+                                    (np.float32(0.5), 1.0), (0.25, np.float64(0.75))])
+def test_clip_with_python_bounds_keeps_numpy_2_promotion(dtype, bounds) -> None:
+    """Python bounds are weak (a real floating array keeps its dtype, which the implementation takes without
+    asking the promotion rules); NumPy scalar bounds and integer or boolean arrays promote as NumPy 2 does."""
+    a = np.array([-2.0, -0.5, 0.0, 0.4, 1.0, 3.0, 7000.0]).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's overflow warnings of its own float16 conversions
+        expected = np.clip(a, *bounds)
+    got = np.clip(from_numpy(a), *bounds)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(to_numpy(got), expected)
+
+
 def test_dtype_arguments_take_numpy_spellings() -> None:
     a = from_numpy(I)
     for spelling in (np.float64, "float64", np.dtype("float64"), float, xp.float64):

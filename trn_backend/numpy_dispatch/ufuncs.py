@@ -83,7 +83,7 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
                 ta, tb = type(a), type(b)
                 if ta is A and tb is A:
                     s1, s2 = a._t.shape, b._t.shape
-                    if s1 != s2:
+                    if s1 != s2 and ufunc not in _CORE:
                         check_broadcastable(s1, s2, _NAMES[ufunc, method])
                     return getattr(xp, fname)(a, b)
                 if (ta is A and tb in _WEAK_TYPES) or (tb is A and ta in _WEAK_TYPES):
@@ -241,10 +241,11 @@ def _outer(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], nam
 
 
 # The ufuncs whose call without keywords on NeuronArrays is the namespace function alone (see ``array_ufunc``):
-# not the logical ones (their operands become truth values), reciprocal and power (integer checks), nor matmul
-# and vecdot (core dimensions: no element-wise broadcast check)
+# not the logical ones (their operands become truth values), nor reciprocal and power (integer checks)
 _PLAIN: dict[np.ufunc, str] = {u: f for u, f in UFUNCS.items()
-                               if u.signature is None and u not in _LOGICAL and u not in (np.reciprocal, np.power)}
+                               if u not in _LOGICAL and u not in (np.reciprocal, np.power)}
+# the gufuncs among them (matmul, vecdot): core dimensions, which the element-wise broadcast check must not see
+_CORE = frozenset(u for u in _PLAIN if u.signature is not None)
 # Python scalars: weak operands that ``_operands`` passes on as they are (exact types: NumPy scalars subclass them)
 _WEAK_TYPES = frozenset(PY_SCALARS)
 
