@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from . import _device, _dtypes, _indexing
-from ._indexing import has_ellipsis, movable, simple, unaliased
+from ._indexing import has_ellipsis, ints_and_slices, movable, simple, unaliased
 from ._ndarray import NdarrayMethods
 from ._overrides import OVERRIDES, handler
 
@@ -34,6 +34,7 @@ def register_wrapper(tensor_type: type, array_type: type) -> None:
 
 _INT_OR_NONE = (int, type(None))  # the bounds of a slice torch reads as NumPy does
 _new = object.__new__
+_TENSOR = torch.Tensor
 
 
 def wrap(t: torch.Tensor) -> NeuronArray:
@@ -254,19 +255,23 @@ class NeuronArray(NdarrayMethods):
     # --- indexing ---
     def __getitem__(self, key: Any) -> NeuronArray:
         t = self._t
-        # the commonest keys, a slice of positive step or an Ellipsis, checked inline (a call per check would
-        # cost a third of torch's own view): torch's view is NumPy's there, and never one element
-        if type(key) is slice:
+        # the commonest keys of a plain tensor, checked inline (a call per check would cost a third of torch's
+        # own view): a slice of positive step, an int, an Ellipsis, a tuple of ints and such slices. torch's
+        # basic indexing is NumPy's there (``simple``), bounds errors included; the result wraps inline
+        kind = type(key)
+        if kind is slice:
             step = key.step
             if (step is None or type(step) is int and step > 0) and type(key.start) in _INT_OR_NONE and \
-                    type(key.stop) in _INT_OR_NONE:
-                if type(t) is not torch.Tensor:
-                    return wrap(t[key])
-                view = _new(NeuronArray)  # ``wrap`` inlined: a plain tensor's view is a plain tensor
-                view._t = t[key]
+                    type(key.stop) in _INT_OR_NONE and type(t) is _TENSOR:
+                view = _new(NeuronArray)
+                view._t = t[key]  # a view, never one element
                 return view
-        elif key is Ellipsis:
-            return wrap(t[key])
+        elif type(t) is _TENSOR and (kind is int or key is Ellipsis or kind is tuple and ints_and_slices(key)):
+            r = t[key]
+            view = _new(NeuronArray)
+            # one element (an int for every dimension): a copy (see below)
+            view._t = r.clone() if r.dim() == 0 and key is not Ellipsis else r
+            return view
         if simple(key):  # torch's basic indexing is NumPy's there: a view, for every dtype
             r = t[key]
             kind = type(key)

@@ -29,9 +29,12 @@ def unaliased(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
     return src if not overlaps(src, dst) else src.clone()
 
 
+_TENSOR = torch.Tensor  # read on every in-place operator: one global lookup, not two
+
+
 def overlaps(a: torch.Tensor, b: torch.Tensor) -> bool:
     """Whether the memory of two tensors may overlap (see ``unaliased``); True for tensor subclasses."""
-    if type(a) is not torch.Tensor or type(b) is not torch.Tensor:
+    if type(a) is not _TENSOR or type(b) is not _TENSOR:
         return True
     if a.is_contiguous() and b.is_contiguous():  # the common case, cheaply: each spans its nbytes (0 if empty)
         pa, pb = a.data_ptr(), b.data_ptr()
@@ -230,6 +233,22 @@ def simple(key: Any) -> bool:
 
 
 _INT_OR_NONE = (int, type(None))
+
+
+def ints_and_slices(key: tuple[Any, ...]) -> bool:
+    """Whether every part of the tuple ``key`` is an int (not a bool) or a slice of Python ints (or None) with a
+    positive step: a ``simple`` key without None or Ellipsis, whose result is one element only where every
+    part is an int (in one loop: ``NeuronArray.__getitem__`` asks on every such key)."""
+    for p in key:
+        kind = type(p)
+        if kind is slice:
+            step = p.step
+            if not ((step is None or type(step) is int and step > 0) and type(p.start) in _INT_OR_NONE
+                    and type(p.stop) in _INT_OR_NONE):
+                return False
+        elif kind is not int:
+            return False
+    return True
 
 
 def _simple_part(p: Any) -> bool:

@@ -49,8 +49,9 @@ def public(func: Callable[..., Any], name: str) -> Callable[..., Any]:
     positional = [p.name for p in params if p.kind is p.POSITIONAL_ONLY and p.default is p.empty]
     keywords = [p for p in params if p.kind is p.KEYWORD_ONLY]
     if positional and len(positional) + len(keywords) == len(params) and func.__name__.isidentifier() and \
-            not {func.__name__, *positional} & _TEMPLATE_NAMES:
-        return _exact(func, name, positional, bool(keywords))
+            not {func.__name__, *positional, *(p.name for p in keywords)} & _TEMPLATE_NAMES and \
+            not any(p.name.startswith("_default_") for p in keywords):
+        return _exact(func, name, positional, keywords)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -64,25 +65,49 @@ def public(func: Callable[..., Any], name: str) -> Callable[..., Any]:
 
 
 # A function whose parameters are required positional-only ones, then keyword-only ones (the element-wise
-# functions, the reductions: the hottest calls) gets a wrapper with those positional parameters and ``**kwargs``:
-# it forwards them without packing ``*args`` (the general wrapper's call costs about three times as much), and a
-# handler still sees the call's own arguments, since such a function can only be called as ``f(a, b, key=...)``.
-# The wrapper is defined under the function's own name, so a wrong call's TypeError names the function.
-_TEMPLATE_NAMES = frozenset({"func", "public_name", "handler", "OVERRIDES", "found", "kwargs"})
+# functions, the reductions: the hottest calls) gets a wrapper with those parameters: it forwards them without
+# packing ``*args`` (the general wrapper's call costs about three times as much). Its keyword-only parameters are
+# the function's own, each with the function's own default object: a call that leaves them all at their defaults
+# calls ``func(x, ...)`` without packing ``**kwargs``, and one that gives any of them passes them all by keyword,
+# which is the same call (a default passed explicitly is the parameter's own default). A handler sees the
+# positional arguments and the keywords that differ from their defaults. The wrapper is defined under the
+# function's own name, so a wrong call's TypeError names the function as the function itself would.
+_TEMPLATE_NAMES = frozenset({"func", "public_name", "handler", "OVERRIDES", "found", "kwargs"})  # and _default_*
 _EXACT = """\
-def {function}({params}, /{more}):
+def {function}({params}, /{keyword_params}):
     if OVERRIDES:
-        found = handler(({params},), {given})
+        kwargs = {{}}
+{given}
+        found = handler(({params},), kwargs)
         if found is not None:
-            return found(func, public_name, ({params},), {given})
-    return func({params}{forward})
+            return found(func, public_name, ({params},), kwargs)
+{call}
 """
 
 
-def _exact(func: Callable[..., Any], name: str, positional: list[str], keywords: bool) -> Callable[..., Any]:
+def _exact(func: Callable[..., Any], name: str, positional: list[str], keywords: list[inspect.Parameter]) \
+        -> Callable[..., Any]:
     scope = {"func": func, "public_name": name, "handler": handler, "OVERRIDES": OVERRIDES}
-    source = _EXACT.format(function=func.__name__, params=", ".join(positional),
-                           more=", **kwargs" if keywords else "", given="kwargs" if keywords else "{}",
-                           forward=", **kwargs" if keywords else "")
+    params = ", ".join(positional)
+    keyword_params, given, defaults = [], [], []
+    for i, p in enumerate(keywords):
+        if p.default is p.empty:  # a required keyword: always given
+            keyword_params.append(p.name)
+            given.append(f"        kwargs[{p.name!r}] = {p.name}")
+        else:
+            scope[f"_default_{i}"] = p.default
+            keyword_params.append(f"{p.name}=_default_{i}")
+            given.append(f"        if {p.name} is not _default_{i}:\n            kwargs[{p.name!r}] = {p.name}")
+            defaults.append(f"{p.name} is _default_{i}")
+    forward = "".join(f", {p.name}={p.name}" for p in keywords)
+    if not keywords:
+        call = f"    return func({params})"
+    elif len(defaults) == len(keywords):
+        call = f"    if {' and '.join(defaults)}:\n        return func({params})\n    return func({params}{forward})"
+    else:
+        call = f"    return func({params}{forward})"
+    source = _EXACT.format(function=func.__name__, params=params,
+                           keyword_params=", *, " + ", ".join(keyword_params) if keywords else "",
+                           given="\n".join(given) or "        pass", call=call)
     exec(source, scope)  # noqa: S102 - the fixed template above, with the function's parameter names
     return functools.wraps(func)(scope[func.__name__])

@@ -316,10 +316,10 @@ def targets(precision: str | None, target_forward_error: float | None) -> tuple[
     return setting.target, setting.relative
 
 
-def active_setting() -> Hashable:
-    """The precision setting in force (None for the device default): what a cache of contraction results must
-    key them by, since the same operands give different results under different modes."""
-    return _ACTIVE.get()
+# active_setting(): the precision setting in force (None for the device default): what a cache of contraction
+# results must key them by, since the same operands give different results under different modes. The context
+# variable's own ``get``, bound: every contraction step asks, and a call of it costs no Python frame.
+active_setting: Callable[[], Hashable] = _ACTIVE.get
 
 
 @contextlib.contextmanager

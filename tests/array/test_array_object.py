@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import re
 
 import array_api_compat
 import numpy as np
@@ -505,3 +506,44 @@ def test_every_slice_reads_as_numpy_and_positive_steps_give_views(start, stop, s
     assert_same(got, a[key])
     if step is None or step > 0:
         assert got._t.untyped_storage().data_ptr() == x._t.untyped_storage().data_ptr()
+
+
+_PART = st.one_of(st.integers(-5, 5), st.integers(-5, 5).map(np.int64), st.just(True),
+                  st.builds(slice, st.one_of(st.none(), st.integers(-6, 6)), st.one_of(st.none(), st.integers(-6, 6)),
+                            st.one_of(st.none(), st.integers(-3, 3).filter(bool))),
+                  st.just(Ellipsis), st.none())
+
+
+@settings(max_examples=150)
+@given(st.sampled_from([(), (4,), (3, 4), (2, 3, 4), (0, 3)]), st.one_of(_PART, st.tuples(_PART, _PART),
+                                                                         st.lists(_PART, max_size=4).map(tuple)))
+def test_basic_keys_read_as_numpy_with_copies_of_single_elements(shape, key):
+    """Ints, slices, Ellipsis, None and tuples of them (the inline path takes ints, slices of positive step, an
+    Ellipsis and tuples of ints and such slices; NumPy integers, bools, None, negative steps and repeated
+    Ellipses take the general one): each reads NumPy's values and shape, or raises IndexError where NumPy
+    does, with torch's message naming the dimension where torch reads the key as NumPy; one element (an int for
+    every dimension) is a copy, every other result of a key without booleans a view."""
+    a = np.arange(float(np.prod(shape))).reshape(shape)
+    x = from_numpy(a.copy())
+    try:
+        expected = a[key]
+    except IndexError:
+        with pytest.raises(IndexError):
+            x[key]
+        if _indexing.simple(key):  # torch's own indexing: its bounds error, as the general path raises it
+            with pytest.raises(IndexError) as torch_error:
+                x._t[key]
+            with pytest.raises(IndexError, match=re.escape(str(torch_error.value))):
+                x[key]
+        return
+    got = x[key]
+    assert_same(got, np.asarray(expected))
+    if any(type(p) is bool for p in (key if isinstance(key, tuple) else (key,))) or got.size == 0:
+        return  # a boolean index is an advanced one: a copy, as in NumPy
+    if not isinstance(expected, np.ndarray):
+        x[...] = -1.0  # one element read as a scalar: the write does not reach it
+        assert_same(got, np.asarray(expected))
+    else:
+        before = to_numpy(got).copy()
+        x[...] = -1.0  # a view sees the write
+        assert_same(got, np.full_like(before, -1.0))

@@ -11,7 +11,7 @@ from hypothesis.extra import numpy as hnp
 
 import trn_backend as xp
 from tests.support import NUMERIC_NAMES, assert_same, from_numpy, to_numpy
-from trn_backend import kernels
+from trn_backend import config, kernels
 
 DTYPES = NUMERIC_NAMES + ("bool",)
 
@@ -188,6 +188,12 @@ def test_the_default_matmul_plan_gives_way_to_every_precision_choice():
     assert modes(lambda: xp.matmul(x, y, precision="bf16x6")) == {"bf16x6"}
     assert modes(lambda: xp.matmul(x, y, target_forward_error=1e-7)) - {"native"}  # beyond native in float32
     assert modes(lambda: xp.matmul(x, y, target_forward_error=2e-6)) == {"native"}  # within native's bound
+    with xp.precision(target_forward_error=1e-7):
+        assert modes(lambda: x @ y) - {"native"}
+    with xp.precision(target_relative_error=1e-7) as report:
+        modes(lambda: x @ y)
+    assert len(report) == 1
+    assert modes(lambda: x @ y) == {"native"}
     previous = torch.get_float32_matmul_precision()
     torch.set_float32_matmul_precision("high")  # native's float32 bound no longer holds: a target must avoid it
     try:
@@ -195,3 +201,58 @@ def test_the_default_matmul_plan_gives_way_to_every_precision_choice():
         assert modes(lambda: x @ y) == {"native"}
     finally:
         torch.set_float32_matmul_precision(previous)
+
+
+@settings(max_examples=60)
+@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+       st.integers(1, 4), st.integers(0, 4), st.integers(1, 4), st.sampled_from(DTYPES), st.booleans(),
+       st.booleans(), st.data())
+def test_a_repeated_matmul_matches_numpy(batch, m, k, n, dtype, vec1, vec2, data):
+    """The second ``x @ y`` of a shape, dtype and device reuses the step the first one planned (for 2-D operands,
+    and 3-D ones of one batch size, one kernel call on the operands as they are): the same values as NumPy's
+    every time, and one kernel call."""
+    s1 = (k,) if vec1 else batch.input_shapes[0] + (m, k)
+    s2 = (k,) if vec2 else batch.input_shapes[1] + (k, n)
+    a, b = _values(data, dtype, s1), _values(data, dtype, s2)
+    x, y = from_numpy(a), from_numpy(b)
+    for _ in range(3):
+        with kernels.count_calls() as calls:
+            got = x @ y
+        _check(got, np.matmul(a, b))
+        assert sum(calls.values()) == 1
+
+
+def test_a_repeated_matmul_goes_where_the_routing_sends_it():
+    """The kernel routing is decided per call: after ``x @ y`` ran torch, ``config.nki = "model"`` sends the same
+    call to the NKI kernel on the CPU model of the NeuronCore, and back to torch after the block."""
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((16, 16)).astype(np.float32), rng.standard_normal((16, 16)).astype(np.float32)
+    x, y = xp.asarray(a), xp.asarray(b)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    bound = xp.error_bound("native", xp.float32, 16) * (np.abs(a).astype(np.float64) @ np.abs(b))
+    for nki in ("auto", "model", "auto"):
+        for _ in range(2):
+            with config.set(nki=nki, nki_min_flops=0), kernels.count_calls() as calls:
+                got = to_numpy(x @ y)
+            assert calls["nki.matmul", "native"] == (nki == "model"), calls
+            assert calls["matmul", "native"] == 1
+            assert np.all(np.abs(got - want) <= bound)
+
+
+def test_a_repeated_matmul_keeps_its_errors_and_promotions():
+    """After the cached 2-D call, the calls that differ from it in any way plan their own step: 1-D operands,
+    other shapes and mixed dtypes give NumPy's results, and wrong shapes the error naming matmul."""
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    x = from_numpy(a)
+    assert_same(x @ from_numpy(a.T.copy()), a @ a.T)
+    assert_same(x @ from_numpy(a.T.copy()), a @ a.T)
+    v = np.arange(4, dtype=np.float32)
+    assert_same(x @ from_numpy(v), a @ v)
+    assert_same(from_numpy(v[:3]) @ x, v[:3] @ a)
+    assert_same(x @ from_numpy(a.T.astype(np.float64)), a @ a.T.astype(np.float64))
+    assert_same(from_numpy(a.astype(np.int32)) @ from_numpy(a.T.astype(np.int32)), a.astype(np.int32) @
+                a.T.astype(np.int32))
+    with pytest.raises(ValueError, match=r"matmul\(\): x1 has 4 columns but x2 has 3 rows"):
+        x @ x
+    with pytest.raises(ValueError, match=r"matmul\(\): x2 is 0-dimensional"):
+        x @ from_numpy(np.float32(1.0).reshape(()))

@@ -28,7 +28,7 @@ import trn_backend as xp
 from tests.support import DTYPE_NAMES, INT_NAMES, REAL_NAMES, arrays, from_numpy, shapes, to_numpy
 from trn_backend import kernels
 from trn_backend.numpy_dispatch import BEGIN, END, handled_functions, markdown
-from trn_backend.numpy_dispatch._registry import TABLE, qualname
+from trn_backend.numpy_dispatch._registry import TABLE, Binder, qualname
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 rng = np.random.default_rng(1234)
@@ -592,6 +592,24 @@ def test_prepared_binding_agrees_with_signature_bind() -> None:
     assert checked > 10 * len(TABLE)
 
 
+def _signature_shapes(a, /, b, c=None, *d, e, f=np._NoValue, **g): ...
+def _no_star(a, b=1, /, *, c=2): ...
+def _star_only(*operands, out=None): ...
+def _reserved_names(_given, _unset=None, *, _novalue=None, _bind_call=None): ...
+def _required_keyword(*, a, b=None): ...
+
+
+@pytest.mark.parametrize("func", [_signature_shapes, _no_star, _star_only, _reserved_names, _required_keyword])
+def test_the_generated_binding_agrees_with_signature_bind(func) -> None:
+    """The binding function generated from a signature (Python's own argument binding, every default a "not
+    given" placeholder) gives what ``inspect.Signature.bind`` gives for signatures of every parameter kind, and
+    for parameter names the generated code uses itself (which keep ``Signature.bind``); errors included."""
+    binder = Binder(inspect.signature(func))
+    for args, kwargs in _calls(inspect.signature(func)):
+        assert _bind_outcome(lambda: binder(args, kwargs)) == \
+            _bind_outcome(lambda: binder.bind(args, kwargs)), (args, kwargs)  # noqa: B023 (called at once)
+
+
 def test_binding_reaches_the_implementation_in_every_spelling() -> None:
     """Positional, keyword and mixed spellings of one call give one answer (also for functions registered
     straight from the namespace, whose parameters are positional-only there)."""
@@ -655,6 +673,21 @@ def test_python_scalars_promote_weakly_numpy_scalars_strongly() -> None:
     assert np.where(f > 0, f, 0.0).dtype == xp.float32
     assert np.where(f > 0, f, np.float64(0.0)).dtype == xp.float64
     assert np.clip(f, 0.0, 1.0).dtype == xp.float32
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int16", "bool"])
+@pytest.mark.parametrize("bounds", [(0, 1), (-0.5, None), (None, 2), (True, 3.5), (-1e300, 1e300),
+                                    (np.float32(0.5), 1.0), (0.25, np.float64(0.75))])
+def test_clip_with_python_bounds_keeps_numpy_2_promotion(dtype, bounds) -> None:
+    """Python bounds are weak (a real floating array keeps its dtype, which the implementation takes without
+    asking the promotion rules); NumPy scalar bounds and integer or boolean arrays promote as NumPy 2 does."""
+    a = np.array([-2.0, -0.5, 0.0, 0.4, 1.0, 3.0, 7000.0]).astype(dtype)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's overflow warnings of its own float16 conversions
+        expected = np.clip(a, *bounds)
+    got = np.clip(from_numpy(a), *bounds)
+    assert got.dtype == expected.dtype
+    np.testing.assert_array_equal(to_numpy(got), expected)
 
 
 def test_dtype_arguments_take_numpy_spellings() -> None:

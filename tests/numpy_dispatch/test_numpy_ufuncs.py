@@ -21,6 +21,7 @@ from hypothesis.extra import numpy as hnp
 import trn_backend as xp
 from tests.support import INT_NAMES, NUMERIC_NAMES, REAL_NAMES, from_numpy, to_numpy
 from trn_backend.numpy_dispatch import handled_ufuncs
+from trn_backend.numpy_dispatch.ufuncs import _PLAIN as PLAIN
 from trn_backend.numpy_dispatch.ufuncs import ACCUMULATE, REDUCE, UFUNCS
 
 FLOAT_NAMES = ("float32", "float64")
@@ -417,3 +418,41 @@ def test_operators_with_ndarrays_dispatch() -> None:
     check(a + b, a + a)
     check(a < b, a < a)
     check(a ** b, a ** a)
+
+
+# ---------------------------------------------------------------- the call without keywords
+
+def _outcome(call: Any) -> Any:
+    """What a call gives: its result as NumPy values with its dtype, or its error's type and message."""
+    try:
+        result = call()
+    except (TypeError, ValueError) as e:
+        return type(e), str(e)
+    assert isinstance(result, xp.NeuronArray)
+    return str(result.dtype), to_numpy(result).tolist()
+
+
+@pytest.mark.parametrize("ufunc", sorted(PLAIN, key=lambda u: u.__name__), ids=lambda u: u.__name__)
+def test_a_call_without_keywords_is_the_general_call(ufunc) -> None:
+    """An element-wise ufunc called with no keyword on NeuronArrays and Python scalars calls the namespace function
+    at once (``ufuncs._PLAIN``); the same call with a loop control at its default (``casting="same_kind"``)
+    takes the general way. Both give the same values, dtypes and errors: for arrays of one shape and of two that
+    broadcast or do not, Python scalars on either side, and integer, boolean and floating arrays."""
+    rng = np.random.default_rng(0)
+    arrays = {"float32": rng.uniform(-3, 3, (2, 3)).astype(np.float32), "int32": rng.integers(-5, 6, (2, 3)),
+              "bool": rng.random((2, 3)) < 0.5}
+    for x in arrays.values():
+        operands = [(x,), (x, x), (x, x[0]), (x[:, :1], x), (x, x[:, :2]), (x, 2), (1.5, x), (x, True)]
+        for ops in operands:
+            if len(ops) != ufunc.nin:
+                continue
+            converted = [from_numpy(v) if isinstance(v, np.ndarray) else v for v in ops]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # NumPy's own warnings for the reference below
+                plain = _outcome(lambda: ufunc(*converted))  # noqa: B023 (called at once)
+                general = _outcome(lambda: ufunc(*converted, casting="same_kind"))  # noqa: B023
+            assert plain[0] == general[0], (ops, plain, general)
+            if plain[0] in (TypeError, ValueError):
+                assert plain == general
+            else:
+                np.testing.assert_array_equal(np.asarray(plain[1]), np.asarray(general[1]))

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import _device, _dtypes, _precision
+from .. import _device, _dtypes, _precision, kernels
 from .._helpers import (
     PY_SCALARS,
     NeuronArray,
@@ -132,27 +132,52 @@ def matmul_tensors(a: torch.Tensor, b: torch.Tensor, precision: Precision = None
                    target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's matmul: 1-D operands promoted to matrices and back, batch dimensions broadcast."""
     if precision is None and target_forward_error is None and type(a) is torch.Tensor and type(b) is torch.Tensor:
-        # the common call: plain tensors, no per-call precision; its plan under no precision block, looked up
-        # by shapes, dtypes and device at once (``Entry.plan`` caches the same plan behind more lookups)
+        # the common call (the @ operator): plain tensors, no per-call precision. Without a precision block its
+        # mode is the device's default, so its step is found by shapes, dtypes and device in one lookup
         key = (a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device)  # the flag reads faster
-        plan = _DEFAULT_MATMULS.get(key)
-        if plan is not None and _precision.active_setting() is None and \
-                _precision.default_plan_reusable(a.dtype, b.dtype):
-            return execute.execute(plan, (a, b))
-        found = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype)
-        plan = found.plan(a.device, None, None, 1)
-        if _precision.active_setting() is None and _precision.default_plan_reusable(a.dtype, b.dtype):
-            if len(_DEFAULT_MATMULS) >= 4096:  # bounded, as the planner's caches are
-                _DEFAULT_MATMULS.clear()
-            _DEFAULT_MATMULS[key] = plan
+        found = _DEFAULT_MATMULS.get(key)
+        if found is not None and _precision.active_setting() is None:
+            kernel, step = found
+            if kernel is not None:
+                # the plan is one kernel call on the operands as they are (``_kernel_call``): what ``execute``
+                # would call. The kernel layer routes it (config.nki) and counts it, as on every call; the
+                # default mode does not depend on torch's float32 matmul precision (only its bound does, which
+                # running the step never reads), so no check of it here
+                return kernel(a, b, step)
+            if _precision.default_plan_reusable(a.dtype, b.dtype):
+                return execute.execute(step, (a, b))
+        plan = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype).plan(a.device, None, None, 1)
+        if _precision.active_setting() is None:
+            found = _kernel_call(plan, a.dtype, b.dtype)
+            if found is None and _precision.default_plan_reusable(a.dtype, b.dtype):
+                found = (None, plan)
+            if found is not None:
+                if len(_DEFAULT_MATMULS) >= 4096:  # bounded, as the planner's caches are
+                    _DEFAULT_MATMULS.clear()
+                _DEFAULT_MATMULS[key] = found
         return execute.execute(plan, (a, b))
     found = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype)
     return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
                            (a, b))
 
 
-# matmul_tensors' plans without a precision choice, by (shapes, dtypes, device); cleared with the planner's caches
-_DEFAULT_MATMULS: dict[tuple, Plan] = {}
+def _kernel_call(plan: Plan, da: torch.dtype, db: torch.dtype) -> tuple[object, str] | None:
+    """(kernel function, mode) where running ``plan`` on operands of dtypes ``da`` and ``db`` is exactly that
+    kernel called on the two operands in order, as they are (``execute``'s direct step with no cast, permute or
+    reshape, and no output layout): a 2-D x 2-D matmul, or a bmm of two 3-D operands of one batch size, in
+    the plan's dtype. None for every other plan (1-D promotion, broadcast batches, casts, swapped operands)."""
+    direct = plan.direct
+    if direct is None or not (plan.dtype is da is db) or plan.out_shape is not None or plan.out_perm is not None:
+        return None
+    i, perm, shape, j, perm_b, shape_b, kernel, mode = direct
+    if (i, j) != (0, 1) or perm is not None or shape is not None or perm_b is not None or shape_b is not None:
+        return None
+    return getattr(kernels, kernel), mode
+
+
+# matmul_tensors' steps without a precision choice, by (shapes, dtypes, device): (kernel function, mode) where
+# the step is one kernel call on the operands as they are, else (None, plan); cleared with the planner's caches
+_DEFAULT_MATMULS: dict[tuple, tuple[object, object]] = {}
 _CPU = torch.device("cpu")
 
 

@@ -102,6 +102,7 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-# The array object's NumPy protocols (it imports nothing above it; see _array.PROTOCOLS).
-_array.PROTOCOLS.update(array_function=array_function, array_ufunc=array_ufunc, register_dask=register_dask,
+# The array object's NumPy protocols (it imports nothing above it; see _array.PROTOCOLS). ``array_function`` is
+# ``dispatch`` itself: NumPy calls it for every function, and a forwarding call would cost a frame each time.
+_array.PROTOCOLS.update(array_function=dispatch, array_ufunc=array_ufunc, register_dask=register_dask,
                         like=creation.LIKE)

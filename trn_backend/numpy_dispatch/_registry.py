@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import keyword
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -38,39 +39,25 @@ class Binder:
     """``Signature.bind`` for one signature, prepared once: ``binder(args, kwargs)`` gives the arguments the caller
     gave by parameter name, ``**kwargs`` entries flattened; NumPy's ``_NoValue`` placeholder counts as not given.
 
-    The common calls (positional arguments, then keywords the signature names, none missing or repeated) bind
-    from name lists built here; every other call goes through ``Signature.bind`` (``bind``), which has the rules
-    and the error messages for the rest, so both ways give the same answer."""
+    ``given(*args, **kwargs)`` is a function generated here with the signature's own parameters (every default
+    a placeholder for "not given"), so Python's argument binding does the work of ``Signature.bind`` at the cost
+    of one call; a call it refuses (a TypeError) goes through ``Signature.bind`` (``bind``), which has the error
+    messages, so both ways give the same answer."""
 
-    __slots__ = ("signature", "positional", "var_positional", "keywords", "required")
+    __slots__ = ("signature", "given")
 
     def __init__(self, signature: inspect.Signature) -> None:
-        params = signature.parameters.values()
         self.signature = signature
-        self.positional = tuple(p.name for p in params if p.kind in _POSITIONAL)
-        self.var_positional = next((p.name for p in params if p.kind is _P.VAR_POSITIONAL), None)
-        self.keywords = frozenset(p.name for p in params if p.kind in _BY_NAME)
-        self.required = tuple(p.name for p in params if p.default is _P.empty
-                              and p.kind not in (_P.VAR_POSITIONAL, _P.VAR_KEYWORD))
+        self.given = _given_function(signature) or self._bound
 
     def __call__(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        n = len(self.positional)
-        if len(args) > n and self.var_positional is None:
-            return self.bind(args, kwargs)  # too many arguments: bind's error
-        given = dict(zip(self.positional, args, strict=False))  # the later parameters by keyword or default
-        if len(args) > n:
-            given[self.var_positional] = args[n:]  # as bind: *args is there only when it holds something
-        for k, v in kwargs.items():
-            if k in given or k not in self.keywords:  # repeated, positional-only, or for **kwargs
-                return self.bind(args, kwargs)
-            given[k] = v
-        for k in self.required:
-            if k not in given:
-                return self.bind(args, kwargs)
-        for v in given.values():
-            if v is np._NoValue:
-                return {k: v for k, v in given.items() if v is not np._NoValue}
-        return given
+        try:
+            return self.given(*args, **kwargs)
+        except TypeError:  # raised by the binding of the call, before the generated body runs
+            return self.bind(args, kwargs)
+
+    def _bound(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        return self.bind(args, kwargs)
 
     def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         """The same through ``Signature.bind``: every call, at its speed."""
@@ -83,8 +70,48 @@ class Binder:
         return given
 
 
-# A conversion of one argument: (value, the call's device, function name, argument name) -> the impl's value
-Converter = Callable[[Any, torch.device, str, str], Any]
+# The names the generated binding function uses itself: a signature with a parameter of one of these names keeps
+# the binding through ``Signature.bind``.
+_GIVEN_NAMES = frozenset({"_bind_call", "_given", "_unset", "_novalue"})
+
+
+def _given_function(signature: inspect.Signature) -> Callable[..., dict[str, Any]] | None:
+    """``def _bind_call(<the signature's parameters, defaults _unset>)``, which returns the parameters the call gave
+    (not _unset, not NumPy's _NoValue) by name, ``*args`` only where it holds something (as ``Signature.bind``)
+    and ``**kwargs`` entries flattened as they are; None where the parameters' names do not allow it."""
+    params = list(signature.parameters.values())
+    if any(not p.name.isidentifier() or keyword.iskeyword(p.name) or p.name in _GIVEN_NAMES for p in params):
+        return None
+    spelled: list[str] = []
+    body: list[str] = []
+    for i, p in enumerate(params):
+        if p.kind is _P.KEYWORD_ONLY and not any(q.kind in (_P.KEYWORD_ONLY, _P.VAR_POSITIONAL) for q in params[:i]):
+            spelled.append("*")
+        if p.kind is _P.VAR_POSITIONAL:
+            spelled.append(f"*{p.name}")
+            body.append(f"    if {p.name}:\n        _given[{p.name!r}] = {p.name}")
+        elif p.kind is _P.VAR_KEYWORD:
+            spelled.append(f"**{p.name}")
+            body.append(f"    _given.update({p.name})")
+        else:
+            spelled.append(p.name if p.default is _P.empty else f"{p.name}=_unset")
+            unset = "" if p.default is _P.empty else f"{p.name} is not _unset and "
+            body.append(f"    if {unset}{p.name} is not _novalue:\n        _given[{p.name!r}] = {p.name}")
+        if p.kind is _P.POSITIONAL_ONLY and (i + 1 == len(params) or params[i + 1].kind is not _P.POSITIONAL_ONLY):
+            spelled.append("/")
+    source = f"def _bind_call({', '.join(spelled)}):\n    _given = {{}}\n" + "\n".join(body) + "\n    return _given\n"
+    scope = {"_unset": _UNSET, "_novalue": np._NoValue}
+    exec(source, scope)  # noqa: S102 - generated from the signature's parameter names, checked above
+    return scope["_bind_call"]
+
+
+_UNSET = object()  # the generated binding's default: the parameter was not given
+
+
+# A conversion of one argument: (value, the call's (args, kwargs), function name, argument name) -> the impl's
+# value. A converter that moves a value to the call's device finds the device itself (``call_device``), only
+# where it converts: NeuronArrays, None and dtypes need no device.
+Converter = Callable[[Any, tuple[tuple[Any, ...], dict[str, Any]], str, str], Any]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -164,27 +191,37 @@ def _converter(array: bool, sequence: bool, dtype: bool, weak: bool, star: bool)
     return _dtype if dtype else None
 
 
-def _array(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_array(value, device)
+def _array(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    if value is None or isinstance(value, NeuronArray):  # as as_array: as they are
+        return value
+    return as_array(value, call_device(*call))
 
 
-def _weak_array(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_array(value, device, weak=True)
+def _weak_array(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    if value is None or isinstance(value, NeuronArray):
+        return value
+    return as_array(value, call_device(*call), weak=True)
 
 
-def _arrays(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_arrays(value, device)
+def _arrays(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    return as_arrays(value, call_device(*call))
 
 
-def _weak_arrays(value: Any, device: torch.device, func: str, arg: str) -> Any:
-    return as_arrays(value, device, weak=True)
+def _weak_arrays(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    return as_arrays(value, call_device(*call), weak=True)
 
 
-def _sequence(value: Any, device: torch.device, func: str, arg: str) -> Any:
+def _sequence(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
+    if type(value) in _SEQUENCES and all(isinstance(x, NeuronArray) for x in value):
+        return list(value)  # what as_array would make of each: the arrays themselves
+    device = call_device(*call)
     return [as_array(x, device) for x in value]  # an array iterates over its first axis, as in NumPy
 
 
-def _dtype(value: Any, device: torch.device, func: str, arg: str) -> Any:
+_SEQUENCES = (list, tuple)
+
+
+def _dtype(value: Any, call: tuple[tuple[Any, ...], dict[str, Any]], func: str, arg: str) -> Any:
     return to_dtype(value, func, arg)
 
 
@@ -203,16 +240,16 @@ def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: di
     for t in types:
         if not issubclass(t, _HANDLED_TYPES):
             return NotImplemented
-    values = entry.binder(args, kwargs)
+    try:
+        values = entry.binder.given(*args, **kwargs)
+    except TypeError:  # raised by the binding of the call: Signature.bind's error, or its answer (``Binder``)
+        values = entry.binder.bind(args, kwargs)
     out = values.pop("out", None) if entry.writes_out else None
     if not entry.any_keyword and not entry.impl_names.issuperset(values):
         values = _supported(values, entry)
-    device = None
     for k, convert in entry.converters.items():
         if k in values:
-            if device is None:
-                device = call_device(args, kwargs)
-            values[k] = convert(values[k], device, entry.name, k)
+            values[k] = convert(values[k], (args, kwargs), entry.name, k)
     result = _call(entry, values)
     return result if out is None else write_out(result, out, entry.name)
 

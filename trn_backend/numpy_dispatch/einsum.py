@@ -49,6 +49,9 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = 
     ``out``."""
     subscripts, ops = _einsum_operands(operands)
     ops = _cast_all(as_arrays(ops, device_of(ops)), dtype, casting, "numpy.einsum")
+    if out is None:  # nothing rounds after the expression: its target holds as it is (``_out_rounding``)
+        return xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
+                         target_forward_error=target_forward_error)
     with _out_rounding(ops, out, precision, target_forward_error) as target_forward_error:
         result = xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
                            target_forward_error=target_forward_error)

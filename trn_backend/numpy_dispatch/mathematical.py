@@ -249,12 +249,17 @@ def convolve(a: A, v: A, mode: str = "full") -> A:
     return _correlate(a, xp.flip(v), mode)
 
 
+_PYTHON_REAL = frozenset((type(None), bool, int, float))  # exact types: NumPy scalars subclass float and int
+
+
 @implements(np.clip, arrays="a a_min a_max min max", weak="a_min a_max min max")
 def clip(a: A, a_min: Any = None, a_max: Any = None, min: Any = None, max: Any = None) -> A:
     """numpy.clip: the bounds promote with a (NumPy 2: an int array clipped at 0.5 becomes floating)."""
     if (a_min is not None and min is not None) or (a_max is not None and max is not None):
         raise ValueError("numpy.clip(): give a_min/a_max or min/max, not both spellings of one bound")
     lo, hi = (a_min if min is None else min), (a_max if max is None else max)
+    if a._t.dtype in _dtypes.REAL_FLOAT and type(lo) in _PYTHON_REAL and type(hi) in _PYTHON_REAL:
+        return xp.clip(a, lo, hi)  # Python bounds are weak: a real floating array keeps its dtype (result_type)
     bounds = [b for b in (lo, hi) if b is not None]
     dtype = xp.result_type(a, *bounds)
     lo, hi = (b if b is None or not isinstance(b, A) else xp.astype(b, dtype) for b in (lo, hi))

@@ -57,8 +57,10 @@ def ravel(a: A) -> A:
 @implements(np.transpose, arrays="a")
 def transpose(a: A, axes: Sequence[int] | None = None) -> A:
     """numpy.transpose (also numpy.permute_dims): reversed axes by default."""
-    order = reversed(range(a.ndim)) if axes is None else axes
-    return xp.permute_dims(a, tuple(normalize_axis(i, a.ndim, "numpy.transpose") for i in order))
+    ndim = a.ndim
+    if axes is None:  # reversed: valid axes already
+        return xp.permute_dims(a, tuple(range(ndim - 1, -1, -1)))
+    return xp.permute_dims(a, tuple(normalize_axis(i, ndim, "numpy.transpose") for i in axes))
 
 
 @implements(np.moveaxis, arrays="a")

@@ -72,6 +72,24 @@ def methods(ufunc: np.ufunc) -> tuple[str, ...]:
 def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """NEP 13 entry: ``ufunc.method(*inputs, **kwargs)`` on the namespace, in NumPy on host arrays for what the
     table lacks (``_fallback``), or NotImplemented where another array type takes part."""
+    if method == "__call__" and not kwargs:
+        fname = _PLAIN.get(ufunc)
+        if fname is not None:
+            # the commonest call: an element-wise ufunc on NeuronArrays (and Python scalars, which stay weak)
+            # with no keywords, where ``_call`` would convert, check and pass on nothing: the namespace function,
+            # after the broadcast check that names the ufunc. Operands of other types take the general way.
+            if len(inputs) == 2:
+                a, b = inputs
+                ta, tb = type(a), type(b)
+                if ta is A and tb is A:
+                    s1, s2 = a._t.shape, b._t.shape
+                    if s1 != s2 and ufunc not in _CORE:
+                        check_broadcastable(s1, s2, _NAMES[ufunc, method])
+                    return getattr(xp, fname)(a, b)
+                if (ta is A and tb in _WEAK_TYPES) or (tb is A and ta in _WEAK_TYPES):
+                    return getattr(xp, fname)(a, b)
+            elif len(inputs) == 1 and type(inputs[0]) is A:
+                return getattr(xp, fname)(inputs[0])
     name = _NAMES.get((ufunc, method))
     if name is None:
         return _fallback(ufunc, method, inputs, kwargs)
@@ -211,10 +229,25 @@ def _accumulate(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]
 
 def _outer(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
     """``ufunc.outer(a, b)``: the call on a reshaped to a.shape + (1,) * b.ndim."""
-    device = device_of((inputs, kwargs.get("out")))
-    a, b = (as_array(x, device) for x in inputs)
-    return _call(ufunc, (xp.reshape(a, a.shape + (1,) * b.ndim), b), kwargs, name)
+    a, b = inputs
+    if type(a) is not A or type(b) is not A:  # (as_array keeps NeuronArrays as they are)
+        device = device_of((inputs, kwargs.get("out")))
+        a, b = (as_array(x, device) for x in inputs)
+    a = xp.reshape(a, a.shape + (1,) * b.ndim)
+    fname = _PLAIN.get(ufunc)
+    if fname is not None and not kwargs and type(a) is A and type(b) is A:
+        return getattr(xp, fname)(a, b)  # as ``_call`` would: the shapes broadcast by construction
+    return _call(ufunc, (a, b), kwargs, name)
 
+
+# The ufuncs whose call without keywords on NeuronArrays is the namespace function alone (see ``array_ufunc``):
+# not the logical ones (their operands become truth values), nor reciprocal and power (integer checks)
+_PLAIN: dict[np.ufunc, str] = {u: f for u, f in UFUNCS.items()
+                               if u not in _LOGICAL and u not in (np.reciprocal, np.power)}
+# the gufuncs among them (matmul, vecdot): core dimensions, which the element-wise broadcast check must not see
+_CORE = frozenset(u for u in _PLAIN if u.signature is not None)
+# Python scalars: weak operands that ``_operands`` passes on as they are (exact types: NumPy scalars subclass them)
+_WEAK_TYPES = frozenset(PY_SCALARS)
 
 _HANDLERS = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer}
 # (ufunc, method) -> the name errors give, for each handled pair: built once, as array_ufunc runs on every call
