@@ -43,6 +43,7 @@ bench: $(VENV)/.installed-test
 	$(PY) benchmarks/bench_namespace.py
 	$(PY) benchmarks/bench_numpy_dispatch.py
 	$(PY) benchmarks/bench_emulation.py
+	$(PY) benchmarks/bench_mode_shapes.py
 	$(PY) benchmarks/bench_sliced.py
 	$(PY) benchmarks/bench_selection.py
 	$(PY) benchmarks/calibrate_modes.py
