@@ -48,6 +48,7 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/bench_namespace.py
 	$(PY) benchmarks/bench_numpy_dispatch.py
 	$(PY) benchmarks/bench_emulation.py
+	$(PY) benchmarks/bench_mode_shapes.py
 	$(PY) benchmarks/bench_sliced.py
 	$(PY) benchmarks/bench_selection.py
 	$(PY) benchmarks/bench_families.py

@@ -5,8 +5,9 @@ torch device (CPU, CUDA, Neuron through torch-neuronx).
 
 One module per mode: ``_native``, ``_fast``, ``_sr``, ``_dd``, ``_bf16x6``, ``_ozaki``, ``_kahan`` (``MODES`` maps
 each mode name, and kahan's alias fp64, to its function); what they share (the kernel contract, the errors, the
-bf16 word split and its engine passes, scaling, blocking) is in ``_common``, and the numbers and error bounds each
-mode is defined by in ``kernels/bounds.py``. Import the modes and their pieces from this package.
+bf16 word split, scaling, blocking) is in ``_common``, the engine result of a word split (fast, sr, dd, bf16x6) in
+``_split``, and the numbers and error bounds each mode is defined by in ``kernels/bounds.py``. Import the modes and
+their pieces from this package.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ from __future__ import annotations
 import torch
 
 from ..bounds import BF16X6_CHUNK
-from ._common import _emulated, _split_fp32
+from ._common import _emulated
+from ._split import _split_fp32
 
 
 @_emulated

@@ -1,7 +1,7 @@
 """The pieces every emulated mode shares: the kernel contract (common dtype, K = 0, complex operands, inf/nan
 where native arithmetic puts them: ``_emulated``), the errors, the bf16 word split and its engine passes
-(``_split_fp32``, which fast, sr, dd and bf16x6 are, and ozaki on bf16 operands), the power-of-two scaling with its
-underflow certificate, and the blocking that bounds the reference's memory.
+(their engine result: ``_split``), the power-of-two scaling with its underflow certificate, and the blocking that
+bounds the reference's memory.
 
 The Trainium Tensor Engine multiplies bf16 operands (a product of two 8-bit significands is exact in fp32) and
 accumulates in fp32 PSUM, so an fp32 matmul of bf16-representable values *is* one engine pass, up to the order of
@@ -17,7 +17,7 @@ import warnings
 
 import torch
 
-from ..bounds import BF16X6_GROUP, UNDERFLOW_TERM, magnitude_pass_growth, small_terms_are_safe, underflow_floor
+from ..bounds import UNDERFLOW_TERM, bits, magnitude_pass_growth, small_terms_are_safe, underflow_floor
 
 _WARNED: set[str] = set()
 _NARROW_BITS = {torch.bfloat16: 8, torch.float16: 11}  # significand bits of the sub-fp32 formats
@@ -61,8 +61,10 @@ def _emulated(real_product):
     operands (four real products), and inf/nan exactly where native arithmetic puts them."""
 
     def finite_real(a: torch.Tensor, b: torch.Tensor, **params) -> torch.Tensor:
-        if _all_finite(a) and _all_finite(b):
-            return real_product(a, b, **params)
+        try:
+            return real_product(a, b, **params)  # its _Scaled finds any inf or nan in its first pass
+        except _NonFinite:
+            pass
         finite_a, finite_b = torch.isfinite(a), torch.isfinite(b)
         c = real_product(torch.where(finite_a, a, 0), torch.where(finite_b, b, 0), **params)
         # Native arithmetic's inf/nan entries depend only on where the inf/nan, zero, positive and negative
@@ -74,7 +76,7 @@ def _emulated(real_product):
     @functools.wraps(real_product)
     def mode(a: torch.Tensor, b: torch.Tensor, **params) -> torch.Tensor:
         a, b = _operands(a, b, real_product.__name__)
-        if 0 in (a.shape[-1], a.shape[-2], b.shape[-1]):
+        if a.numel() == 0 or b.numel() == 0:
             return torch.matmul(a, b)  # exact zeros, or no entries
         if not a.is_complex():
             return finite_real(a, b, **params)
@@ -85,9 +87,9 @@ def _emulated(real_product):
     return mode
 
 
-def _all_finite(x: torch.Tensor) -> bool:
-    """Whether x holds no inf or nan: its min and max (nan propagates), one pass and no copy."""
-    return x.numel() == 0 or bool(torch.isfinite(torch.stack(torch.aminmax(x))).all())
+class _NonFinite(Exception):  # noqa: N818 (a signal between _Scaled and _emulated, never seen outside)
+    """Raised by _Scaled where an operand holds an inf or nan: _emulated then runs the mode on the finite entries
+    and puts native arithmetic's inf and nan in place."""
 
 
 def _single_word(x: torch.Tensor, mode: str) -> bool:
@@ -120,6 +122,13 @@ def _nearest_bf16(x: torch.Tensor) -> torch.Tensor:
     # |x| = m 2**e, m in [0.5, 1): 8 significant bits step by 2**(e-8); bf16's subnormals by 2**-133
     quantum = torch.exp2(torch.clamp(torch.frexp(x)[1] - 8, min=-133).to(x.dtype))
     return torch.sign(x) * torch.floor(x.abs() / quantum + 0.5) * quantum
+
+
+def _nearest_bf16_bits(x: torch.Tensor) -> torch.Tensor:
+    """x (float64; every nonzero |x| in bf16's normal range, at least 2**-126) rounded to the nearest bf16 value,
+    ties away from zero, on its bit pattern as _nearest_bf16 rounds float32: the 52 stored significand bits
+    rounded to 7 (a carry moves into the exponent)."""
+    return (x.view(torch.int64) + 2**44).bitwise_and_(-(2**45)).view(torch.float64)
 
 
 def _words(x: torch.Tensor, n: int) -> list[torch.Tensor]:
@@ -210,7 +219,7 @@ class _Plan:
 
     def __init__(self, batch: int, m: int, k: int, n: int, align: int = 1, depth: int | None = None,
                  deep: bool = False) -> None:
-        budget = max(MIN_BLOCK_ELEMENTS, batch * (m * k + k * n + m * n) // BLOCK_FRACTION)
+        self.budget = budget = max(MIN_BLOCK_ELEMENTS, batch * (m * k + k * n + m * n) // BLOCK_FRACTION)
         self.cols = _ranges(n, budget)
         nb = self.cols[0].stop
         self.rows = _ranges(m, budget // nb)
@@ -258,52 +267,152 @@ def _min_nonzero(x: torch.Tensor) -> float:
     return _min_magnitude(x.abs())
 
 
+def _unscaled_exact(dtype: torch.dtype, words: int, k: int, smallest: list[float], largest: list[float]) -> bool:
+    """Whether a ``words``-word split of A and B themselves (float32 or float64, nonzero magnitudes between
+    ``smallest`` and ``largest``) gives exactly 2**(e_i + f_j) times the engine result of the scaled operands, so
+    that neither the scaling nor the scaling back need to run. Power-of-two scaling commutes with the split and
+    with every fp32 product and sum as long as nothing leaves fp32's normal range in either: every nonzero rest
+    of the split (at least |x| 2**-(p+1) for p significand bits; the value itself for one word) stays a normal
+    bf16 value, so the bit-pattern rounding sees the same significand; every word product (at least
+    ``smallest_a smallest_b`` times 2**-2 for one word, 2**-(p+2) for two, 2**-(2p+2) for three) is exact
+    (a 16-bit significand at or above 2**-134); no word, product or partial sum overflows (|sum| <= 1.1 K
+    max|A| max|B|); sums that fall below 2**-126 are exact anyway (both terms are multiples of 2**-149). The
+    scaled operands' smallest magnitudes are at least smallest / (2 largest), so both sides are checked; the
+    split modes' underflow certificate must hold at once as well."""
+    if dtype not in (torch.float32, torch.float64) or not all(0 < s < math.inf for s in smallest):
+        return False
+    p = 24 if dtype is torch.float32 else 53
+    rest = 1.0 if words == 1 else 2.0 ** -(p + 1)
+    product = {1: 2.0**-2, 2: 2.0 ** -(p + 2)}.get(words, 2.0 ** (-2 * p - 2))
+    ranges = [s / (2 * top) for s, top in zip(smallest, largest, strict=True)]
+    return (max(largest) <= 2.0**125 and k * largest[0] * largest[1] <= 2.0**124
+            and min(smallest) * rest >= 2.0**-126 and min(ranges) * rest >= 2.0**-126
+            and smallest[0] * smallest[1] * product >= 2.0**-134 and ranges[0] * ranges[1] * product >= 2.0**-134
+            and small_terms_are_safe(*ranges))
+
+
 class _Scaled:
     """A [B, M, K] and B [B, K, N] with A's rows and B's columns scaled as ``_scaled`` does, handed out block by
     block: in float32 where float32 holds every scaled value exactly (the common case, and a faster split), else
-    in float64. One pass over each operand finds the scales; ``underflow_safe`` tells whether the split modes'
-    underflow is certified at once (else ``certify`` checks each tile's entries, see _certify)."""
+    in float64. One pass over each operand finds its range, a second its scales; ``underflow_safe`` tells whether
+    the split modes' underflow is certified at once (else ``certify`` checks each tile's entries).
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: _Plan) -> None:
+    ``words`` (> 0: a split mode's word count) lets the operands run unscaled where that gives the same result
+    exactly (``unscaled``, see _unscaled_exact): the blocks are then A and B themselves, and ``finish`` only
+    rounds. ``split_into`` writes a block's bf16 words, ``finish`` scales a tile's engine result back."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: _Plan, words: int = 0) -> None:
         self.a, self.b, self.plan, self.k = a, b, plan, a.shape[-1]
-        row_max = a.new_zeros(a.shape[:-1], dtype=torch.float64)  # exact: maxima of magnitudes
-        col_max = b.new_zeros(b.shape[0], b.shape[2], dtype=torch.float64)
-        smallest = [math.inf, math.inf]
-        for bs, ms, ks in plan.a_blocks():
-            magnitudes = a[bs, ms, ks].abs()
-            row_max[bs, ms] = torch.maximum(row_max[bs, ms], magnitudes.amax(-1))
-            smallest[0] = min(smallest[0], _min_magnitude(magnitudes))
-        for bs, ks, ns in plan.b_blocks():
-            magnitudes = b[bs, ks, ns].abs()
-            col_max[bs, ns] = torch.maximum(col_max[bs, ns], magnitudes.amax(-2))
-            smallest[1] = min(smallest[1], _min_magnitude(magnitudes))
-        self.e = torch.frexp(row_max)[1].unsqueeze(-1)  # [B, M, 1]
-        self.f = torch.frexp(col_max)[1].unsqueeze(-2)  # [B, 1, N]
+        magnitudes = a.abs(), b.abs()
+        extremes = torch.stack([x for m in magnitudes for x in torch.aminmax(m)]).double().tolist()
+        if not (math.isfinite(extremes[1]) and math.isfinite(extremes[3])):  # inf, or nan (aminmax propagates it)
+            raise _NonFinite
+        smallest = [low if low > 0 else torch.where(m > 0, m, math.inf).amin().item()  # inf: no nonzero entry
+                    for low, m in zip(extremes[::2], magnitudes, strict=True)]
+        largest = [extremes[1], extremes[3]]
         # Every row's (column's) smallest nonzero magnitude over its scale is at least the operand's smallest over
-        # twice its largest: when those pass _small_terms_are_safe, every scaled value is a normal float32.
-        largest = [row_max.max().item() if row_max.numel() else 0.0, col_max.max().item() if col_max.numel() else 0.0]
+        # twice its largest: when those pass small_terms_are_safe, every scaled value is a normal float32.
         ranges = [s / (2 * top) if top > 0 else math.inf for s, top in zip(smallest, largest, strict=True)]
-        self.float32 = (a.dtype is not torch.float64 and bool((self.e.abs() <= 126).all())
-                        and bool((self.f.abs() <= 126).all()) and small_terms_are_safe(*ranges))
+        self.underflow_safe = True if small_terms_are_safe(*ranges) else None  # None: decided by certify
+        self.unscaled = words > 0 and _unscaled_exact(a.dtype, words, self.k, smallest, largest)
+        # float64 blocks split by the bit pattern where every nonzero rest is a normal bf16 value (p bits: rests
+        # are at least |x'| 2**-p)
+        self.bit_split = self.unscaled or min(ranges) * 2.0 ** -(bits(a.dtype) + 1) >= 2.0**-126
+        if self.unscaled:
+            self.float32 = a.dtype is torch.float32
+            return
+        self.e = torch.frexp(magnitudes[0].amax(-1).double())[1].unsqueeze(-1)  # [B, M, 1]
+        self.f = torch.frexp(magnitudes[1].amax(-2).double())[1].unsqueeze(-2)  # [B, 1, N]
+        del magnitudes
+        e_low, e_high, f_low, f_high = torch.stack([self.e.min(), self.e.max(), self.f.min(), self.f.max()]).tolist()
+        self.float32 = (a.dtype is not torch.float64 and -126 <= min(e_low, f_low) and max(e_high, f_high) <= 126
+                        and self.underflow_safe is True)
         if self.float32:
-            self.a_factor, self.b_factor = torch.exp2(-self.e.float()), torch.exp2(-self.f.float())
-            self.underflow_safe = True
+            self.a_factor = None if e_low == e_high == 0 else torch.exp2(-self.e.float())
+            self.b_factor = None if f_low == f_high == 0 else torch.exp2(-self.f.float())
+        elif max(-e_low, e_high, -f_low, f_high) <= 1022:  # _ldexp's one-factor case
+            self.a_factor, self.b_factor = torch.exp2(-self.e.double()), torch.exp2(-self.f.double())
         else:
-            self.underflow_safe = None  # decided by the first call to certify (a second pass)
+            self.a_factor = self.b_factor = None
+        self._finish_scales(e_low, e_high, f_low, f_high)
+
+    def _finish_scales(self, e_low: int, e_high: int, f_low: int, f_high: int) -> None:
+        """The factors ``finish`` scales an fp32 engine result (|total| < 2 K) back with, where two in-place
+        products give the exactly scaled value rounded once: in float32, 2**(e_i - e_low) (at least 1, exact
+        unless it overflows, which the range excludes) and then 2**(f_j + e_low) (a normal float32: one
+        rounding); in float64, 2**e_i (exact: no intermediate leaves float64's normal range) and then 2**f_j."""
+        log_k = math.ceil(math.log2(2 * self.k))
+        self.fp32_scales = self.fp64_scales = None
+        if e_high - e_low + log_k <= 126 and -126 <= f_low + e_low and f_high + e_low <= 127:
+            self.fp32_scales = (None if e_low == e_high else torch.exp2((self.e - e_low).float()),
+                                None if f_low + e_low == 0 == f_high + e_low else torch.exp2((self.f + e_low).float()))
+        if e_low - 149 >= -1022 and e_high + log_k <= 1022 and -1022 <= f_low and f_high <= 1023:
+            self.fp64_scales = (None if e_low == e_high == 0 else torch.exp2(self.e.double()),
+                                None if f_low == f_high == 0 else torch.exp2(self.f.double()))
 
     def block_a(self, bs, ms, ks) -> torch.Tensor:
+        """The scaled block (A itself where ``unscaled``: read only)."""
+        x = self.a[bs, ms, ks]
+        if self.unscaled:
+            return x
         if self.float32:
-            return self.a[bs, ms, ks].float() * self.a_factor[bs, ms]
-        return _ldexp(self.a[bs, ms, ks].double(), -self.e[bs, ms])
+            return x.float() if self.a_factor is None else x.float() * self.a_factor[bs, ms]
+        if self.a_factor is not None:
+            return torch.mul(x, self.a_factor[bs, ms])  # float64, as _ldexp's one factor
+        return _ldexp(x.double(), -self.e[bs, ms])
 
     def block_b(self, bs, ks, ns) -> torch.Tensor:
+        x = self.b[bs, ks, ns]
+        if self.unscaled:
+            return x
         if self.float32:
-            return self.b[bs, ks, ns].float() * self.b_factor[bs, :, ns]
-        return _ldexp(self.b[bs, ks, ns].double(), -self.f[bs, :, ns])
+            return x.float() if self.b_factor is None else x.float() * self.b_factor[bs, :, ns]
+        if self.b_factor is not None:
+            return torch.mul(x, self.b_factor[bs, :, ns])
+        return _ldexp(x.double(), -self.f[bs, :, ns])
 
     def whole(self) -> tuple[torch.Tensor, torch.Tensor]:
         everything = slice(None)
         return self.block_a(everything, everything, everything), self.block_b(everything, everything, everything)
+
+    def split_into(self, x: torch.Tensor, words: list[torch.Tensor]) -> None:
+        """The bf16 words of the block ``x`` (as ``_words`` gives them) written into the float32 tensors ``words``
+        (views of x's shape), largest first: float32 by the bit pattern, float64 by its 64-bit analogue (round the
+        52 stored significand bits to 7, ties away) where ``bit_split`` vouches that every rest is a normal bf16
+        value, else by _nearest_bf16. ``x`` is only read."""
+        rest = x
+        for t, word in enumerate(words):
+            if rest.dtype is torch.float32:
+                torch.bitwise_and(rest.view(torch.int32) + 0x8000, -0x10000, out=word.view(torch.int32))
+                value = word
+            else:
+                value = _nearest_bf16_bits(rest) if self.bit_split else _nearest_bf16(rest)
+                word.copy_(value)  # exact
+            if t + 1 < len(words):
+                rest = rest - value if t == 0 else rest.sub_(value)  # exact
+
+    def finish(self, total: torch.Tensor, bs, ms, ns, dtype: torch.dtype, finish=None) -> torch.Tensor:
+        """A tile's fp32 engine result scaled back by 2**(e_i + f_j) and rounded once to ``dtype`` (or passed
+        through ``finish``): as _ldexp in float64 then _round_to, in fewer passes where the range allows."""
+        if self.unscaled:
+            return total.to(dtype)  # no scale: exact (float32: the result itself)
+        if finish is None and dtype is torch.float32 and self.fp32_scales is not None:
+            rows, cols = self.fp32_scales
+            if rows is not None:
+                total.mul_(rows[bs, ms])
+            if cols is not None:
+                total.mul_(cols[bs, :, ns])
+            return total
+        if finish is None and dtype in (torch.float32, torch.float64) and self.fp64_scales is not None:
+            rows, cols = self.fp64_scales
+            y = total.double()
+            if rows is not None:
+                y.mul_(rows[bs, ms])
+            if cols is not None:
+                y.mul_(cols[bs, :, ns])
+            return y.to(dtype)
+        finish = finish or (lambda y: _round_to(y, dtype))
+        return finish(_ldexp(total.double(), self.e[bs, ms] + self.f[bs, :, ns]))
 
     def certify(self, mode: str, tile=None) -> None:
         """The split's underflow certificate for one output tile (None: all of them), or a PrecisionError. The
@@ -349,105 +458,6 @@ def _magnitude_lower(scaled: _Scaled, bs, ms, ns, floor: float) -> torch.Tensor:
     return lower
 
 
-def _split(x: torch.Tensor, n: int) -> list[torch.Tensor]:
-    """The n bf16 words of x (scaled, float32 or float64) as ``_words`` gives them, held in float32 (exact) for
-    the fp32 GEMMs that emulate the engine passes."""
-    words, rest = [], x
-    for t in range(n):
-        word = _nearest_bf16(rest)
-        words.append(word.float())
-        if t + 1 < n:
-            rest = rest - word
-    return words
-
-
 def _pairs(n: int, level: int) -> list[tuple[int, int]]:
     """The word (digit) pairs (i, j), 1-based, of one level i + j == level among n words."""
     return [(i, level - i) for i in range(1, level) if i <= n and level - i <= n]
-
-
-def _passes(acc, a_words, b_words, columns=slice(None)):
-    """acc plus the products w_i v_j, i + j <= n + 1, over K ``columns``, level by level, smallest first."""
-    n = len(a_words)
-    for level in range(n + 1, 1, -1):
-        for i, j in _pairs(n, level):
-            acc = _mac(acc, a_words[i - 1][..., columns], b_words[j - 1][..., columns, :])
-    return acc
-
-
-def _plain_tile(scaled: _Scaled, bs, ms, ns, words: int) -> torch.Tensor:
-    """One output tile of the engine sum of w_i v_j over i + j <= n + 1: each level accumulated in fp32 over all
-    of K (its own accumulator, K-block after K-block), then the levels added smallest first."""
-    levels: dict[int, torch.Tensor] = {}
-    for ks in scaled.plan.depth:
-        a_words, b_words = _split(scaled.block_a(bs, ms, ks), words), _split(scaled.block_b(bs, ks, ns), words)
-        for level in range(words + 1, 1, -1):
-            for i, j in _pairs(words, level):
-                levels[level] = _mac(levels.get(level), a_words[i - 1], b_words[j - 1])
-    total = levels[words + 1]
-    for level in range(words, 1, -1):
-        total += levels[level]
-    return total
-
-
-def _chunked_tile(scaled: _Scaled, bs, ms, ns, words: int, chunk: int, group: int) -> torch.Tensor:
-    """One output tile of bf16x6's accumulation: each K-chunk of ``chunk`` one accumulation (levels smallest
-    first), each ``group`` consecutive chunk sums added in fp32, the group sums combined by Sum2 in K order.
-    K-blocks are multiples of ``chunk`` (the plan's ``align``) and the group count carries from one K-block to
-    the next, so the chunks, groups and Sum2 order are those of an unblocked pass."""
-    hi = lo = partial = None
-    count = 0
-    for ks in scaled.plan.depth:
-        a_words, b_words = _split(scaled.block_a(bs, ms, ks), words), _split(scaled.block_b(bs, ks, ns), words)
-        for start in range(0, ks.stop - ks.start, chunk):
-            part = _passes(None, a_words, b_words, slice(start, start + chunk))
-            partial = part if count % group == 0 else partial.add_(part)
-            count += 1
-            if count % group == 0:
-                hi, lo = _sum2_step(hi, lo, partial)
-    if count % group:
-        hi, lo = _sum2_step(hi, lo, partial)
-    return hi + lo
-
-
-def _sum2_step(hi: torch.Tensor | None, lo: torch.Tensor | None, part: torch.Tensor):
-    """One part into Sum2's (hi, lo) pair (see _sum2)."""
-    if hi is None:
-        return part, torch.zeros_like(part)
-    hi, err = _two_sum(hi, part)
-    return hi, lo.add_(err)
-
-
-def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
-                engine=torch.matmul, fused=None, finish=None) -> torch.Tensor:
-    """The engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word), computed on
-    power-of-two scaled rows of A and columns of B, scaled back in float64 (exact) and passed through
-    ``finish`` (default: rounded to the operand dtype), tile by tile. ``chunk``: bf16x6's chunked accumulation.
-    ``fused(a_scaled, b_scaled, words)``, where given, computes the engine result from the whole scaled operands
-    in one device program (the NKI kernels: split on chip, every product in PSUM); ``engine``, where not
-    torch.matmul, runs each level of the whole operands as one pass (fast's NKI route)."""
-    dtype = a.dtype
-    finish = finish or (lambda y: _round_to(y, dtype))
-    if words > 1 and _single_word(a, mode):
-        words = 1
-    a3, b3, restore = _batched(a, b)
-    plan = _Plan(*a3.shape, b3.shape[-1], align=chunk or 1)
-    scaled = _Scaled(a3, b3, plan)
-    if fused is not None or engine is not torch.matmul:
-        scaled.certify(mode)
-        a_scaled, b_scaled = scaled.whole()
-        if fused is not None:
-            total = fused(restore(a_scaled), restore(b_scaled), words)
-        else:
-            total = _engine_sum(_words(restore(a_scaled), words), _words(restore(b_scaled), words), engine)
-        return restore(finish(_ldexp(total.double().reshape(a3.shape[0], a3.shape[1], -1), scaled.e + scaled.f)))
-    out = None
-    for bs, ms, ns in plan.tiles():
-        scaled.certify(mode, (bs, ms, ns))
-        total = (_plain_tile(scaled, bs, ms, ns, words) if chunk is None
-                 else _chunked_tile(scaled, bs, ms, ns, words, chunk, BF16X6_GROUP))
-        tile = finish(_ldexp(total.double(), scaled.e[bs, ms] + scaled.f[bs, :, ns]))
-        if out is None:
-            out = tile.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
-        out[bs, ms, ns] = tile
-    return restore(out)

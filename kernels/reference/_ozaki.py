@@ -15,15 +15,16 @@ from ._common import (
     _ldexp,
     _level,
     _magnitude_lower,
+    _NonFinite,
     _operands,
     _pairs,
     _Plan,
     _round_to,
     _Scaled,
     _single_word,
-    _split_fp32,
     _two_sum,
 )
+from ._split import _split_fp32
 
 # The chunks of exact digit products: a chunk of EXACT_CHUNK digit products (each at most 2**16) sums to an
 # integer below 2**24 (exact in fp32).
@@ -102,7 +103,10 @@ def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) ->
     s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
     if 0 in (*a.shape[-2:], b.shape[-1]):
         return s
-    return _needed_slices(_ozaki_scaled(a, b)[0], s)
+    try:
+        return _needed_slices(_ozaki_scaled(a, b)[0], s)
+    except _NonFinite:  # ozaki runs on the finite entries (see _emulated)
+        return ozaki_slices(*(torch.where(torch.isfinite(x), x, 0) for x in (a, b)), s)
 
 
 def _check_slices(slices: object) -> int:

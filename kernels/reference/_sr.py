@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torch
 
-from ._common import _emulated, _split_fp32
+from ._common import _emulated
+from ._split import _split_fp32
 
 
 def _stochastic_round(y: torch.Tensor, dtype: torch.dtype, generator: torch.Generator | None) -> torch.Tensor:

@@ -7,11 +7,15 @@ the benchmark's profiler helper."""
 from __future__ import annotations
 
 import importlib.util
+import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from trn_backend.kernels import reference
 
 from trn_backend import _precision, kernels
@@ -91,6 +95,122 @@ def test_blocked_results_agree_with_one_block(mode, monkeypatch):
         scale = (a.double().abs() @ b.double().abs())
         gap = ((blocked.double() - whole.double()).abs() / scale).max().item()
         assert gap <= 2 * _precision.error_bound(mode, torch.float32, 3000), gap
+
+
+# --- the split modes' shortcuts: each gives the bits of the general path it stands in for ---
+
+def _spread(shape: tuple[int, ...], dtype: torch.dtype, low: int, high: int, rows: int, seed: int = 0) -> torch.Tensor:
+    """Entries +-[1, 2) times 2**e, e uniform in [low, high) per entry, rows scaled by 2**[-rows, rows)."""
+    g = np.random.default_rng(seed)
+    x = np.where(g.random(shape) < 0.5, -1, 1) * (1 + g.random(shape)) * 2.0 ** g.integers(low, high, shape)
+    return torch.from_numpy(x * 2.0 ** g.integers(-rows, rows, (*shape[:-1], 1))).to(dtype)
+
+
+SHORTCUT_SHAPES = [(48, 48, 48, 48), (5, 8, 8, 8), (256, 1, 256), (5, 40, 1, 30), (40, 300, 24), (24, 3000, 20)]
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", SHORTCUT_SHAPES)
+@pytest.mark.parametrize("mode", ["fast", "dd", "bf16x6"])
+def test_the_unscaled_split_gives_the_scaled_splits_bits(mode, shape, dtype, monkeypatch):
+    """Operands of a moderate range (entries within 2**3 of their row's, rows at scales 2**-3 to 2**3) split
+    unscaled, which _unscaled_exact vouches gives exactly the scaled split's result: the same bits as scaling
+    the rows and columns and scaling the result back. A wide range takes the scaled split."""
+    *lead, m, k, n = shape
+    a, b = _spread((*lead, m, k), dtype, -3, 0, 3), _spread((*lead, n, k), dtype, -3, 0, 3, seed=1).transpose(-1, -2)
+    decisions = []
+    check = reference._common._unscaled_exact
+    monkeypatch.setattr(reference._common, "_unscaled_exact", lambda *args: decisions.append(check(*args)) or
+                        decisions[-1])
+    unscaled = run(mode, a, b)
+    assert decisions == [True]
+    monkeypatch.setattr(reference._common, "_unscaled_exact", lambda *args: False)
+    assert torch.equal(unscaled, run(mode, a, b))
+    assert not check(dtype, 2, k, [2.0**-120, 1.0], [1.0, 1.0])  # rests of 2**-145 are no normal bf16 values
+
+
+@pytest.mark.parametrize("rows, route", [(30, 0), (80, 1)])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("shape", SHORTCUT_SHAPES)
+@pytest.mark.parametrize("mode", ["fast", "dd", "bf16x6"])
+def test_scaling_back_by_two_products_gives_ldexps_bits(mode, shape, dtype, rows, route, monkeypatch):
+    """The engine result scaled back by a row and a column factor in place (in float32 where the row scales
+    span 2**60, in float64 where they span 2**160) equals the reference's _ldexp in float64 rounded once."""
+    *lead, m, k, n = shape
+    a, b = _spread((*lead, m, k), dtype, -10, 10, rows), _spread((*lead, k, n), dtype, -10, 10, 10, seed=1)
+    monkeypatch.setattr(reference._common, "_unscaled_exact", lambda *args: False)
+    routes, finish_scales = [], reference._common._Scaled._finish_scales
+
+    def spy(self, *args):
+        finish_scales(self, *args)
+        routes.append(self.fp32_scales is None if dtype is torch.float32 else self.fp64_scales is None)
+
+    monkeypatch.setattr(reference._common._Scaled, "_finish_scales", spy)
+    two_products = run(mode, a, b)
+    assert routes == [dtype is torch.float32 and route == 1]
+    monkeypatch.setattr(reference._common._Scaled, "_finish_scales",
+                        lambda self, *args: setattr(self, "fp32_scales", None) or setattr(self, "fp64_scales", None))
+    assert torch.equal(two_products, run(mode, a, b))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.floats(2.0**-126, 1.0) | st.floats(-1.0, -(2.0**-126)) | st.just(0.0) | st.just(-0.0),
+                min_size=1, max_size=40))
+def test_float64_bit_pattern_split_rounds_to_nearest_ties_away(values):
+    """The float64 words' bit-pattern rounding (for rests in bf16's normal range) is the exact nearest bf16
+    value, ties away from zero, as the frexp route gives it."""
+    x = torch.tensor(values, dtype=torch.float64)
+    got = reference._common._nearest_bf16_bits(x)
+    assert got.tolist() == [_nearest_ties_away(v) for v in values]
+    assert torch.equal(torch.signbit(got), torch.signbit(x))
+    ties = torch.tensor([1 + 2**-8, -(1 + 3 * 2**-8), 2.0**-126 * (1 + 2**-8), 1 - 2**-10], dtype=torch.float64)
+    assert reference._common._nearest_bf16_bits(ties).tolist() == [_nearest_ties_away(v) for v in ties.tolist()]
+
+
+def _nearest_ties_away(x: float) -> float:
+    """The nearest bf16 value to x (a normal one: 8 significant bits), ties away from zero, in exact arithmetic."""
+    if x == 0:
+        return x
+    quantum = Fraction(2) ** (math.frexp(abs(x))[1] - 8)
+    return math.copysign(float(math.floor(Fraction(abs(x)) / quantum + Fraction(1, 2)) * quantum), x)
+
+
+def _sum2_chunks_float32(sums: np.ndarray, group: int) -> np.ndarray:
+    """bf16x6's combination of chunk sums [c, ...] in NumPy float32, one operation at a time: ``group``
+    consecutive sums added left to right, the group sums combined by TwoSum in order, hi + lo at the end."""
+    hi = lo = None
+    for start in range(0, len(sums), group):
+        part = sums[start]
+        for s in sums[start + 1:start + group]:
+            part = np.float32(part + s)
+        if hi is None:
+            hi, lo = part, np.zeros_like(part)
+            continue
+        total = np.float32(hi + part)
+        back = np.float32(total - hi)
+        err = np.float32(np.float32(hi - np.float32(total - back)) + np.float32(part - back))
+        hi, lo = total, np.float32(lo + err)
+    return np.float32(hi + lo)
+
+
+@pytest.mark.parametrize("batches", [[11], [1] * 11, [4, 4, 3], [3, 8], [8, 3], [2, 4, 5]])
+def test_chunk_sums_combine_in_k_order_however_they_arrive(batches):
+    """_Sum2Chunks gives the float32 result of adding each group in order and combining the groups by TwoSum in
+    K order, whether the chunk sums come all at once (whole groups added at once), one by one or in batches
+    that split groups."""
+    g = np.random.default_rng(2)
+    sums = (g.standard_normal((11, 2, 3, 4)) * 2.0 ** g.integers(-30, 30, (11, 1, 1, 1))).astype(np.float32)
+    state, start = reference._split._Sum2Chunks(4), 0
+    for count in batches:
+        state.add(torch.from_numpy(sums[start:start + count].copy()).transpose(0, 1))  # [b, c, m, n]
+        start += count
+    assert np.array_equal(state.result().numpy(), _sum2_chunks_float32(sums, 4))
+
+
+def test_empty_batches_give_empty_results():
+    for mode in MODES:
+        c = run(mode, torch.ones(0, 3, 4), torch.ones(0, 4, 2))
+        assert c.shape == (0, 3, 2) and c.dtype is torch.float32
 
 
 @pytest.mark.parametrize("slices, k", [(4, 700), (16, 2100)])  # 16 x 2100: a level too large for int32 weights
