@@ -1,8 +1,9 @@
 """Benchmark: what NumPy dispatch (NEP 18 ``__array_function__``, NEP 13 ``__array_ufunc__``) adds to a call.
 
-Each row is a NumPy call on small float32 NeuronArrays (10 elements: shape (10,) or (2, 5)) beside the direct
-namespace call that computes the same thing (checked equal first); the difference is the cost of dispatch:
-NumPy's protocol, binding the call against NumPy's signature, converting the arguments, ``out=``. Both calls run in
+Each row is a NumPy call on small float32 NeuronArrays (10 elements: shape (10,) or (2, 5); square matrices of
+sides 4, 16 and 64 for the matrix products) beside the direct namespace call that computes the same thing
+(checked equal first); the difference is the cost of dispatch: NumPy's protocol, binding the call against
+NumPy's signature, converting the arguments, ``out=``. Both calls run in
 one process, interleaved (each repetition runs both, alternating which goes first), with idle BLAS/OpenMP threads
 set to sleep (see below). Times are medians of per-call means over a sample; the overhead and the ratio are
 medians of per-repetition differences and ratios, robust to load changes on a shared machine. The JSON in
@@ -45,11 +46,13 @@ FORMS = ("numpy", "namespace")
 
 
 def _data() -> dict[str, object]:
-    """The operands: x, y of shape (10,), m of shape (2, 5), a boolean c, and out arrays o0 (0-d) and o10."""
+    """The operands: x, y of shape (10,), m of shape (2, 5), a boolean c, out arrays o0 (0-d) and o10, and square
+    matrices a4, a16, a64 (sides 4, 16, 64)."""
     rng = np.random.default_rng(0)
     x, y = (rng.random(10, dtype=np.float32) + 1 for _ in range(2))
+    squares = {f"a{n}": xp.asarray(rng.random((n, n), dtype=np.float32) + 1) for n in (4, 16, 64)}
     return {"x": xp.asarray(x), "y": xp.asarray(y), "m": xp.asarray(x.reshape(2, 5)), "c": xp.asarray(x > y),
-            "o0": xp.zeros((), dtype=xp.float32), "o10": xp.zeros((10,), dtype=xp.float32)}
+            "o0": xp.zeros((), dtype=xp.float32), "o10": xp.zeros((10,), dtype=xp.float32), **squares}
 
 
 def _into(out: object, value: object) -> object:
@@ -78,6 +81,9 @@ CASES: list[tuple[str, str]] = [
     ("np.greater(x, y)", "xp.greater(x, y)"),
     ("np.add(x, y, out=o10)", "_into(o10, xp.add(x, y))"),
     ("np.matmul(x, y)", "xp.matmul(x, y)"),
+    ("np.matmul(a4, a4)", "xp.matmul(a4, a4)"),
+    ("np.matmul(a16, a16)", "xp.matmul(a16, a16)"),
+    ("np.matmul(a64, a64)", "xp.matmul(a64, a64)"),
     ("np.einsum('i,i->', x, y)", "xp.einsum('i,i->', x, y)"),
     ("np.reshape(x, (2, 5))", "xp.reshape(x, (2, 5))"),
     ("np.transpose(m)", "xp.permute_dims(m, (1, 0))"),

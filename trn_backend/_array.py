@@ -266,11 +266,15 @@ class NeuronArray(NdarrayMethods):
                 view = _new(NeuronArray)
                 view._t = t[key]  # a view, never one element
                 return view
-        elif type(t) is _TENSOR and (kind is int or key is Ellipsis or kind is tuple and ints_and_slices(key)):
+        elif key is Ellipsis:
+            if type(t) is _TENSOR:
+                view = _new(NeuronArray)
+                view._t = t[key]  # a view (of a 0-d array too: not one element read)
+                return view
+        elif type(t) is _TENSOR and (kind is int or kind is tuple and ints_and_slices(key)):
             r = t[key]
             view = _new(NeuronArray)
-            # one element (an int for every dimension): a copy (see below)
-            view._t = r.clone() if r.dim() == 0 and key is not Ellipsis else r
+            view._t = r.clone() if r.dim() == 0 else r  # one element (an int for every dimension): a copy (below)
             return view
         if simple(key):  # torch's basic indexing is NumPy's there: a view, for every dtype
             r = t[key]

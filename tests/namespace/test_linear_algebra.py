@@ -256,3 +256,18 @@ def test_a_repeated_matmul_keeps_its_errors_and_promotions():
         x @ x
     with pytest.raises(ValueError, match=r"matmul\(\): x2 is 0-dimensional"):
         x @ from_numpy(np.float32(1.0).reshape(()))
+
+
+def test_matmul_operands_are_checked_on_every_path():
+    """The call without precision arguments checks two CPU arrays inline: other operands keep their errors naming
+    matmul (not an array; arrays on different devices), with and without a precision argument."""
+    x = xp.ones((2, 2))
+    on_meta = xp.NeuronArray(torch.empty((2, 2), dtype=torch.float64, device="meta"))
+    for kwargs in ({}, {"precision": "native"}):
+        with pytest.raises(TypeError, match=r"matmul\(\) expects x2 to be a NeuronArray"):
+            xp.matmul(x, np.ones((2, 2)), **kwargs)
+        with pytest.raises(TypeError, match=r"matmul\(\) expects x1 to be a NeuronArray"):
+            xp.matmul(torch.ones((2, 2), dtype=torch.float64), x, **kwargs)
+        with pytest.raises(ValueError, match=r"matmul\(\): x1 and x2 are on different devices"):
+            xp.matmul(x, on_meta, **kwargs)
+    assert (on_meta @ on_meta).device.type == "meta"

@@ -9,11 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
+
 from .. import _precision
 from .._helpers import NeuronArray, check_same_device, tensor, wrap
 from ..contraction.api import matmul_tensors, tensordot_tensors, vecdot_tensors
 
 __all__ = ["matmul", "matrix_transpose", "tensordot", "vecdot"]
+
+_new = object.__new__
+_TENSOR = torch.Tensor
 
 
 def _operands(x1: NeuronArray, x2: NeuronArray, func: str):
@@ -26,12 +31,23 @@ def _operands(x1: NeuronArray, x2: NeuronArray, func: str):
 def matmul(x1: NeuronArray, x2: NeuronArray, /, *, precision: str | None = None,
            target_forward_error: float | None = None, target_relative_error: float | None = None) -> NeuronArray:
     """Matrix product with the standard's 1-D promotion and batch broadcasting (the ``@`` operator)."""
-    t1, t2 = _operands(x1, x2, "matmul")
     if precision is None and target_forward_error is None and target_relative_error is None:
-        try:  # the common call (the @ operator): no per-call precision, so no scope to enter
-            return wrap(matmul_tensors(t1, t2))
+        # the common call (the @ operator): no per-call precision, so no scope to enter; two arrays on the CPU
+        # are checked inline (``_operands``) and a plain tensor's result is wrapped inline (``wrap``)
+        if type(x1) is NeuronArray and type(x2) is NeuronArray and x1._t.is_cpu and x2._t.is_cpu:
+            t1, t2 = x1._t, x2._t
+        else:
+            t1, t2 = _operands(x1, x2, "matmul")
+        try:
+            out = matmul_tensors(t1, t2)
         except _precision.PrecisionError as e:  # raised where the mode is resolved or run: name this function
             raise e.named("matmul()") from e.__cause__
+        if type(out) is not _TENSOR:
+            return wrap(out)
+        result = _new(NeuronArray)
+        result._t = out
+        return result
+    t1, t2 = _operands(x1, x2, "matmul")
     try:
         with _precision.scope(precision, target_forward_error, target_relative_error, "matmul()"):
             return wrap(matmul_tensors(t1, t2, precision, target_forward_error))

@@ -131,7 +131,7 @@ def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precis
 def matmul_tensors(a: torch.Tensor, b: torch.Tensor, precision: Precision = None,
                    target_forward_error: float | None = None) -> torch.Tensor:
     """The standard's matmul: 1-D operands promoted to matrices and back, batch dimensions broadcast."""
-    if precision is None and target_forward_error is None and type(a) is torch.Tensor and type(b) is torch.Tensor:
+    if precision is None and target_forward_error is None and type(a) is _TENSOR and type(b) is _TENSOR:
         # the common call (the @ operator): plain tensors, no per-call precision. Without a precision block its
         # mode is the device's default, so its step is found by shapes, dtypes and device in one lookup
         key = (a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device)  # the flag reads faster
@@ -179,6 +179,7 @@ def _kernel_call(plan: Plan, da: torch.dtype, db: torch.dtype) -> tuple[object, 
 # the step is one kernel call on the operands as they are, else (None, plan); cleared with the planner's caches
 _DEFAULT_MATMULS: dict[tuple, tuple[object, object]] = {}
 _CPU = torch.device("cpu")
+_TENSOR = torch.Tensor
 
 
 @functools.lru_cache(maxsize=4096)

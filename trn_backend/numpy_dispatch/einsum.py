@@ -48,7 +48,9 @@ def einsum(*operands: Any, out: Any = None, optimize: Any = False, dtype: Any = 
     ``casting`` (NumPy's default 'safe') rules both the cast of the operands to ``dtype`` and the write into
     ``out``."""
     subscripts, ops = _einsum_operands(operands)
-    ops = _cast_all(as_arrays(ops, device_of(ops)), dtype, casting, "numpy.einsum")
+    if not all(isinstance(o, NeuronArray) for o in ops):  # (as_arrays keeps NeuronArrays as they are)
+        ops = as_arrays(ops, device_of(ops))
+    ops = _cast_all(ops, dtype, casting, "numpy.einsum")
     if out is None:  # nothing rounds after the expression: its target holds as it is (``_out_rounding``)
         return xp.einsum(subscripts, *ops, optimize=_optimize(optimize), precision=precision,
                          target_forward_error=target_forward_error)
