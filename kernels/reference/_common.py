@@ -422,12 +422,13 @@ class _Scaled:
         """The bf16 words of the block ``x`` (as ``_words`` gives them) written into the float32 tensors ``words``
         (views of x's shape), largest first: float32 by the bit pattern, float64 by its 64-bit analogue
         (_nearest_bf16_bits) where ``bit_split`` vouches that every rest is a normal bf16 value, else by
-        _nearest_bf16. ``x`` is overwritten where ``owned``, else only read; one scratch tensor serves every word."""
+        _nearest_bf16. ``x`` is overwritten where ``owned``, else only read; float64's rounding takes one scratch
+        tensor for every word."""
         rest, scratch = x, None
         for t, word in enumerate(words):
-            if rest.dtype is torch.float32:
-                scratch = torch.add(rest.view(torch.int32), 0x8000, out=scratch)
-                value = torch.bitwise_and(scratch, -0x10000, out=word.view(torch.int32)).view(torch.float32)
+            if rest.dtype is torch.float32:  # the rounding runs in the word's own bits
+                torch.add(rest.view(torch.int32), 0x8000, out=word.view(torch.int32)).bitwise_and_(-0x10000)
+                value = word
             else:
                 if self.bit_split:
                     scratch = torch.add(rest.view(torch.int64), 2**44, out=scratch)
