@@ -11,12 +11,11 @@ with i (a band of B's digits, itself an exact integer), accumulated in one float
 in s. Sum2 adds those levels without a rounding error: after them its (hi, lo) pair is (prefix, 0). Each level
 below ``start`` is its pairs' GEMMs (its integer sum is far below 2**53) and one TwoSum step, as in Sum2. Scaling
 by a power of two changes no rounding of any of it, as long as every count stays in float64's normal range.
-float32 operands take s = 4: their prefix is all of it (start = 2) up to K = 8160.
+float32 operands take s = 4: their prefix is all of it (start = 2) up to K = 8159.
 
-Both operands' digits come from one recursion over [A' block | B' block]. The larger operand is cut into tiles
-(the product is computed as (B^T A^T)^T where B is the larger), the smaller one's digits and bands are made per
-tile; blocks and tiles are 1/share of the plan's budget, since the digits, bands and the tile's level sums take
-several float64 copies of them.
+The larger operand is cut into tiles (the product is computed as (B^T A^T)^T where B is the larger); the smaller
+one's digits are made per tile and kept, the larger one's streamed into bands (_block_sums). Blocks and tiles are
+1/share of the plan's budget, since the digits, bands and the tile's level sums take several float64 copies.
 """
 
 from __future__ import annotations
@@ -46,26 +45,46 @@ def prefix_start(slices: int, k: int) -> int:
     return 2
 
 
-def _digits_and_bands(x: torch.Tensor, na: int, a_shape, b_shape, slices: int, start: int):
-    """The digits of one scaled block pair, x = [A block | B block] flat in float64 (overwritten): the digit
-    recursion of ``_digits`` runs on both blocks at once, digit t landing in one new tensor [q_t | r_t]. Returns
-    A's digits q_1 .. q_s (views [b, m, k]), B's digits r_1 .. r_(start-2) for the levels below the prefix, and
-    B's bands Band_1 .. Band_s [b, k, n] (index 0 unused)."""
-    q, r, bands = [None], [None], [None] * (slices + 1)
-    for j in range(1, slices + 1):
-        digit = torch.round(x.mul_(_RADIX))  # exact, as _digits
+def _block_sums(a: torch.Tensor, b: torch.Tensor, slices: int, start: int, alpha: float, sums: dict) -> None:
+    """Add one K-block pair's prefix (``sums["prefix"]``) and levels below ``start`` (``sums[level]``), counted in
+    ``alpha``s, to ``sums``: a = A' block [b, m, k], b = B' block [b, k, n] (float64, both overwritten; B's the
+    smaller). B's digits r_1 .. r_s are made first and kept; A's follow one at a time. Band_j over A's digits i of
+    the prefix's pairs with r_j is complete with digit i = s + 1 - j: its GEMM runs at once and the band is
+    dropped, and so is r_j unless a level below the prefix needs it (as A's digits below start - 1 are kept for
+    those levels). The bands reaching down to i = 1 are the nested truncations, one tensor updated in place."""
+    kept = [None]
+    for j in range(1, slices + 1):  # exact, as _digits
+        kept.append(torch.round(b.mul_(_RADIX)))
         if j < slices:
-            x.sub_(digit)
-        q.append(digit[:na].view(a_shape))
-        r.append(digit[na:].view(b_shape))
-        # Bands reaching down to r_1 (i >= start - 1) are truncations, Band_{s+1-j} = 2**8 Band_{s+2-j} + r_j; the
-        # others (i <= start - 2) are windows r_{start-i} .. r_{s+1-i}, built digit by digit.
-        i = slices + 1 - j
-        if i >= start - 1:
-            bands[i] = r[j] if j == 1 else torch.add(r[j], bands[i + 1], alpha=_RADIX)
-        for i in range(max(1, start - j), min(start - 2, slices + 1 - j) + 1):
-            bands[i] = r[j].clone() if j == start - i else bands[i].mul_(_RADIX).add_(r[j])
-    return q, r[:start - 1], bands
+            b.sub_(kept[j])
+    low = start - 2
+    raw, scratch, truncation, windows = [None], None, None, {}
+    for i in range(1, slices + 1):
+        a.mul_(_RADIX)
+        digit = torch.round(a) if i <= low or i == 1 else torch.round(a, out=scratch)
+        scratch = None if i <= low or i == 1 else digit
+        if i < slices:
+            a.sub_(digit)
+        if i <= low:
+            raw.append(digit)
+        j = slices + 1 - i
+        if j >= start - 1:  # Band_j = 2**8 Band_{j+1} + q_i, down to q_1
+            if i == 1:
+                truncation = digit.clone() if low else digit
+            else:
+                torch.add(digit, truncation, alpha=_RADIX, out=truncation)
+            sums["prefix"] = _mac(sums.get("prefix"), truncation, kept[j], alpha)
+        for w in range(max(1, start - i), min(low, slices + 1 - i) + 1):  # windows q_{start-w} .. q_{s+1-w}
+            windows[w] = digit.clone() if i == start - w else torch.add(digit, windows[w], alpha=_RADIX,
+                                                                        out=windows[w])
+            if i == slices + 1 - w:
+                sums["prefix"] = _mac(sums.get("prefix"), windows.pop(w), kept[w], alpha)
+        if j > low:
+            kept[j] = None
+    for level in range(start - 1, 1, -1):
+        for j in range(1, level):
+            sums[level] = _mac(sums.get(level), raw[level - j], kept[j],
+                               alpha * 2.0 ** (SLICE_BITS * (slices + 1 - level)))
 
 
 def _scaled_pair(scaled: _Scaled, bs, ms, ns, ks) -> torch.Tensor:
@@ -85,6 +104,7 @@ _EVERYTHING = slice(None)
 
 
 def one_block(plan: _Plan) -> bool:
+    """Whether the plan has one tile and one K-block."""
     return len(plan.batches) == len(plan.rows) == len(plan.cols) == len(plan.depth) == 1
 
 
@@ -112,27 +132,23 @@ def _tile_total(scaled: _Scaled, plan: _Plan, bs, ms, ns, slices: int, start: in
     """One output tile's Sum2 of the exact level sums (float64), the integer sums of digit products counted in
     ``unit``s (a power of two in place of 2**(-8 (s + 1)); no count leaves float64's normal range). ``pair``: the
     scaled pair of a plan's one block, made already."""
-    prefix, levels = None, {}
-    alpha = unit
+    sums: dict = {}
     for ks in plan.depth:
         x = _scaled_pair(scaled, bs, ms, ns, ks) if pair is None else pair
         pair = None
         a_shape = (bs.stop - bs.start, ms.stop - ms.start, ks.stop - ks.start)
         b_shape = (a_shape[0], a_shape[2], ns.stop - ns.start)
-        q, r, bands = _digits_and_bands(x, a_shape[0] * a_shape[1] * a_shape[2], a_shape, b_shape, slices, start)
+        na = a_shape[0] * a_shape[1] * a_shape[2]
+        a, b = x[:na].view(a_shape), x[na:].view(b_shape)
         del x
-        for i in range(1, slices + 1):
-            prefix = _mac(prefix, q[i], bands[i], alpha)
-        for level in range(start - 1, 1, -1):
-            for i in range(1, level):
-                levels[level] = _mac(levels.get(level), q[i], r[level - i], alpha * 2.0 ** (SLICE_BITS * (
-                    slices + 1 - level)))
-        del q, r, bands  # before the next block's are made
+        _block_sums(a, b, slices, start, unit, sums)
+        del a, b  # before the next block's are made
+    prefix = sums["prefix"]
     if start == 2:
         return prefix
     hi, lo = prefix, torch.zeros_like(prefix)
     for level in range(start - 1, 1, -1):
-        hi, err = _two_sum(hi, levels[level])
+        hi, err = _two_sum(hi, sums[level])
         lo.add_(err)
     return hi + lo
 
@@ -146,11 +162,11 @@ def product(scaled: _Scaled, slices: int, dtype: torch.dtype, pair: torch.Tensor
     batch, m, k = scaled.a.shape
     n = scaled.b.shape[2]
     start = prefix_start(slices, k)
-    # float64 copies held per element of a block or tile: digits, bands and scaled values of the two operand
-    # blocks (2 s + 2), the tile's level sums, Sum2's pair and temporaries (start + 6). The plan's blocks and
-    # tiles are 1/(16 share) of inputs and output, of which the memory bound allows twice the bytes: keep the
-    # copies within 90% of that.
-    share = math.ceil(8 * (2 * slices + start + 8) / (0.9 * 2 * 16 * dtype.itemsize))
+    # float64 copies held per element of a block or tile, at most: the kept digits and scaled values of the
+    # smaller block (s + 1), the streamed block, its digit, truncation, windows and kept digits (2 start - 1), the
+    # tile's sums, Sum2's pair and temporaries (start + 6). The plan's blocks and tiles are 1/(16 share) of inputs
+    # and output, of which the memory bound allows twice the bytes.
+    share = math.ceil(8 * (slices + 3 * start + 6) / (2 * 16 * dtype.itemsize))
     plan = _Plan(batch, m, k, n, share=share)
     if not one_block(plan):
         pair = None

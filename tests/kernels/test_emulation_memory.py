@@ -233,6 +233,24 @@ def test_ozaki_float64_route_gives_the_fp32_engine_levels_bits(slices, k, start,
             assert torch.equal(got, reference.ozaki(x, y, slices=slices))
 
 
+@pytest.mark.parametrize("k", [8159, 8160])
+def test_ozaki_float64_route_is_exact_at_the_edge_of_its_prefix(k, monkeypatch):
+    """Digits as large as they get and of one sign, (255, 127, 127, 127) on both sides, sum to the most the
+    float64 prefix allows at K = 8159 (4 slices: all levels in one exact sum) and just beyond it at 8160 (the
+    lowest level apart): the result is the exact sum of the kept digit pairs rounded once, as the fp32 engine
+    route gives it."""
+    value = Fraction(255, 2**8) + Fraction(127, 2**16) + Fraction(127, 2**24) + Fraction(127, 2**32)
+    a = torch.full((1, k), float(value), dtype=torch.float64)
+    digits = [255, 127, 127, 127]
+    kept = sum(Fraction(digits[i] * digits[j], 2 ** (8 * (i + j + 2))) for i in range(4) for j in range(4 - i))
+    assert reference._ozaki_f64.prefix_start(4, k) == (2 if k == 8159 else 3)
+    got = reference.ozaki(a, a.mT, slices=4)
+    assert got.item() == float(k * kept)
+    with monkeypatch.context() as patch:
+        patch.setattr(reference._ozaki, "_FLOAT64_GEMMS", ())
+        assert torch.equal(got, reference.ozaki(a, a.mT, slices=4))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("shape", [(96, 2048, 80), (4, 32, 1024, 24)])
 @pytest.mark.parametrize("mode", MODES + ("native",))
