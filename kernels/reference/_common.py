@@ -222,10 +222,15 @@ class _Plan:
     def __init__(self, batch: int, m: int, k: int, n: int, align: int = 1, share: int = 1) -> None:
         total = batch * (m * k + k * n + m * n)
         self.budget = budget = max(MIN_BLOCK_ELEMENTS, total // (BLOCK_FRACTION * share))
-        self.cols = _ranges(n, budget)
-        nb = self.cols[0].stop
-        self.rows = _ranges(m, budget // nb)
-        mb = self.rows[0].stop
+        # Tiles span the shorter of M and N whole where the budget allows and cut the longer one, so the longer
+        # operand's blocks (split into words, cut into digits) are made about once, the shorter one's per tile.
+        if n > m:
+            self.rows = _ranges(m, budget)
+            self.cols = _ranges(n, budget // self.rows[0].stop)
+        else:
+            self.cols = _ranges(n, budget)
+            self.rows = _ranges(m, budget // self.cols[0].stop)
+        mb, nb = self.rows[0].stop, self.cols[0].stop
         self.batches = _ranges(batch, budget // (mb * nb))
         kb = budget // (self.batches[0].stop * max(mb, nb))
         self.depth = _ranges(k, kb, align)
@@ -250,6 +255,27 @@ def _batched(a: torch.Tensor, b: torch.Tensor):
         return a, b, lambda c: c
     return (a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]),
             lambda c: c.reshape(*lead, *c.shape[-2:]))
+
+
+def _dense(a3: torch.Tensor, b3: torch.Tensor, restore):
+    """[B, M, K] x [B, K, N] as the same product on operands laid out row by row, with ``restore`` (which gives a
+    [B, M, N] result the caller's shape) extended to the result of that product. Where one operand repeats one
+    matrix over the batch (a stride-0 batch, as einsum's broadcasts make), the other's rows (or columns) meet that
+    matrix in one [1, ...] product: no copy of the repeated operand, one GEMM. Operands whose rows are not
+    contiguous (transposed views) are copied: one pass, where every later pass over them would stride."""
+    batch, m, k = a3.shape
+    n = b3.shape[2]
+    if batch > 1 and b3.stride(0) == 0:
+        return (_rows(a3.reshape(1, batch * m, k)), _rows(b3[:1]),
+                lambda c: restore(c.view(batch, m, n)))
+    if batch > 1 and a3.stride(0) == 0:
+        return (_rows(a3[:1]), _rows(b3.permute(1, 0, 2).reshape(1, k, batch * n)),
+                lambda c: restore(c.view(m, batch, n).transpose(0, 1).contiguous()))
+    return _rows(a3), _rows(b3), restore
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    return x if x.stride(-1) == 1 else x.contiguous()
 
 
 def _min_magnitude(magnitudes: torch.Tensor) -> float:

@@ -11,6 +11,7 @@ from . import _ozaki_f64
 from ._common import (
     PrecisionError,
     _batched,
+    _dense,
     _emulated,
     _ldexp,
     _level,
@@ -87,9 +88,11 @@ def _needed_slices(scaled: _Scaled, slices: int, magnitude: torch.Tensor | None 
     return needed
 
 
-def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor) -> tuple[_Scaled, object]:
-    """ozaki's blocking and scaled operands, in [B, M, K] form."""
+def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor, dense: bool = True) -> tuple[_Scaled, object]:
+    """ozaki's blocking and scaled operands, in [B, M, K] form (``dense``: laid out by _dense)."""
     a3, b3, restore = _batched(a, b)
+    if dense:
+        a3, b3, restore = _dense(a3, b3, restore)
     return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1]), ranges=False), restore
 
 
@@ -101,7 +104,7 @@ def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) ->
     if 0 in (*a.shape[-2:], b.shape[-1]):
         return s
     try:
-        return _needed_slices(_ozaki_scaled(a, b)[0], s)
+        return _needed_slices(_ozaki_scaled(a, b, dense=a.device.type in _FLOAT64_GEMMS)[0], s)
     except _NonFinite:  # ozaki runs on the finite entries (see _emulated)
         return ozaki_slices(*(torch.where(torch.isfinite(x), x, 0) for x in (a, b)), s)
 
@@ -157,8 +160,8 @@ def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None, levels
     if _single_word(a, "ozaki"):
         return _split_fp32(a, b, 1, "ozaki")
     s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
-    scaled, restore = _ozaki_scaled(a, b)
     host = levels is exact_levels and a.device.type in _FLOAT64_GEMMS
+    scaled, restore = _ozaki_scaled(a, b, dense=host)
     pair = _ozaki_f64.whole_pair(scaled) if host and _ozaki_f64.one_block(scaled.plan) else None
     s = _needed_slices(scaled, s, None if pair is None else _ozaki_f64.magnitude(pair, scaled))
     if levels is not exact_levels:

@@ -14,7 +14,19 @@ from __future__ import annotations
 import torch
 
 from ..bounds import BF16X6_GROUP
-from ._common import _batched, _engine_sum, _ldexp, _mac, _Plan, _round_to, _Scaled, _single_word, _two_sum, _words
+from ._common import (
+    _batched,
+    _dense,
+    _engine_sum,
+    _ldexp,
+    _mac,
+    _Plan,
+    _round_to,
+    _Scaled,
+    _single_word,
+    _two_sum,
+    _words,
+)
 
 
 def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
@@ -30,8 +42,10 @@ def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: 
     if words > 1 and _single_word(a, mode):
         words = 1
     a3, b3, restore = _batched(a, b)
-    plan = _Plan(*a3.shape, b3.shape[-1], align=chunk or 1)
     hooked = fused is not None or engine is not torch.matmul
+    if not hooked and finish is None:
+        a3, b3, restore = _dense(a3, b3, restore)
+    plan = _Plan(*a3.shape, b3.shape[-1], align=chunk or 1)
     scaled = _Scaled(a3, b3, plan, words=0 if hooked or finish is not None else words)
     if hooked:
         scaled.certify(mode)

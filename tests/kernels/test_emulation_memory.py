@@ -207,6 +207,39 @@ def test_chunk_sums_combine_in_k_order_however_they_arrive(batches):
     assert np.array_equal(state.result().numpy(), _sum2_chunks_float32(sums, 4))
 
 
+LAYOUTS = ("b repeated", "a repeated", "a transposed", "b transposed")
+
+
+def _laid_out(layout: str, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = operands("cancel", (7, 30, 48, 20), dtype, seed=4)
+    if layout == "b repeated":
+        return a, b[:1].expand(7, 48, 20)
+    if layout == "a repeated":
+        return a[:1].expand(7, 30, 48), b
+    if layout == "a transposed":
+        return a.transpose(1, 2).contiguous().transpose(1, 2), b
+    return a, b.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mode", MODES)
+def test_repeated_and_transposed_operands(mode, layout):
+    """An operand that repeats one matrix over the batch (a stride-0 batch, as einsum's broadcasts give) runs as
+    one product of the other's rows (or columns) with that matrix, and a transposed operand is laid out by rows
+    first: within the mode's bound, ozaki's result bit for bit that of the materialized operands, and a float32
+    result its float64 result rounded once (what contraction/posteriori.py relies on)."""
+    params = {"slices": 4} if mode == "ozaki" else {}
+    for dtype in (torch.float32, torch.float64):
+        a, b = _laid_out(layout, dtype)
+        c = kernels.bmm(a, b, mode, **params)
+        assert relative_error(c, a, b) <= _precision.error_bound(mode, dtype, 48, **params), (mode, dtype)
+        if mode == "ozaki":
+            assert torch.equal(c, kernels.bmm(a.contiguous(), b.contiguous(), mode, **params))
+    a, b = _laid_out(layout, torch.float32)
+    assert torch.equal(kernels.bmm(a, b, mode, **params),
+                       kernels.bmm(a.double(), b.double(), mode, **params).float())
+
+
 def test_empty_batches_give_empty_results():
     for mode in MODES:
         c = run(mode, torch.ones(0, 3, 4), torch.ones(0, 4, 2))
