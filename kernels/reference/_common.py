@@ -419,22 +419,9 @@ class _Scaled:
             return torch.mul(x, self.b_factor[bs, :, ns])
         return _ldexp(x.double(), -self.f[bs, :, ns])
 
-    def block_a64(self, bs, ms, ks) -> torch.Tensor:
-        """The scaled block in float64, a new tensor (``unscaled`` never holds here)."""
-        return self._scaled64(self.a[bs, ms, ks], self.e[bs, ms], self.e_range)
-
-    def block_b64(self, bs, ks, ns) -> torch.Tensor:
-        return self._scaled64(self.b[bs, ks, ns], self.f[bs, :, ns], self.f_range)
-
-    @staticmethod
-    def _scaled64(x: torch.Tensor, e: torch.Tensor, e_range: tuple[int, int]) -> torch.Tensor:
-        if max(-e_range[0], e_range[1]) <= 1022:  # _ldexp's one factor
-            return torch.mul(x, torch.exp2(-e.double()))
-        return _ldexp(x.double(), -e)
-
     def transposed(self) -> _Scaled:
-        """The same scaled operands as those of B^T A^T: B^T's rows are B's columns, scaled by 2**-f_j (for
-        ``block_a64``, ``block_b64`` and the scales; the plan stays this one's)."""
+        """The same scales for B^T A^T (B^T's rows are B's columns, scaled by 2**-f_j): operands, scales and their
+        ranges, as _ozaki_f64 reads them; the plan stays this one's."""
         t = object.__new__(_Scaled)
         t.a, t.b, t.plan, t.k = self.b.mT, self.a.mT, self.plan, self.k
         t.e, t.f, t.e_range, t.f_range = self.f.mT, self.e.mT, self.f_range, self.e_range

@@ -165,7 +165,8 @@ def product(scaled: _Scaled, slices: int, dtype: torch.dtype, pair: torch.Tensor
     # float64 copies held per element of a block or tile, at most: the kept digits and scaled values of the
     # smaller block (s + 1), the streamed block, its digit, truncation, windows and kept digits (2 start - 1), the
     # tile's sums, Sum2's pair and temporaries (start + 6). The plan's blocks and tiles are 1/(16 share) of inputs
-    # and output, of which the memory bound allows twice the bytes.
+    # and output, of which the memory bound allows twice the bytes. (Blocks that depend on the dtype change no bit:
+    # every sum here is exact.)
     share = math.ceil(8 * (slices + 3 * start + 6) / (2 * 16 * dtype.itemsize))
     plan = _Plan(batch, m, k, n, share=share)
     if not one_block(plan):
