@@ -6,8 +6,8 @@ torch device (CPU, CUDA, Neuron through torch-neuronx).
 One module per mode: ``_native``, ``_fast``, ``_sr``, ``_dd``, ``_bf16x6``, ``_ozaki``, ``_kahan`` (``MODES`` maps
 each mode name, and kahan's alias fp64, to its function); what they share (the kernel contract, the errors, the
 bf16 word split, scaling, blocking) is in ``_common``, the engine result of a word split (fast, sr, dd, bf16x6) in
-``_split``, and the numbers and error bounds each mode is defined by in ``kernels/bounds.py``. Import the modes and
-their pieces from this package.
+``_split``, ozaki's level sums on hosts with float64 GEMMs in ``_ozaki_f64``, and the numbers and error bounds
+each mode is defined by in ``kernels/bounds.py``. Import the modes and their pieces from this package.
 """
 
 from __future__ import annotations
@@ -47,11 +47,8 @@ from ._fast import fast
 from ._kahan import kahan
 from ._native import _multiply_sum, native
 from ._ozaki import (
-    _INT_DEPTH,
     EXACT_CHUNK,
     _digits,
-    _int8_levels,
-    _int8_pieces,
     exact_levels,
     ozaki,
     ozaki_slices,
@@ -65,7 +62,7 @@ __all__ = [
     "MIN_BLOCK_ELEMENTS", "MODES", "OZAKI_RANGE", "PASSES", "SLICE_BITS", "U_FP32", "U_FP64", "UNDERFLOW_ALLOWANCE",
     "UNDERFLOW_TERM", "PrecisionError", "PrecisionWarning", "bf16x6", "dd", "exact_levels", "fast", "gamma",
     "kahan", "native", "ozaki", "ozaki_default_slices", "ozaki_error", "ozaki_slices", "sr",
-    "_INT_DEPTH", "_NARROW_BITS", "_WARNED", "_Plan", "_digits", "_int8_levels", "_int8_pieces", "_ldexp",
+    "_NARROW_BITS", "_WARNED", "_Plan", "_digits", "_ldexp",
     "_multiply_sum", "_nearest_bf16", "_operands", "_scaled", "_stochastic_round", "_words",
 ]
 

@@ -124,11 +124,13 @@ def _nearest_bf16(x: torch.Tensor) -> torch.Tensor:
     return torch.sign(x) * torch.floor(x.abs() / quantum + 0.5) * quantum
 
 
-def _nearest_bf16_bits(x: torch.Tensor) -> torch.Tensor:
+def _nearest_bf16_bits(x: torch.Tensor, half_up: torch.Tensor | None = None) -> torch.Tensor:
     """x (float64; every nonzero |x| in bf16's normal range, at least 2**-126) rounded to the nearest bf16 value,
     ties away from zero, on its bit pattern as _nearest_bf16 rounds float32: the 52 stored significand bits
-    rounded to 7 (a carry moves into the exponent)."""
-    return (x.view(torch.int64) + 2**44).bitwise_and_(-(2**45)).view(torch.float64)
+    rounded to 7 (a carry moves into the exponent). ``half_up``: x's bits plus 2**44 already (overwritten)."""
+    if half_up is None:
+        half_up = x.view(torch.int64) + 2**44
+    return half_up.bitwise_and_(-(2**45)).view(torch.float64)
 
 
 def _words(x: torch.Tensor, n: int) -> list[torch.Tensor]:
@@ -214,23 +216,24 @@ def _ranges(n: int, size: int, align: int = 1) -> list[slice]:
 
 class _Plan:
     """Output tiles (batch, row and column ranges) and K-blocks of [B, M, K] x [B, K, N]. ``align``: K-blocks are
-    multiples of it (bf16x6's chunk groups); ``depth``: a cap on a K-block (ozaki's int32 sums); ``deep``: batched
-    products keep K whole rather than the batch (ozaki)."""
+    multiples of it (bf16x6's chunk groups); ``share``: blocks and tiles of 1/share of that (ozaki's, whose digits
+    and level sums take several float64 copies of each), never less than MIN_BLOCK_ELEMENTS."""
 
-    def __init__(self, batch: int, m: int, k: int, n: int, align: int = 1, depth: int | None = None,
-                 deep: bool = False) -> None:
-        self.budget = budget = max(MIN_BLOCK_ELEMENTS, batch * (m * k + k * n + m * n) // BLOCK_FRACTION)
-        self.cols = _ranges(n, budget)
-        nb = self.cols[0].stop
-        self.rows = _ranges(m, budget // nb)
-        mb = self.rows[0].stop
-        wide = budget // (mb * nb)
-        # ``deep``: as few batch entries per tile as keep K in one block where the budget allows: ozaki's int8
-        # GEMMs run per batch entry, so a wide batch only makes them shallow (its digits are cut once per K-block
-        # too); the fp32 modes' batched GEMMs measured no faster deep than wide.
-        self.batches = _ranges(batch, max(1, min(wide, budget // (k * max(mb, nb)))) if deep else wide)
+    def __init__(self, batch: int, m: int, k: int, n: int, align: int = 1, share: int = 1) -> None:
+        total = batch * (m * k + k * n + m * n)
+        self.budget = budget = max(MIN_BLOCK_ELEMENTS, total // (BLOCK_FRACTION * share))
+        # Tiles span the shorter of M and N whole where the budget allows and cut the longer one, so the longer
+        # operand's blocks (split into words, cut into digits) are made about once, the shorter one's per tile.
+        if n > m:
+            self.rows = _ranges(m, budget)
+            self.cols = _ranges(n, budget // self.rows[0].stop)
+        else:
+            self.cols = _ranges(n, budget)
+            self.rows = _ranges(m, budget // self.cols[0].stop)
+        mb, nb = self.rows[0].stop, self.cols[0].stop
+        self.batches = _ranges(batch, budget // (mb * nb))
         kb = budget // (self.batches[0].stop * max(mb, nb))
-        self.depth = _ranges(k, kb if depth is None else min(kb, depth), align)
+        self.depth = _ranges(k, kb, align)
 
     def tiles(self):
         return ((bs, ms, ns) for bs in self.batches for ms in self.rows for ns in self.cols)
@@ -252,6 +255,27 @@ def _batched(a: torch.Tensor, b: torch.Tensor):
         return a, b, lambda c: c
     return (a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]),
             lambda c: c.reshape(*lead, *c.shape[-2:]))
+
+
+def _dense(a3: torch.Tensor, b3: torch.Tensor, restore):
+    """[B, M, K] x [B, K, N] as the same product on operands laid out row by row, with ``restore`` (which gives a
+    [B, M, N] result the caller's shape) extended to the result of that product. Where one operand repeats one
+    matrix over the batch (a stride-0 batch, as einsum's broadcasts make), the other's rows (or columns) meet that
+    matrix in one [1, ...] product: no copy of the repeated operand, one GEMM. Operands whose rows are not
+    contiguous (transposed views) are copied: one pass, where every later pass over them would stride."""
+    batch, m, k = a3.shape
+    n = b3.shape[2]
+    if batch > 1 and b3.stride(0) == 0:
+        return (_rows(a3.reshape(1, batch * m, k)), _rows(b3[:1]),
+                lambda c: restore(c.view(batch, m, n)))
+    if batch > 1 and a3.stride(0) == 0:
+        return (_rows(a3[:1]), _rows(b3.permute(1, 0, 2).reshape(1, k, batch * n)),
+                lambda c: restore(c.view(m, batch, n).transpose(0, 1).contiguous()))
+    return _rows(a3), _rows(b3), restore
+
+
+def _rows(x: torch.Tensor) -> torch.Tensor:
+    return x if x.stride(-1) == 1 else x.contiguous()
 
 
 def _min_magnitude(magnitudes: torch.Tensor) -> float:
@@ -299,32 +323,34 @@ class _Scaled:
 
     ``words`` (> 0: a split mode's word count) lets the operands run unscaled where that gives the same result
     exactly (``unscaled``, see _unscaled_exact): the blocks are then A and B themselves, and ``finish`` only
-    rounds. ``split_into`` writes a block's bf16 words, ``finish`` scales a tile's engine result back."""
+    rounds. ``split_into`` writes a block's bf16 words, ``finish`` scales a tile's engine result back. Without
+    ``ranges`` (ozaki, which needs only the scales) the first pass is left out: blocks are then float64 and the
+    underflow certificate is decided by ``certify``."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: _Plan, words: int = 0) -> None:
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: _Plan, words: int = 0, ranges: bool = True) -> None:
         self.a, self.b, self.plan, self.k = a, b, plan, a.shape[-1]
-        magnitudes = a.abs(), b.abs()
-        extremes = torch.stack([x for m in magnitudes for x in torch.aminmax(m)]).double().tolist()
-        if not (math.isfinite(extremes[1]) and math.isfinite(extremes[3])):  # inf, or nan (aminmax propagates it)
+        self.unscaled = self.bit_split = False
+        self.underflow_safe = None  # None: decided by certify
+        if ranges:
+            magnitudes = a.abs(), b.abs()
+            self._ranges(magnitudes, words)
+            if self.unscaled:
+                self.float32 = a.dtype is torch.float32
+                self.owns_a = self.owns_b = False
+                return
+            row_max, col_max = magnitudes[0].amax(-1).double(), magnitudes[1].amax(-2).double()
+            del magnitudes
+        else:  # the largest magnitudes from the extremes (no copy of the operands)
+            row_max, col_max = (torch.maximum(-low, high).double() for low, high in (
+                torch.aminmax(a, dim=-1), torch.aminmax(b, dim=-2)))
+        self.e = torch.frexp(row_max)[1].unsqueeze(-1)  # [B, M, 1]
+        self.f = torch.frexp(col_max)[1].unsqueeze(-2)  # [B, 1, N]
+        *exponents, row_top, col_top = torch.stack([self.e.min().double(), self.e.max().double(), self.f.min().double(),
+                                                    self.f.max().double(), row_max.max(), col_max.max()]).tolist()
+        if not (math.isfinite(row_top) and math.isfinite(col_top)):  # an inf or nan (amax propagates it)
             raise _NonFinite
-        smallest = [low if low > 0 else torch.where(m > 0, m, math.inf).amin().item()  # inf: no nonzero entry
-                    for low, m in zip(extremes[::2], magnitudes, strict=True)]
-        largest = [extremes[1], extremes[3]]
-        # Every row's (column's) smallest nonzero magnitude over its scale is at least the operand's smallest over
-        # twice its largest: when those pass small_terms_are_safe, every scaled value is a normal float32.
-        ranges = [s / (2 * top) if top > 0 else math.inf for s, top in zip(smallest, largest, strict=True)]
-        self.underflow_safe = True if small_terms_are_safe(*ranges) else None  # None: decided by certify
-        self.unscaled = words > 0 and _unscaled_exact(a.dtype, words, self.k, smallest, largest)
-        # float64 blocks split by the bit pattern where every nonzero rest is a normal bf16 value (p bits: rests
-        # are at least |x'| 2**-p)
-        self.bit_split = self.unscaled or min(ranges) * 2.0 ** -(bits(a.dtype) + 1) >= 2.0**-126
-        if self.unscaled:
-            self.float32 = a.dtype is torch.float32
-            return
-        self.e = torch.frexp(magnitudes[0].amax(-1).double())[1].unsqueeze(-1)  # [B, M, 1]
-        self.f = torch.frexp(magnitudes[1].amax(-2).double())[1].unsqueeze(-2)  # [B, 1, N]
-        del magnitudes
-        e_low, e_high, f_low, f_high = torch.stack([self.e.min(), self.e.max(), self.f.min(), self.f.max()]).tolist()
+        e_low, e_high, f_low, f_high = (int(x) for x in exponents)
+        self.e_range, self.f_range = (e_low, e_high), (f_low, f_high)
         self.float32 = (a.dtype is not torch.float64 and -126 <= min(e_low, f_low) and max(e_high, f_high) <= 126
                         and self.underflow_safe is True)
         if self.float32:
@@ -334,7 +360,29 @@ class _Scaled:
             self.a_factor, self.b_factor = torch.exp2(-self.e.double()), torch.exp2(-self.f.double())
         else:
             self.a_factor = self.b_factor = None
+        # whether block_a and block_b hand out new tensors (a split may then overwrite them)
+        self.owns_a = not self.float32 or self.a_factor is not None or a.dtype is not torch.float32
+        self.owns_b = not self.float32 or self.b_factor is not None or b.dtype is not torch.float32
         self._finish_scales(e_low, e_high, f_low, f_high)
+
+    def _ranges(self, magnitudes: tuple[torch.Tensor, torch.Tensor], words: int) -> None:
+        """Each operand's smallest nonzero and largest magnitude (one pass, any inf or nan raises _NonFinite):
+        the underflow certificate where it holds at once, ``unscaled`` and ``bit_split``."""
+        extremes = torch.stack([x for m in magnitudes for x in torch.aminmax(m)]).double().tolist()
+        if not (math.isfinite(extremes[1]) and math.isfinite(extremes[3])):  # inf, or nan (aminmax propagates it)
+            raise _NonFinite
+        smallest = [low if low > 0 else torch.where(m > 0, m, math.inf).amin().item()  # inf: no nonzero entry
+                    for low, m in zip(extremes[::2], magnitudes, strict=True)]
+        largest = [extremes[1], extremes[3]]
+        # Every row's (column's) smallest nonzero magnitude over its scale is at least the operand's smallest over
+        # twice its largest: when those pass small_terms_are_safe, every scaled value is a normal float32.
+        ranges = [s / (2 * top) if top > 0 else math.inf for s, top in zip(smallest, largest, strict=True)]
+        if small_terms_are_safe(*ranges):
+            self.underflow_safe = True
+        self.unscaled = words > 0 and _unscaled_exact(self.a.dtype, words, self.k, smallest, largest)
+        # float64 blocks split by the bit pattern where every nonzero rest is a normal bf16 value (p bits: rests
+        # are at least |x'| 2**-p)
+        self.bit_split = self.unscaled or min(ranges) * 2.0 ** -(bits(self.a.dtype) + 1) >= 2.0**-126
 
     def _finish_scales(self, e_low: int, e_high: int, f_low: int, f_high: int) -> None:
         """The factors ``finish`` scales an fp32 engine result (|total| < 2 K) back with, where two in-place
@@ -371,25 +419,38 @@ class _Scaled:
             return torch.mul(x, self.b_factor[bs, :, ns])
         return _ldexp(x.double(), -self.f[bs, :, ns])
 
+    def transposed(self) -> _Scaled:
+        """The same scales for B^T A^T (B^T's rows are B's columns, scaled by 2**-f_j): operands, scales and their
+        ranges, as _ozaki_f64 reads them; the plan stays this one's."""
+        t = object.__new__(_Scaled)
+        t.a, t.b, t.plan, t.k = self.b.mT, self.a.mT, self.plan, self.k
+        t.e, t.f, t.e_range, t.f_range = self.f.mT, self.e.mT, self.f_range, self.e_range
+        return t
+
     def whole(self) -> tuple[torch.Tensor, torch.Tensor]:
         everything = slice(None)
         return self.block_a(everything, everything, everything), self.block_b(everything, everything, everything)
 
-    def split_into(self, x: torch.Tensor, words: list[torch.Tensor]) -> None:
+    def split_into(self, x: torch.Tensor, words: list[torch.Tensor], owned: bool = False) -> None:
         """The bf16 words of the block ``x`` (as ``_words`` gives them) written into the float32 tensors ``words``
-        (views of x's shape), largest first: float32 by the bit pattern, float64 by its 64-bit analogue (round the
-        52 stored significand bits to 7, ties away) where ``bit_split`` vouches that every rest is a normal bf16
-        value, else by _nearest_bf16. ``x`` is only read."""
-        rest = x
+        (views of x's shape), largest first: float32 by the bit pattern, float64 by its 64-bit analogue
+        (_nearest_bf16_bits) where ``bit_split`` vouches that every rest is a normal bf16 value, else by
+        _nearest_bf16. ``x`` is overwritten where ``owned``, else only read; float64's rounding takes one scratch
+        tensor for every word."""
+        rest, scratch = x, None
         for t, word in enumerate(words):
-            if rest.dtype is torch.float32:
-                torch.bitwise_and(rest.view(torch.int32) + 0x8000, -0x10000, out=word.view(torch.int32))
+            if rest.dtype is torch.float32:  # the rounding runs in the word's own bits
+                torch.add(rest.view(torch.int32), 0x8000, out=word.view(torch.int32)).bitwise_and_(-0x10000)
                 value = word
             else:
-                value = _nearest_bf16_bits(rest) if self.bit_split else _nearest_bf16(rest)
+                if self.bit_split:
+                    scratch = torch.add(rest.view(torch.int64), 2**44, out=scratch)
+                    value = _nearest_bf16_bits(rest, scratch)
+                else:
+                    value = _nearest_bf16(rest)
                 word.copy_(value)  # exact
             if t + 1 < len(words):
-                rest = rest - value if t == 0 else rest.sub_(value)  # exact
+                rest = rest.sub_(value) if owned or t > 0 else rest - value  # exact
 
     def finish(self, total: torch.Tensor, bs, ms, ns, dtype: torch.dtype, finish=None) -> torch.Tensor:
         """A tile's fp32 engine result scaled back by 2**(e_i + f_j) and rounded once to ``dtype`` (or passed
@@ -439,23 +500,45 @@ def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor) -> torch.Te
     return torch.bmm(x, y) if acc is None else acc.baddbmm_(x, y)
 
 
-def _magnitude_lower(scaled: _Scaled, bs, ms, ns, floor: float) -> torch.Tensor:
-    """A lower bound of |A'||B'| (float64) on one output tile from one fast pass, +inf where an entry has no
-    nonzero term. The pass rounds |A'|, |B'| to bf16 (relative 2**-8 each), sums in fp32 over K-blocks
-    (gamma_{K-1} in any order) and may underflow (at most UNDERFLOW_TERM per term): undo all three. Only if some
-    entry falls below ``floor`` does an exact pass over the 0/1 patterns find the entries without a nonzero term."""
-    k, plan = scaled.k, scaled.plan
+def _magnitude(scaled: _Scaled, bs, ms, ns) -> torch.Tensor:
+    """One fast pass over |A'| and |B'| on one output tile, in fp32 over K-blocks: at most (1 + 2**-8)**2
+    (1 + gamma_{K-1}) times |A'||B'| (magnitude_pass_growth: the inputs rounded to fp32, relative 2**-24 each, the
+    products too, any summation order) plus what underflow takes (2**-149 per term, within UNDERFLOW_TERM)."""
     magnitude = None
-    for ks in plan.depth:
-        magnitude = _mac(magnitude, _round_to(scaled.block_a(bs, ms, ks).abs(), torch.bfloat16).float(),
-                         _round_to(scaled.block_b(bs, ks, ns).abs(), torch.bfloat16).float())
-    lower = magnitude.double() / magnitude_pass_growth(k) - k * UNDERFLOW_TERM
+    for ks in scaled.plan.depth:
+        magnitude = _mac(magnitude, scaled.block_a(bs, ms, ks).float().abs(), scaled.block_b(bs, ks, ns).float().abs())
+    return magnitude
+
+
+def _magnitude_lower(scaled: _Scaled, bs, ms, ns, floor: float, magnitude: torch.Tensor | None = None) -> torch.Tensor:
+    """A lower bound of |A'||B'| (float64) on one output tile from one fast pass (_magnitude, unless given), +inf
+    where an entry has no nonzero term: the pass's growth and underflow undone. Only if some entry falls below
+    ``floor`` does an exact pass over the 0/1 patterns find the entries without a nonzero term."""
+    if magnitude is None:
+        magnitude = _magnitude(scaled, bs, ms, ns)
+    lower = magnitude.double() / magnitude_pass_growth(scaled.k) - scaled.k * UNDERFLOW_TERM
     if bool((lower < floor).any()):
-        count = None  # sums of ones: positive exactly where a nonzero term is, whatever the rounding
-        for ks in plan.depth:
-            count = _mac(count, (scaled.block_a(bs, ms, ks) != 0).float(), (scaled.block_b(bs, ks, ns) != 0).float())
-        lower = torch.where(count > 0, lower, math.inf)
+        lower = torch.where(_has_terms(scaled, bs, ms, ns), lower, math.inf)
     return lower
+
+
+def _smallest_lower(scaled: _Scaled, bs, ms, ns, floor: float, magnitude: torch.Tensor | None = None) -> float:
+    """The smallest entry of _magnitude_lower on one tile (its fast pass given or made here), from the pass's
+    smallest entry where that clears ``floor`` (x / growth - K UNDERFLOW_TERM is monotone, in float64 too)."""
+    if magnitude is None:
+        magnitude = _magnitude(scaled, bs, ms, ns)
+    smallest = magnitude.min().item() / magnitude_pass_growth(scaled.k) - scaled.k * UNDERFLOW_TERM
+    if smallest >= floor:
+        return smallest
+    return _magnitude_lower(scaled, bs, ms, ns, floor, magnitude).min().item()
+
+
+def _has_terms(scaled: _Scaled, bs, ms, ns) -> torch.Tensor:
+    """Where an entry of the tile has a nonzero term: sums of ones, positive exactly there whatever the rounding."""
+    count = None
+    for ks in scaled.plan.depth:
+        count = _mac(count, (scaled.block_a(bs, ms, ks) != 0).float(), (scaled.block_b(bs, ks, ns) != 0).float())
+    return count > 0
 
 
 def _pairs(n: int, level: int) -> list[tuple[int, int]]:

@@ -2,30 +2,32 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import torch
 
 from ..bounds import MAX_SLICES, SLICE_BITS, ozaki_default_slices, ozaki_error
+from . import _ozaki_f64
 from ._common import (
     PrecisionError,
     _batched,
+    _dense,
     _emulated,
     _ldexp,
     _level,
-    _magnitude_lower,
     _NonFinite,
     _operands,
-    _pairs,
     _Plan,
     _round_to,
     _Scaled,
     _single_word,
+    _smallest_lower,
     _two_sum,
 )
 from ._split import _split_fp32
 
+# Devices whose float64 GEMMs run ozaki's level sums (_ozaki_f64); elsewhere the fp32 engine chunks do.
+_FLOAT64_GEMMS = ("cpu", "cuda")
 # The chunks of exact digit products: a chunk of EXACT_CHUNK digit products (each at most 2**16) sums to an
 # integer below 2**24 (exact in fp32).
 EXACT_CHUNK = 2 ** (24 - 2 * SLICE_BITS)
@@ -59,11 +61,6 @@ def _sum2(parts) -> torch.Tensor:
     return hi + lo
 
 
-# ozaki's int8 GEMM sums at most MAX_SLICES digit-piece products of magnitude <= 2**14 per K index: int32 holds
-# them exactly for K-blocks of up to this many (2**31 / (16 * 2**14) = 8192, halved for margin).
-_INT_DEPTH = 2**30 // (MAX_SLICES * 2**14)
-
-
 def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
     """Signed base-2**SLICE_BITS digits q_t of x in [-1, 1] (x ~ sum_t q_t 2**(-SLICE_BITS t)), as
     integer-valued tensors of x's dtype; every step is exact (in float32 too, for float32 values)."""
@@ -75,11 +72,12 @@ def _digits(x: torch.Tensor, slices: int) -> list[torch.Tensor]:
     return digits
 
 
-def _needed_slices(scaled: _Scaled, slices: int) -> int:
+def _needed_slices(scaled: _Scaled, slices: int, magnitude: torch.Tensor | None = None) -> int:
     """``slices``, raised until ozaki_error(s, rho) <= ozaki_error(slices), with rho = K / min |A'||B'| over the
-    entries that have a nonzero term (a lower bound from one fast pass, tile by tile): an entry whose lower bound
-    is not positive needs a range no slice count covers."""
-    smallest = min((_magnitude_lower(scaled, *tile, math.ulp(0.0)).min().item() for tile in scaled.plan.tiles()),
+    entries that have a nonzero term (a lower bound from one fast pass, tile by tile, or the one ``magnitude``
+    pass given for a plan of one tile): an entry whose lower bound is not positive needs a range no slice count
+    covers."""
+    smallest = min((_smallest_lower(scaled, *tile, math.ulp(0.0), magnitude) for tile in scaled.plan.tiles()),
                    default=math.inf)
     rho = 1.0 if smallest == math.inf else scaled.k / smallest if smallest > 0 else math.inf
     budget = ozaki_error(slices)
@@ -90,10 +88,12 @@ def _needed_slices(scaled: _Scaled, slices: int) -> int:
     return needed
 
 
-def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor) -> tuple[_Scaled, object]:
-    """ozaki's blocking (K-blocks short enough for exact int32 sums) and scaled operands, in [B, M, K] form."""
+def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor, dense: bool = True) -> tuple[_Scaled, object]:
+    """ozaki's blocking and scaled operands, in [B, M, K] form (``dense``: laid out by _dense)."""
     a3, b3, restore = _batched(a, b)
-    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1], depth=_INT_DEPTH, deep=True)), restore
+    if dense:
+        a3, b3, restore = _dense(a3, b3, restore)
+    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1]), ranges=False), restore
 
 
 def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) -> int:
@@ -104,7 +104,7 @@ def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) ->
     if 0 in (*a.shape[-2:], b.shape[-1]):
         return s
     try:
-        return _needed_slices(_ozaki_scaled(a, b)[0], s)
+        return _needed_slices(_ozaki_scaled(a, b, dense=a.device.type in _FLOAT64_GEMMS)[0], s)
     except _NonFinite:  # ozaki runs on the finite entries (see _emulated)
         return ozaki_slices(*(torch.where(torch.isfinite(x), x, 0) for x in (a, b)), s)
 
@@ -130,66 +130,16 @@ def exact_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> 
     return {level: _exact_level(a_digits, b_digits, level) for level in range(len(a_digits) + 1, 1, -1)}
 
 
-def _int8_pieces(digit: torch.Tensor) -> list[tuple[int, torch.Tensor]]:
-    """A digit block q (integer values in [-256, 256]) as weighted int8 pieces, q = sum w piece. int8 holds
-    [-128, 127]: a block within it is one piece (digits past the data's significand, which are 0, or short
-    blocks); any other is split as q = 2 h + l with h = min(floor(q / 2), 127) and l in {0, 1, 2}: the first
-    digit (+-256), and most blocks of later digits, which reach 128 in about 1 entry of 500 (a fraction below
-    2**-9 rounding down in the digit before). Every piece entry is at most 2**7 in magnitude."""
-    low, high = torch.aminmax(digit)
-    if low >= -128 and high <= 127:
-        return [(1, digit.to(torch.int8))]
-    whole = digit.to(torch.int16)  # exact: |q| <= 256
-    half = (whole >> 1).clamp_(max=127)  # floor(q / 2)
-    return [(2, half.to(torch.int8)), (1, whole.sub_(half, alpha=2).to(torch.int8))]
-
-
-def _int8_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor],
-                 sums: dict[int, torch.Tensor]) -> None:
-    """Add every level's exact sum of digit products to ``sums`` (int64, created where missing) on the CPU's
-    int8 GEMM: each digit as weighted int8 pieces (_int8_pieces), so a digit product is a weighted sum of piece
-    products (q r = 4 h h' + 2 (h l' + l h') + l l' for two split digits, q r for two whole ones). Per level, the
-    piece products of one weight run as one GEMM over the pairs joined along K: int32 sums, per K index and
-    digit pair at most 2**14 in one GEMM, so a K-block of _INT_DEPTH keeps them below 2**31."""
-    a_pieces, b_pieces = [_int8_pieces(d) for d in a_digits], [_int8_pieces(d) for d in b_digits]
-    for level in range(len(a_digits) + 1, 1, -1):
-        if level not in sums:
-            sums[level] = torch.zeros(a_digits[0].shape[0], a_digits[0].shape[1], b_digits[0].shape[2],
-                                      dtype=torch.int64)
-        by_weight: dict[int, tuple[list[torch.Tensor], list[torch.Tensor]]] = {}
-        for i, j in _pairs(len(a_digits), level):
-            for (wa, x), (wb, y) in itertools.product(a_pieces[i - 1], b_pieces[j - 1]):
-                xs, ys = by_weight.setdefault(wa * wb, ([], []))
-                xs.append(x)
-                ys.append(y)
-        # A weighted sum of piece products is at most (2 * 128 + 2)**2 per K index and pair: where K times that
-        # for every pair stays below 2**31, the level's weights apply in int32 and it reaches int64 in one add.
-        in_int32 = len(_pairs(len(a_digits), level)) * 258**2 * a_digits[0].shape[-1] < 2**31
-        level_sums: list[torch.Tensor | None] = [None] * a_digits[0].shape[0]
-        for weight, (xs, ys) in by_weight.items():
-            x, y = (xs[0], ys[0]) if len(xs) == 1 else (torch.cat(xs, dim=-1), torch.cat(ys, dim=-2))
-            for n in range(x.shape[0]):
-                product = torch._int_mm(x[n], y[n])
-                if not in_int32:
-                    sums[level][n].add_(product, alpha=weight)
-                elif level_sums[n] is None:
-                    level_sums[n] = product if weight == 1 else product.mul_(weight)
-                else:
-                    level_sums[n].add_(product, alpha=weight)
-        for n, level_sum in enumerate(level_sums):
-            if level_sum is not None:
-                sums[level][n].add_(level_sum)
-
-
-def _block_levels(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor], sums: dict[int, torch.Tensor]) -> None:
-    """Add the exact level sums of one K-block of digits to ``sums``: int8 GEMMs where torch has them (the CPU,
-    int64 sums), else the fp32 engine chunks of ``exact_levels`` (float64 sums). Exact either way."""
-    if a_digits[0].device.type == "cpu" and hasattr(torch, "_int_mm"):
-        _int8_levels(a_digits, b_digits, sums)
-        return
-    block = exact_levels([d.to(torch.bfloat16) for d in a_digits], [d.to(torch.bfloat16) for d in b_digits])
-    for level, total in block.items():
-        sums[level] = total if level not in sums else sums[level].add_(total)  # exact: below 2**53
+def _tile_levels(scaled: _Scaled, bs, ms, ns, slices: int) -> dict[int, torch.Tensor]:
+    """One output tile's exact level sums (float64), K-block by K-block, from the fp32 engine chunks of
+    ``exact_levels`` (devices without float64 GEMMs; exact, so the same as _ozaki_f64's)."""
+    sums: dict[int, torch.Tensor] = {}
+    for ks in scaled.plan.depth:
+        block = exact_levels([d.to(torch.bfloat16) for d in _digits(scaled.block_a(bs, ms, ks), slices)],  # exact
+                             [d.to(torch.bfloat16) for d in _digits(scaled.block_b(bs, ks, ns), slices)])
+        for level, total in block.items():
+            sums[level] = total if level not in sums else sums[level].add_(total)  # exact: below 2**53
+    return sums
 
 
 def _ozaki_combine_levels(sums: dict[int, torch.Tensor], slices: int, scale: torch.Tensor,
@@ -205,23 +155,25 @@ def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None, levels
     8-bit digit slices, digit pairs with i + j <= s + 1 multiplied exactly, the exact level sums combined by Sum2
     in float64 on the host: s(s+1)/2 passes, plus one fast pass checking the dynamic range. ``levels(a_digits,
     b_digits)`` computes the exact level sums of the whole operands' digits (the kernel layer's NKI route passes
-    the kernel); by default they are computed tile by tile and K-block by K-block (exact, so bit-identical)."""
+    the kernel); by default they are computed tile by tile and K-block by K-block: in float64 GEMMs where the
+    device has them (_ozaki_f64), else in fp32 engine chunks (exact either way, so bit-identical)."""
     if _single_word(a, "ozaki"):
         return _split_fp32(a, b, 1, "ozaki")
     s = ozaki_default_slices(a.dtype) if slices is None else _check_slices(slices)
-    scaled, restore = _ozaki_scaled(a, b)
-    s = _needed_slices(scaled, s)
+    host = levels is exact_levels and a.device.type in _FLOAT64_GEMMS
+    scaled, restore = _ozaki_scaled(a, b, dense=host)
+    pair = _ozaki_f64.whole_pair(scaled) if host and _ozaki_f64.one_block(scaled.plan) else None
+    s = _needed_slices(scaled, s, None if pair is None else _ozaki_f64.magnitude(pair, scaled))
     if levels is not exact_levels:
         a_scaled, b_scaled = scaled.whole()
         sums = levels([d.to(torch.bfloat16) for d in _digits(restore(a_scaled), s)],  # exact
                       [d.to(torch.bfloat16) for d in _digits(restore(b_scaled), s)])
         sums = {level: total.reshape(a_scaled.shape[0], a_scaled.shape[1], -1) for level, total in sums.items()}
         return restore(_ozaki_combine_levels(sums, s, scaled.e + scaled.f, a.dtype))
+    if host:
+        return restore(_ozaki_f64.product(scaled, s, a.dtype, pair))
     out = a.new_empty(scaled.a.shape[0], scaled.a.shape[1], scaled.b.shape[2])
     for bs, ms, ns in scaled.plan.tiles():
-        sums: dict[int, torch.Tensor] = {}
-        for ks in scaled.plan.depth:
-            _block_levels(_digits(scaled.block_a(bs, ms, ks), s), _digits(scaled.block_b(bs, ks, ns), s), sums)
-        sums = {level: total.double() for level, total in sums.items()}  # exact: below 2**53
+        sums = _tile_levels(scaled, bs, ms, ns, s)
         out[bs, ms, ns] = _ozaki_combine_levels(sums, s, scaled.e[bs, ms] + scaled.f[bs, :, ns], a.dtype)
     return restore(out)

@@ -14,7 +14,19 @@ from __future__ import annotations
 import torch
 
 from ..bounds import BF16X6_GROUP
-from ._common import _batched, _engine_sum, _ldexp, _mac, _Plan, _round_to, _Scaled, _single_word, _two_sum, _words
+from ._common import (
+    _batched,
+    _dense,
+    _engine_sum,
+    _ldexp,
+    _mac,
+    _Plan,
+    _round_to,
+    _Scaled,
+    _single_word,
+    _two_sum,
+    _words,
+)
 
 
 def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
@@ -30,8 +42,10 @@ def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: 
     if words > 1 and _single_word(a, mode):
         words = 1
     a3, b3, restore = _batched(a, b)
-    plan = _Plan(*a3.shape, b3.shape[-1], align=chunk or 1)
     hooked = fused is not None or engine is not torch.matmul
+    if not hooked and finish is None:
+        a3, b3, restore = _dense(a3, b3, restore)
+    plan = _Plan(*a3.shape, b3.shape[-1], align=chunk or 1)
     scaled = _Scaled(a3, b3, plan, words=0 if hooked or finish is not None else words)
     if hooked:
         scaled.certify(mode)
@@ -63,8 +77,8 @@ def _word_blocks(scaled: _Scaled, bs, ms, ns, ks, words: int) -> tuple[torch.Ten
     k = x.shape[-1]
     a_words = torch.empty(*x.shape[:-1], words * k, dtype=torch.float32, device=x.device)
     b_words = torch.empty(y.shape[0], words * k, y.shape[-1], dtype=torch.float32, device=y.device)
-    scaled.split_into(x, [a_words[..., t * k:(t + 1) * k] for t in range(words)])
-    scaled.split_into(y, [b_words[:, (words - 1 - t) * k:(words - t) * k] for t in range(words)])
+    scaled.split_into(x, [a_words[..., t * k:(t + 1) * k] for t in range(words)], owned=scaled.owns_a)
+    scaled.split_into(y, [b_words[:, (words - 1 - t) * k:(words - t) * k] for t in range(words)], owned=scaled.owns_b)
     return a_words, b_words
 
 
@@ -92,6 +106,7 @@ def _plain(scaled: _Scaled, bs, ms, ns, words: int) -> torch.Tensor:
         k = a_words.shape[-1] // words
         for level in range(words + 1, 1, -1):
             levels[level] = _levels(levels.get(level), a_words, b_words, words, k, level)
+        del a_words, b_words  # before the next block's are made
     total = levels[words + 1]
     for level in range(words, 1, -1):
         total += levels[level]
@@ -112,8 +127,10 @@ def _chunk_words(scaled: _Scaled, bs, ms, ns, ks, words: int, chunk: int) -> tup
     y = y.view(batch, count, chunk, n)
     a_words = torch.empty(batch, count, m, words * chunk, dtype=torch.float32, device=x.device)
     b_words = torch.empty(batch, count, words * chunk, n, dtype=torch.float32, device=y.device)
-    scaled.split_into(x, [a_words[..., t * chunk:(t + 1) * chunk] for t in range(words)])
-    scaled.split_into(y, [b_words[:, :, (words - 1 - t) * chunk:(words - t) * chunk] for t in range(words)])
+    padded = k % chunk != 0  # padding made copies
+    scaled.split_into(x, [a_words[..., t * chunk:(t + 1) * chunk] for t in range(words)], owned=scaled.owns_a or padded)
+    scaled.split_into(y, [b_words[:, :, (words - 1 - t) * chunk:(words - t) * chunk] for t in range(words)],
+                      owned=scaled.owns_b or padded)
     return a_words.view(batch * count, m, words * chunk), b_words.view(batch * count, words * chunk, n)
 
 
@@ -173,5 +190,6 @@ def _chunked(scaled: _Scaled, bs, ms, ns, words: int, chunk: int) -> torch.Tenso
             sums = None
             for level in range(words + 1, 1, -1):
                 sums = _levels(sums, a_words, b_words, words, chunk, level)
+            del a_words, b_words  # before the next piece's are made
             state.add(sums.view(bs.stop - bs.start, -1, *sums.shape[1:]))
     return state.result()

@@ -66,7 +66,7 @@ def test_the_plan_blocks_small_products_when_lowered(small_blocks):
     assert len(list(plan.tiles())) > 1 and len(plan.depth) > 1
     chunked = reference._Plan(1, 64, 3000, 48, align=256)
     assert len(chunked.depth) > 3 and {ks.start % 256 for ks in chunked.depth} == {0}
-    assert reference._Plan(1, 8, 4096, 8, depth=reference._INT_DEPTH).depth[0].stop <= reference._INT_DEPTH
+    assert len(reference._Plan(1, 64, 3000, 48, share=4).depth) > 3 * len(reference._Plan(1, 64, 3000, 48).depth)
 
 
 # 'range' in float32 only: float64 operands take the float64 scaled path whatever their range ('cancel' covers it)
@@ -207,28 +207,81 @@ def test_chunk_sums_combine_in_k_order_however_they_arrive(batches):
     assert np.array_equal(state.result().numpy(), _sum2_chunks_float32(sums, 4))
 
 
+LAYOUTS = ("b repeated", "a repeated", "a transposed", "b transposed")
+
+
+def _laid_out(layout: str, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    a, b = operands("cancel", (7, 30, 48, 20), dtype, seed=4)
+    if layout == "b repeated":
+        return a, b[:1].expand(7, 48, 20)
+    if layout == "a repeated":
+        return a[:1].expand(7, 30, 48), b
+    if layout == "a transposed":
+        return a.transpose(1, 2).contiguous().transpose(1, 2), b
+    return a, b.transpose(1, 2).contiguous().transpose(1, 2)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("mode", MODES)
+def test_repeated_and_transposed_operands(mode, layout):
+    """An operand that repeats one matrix over the batch (a stride-0 batch, as einsum's broadcasts give) runs as
+    one product of the other's rows (or columns) with that matrix, and a transposed operand is laid out by rows
+    first: within the mode's bound, ozaki's result bit for bit that of the materialized operands, and a float32
+    result its float64 result rounded once (what contraction/posteriori.py relies on)."""
+    params = {"slices": 4} if mode == "ozaki" else {}
+    for dtype in (torch.float32, torch.float64):
+        a, b = _laid_out(layout, dtype)
+        c = kernels.bmm(a, b, mode, **params)
+        assert relative_error(c, a, b) <= _precision.error_bound(mode, dtype, 48, **params), (mode, dtype)
+        if mode == "ozaki":
+            assert torch.equal(c, kernels.bmm(a.contiguous(), b.contiguous(), mode, **params))
+    a, b = _laid_out(layout, torch.float32)
+    assert torch.equal(kernels.bmm(a, b, mode, **params),
+                       kernels.bmm(a.double(), b.double(), mode, **params).float())
+
+
 def test_empty_batches_give_empty_results():
     for mode in MODES:
         c = run(mode, torch.ones(0, 3, 4), torch.ones(0, 4, 2))
         assert c.shape == (0, 3, 2) and c.dtype is torch.float32
 
 
-@pytest.mark.parametrize("slices, k", [(4, 700), (16, 2100)])  # 16 x 2100: a level too large for int32 weights
-def test_ozaki_int8_levels_equal_the_fp32_engine_levels(slices, k):
-    """The int8 GEMM's level sums (CPU) equal the fp32 engine chunks' (every other device), digits of +-256 and
-    128 included (split into two int8 pieces) and digits within int8 (one piece): both are exact."""
+@pytest.mark.parametrize("slices, k, start", [(4, 700, 2), (4, 9000, 3), (5, 2100, 3), (8, 48, 6), (16, 2100, 14)])
+def test_ozaki_float64_route_gives_the_fp32_engine_levels_bits(slices, k, start, monkeypatch):
+    """On the CPU ozaki's level sums run as float64 GEMMs: the levels that sum exactly in float64 (from ``start``
+    up) as one GEMM against bands of B's digits, each lower level as one GEMM and one TwoSum step. That gives the
+    bits of the fp32 engine chunks' level sums combined by Sum2 (the route of devices without float64 GEMMs),
+    digits of +-256 and 128 included, for A larger than B and B larger than A (computed as (B^T A^T)^T)."""
+    assert reference._ozaki_f64.prefix_start(slices, k) == start
     g = torch.Generator().manual_seed(1)
     a = torch.rand(2, 9, k, generator=g, dtype=torch.float64) * 2 - 1
-    b = torch.randint(-2**15, 2**15, (2, k, 5), generator=g).double() / 2**15  # 16 bits: later digits 0, one piece
+    b = torch.randint(-2**15, 2**15, (2, k, 5), generator=g).double() / 2**15  # 16 bits: later digits 0
     a[0, 0, :4] = torch.tensor([1 - 2**-10, -(1 - 2**-10), 0.5 / 256, 0.5])  # first digits 256 and -256, then 128s
-    a_digits, b_digits = reference._digits(a, slices), reference._digits(b, slices)
-    assert {256.0, -256.0, 128.0} <= set(torch.cat([d.flatten() for d in a_digits]).tolist())
-    assert {len(reference._int8_pieces(d)) for d in a_digits + b_digits} == {1, 2}
-    got: dict[int, torch.Tensor] = {}
-    reference._int8_levels(a_digits, b_digits, got)
-    reference._int8_levels(a_digits, b_digits, got)  # added twice: int64 sums
-    want = reference.exact_levels([d.to(torch.bfloat16) for d in a_digits], [d.to(torch.bfloat16) for d in b_digits])
-    assert got.keys() == want.keys() and all(torch.equal(got[level].double(), 2 * want[level]) for level in got)
+    assert {256.0, -256.0, 128.0} <= set(torch.cat([d.flatten() for d in reference._digits(a, slices)]).tolist())
+    for x, y in ((a, b), (b.mT, a.mT)):
+        assert reference.ozaki_slices(x, y, slices) == slices
+        got = reference.ozaki(x, y, slices=slices)
+        with monkeypatch.context() as patch:
+            patch.setattr(reference._ozaki, "_FLOAT64_GEMMS", ())
+            assert torch.equal(got, reference.ozaki(x, y, slices=slices))
+
+
+@pytest.mark.parametrize("k", [8159, 8160])
+def test_ozaki_float64_route_is_exact_at_the_edge_of_its_prefix(k, monkeypatch):
+    """Digits as large as they get and of one sign, (255, 127, 127, 127) on both sides, sum to the most the
+    float64 prefix allows at K = 8159 (4 slices: all levels in one exact sum) and just beyond it at 8160 (the
+    lowest level apart): the result is the exact sum of the kept digit pairs rounded once, as the fp32 engine
+    route gives it."""
+    value = Fraction(255, 2**8) + Fraction(127, 2**16) + Fraction(127, 2**24) + Fraction(127, 2**32)
+    a = torch.full((1, k), float(value), dtype=torch.float64)
+    digits = [255, 127, 127, 127]
+    kept = sum(Fraction(digits[i] * digits[j], 2 ** (8 * (i + j + 2))) for i in range(4) for j in range(4 - i))
+    assert reference._ozaki_f64.prefix_start(4, k) == (2 if k == 8159 else 3)
+    got = reference.ozaki(a, a.mT, slices=4)
+    assert got.item() == float(k * kept)
+    with monkeypatch.context() as patch:
+        patch.setattr(reference._ozaki, "_FLOAT64_GEMMS", ())
+        assert torch.equal(got, reference.ozaki(a, a.mT, slices=4))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
