@@ -6,7 +6,7 @@ orders), with idle BLAS/OpenMP threads set to sleep rather than spin (see below)
 mode on the CPU, native. Times are medians; ratios are medians of per-repetition ratios (robust to load changes
 on a shared machine). The JSON in benchmarks/results/ keeps every sample. A measurement, not a test.
 
-Issue 12 added steps with nothing to contract (Hadamard products in float32 and float64, outer products), a full
+Beside those: steps with nothing to contract (Hadamard products in float32 and float64, outer products), a full
 contraction, networks of 100 and 200 tensors through contract_expression (per-step overhead; see ``_network``),
 the same networks through ``trn_backend.contract_expression`` (its compiled program, "xp.contract_expression"
 rows; torch and numpy still run opt_einsum's expression), and a first-call row: ``xp.contract(eq, *ops,
@@ -54,7 +54,7 @@ def _network(n: int, regularity: int = 3) -> tuple[str, list[tuple[int, ...]]]:
 
 
 def workloads() -> list[dict]:
-    """The five workloads of issue 3, the network with its path precomputed (pure per-call overhead), and
+    """The five original workloads, the network with its path precomputed (pure per-call overhead), and
     the steps without contraction, full contraction and larger networks."""
     network_eq, network_shapes = _network(40)
     return [
