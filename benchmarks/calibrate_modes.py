@@ -11,10 +11,11 @@ slice counts (selection interpolates others linearly in the pass count s(s+1)/2 
 count is measured at one size and compared with that interpolation (the "ozaki fit check"). float64 kahan is
 native's float64 product itself (its rounding to float64 is the identity), so it is not timed: its cost is 1.
 
-The device's entry in trn_backend/data/mode_costs.json is replaced (other devices' entries are kept); every sample
-and the metadata go to benchmarks/results/calibrate_modes_<device>.json. A measurement, not a test.
+Every sample and the metadata go to benchmarks/results/calibrate_modes_<device>.json. The table the package ships,
+trn_backend/data/mode_costs.json, changes only with --write-package-table (``make calibrate``): then the device's
+entry in it is replaced and other devices' entries are kept. A measurement, not a test.
 
-    python benchmarks/calibrate_modes.py [--device cpu|cuda] [--quick] [--reps 5] [--no-table]
+    python benchmarks/calibrate_modes.py [--device cpu|cuda] [--quick] [--reps 5] [--write-package-table]
 """
 
 from __future__ import annotations
@@ -170,8 +171,10 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--quick", action="store_true", help="3 repetitions, the three smaller sizes, no fit check")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per size (default 5, --quick 3)")
-    parser.add_argument("--no-table", action="store_true", help="leave trn_backend/data/mode_costs.json alone")
-    parser.add_argument("--table", type=Path, default=_mode_costs.TABLE)
+    parser.add_argument("--write-package-table", action="store_true",
+                        help="replace this device's entry in the cost table the package ships (--table)")
+    parser.add_argument("--table", type=Path, default=_mode_costs.TABLE,
+                        help="the cost table --write-package-table updates (default trn_backend/data/mode_costs.json)")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -194,7 +197,7 @@ def main() -> None:
             "quick": args.quick, "reps": reps, "command": " ".join(["python", *sys.argv]),
             "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
             "seconds": round(time.perf_counter() - started, 1)}
-    if not args.no_table:
+    if args.write_package_table:
         table = json.loads(args.table.read_text()) if args.table.exists() else {}
         table.setdefault("about", "Time of each precision mode relative to native of the same dtype (medians of "
                                   "interleaved per-repetition ratios), per device type, dtype and size (flops = "
@@ -208,7 +211,8 @@ def main() -> None:
     out.write_text(json.dumps({"meta": meta, "table": entries, "fit_checks": checks, "results": rows}, indent=1))
     print()
     print(table_text(rows, checks))
-    print(f"\nwritten to {out}" + ("" if args.no_table else f" and {args.table}"))
+    print(f"\nwritten to {out}" + (f" and {args.table}" if args.write_package_table else
+                                    f"; {args.table} unchanged (--write-package-table updates it)"))
 
 
 if __name__ == "__main__":

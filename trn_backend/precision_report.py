@@ -16,6 +16,7 @@ import functools
 import statistics
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -262,6 +263,7 @@ def plot(rows: Sequence[Row], path: str, title: str, costs: Sequence[cost.Estima
     from matplotlib import pyplot as plt
 
     fig = figure(rows, title, costs, frontier_title)
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
 
@@ -273,7 +275,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=256, help="M = N of the M x K @ K x N products (default 256)")
     parser.add_argument("--k", type=int, nargs="+", default=list(KS), help="contracted lengths (default 16 512 4096)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per cell; the median is shown")
-    parser.add_argument("--png", default="precision-report.png", help="where the plot goes")
+    parser.add_argument("--png", default=str(Path("build") / "precision-report.png"),
+                        help="where the plot goes (default build/precision-report.png; its folder is created)")
     parser.add_argument("--device", default="cpu",
                         help="torch device the modes run on (default cpu; e.g. cuda measures a GPU's arithmetic)")
     parser.add_argument("--device-model", choices=tuple(cost.GENERATIONS), default=None,

@@ -236,7 +236,7 @@ def test_native_reports_the_bound_of_a_reduced_float32_matmul_precision(setting,
 
 # --- the calibration script ---
 
-def test_the_calibration_script_merges_its_entry_and_the_table_loads(tmp_path, monkeypatch):
+def test_the_calibration_script_merges_its_entry_on_request_and_the_table_loads(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
     import calibrate_modes
 
@@ -245,8 +245,12 @@ def test_the_calibration_script_merges_its_entry_and_the_table_loads(tmp_path, m
     monkeypatch.setattr(calibrate_modes, "QUICK_SIZES", {"cpu": ((8, 16, 8), (16, 32, 16))})
     monkeypatch.setattr(calibrate_modes, "SLICES", {"cpu": (1, 2)})
     monkeypatch.setattr(calibrate_modes, "SAMPLE_S", 0.0)  # one call per sample
-    monkeypatch.setattr(sys, "argv", ["calibrate_modes.py", "--quick", "--reps", "2", "--table", str(table),
-                                      "--out", str(tmp_path / "out.json")])
+    before = table.read_text()
+    argv = ["calibrate_modes.py", "--quick", "--reps", "2", "--table", str(table), "--out", str(tmp_path / "out.json")]
+    monkeypatch.setattr(sys, "argv", argv)
+    calibrate_modes.main()
+    assert table.read_text() == before  # the shipped table changes only on request
+    monkeypatch.setattr(sys, "argv", [*argv, "--write-package-table"])
     calibrate_modes.main()
     written = json.loads(table.read_text())
     assert set(written["devices"]) == {"cpu", "cuda"}  # the other device's entry is kept

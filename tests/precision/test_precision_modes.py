@@ -355,6 +355,16 @@ def test_precision_report_cli_writes_its_table_and_a_png(tmp_path, capsys):
         assert row.bound is None or row.max_error <= row.bound, row
 
 
+def test_precision_report_writes_its_png_under_build_by_default(tmp_path, monkeypatch, capsys):
+    """Without --png the plot goes to build/ (git-ignored) under the current directory, nothing else there."""
+    from trn_backend.__main__ import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["precision-report", "--size", "8", "--k", "16", "--repeats", "1"]) == 0
+    assert [p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")] == ["build", "build/precision-report.png"]
+    assert "plot: build/precision-report.png" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(("call", "match"), [
     (lambda x: xp.einsum("ij,jk", x, x, precision="bogus"), r"^einsum\(\): unknown precision mode 'bogus'"),
     (lambda x: xp.matmul(x, x, precision="dd", target_forward_error=1e-3), r"^matmul\(\): give a precision mode"),
