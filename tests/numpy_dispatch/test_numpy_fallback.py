@@ -1,7 +1,8 @@
 """NumPy's host fallback for NeuronArray: NumPy functions and ufunc methods outside the dispatch tables run in
-NumPy on the zero-copy views of host NeuronArrays (results are NumPy's; writes through ``out=``, ``ufunc.at``
-and in-place functions land in the NeuronArrays), and are a TypeError naming the function and the device for
-arrays elsewhere. Another array type with its own ``__array_function__`` still gets its turn.
+NumPy on the zero-copy views of host NeuronArrays (a function's results are NumPy's, a ufunc's come back as
+NeuronArrays; writes through ``out=``, ``ufunc.at`` and in-place functions land in the NeuronArrays), and are a
+TypeError naming the function and the device for arrays elsewhere. Another array type with its own
+``__array_function__`` still gets its turn.
 """
 
 from __future__ import annotations
@@ -49,12 +50,18 @@ def _outside_the_tables(func: Any) -> bool:
     return func not in TABLE
 
 
-def _same(ours: Any, theirs: Any) -> None:
-    """NumPy's own result (not wrapped), equal to NumPy's on the ndarrays."""
+def _same(ours: Any, theirs: Any, wrapped: bool) -> None:
+    """NumPy's result on the ndarrays: as it is for a NumPy function, as NeuronArrays for a ufunc (``wrapped``:
+    each ndarray or NumPy scalar a NeuronArray of its dtype, shape and values)."""
     if isinstance(theirs, (tuple, list)):
         assert type(ours) is type(theirs) and len(ours) == len(theirs)
         for o, t in zip(ours, theirs, strict=True):
-            _same(o, t)
+            _same(o, t, wrapped)
+        return
+    if wrapped and isinstance(theirs, (np.ndarray, np.generic)):
+        assert type(ours) is xp.NeuronArray, type(ours)
+        assert ours.dtype == theirs.dtype and ours.shape == np.shape(theirs) and ours.device == torch.device("cpu")
+        np.testing.assert_array_equal(to_numpy(ours), theirs)
         return
     assert not isinstance(ours, xp.NeuronArray), "the fallback's result is NumPy's"
     assert type(ours) is type(theirs), (type(ours), type(theirs))
@@ -63,6 +70,10 @@ def _same(ours: Any, theirs: Any) -> None:
         np.testing.assert_array_equal(ours, theirs)
     else:
         assert ours == theirs or (ours != ours and theirs != theirs)
+
+
+def _is_ufunc(func: Any) -> bool:
+    return isinstance(func, np.ufunc) or isinstance(getattr(func, "__self__", None), np.ufunc)
 
 
 # (NumPy function or ufunc method, arguments): none of them in the tables
@@ -100,7 +111,7 @@ CASES: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
 def test_functions_outside_the_tables_run_in_numpy_on_host_arrays(func: Callable[..., Any], args: tuple[Any, ...],
                                                                    kwargs: dict[str, Any]) -> None:
     assert _outside_the_tables(func), f"{func} has an entry in the tables now: pick another function here"
-    _same(func(*_neuron(args), **_neuron(kwargs)), func(*args, **kwargs))
+    _same(func(*_neuron(args), **_neuron(kwargs)), func(*args, **kwargs), wrapped=_is_ufunc(func))
 
 
 def test_may_share_memory_sees_the_neuron_array_memory() -> None:
@@ -152,7 +163,7 @@ def test_arrays_in_keyword_arguments_are_converted() -> None:
     ours = np.histogram2d(x, y=y, bins=3, weights=w)
     theirs = np.histogram2d(V, y=V[::-1], bins=3, weights=V / 2)
     for a, b in zip(ours, theirs, strict=True):
-        _same(a, b)
+        _same(a, b, wrapped=False)
 
 
 def test_host_views_search_tuples_lists_and_dicts() -> None:

@@ -5,9 +5,10 @@ Operands that are not NeuronArrays join the call's device: ndarrays and NumPy sc
 scalar is a strong 0-d array under NEP 50), Python scalars stay weak. ``where=`` and the other loop controls
 raise TypeError unless left at their defaults.
 
-A ufunc or method outside the table (``np.fmod``, ``np.add.at``) runs in NumPy on the zero-copy views of host
-NeuronArrays (its result a NumPy array; ``out=`` and ``at`` write into the NeuronArrays), and is a TypeError
-naming the device for arrays elsewhere (see ``_registry.fallback``).
+A ufunc or method outside the table (``np.fmod``, ``np.add.at``, SciPy's ufuncs such as ``scipy.special.erf``)
+runs in NumPy on the zero-copy views of host NeuronArrays, and its results come back as NeuronArrays on the host
+sharing NumPy's memory (the convention of dask, CuPy and sparse for foreign ufuncs; ``out=`` and ``at`` write
+into the NeuronArrays); it is a TypeError naming the device for arrays elsewhere (see ``_registry.run_on_host``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import torch
 
 from .. import _dtypes
 from .._helpers import PY_SCALARS, NeuronArray, check_broadcastable
@@ -24,6 +26,7 @@ from ._registry import as_array, call_device, can_cast, device_of, run_on_host, 
 __all__ = ["UFUNCS", "REDUCE", "ACCUMULATE", "array_ufunc", "methods"]
 
 A = NeuronArray
+_HOST = torch.device("cpu")
 _OWN_TYPES = (A, np.ndarray, np.generic)  # operands this module handles (others may have their own dispatch)
 
 # ufunc -> the namespace function of the same meaning
@@ -103,8 +106,26 @@ def _fallback(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dic
     naming ``numpy.<ufunc>[.<method>]`` and the device of an array that is not on the host."""
     if _foreign(inputs, kwargs.get("out")):
         return NotImplemented
-    name = f"numpy.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
-    return run_on_host(name, getattr(ufunc, method), inputs, kwargs)
+    name = f"{_owner(ufunc)}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    return _as_neuron_arrays(name, run_on_host(name, getattr(ufunc, method), inputs, kwargs))
+
+
+def _owner(ufunc: np.ufunc) -> str:
+    """``numpy`` for NumPy's own ufuncs; another library's (``scipy.special.erf``) is named by its own name."""
+    return "numpy" if getattr(np, ufunc.__name__, None) is ufunc else "ufunc"
+
+
+def _as_neuron_arrays(name: str, result: Any) -> Any:
+    """NumPy's results as NeuronArrays on the host, sharing their memory (0-d for NumPy scalars); ``None``
+    (``ufunc.at``) and the ``out=`` NeuronArrays pass through. A dtype no NeuronArray holds is a TypeError."""
+    if isinstance(result, tuple):
+        return tuple(_as_neuron_arrays(name, r) for r in result)
+    if not isinstance(result, (np.ndarray, np.generic)):
+        return result
+    if result.dtype not in _dtypes.TORCH_OF_PUBLIC:
+        raise TypeError(f"{name} on NeuronArrays computed a {result.dtype} result, which a NeuronArray cannot hold; "
+                        "call it on np.asarray(x) to get NumPy's array")
+    return xp.asarray(result, device=_HOST)
 
 
 def _foreign(inputs: tuple[Any, ...], out: Any) -> bool:
