@@ -34,6 +34,7 @@ def register_wrapper(tensor_type: type, array_type: type) -> None:
 
 _INT_OR_NONE = (int, type(None))  # the bounds of a slice torch reads as NumPy does
 _new = object.__new__
+_TYPE = type  # ndarray.view's parameter named type hides the builtin there
 _TENSOR = torch.Tensor
 
 
@@ -114,6 +115,95 @@ class NeuronArray(NdarrayMethods):
         if self._t.dim() < 2:
             raise ValueError(f"x.mT needs at least 2 dimensions, got {self._t.dim()}")
         return wrap(self._t.transpose(-1, -2))
+
+    # --- ndarray's attributes, as NumPy 2 defines them ---
+    @property
+    def real(self) -> NeuronArray:
+        """ndarray.real: the real parts of a complex array as a view (writes go through), a real array itself as
+        a view."""
+        return self._part("real") if self._t.dtype in _dtypes.COMPLEX_FLOAT else self[...]
+
+    @real.setter
+    def real(self, value: Any) -> None:
+        self.real[...] = value
+
+    @property
+    def imag(self) -> NeuronArray:
+        """ndarray.imag: the imaginary parts of a complex array as a view (writes go through); for a real array
+        zeros of its dtype that refuse writes, as NumPy's read-only array does."""
+        t = self._t
+        if t.dtype in _dtypes.COMPLEX_FLOAT:
+            return self._part("imag")
+        with torch.inference_mode():  # torch refuses in-place writes into an inference tensor: read-only
+            return wrap(torch.zeros_like(t))
+
+    @imag.setter
+    def imag(self, value: Any) -> None:
+        if self._t.dtype not in _dtypes.COMPLEX_FLOAT:
+            raise TypeError(f"x.imag = value: x of dtype {_dtypes.name(self._t.dtype)} has no imaginary part to "
+                            "set (as in NumPy); convert x to a complex dtype first")
+        self.imag[...] = value
+
+    def _part(self, which: str) -> NeuronArray:
+        """The real or imaginary parts of a complex array, a view (torch's ``.real`` and ``.imag``)."""
+        return wrap(getattr(self._t, which))
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """ndarray.strides: the bytes between neighbours along each axis (torch's strides, in elements, times
+        the item size); 0 along a broadcast axis."""
+        size = self._t.element_size()
+        return tuple(s * size for s in self._t.stride())
+
+    @property
+    def flat(self) -> FlatIterator:
+        """ndarray.flat: the elements in C order, read by flat index (copies, as NumPy's flatiter returns), or
+        written by flat index where x is C-contiguous."""
+        return FlatIterator(self)
+
+    def fill(self, value: Any) -> None:
+        """ndarray.fill: every element set to ``value``, converted to x's dtype as NumPy converts it (a float
+        into an integer array truncates; a Python int out of the dtype's range is NumPy's OverflowError)."""
+        if isinstance(value, NeuronArray):
+            if value.ndim != 0:
+                raise ValueError(f"x.fill(value): value must be a scalar or a 0-d array, got shape {value.shape}")
+            value = value._host()[()]
+        cell = np.empty((), dtype=self.dtype)
+        cell.fill(value)  # NumPy's own conversion, its errors included
+        self[...] = cell[()]
+
+    def view(self, dtype: Any = None, type: Any = None) -> NeuronArray:  # noqa: A002 - ndarray.view's name
+        """ndarray.view: the same memory, as another dtype where NumPy 2 allows it (the same item size, or
+        else a contiguous last axis whose byte length the new item size divides); no argument: a new array
+        object over the same memory. Never a copy: what cannot be viewed raises."""
+        if type is not None or (isinstance(dtype, _TYPE) and issubclass(dtype, np.ndarray)):
+            raise TypeError("x.view(type=...): NeuronArray has no ndarray subclasses to view as; "
+                            "use np.asarray(x).view(...) for NumPy's")
+        if dtype is None:
+            return self[...]
+        return self._viewed(_dtypes.to_dtype(dtype, "x.view() dtype"))
+
+    def _viewed(self, target: torch.dtype) -> NeuronArray:
+        t = self._t
+        old, new = t.element_size(), torch.empty((), dtype=target).element_size()
+        what = f"x.view({_dtypes.name(target)}) of a {_dtypes.name(t.dtype)} array of shape {tuple(t.shape)}"
+        if old != new:
+            if t.dim() == 0:
+                raise ValueError(f"{what}: a 0-d array cannot change its item size ({old} -> {new} bytes), as "
+                                 "in NumPy")
+            if t.stride(-1) != 1 and t.shape[-1] != 1 or t.shape[-1] * old % new:
+                raise ValueError(f"{what}: a new item size ({old} -> {new} bytes) needs a contiguous last axis "
+                                 f"whose {t.shape[-1] * old} bytes are a multiple of {new} (strides "
+                                 f"{self.strides}), as in NumPy")
+        try:
+            return wrap(t.view(target))
+        except RuntimeError as e:  # torch's own limits beyond NumPy's (the offset's alignment to the new size)
+            raise ValueError(f"{what}: torch cannot view this memory so ({e}); view a copy instead") from None
+
+    def to_torch(self) -> torch.Tensor:
+        """The torch.Tensor this array holds, not a copy: writes through either are seen by the other
+        (``trn_backend.from_torch`` goes the other way)."""
+        return self._t
 
     def to_device(self, device: Any, /, *, stream: int | Any | None = None) -> NeuronArray:
         if stream is not None:
@@ -562,9 +652,10 @@ def _check_writable(t: torch.Tensor, operation: str) -> None:
     """After torch refused a write into ``t``: a clear error where the reason is that ``t`` is an inference
     tensor, as the copies that views with negative steps read are (see ``_ReversedView``)."""
     if t.is_inference():
-        raise ValueError(f"{operation}: x holds a read-only copy (a torch inference tensor), as functions such as "
-                         "reshape return for a view with negative steps (x[::-1]), which torch cannot view; "
-                         "write into that view itself, or copy first: xp.asarray(x, copy=True)") from None
+        raise ValueError(f"{operation}: x is read-only (a torch inference tensor): the .imag of a real array is, as "
+                         "NumPy's is, and so is the copy that functions such as reshape return for a view with "
+                         "negative steps (x[::-1]), which torch cannot view; write into that view itself, or "
+                         "copy first: xp.asarray(x, copy=True)") from None
 
 def _unsigned_item(t: torch.Tensor) -> int:
     v = int(_dtypes.compute(t).item())
@@ -689,6 +780,26 @@ class _ReversedView(NeuronArray):
         order[-2:] = order[:-3:-1]
         return self._moved(NeuronArray.mT.fget(wrap(self._base)), order)
 
+    def _part(self, which: str) -> NeuronArray:
+        return _reversed(getattr(self._base, which), self._dims)
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        size = self._base.element_size()
+        return tuple(-s * size if d in self._dims else s * size for d, s in enumerate(self._base.stride()))
+
+    def _viewed(self, target: torch.dtype) -> NeuronArray:
+        if self._base.element_size() != torch.empty((), dtype=target).element_size() and \
+                self._base.dim() - 1 in self._dims:
+            raise ValueError(f"x.view({_dtypes.name(target)}): a new item size needs a contiguous last axis, and "
+                             "x's runs backwards (a negative step), as in NumPy")
+        return _reversed(wrap(self._base)._viewed(target)._t, self._dims)
+
+    def to_torch(self) -> torch.Tensor:
+        raise ValueError("x.to_torch() of a view with negative steps (x[::-1]): torch has no negative strides, "
+                         "so no tensor shares this view's memory; take a copy, xp.asarray(x, copy=True).to_torch(), "
+                         "or the tensor of the array it views")
+
     def _moved(self, base: NeuronArray, order: list[int]) -> NeuronArray:
         """This view with its dimensions in ``order``, given ``base``: the base's dimensions in that order."""
         return _reversed(base._t, tuple(sorted(order.index(d) for d in self._dims)))
@@ -728,3 +839,39 @@ def _reversed(base: torch.Tensor, dims: tuple[int, ...]) -> _ReversedView:
     view._base = base
     view._dims = dims
     return view
+
+
+class FlatIterator:
+    """``x.flat``: NumPy's flatiter over a NeuronArray. Reads by flat index (an int, a slice, an integer or
+    boolean array) return copies, as NumPy's do; iteration yields the elements as 0-d arrays in C order;
+    writes by flat index go into x where x is C-contiguous (its flat view exists), and raise elsewhere."""
+
+    __slots__ = ("_x",)
+
+    def __init__(self, x: NeuronArray) -> None:
+        self._x = x
+
+    def __len__(self) -> int:
+        return self._x.size
+
+    def _flat(self) -> NeuronArray:
+        return wrap(self._x._t.reshape(-1))  # a view where x is contiguous, else a copy: read only here
+
+    def __getitem__(self, key: Any) -> NeuronArray:
+        r = self._flat()[key]
+        return r if r.ndim == 0 else wrap(r._t.clone())  # one element is already a copy
+
+    def __iter__(self) -> Any:
+        flat = self._flat()
+        return (flat[i] for i in range(flat.size))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        x = self._x
+        if type(x) is not NeuronArray or not x._t.is_contiguous():
+            raise ValueError(f"x.flat[key] = value needs a C-contiguous x; this one has shape {x.shape} and "
+                             f"strides {x.strides}: assign through x[...] or into a contiguous copy")
+        wrap(x._t.view(-1))[key] = value
+
+    def copy(self) -> NeuronArray:
+        """flatiter.copy: the elements as a new 1-d array."""
+        return wrap(self._x._t.reshape(-1).clone())

@@ -183,6 +183,7 @@ CASES: list[tuple[str, Case]] = [
     ("empty_like", lambda m, a, d: m.empty_like(a.x).shape),
     ("eye", lambda m, a, d: m.eye(5, 4, k=1, dtype=m.float64, **d)),
     ("from_dlpack", lambda m, a, d: m.from_dlpack(a.x)),
+    ("from_torch", lambda m, a, d: m.from_torch(a.x.to_torch()) if m is xp else a.x),
     ("full", lambda m, a, d: m.full((5, 4), 2.5, dtype=m.float64, **d)),
     ("full_like", lambda m, a, d: m.full_like(a.x, 3)),
     ("full_like", lambda m, a, d: m.full_like(a.i, 7)),

@@ -29,7 +29,7 @@ from .._helpers import (
 from .data_types import check_castable, convert, promoted
 
 __all__ = [
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "full", "full_like", "linspace",
+    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "from_torch", "full", "full_like", "linspace",
     "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
 ]
 
@@ -100,6 +100,18 @@ def _scalars_dtype(values: Sequence[object], device: torch.device) -> torch.dtyp
 
 
 # ---------------------------------------------------------------- asarray and from_dlpack
+
+def from_torch(tensor: torch.Tensor, /) -> NeuronArray:
+    """A NeuronArray holding ``tensor`` itself (beyond the standard): no copy, on the tensor's device, and
+    writes through either are seen by the other. ``x.to_torch()`` goes the other way."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"from_torch(): expected a torch.Tensor, got {type(tensor).__name__}; use asarray for "
+                        "NumPy arrays, sequences and scalars")
+    if tensor.dtype not in _dtypes.ALL:
+        raise TypeError(f"from_torch(): torch dtype {tensor.dtype} has no NeuronArray dtype; supported: "
+                        f"{', '.join(_dtypes.NAMES.values())}")
+    return wrap(tensor)
+
 
 def asarray(obj: object, /, *, dtype: torch.dtype | None = None, device: Device = None,
             copy: bool | None = None) -> NeuronArray:
