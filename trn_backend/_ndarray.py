@@ -2,9 +2,10 @@
 x.sum(axis=...), x.reshape(...), x.astype(...)).
 
 Each calls the NumPy function of its name, which the NumPy dispatch table runs on the namespace
-(trn_backend.numpy_dispatch): one implementation of each rule. Methods that change an array in place in NumPy
-(sort, fill, resize) are left out. ``NdarrayMethods`` is a base class of NeuronArray, which supplies ``_t`` (the
-tensor) and ``size``; ``item``, a Python conversion, is NeuronArray's own.
+(trn_backend.numpy_dispatch): one implementation of each rule. NumPy's in-place methods sort and resize are
+left out (``fill`` and the attributes ``real``, ``imag``, ``strides``, ``flat`` are NeuronArray's own).
+``NdarrayMethods`` is a base class of NeuronArray, which supplies ``_t`` (the tensor) and ``size``; ``item``, a
+Python conversion, is NeuronArray's own.
 """
 
 from __future__ import annotations
