@@ -6,25 +6,39 @@ PIP    := $(PY) -m pip
 # torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test lint bench calibrate conformance precision-report clean
+.PHONY: demo test lint bench calibrate conformance precision-report docs wheel-smoke clean
+
+# Each install stage says what it installs before pip runs (quietly, without its progress bars), and how large
+# the environment is after it. Downloads come from pip's cache where it has them.
+STAGE = @printf '[setup] %s\n'
+SIZE  = @printf '[setup]   %s is now %s\n' $(VENV) "$$(du -sh $(VENV) | cut -f1)"
 
 $(VENV)/.base:
+	$(STAGE) "1/3 a virtual environment in $(VENV), with the newest pip"
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
+	$(STAGE) "2/3 $(TORCH), the CPU build (a 190 MB wheel, about 900 MB installed)"
 	$(PIP) install -q $(TORCH)
+	$(SIZE)
 	touch $@
 
 $(VENV)/.installed: $(VENV)/.base pyproject.toml
+	$(STAGE) "3/3 trn-backend (editable) and its dependencies: numpy, array-api-compat, opt_einsum, ml_dtypes, tqdm"
 	$(PIP) install -q -e .
+	$(SIZE)
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(STAGE) "test extras: pytest, hypothesis, array-api-strict, cotengra, matplotlib, dask, scikit-learn, scipy, pyscf"
 	$(PIP) install -q -e ".[test]"
+	$(SIZE)
 	touch $@
 
 # the demo's extras: PySCF (chem), matplotlib (plot), cotengra
 $(VENV)/.installed-demo: $(VENV)/.installed pyproject.toml
+	$(STAGE) "demo extras: PySCF (integrals and the reference energy), matplotlib (the figure), cotengra (paths)"
 	$(PIP) install -q -e ".[chem,plot,cotengra]"
+	$(SIZE)
 	touch $@
 
 demo: $(VENV)/.installed-demo
@@ -55,9 +69,9 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/calibrate_modes.py
 
 # Only the precision modes' cost table that target_forward_error= ranks modes by (trn_backend/data/mode_costs.json);
-# on a CUDA host: python benchmarks/calibrate_modes.py --device cuda
+# on a CUDA host: python benchmarks/calibrate_modes.py --device cuda --write-package-table
 calibrate: $(VENV)/.installed-test
-	$(PY) benchmarks/calibrate_modes.py
+	$(PY) benchmarks/calibrate_modes.py --write-package-table
 
 conformance: $(VENV)/.installed-test
 	$(PIP) install -q -e ".[test,conformance]"
@@ -66,5 +80,19 @@ conformance: $(VENV)/.installed-test
 precision-report: $(VENV)/.installed-test
 	$(PY) -m trn_backend precision-report --device-model trn2 --png benchmarks/results/precision_report.png | tee benchmarks/results/precision_report.txt
 
+# the guides in docs/ and the API reference from the docstrings, as HTML in build/docs/html; offline, and every
+# Sphinx warning (a broken link or cross-reference, a malformed docstring) fails the build
+$(VENV)/.installed-docs: $(VENV)/.installed pyproject.toml
+	$(PIP) install -q -e ".[docs]"
+	touch $@
+
+docs: $(VENV)/.installed-docs
+	$(PY) -m sphinx -E -W --keep-going -q -b html docs build/docs/html
+
+# the wheel and sdist built, checked for their files and for build warnings, the wheel installed into a fresh venv
+# outside the checkout and smoke-tested there (.ci/wheel_smoke.sh; about a minute)
+wheel-smoke:
+	bash .ci/wheel_smoke.sh $(PYTHON)
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build dist *.egg-info .pytest_cache .hypothesis

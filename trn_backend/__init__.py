@@ -16,7 +16,7 @@ from ._namespace import *  # noqa: F403  (the public namespace, assembled there)
 from ._namespace import __array_api_version__, __array_namespace_info__  # noqa: F401
 from .contraction import slicing as _slicing
 
-__version__ = "0.1.0"
+__version__ = "0.1.0"  # the distribution's version too (pyproject.toml reads it from here); CHANGELOG.md
 
 _array.PROTOCOLS["namespace"] = _sys.modules[__name__]  # what x.__array_namespace__() answers
 
