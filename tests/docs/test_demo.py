@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import opt_einsum
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 try:
     import pyscf  # noqa: F401
@@ -147,3 +149,42 @@ def test_demo_main_writes_png_and_report(tmp_path: Path, capsys: pytest.CaptureF
     assert [r.setting for r in results.rows] == chemistry.settings()
     assert all(abs(r.error) <= r.bound for r in results.rows)
     assert results.dispatched_type is xp.NeuronArray
+
+
+# --- the figure's decisions (examples/demo_stages/figure.py), on data rather than pixels ---
+
+def test_exact_results_are_drawn_on_the_labelled_floor_and_measured_ones_where_they_are() -> None:
+    from demo_stages import figure
+
+    assert figure.plotted_error(0.0) == (figure.FLOOR, True)
+    assert figure.plotted_error(-3e-7) == (3e-7, False)
+    assert figure.plotted_error(1e-17) == (1e-17, False)  # measured, even below the floor: not called exact
+
+
+@given(st.lists(st.tuples(st.floats(0.01, 100.0), st.floats(1e-16, 1e-2)), max_size=12))
+def test_spread_leaves_no_point_hidden_behind_another(points: list[tuple[float, float]]) -> None:
+    import math
+
+    from demo_stages import figure
+
+    placed = figure.spread(points)
+    assert [y for _, y in placed] == [y for _, y in points]  # errors are never moved
+    assert all(px >= x for (px, _), (x, _) in zip(placed, points, strict=True))
+    for i, (xi, yi) in enumerate(placed):
+        for xj, yj in placed[:i]:
+            assert abs(math.log10(xi / xj)) >= figure.NEAR - 1e-12 or abs(math.log10(yi / yj)) >= figure.NEAR - 1e-12
+
+
+@pytest.mark.parametrize(("low", "high"), [(0.1, 0.5), (0.1, 7.0), (0.2, 30.0), (1e-3, 2e-3)])
+def test_time_axes_have_at_least_three_labelled_ticks(low: float, high: float) -> None:
+    from demo_stages import figure
+    from matplotlib.figure import Figure
+
+    axes = Figure().subplots()
+    axes.set_xscale("log")
+    axes.set_xlim(low, high)
+    figure.log_ticks(axes.xaxis)
+    ticks = [t for t in axes.xaxis.get_major_locator()() if low <= t <= high]
+    labels = [axes.xaxis.get_major_formatter()(t) for t in ticks]
+    assert len(ticks) >= 2 and all(labels), (ticks, labels)
+    assert len(ticks) >= 3 or high / low < 2.5  # a span shorter than 1-2-5 spacing cannot hold three
