@@ -11,6 +11,9 @@ TORCH  := torch==2.13.0
 # Each install stage says what it installs before pip runs (quietly, without its progress bars), and how large
 # the environment is after it. Downloads come from pip's cache where it has them.
 STAGE = @printf '[setup] %s\n'
+# setuptools' notice that an editable install maps packages through an import finder (it must: kernels/ is installed
+# as trn_backend.kernels) is information, not a problem: silenced by its message, nothing else
+EDITABLE = PYTHONWARNINGS="ignore:Editable installation"
 SIZE  = @printf '[setup]   %s is now %s\n' $(VENV) "$$(du -sh $(VENV) | cut -f1)"
 
 $(VENV)/.base:
@@ -24,20 +27,20 @@ $(VENV)/.base:
 
 $(VENV)/.installed: $(VENV)/.base pyproject.toml
 	$(STAGE) "3/3 trn-backend (editable) and its dependencies: numpy, array-api-compat, opt_einsum, ml_dtypes, tqdm"
-	$(PIP) install -q -e .
+	$(EDITABLE) $(PIP) install -q -e .
 	$(SIZE)
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(STAGE) "test extras: pytest, hypothesis, array-api-strict, cotengra, matplotlib, dask, scikit-learn, scipy, pyscf"
-	$(PIP) install -q -e ".[test]"
+	$(EDITABLE) $(PIP) install -q -e ".[test]"
 	$(SIZE)
 	touch $@
 
 # the demo's extras: PySCF (chem), matplotlib (plot), cotengra
 $(VENV)/.installed-demo: $(VENV)/.installed pyproject.toml
 	$(STAGE) "demo extras: PySCF (integrals and the reference energy), matplotlib (the figure), cotengra (paths)"
-	$(PIP) install -q -e ".[chem,plot,cotengra]"
+	$(EDITABLE) $(PIP) install -q -e ".[chem,plot,cotengra]"
 	$(SIZE)
 	touch $@
 
@@ -53,7 +56,7 @@ lint: $(VENV)/.installed-test
 
 # the benchmarks' extras on top of the test ones (bench_families.py's generators and quimb)
 $(VENV)/.installed-bench: $(VENV)/.installed-test pyproject.toml
-	$(PIP) install -q -e ".[test,bench]"
+	$(EDITABLE) $(PIP) install -q -e ".[test,bench]"
 	touch $@
 
 # Every benchmark, each interleaving the alternatives in one process; results in benchmarks/results/.
@@ -74,16 +77,17 @@ calibrate: $(VENV)/.installed-test
 	$(PY) benchmarks/calibrate_modes.py --write-package-table
 
 conformance: $(VENV)/.installed-test
-	$(PIP) install -q -e ".[test,conformance]"
+	$(EDITABLE) $(PIP) install -q -e ".[test,conformance]"
 	$(PY) conformance/run.py
 
 precision-report: $(VENV)/.installed-test
-	$(PY) -m trn_backend precision-report --device-model trn2 --png benchmarks/results/precision_report.png | tee benchmarks/results/precision_report.txt
+	mkdir -p build
+	$(PY) -m trn_backend precision-report --device-model trn2 --png build/precision-report.png | tee build/precision-report.txt
 
 # the guides in docs/ and the API reference from the docstrings, as HTML in build/docs/html; offline, and every
 # Sphinx warning (a broken link or cross-reference, a malformed docstring) fails the build
 $(VENV)/.installed-docs: $(VENV)/.installed pyproject.toml
-	$(PIP) install -q -e ".[docs]"
+	$(EDITABLE) $(PIP) install -q -e ".[docs]"
 	touch $@
 
 docs: $(VENV)/.installed-docs
