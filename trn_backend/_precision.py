@@ -471,7 +471,7 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: s
 
 def select_precision(dtype: torch.dtype, K: int, target: float, *, device: torch.device | str = "cpu",
                      bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
-    """The cheapest mode on ``device`` (default: the CPU) whose bound meets ``target`` (units of |A||B|), for a
+    """The cheapest mode on ``device`` (default: the CPU) whose bound meets ``target`` (units of ``|A||B|``), for a
     step of sizes ``bmkn`` = (B, M, K, N) (default (1, 1024, K, 1024), the calibration's M and N). Candidates:
     native (where its bound holds), fast, dd, bf16x6, ozaki (1..16 slices), kahan; never sr. Costs come from the
     device's calibration table (CPU, CUDA), the trn2 cost model (Neuron), else the bf16 pass count

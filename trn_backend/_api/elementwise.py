@@ -219,7 +219,7 @@ def abs(x: NeuronArray, /) -> NeuronArray:  # noqa: A001
 
 
 def sign(x: NeuronArray, /) -> NeuronArray:
-    """Element-wise sign: -1, 0 or 1 for real input (nan stays nan), x/|x| for complex input."""
+    """Element-wise sign: -1, 0 or 1 for real input (nan stays nan), ``x / |x|`` for complex input."""
     t = tensor(x, "sign")
     _dtypes.check(t.dtype, "numeric", "sign")
     if t.dtype in _dtypes.UNSIGNED_INT:

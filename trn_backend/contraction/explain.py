@@ -137,9 +137,9 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
 def error_bound(mode: str, dtype: object, K: int | str, /, *shapes: object, ranks: int = 1,
                 optimize: object = "auto", **params: Any) -> float | None:
     """The published bound of ``mode`` (with its ``params``) for results of ``dtype``, in units of the absolute
-    value: for one step of contracted length ``K`` (units of |A||B|, output rounding included), or, with
+    value: for one step of contracted length ``K`` (units of ``|A||B|``, output rounding included), or, with
     subscripts and operand shapes in place of K (``error_bound("dd", xp.float32, "ij,jk->ik", (8, 64),
-    (64, 8))``), for the whole expression along ``optimize``'s path, in units of the expression on |operands|
+    (64, 8))``), for the whole expression along ``optimize``'s path, in units of the expression on ``|operands|``
     (``Explanation.bound``). ``ranks``: the result a pending sum over that many ranks of a sharded contraction.
     None where no bound is published (native bf16/fp16); 0 for exact (integer) contractions."""
     if not isinstance(K, str):
