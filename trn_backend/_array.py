@@ -119,9 +119,8 @@ class NeuronArray(NdarrayMethods):
     # --- ndarray's attributes, as NumPy 2 defines them ---
     @property
     def real(self) -> NeuronArray:
-        """ndarray.real: the real parts of a complex array as a view (writes go through), a real array itself as
-        a view."""
-        return self._part("real") if self._t.dtype in _dtypes.COMPLEX_FLOAT else self[...]
+        """ndarray.real: the real parts of a complex array as a view (writes go through); a real array itself."""
+        return self._part("real") if self._t.dtype in _dtypes.COMPLEX_FLOAT else self  # NumPy's x.real is x
 
     @real.setter
     def real(self, value: Any) -> None:
@@ -843,8 +842,8 @@ def _reversed(base: torch.Tensor, dims: tuple[int, ...]) -> _ReversedView:
 
 class FlatIterator:
     """``x.flat``: NumPy's flatiter over a NeuronArray. Reads by flat index (an int, a slice, an integer or
-    boolean array) return copies, as NumPy's do; iteration yields the elements as 0-d arrays in C order;
-    writes by flat index go into x where x is C-contiguous (its flat view exists), and raise elsewhere."""
+    boolean array) return copies, as NumPy's do; iteration yields the elements as 0-d arrays in C order; writes
+    by flat index go into x (through its flat view where x is C-contiguous, else through x's own indexing)."""
 
     __slots__ = ("_x",)
 
@@ -867,10 +866,14 @@ class FlatIterator:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         x = self._x
-        if type(x) is not NeuronArray or not x._t.is_contiguous():
-            raise ValueError(f"x.flat[key] = value needs a C-contiguous x; this one has shape {x.shape} and "
-                             f"strides {x.strides}: assign through x[...] or into a contiguous copy")
-        wrap(x._t.view(-1))[key] = value
+        if type(x) is NeuronArray and x._t.is_contiguous():
+            wrap(x._t.view(-1))[key] = value  # the flat view of x's memory
+            return
+        # any other layout (strided, negative steps): the flat positions as indices of x, written through x
+        if isinstance(key, NeuronArray):
+            key = key._host()
+        positions = np.arange(x.size)[key]
+        x[tuple(np.asarray(i) for i in np.unravel_index(positions, x.shape))] = value
 
     def copy(self) -> NeuronArray:
         """flatiter.copy: the elements as a new 1-d array."""

@@ -79,8 +79,9 @@ def test_parts_of_a_view_with_negative_steps_write_into_its_base():
 def test_the_real_part_of_a_real_array_is_the_array_and_its_imag_is_read_only():
     a = np.arange(4.0)
     x = from_numpy(a)
+    assert x.real is x and a.real is a  # NumPy's answer
     x.real[1] = 7.0
-    assert to_numpy(x)[1] == 7.0  # a view, as NumPy's
+    assert to_numpy(x)[1] == 7.0
     zeros = x.imag
     with pytest.raises(ValueError, match="read-only"):  # NumPy: "assignment destination is read-only"
         zeros[0] = 1.0
@@ -230,7 +231,7 @@ def test_flat_reads_as_numpy(a, data):
                                   a.reshape(-1))
 
 
-def test_flat_reads_are_copies_and_writes_go_into_contiguous_arrays():
+def test_flat_reads_are_copies_and_writes_go_into_any_layout():
     a = np.arange(6.0).reshape(2, 3)
     x, expected = from_numpy(a), a.copy()
     part = x.flat[1:3]
@@ -239,8 +240,13 @@ def test_flat_reads_are_copies_and_writes_go_into_contiguous_arrays():
     x.flat[[0, 5]] = 7.0
     expected.flat[[0, 5]] = 7.0
     _equal(x, expected)
-    with pytest.raises(ValueError, match=r"C-contiguous x; this one has shape \(3, 2\)"):
-        x.T.flat[0] = 1.0
+    x.T.flat[1] = -3.0  # strided, and reversed: written through x's own indexing
+    expected.T.flat[1] = -3.0
+    x[:, ::-1].flat[1:3] = 4.0
+    expected[:, ::-1].flat[1:3] = 4.0
+    _equal(x, expected)
+    with pytest.raises(IndexError):
+        x.T.flat[6] = 1.0
 
 
 # --- torch ---
@@ -301,6 +307,16 @@ def test_foreign_ufunc_methods_out_and_unholdable_results():
     doubled = np.frompyfunc(lambda v: 2 * v, 1, 1)  # an object-dtype result
     with pytest.raises(TypeError, match="computed a object result, which a NeuronArray cannot hold"):
         doubled(x)
+
+
+def test_foreign_ufuncs_on_arrays_off_the_host_are_refused_by_name(monkeypatch):
+    from trn_backend.numpy_dispatch import _registry
+
+    monkeypatch.setattr(_registry, "on_host", lambda array: False)  # as if x lived on an accelerator
+    with pytest.raises(TypeError, match=r"^the ufunc fresnel is not supported on NeuronArray on device cpu"):
+        scipy.special._ufuncs.fresnel(xp.asarray([1.0]))
+    with pytest.raises(TypeError, match=r"^numpy.cbrt is not supported on NeuronArray on device cpu"):
+        np.cbrt(xp.asarray([1.0]))
 
 
 def test_scipy_ufuncs_without_the_array_api_switch():

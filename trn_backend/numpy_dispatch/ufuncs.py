@@ -106,13 +106,10 @@ def _fallback(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dic
     naming ``numpy.<ufunc>[.<method>]`` and the device of an array that is not on the host."""
     if _foreign(inputs, kwargs.get("out")):
         return NotImplemented
-    name = f"{_owner(ufunc)}.{ufunc.__name__}" + ("" if method == "__call__" else f".{method}")
+    own = getattr(np, ufunc.__name__, None) is ufunc  # NumPy's, or another library's (scipy.special.erf)
+    name = (f"numpy.{ufunc.__name__}" if own else f"the ufunc {ufunc.__name__}") + \
+        ("" if method == "__call__" else f".{method}")
     return _as_neuron_arrays(name, run_on_host(name, getattr(ufunc, method), inputs, kwargs))
-
-
-def _owner(ufunc: np.ufunc) -> str:
-    """``numpy`` for NumPy's own ufuncs; another library's (``scipy.special.erf``) is named by its own name."""
-    return "numpy" if getattr(np, ufunc.__name__, None) is ufunc else "ufunc"
 
 
 def _as_neuron_arrays(name: str, result: Any) -> Any:
