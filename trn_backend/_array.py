@@ -783,6 +783,14 @@ class _ReversedView(NeuronArray):
         return _reversed(getattr(self._base, which), self._dims)
 
     @property
+    def itemsize(self) -> int:  # the base's, without the copy that _t makes
+        return self._base.element_size()
+
+    @property
+    def nbytes(self) -> int:
+        return self._base.element_size() * self._base.numel()
+
+    @property
     def strides(self) -> tuple[int, ...]:
         size = self._base.element_size()
         return tuple(-s * size if d in self._dims else s * size for d, s in enumerate(self._base.stride()))

@@ -1,9 +1,11 @@
 """NumPy dispatch for NeuronArray: NumPy functions (NEP 18) and ufuncs (NEP 13) run on trn_backend.
 
 ``numpy.einsum(a, b)`` with NeuronArrays runs on the contraction engine under the active precision context and
-returns a NeuronArray; a NumPy function or ufunc method without an entry here makes NumPy raise TypeError instead
-of copying device data to the host. ``handled_functions()`` and ``handled_ufuncs()`` list what is handled;
-``python -m trn_backend.numpy_dispatch`` prints that list as the Markdown in docs/numpy.md.
+returns a NeuronArray. A NumPy function or ufunc without an entry here runs NumPy on the zero-copy host views
+of arrays on the host (a function's result is NumPy's, a ufunc's comes back as NeuronArrays), and is a TypeError
+naming the device for arrays elsewhere, rather than a silent copy of device data to the host.
+``handled_functions()`` and ``handled_ufuncs()`` list what is handled; ``python -m trn_backend.numpy_dispatch``
+prints that list as the Markdown in docs/numpy.md.
 
 The table's entries live in one module per section of NumPy's reference (numpy.org/doc/stable/reference/routines):
 ``creation``, ``shape`` and ``joins`` (array manipulation), ``indexing``, ``sorting`` (sorting, searching and
