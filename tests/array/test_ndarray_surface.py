@@ -49,7 +49,7 @@ def test_real_and_imag_read_as_numpy(a):
     _equal(x.imag, a.imag)
 
 
-@given(st.sampled_from(COMPLEX_NAMES).flatmap(lambda d: arrays(d, shapes(min_dims=1))), st.sampled_from(VIEWS[:4]))
+@given(st.sampled_from(COMPLEX_NAMES).flatmap(lambda d: arrays(d, shapes(min_dims=2))), st.sampled_from(VIEWS[:4]))
 def test_the_parts_of_a_complex_array_are_views_that_write_through(a, view):
     x, expected = from_numpy(a), a.copy()
     part_x, part_a = view(x).real, view(expected).real
