@@ -46,6 +46,17 @@ def wrap(t: torch.Tensor) -> NeuronArray:
     return obj
 
 
+def holdable(tensor: torch.Tensor, who: str) -> torch.Tensor:
+    """``tensor`` where a NeuronArray can hold it, else a TypeError that names ``who`` (the caller)."""
+    if not isinstance(tensor, torch.Tensor):
+        raise TypeError(f"{who} wraps a torch.Tensor, got {type(tensor).__name__}; "
+                        "use trn_backend.asarray for other inputs")
+    if tensor.dtype not in _dtypes.ALL:
+        raise TypeError(f"{who} does not support torch dtype {tensor.dtype}; "
+                        f"supported: {', '.join(_dtypes.NAMES.values())}")
+    return tensor
+
+
 # What the layers above provide, set when trn_backend is imported: "namespace" (the trn_backend module, by its
 # __init__), and by trn_backend.numpy_dispatch "array_function" and "array_ufunc" (NEP 18 and 13), "register_dask"
 # and "like" (the NumPy functions whose like= argument NumPy drops before calling __array_function__).
@@ -73,13 +84,7 @@ class NeuronArray(NdarrayMethods):
     __hash__ = None  # mutable, and == is elementwise
 
     def __init__(self, tensor: torch.Tensor) -> None:
-        if not isinstance(tensor, torch.Tensor):
-            raise TypeError(f"NeuronArray wraps a torch.Tensor, got {type(tensor).__name__}; "
-                            "use trn_backend.asarray for other inputs")
-        if tensor.dtype not in _dtypes.ALL:
-            raise TypeError(f"NeuronArray does not support torch dtype {tensor.dtype}; "
-                            f"supported: {', '.join(_dtypes.NAMES.values())}")
-        self._t = tensor
+        self._t = holdable(tensor, "NeuronArray")
 
     # --- attributes ---
     @property

@@ -14,11 +14,11 @@ import numpy as np
 import torch
 
 from . import _device, _dtypes
-from ._array import NeuronArray, wrap
+from ._array import NeuronArray, holdable, wrap
 from ._scalars import PY_SCALARS, as_py_scalar, check_float_to_int, float_to_int, scalar_to_tensor
 
 __all__ = [
-    "NeuronArray", "wrap", "tensor", "tensors", "binary_operands", "numpy_scalar", "scalar_to_tensor",
+    "NeuronArray", "holdable", "wrap", "tensor", "tensors", "binary_operands", "numpy_scalar", "scalar_to_tensor",
     "broadcast_shape", "check_broadcastable", "normalize_axis", "normalize_axes", "check_same_device", "PY_SCALARS",
     "as_py_scalar", "check_float_to_int", "float_to_int",
 ]

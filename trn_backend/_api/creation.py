@@ -21,6 +21,7 @@ from .._helpers import (
     as_py_scalar,
     check_float_to_int,
     from_numpy,
+    holdable,
     scalar_to_tensor,
     tensor,
     tensors,
@@ -104,13 +105,7 @@ def _scalars_dtype(values: Sequence[object], device: torch.device) -> torch.dtyp
 def from_torch(tensor: torch.Tensor, /) -> NeuronArray:
     """A NeuronArray holding ``tensor`` itself (beyond the standard): no copy, on the tensor's device, and
     writes through either are seen by the other. ``x.to_torch()`` goes the other way."""
-    if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"from_torch(): expected a torch.Tensor, got {type(tensor).__name__}; use asarray for "
-                        "NumPy arrays, sequences and scalars")
-    if tensor.dtype not in _dtypes.ALL:
-        raise TypeError(f"from_torch(): torch dtype {tensor.dtype} has no NeuronArray dtype; supported: "
-                        f"{', '.join(_dtypes.NAMES.values())}")
-    return wrap(tensor)
+    return wrap(holdable(tensor, "from_torch()"))
 
 
 def asarray(obj: object, /, *, dtype: torch.dtype | None = None, device: Device = None,
