@@ -9,6 +9,8 @@ import datetime
 import json
 import os
 import platform
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -16,6 +18,19 @@ import torch
 
 # the thread settings every script makes before importing numpy and torch (see bench_contract.py)
 THREAD_ENV = ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")
+
+
+def interleaved_seconds(calls: dict[str, Callable[[], object]], reps: int) -> dict[str, list[float]]:
+    """Seconds per call of each entry: every repetition runs each once, in an order rotated between repetitions,
+    so that load changes on a shared machine hit every entry alike."""
+    names = list(calls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            start = time.perf_counter()
+            calls[name]()
+            samples[name].append(time.perf_counter() - start)
+    return samples
 
 
 def run_metadata(**extra: object) -> dict:

@@ -24,12 +24,11 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import statistics
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import torch
-from _results import run_metadata, save
+from _results import interleaved_seconds, run_metadata, save
 from trn_backend.kernels import reference
 
 import trn_backend as xp
@@ -65,18 +64,10 @@ def _operands(case: str, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor
 
 
 def _interleaved(calls: dict[str, Callable[[], object]], reps: int) -> dict[str, list[float]]:
-    """Seconds per call of each entry, every repetition running each once in a rotating order (after one
-    warm-up call each)."""
+    """Seconds per call of each entry (``interleaved_seconds``), after one warm-up call each."""
     for call in calls.values():
         call()
-    names = list(calls)
-    samples: dict[str, list[float]] = {name: [] for name in names}
-    for rep in range(reps):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:
-            start = time.perf_counter()
-            calls[name]()
-            samples[name].append(time.perf_counter() - start)
-    return samples
+    return interleaved_seconds(calls, reps)
 
 
 def _row(samples: dict[str, list[float]], targets: dict[str, float | None]) -> dict:
