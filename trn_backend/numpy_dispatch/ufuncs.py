@@ -102,8 +102,9 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
 
 
 def _fallback(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """A ufunc or method outside the table: NumPy's own on the host views of the NeuronArrays, or a TypeError
-    naming ``numpy.<ufunc>[.<method>]`` and the device of an array that is not on the host."""
+    """A ufunc or method outside the table: NumPy's own on the host views of the NeuronArrays, its results as
+    NeuronArrays, or a TypeError naming the ufunc (``numpy.<ufunc>[.<method>]`` for NumPy's) and the device of
+    an array that is not on the host."""
     if _foreign(inputs, kwargs.get("out")):
         return NotImplemented
     own = getattr(np, ufunc.__name__, None) is ufunc  # NumPy's, or another library's (scipy.special.erf)
