@@ -255,3 +255,43 @@ def sum_bound(dtype: torch.dtype, terms: int) -> float:
         return 0.0
     real = dtype.to_real() if dtype.is_complex else dtype
     return (math.sqrt(2) if dtype.is_complex else 1.0) * gamma(terms - 1, unit(real))
+
+
+def product_bound(dtype: torch.dtype, stochastic: bool = False) -> float:
+    """One product per entry, rounded once to ``dtype`` (a step with nothing to contract), in units of |a||b|: u,
+    twice that under a stochastic rounding (which moves by less than one ulp); for complex operands the textbook
+    product's sqrt(5) u (Brent, Percival and Zimmermann 2007; 2u with a fused multiply-add), rounded in each part.
+    0 for exact (integer, bool) dtypes."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return 0.0
+    real = dtype.to_real() if dtype.is_complex else dtype
+    return unit(real) * (2 if stochastic else 1) * (math.sqrt(5) if dtype.is_complex else 1)
+
+
+def cast_bound(source: torch.dtype, target: torch.dtype) -> float | None:
+    """What casting ``source`` data to ``target`` costs each entry, relative to it: 0 where every value of
+    ``source`` is a value of ``target`` (bool to anything, float32 to float64, int32 to float64, ...), the unit
+    roundoff of ``target`` where values round to it (int64 to float64, float64 to float32, real parts of
+    complex), None where the cast is no rounding at all (complex to real drops the imaginary part, floating to
+    integer truncates). Integers to a narrower integer wrap, as integer arithmetic does: 0. A rounding cast may
+    also leave the target's range (float64 to float32, int32 to float16): the caller checks the data where a
+    target is promised."""
+    if source == target or source == torch.bool:
+        return 0.0
+    if source.is_complex and not target.is_complex:
+        return None
+    if not (target.is_floating_point or target.is_complex):
+        # integers to integers wrap, as all integer arithmetic does (modular): exact in that arithmetic
+        return None if source.is_floating_point or source.is_complex else 0.0
+    t = target.to_real() if target.is_complex else target
+    s = source.to_real() if source.is_complex else source
+    if s == t:
+        return 0.0
+    if not s.is_floating_point:  # integers: exact while every magnitude fits the significand
+        info = torch.iinfo(s)
+        largest = max(-info.min, info.max)
+        fits = largest <= 2 ** bits(t) and largest <= torch.finfo(t).max
+        return 0.0 if fits else unit(t)
+    wider = bits(t) >= bits(s) and torch.finfo(t).max >= torch.finfo(s).max and \
+        torch.finfo(t).smallest_normal <= torch.finfo(s).smallest_normal
+    return 0.0 if wider else unit(t)
