@@ -138,15 +138,11 @@ def measure(w: dict, reps: int) -> dict:
 
 
 def _clear_planner_caches() -> None:
-    """Every cache between subscripts and a plan: parsing, paths, per-front-door entries, the plans."""
-    from trn_backend.contraction import api, opt_einsum_backend, parse, paths, plan
+    """Every cache between subscripts and a plan: parsing, paths, per-front-door specs, the plans, the fast path of
+    compiled programs (``testing.reset_caches``, in every version this row is measured against)."""
+    from trn_backend import testing
 
-    # getattr: the same caches under the names of earlier versions, so the row can be measured against them
-    tensordot_entry = getattr(api, "tensordot_entry", None) or api._tensordot_entry
-    for cached in (parse.parse, paths._cached_steps, plan.entry, tensordot_entry, api._matmul_entry,
-                   api._vecdot_entry):
-        cached.cache_clear()
-    getattr(opt_einsum_backend, "_STEPS", {}).clear()
+    testing.reset_caches()
 
 
 def measure_planning(n: int, reps: int) -> dict:

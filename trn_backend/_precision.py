@@ -20,7 +20,7 @@ import dataclasses
 import functools
 import operator
 import re
-from collections.abc import Callable, Hashable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import torch
@@ -44,9 +44,6 @@ class Resolved:
     params: tuple[tuple[str, object], ...] = ()
     bound: float | None = None
     target_relative_error: float | None = None
-    # under a forward target, the share of it each rounding step of the expression must meet (``share``): what
-    # a rounding added after the step (a sum over ranks) is checked against
-    share: float | None = None
 
     @property
     def kwargs(self) -> dict[str, object]:
@@ -71,6 +68,9 @@ class Mode:
     params: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     float64_working: bool = False  # computes in float64 and rounds the result to the output dtype once
+    # certifies its bound on the data it is given (the split modes' underflow, ozaki's slice count), and raises
+    # PrecisionError where it cannot: a refusal that depends on the data
+    refuses: bool = False
 
 
 # --- bounds: kernels/bounds.py (derivations in docs/precision.md) ---
@@ -79,16 +79,17 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("native", "the operand dtype and the device's own arithmetic", "native", reference.PASSES["native"],
          bounds.native_bound),
     Mode("fast", "inputs rounded to bf16, one pass, fp32 accumulation", "fast", reference.PASSES["fast"],
-         bounds.fast_bound),
+         bounds.fast_bound, refuses=True),
     Mode("sr", "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)", "sr",
-         reference.PASSES["sr"], bounds.sr_bound, params=("generator",)),
+         reference.PASSES["sr"], bounds.sr_bound, params=("generator",), refuses=True),
     Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", reference.PASSES["dd"],
-         bounds.dd_bound),
+         bounds.dd_bound, refuses=True),
     Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {bounds.BF16X6_CHUNK} of K added "
          f"{bounds.BF16X6_GROUP} at a time, then by TwoSum", "bf16x6", reference.PASSES["bf16x6"],
-         bounds.bf16x6_bound),
+         bounds.bf16x6_bound, refuses=True),
     Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
-         "ozaki", reference.PASSES["ozaki"], bounds.ozaki_bound, params=("slices",), float64_working=True),
+         "ozaki", reference.PASSES["ozaki"], bounds.ozaki_bound, params=("slices",), float64_working=True,
+         refuses=True),
     Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", reference.PASSES["kahan"],
          bounds.kahan_bound, aliases=("fp64",), float64_working=True),
 )}
@@ -205,20 +206,45 @@ def _check_problem(dtype: object, K: object, func: str) -> tuple[torch.dtype, in
     return dtype, k
 
 
-# --- the active setting: contextvars make it per thread and per asyncio task, and nestable ---
+# --- the precision request: contextvars make the active one per thread and per asyncio task, and nestable ---
 
-@dataclasses.dataclass(frozen=True)
-class _Setting:
+@dataclasses.dataclass(frozen=True, eq=False)
+class Request:
+    """What one contraction call asks of its precision: a mode with its parameters, or a forward or a relative
+    target, as the caller wrote it (per call, else the innermost ``precision`` block). ``None`` in its place means
+    the device default. Requests are interned (``request``): equal requests are the same object, so caches key by
+    them at the cost of an identity hash."""
+
     mode: str | None
     params: tuple[tuple[str, object], ...]
     target: float | None
     relative: float | None = None
 
+    @property
+    def is_target(self) -> bool:
+        return self.mode is None
+
+
+_REQUESTS: dict[tuple, Request] = {}
+
+
+def request(mode: str | None, params: tuple[tuple[str, object], ...], target: float | None,
+             relative: float | None = None) -> Request:
+    """The one Request of these fields (bounded: a program that makes endless distinct requests starts over)."""
+    key = (mode, params, target, relative)
+    found = _REQUESTS.get(key)
+    if found is None:
+        if len(_REQUESTS) >= 4096:
+            _REQUESTS.clear()
+        found = _REQUESTS[key] = Request(mode, params, target, relative)
+    return found
+
 
 @dataclasses.dataclass(frozen=True)
 class Check:
-    """One binary contraction run under target_relative_error=: each mode tried, in order, with its a
-    posteriori bound on max |C^ - C| / |C|; the last one produced the result (or missed, and raised)."""
+    """One contraction run under target_relative_error= (a binary step, or an expression of several rounding
+    steps checked as a whole): each mode tried, in order, with its a posteriori bound on max |C^ - C| / |C|; the
+    last one produced the result (or missed, and raised)."""
 
     subscripts: str
     K: int
@@ -239,31 +265,30 @@ class Check:
         return self.estimate <= self.target
 
 
-_ACTIVE: contextvars.ContextVar[_Setting | None] = contextvars.ContextVar("trn_precision", default=None)
+_ACTIVE: contextvars.ContextVar[Request | None] = contextvars.ContextVar("trn_precision", default=None)
 # the checks of the innermost target_relative_error= scope, and of the last one to finish
 _REPORT: contextvars.ContextVar[list[Check] | None] = contextvars.ContextVar("trn_precision_report", default=None)
 _LAST: contextvars.ContextVar[list[Check] | None] = contextvars.ContextVar("trn_precision_last", default=None)
-_NO_SCOPE = contextlib.nullcontext()
 
 
 def _setting(mode: object, target: object, params: dict[str, Any], func: str,
-             relative: object = None) -> _Setting | None:
+             relative: object = None) -> Request | None:
     if sum(x is not None for x in (mode, target, relative)) > 1:
         raise ValueError(f"{func}: give a precision mode or one target (target_forward_error= or "
                          "target_relative_error=), not both")
     if mode is not None:
-        return _Setting(*_mode(mode, params, func), None)
+        return request(*_mode(mode, params, func), None)
     if params:
         raise TypeError(f"{func}: parameters {', '.join(params)} need a mode: precision('ozaki', slices=5)")
     if relative is not None:
-        return _Setting(None, (), None, _check_target(relative, func, "target_relative_error"))
-    return None if target is None else _Setting(None, (), _check_target(target, func))
+        return request(None, (), None, _check_target(relative, func, "target_relative_error"))
+    return None if target is None else request(None, (), _check_target(target, func))
 
 
 @contextlib.contextmanager
-def _activate(setting: _Setting) -> Iterator[list[Check] | None]:
-    token = _ACTIVE.set(setting)
-    report = None if setting.relative is None else []
+def _activate(request: Request) -> Iterator[list[Check] | None]:
+    token = _ACTIVE.set(request)
+    report = None if request.relative is None else []
     report_token = None if report is None else _REPORT.set(report)
     try:
         yield report
@@ -281,21 +306,27 @@ def precision(mode: str | None = None, *, target_forward_error: float | None = N
     the block (this thread or asyncio task only) are computed; nested blocks override, no argument inherits.
     Mode parameters go by keyword: ``precision("ozaki", slices=5)``, ``precision("sr", generator=g)``.
     ``with precision(target_relative_error=1e-6) as report:`` checks each result a posteriori; ``report``
-    collects a ``Check`` per binary contraction."""
-    setting = _setting(mode, target_forward_error, params, "precision", target_relative_error)
-    return contextlib.nullcontext() if setting is None else _activate(setting)
+    collects a ``Check`` per checked contraction."""
+    request = _setting(mode, target_forward_error, params, "precision", target_relative_error)
+    return contextlib.nullcontext() if request is None else _activate(request)
 
 
-def scope(mode: str | None, target_forward_error: float | None, target_relative_error: float | None,
-          func: str) -> contextlib.AbstractContextManager[list[Check] | None]:
-    """The per-call precision arguments of a front door, checked here so errors name ``func``: a
-    target_relative_error= becomes a ``precision`` block around the call (its report is the call's);
-    precision= and target_forward_error= travel on to ``resolve`` as they are."""
-    if target_relative_error is None:
-        if mode is not None or target_forward_error is not None:
-            _setting(mode, target_forward_error, {}, func)
-        return _NO_SCOPE
-    return _activate(_setting(mode, target_forward_error, {}, func, target_relative_error))
+def request_of(mode: object, target_forward_error: object, target_relative_error: object,
+               func: str) -> Request | None:
+    """The request of a call with these per-call arguments (checked here, so errors name ``func``): its own
+    choice where it makes one (which replaces the innermost block's entirely), else the block's; None for the
+    device default."""
+    if mode is None and target_forward_error is None and target_relative_error is None:
+        return _ACTIVE.get()
+    return _setting(mode, target_forward_error, {}, func, target_relative_error)
+
+
+def reporting(request: Request | None) -> contextlib.AbstractContextManager[list[Check] | None]:
+    """Around a call that makes its own choice: where that is a relative target, a scope whose report is the
+    call's (what ``last_precision_report`` returns after it)."""
+    if request is None or request.relative is None:
+        return contextlib.nullcontext()
+    return _activate(request)
 
 
 def record(check: Check) -> None:
@@ -305,21 +336,10 @@ def record(check: Check) -> None:
         report.append(check)
 
 
-def targets(precision: str | None, target_forward_error: float | None) -> tuple[float | None, float | None]:
-    """(forward, relative): the target in force for a call with these per-call arguments (its own, else the
-    innermost block's), each None where there is none; a per-call mode or forward target overrides a block."""
-    if precision is not None or target_forward_error is not None:
-        return target_forward_error, None
-    setting = _ACTIVE.get()
-    if setting is None or setting.mode is not None:
-        return None, None
-    return setting.target, setting.relative
-
-
-# active_setting(): the precision setting in force (None for the device default): what a cache of contraction
+# active_setting(): the precision request in force (None for the device default): what a cache of contraction
 # results must key them by, since the same operands give different results under different modes. The context
-# variable's own ``get``, bound: every contraction step asks, and a call of it costs no Python frame.
-active_setting: Callable[[], Hashable] = _ACTIVE.get
+# variable's own ``get``, bound: every contraction call asks, and a call of it costs no Python frame.
+active_setting: Callable[[], Request | None] = _ACTIVE.get
 
 
 @contextlib.contextmanager
@@ -352,13 +372,16 @@ def last_precision_report() -> list[Check] | None:
 # --- resolution ---
 
 @functools.lru_cache(maxsize=4096)
-def _resolved(name: str, params: tuple[tuple[str, object], ...], dtype: torch.dtype, K: int) -> Resolved:
+def _resolved(name: str, params: tuple[tuple[str, object], ...], dtype: torch.dtype, K: int,
+              values: torch.dtype | None = None) -> Resolved:
+    """``name`` with ``params`` on ``dtype`` data, its bound for K; ``values``: the dtype the result is finally
+    rounded to where the step computes in a wider one (ozaki's default slice count is that dtype's)."""
     if not (dtype.is_floating_point or dtype.is_complex):
         return Resolved("native")  # integer and bool contractions are exact: no mode to choose
     kwargs = dict(params)
     if name == "ozaki" and "slices" not in kwargs:
-        real = dtype.to_real() if dtype.is_complex else dtype
-        kwargs["slices"] = bounds.ozaki_default_slices(real)
+        held = values if values is not None and (values.is_floating_point or values.is_complex) else dtype
+        kwargs["slices"] = bounds.ozaki_default_slices(held.to_real() if held.is_complex else held)
     return Resolved(name, tuple(sorted(kwargs.items())), _bound(name, dtype, K, kwargs.get("slices")))
 
 
@@ -463,10 +486,23 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: s
         if candidate.bound is None:  # native bf16/fp16: no published bound, so no target can rely on it
             continue
         if candidate.bound <= target:
-            return dataclasses.replace(candidate, share=target)
+            return candidate
         best = candidate if best is None or candidate.bound < best.bound else best
     raise PrecisionError(f"no mode reaches {what}={target:g} for {_dtypes.name(dtype)} with K={K}; the best "
                          f"available bound is {best.bound:.3g}, from {best.label}", "select_precision")
+
+
+def best_available(dtype: torch.dtype, K: int, device: torch.device,
+                   bmkn: tuple[int, int, int, int] | None = None) -> Resolved | None:
+    """The candidate a target may pick with the smallest bound for a step of contracted length ``K`` on
+    ``device`` (what an error says is the best a step can do); None for exact dtypes."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return None
+    kind = _kind(device)
+    real = dtype.to_real() if dtype.is_complex else dtype
+    found = [_resolved(name, params, dtype, K)
+             for name, params in _ranking(kind, real, _flops(K, bmkn), _native_ok(kind, dtype))]
+    return min((r for r in found if r.bound is not None), key=lambda r: r.bound, default=None)
 
 
 def select_precision(dtype: torch.dtype, K: int, target: float, *, device: torch.device | str = "cpu",
@@ -552,25 +588,44 @@ def _default_mode(device: torch.device | str) -> str:
     return "fast" if _kind(device) in kernels.NEURON_DEVICE_TYPES else "native"
 
 
-def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str | None = None,
-            target_forward_error: float | None = None, bmkn: tuple[int, int, int, int] | None = None,
-            roundings: int = 1) -> Resolved:
-    """The mode for one binary contraction of contracted length ``K`` (sizes ``bmkn``, default (1, 1024, K,
-    1024)) on ``device``: explicit precision= or target_forward_error= (not both), else the innermost
-    ``precision`` block, else the device default. A target picks the cheapest mode on ``device`` that meets its
-    ``share`` for an expression of ``roundings`` rounding steps (see ``compose``)."""
-    # the common call (no per-call choice) skips validating one: it runs once per binary step
-    explicit = precision is not None or target_forward_error is not None
-    setting = (explicit and _setting(precision, target_forward_error, {}, "resolve")) or _ACTIVE.get()
-    if setting is None:
-        return _honest(_resolved(_default_mode(device), (), dtype, K), dtype, K, device)
-    if setting.mode is not None:
-        return _honest(_resolved(setting.mode, setting.params, dtype, K), dtype, K, device)
+def mode_for(request: Request | None, dtype: torch.dtype, K: int, device: torch.device,
+             values: torch.dtype | None = None) -> Resolved:
+    """The mode of a step of contracted length ``K`` on ``dtype`` data under a mode ``request`` (None: the device
+    default), native's bound widened where torch lets the device round float32 inputs (``_honest``); ``values``:
+    see ``_resolved``."""
+    if request is None:
+        return _honest(_resolved(_default_mode(device), (), dtype, K, values), dtype, K, device)
+    return _honest(_resolved(request.mode, request.params, dtype, K, values), dtype, K, device)
+
+
+def select(dtype: torch.dtype, K: int, limit: float, device: torch.device,
+           bmkn: tuple[int, int, int, int] | None = None, what: str = "target_forward_error") -> Resolved:
+    """The cheapest mode on ``device`` whose bound for a step of contracted length ``K`` meets ``limit`` (a share
+    of a target, in units of the step's absolute value); PrecisionError naming ``what`` where none does."""
     kind = _kind(device)
-    if setting.target is not None:
-        return _select(dtype, K, share(setting.target, roundings), "target_forward_error", kind, bmkn,
-                       _native_ok(kind, dtype))
-    return _checked(dtype, K, setting.relative, kind, bmkn, _native_ok(kind, dtype))
+    return _select(dtype, K, limit, what, kind, bmkn, _native_ok(kind, dtype))
+
+
+def relative_start(dtype: torch.dtype, K: int, target: float, device: torch.device,
+                   bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+    """Where the a posteriori check of one binary step under target_relative_error= starts (``_checked``)."""
+    kind = _kind(device)
+    return _checked(dtype, K, target, kind, bmkn, _native_ok(kind, dtype))
+
+
+def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str | None = None,
+            target_forward_error: float | None = None,
+            bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+    """The mode of one binary contraction of contracted length ``K`` (sizes ``bmkn``, default (1, 1024, K,
+    1024)) on ``device``, as an expression of its own: explicit precision= or target_forward_error= (not both),
+    else the innermost ``precision`` block, else the device default. A forward target picks the cheapest mode
+    on ``device`` whose bound meets it; a relative one, where its a posteriori check starts."""
+    request = request_of(precision, target_forward_error, None, "resolve")
+    if request is None or request.mode is not None:
+        return mode_for(request, dtype, K, device)
+    if request.target is not None:
+        return select(dtype, K, request.target, device, bmkn)
+    return relative_start(dtype, K, request.relative, device, bmkn)
 
 
 # --- a posteriori checks: where one starts and escalates to (whole expressions' ``compose``, ``share`` and

@@ -35,8 +35,8 @@ EXCHANGE = "Qia,Qjb->iajb"
 CHEMICAL_ACCURACY = 1.6e-3  # Eh (1 kcal/mol)
 MICROHARTREE = 1e-6
 # Targets for target_forward_error= (componentwise, in units of each expression on |operands|, shared among its
-# rounding steps): one that chemical accuracy needs, one for microhartree energies (float32 results: each of the
-# transform's two steps rounds to float32, 6e-8 each, so 1e-7 is out of reach for the whole expression).
+# rounding steps): one that chemical accuracy needs, one for microhartree energies (float32 results: each call
+# opt_einsum's loop makes is an expression of its own and rounds its result to float32, 6e-8 each).
 TARGETS = (1e-4, 2e-7)
 
 
@@ -188,17 +188,21 @@ class Calculation:
         return pair_energies(xp.astype(iajb, xp.float64), self.e_occ, self.e_vir)
 
     def plans(self, setting: Setting) -> tuple[xp.Explanation, ...]:
-        """explain() of the two contractions under ``setting``: per step, the kernel, (B, M, K, N) and mode."""
+        """explain() of the two contractions under ``setting`` as ``energy`` runs them, opt_einsum's loop calling
+        backend "trn" (``route="opt_einsum"``): per step, the kernel, (B, M, K, N), mode and bound."""
         naux, _, _ = self.problem.factors.shape
         qia = (naux, self.problem.c_occ.shape[1], self.problem.c_vir.shape[1])
         with setting.context():
-            return (xp.explain(TRANSFORM, *self.operands(setting.dtype), optimize=list(self.path)),
-                    xp.explain(EXCHANGE, qia, qia, dtype=setting.dtype))
+            return (xp.explain(TRANSFORM, *self.operands(setting.dtype), optimize=list(self.path),
+                               route="opt_einsum"),
+                    xp.explain(EXCHANGE, qia, qia, dtype=setting.dtype, route="opt_einsum"))
 
     def _step_bounds(self, setting: Setting) -> accuracy.StepBounds:
+        """The bound of each of the three calls opt_einsum makes (each an expression of its own: its product
+        and, under a mode that works in float64, its final rounding to the working dtype)."""
         transform, exchange = self.plans(setting)
-        (first, second), (gemm,) = transform.steps, exchange.steps
-        return accuracy.StepBounds(first.resolved.bound, second.resolved.bound, gemm.resolved.bound)
+        (first, second), (gemm,) = transform.calls, exchange.calls
+        return accuracy.StepBounds(first, second, gemm)
 
     def run(self, setting: Setting, model: bool = True) -> Row:
         start = time.perf_counter()

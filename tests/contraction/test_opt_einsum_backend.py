@@ -18,7 +18,7 @@ import torch
 import trn_backend as xp
 from tests.support import to_numpy
 from trn_backend import kernels, testing
-from trn_backend.contraction import opt_einsum_backend
+from trn_backend.contraction import COMPILED, opt_einsum_backend
 
 EQ = "ij,jk,kl->il"
 
@@ -48,7 +48,8 @@ def test_opt_einsum_version_is_the_pinned_series():
 
 
 # Run in a fresh interpreter: importing trn_backend leaves opt_einsum's memo and constants folding alone; another
-# backend's call keeps them; the first use of "trn" (FIRST_USE) replaces both.
+# backend's call keeps them, and so do trn_backend's own contract and contract_expression, which run opt_einsum's
+# path themselves; the first use of "trn" by opt_einsum's own loop (FIRST_USE) replaces both.
 FRESH = """
 import numpy as np
 import opt_einsum as oe
@@ -63,6 +64,10 @@ assert dispatch._aliases["trn"] == "trn_backend.contraction.opt_einsum_backend" 
 a = np.ones((2, 3))
 oe.contract("ij,jk->ik", a, a.T)
 oe.contract_expression("ij,jk->ik", (2, 3), a.T, constants=[1])(a)
+xp.contract("ij,jk->ik", a, a.T)
+xp.contract_expression("ij,jk->ik", (2, 3), a.T, constants=[1])(a)
+with oe.shared_intermediates():
+    xp.contract_expression("ij,jk->ik", (2, 3), (3, 2))(a, a.T)
 assert sharing._memoize is memo and ContractExpression._get_evaluated_constants is fold, "replaced too early"
 {first_use}
 assert sharing._memoize is not memo and ContractExpression._get_evaluated_constants is not fold, "not replaced"
@@ -72,8 +77,6 @@ FIRST_USE = [
     'oe.contract("ij,jk->ik", xp.asarray(a), xp.asarray(a.T))',  # "auto" on NeuronArrays
     'oe.contract_expression("ij,jk->ik", (2, 3), (3, 2))(a, a.T, backend="trn")',  # NumPy arrays: converted
     'oe.contract_expression("ij,jk->ik", (2, 3), a.T, constants=[1])(a, backend="trn")',
-    'xp.contract("ij,jk->ik", a, a.T)',
-    'xp.contract_expression("ij,jk->ik", (2, 3), (3, 2))',
 ]
 
 
@@ -249,8 +252,8 @@ def test_precision_errors_name_the_function_called():
 
 
 def test_repeated_network_steps_reuse_their_plans_under_the_default_precision_only():
-    """Steps of a network are planned once per shapes, dtypes, axes or subscripts and device (the backend's step
-    cache); a precision block still reaches every step, and results do not change between calls."""
+    """Steps of a network are compiled once per shapes, dtypes, axes or subscripts, device and request (the fast
+    path); a precision block still reaches every step, and results do not change between calls."""
     eq, shapes = oe.testing.rand_equation(12, 3, n_out=2, d_min=2, d_max=3, seed=5, global_dim=True)
     ops = [xp.NeuronArray(torch.randn(s, dtype=torch.float64)) for s in shapes]
     expr = oe.contract_expression(eq, *shapes)
@@ -258,11 +261,11 @@ def test_repeated_network_steps_reuse_their_plans_under_the_default_precision_on
     testing.reset_caches()
     with kernels.count_calls() as calls:
         first = expr(*ops, backend="trn")
-    cached = len(opt_einsum_backend._STEPS)
-    assert 0 < cached <= binary
+    cached = len(COMPILED)
+    assert 0 < cached <= binary + len(expr.contraction_list)
     with kernels.count_calls() as again:
         assert torch.equal(expr(*ops, backend="trn")._t, first._t)
-    assert again == calls and len(opt_einsum_backend._STEPS) == cached
+    assert again == calls and len(COMPILED) == cached
     with xp.precision("dd"), kernels.count_calls() as dd:
         expr(*ops, backend="trn")
     assert sum(dd.values()) == binary and {mode for _, mode in dd} == {"dd"}
@@ -344,15 +347,18 @@ def test_expression_program_follows_the_precision_in_force_and_falls_back_where_
 
 @pytest.mark.parametrize(("eq", "shapes"), [("ij,ij,j->i", [(3, 4), (3, 4), (4,)]),
                                             ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 6)])])
-def test_expression_steps_of_three_operands_run_through_opt_einsum(eq, shapes):
-    """An explicit path may join three operands in one step; a planner entry is one binary step, so such an
-    expression runs opt_einsum's own call (which sends that step to einsum) instead of a compiled program."""
+def test_expression_steps_of_three_operands_are_folded_left_to_right(eq, shapes):
+    """An explicit path may join three operands in one step; the program folds it into binary steps, left to
+    right, as einsum folds a path entry of three operands."""
     g = np.random.default_rng(0)
     arrays = [g.standard_normal(s) for s in shapes]
     expr = xp.contract_expression(eq, *shapes, optimize=[(0, 1, 2)])
-    got = expr(*map(xp.asarray, arrays))
+    with kernels.count_calls() as calls:
+        got = expr(*map(xp.asarray, arrays))
     np.testing.assert_allclose(to_numpy(got), np.einsum(eq, *arrays), rtol=1e-12)
-    assert list(expr._programs.values()) == [None]  # decided once: no program for these operands
+    (program,) = expr._programs.values()
+    assert len(program.steps) == 2 and all(len(step.operands) == 2 for step in program.steps)
+    assert sum(calls.values()) == 2
 
 
 def test_expression_with_einsum_keywords_runs_through_opt_einsum():

@@ -17,15 +17,25 @@ import trn_backend as xp
 from tests.support import assert_same, from_numpy
 from trn_backend import _precision, kernels, testing
 from trn_backend.contraction import plan as planner
-from trn_backend.contraction.parse import parse
+from trn_backend.contraction.compiler import compile
+from trn_backend.contraction.parse import Spec, parse
+from trn_backend.contraction.program import single
 
 CPU = torch.device("cpu")
 F32 = torch.float32
 
 
+def _step_plan(inputs, output, shapes, dtypes, precision=None, target_forward_error=None) -> planner.Plan:
+    """The plan of one step, compiled as its own program under the request these arguments make (or the
+    precision block in force)."""
+    request = _precision.request_of(precision, target_forward_error, None, "test")
+    program = single(Spec(tuple(inputs), output), tuple(tuple(s) for s in shapes))
+    return compile(program, request, dtypes, CPU).plans[0]
+
+
 def _plan(subscripts: str, *shapes, dtype=F32, **kw) -> planner.Plan:
     spec = parse(subscripts, shapes)
-    return planner.plan_for(spec.inputs, spec.output, shapes, (dtype,) * len(shapes), CPU, **kw)
+    return _step_plan(spec.inputs, spec.output, shapes, (dtype,) * len(shapes), **kw)
 
 
 def test_plans_are_plain_frozen_hashable_printable_data():
@@ -115,23 +125,29 @@ def test_operands_reach_the_kernel_as_views(monkeypatch, subscripts, shapes):
 
 def test_intermediates_leave_the_kernel_in_the_order_the_next_step_uses():
     ops = [xp.NeuronArray(torch.randn(s)) for s in ((2, 3, 4), (4, 5), (3, 5, 6))]
-    steps = planner.plan_for  # the path's own plans
+    steps = _step_plan  # the path's own plans
     spec = parse("abc,cd,bde->ae", tuple(o.shape for o in ops))
     from trn_backend.contraction import paths
 
     for step in paths.steps(spec, tuple(o.shape for o in ops)).steps[:-1]:
-        assert steps(step.inputs, step.output, step.shapes, (F32,) * len(step.inputs), CPU).out_perm is None
+        assert steps(step.inputs, step.output, step.shapes, (F32,) * len(step.inputs)).out_perm is None
 
 
 def test_each_binary_step_resolves_its_own_k(monkeypatch):
     seen = []
-    real = _precision.resolve
+    mode_for, select = _precision.mode_for, _precision.select
 
-    def spy(dtype, K, device, **kw):
+    def spy_mode(request, dtype, K, *args, **kw):
         seen.append(K)
-        return real(dtype, K, device, **kw)
+        return mode_for(request, dtype, K, *args, **kw)
 
-    monkeypatch.setattr(_precision, "resolve", spy)
+    def spy_select(dtype, K, *args, **kw):
+        seen.append(K)
+        return select(dtype, K, *args, **kw)
+
+    monkeypatch.setattr(_precision, "mode_for", spy_mode)
+    monkeypatch.setattr(_precision, "select", spy_select)
+    testing.reset_caches()  # compiled afresh, not found in the fast path
     a, b, c = (xp.NeuronArray(torch.randn(s)) for s in ((2, 16), (16, 700), (700, 3)))
     xp.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)])
     assert seen == [16, 700]
@@ -238,7 +254,7 @@ def test_paths_keep_broadcast_batched_intermediates_unpermuted():
     shapes = ((64, 32, 48), (32, 8), (48, 7))
     spec = parse("Qmn,mi,na->Qia", shapes)
     step = paths.steps(spec, shapes, [(0, 1), (0, 1)]).steps[0]
-    p = planner.plan_for(step.inputs, step.output, step.shapes, (F32, F32), CPU)
+    p = _step_plan(step.inputs, step.output, step.shapes, (F32, F32))
     assert p.kernel == "bmm" and p.out_perm is None
     arrays = [np.random.default_rng(1).standard_normal(s) for s in shapes]
     got = xp.einsum("Qmn,mi,na->Qia", *map(from_numpy, arrays), optimize=[(0, 1), (0, 1)])
@@ -271,11 +287,12 @@ def test_native_kernel_calls_match_the_reference_bit_for_bit(kernel, shapes, dty
 
 def test_plans_made_for_a_mode_equal_the_replaced_base():
     e = planner.entry(("abc", "cd"), "abd", ((2, 3, 4), (4, 5)), (F32, F32))
-    p = e.plan(CPU)
+    shapes = ((2, 3, 4), (4, 5))
+    p = _step_plan(("abc", "cd"), "abd", shapes, (F32, F32))
     assert p == dataclasses.replace(e.base, resolved=p.resolved) and p.resolved.mode == "native"
     assert p.direct == (0, None, (6, 4), 1, None, None, "matmul", "native")
-    assert e.plan(CPU, precision="fast").direct[-1] == "fast"
-    ozaki = e.plan(CPU, precision="ozaki")
+    assert _step_plan(("abc", "cd"), "abd", shapes, (F32, F32), precision="fast").direct[-1] == "fast"
+    ozaki = _step_plan(("abc", "cd"), "abd", shapes, (F32, F32), precision="ozaki")
     assert (ozaki.direct is None) == bool(ozaki.resolved.params)
     with _precision.precision(target_relative_error=1e-3):  # checked a posteriori: not the direct path
-        assert e.plan(CPU).direct is None
+        assert _step_plan(("abc", "cd"), "abd", shapes, (F32, F32)).direct is None

@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import trn_backend as xp
 from trn_backend import kernels
+from trn_backend.contraction import runner as _runner
 from trn_backend.contraction import slicing as _slicing
 
 RNG = np.random.default_rng(11)
@@ -182,12 +183,12 @@ def test_no_bar_for_a_quick_contraction(capsys):
 
 
 def test_a_bar_on_stderr_when_the_first_slices_predict_a_long_run(capsys, monkeypatch):
-    monkeypatch.setattr(_slicing, "PROGRESS_DECIDE_S", 0.0)  # decide after the first slice
-    monkeypatch.setattr(_slicing, "PROGRESS_MIN_S", 0.0)  # any estimate is long
+    monkeypatch.setattr(_runner, "PROGRESS_DECIDE_S", 0.0)  # decide after the first slice
+    monkeypatch.setattr(_runner, "PROGRESS_MIN_S", 0.0)  # any estimate is long
     err = sliced_run(capsys)
     assert "contract" in err and "/12" in err and "slice" in err
     assert sliced_run(capsys, progress=False) == ""
-    monkeypatch.setattr(_slicing, "PROGRESS_MIN_S", math.inf)  # no estimate is long
+    monkeypatch.setattr(_runner, "PROGRESS_MIN_S", math.inf)  # no estimate is long
     assert sliced_run(capsys) == ""
     assert "/12" in sliced_run(capsys, progress=True)  # asked for: shown whatever the estimate
 
@@ -199,8 +200,8 @@ def test_progress_must_be_a_bool_or_none():
 
 def test_without_tqdm_no_automatic_bar_and_asking_for_one_is_an_error(capsys, monkeypatch):
     monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm raises ImportError
-    monkeypatch.setattr(_slicing, "PROGRESS_DECIDE_S", 0.0)
-    monkeypatch.setattr(_slicing, "PROGRESS_MIN_S", 0.0)
+    monkeypatch.setattr(_runner, "PROGRESS_DECIDE_S", 0.0)
+    monkeypatch.setattr(_runner, "PROGRESS_MIN_S", 0.0)
     assert sliced_run(capsys) == ""
     with pytest.raises(ImportError, match=r"progress=True\) shows its bar with tqdm, which is not installed"):
         contract(CHAIN, A, B, C, D, memory_limit=18, progress=True)

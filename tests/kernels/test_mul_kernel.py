@@ -161,7 +161,7 @@ def test_no_contraction_steps_run_mul_never_bmm(subscripts, shapes, dtype):
     rng = np.random.default_rng(7)
     ops = [_data(dtype, s, rng) for s in shapes]
     spec = parse(subscripts, tuple(shapes))
-    p = planner.plan_for(spec.inputs, spec.output, tuple(shapes), (torch.float64,) * 2, CPU)
+    p = planner.entry(spec.inputs, spec.output, tuple(shapes), (torch.float64,) * 2).base
     assert p.kernel == "mul" and p.out_perm is None and p.out_shape is None and p.bmkn[2] == 1
     assert p.flops == p.size  # one multiply per output element
     with kernels.count_calls() as calls:

@@ -268,13 +268,16 @@ def test_the_calibration_script_merges_its_entry_on_request_and_the_table_loads(
 
 
 def test_cached_default_plans_follow_a_change_of_float32_matmul_precision():
-    """Plans cached under the default mode (the planner's entries, the opt_einsum backend's steps, compiled
-    expressions) must not keep native's exact-fp32 bound once TF32/bf16 GEMMs are allowed, nor the reduced one
-    after they are turned off again: explain() and the plans report the bound of the setting at the call."""
+    """Programs compiled under the default mode (the fast path of every front door, compiled expressions) must
+    not keep native's exact-fp32 bound once TF32/bf16 GEMMs are allowed, nor the reduced one after they are
+    turned off again: explain() and a fresh compile report the bound of the setting at the call, and the cached
+    programs keep running (running a step never reads its bound)."""
     import opt_einsum as oe
 
     import trn_backend as xp
-    from trn_backend.contraction import opt_einsum_backend, plan
+    from trn_backend.contraction.compiler import compile
+    from trn_backend.contraction.parse import Spec
+    from trn_backend.contraction.program import single
 
     K = 64
     x = xp.asarray(torch.ones(3, K))
@@ -282,21 +285,21 @@ def test_cached_default_plans_follow_a_change_of_float32_matmul_precision():
     exact = _precision.error_bound("native", f32, K)
 
     def bounds() -> tuple[float, ...]:
-        entry = plan.entry(("ij", "jk"), "ik", ((3, K), (K, 5)), (f32, f32))
-        stepped = opt_einsum_backend._tensordot_step(x._t, y._t, ((1,), (0,)))
-        return (entry.plan(torch.device("cpu")).resolved.bound, xp.explain("ij,jk->ik", x, y).steps[0].resolved.bound,
-                stepped.resolved.bound if stepped is not None else None)
+        program = single(Spec(("ij", "jk"), "ik"), ((3, K), (K, 5)))
+        compiled = compile(program, None, (f32, f32), torch.device("cpu"))
+        return compiled.plans[0].resolved.bound, xp.explain("ij,jk->ik", x, y).steps[0].resolved.bound
 
     before = torch.get_float32_matmul_precision()
     oe.contract("ij,jk->ik", x, y, backend="trn")  # fills the caches under "highest"
     xp.contract_expression("ij,jk->ik", (3, K), (K, 5))(x, y)
     try:
-        assert bounds() == (exact, exact, exact)
+        assert bounds() == (exact, exact)
         torch.set_float32_matmul_precision("high")
         reduced = _precision.resolve(f32, K, torch.device("cpu")).bound
         assert reduced > 100 * exact
-        assert bounds() == (reduced, reduced, None)  # the step cache steps aside while the setting is reduced
+        assert bounds() == (reduced, reduced)
         assert torch.equal(oe.contract("ij,jk->ik", x, y, backend="trn")._t, torch.full((3, 5), float(K)))
+        assert torch.equal((x @ y)._t, torch.full((3, 5), float(K)))
     finally:
         torch.set_float32_matmul_precision(before)
-    assert bounds() == (exact, exact, exact)
+    assert bounds() == (exact, exact)

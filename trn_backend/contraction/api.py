@@ -1,20 +1,21 @@
 """The front doors of the planner: einsum, tensordot, matmul and vecdot.
 
-Each validates its arguments with errors that name the function, argument and sizes, turns them into labels,
-and hands one contraction to the planner (or a path of them to ``paths``); validation and labels are cached per
-shapes, dtypes and axes, so a repeated call costs two cache lookups. The ``*_tensors`` functions work on torch
-tensors; the namespace wraps them.
+Each validates its arguments with errors that name the function, argument and sizes, turns them into labels and
+a one-step (or, for einsum of three or more operands, a path) ``Program``, compiles it under the call's precision
+request and runs it (``compiler``, ``runner``). Compiled programs of the device default and of modes are kept in
+the fast path (``compiler.COMPILED``) by everything they depend on, so a repeated call costs one lookup before
+the kernel. The ``*_tensors`` functions work on torch tensors; the namespace wraps them.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
 
-from .. import _device, _dtypes, _precision, kernels
+from .. import _device, _dtypes
 from .._helpers import (
     PY_SCALARS,
     NeuronArray,
@@ -25,32 +26,31 @@ from .._helpers import (
     tensor,
     wrap,
 )
-from . import execute, paths, whole
-from .axes import canonical_axes, is_int, tensordot_entry
+from .._precision import Request
+from . import paths
+from .axes import canonical_axes, is_int, tensordot_spec
+from .compiler import COMPILED, cacheable, compile
+from .execute import EXECUTORS
+from .front import entry_point
 from .parse import Spec, parse, symbol
-from .plan import Entry, Plan, entry, result_dtype
-from .program import label_sizes
+from .plan import result_dtype
+from .program import Program, single
+from .runner import run
 
 __all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors",
-           "vecdot_tensors"]
-
-Precision = str | None
+           "vecdot_tensors", "ranks_of", "matmul", "tensordot", "vecdot"]
 
 
-def einsum(subscripts: str, /, *operands: NeuronArray, optimize: object = "auto", precision: Precision = None,
-           target_forward_error: float | None = None, target_relative_error: float | None = None) -> NeuronArray:
+@entry_point("einsum()")
+def einsum(request: Request | None, subscripts: str, /, *operands: NeuronArray,
+           optimize: object = "auto") -> NeuronArray:
     """Einstein summation with NumPy's semantics, every product a planned matmul or bmm in the kernel layer.
 
     ``optimize`` picks the order of a contraction of three or more operands (see ``trn_backend.contraction.paths``);
-    ``precision``, ``target_forward_error`` or ``target_relative_error`` (one of them) choose the precision mode of
-    every binary step.
+    ``precision``, ``target_forward_error`` or ``target_relative_error`` (one of them) choose the precision of the
+    whole expression.
     """
-    ts = einsum_operands(operands, "einsum")
-    try:
-        with _precision.scope(precision, target_forward_error, target_relative_error, "einsum()"):
-            return wrap(einsum_tensors(subscripts, ts, optimize, precision, target_forward_error))
-    except _precision.PrecisionError as e:  # raised where the mode is resolved or run: name this function
-        raise e.named("einsum()") from e.__cause__
+    return wrap(einsum_tensors(request, subscripts, einsum_operands(operands, "einsum"), optimize))
 
 
 def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]:
@@ -74,116 +74,156 @@ def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]
             scalar_to_tensor(x, scalar_dtype(x, dtype, func, device), device, func) for x in values]
 
 
-def einsum_tensors(subscripts: str, ts: list[torch.Tensor], optimize: object = "auto",
-                   precision: Precision = None, target_forward_error: float | None = None) -> torch.Tensor:
-    """``einsum`` on torch tensors (validated, on one device)."""
-    return contract_spec(parse(subscripts, tuple(t.shape for t in ts)), ts, optimize, precision,
-                         target_forward_error)
-
-
-def contract_spec(spec: Spec, ts: list[torch.Tensor], optimize: object = "auto", precision: Precision = None,
-                  target_forward_error: float | None = None) -> torch.Tensor:
-    """Contract tensors labelled by a parsed ``spec``: one planned step, or a path of them."""
-    if len(ts) <= 2:
-        paths.check_optimize(optimize)  # there is no path to choose, but a wrong choice is still an error
-        if precision is None and target_forward_error is None and _precision.active_setting() is None:
-            return execute.contract(spec.inputs, spec.output, ts)  # the common call: one step, default mode
-    else:
-        # promote once, so every step computes in the result dtype (as NumPy does)
-        dtype = result_dtype(tuple(t.dtype for t in ts))
-        ts = [_dtypes.cast(t, dtype) for t in ts]
-    relative = _precision.targets(precision, target_forward_error)[1]
-    if relative is not None and paths.program(spec, tuple(t.shape for t in ts), optimize).roundings(
-            tuple(t.dtype for t in ts)) > 1:
-        return _checked_whole(spec, ts, optimize, relative)
-    return paths.run(spec, ts, optimize, precision, target_forward_error)
-
-
-def _checked_whole(spec: Spec, ts: list[torch.Tensor], optimize: object, relative: float) -> torch.Tensor:
-    """target_relative_error= on an expression of several rounding steps, checked as a whole (``whole``; a
-    single step keeps its own a posteriori check, ``posteriori``)."""
+def einsum_tensors(request: Request | None, subscripts: str, ts: list[torch.Tensor], optimize: object = "auto", *,
+                   result: torch.dtype | None = None, out: torch.dtype | None = None) -> torch.Tensor:
+    """``einsum`` on torch tensors (validated, on one device); ``result``: the dtype to compute the result in
+    (numpy.einsum's dtype=), ``out``: the dtype to deliver it in (out='s)."""
     shapes = tuple(t.shape for t in ts)
+    optimize_key = paths.check_optimize(optimize)  # a wrong choice is an error even where there is no path
+    dtypes = tuple(t.dtype for t in ts)
+    sharded = ranks_of(ts)
+    key = None
+    if optimize_key is not None and sharded == 1 and cacheable(request):
+        key = ("einsum", subscripts, shapes, dtypes, ts[0].device if ts else None, optimize_key, request, result,
+               out)
+        found = COMPILED.get(key)
+        if found is not None:
+            return run(found, ts)
+    spec = parse(subscripts, shapes)
+    c = compile(paths.program(spec, shapes, optimize), request, dtypes, _device_of(ts), result=result, out=out,
+                ranks=sharded)
+    if key is not None:
+        COMPILED.put(key, c)
+    return run(c, ts)
 
-    def run(tensors: Sequence[torch.Tensor]) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
-        ledger: list = []
-        out = paths.run(spec, list(tensors), optimize, ledger=ledger)
-        return out, whole.rounding_steps(ledger)
 
-    sizes = label_sizes(zip(spec.inputs, shapes, strict=True))
-    return whole.checked(spec.subscripts, run, ts, sizes, spec.output, relative)
+def contract_spec(request: Request | None, spec: Spec, ts: list[torch.Tensor],
+                  optimize: object = "auto") -> torch.Tensor:
+    """Contract tensors labelled by a parsed ``spec``: one step, or a path of them."""
+    shapes = tuple(t.shape for t in ts)
+    paths.check_optimize(optimize)
+    program = paths.program(spec, shapes, optimize)
+    return run(compile(program, request, tuple(t.dtype for t in ts), _device_of(ts), ranks=ranks_of(ts)), ts)
 
 
-# --- tensordot, matmul, vecdot: each validates once per (shapes, dtypes, axes) and caches the planner entry ---
+def ranks_of(ts: Sequence[torch.Tensor]) -> int:
+    """The number of ranks sharded operands (a registered executor's: DTensor) are spread over; 1 for none."""
+    if not EXECUTORS:
+        return 1
+    return max((t.device_mesh.size() for t in ts if type(t) in EXECUTORS), default=1)
+
+
+def _device_of(ts: Sequence[torch.Tensor]) -> torch.device:
+    return ts[0].device if ts else _device.default_device()
+
+
+# --- tensordot, matmul, vecdot: one step each, validated once per (shapes, dtypes, axes) ---
 
 Size = tuple[int, ...]
 
 
-def tensordot_tensors(a: torch.Tensor, b: torch.Tensor, axes: object = 2, precision: Precision = None,
-                      target_forward_error: float | None = None) -> torch.Tensor:
+@entry_point("tensordot()")
+def tensordot(request: Request | None, x1: NeuronArray, x2: NeuronArray, /,
+              axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> NeuronArray:
+    """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences.
+    ``axes`` may also be passed by position, as in NumPy and autoray (a superset of the standard)."""
+    t1, t2 = _operands(x1, x2, "tensordot")
+    return wrap(tensordot_tensors(request, t1, t2, axes))
+
+
+@entry_point("matmul()")
+def matmul(request: Request | None, x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
+    """Matrix product with the standard's 1-D promotion and batch broadcasting (the ``@`` operator)."""
+    if type(x1) is NeuronArray and type(x2) is NeuronArray:
+        t1, t2 = x1._t, x2._t
+        if t1.is_cpu and t2.is_cpu and type(t1) is _TENSOR and type(t2) is _TENSOR and \
+                (request is None or request.mode is not None):
+            # the common call (the @ operator): plain tensors on the CPU under the device default or a mode, whose
+            # compiled program is found by shapes, dtypes and request in one lookup
+            found = _get(("matmul", t1.shape, t2.shape, t1.dtype, t2.dtype, _CPU, request, None))
+            if found is not None and found.call is not None:
+                # the program is one kernel call on the operands as they are: what ``run`` would call. The
+                # kernel layer routes it (config.nki) and counts it, as on every call
+                kernel, mode = found.call
+                result = _new(NeuronArray)  # ``wrap``, inline
+                result._t = kernel(t1, t2, mode)
+                return result
+    t1, t2 = _operands(x1, x2, "matmul")
+    return wrap(matmul_tensors(request, t1, t2))
+
+
+@entry_point("vecdot()")
+def vecdot(request: Request | None, x1: NeuronArray, x2: NeuronArray, /, *, axis: int = -1) -> NeuronArray:
+    """Dot products of vectors along ``axis`` (negative), conjugating x1; other axes broadcast."""
+    t1, t2 = _operands(x1, x2, "vecdot")
+    return wrap(vecdot_tensors(request, t1, t2, axis))
+
+
+_new = object.__new__
+
+
+def _operands(x1: NeuronArray, x2: NeuronArray, func: str) -> tuple[torch.Tensor, torch.Tensor]:
+    t1, t2 = tensor(x1, func, "x1"), tensor(x2, func, "x2")
+    if not (t1.is_cpu and t2.is_cpu):  # two CPU tensors share their device: no device objects to compare
+        check_same_device((t1, t2), func, "x1 and x2")
+    return t1, t2
+
+
+def tensordot_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor, axes: object = 2) -> torch.Tensor:
     """The standard's tensordot: ``axes`` an int N (last N of a with first N of b) or a pair of axis sequences."""
     # validated and made canonical (ints) before the cache: 2.0 and True hash like 2 and 1
     key = axes if type(axes) is int else canonical_axes(axes)
-    found = tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, key)
-    return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
-                           (a, b))
+    return _one_step("tensordot", a, b, key, lambda: tensordot_spec(a.shape, b.shape, a.dtype, b.dtype, key),
+                     request)
 
 
-def matmul_tensors(a: torch.Tensor, b: torch.Tensor, precision: Precision = None,
-                   target_forward_error: float | None = None) -> torch.Tensor:
+def matmul_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The standard's matmul: 1-D operands promoted to matrices and back, batch dimensions broadcast."""
-    if precision is None and target_forward_error is None and type(a) is _TENSOR and type(b) is _TENSOR:
-        # the common call (the @ operator): plain tensors, no per-call precision. Without a precision block its
-        # mode is the device's default, so its step is found by shapes, dtypes and device in one lookup
-        key = (a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device)  # the flag reads faster
-        found = _DEFAULT_MATMULS.get(key)
-        if found is not None and _precision.active_setting() is None:
-            kernel, step = found
-            if kernel is not None:
-                # the plan is one kernel call on the operands as they are (``_kernel_call``): what ``execute``
-                # would call. The kernel layer routes it (config.nki) and counts it, as on every call; the
-                # default mode does not depend on torch's float32 matmul precision (only its bound does, which
-                # running the step never reads), so no check of it here
-                return kernel(a, b, step)
-            if _precision.default_plan_reusable(a.dtype, b.dtype):
-                return execute.execute(step, (a, b))
-        plan = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype).plan(a.device, None, None, 1)
-        if _precision.active_setting() is None:
-            found = _kernel_call(plan, a.dtype, b.dtype)
-            if found is None and _precision.default_plan_reusable(a.dtype, b.dtype):
-                found = (None, plan)
-            if found is not None:
-                if len(_DEFAULT_MATMULS) >= 4096:  # bounded, as the planner's caches are
-                    _DEFAULT_MATMULS.clear()
-                _DEFAULT_MATMULS[key] = found
-        return execute.execute(plan, (a, b))
-    found = _matmul_entry(a.shape, b.shape, a.dtype, b.dtype)
-    return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
-                           (a, b))
+    return _one_step("matmul", a, b, None, lambda: _matmul_spec(a.shape, b.shape, a.dtype, b.dtype), request)
 
 
-def _kernel_call(plan: Plan, da: torch.dtype, db: torch.dtype) -> tuple[object, str] | None:
-    """(kernel function, mode) where running ``plan`` on operands of dtypes ``da`` and ``db`` is exactly that
-    kernel called on the two operands in order, as they are (``execute``'s direct step with no cast, permute or
-    reshape, and no output layout): a 2-D x 2-D matmul, or a bmm of two 3-D operands of one batch size, in
-    the plan's dtype. None for every other plan (1-D promotion, broadcast batches, casts, swapped operands)."""
-    direct = plan.direct
-    if direct is None or not (plan.dtype is da is db) or plan.out_shape is not None or plan.out_perm is not None:
-        return None
-    i, perm, shape, j, perm_b, shape_b, kernel, mode = direct
-    if (i, j) != (0, 1) or perm is not None or shape is not None or perm_b is not None or shape_b is not None:
-        return None
-    return getattr(kernels, kernel), mode
+def vecdot_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor, axis: int = -1) -> torch.Tensor:
+    """The standard's vecdot: sum of conj(a) * b over ``axis`` (negative, counted from the end of each)."""
+    if type(axis) is not int:  # checked before the cache, where -1.0 and True would hash like ints
+        if not is_int(axis):
+            raise TypeError(f"vecdot(): axis must be an int, got {type(axis).__name__}")
+        axis = int(axis)
+    spec = _vecdot_spec(a.shape, b.shape, a.dtype, b.dtype, axis)
+    a = a.conj() if a.is_complex() else a
+    return _one_step("vecdot", a, b, axis, lambda: spec, request)
 
 
-# matmul_tensors' steps without a precision choice, by (shapes, dtypes, device): (kernel function, mode) where
-# the step is one kernel call on the operands as they are, else (None, plan); cleared with the planner's caches
-_DEFAULT_MATMULS: dict[tuple, tuple[object, object]] = {}
-_CPU = torch.device("cpu")
-_TENSOR = torch.Tensor
+def _one_step(kind: str, a: torch.Tensor, b: torch.Tensor, extra: object, spec_of: Callable[[], Spec],
+              request: Request | None) -> torch.Tensor:
+    """The one-step program of a binary front door: from the fast path where it may be kept, else validated
+    (``spec_of()`` raises the front door's errors), compiled and run."""
+    if (request is None or request.mode is not None) and \
+            (not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS)):
+        key = (kind, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device, request, extra)
+        found = _get(key)
+        if found is None:
+            found = COMPILED.put(key, compile(_program(spec_of(), (tuple(a.shape), tuple(b.shape))), request,
+                                              (a.dtype, b.dtype), a.device))
+        call = found.call
+        if call is not None:  # one kernel call on the operands as they are (see ``matmul``)
+            return call[0](a, b, call[1])
+        return run(found, (a, b))
+    program = _program(spec_of(), (tuple(a.shape), tuple(b.shape)))
+    return run(compile(program, request, (a.dtype, b.dtype), a.device, ranks=ranks_of((a, b))), (a, b))
 
 
 @functools.lru_cache(maxsize=4096)
-def _matmul_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype) -> Entry:
+def _program(spec: Spec, shapes: tuple[Size, ...]) -> Program:
+    return single(spec, shapes)
+
+
+_CPU = torch.device("cpu")
+_TENSOR = torch.Tensor
+_get = COMPILED.get
+
+
+@functools.lru_cache(maxsize=4096)
+def _matmul_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype) -> Spec:
     for shape, name in ((sa, "x1"), (sb, "x2")):
         if not shape:
             raise ValueError(f"matmul(): {name} is 0-dimensional; matmul needs arrays of at least 1 dimension "
@@ -199,7 +239,7 @@ def _matmul_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype) -> Entry
     m, k, n = (symbol(width + i) for i in range(3))
     la = batch[width - len(sa) + 2:] + m + k if len(sa) > 1 else k
     lb = batch[width - len(sb) + 2:] + k + n if len(sb) > 1 else k
-    return entry((la, lb), batch + m * (len(sa) > 1) + n * (len(sb) > 1), (sa, sb), (da, db))
+    return Spec((la, lb), batch + m * (len(sa) > 1) + n * (len(sb) > 1))
 
 
 def _check_broadcast(s1: Size, s2: Size, func: str, what: str, full1: Size, full2: Size) -> None:
@@ -209,21 +249,8 @@ def _check_broadcast(s1: Size, s2: Size, func: str, what: str, full1: Size, full
                              f"{tuple(full1)} and {tuple(full2)})")
 
 
-def vecdot_tensors(a: torch.Tensor, b: torch.Tensor, axis: int = -1, precision: Precision = None,
-                   target_forward_error: float | None = None) -> torch.Tensor:
-    """The standard's vecdot: sum of conj(a) * b over ``axis`` (negative, counted from the end of each)."""
-    if type(axis) is not int:  # checked before the cache, where -1.0 and True would hash like ints
-        if not is_int(axis):
-            raise TypeError(f"vecdot(): axis must be an int, got {type(axis).__name__}")
-        axis = int(axis)
-    found = _vecdot_entry(a.shape, b.shape, a.dtype, b.dtype, axis)
-    a = a.conj() if a.is_complex() else a
-    return execute.execute(found.plan(a.device, precision, target_forward_error, execute.roundings_of(a, b)),
-                           (a, b))
-
-
 @functools.lru_cache(maxsize=4096)
-def _vecdot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axis: int) -> Entry:
+def _vecdot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axis: int) -> Spec:
     low = -min(len(sa), len(sb))
     if not low <= axis <= -1:
         raise (ValueError if axis >= 0 else IndexError)(
@@ -236,5 +263,4 @@ def _vecdot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axis: in
     _check_broadcast(sa, sb, "vecdot", "shapes", sa, sb)
     width = max(len(sa), len(sb))
     labels = "".join(symbol(i) for i in range(width))
-    return entry((labels[width - len(sa):], labels[width - len(sb):]), labels.replace(labels[axis], ""),
-                 (sa, sb), (da, db))
+    return Spec((labels[width - len(sa):], labels[width - len(sb):]), labels.replace(labels[axis], ""))

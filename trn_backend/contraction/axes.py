@@ -1,7 +1,5 @@
-"""tensordot's axes: validated, made canonical and turned into labels, the planner entry of the contraction.
-
-Below ``api`` (tensordot's front door) and ``program`` (whose compiler follows opt_einsum's tensordot steps to the
-same entries), so both reach one validation with one set of errors.
+"""tensordot's axes: validated, made canonical and turned into labels (a ``Spec``), with errors that name the
+axes and sizes: what tensordot's front door and the opt_einsum backend's tensordot share.
 """
 
 from __future__ import annotations
@@ -13,10 +11,10 @@ import numpy as np
 import torch
 
 from .._helpers import normalize_axis
-from .parse import symbol
-from .plan import Entry, entry, result_dtype
+from .parse import Spec, symbol
+from .plan import result_dtype
 
-__all__ = ["canonical_axes", "is_int", "tensordot_entry"]
+__all__ = ["canonical_axes", "is_int", "tensordot_spec"]
 
 Size = tuple[int, ...]
 
@@ -41,7 +39,9 @@ def is_int(x: object) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
-def tensordot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Entry:
+def tensordot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Spec:
+    """The labels of tensordot(x1, x2, axes) on operands of these shapes and dtypes, validated (errors name the
+    axes and sizes)."""
     result_dtype((da, db), "tensordot")
     if isinstance(axes, int):
         if not 0 <= axes <= min(len(sa), len(sb)):
@@ -66,4 +66,4 @@ def tensordot_entry(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: 
     for i, j in zip(axes_a, axes_b, strict=True):
         b[j] = a[i]
     output = [c for i, c in enumerate(a) if i not in axes_a] + [c for j, c in enumerate(b) if j not in axes_b]
-    return entry(("".join(a), "".join(b)), "".join(output), (sa, sb), (da, db))
+    return Spec(("".join(a), "".join(b)), "".join(output))

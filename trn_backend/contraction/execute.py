@@ -1,9 +1,7 @@
-"""Running a plan on torch tensors: views, pre-reductions, one kernel call (one per entry of a batch axis where
-the plan loops, ``Plan.loop``), the output layout (under target_relative_error=, the checked call of
-``posteriori``: one more fast pass, and reruns on escalation).
-
-``contract`` is the single entry every contraction of the package goes through (einsum, tensordot, matmul,
-vecdot, each step of an opt_einsum or multi-operand path): plan (cached), then execute.
+"""Running one plan on torch tensors: views, pre-reductions, one kernel call (one per entry of a batch axis
+where the plan loops, ``Plan.loop``), the output layout (under target_relative_error=, the checked call of
+``posteriori``: one more fast pass, and reruns on escalation). The runner (``runner``) calls it once per step
+of every program.
 """
 
 from __future__ import annotations
@@ -15,37 +13,13 @@ import torch
 
 from .. import _dtypes, _precision, kernels
 from . import posteriori
-from .plan import Plan, plan_for
+from .plan import Plan
 
-__all__ = ["contract", "execute", "EXECUTORS"]
+__all__ = ["execute", "EXECUTORS"]
 
 # Tensor subclasses whose operands run a plan their own way: trn_backend.distributed registers DTensor (each
 # rank runs the plan on its blocks, then places the result).
 EXECUTORS: dict[type, Callable[[Plan, Sequence[torch.Tensor]], torch.Tensor]] = {}
-
-
-def contract(inputs: tuple[str, ...], output: str, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...],
-             precision: str | None = None, target_forward_error: float | None = None,
-             roundings: int = 1) -> torch.Tensor:
-    """Contract one or two tensors labelled by ``inputs`` into ``output`` (labels already validated), as one
-    step of an expression of ``roundings`` rounding steps (what a target is shared among)."""
-    # the per-call path of every contraction: plan lookup, then execute, with as little Python as possible
-    a = tensors[0]
-    if len(tensors) == 2:
-        b = tensors[1]
-        plan = plan_for(inputs, output, (a.shape, b.shape), (a.dtype, b.dtype), a.device, precision,
-                        target_forward_error, roundings)
-    else:
-        plan = plan_for(inputs, output, (a.shape,), (a.dtype,), a.device, precision, target_forward_error,
-                        roundings)
-    return execute(plan, tensors)
-
-
-def roundings_of(a: torch.Tensor, b: torch.Tensor) -> int:
-    """The rounding steps of one binary step as a whole expression: 1, or 3 for operands of a registered
-    executor (DTensor), whose result may be a sum over ranks rounded back to its dtype (see
-    ``program.Program.roundings``)."""
-    return 3 if EXECUTORS and (type(a) in EXECUTORS or type(b) in EXECUTORS) else 1
 
 
 def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
@@ -56,9 +30,9 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
             if run is not None:
                 return run(plan, tensors)
     direct = plan.direct  # (input, perm, shape) of each kernel operand, kernel, mode
-    if direct is not None and tensors[direct[0]].dtype is plan.dtype and tensors[direct[3]].dtype is plan.dtype:
-        # the common step, without a cast: each operand's permute and reshape (positional arguments parse
-        # faster than one tuple), then the kernel
+    if direct is not None:
+        # the common step: each operand's permute and reshape (positional arguments parse faster than one
+        # tuple), then the kernel
         i, perm, shape, j, perm_b, shape_b, kernel, mode = direct
         a, b = tensors[i], tensors[j]
         if perm is not None:
@@ -82,15 +56,13 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
 
 
 def _general(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
-    """Every other step (see ``Plan.direct``): casts, diagonals, sums and broadcasts of the operands, then the
-    kernel call with its mode's parameters or a posteriori check; the result before the output layout."""
-    dtype = plan.dtype
+    """Every other step (see ``Plan.direct``): diagonals, sums and broadcasts of the operands (already in the
+    plan's dtype: the runner casts them, each cast a rounding the program counts), then the kernel call with its
+    mode's parameters or a posteriori check; the result before the output layout."""
     ops = []
     sums = plan.sums or (None,) * len(plan.operands)
     for op, i, summing in zip(plan.operands, plan.order, sums, strict=True):
         t = tensors[i]
-        if t.dtype is not dtype:
-            t = _dtypes.cast(t, dtype)
         for dim1, dim2 in op.diagonals:  # repeated indices: a view of the diagonal, moved to the last dimension
             t = t.diagonal(0, dim1, dim2)
         if op.summed:

@@ -1,5 +1,5 @@
-"""``explain``: the path and, per binary step, what the planner will run and what implementation runs it (torch,
-or an NKI kernel with its modelled trn2 time), without running it."""
+"""``explain``: the path and, per rounding of the call, what the planner will run and what implementation runs it
+(torch, or an NKI kernel with its modelled trn2 time), without running it."""
 
 from __future__ import annotations
 
@@ -8,21 +8,30 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import opt_einsum
 import torch
 
 from .. import _device, _dtypes, _precision, kernels
 from .._helpers import NeuronArray
 from ..kernels import reference
 from . import paths
-from .parse import ELLIPSIS_LABELS, Shapes, parse
-from .plan import Plan, plan_for, result_dtype
+from . import program as programs
+from .api import ranks_of
+from .compiler import Compiled, Rounding, compile, readable
+from .parse import Shapes, parse
+from .plan import Plan
+from .program import shape_of
+from .slicing import memory_limit_of, slicing
 
 __all__ = ["Explanation", "explain", "error_bound"]
+
+_ROUTES = ("trn", "opt_einsum")
 
 
 @dataclasses.dataclass(frozen=True)
 class Explanation:
-    """The steps of one contraction: ``str()`` gives the table, the fields give the numbers."""
+    """The steps of one contraction and every rounding it makes: ``str()`` gives the table, the fields give the
+    numbers."""
 
     subscripts: str
     shapes: Shapes
@@ -37,6 +46,13 @@ class Explanation:
     # what a target ranked the modes by ("cpu calibration, benchmarks <date>", "trn2 cost model", "pass count
     # (no calibration for mps)"); None where no target chose them (an explicit mode, or the device default)
     cost_basis: str | None = None
+    # every rounding of the call, in order (casts, pre-sums, products, sums over ranks and slices, the final
+    # rounding), each with its bound in units of its own absolute value
+    rounding_steps: tuple[Rounding, ...] = ()
+    # what the route makes of the whole: opt_einsum's own loop runs each call as an expression of its own; and
+    # how many of ``steps`` each of its calls has
+    note: str | None = None
+    call_steps: tuple[int, ...] = ()
 
     @property
     def flops(self) -> int:
@@ -55,37 +71,57 @@ class Explanation:
 
     @property
     def bound(self) -> float | None:
-        """The bound of the whole expression, in units of the same expression on |operands|: every step's
-        (kernel and pre-sums) composed (``_precision.compose``; docs/precision.md, "Whole expressions"). 0 for
-        exact (integer) contractions, None where a step's mode publishes no bound."""
-        return _precision.compose(p.bound for p in self.steps)
+        """The bound of the whole call, in units of the same expression on |operands|: every rounding's
+        composed (``_precision.compose``; docs/precision.md, "Whole expressions"). 0 when nothing rounds (exact
+        integer contractions), None where a rounding publishes no bound."""
+        return _precision.compose(r.bound for r in self.rounding_steps)
 
     @property
     def roundings(self) -> int:
-        """The rounding steps the bound composes (kernel calls and pre-sums of inexact dtypes)."""
-        return sum(p.roundings for p in self.steps)
+        """How many roundings the bound composes."""
+        return len(self.rounding_steps)
 
     @property
     def kernel_calls(self) -> int:
         return sum(1 if p.loop is None else p.loop[1] for p in self.steps if p.kernel is not None) + len(
             self._kernel_sums())
 
+    @property
+    def calls(self) -> tuple[float | None, ...]:
+        """With ``route="opt_einsum"``: the bound of each call opt_einsum's loop makes (its roundings composed),
+        each an expression of its own; empty otherwise."""
+        bounds, start = [], 1
+        for n in self.call_steps:
+            bounds.append(_precision.compose(r.bound for r in self.rounding_steps
+                                             if start <= (_step_of(r.row) or 0) < start + n))
+            start += n
+        return tuple(bounds)
+
     def __str__(self) -> str:
         header = ("step", "subscripts", "kernel", "(B, M, K, N)", "FLOPs", "largest", "mode", "bound", "trn2 model")
-        rows = []
+        plan_rows = {str(i) for i in range(1, len(self.steps) + 1)}
+        # a step's pre-sums and product print from its plan; casts, sums over ranks or slices and final
+        # roundings as rows of their own, before the step they feed or after the one they follow
+        before = [r for r in self.rounding_steps if r.row.lstrip("0123456789").startswith("c")]
+        after = [r for r in self.rounding_steps if r not in before and r.row not in plan_rows and
+                 not (r.row[:-1] in plan_rows and r.row[-1] in "ab")]
+        rows = [_fixed_row(r) for r in before if _step_of(r.row) is None]
         for i, (p, impl, estimate) in enumerate(zip(self.steps, self.implementations, self.modelled, strict=True),
                                                 start=1):
+            rows += [_fixed_row(r) for r in before if _step_of(r.row) == i]
             # each pre-sum (an index of one operand only, summed under the mode) is a row of its own
             for letter, s in zip("ab", [s for s in p.sums if s is not None], strict=False):  # at most two
-                rows.append((f"{i}{letter}", _readable(s.subscripts), _sum_implementation(s), str(s.bmkn),
+                rows.append((f"{i}{letter}", readable(s.subscripts), _sum_implementation(s), str(s.bmkn),
                              f"{2 * s.bmkn[1] * s.bmkn[2]:.3g}", f"{s.bmkn[1]:,}", _mode_text(s), _bound_text(s),
                              "-"))
             if p.kernel is not None or not p.sums:
                 if estimate is not None and not impl.startswith("nki."):  # a first call, before the compile
                     impl = f"{impl} (first call)"
-                rows.append((str(i), _readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
+                rows.append((str(i), readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
                              f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p),
                              _modelled_text(p, estimate)))
+            rows += [_fixed_row(r) for r in after if _step_of(r.row) == i]
+        rows += [_fixed_row(r) for r in after if _step_of(r.row) is None]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
                  f"dtype {_dtypes.name(self.dtype)}",
@@ -99,7 +135,9 @@ class Explanation:
         bound = self.bound
         if self.roundings:
             lines.append(f"whole expression: bound {'-' if bound is None else f'{bound:.2g}'} of the expression "
-                         f"on |operands|, {self.roundings} rounding step(s) composed")
+                         f"on |operands|, {self.roundings} rounding(s) composed")
+        if self.note:
+            lines.append(self.note)
         return "\n".join(lines)
 
     def __repr__(self) -> str:
@@ -107,31 +145,120 @@ class Explanation:
                 f"largest_intermediate={self.largest_intermediate})")
 
 
+def _step_of(row: str) -> int | None:
+    """The step a rounding's row name belongs to ("2a", "2r", "2out": 2; "c0", "slices", "out": None)."""
+    digits = row[:len(row) - len(row.lstrip("0123456789"))]
+    return int(digits) if digits else None
+
+
+def _fixed_row(r: Rounding) -> tuple[str, ...]:
+    """A rounding no kernel makes (a cast, a sum over ranks or slices, the final rounding), as a table row."""
+    return (r.row, r.what, "-", "-", "-", "-", "-", "-" if r.bound is None else f"{r.bound:.2g}", "-")
+
+
 def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = "auto",
             precision: str | None = None, target_forward_error: float | None = None,
-            dtype: torch.dtype | None = None) -> Explanation:
+            target_relative_error: float | None = None, dtype: object = None, out: object = None,
+            memory_limit: int | str | None = None, route: str = "trn") -> Explanation:
     """What ``einsum(subscripts, *operands, optimize=..., precision=...)`` would run: path, per-step plans,
-    totals. Operands may be arrays (NeuronArray, NumPy, torch) or shapes; shapes use ``dtype`` (default float)."""
-    shapes, dtypes, device = _describe(operands_or_shapes, dtype)
+    every rounding with its bound, totals. Operands may be arrays (NeuronArray, NumPy, torch) or shapes.
+    ``dtype``: the dtype shapes stand for (default: the default float), and the result's where arrays of other
+    dtypes are cast to it (numpy.einsum's dtype=); ``out``: an array or dtype the result is delivered in (out=,
+    a final rounding where it is narrower); ``memory_limit``: the sliced contraction of ``contract(...,
+    memory_limit=)``; ``route="opt_einsum"``: what ``opt_einsum.contract(..., backend="trn")`` runs, each of its
+    calls an expression of its own."""
+    shapes, dtypes, device, ranks = _describe(operands_or_shapes, dtype)
     spec = parse(subscripts, shapes, "explain")
-    _precision.scope(precision, target_forward_error, None, "explain()")  # a wrong choice raises here
+    if route not in _ROUTES:
+        raise ValueError(f"explain(): route must be one of {', '.join(map(repr, _ROUTES))}, got {route!r}")
+    request = _precision.request_of(precision, target_forward_error, target_relative_error, "explain()")
     paths.check_optimize(optimize, "explain")
-    program = paths.program(spec, shapes, optimize)
-    out_dtype = result_dtype(dtypes, "explain")
-    # a target is shared among the expression's rounding steps, as einsum shares it
-    roundings = 1 if _precision.targets(precision, target_forward_error) == (None, None) else program.roundings(
-        (out_dtype,))
+    result = _dtypes.to_dtype(dtype, "explain()") if dtype is not None and any(
+        isinstance(x, (NeuronArray, torch.Tensor, np.ndarray)) for x in operands_or_shapes) else None
+    out_dtype = _out_dtype(out)
     try:
-        plans = tuple(plan_for(s.inputs, s.output, s.shapes, (out_dtype,) * len(s.inputs), device, precision,
-                               target_forward_error, roundings) for s in program.steps)
-    except _precision.PrecisionError as e:  # a target no mode reaches for some step's K
+        if route == "opt_einsum":
+            return _opt_einsum_route(subscripts, spec, shapes, dtypes, device, request, optimize)
+        if memory_limit is not None:
+            path, indices = slicing(spec, shapes, memory_limit_of(memory_limit, shapes), optimize)
+            program = programs.sliced(spec, shapes, path, indices)
+        else:
+            program = paths.program(spec, shapes, optimize)
+        c = compile(program, request, dtypes, device, result=result, out=out_dtype, ranks=ranks)
+    except _precision.PrecisionError as e:  # a target no plan meets
         raise e.named("explain()") from e.__cause__
+    return _explanation(subscripts, shapes, c, device, request)
+
+
+def _explanation(subscripts: str, shapes: Shapes, c: Compiled, device: torch.device,
+                 request: _precision.Request | None, note: str | None = None,
+                 plans: Sequence[Plan] | None = None, rounding_steps: Sequence[Rounding] | None = None,
+                 path: tuple[tuple[int, ...], ...] | None = None) -> Explanation:
+    plans = tuple(c.plans if plans is None else plans)
+    if note is None and c.relative is not None:
+        note = (f"checked as a whole, a posteriori, to target_relative_error={c.relative:g}: the modes above are the "
+                "first forward try, carried in float64; a miss reruns them tighter")
     implementations = tuple(_implementation(p, device) for p in plans)
     # the modelled kernel of every step that runs one once compiled (a first call may run torch meanwhile)
     compiled = tuple(_implementation(p, device, compiled=True) for p in plans)
-    return Explanation(subscripts, shapes, _dtypes.PUBLIC[out_dtype], program.path, plans, implementations,
+    return Explanation(subscripts, shapes, _dtypes.PUBLIC[c.out], c.program.path if path is None else path,
+                       plans, implementations,
                        tuple(_estimate(p, impl) for p, impl in zip(plans, compiled, strict=True)),
-                       _cost_basis(out_dtype, device, precision, target_forward_error))
+                       _cost_basis(c.result, device, request),
+                       tuple(c.roundings if rounding_steps is None else rounding_steps), note)
+
+
+def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch.dtype, ...],
+                      device: torch.device, request: _precision.Request | None, optimize: object) -> Explanation:
+    """Each call opt_einsum's own loop makes (a tensordot, an einsum), compiled as the expression of its own it
+    is, on the dtypes it gets (an operand's, or an earlier call's result): the rows of every call, their bounds
+    composed, and a note of what a target then holds for."""
+    _, contraction_list = opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=optimize,
+                                                   einsum_call=True)
+    terms = list(zip(shapes, dtypes, strict=True))
+    plans, rows, first, path, sizes = [], [], None, [], []
+    for inds, _, einsum_str, _, _ in contraction_list:
+        taken = [terms.pop(x) for x in inds]  # in the order of einsum_str's inputs, as opt_einsum passes them
+        call_shapes = tuple(tuple(s) for s, _ in taken)
+        call = parse(einsum_str, call_shapes, "explain")
+        one = paths.program(call, call_shapes, [(0, 1)] * (len(taken) - 1) if len(taken) > 2 else "auto")
+        c = compile(one, request, tuple(d for _, d in taken), device)
+        first = first or c
+        plans += c.plans
+        # each call's rows, numbered by the steps of the whole: "2" a product, "2a" a pre-sum, "2c0" a cast
+        # before step 2, "2out" the call's final rounding after its last step
+        start, last = len(plans) - len(c.plans) + 1, len(plans)
+        rows += [dataclasses.replace(r, row=_renumbered(r.row, start, last)) for r in c.roundings]
+        sizes.append(len(c.plans))
+        terms.append((tuple(shape_of(call.output, list(zip(call.inputs, call_shapes, strict=True)))), c.out))
+        path.append(tuple(sorted(inds)))
+    target = request is not None and request.mode is None
+    note = (f"opt_einsum.contract(backend='trn') runs its loop itself: each of its {len(contraction_list)} "
+            "call(s) (tensordot or einsum) is an expression of its own, " +
+            ("and a target holds for each call, not for the whole; " if target else "") +
+            "the bound above composes the calls' bounds (trn_backend.contract runs the whole as one program)")
+    return dataclasses.replace(_explanation(subscripts, shapes, first, device, request, note, plans, rows,
+                                            tuple(path)), call_steps=tuple(sizes))
+
+
+def _renumbered(row: str, start: int, last: int) -> str:
+    """A row name of one call's program, as a row of the whole (its steps numbered from ``start``; its casts
+    before ``start``, its final rounding after ``last``)."""
+    step = _step_of(row)
+    rest = row.lstrip("0123456789")
+    if step is not None:
+        return f"{start + step - 1}{rest}"
+    return f"{start}{rest}" if rest.startswith("c") else f"{last}{rest}"
+
+
+def _out_dtype(out: object) -> torch.dtype | None:
+    if out is None:
+        return None
+    if isinstance(out, NeuronArray):
+        return out._t.dtype
+    if isinstance(out, (torch.Tensor, np.ndarray)):
+        return _dtypes.to_dtype(out.dtype, "explain()")
+    return _dtypes.to_dtype(out, "explain()")
 
 
 def error_bound(mode: str, dtype: object, K: int | str, /, *shapes: object, ranks: int = 1,
@@ -155,13 +282,9 @@ def error_bound(mode: str, dtype: object, K: int | str, /, *shapes: object, rank
     return _precision.compose([bound, _precision.error_bound(mode, dtype, 0, ranks=ranks, **params)])
 
 
-def _cost_basis(dtype: torch.dtype, device: torch.device, precision: str | None,
-                target_forward_error: float | None) -> str | None:
+def _cost_basis(dtype: torch.dtype, device: torch.device, request: _precision.Request | None) -> str | None:
     """What the modes were ranked by, where a target (per call or of the innermost block) chose them."""
-    setting = _precision.active_setting()
-    chosen_by_target = target_forward_error is not None or (
-        precision is None and setting is not None and setting.mode is None)
-    if not chosen_by_target or not (dtype.is_floating_point or dtype.is_complex):
+    if request is None or request.mode is not None or not (dtype.is_floating_point or dtype.is_complex):
         return None
     return _precision.cost_basis(dtype, device)
 
@@ -189,17 +312,19 @@ def _estimate(p: Plan, implementation: str) -> object:
                          slices=p.resolved.kwargs.get("slices"))
 
 
-def _describe(operands: Sequence[object], dtype: torch.dtype | None
-              ) -> tuple[Shapes, tuple[torch.dtype, ...], torch.device]:
-    """Shapes, dtypes and device of arrays or shapes (shapes take ``dtype`` and the default device)."""
+def _describe(operands: Sequence[object], dtype: object
+              ) -> tuple[Shapes, tuple[torch.dtype, ...], torch.device, int]:
+    """Shapes, dtypes, device and ranks (sharded arrays') of arrays or shapes (shapes take ``dtype`` and the
+    default device)."""
     default = _dtypes.to_dtype(dtype, "explain()") if dtype is not None else _dtypes.default_float()
-    shapes, dtypes, device = [], [], _device.default_device()
+    shapes, dtypes, device, tensors = [], [], _device.default_device(), []
     for i, x in enumerate(operands):
         if isinstance(x, (NeuronArray, torch.Tensor)):
             t = x._t if isinstance(x, NeuronArray) else x
             shapes.append(tuple(t.shape))
             dtypes.append(_supported(t.dtype, i))
             device = t.device
+            tensors.append(t)
         elif isinstance(x, np.ndarray):
             shapes.append(x.shape)
             dtypes.append(_supported(_numpy_dtype(x.dtype, i), i))
@@ -208,7 +333,7 @@ def _describe(operands: Sequence[object], dtype: torch.dtype | None
             dtypes.append(default)
         else:
             raise TypeError(f"explain(): operand {i} must be an array or a shape (a tuple of sizes), got {x!r}")
-    return tuple(shapes), tuple(dtypes), device
+    return tuple(shapes), tuple(dtypes), device, ranks_of(tensors)
 
 
 def _numpy_dtype(dtype: np.dtype, i: int) -> torch.dtype:
@@ -258,16 +383,6 @@ def _sum_implementation(p: Plan) -> str:
         return "torch.sum"
     return kernels.implementation("matmul", p.resolved.mode, p.dtype, _device.default_device(), p.bmkn,
                                   p.resolved.kwargs)
-
-
-# the ellipsis labels that do not print, shown as '#' (the first ten are digits, which print)
-_ELLIPSIS_MARKS = frozenset(c for c in ELLIPSIS_LABELS if not c.isprintable())
-
-
-def _readable(subscripts: str) -> str:
-    """Subscripts fit to print: an ellipsis label that does not print as '#', any other character that does
-    not (opt_einsum generates spaces such as U+2003, and surrogates) as its escape."""
-    return "".join(c if c.isprintable() else "#" if c in _ELLIPSIS_MARKS else ascii(c)[1:-1] for c in subscripts)
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:

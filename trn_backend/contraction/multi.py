@@ -13,45 +13,39 @@ from collections.abc import Sequence
 
 import torch
 
-from .. import _precision
 from .._helpers import NeuronArray, check_same_device, tensor, wrap
+from .._precision import Request
 from .api import contract_spec
+from .front import entry_point
 from .parse import Spec, parse, symbol
 
 __all__ = ["multi_einsum"]
 
 
-def multi_einsum(*contractions: Sequence[object], precision: str | None = None,
-                 target_forward_error: float | None = None) -> list[NeuronArray]:
+@entry_point("multi_einsum()")
+def multi_einsum(request: Request | None, *contractions: Sequence[object]) -> list[NeuronArray]:
     """Evaluate each ``(subscripts, *operands)``; groups of identical contractions (subscripts, shapes, dtypes)
     run as one batched kernel call per step. Returns the results in input order."""
-    _precision.scope(precision, target_forward_error, None, "multi_einsum()")  # giving both raises here
     unpacked = [_unpack(c, i) for i, c in enumerate(contractions)]
     groups: dict[tuple, list[int]] = {}
     for i, (spec, ts) in enumerate(unpacked):
         key = (spec, tuple(t.shape for t in ts), tuple(t.dtype for t in ts), ts[0].device)
         groups.setdefault(key, []).append(i)
     results: list[torch.Tensor | None] = [None] * len(contractions)
-    try:
-        for members in groups.values():
-            outs = _run_group(unpacked[members[0]][0], [unpacked[i][1] for i in members], precision,
-                              target_forward_error)
-            for i, out in zip(members, outs, strict=True):
-                results[i] = out
-    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name this function
-        raise e.named("multi_einsum()") from e.__cause__
+    for members in groups.values():
+        outs = _run_group(request, unpacked[members[0]][0], [unpacked[i][1] for i in members])
+        for i, out in zip(members, outs, strict=True):
+            results[i] = out
     return [wrap(r) for r in results]
 
 
-def _run_group(spec: Spec, operands: list[tuple[torch.Tensor, ...]], precision: str | None,
-               target_forward_error: float | None) -> list[torch.Tensor]:
+def _run_group(request: Request | None, spec: Spec, operands: list[tuple[torch.Tensor, ...]]) -> list[torch.Tensor]:
     """The results of one contraction on each operand tuple: alone, or all stacked along a fresh batch index."""
     if len(operands) == 1:
-        return [contract_spec(spec, list(operands[0]), "auto", precision, target_forward_error)]
+        return [contract_spec(request, spec, list(operands[0]))]
     z = _fresh_label(spec)
     stacked = [torch.stack(column) for column in zip(*operands, strict=True)]
-    out = contract_spec(Spec(tuple(z + s for s in spec.inputs), z + spec.output), stacked, "auto", precision,
-                        target_forward_error)
+    out = contract_spec(request, Spec(tuple(z + s for s in spec.inputs), z + spec.output), stacked)
     return list(out.unbind(0))
 
 

@@ -1,9 +1,19 @@
-"""The opt_einsum backend "trn", and ``contract`` / ``contract_expression`` conveniences that use it.
+"""The opt_einsum backend "trn", and ``contract`` / ``contract_expression``, which run opt_einsum's path here.
 
-``backend="trn"`` calls ``einsum``, ``tensordot`` and ``transpose`` below, which accept NeuronArray, NumPy and
-torch operands (converted without a copy where possible) and return NeuronArrays; expressions called on NumPy
-arrays convert back, as opt_einsum's torch backend does. NeuronArray inputs with ``backend="auto"`` come here
-too: opt_einsum names the backend after the array's top-level module, ``trn_backend``, aliased to this one.
+``trn_backend.contract`` and ``trn_backend.contract_expression`` take opt_einsum's arguments and its path
+optimizer's choice (``contract_path``'s contraction list), and run the whole expression as one ``Program`` on the
+runner: one precision request for the whole, with constants (folded once per request, their roundings part of
+the expression's), ``out=`` (the final rounding into it), ``shared_intermediates`` (each step's result kept in
+opt_einsum's sharing cache, keyed by its modes) and ``memory_limit=`` (sliced with cotengra, ``slicing``).
+
+``backend="trn"`` in opt_einsum's own calls (``opt_einsum.contract(..., backend="trn")``, an opt_einsum
+``ContractExpression`` called with it) reaches ``einsum``, ``tensordot`` and ``transpose`` below: opt_einsum
+runs its loop itself and calls them one step at a time, so each call is an expression of its own (its own
+program, its own bound, its own share of a target; docs/precision.md says what that accounts for). They accept
+NeuronArray, NumPy and torch operands (converted without a copy where possible) and return NeuronArrays;
+expressions called on NumPy arrays convert back, as opt_einsum's torch backend does. NeuronArray inputs with
+``backend="auto"`` come here too: opt_einsum names the backend after the array's top-level module,
+``trn_backend``, aliased to this one.
 
 opt_einsum has no public backend registry, so this module touches its internals (the pyproject pins the
 opt_einsum minor series this was written against; ``tests/contraction/test_opt_einsum_backend.py`` checks it), in two
@@ -12,20 +22,19 @@ steps:
 - ``register()``, when trn_backend is imported, only adds: the names "trn" and "trn_backend" to
   ``opt_einsum.backends.dispatch._aliases``, and this module's conversions to its ``CONVERT_BACKENDS`` and
   ``EVAL_CONSTS_BACKENDS`` tables. Other backends see no change.
-- ``_adapt()``, on the first use of the "trn" backend (the first call of ``einsum``, ``tensordot``,
-  ``transpose``, ``build_expression`` or ``evaluate_constants`` here, or of ``contract`` or
-  ``contract_expression``), replaces ``opt_einsum.sharing._memoize`` and
-  ``opt_einsum.contract.ContractExpression._get_evaluated_constants``: opt_einsum keys the memo of
-  ``shared_intermediates`` and an expression's folded ``constants=`` by backend name only, so a result computed
-  under one precision mode would be reused under another; the replacements key them by the precision setting
-  too for this backend, and call opt_einsum's own for every other backend. A step already inside opt_einsum's
-  memo or fold when the first use happens is kept by opt_einsum's own (the replacement takes over from the
-  next one).
+- ``_adapt()``, on the first use of the "trn" backend by opt_einsum's own loop (the first call of ``einsum``,
+  ``tensordot``, ``transpose``, ``build_expression`` or ``evaluate_constants`` here), replaces
+  ``opt_einsum.sharing._memoize`` and ``opt_einsum.contract.ContractExpression._get_evaluated_constants``:
+  opt_einsum keys the memo of ``shared_intermediates`` and an expression's folded ``constants=`` by backend name
+  only, so a result computed under one precision mode would be reused under another; the replacements key them
+  by the precision setting too for this backend, and call opt_einsum's own for every other backend. A step
+  already inside opt_einsum's memo or fold when the first use happens is kept by opt_einsum's own (the
+  replacement takes over from the next one).
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 from typing import Any
 
 import numpy as np
@@ -34,17 +43,19 @@ import torch
 from opt_einsum import sharing
 from opt_einsum.backends import dispatch
 from opt_einsum.contract import ContractExpression
+from opt_einsum.parser import convert_interleaved_input
 from opt_einsum.sharing import to_backend_cache_wrap
 
 from .. import _device, _dtypes, _precision
 from .._helpers import PY_SCALARS, NeuronArray, from_numpy, wrap
-from . import slicing, whole
-from .api import einsum_operands, einsum_tensors, tensordot_tensors
-from .axes import canonical_axes, tensordot_entry
-from .execute import execute
+from .._precision import Request
+from . import paths, runner, slicing
+from .api import einsum_operands, einsum_tensors, ranks_of, tensordot_tensors
+from .compiler import Compiled, compile
+from .front import entry_point
 from .parse import parse
-from .plan import Plan, plan_for, result_dtype
-from .program import Program, build, label_sizes, run, shape_of
+from .plan import result_dtype
+from .program import Program, from_contraction_list, shape_of
 
 __all__ = ["einsum", "tensordot", "transpose", "contract", "contract_expression", "Expression", "register",
            "OPT_EINSUM_SERIES"]
@@ -69,26 +80,15 @@ def to_trn(x: object) -> NeuronArray:
 
 def _operands(operands: tuple[object, ...], func: str) -> list[torch.Tensor]:
     """Operands as tensors: arrays through ``to_trn``, Python scalars as weak scalars (``einsum_operands``)."""
+    if all(type(x) is NeuronArray for x in operands) and len({x._t.device for x in operands}) <= 1:
+        return [x._t for x in operands]  # every step of a network: nothing to convert or check
     return einsum_operands([x if isinstance(x, PY_SCALARS) else to_trn(x) for x in operands], func)
 
 
-# Plans of the steps opt_einsum sends here under the device's default precision, by everything a plan depends on
-# (operand shapes, dtypes and devices; canonical axes, or subscripts): a repeated step costs one lookup before
-# ``execute`` instead of validation, parsing and the planner's entry lookup. A precision setting takes the full
-# path, which resolves the mode per call, and so does a reduced float32 matmul precision (see
-# _precision.default_plan_reusable). The plans are the planner's own, every step still one kernel call.
-_STEPS: dict[tuple, Plan] = {}
-_STEPS_MAX = 4096
+# --- the functions opt_einsum's loop calls, one step each ---
 
-
-def _remember(key: tuple, plan: Plan) -> Plan:
-    if len(_STEPS) >= _STEPS_MAX:  # bounded, as the planner's caches are
-        _STEPS.clear()
-    _STEPS[key] = plan
-    return plan
-
-
-def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
+@entry_point(_OPT_EINSUM_CALL, key="opt_einsum backend: einsum", takes_precision=False)
+def einsum(request: Request | None, subscripts: str, *operands: object, out: NeuronArray | None = None,
            optimize: object = "auto", **kwargs: Any) -> NeuronArray:
     """The einsum opt_einsum calls for steps that are not plain tensordots (batched ones, for instance); an
     ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe').
@@ -97,48 +97,39 @@ def einsum(subscripts: str, *operands: object, out: NeuronArray | None = None,
     if not _adapted:
         _adapt()
     if kwargs:
-        precision = sorted(set(kwargs) & {"precision", "target_forward_error", "target_relative_error"})
-        if precision:
-            raise TypeError(f"opt_einsum.contract(backend='trn') takes no {precision[0]}=: write `with "
+        chosen = sorted(set(kwargs) & {"precision", "target_forward_error", "target_relative_error"})
+        if chosen:
+            raise TypeError(f"opt_einsum.contract(backend='trn') takes no {chosen[0]}=: write `with "
                             f"trn_backend.precision(...):` around the call, or call trn_backend.contract(..., "
-                            f"{precision[0]}=...) with the same arguments")
+                            f"{chosen[0]}=...) with the same arguments")
         raise TypeError(f"einsum() of the opt_einsum backend 'trn' got unexpected keyword arguments "
                         f"{', '.join(sorted(kwargs))}")
-    try:
-        if len(operands) == 2 and out is None and type(subscripts) is str and type(optimize) is str and \
-                optimize == "auto":
-            plan = _einsum_step(subscripts, *operands)
-            if plan is not None:
-                return wrap(execute(plan, (operands[0]._t, operands[1]._t)))
-        if all(type(x) is NeuronArray for x in operands) and len({x._t.device for x in operands}) == 1:
-            ts = [x._t for x in operands]  # every step of a network: nothing to convert or check
-        else:
-            ts = _operands(operands, "einsum")
-        if out is not None:
-            check_out(out, subscripts, ts, "einsum")
-        result = wrap(einsum_tensors(subscripts, ts, optimize))
-    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name opt_einsum's call
-        raise e.named(_OPT_EINSUM_CALL) from e.__cause__
+    ts = _operands(operands, "einsum")
+    if out is not None:
+        check_out(out, subscripts, ts, "einsum")
+    result = einsum_tensors(request, subscripts, ts, optimize, out=None if out is None else out._t.dtype)
     if out is None:
-        return result
-    out[...] = result
+        return wrap(result)
+    out[...] = wrap(result)
     return out
 
 
-def _einsum_step(subscripts: str, x: object, y: object) -> Plan | None:
-    """The cached plan of a two-operand step on NeuronArrays of one device under the default precision; None
-    where the full path applies (other operands, devices that differ, a precision setting)."""
-    if type(x) is not NeuronArray or type(y) is not NeuronArray or _precision.active_setting() is not None:
-        return None
-    a, b = x._t, y._t
-    if not _precision.default_plan_reusable(a.dtype, b.dtype):
-        return None
-    key = (subscripts, a.shape, b.shape, a.dtype, b.dtype, a.device, b.device)
-    plan = _STEPS.get(key)
-    if plan is None and a.device == b.device:
-        spec = parse(subscripts, (a.shape, b.shape))  # the same checks, and errors, as einsum_tensors
-        plan = _remember(key, plan_for(spec.inputs, spec.output, (a.shape, b.shape), (a.dtype, b.dtype), a.device))
-    return plan
+@entry_point(_OPT_EINSUM_CALL, key="opt_einsum backend: tensordot", takes_precision=False)
+def tensordot(request: Request | None, x: object, y: object, axes: int | tuple[Any, Any] = 2) -> NeuronArray:
+    """The tensordot opt_einsum calls, lowered by the planner (see ``trn_backend.tensordot``)."""
+    if not _adapted:
+        _adapt()
+    if type(x) is NeuronArray and type(y) is NeuronArray and x._t.device == y._t.device:
+        return wrap(tensordot_tensors(request, x._t, y._t, axes))  # every step of a network: nothing to convert
+    a, b = _operands((x, y), "tensordot")
+    return wrap(tensordot_tensors(request, a, b, axes))
+
+
+def transpose(x: object, axes: tuple[int, ...]) -> NeuronArray:
+    """A permuted view (no copy)."""
+    if not _adapted:
+        _adapt()
+    return wrap(to_trn(x)._t.permute(tuple(axes)))
 
 
 def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str) -> None:
@@ -158,45 +149,6 @@ def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str
                         f"{_dtypes.name(out.dtype)} (NumPy's einsum casting='safe' rule)")
     if ts and out.device != ts[0].device:
         raise ValueError(f"{func}(): out= is on {out.device}, the operands on {ts[0].device}")
-
-
-def tensordot(x: object, y: object, axes: int | tuple[Any, Any] = 2) -> NeuronArray:
-    """The tensordot opt_einsum calls, lowered by the planner (see ``trn_backend.tensordot``)."""
-    if not _adapted:
-        _adapt()
-    try:
-        if type(x) is NeuronArray and type(y) is NeuronArray:
-            a, b = x._t, y._t  # every step of a network: nothing to convert
-            plan = _tensordot_step(a, b, axes)
-            if plan is not None:
-                return wrap(execute(plan, (a, b)))
-            if a.device == b.device:
-                return wrap(tensordot_tensors(a, b, axes))
-        a, b = _operands((x, y), "tensordot")
-        return wrap(tensordot_tensors(a, b, axes))
-    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name opt_einsum's call
-        raise e.named(_OPT_EINSUM_CALL) from e.__cause__
-
-
-def _tensordot_step(a: torch.Tensor, b: torch.Tensor, axes: object) -> Plan | None:
-    """The cached plan of a tensordot step on one device with canonical axes (a pair of int tuples, as opt_einsum
-    passes them) under the default precision; None where the full path applies."""
-    # checked before the lookup: 1.0 and True hash and compare like 1
-    if _precision.active_setting() is not None or canonical_axes(axes) is not axes or \
-            not _precision.default_plan_reusable(a.dtype, b.dtype):
-        return None
-    key = (a.shape, b.shape, a.dtype, b.dtype, a.device, b.device, axes)
-    plan = _STEPS.get(key)
-    if plan is None and a.device == b.device:
-        plan = _remember(key, tensordot_entry(a.shape, b.shape, a.dtype, b.dtype, axes).plan(a.device))
-    return plan
-
-
-def transpose(x: object, axes: tuple[int, ...]) -> NeuronArray:
-    """A permuted view (no copy)."""
-    if not _adapted:
-        _adapt()
-    return wrap(to_trn(x)._t.permute(tuple(axes)))
 
 
 # --- conversions for opt_einsum's ContractExpression on NumPy arrays and for constants ---
@@ -277,127 +229,127 @@ def register() -> None:
 
 
 def _adapt() -> None:
-    """The first use of backend "trn": opt_einsum's two caches keyed by the precision setting for it (the only
-    place opt_einsum's internals are replaced; see the module docstring)."""
+    """The first use of backend "trn" by opt_einsum's loop: opt_einsum's two caches keyed by the precision setting
+    for it (the only place opt_einsum's internals are replaced; see the module docstring)."""
     global _adapted
     sharing._memoize = _memoize
     ContractExpression._get_evaluated_constants = _evaluated_constants
     _adapted = True
 
 
-# --- conveniences ---
+# --- trn_backend.contract and contract_expression: opt_einsum's path, one program ---
 
-def _precision_scope(precision: str | None, target_forward_error: float | None,
-                     target_relative_error: float | None):
-    """The precision context for the backend calls opt_einsum makes on our behalf (conflicts raise here)."""
-    if precision is None and target_forward_error is None and target_relative_error is None:
-        return contextlib.nullcontext()
-    return _precision.precision(precision, target_forward_error=target_forward_error,
-                                target_relative_error=target_relative_error)
+_CONTRACT_KEYWORDS = frozenset({"optimize", "memory_limit", "out", "use_blas", "progress"})
 
 
-def contract(subscripts: Any, *operands: Any, precision: str | None = None,
-             target_forward_error: float | None = None, target_relative_error: float | None = None,
-             **kwargs: Any) -> NeuronArray:
-    """``opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)`` under a precision mode or a
-    target (with target_relative_error=, ``trn_backend.last_precision_report()`` then tells the modes run)."""
-    if not _adapted:
-        _adapt()
+@entry_point("contract()")
+def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs: Any) -> NeuronArray:
+    """``opt_einsum.contract(subscripts, *operands, **kwargs)`` run here as one program: opt_einsum's path
+    (``optimize=``, ``use_blas=``), ``out=`` (NumPy's einsum casting='safe' rule), ``memory_limit=`` (a number
+    of elements or "max_input": sliced with cotengra so that no intermediate exceeds it; None: no limit) with
+    ``progress=``; under ``precision=`` or a target for the whole expression (with target_relative_error=,
+    ``trn_backend.last_precision_report()`` then tells the modes run)."""
     if "backend" in kwargs:
         raise TypeError("trn_backend.contract() always uses backend='trn'; call opt_einsum.contract for others")
-    try:
-        with _precision_scope(precision, target_forward_error, target_relative_error):
-            return _contract(subscripts, operands, kwargs)
-    except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name this function
-        raise e.named("contract()") from e.__cause__
-
-
-def _contract(subscripts: Any, operands: tuple[Any, ...], kwargs: dict[str, Any]) -> NeuronArray:
-    if kwargs.get("out") is not None and isinstance(subscripts, str):
-        ts = _operands(operands, "contract")  # converted once: checked here, contracted below
-        check_out(kwargs["out"], subscripts, ts, "contract")
-        operands = tuple(map(wrap, ts))
+    unknown = sorted(set(kwargs) - _CONTRACT_KEYWORDS)
+    if unknown:
+        raise TypeError(f"contract() got unexpected keyword arguments {', '.join(unknown)}; it takes "
+                        f"{', '.join(sorted(_CONTRACT_KEYWORDS))} and precision=, target_forward_error=, "
+                        "target_relative_error=")
+    if not isinstance(subscripts, str):
+        subscripts, operands = convert_interleaved_input((subscripts, *operands))
+    ts = _operands(operands, "contract")
+    out = kwargs.get("out")
+    if out is not None:
+        check_out(out, subscripts, ts, "contract")
+    out_dtype = None if out is None else out._t.dtype
     if kwargs.get("memory_limit") is not None:
-        # sliced with cotengra (over the ranks of a process group where trn_backend.distributed registered it)
-        return slicing.contract(subscripts, *map(to_trn, operands), **kwargs)
-    if kwargs.get("optimize", True) is False:
-        # opt_einsum sends optimize=False to numpy.einsum whatever the backend: keep it on the engine
-        return einsum(subscripts, *operands, out=kwargs.get("out"), optimize=False)
-    if isinstance(subscripts, str) and set(kwargs) <= {"optimize", "out"} and \
-            _precision.targets(None, None) != (None, None):
-        # a target holds for the whole expression: the engine runs opt_einsum's path (the same optimizer) as
-        # one program, the target shared among its rounding steps (opt_einsum's own loop sends steps one by one)
-        optimize = kwargs.get("optimize", "auto")
-        return einsum(subscripts, *operands, out=kwargs.get("out"), optimize="auto" if optimize is True else optimize)
-    return opt_einsum.contract(subscripts, *operands, backend="trn", **kwargs)
+        result = slicing.contract(request, subscripts, ts, memory_limit=kwargs["memory_limit"],
+                                  optimize=kwargs.get("optimize", "auto"), progress=kwargs.get("progress"),
+                                  out=out_dtype)
+    else:
+        if kwargs.get("progress"):
+            raise TypeError("contract(): progress= goes with memory_limit= (a sliced contraction)")
+        shapes = tuple(tuple(t.shape) for t in ts)
+        program = _opt_einsum_program(subscripts, shapes, kwargs.get("optimize", "auto"),
+                                      kwargs.get("use_blas", True))
+        device = ts[0].device if ts else _device.default_device()
+        c = compile(program, request, tuple(t.dtype for t in ts), device, out=out_dtype, ranks=ranks_of(ts))
+        result = runner.run(c, ts)
+    if out is None:
+        return wrap(result)
+    out[...] = wrap(result)
+    return out
+
+
+def _opt_einsum_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object,
+                        use_blas: bool) -> Program:
+    """The program of opt_einsum's contraction list for this contraction (cached by hashable arguments)."""
+    key = paths.check_optimize(optimize, "contract") if optimize is not False else False
+    if key is None:  # an optimizer object keeps state: no cache
+        return _contraction_list_program(subscripts, shapes, optimize, use_blas)
+    return _cached_program(subscripts, shapes, key, bool(use_blas))
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object,
+                    use_blas: bool) -> Program:
+    return _contraction_list_program(subscripts, shapes, list(optimize) if isinstance(optimize, tuple) else optimize,
+                                     use_blas)
+
+
+def _contraction_list_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object,
+                              use_blas: bool) -> Program:
+    spec = parse(subscripts, shapes, "contract")
+    if optimize is False:  # opt_einsum's "no optimization": left to right, through the planner
+        return paths.program(spec, shapes, False)
+    _, contraction_list = opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=optimize,
+                                                   use_blas=use_blas, einsum_call=True)
+    return from_contraction_list(contraction_list, spec, shapes)
 
 
 class Expression:
-    """An opt_einsum ContractExpression that evaluates with backend "trn" under a fixed precision choice.
+    """An opt_einsum ContractExpression run here: opt_einsum's path as one program on the runner, under the
+    precision chosen when it was made (else the one in force at each call).
 
-    Called on NeuronArrays of one device (no ``out=``, no ``constants=``, outside ``shared_intermediates``), it
-    runs a program made once per operand shapes, dtypes and device: opt_einsum's steps, each the planner entry
-    its ``tensordot`` or ``einsum`` call would reach (then its transpose), without opt_einsum's per-step dispatch.
-    The plans and kernel calls are those of ``expression(*arrays, backend="trn")``, so are the results, bit for
-    bit; each step's mode is resolved per call, under the precision in force. Other calls go through opt_einsum.
+    Called on NeuronArrays, NumPy arrays (the result converted back to NumPy) or torch tensors, with ``out=``
+    (the final rounding into it), inside ``opt_einsum.shared_intermediates`` (steps shared with the block's
+    other contractions), with ``constants=`` (every step that depends on constants only, folded once per
+    precision request and dtypes: its roundings are the expression's, counted in its bound).
     """
 
-    def __init__(self, expression: Any, precision: str | None, target_forward_error: float | None,
-                 target_relative_error: float | None = None) -> None:
-        _precision_scope(precision, target_forward_error, target_relative_error)  # conflicts raise now
+    def __init__(self, expression: ContractExpression, subscripts: str, constants: dict[int, NeuronArray],
+                 request: Request | None) -> None:
         self.expression = expression
-        self.precision = precision
-        self.target_forward_error = target_forward_error
-        self.target_relative_error = target_relative_error
-        self._programs: dict[tuple, Program | None] = {}  # None: opt_einsum runs it
+        self.subscripts = subscripts
+        self.constants = constants
+        self.request = request
+        self._programs: dict[tuple, Program] = {}
+        self._folds: dict[tuple, runner.Folded] = {}
 
     def __call__(self, *arrays: Any, out: Any = None) -> Any:
-        try:
-            with _precision_scope(self.precision, self.target_forward_error, self.target_relative_error):
-                program = None
-                if out is None and not self.expression._constants_dict and not self.expression.kwargs and \
-                        not sharing.currently_sharing():  # einsum kwargs (order=...): opt_einsum's call decides
-                    program = self._program(arrays)
-                if program is None:
-                    return self.expression(*arrays, backend="trn", out=out)
-                ts = [x._t for x in arrays]
-                forward, relative = _precision.targets(None, None)
-                # a target is shared among every rounding step of the expression (1: no target, no counting)
-                n = 1 if forward is None and relative is None else program.roundings(tuple(t.dtype for t in ts))
-                if relative is not None and n > 1:
-                    return wrap(self._checked(ts, relative))
-                return wrap(run(program, ts, n))
-        except _precision.PrecisionError as e:  # raised where a mode is resolved or run: name the expression
-            raise e.named("contract_expression(...)()") from e.__cause__
+        return _evaluate(self, arrays, out)
 
-    def _checked(self, ts: list[torch.Tensor], relative: float) -> torch.Tensor:
-        """target_relative_error= on the whole expression (``whole.checked``)."""
-        spec = parse(self.expression.contraction, tuple(t.shape for t in ts))
-        sizes = label_sizes(zip(spec.inputs, (t.shape for t in ts), strict=True))
-
-        def run_wide(tensors) -> tuple[torch.Tensor, list[tuple[str, float | None]]]:
-            # the checks run the expression on float64 data: its own program, planned for that dtype
-            ledger: list[Plan] = []
-            wide = build(tuple(t.shape for t in tensors), contraction_list=self.expression.contraction_list,
-                         dtypes=tuple(t.dtype for t in tensors))
-            return run(wide, list(tensors), 1, ledger=ledger), whole.rounding_steps(ledger)
-
-        dtype = result_dtype(tuple(t.dtype for t in ts))
-        return whole.checked(spec.subscripts, run_wide, [_dtypes.cast(t, dtype) for t in ts], sizes, spec.output,
-                             relative)
-
-    def _program(self, arrays: tuple[Any, ...]) -> Program | None:
-        """The program for these operands (made on first use); None where opt_einsum's own call applies."""
-        if len(arrays) != self.expression.num_args or not all(type(x) is NeuronArray for x in arrays):
-            return None
-        key = (tuple(x._t.shape for x in arrays), tuple(x._t.dtype for x in arrays), arrays[0]._t.device)
-        if len({x._t.device for x in arrays}) != 1:
-            return None
-        if key not in self._programs:
-            if len(self._programs) >= _STEPS_MAX:
+    def _program(self, shapes: tuple[tuple[int, ...], ...]) -> Program:
+        """The program for operands of these shapes (made on first use)."""
+        found = self._programs.get(shapes)
+        if found is None:
+            if len(self._programs) >= 64:
                 self._programs.clear()
-            self._programs[key] = build(key[0], contraction_list=self.expression.contraction_list, dtypes=key[1])
-        return self._programs[key]
+            spec = parse(self.subscripts, shapes, "contract_expression")
+            found = self._programs[shapes] = from_contraction_list(self.expression._full_contraction_list, spec,
+                                                                   shapes)
+        return found
+
+    def _folded(self, c: Compiled, tensors: list[torch.Tensor | None]) -> runner.Folded:
+        """The steps of ``c`` that depend on the constants only, computed once per compiled program."""
+        key = (c.program, c.request, c.dtypes, c.device)
+        found = self._folds.get(key)
+        if found is None:
+            if len(self._folds) >= 16:
+                self._folds.clear()
+            found = self._folds[key] = runner.fold(c, tensors)
+        return found
 
     def __repr__(self) -> str:
         return f"trn_backend.{self.expression!r}"
@@ -406,11 +358,62 @@ class Expression:
         return str(self.expression)
 
 
+@entry_point("contract_expression(...)()", takes_precision=False)
+def _evaluate(request: Request | None, expression: Expression, arrays: tuple[Any, ...], out: Any) -> Any:
+    """One call of ``expression`` (see ``Expression``): the request it was made with, else the one in force."""
+    own = expression.request
+    if own is not None:
+        with _precision.reporting(own):
+            return _run_expression(own, expression, arrays, out)
+    return _run_expression(request, expression, arrays, out)
+
+
+def _run_expression(request: Request | None, expression: Expression, arrays: tuple[Any, ...], out: Any) -> Any:
+    if expression.expression.kwargs:  # einsum keywords (order=...) that opt_einsum would hand to the backend
+        raise TypeError(f"contract_expression() got einsum keyword arguments the trn backend does not take: "
+                        f"{', '.join(sorted(expression.expression.kwargs))}")
+    n = expression.expression.num_args
+    if len(arrays) != n:
+        raise ValueError(f"This `ContractExpression` takes exactly {n} array arguments but received "
+                         f"{len(arrays)}.")
+    numpy_in = bool(arrays) and all(isinstance(x, np.ndarray) for x in arrays)
+    given = iter([x._t for x in (_to_trn_shared(x) for x in arrays)])
+    total = expression.expression._full_num_args
+    constants = expression.constants
+    full = [constants[i]._t if i in constants else next(given) for i in range(total)]
+    shapes = tuple(tuple(t.shape) for t in full)
+    devices = {t.device for t in full}
+    if len(devices) > 1:
+        raise ValueError(f"contract_expression(...)(): the operands are on different devices, "
+                         f"{', '.join(map(str, devices))}")
+    out_dtype = out._t.dtype if isinstance(out, NeuronArray) else None
+    c = compile(expression._program(shapes), request, tuple(t.dtype for t in full), full[0].device,
+                out=out_dtype, ranks=ranks_of(full))
+    if constants and c.relative is None:
+        folded = expression._folded(c, [t if i in constants else None for i, t in enumerate(full)])
+        result = runner.run(c, [None if i in constants else t for i, t in enumerate(full)], preset=folded)
+    else:
+        result = runner.run(c, full)
+    if isinstance(out, NeuronArray):
+        out[...] = wrap(result)
+        return out
+    if out is not None:  # a NumPy out=, as opt_einsum's conversion writes it
+        out[()] = np.asarray(wrap(result))
+        return out
+    return np.asarray(wrap(result)) if numpy_in else wrap(result)
+
+
 def contract_expression(subscripts: Any, *shapes: Any, precision: str | None = None,
                         target_forward_error: float | None = None, target_relative_error: float | None = None,
                         **kwargs: Any) -> Expression:
-    """``opt_einsum.contract_expression`` (shapes, ``constants=``, ``optimize=``...) evaluated with "trn"."""
-    if not _adapted:
-        _adapt()
-    return Expression(opt_einsum.contract_expression(subscripts, *shapes, **kwargs), precision,
-                      target_forward_error, target_relative_error)
+    """``opt_einsum.contract_expression`` (shapes, ``constants=``, ``optimize=``...) run by this package: the
+    expression's path as one program, under ``precision=`` or a target given here for every call (else the
+    precision in force at each call)."""
+    request = _precision.request_of(precision, target_forward_error, target_relative_error,
+                                  "contract_expression()")
+    if precision is None and target_forward_error is None and target_relative_error is None:
+        request = None  # the request in force at each call
+    if not isinstance(subscripts, str):
+        subscripts, shapes = convert_interleaved_input((subscripts, *shapes))
+    constants = {i: to_trn(shapes[i]) for i in kwargs.get("constants") or ()}
+    return Expression(opt_einsum.contract_expression(subscripts, *shapes, **kwargs), subscripts, constants, request)

@@ -10,20 +10,14 @@ plain left-to-right pairwise order. The program (``program.Program``) is built o
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
 
 import numpy as np
 import opt_einsum
-import torch
 
-from .. import _precision
-from . import execute
 from .parse import Shapes, Spec
-from .plan import Plan
 from .program import Program, build, label_sizes, single
-from .program import run as run_program
 
-__all__ = ["steps", "run", "program", "check_optimize"]
+__all__ = ["steps", "program", "check_optimize"]
 
 
 def steps(spec: Spec, shapes: Shapes, optimize: object = "auto") -> Program:
@@ -31,25 +25,19 @@ def steps(spec: Spec, shapes: Shapes, optimize: object = "auto") -> Program:
     object."""
     key = check_optimize(optimize)
     if key is None:
-        return build(shapes, spec=spec, path=_path(spec, shapes, optimize))
-    return _cached_steps(spec, shapes, key)
-
-
-def run(spec: Spec, tensors: Sequence[torch.Tensor], optimize: object = "auto", precision: str | None = None,
-        target_forward_error: float | None = None, ledger: list[Plan] | None = None) -> torch.Tensor:
-    """Contract all ``tensors`` along the path, each binary step planned and executed on its own; a target in
-    force is shared among all the expression's rounding steps. ``ledger`` collects the plans run."""
-    path_program = program(spec, tuple(t.shape for t in tensors), optimize)
-    forward, relative = _precision.targets(precision, target_forward_error)
-    n = 1 if forward is None and relative is None else path_program.roundings(
-        tuple(t.dtype for t in tensors), any(type(t) in execute.EXECUTORS for t in tensors))
-    return run_program(path_program, tensors, n, precision, target_forward_error, ledger)
+        return build(spec, shapes, _path(spec, shapes, optimize))
+    return _cached_steps(spec, tuple(tuple(s) for s in shapes), key)
 
 
 def program(spec: Spec, shapes: Shapes, optimize: object = "auto") -> Program:
     """The program of a contraction: the path's (``steps``), or the one step of one or two operands."""
     if len(shapes) > 2:
         return steps(spec, shapes, optimize)
+    return _single(spec, tuple(tuple(s) for s in shapes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _single(spec: Spec, shapes: Shapes) -> Program:
     return single(spec, shapes)
 
 
@@ -78,7 +66,7 @@ def check_optimize(optimize: object, func: str = "einsum") -> object:
 
 @functools.lru_cache(maxsize=1024)
 def _cached_steps(spec: Spec, shapes: Shapes, key: object) -> Program:
-    return build(shapes, spec=spec, path=_path(spec, shapes, key))
+    return build(spec, shapes, _path(spec, shapes, key))
 
 
 def _path(spec: Spec, shapes: Shapes, optimize: object) -> tuple[tuple[int, ...], ...]:

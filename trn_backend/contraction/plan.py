@@ -34,7 +34,7 @@ import torch
 
 from .. import _dtypes, _precision
 
-__all__ = ["Operand", "Plan", "Entry", "entry", "plan_for", "natural_output", "result_dtype"]
+__all__ = ["Operand", "Plan", "Entry", "entry", "natural_output", "result_dtype"]
 
 Shapes = tuple[tuple[int, ...], ...]
 
@@ -157,56 +157,26 @@ def result_dtype(dtypes: tuple[torch.dtype, ...], func: str = "einsum") -> torch
         raise TypeError(f"{func}(): {e}") from None
 
 
-def plan_for(inputs: tuple[str, ...], output: str, shapes: Shapes, dtypes: tuple[torch.dtype, ...],
-             device: torch.device, precision: str | None = None,
-             target_forward_error: float | None = None, roundings: int = 1) -> Plan:
-    """The plan for one validated contraction, its precision mode resolved from its own contracted length K
-    (a target shared among the ``roundings`` rounding steps of the whole expression)."""
-    return entry(inputs, output, shapes, dtypes).plan(device, precision, target_forward_error, roundings)
-
-
 class Entry:
-    """The cache entry of one contraction (labels, shapes, dtypes): its layout, and its plan for each precision
-    mode seen so far. Front doors that validate per shape cache entries directly and call ``plan``."""
+    """The cache entry of one contraction (labels, shapes, dtypes): its layout (``base``), and its plan under each
+    choice of modes made so far (``with_modes``)."""
 
-    __slots__ = ("base", "by_mode", "by_device")
+    __slots__ = ("base", "by_mode")
 
     def __init__(self, base: Plan) -> None:
         self.base = base
-        self.by_mode: dict[_precision.Resolved, Plan] = {}
-        # without a precision choice (none passed, no precision block) the mode is the device type's default:
-        # the per-call path of a network step looks that up here instead of resolving it (keyed by the device
-        # itself: hashing one is cheaper than reading its type; see _precision.default_plan_reusable)
-        self.by_device: dict[torch.device, Plan] = {}
+        self.by_mode: dict[tuple, Plan] = {}
 
-    def plan(self, device: torch.device, precision: str | None = None,
-             target_forward_error: float | None = None, roundings: int = 1) -> Plan:
-        """The plan under the mode ``_precision.resolve`` picks for this step's own K, and for each pre-sum's
-        (per call: the active precision context may change between calls). A target is shared among the
-        ``roundings`` rounding steps of the whole expression this step belongs to."""
-        base = self.base
-        if base.kernel is None and not base.sums:
-            return base
-        default = precision is None and target_forward_error is None and _precision.active_setting() is None \
-            and _precision.default_plan_reusable(base.dtype)
-        if default:
-            found = self.by_device.get(device)
-            if found is not None:
-                return found
-        r = None if base.kernel is None else _precision.resolve(
-            base.dtype, base.bmkn[2], device, precision=precision, target_forward_error=target_forward_error,
-            bmkn=base.bmkn, roundings=roundings)
-        sums = tuple(None if p is None else _precision.resolve(
-            p.dtype, p.bmkn[2], device, precision=precision, target_forward_error=target_forward_error,
-            bmkn=p.bmkn, roundings=roundings) for p in base.sums)
-        key = (r, sums) if base.sums else r
+    def with_modes(self, resolved: _precision.Resolved | None,
+                   sums: tuple[_precision.Resolved | None, ...] = ()) -> Plan:
+        """The plan with its kernel under ``resolved`` and each pre-sum under its entry of ``sums``."""
+        key = (resolved, sums)
         plan = self.by_mode.get(key)
         if plan is None:
-            plan = self.by_mode[key] = _with_mode(base, r, sums)
-        if default:
-            self.by_device[device] = plan
+            if len(self.by_mode) >= 64:  # bounded: a plan per mode and target share seen
+                self.by_mode.clear()
+            plan = self.by_mode[key] = _with_mode(self.base, resolved, sums)
         return plan
-
 
 
 def _with_mode(base: Plan, resolved: _precision.Resolved | None,

@@ -23,6 +23,7 @@ from .._array import NeuronArray, wrap
 from .._helpers import normalize_axis, tensor
 from .._overrides import OVERRIDES
 from ..contraction import execute as _execute
+from ..contraction import runner as _runner
 from . import _contract, _dispatch
 from ._array import ShardedNeuronArray, Sharding, place
 from ._mesh import check_mesh, chunk_sizes, default_mesh, local_slice
@@ -95,3 +96,4 @@ def _global_shape(local: tuple[int, ...], axis: int, mesh: DeviceMesh) -> tuple[
 OVERRIDES[ShardedNeuronArray] = _dispatch.call
 OVERRIDES[Sharding] = _dispatch.call
 _execute.EXECUTORS[DTensor] = _contract.execute
+_runner.CASTS[DTensor] = _contract.cast

@@ -17,56 +17,65 @@ import dataclasses
 from collections.abc import Sequence
 
 import torch
+import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Shard
 
 from .. import _dtypes, _precision
+from .._precision import PrecisionError
 from ..contraction import execute as _execute
 from ..contraction.plan import Plan, entry
 from ._array import as_dtensor, redistribute
 
-__all__ = ["execute", "localize", "finish", "global_stride"]
+__all__ = ["execute", "cast", "localize", "finish", "pending", "global_stride"]
 
 # The fields of a plan that depend on operand shapes; the others (precision) come from the caller's plan.
 _LAYOUT = ("operands", "order", "kernel", "bmkn", "out_shape", "out_perm", "shape")
 
 
 def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> DTensor:
-    """Run ``plan`` (made for the global shapes) on operands of which at least one is a DTensor. A pending
-    result of a mode that works in float64 (kahan, ozaki) on narrower data keeps its summands in float64 and
-    is resolved at once, so the result is rounded once, as the mode promises, not once per rank and again."""
+    """Run ``plan`` (made for the global shapes, in the dtype the program computes in) on operands of which at
+    least one is a DTensor. A pending result stays pending: its sum over the ranks happens where it is next
+    redistributed, in that dtype (the compiler counts it, ``compiler.Rounding`` "sum over ranks")."""
     inputs, output = _labels(plan.subscripts)
     dts, label = localize(tensors, inputs, plan.dtype, plan.subscripts)
     blocks = [t.to_local() for t in dts]
     local = _local_plan(plan, inputs, output, blocks)
-    pending = _pending(dts, label, output)
-    working = _precision.working_dtype(plan.resolved, plan.dtype) if pending else None
-    if pending:
-        _check_share(plan, working, dts[0].device_mesh.size())
-    if working is None:
+    if not _may_refuse(plan):  # the global plan: every rank decides alike (a block may sum too few terms to round)
         return finish(_execute.execute(local, blocks), dts, label, output, plan.shape)
-    summand = _execute.execute(dataclasses.replace(local, dtype=working), blocks)
-    total = redistribute(finish(summand, dts, label, output, plan.shape), Replicate()).to_local()
-    return _dtensor(total.to(plan.dtype), dts[0], Replicate(), plan.shape)
+    try:
+        out, refusal = _execute.execute(local, blocks), None
+    except PrecisionError as e:  # this rank's blocks are beyond the mode: every rank must know before going on
+        out, refusal = None, e
+    _agree(refusal, dts[0].device_mesh, blocks[0].device, plan.subscripts)
+    return finish(out, dts, label, output, plan.shape)
 
 
-def _check_share(plan: Plan, working: torch.dtype | None, ranks: int) -> None:
-    """Under a forward target, the sum over ``ranks`` of a pending result (in ``working``, or the plan's dtype)
-    and its rounding back from ``working`` are rounding steps of the expression: each must meet the share of the
-    target the plan's steps met (sharded operands count for them, see ``paths.roundings``), or PrecisionError."""
-    r = plan.resolved
-    if r is None or r.share is None:
-        return
-    held = working or plan.dtype
-    steps = [("the sum over ranks", _precision.sum_bound(held, ranks))]
-    if working is not None:
-        real = plan.dtype.to_real() if plan.dtype.is_complex else plan.dtype
-        steps.append((f"the rounding to {_dtypes.name(plan.dtype)}", torch.finfo(real).eps / 2))
-    for what, bound in steps:
-        if bound > r.share:
-            raise _precision.PrecisionError(
-                f"no mode reaches the target for {plan.subscripts!r} on {ranks} ranks: {what} costs {bound:.3g} "
-                f"of its absolute value, over the share {r.share:.3g} each rounding step has", "contraction")
+def _may_refuse(plan: Plan) -> bool:
+    """Whether running ``plan`` may raise PrecisionError on some ranks' blocks only (a mode that certifies its
+    bound on the data, see ``_precision.Mode.refuses``)."""
+    modes = [plan.resolved] + [s.resolved for s in plan.sums if s is not None]
+    return any(r is not None and _precision.MODES[r.mode].refuses for r in modes)
+
+
+def _agree(refusal: PrecisionError | None, mesh: DeviceMesh, device: torch.device, what: str) -> None:
+    """One all-reduce (on the blocks' ``device``) of whether any rank refused its blocks: then every rank raises
+    (SPMD programs must not split into ranks that go on and ranks that stopped)."""
+    flag = torch.tensor([0 if refusal is None else 1], dtype=torch.int64, device=device)
+    dist.all_reduce(flag, op=dist.ReduceOp.MAX, group=mesh.get_group())
+    if refusal is not None:
+        raise refusal
+    if int(flag.item()):
+        raise PrecisionError(f"another rank's blocks of {what!r} are beyond what the mode can vouch for (it raised "
+                             "there, with the reason); use precision='kahan'", "contraction")
+
+
+def cast(t: DTensor, dtype: torch.dtype) -> DTensor:
+    """A DTensor in ``dtype``: a pending sum is resolved first (one all-reduce, in its own dtype), since the
+    rounding of each rank's summand is not the rounding of the sum."""
+    if t.placements[0].is_partial():
+        t = redistribute(t, Replicate())
+    return _dtypes.cast(t, dtype)
 
 
 def localize(tensors: Sequence[torch.Tensor], inputs: Sequence[str], dtype: torch.dtype, what: str,
@@ -81,6 +90,12 @@ def localize(tensors: Sequence[torch.Tensor], inputs: Sequence[str], dtype: torc
                              f"{t.device_mesh}; move one with x.to_device(y.device)")
     dts = _localizable(dts, inputs, dtype)
     label = next((inputs[i][p.dim] for i, t in enumerate(dts) if (p := t.placements[0]).is_shard()), None)
+    if label is not None and any(c.count(label) > 1 and _whole_along(t, c, label)
+                                 for t, c in zip(dts, inputs, strict=True)):
+        # an operand takes a diagonal along the label ("ddd"): one block of one of its dimensions is not a block
+        # of the diagonal, so the partitioned operands are gathered instead
+        dts = [redistribute(t, Replicate()) if t.placements[0].is_shard() else t for t in dts]
+        label = None
     if label is not None:  # every operand holding the label takes the same block of it (a local chunk)
         dts = [redistribute(t, Shard(c.index(label))) if _whole_along(t, c, label) else t
                for t, c in zip(dts, inputs, strict=True)]
@@ -92,15 +107,15 @@ def finish(out: torch.Tensor, dts: Sequence[DTensor], label: str | None, output:
     """This rank's result block as the DTensor of the whole result: partitioned along the label when the output
     keeps it, a pending sum when it was contracted, an operand was pending or ``out`` is one ``summand``,
     else replicated."""
-    pending = summand or _pending(dts, label, output)
-    where: Placement = Partial("sum") if pending else Replicate() if label is None else Shard(output.index(label))
-    if pending and out.dtype is torch.bool:  # a pending logical or: count, all-reduce, compare
+    is_pending = summand or pending(dts, label, output)
+    where: Placement = Partial("sum") if is_pending else Replicate() if label is None else Shard(output.index(label))
+    if is_pending and out.dtype is torch.bool:  # a pending logical or: count, all-reduce, compare
         counts = _dtensor(out.to(torch.int64), dts[0], where, shape)
         return _dtensor(redistribute(counts, Replicate()).to_local() > 0, dts[0], Replicate(), shape)
     return _dtensor(out, dts[0], where, shape)
 
 
-def _pending(dts: Sequence[DTensor], label: str | None, output: str) -> bool:
+def pending(dts: Sequence[DTensor], label: str | None, output: str) -> bool:
     """Whether the step's result is a sum over the ranks: an operand is one, or the partitioned label is summed."""
     return any(t.placements[0].is_partial() for t in dts) or (label is not None and label not in output)
 

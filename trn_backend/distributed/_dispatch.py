@@ -28,6 +28,7 @@ from .. import _dtypes, _namespace
 from .._api import elementwise
 from .._array import NeuronArray, wrap
 from .._helpers import normalize_axes
+from .._precision import PrecisionError
 from ._array import ShardedNeuronArray, Sharding, as_dtensor, place, redistribute
 from ._mesh import chunk_sizes
 
@@ -107,6 +108,8 @@ def call(func: Callable[..., Any], name: str, args: tuple, kwargs: dict[str, Any
                 warnings.filterwarnings("ignore", message="Found a non-scalar tensor with numel=1 and ndim!=0",
                                         category=UserWarning)
                 result = func(*args, **kwargs)
+        except PrecisionError:  # a refusal of the data, made on every rank alike (``_contract``): not a missing rule
+            raise
         except Exception:  # noqa: BLE001 - DTensor has no rule for an operation here: run on whole arrays
             pass
         else:

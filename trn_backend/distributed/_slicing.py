@@ -16,41 +16,42 @@ import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 
-from .. import _dtypes, _precision
-from .._array import NeuronArray, wrap
-from ..contraction import slicing
+from .._precision import Request
+from ..contraction import program as programs
+from ..contraction import runner, slicing
+from ..contraction.compiler import compile
 from ..contraction.parse import Spec
+from ..contraction.plan import result_dtype
+from ..contraction.program import shape_of
 from . import _contract
 from ._mesh import default_mesh
 
 __all__ = ["contract"]
 
 
-def contract(subscripts: str, spec: Spec, ts: list[torch.Tensor], dtype: torch.dtype, limit: object,
-             optimize: object, progress: bool | None, relative: float | None) -> NeuronArray | None:
+def contract(request: Request | None, spec: Spec, ts: list[torch.Tensor], limit: object, optimize: object,
+             progress: bool | None, out: torch.dtype | None) -> torch.Tensor | None:
     """The sliced contraction of ``ts`` over the ranks (see the module docstring), or None where no operand is
     sharded and no process group runs. Called by ``contraction.slicing.contract`` after its checks."""
     if not any(isinstance(t, DTensor) for t in ts) and not dist.is_initialized():
         return None
-    shape = slicing.output_shape(spec, ts)
-    if relative is not None:
-        raise _precision.PrecisionError(
-            "target_relative_error= is not available for a sliced contraction of sharded operands or in a "
-            "process group (its pending sum over ranks is not checked as a whole); use target_forward_error= or "
-            "a mode", "contract()")
+    shape = shape_of(spec.output, list(zip(spec.inputs, (tuple(t.shape) for t in ts), strict=True)))
     mesh = next((t.device_mesh for t in ts if isinstance(t, DTensor)), None) or default_mesh()
-    dts, label = _contract.localize(ts, spec.inputs, dtype, subscripts, mesh)
-    blocks = [_dtypes.cast(t.to_local(), dtype) for t in dts]
+    dtype = result_dtype(tuple(t.dtype for t in ts), "contract")
+    dts, label = _contract.localize(ts, spec.inputs, dtype, spec.subscripts, mesh)
+    blocks = [t.to_local() for t in dts]
     # whole operands on every rank share the slices out; partitioned or pending ones each contract their own
     spread = label is None and not any(t.placements[0].is_partial() for t in dts)
-    path, sliced = _decided(slicing.slicing(spec, [tuple(b.shape) for b in blocks], limit, optimize), mesh)
+    shapes = tuple(tuple(b.shape) for b in blocks)
+    path, sliced = _decided(slicing.slicing(spec, shapes, limit, optimize), mesh)
     if dist.is_initialized() and dist.get_rank() != 0:
         progress = False  # one bar, not one per rank
-    if spread:
-        out = slicing.sum_of_slices(spec, blocks, path, sliced, progress, mesh.size(), mesh.get_local_rank())
-    else:
-        out = slicing.sum_of_slices(spec, blocks, path, sliced, progress)
-    return wrap(_contract.finish(out, dts, label, spec.output, shape, summand=spread))
+    pending = spread or _contract.pending(dts, label, spec.output)
+    c = compile(programs.sliced(spec, shapes, path, sliced), request, tuple(b.dtype for b in blocks), blocks[0].device,
+                result=dtype, out=out, ranks=mesh.size() if pending else 1)
+    share = (mesh.size(), mesh.get_local_rank()) if spread else (1, 0)
+    held = runner.partial(c, blocks, progress=progress, share=share)
+    return runner.finish(c, _contract.finish(held, dts, label, spec.output, shape, summand=spread))
 
 
 def _decided(choice: tuple[slicing.Path, tuple[str, ...]],
