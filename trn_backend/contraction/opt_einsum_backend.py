@@ -51,7 +51,7 @@ from .._helpers import PY_SCALARS, NeuronArray, from_numpy, wrap
 from .._precision import Request
 from . import paths, runner, slicing
 from .api import einsum_operands, einsum_tensors, ranks_of, tensordot_tensors
-from .compiler import Compiled, compile
+from .compiler import COMPILED, Compiled, cacheable, compile
 from .front import entry_point
 from .parse import parse
 from .plan import result_dtype
@@ -271,10 +271,20 @@ def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs:
         if kwargs.get("progress"):
             raise TypeError("contract(): progress= goes with memory_limit= (a sliced contraction)")
         shapes = tuple(tuple(t.shape) for t in ts)
-        program = _opt_einsum_program(subscripts, shapes, kwargs.get("optimize", "auto"),
-                                      kwargs.get("use_blas", True))
+        optimize, use_blas = kwargs.get("optimize", "auto"), kwargs.get("use_blas", True)
         device = ts[0].device if ts else _device.default_device()
-        c = compile(program, request, tuple(t.dtype for t in ts), device, out=out_dtype, ranks=ranks_of(ts))
+        dtypes, ranks = tuple(t.dtype for t in ts), ranks_of(ts)
+        key = None
+        if cacheable(request) and ranks == 1 and (optimize is False or paths.check_optimize(optimize, "contract")
+                                                   is not None):
+            key = ("contract", subscripts, shapes, dtypes, device, optimize if optimize is False else
+                   paths.check_optimize(optimize, "contract"), bool(use_blas), out_dtype, request)
+        c = COMPILED.get(key) if key is not None else None
+        if c is None:
+            c = compile(_opt_einsum_program(subscripts, shapes, optimize, use_blas), request, dtypes, device,
+                        out=out_dtype, ranks=ranks)
+            if key is not None:
+                COMPILED.put(key, c)
         result = runner.run(c, ts)
     if out is None:
         return wrap(result)
@@ -325,6 +335,7 @@ class Expression:
         self.constants = constants
         self.request = request
         self._programs: dict[tuple, Program] = {}
+        self._compiled_programs: dict[tuple, Compiled] = {}
         self._folds: dict[tuple, runner.Folded] = {}
 
     def __call__(self, *arrays: Any, out: Any = None) -> Any:
@@ -339,6 +350,21 @@ class Expression:
             spec = parse(self.subscripts, shapes, "contract_expression")
             found = self._programs[shapes] = from_contraction_list(self.expression._full_contraction_list, spec,
                                                                    shapes)
+        return found
+
+    def _compiled(self, shapes: tuple[tuple[int, ...], ...], request: Request | None,
+                  dtypes: tuple[torch.dtype, ...], device: torch.device, out: torch.dtype | None,
+                  ranks: int) -> Compiled:
+        """The program compiled for this call: kept for the device default and modes (``cacheable``), per shapes,
+        dtypes, device, out dtype and request; compiled per call under a target."""
+        if not cacheable(request) or ranks > 1:
+            return compile(self._program(shapes), request, dtypes, device, out=out, ranks=ranks)
+        key = (shapes, dtypes, device, out, request)
+        found = self._compiled_programs.get(key)
+        if found is None:
+            if len(self._compiled_programs) >= 64:
+                self._compiled_programs.clear()
+            found = self._compiled_programs[key] = compile(self._program(shapes), request, dtypes, device, out=out)
         return found
 
     def _folded(self, c: Compiled, tensors: list[torch.Tensor | None]) -> runner.Folded:
@@ -387,8 +413,8 @@ def _run_expression(request: Request | None, expression: Expression, arrays: tup
         raise ValueError(f"contract_expression(...)(): the operands are on different devices, "
                          f"{', '.join(map(str, devices))}")
     out_dtype = out._t.dtype if isinstance(out, NeuronArray) else None
-    c = compile(expression._program(shapes), request, tuple(t.dtype for t in full), full[0].device,
-                out=out_dtype, ranks=ranks_of(full))
+    c = expression._compiled(shapes, request, tuple(t.dtype for t in full), full[0].device, out_dtype,
+                             ranks_of(full))
     if constants and c.relative is None:
         folded = expression._folded(c, [t if i in constants else None for i, t in enumerate(full)])
         result = runner.run(c, [None if i in constants else t for i, t in enumerate(full)], preset=folded)
