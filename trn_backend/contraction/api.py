@@ -30,7 +30,7 @@ from .._precision import Request
 from . import paths
 from .axes import canonical_axes, is_int, tensordot_spec
 from .compiler import COMPILED, cacheable, compile
-from .execute import EXECUTORS
+from .execute import EXECUTORS, execute
 from .front import entry_point
 from .parse import Spec, parse, symbol
 from .plan import result_dtype
@@ -78,6 +78,21 @@ def einsum_tensors(request: Request | None, subscripts: str, ts: list[torch.Tens
                    result: torch.dtype | None = None, out: torch.dtype | None = None) -> torch.Tensor:
     """``einsum`` on torch tensors (validated, on one device); ``result``: the dtype to compute the result in
     (numpy.einsum's dtype=), ``out``: the dtype to deliver it in (out='s)."""
+    if len(ts) == 2 and (request is None or request.mode is not None) and optimize.__class__ is str and \
+            optimize in paths.OPTIMIZERS and result is None and out is None:
+        # the common call (each step opt_einsum's loop sends as an einsum): two plain operands, found by subscripts,
+        # shapes, dtypes, device and request in one lookup
+        a, b = ts
+        if not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS):
+            key = ("einsum2", subscripts, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device,
+                   request)
+            found = _get(key)
+            if found is None:
+                shapes = (a.shape, b.shape)
+                program = paths.program(parse(subscripts, shapes), shapes, optimize)
+                found = COMPILED.put(key, compile(program, request, (a.dtype, b.dtype), a.device))
+            single = found.single
+            return execute(single, ts) if single is not None else run(found, ts)
     shapes = tuple(t.shape for t in ts)
     optimize_key = paths.check_optimize(optimize)  # a wrong choice is an error even where there is no path
     dtypes = tuple(t.dtype for t in ts)
@@ -173,13 +188,12 @@ def tensordot_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor,
     """The standard's tensordot: ``axes`` an int N (last N of a with first N of b) or a pair of axis sequences."""
     # validated and made canonical (ints) before the cache: 2.0 and True hash like 2 and 1
     key = axes if type(axes) is int else canonical_axes(axes)
-    return _one_step("tensordot", a, b, key, lambda: tensordot_spec(a.shape, b.shape, a.dtype, b.dtype, key),
-                     request)
+    return _one_step("tensordot", a, b, key, tensordot_spec, (a.shape, b.shape, a.dtype, b.dtype, key), request)
 
 
 def matmul_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The standard's matmul: 1-D operands promoted to matrices and back, batch dimensions broadcast."""
-    return _one_step("matmul", a, b, None, lambda: _matmul_spec(a.shape, b.shape, a.dtype, b.dtype), request)
+    return _one_step("matmul", a, b, None, _matmul_spec, (a.shape, b.shape, a.dtype, b.dtype), request)
 
 
 def vecdot_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor, axis: int = -1) -> torch.Tensor:
@@ -190,26 +204,31 @@ def vecdot_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor, ax
         axis = int(axis)
     spec = _vecdot_spec(a.shape, b.shape, a.dtype, b.dtype, axis)
     a = a.conj() if a.is_complex() else a
-    return _one_step("vecdot", a, b, axis, lambda: spec, request)
+    return _one_step("vecdot", a, b, axis, _given, (spec,), request)
 
 
-def _one_step(kind: str, a: torch.Tensor, b: torch.Tensor, extra: object, spec_of: Callable[[], Spec],
-              request: Request | None) -> torch.Tensor:
+def _one_step(kind: str, a: torch.Tensor, b: torch.Tensor, extra: object, spec_of: Callable[..., Spec],
+              spec_args: tuple, request: Request | None) -> torch.Tensor:
     """The one-step program of a binary front door: from the fast path where it may be kept, else validated
-    (``spec_of()`` raises the front door's errors), compiled and run."""
+    (``spec_of(*spec_args)`` raises the front door's errors), compiled and run."""
     if (request is None or request.mode is not None) and \
             (not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS)):
         key = (kind, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device, request, extra)
         found = _get(key)
         if found is None:
-            found = COMPILED.put(key, compile(_program(spec_of(), (tuple(a.shape), tuple(b.shape))), request,
-                                              (a.dtype, b.dtype), a.device))
+            program = _program(spec_of(*spec_args), (tuple(a.shape), tuple(b.shape)))
+            found = COMPILED.put(key, compile(program, request, (a.dtype, b.dtype), a.device))
         call = found.call
         if call is not None:  # one kernel call on the operands as they are (see ``matmul``)
             return call[0](a, b, call[1])
-        return run(found, (a, b))
-    program = _program(spec_of(), (tuple(a.shape), tuple(b.shape)))
+        single = found.single
+        return execute(single, (a, b)) if single is not None else run(found, (a, b))
+    program = _program(spec_of(*spec_args), (tuple(a.shape), tuple(b.shape)))
     return run(compile(program, request, (a.dtype, b.dtype), a.device, ranks=ranks_of((a, b))), (a, b))
+
+
+def _given(spec: Spec) -> Spec:
+    return spec
 
 
 @functools.lru_cache(maxsize=4096)

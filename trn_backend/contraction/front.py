@@ -49,10 +49,12 @@ def entry_point(name: str, *, key: str | None = None, takes_precision: bool = Tr
                     except _Error as e:
                         raise e.named(name) from e.__cause__
                 if "precision" in kwargs or "target_forward_error" in kwargs or "target_relative_error" in kwargs:
-                    own = _precision.request_of(kwargs.pop("precision", None),
-                                                kwargs.pop("target_forward_error", None),
-                                                kwargs.pop("target_relative_error", None), name)
+                    chosen = (kwargs.pop("precision", None), kwargs.pop("target_forward_error", None),
+                              kwargs.pop("target_relative_error", None))
+                    own = _precision.request_of(*chosen, name)
                     try:
+                        if chosen == (None, None, None):  # given as the defaults: the block's request, its report
+                            return body(own, *args, **kwargs)
                         with _precision.reporting(own):
                             return body(own, *args, **kwargs)
                     except _Error as e:
@@ -65,7 +67,7 @@ def entry_point(name: str, *, key: str | None = None, takes_precision: bool = Tr
             @functools.wraps(body)
             def door(*args: Any, **kwargs: Any) -> Any:
                 try:
-                    return body(_active(), *args, **kwargs) if kwargs else body(_active(), *args)
+                    return body(_active(), *args, **kwargs)
                 except _Error as e:
                     raise e.named(name) from e.__cause__
 

@@ -17,7 +17,10 @@ import opt_einsum
 from .parse import Shapes, Spec
 from .program import Program, build, label_sizes, single
 
-__all__ = ["steps", "program", "check_optimize"]
+__all__ = ["steps", "program", "check_optimize", "OPTIMIZERS"]
+
+# opt_einsum's optimizer names (cotengra adds its own when imported: the same dict)
+OPTIMIZERS = opt_einsum.paths._PATH_OPTIONS
 
 
 def steps(spec: Spec, shapes: Shapes, optimize: object = "auto") -> Program:
@@ -49,9 +52,8 @@ def check_optimize(optimize: object, func: str = "einsum") -> object:
     if optimize is False:
         return optimize
     if isinstance(optimize, str):
-        if optimize not in opt_einsum.paths._PATH_OPTIONS:
-            raise ValueError(f"{func}(): unknown optimize={optimize!r}; known: "
-                             f"{', '.join(sorted(opt_einsum.paths._PATH_OPTIONS))}")
+        if optimize not in OPTIMIZERS:
+            raise ValueError(f"{func}(): unknown optimize={optimize!r}; known: {', '.join(sorted(OPTIMIZERS))}")
         return optimize
     if isinstance(optimize, opt_einsum.paths.PathOptimizer):
         return None

@@ -251,15 +251,14 @@ def _sum_slices(c: Compiled, registers: list[torch.Tensor | None], progress: boo
         base, front = _leading(labels, registers[i], program.sliced, program.varies[i])
         leaves.append((base, tuple(digit[label] for label in front)))
         registers[i] = base if not front else None
-    steps, plans = program.steps, c.plans
+    # each step as (its register, the registers it reads, its plan, its permute): what a slice runs, with no
+    # attribute lookups in the loop over the slices
+    work = [(s.register, s.operands, p, s.perm) for s, p in zip(program.steps, c.plans, strict=True)]
     sizes = program.sizes_of_labels
-
-    def compute(k: int) -> None:
-        step = steps[k]
-        registers[step.register] = _step(step, plans[k], [registers[i] for i in step.operands])
-
     for k in order.constant_steps:
-        compute(k)
+        register, operands, plan, perm = work[k]
+        out = execute(plan, [registers[i] for i in operands])
+        registers[register] = out if perm is None else out.permute(perm)
     acc = c.acc
     add = torch.Tensor.logical_or_ if c.compute is torch.bool else torch.Tensor.add_
     shape = tuple(sizes[label] for label in program.spec.output)
@@ -276,7 +275,9 @@ def _sum_slices(c: Compiled, registers: list[torch.Tensor | None], progress: boo
             base, digits = leaves[i]
             registers[i] = base[tuple(value[d] for d in digits)]
         for k in order.stale_steps[p]:
-            compute(k)
+            register, operands, plan, perm = work[k]
+            out = execute(plan, [registers[i] for i in operands])
+            registers[register] = out if perm is None else out.permute(perm)
         out = registers[result]
         add(parts[tuple(value[d] for d in outer_digits)], out if out.dtype is acc else _widened(out, acc))
         if bar is not None:
