@@ -14,16 +14,18 @@ constants=, shared intermediates). Each result is compared with the exact one:
   |operands|; under ``target_forward_error=t``, within t times it; under ``target_relative_error=t``, within t
   of the exact entry (opt_einsum's own loop promises what ``explain(route="opt_einsum")`` says: each call is its
   own expression);
-- gradual underflow is outside relative bounds (for every kind of floating point analysis): results of the
-  subnormal-product family get the allowance of ``test_whole_expression`` under modes and forward targets;
+- gradual underflow and overflow are outside relative bounds (for every kind of floating point analysis):
+  results of the subnormal-product family get the allowance of ``test_whole_expression`` for product terms that
+  underflow; under a target, a result must be finite and zero or normal, or refused (the "huge" family's
+  products overflow);
 - a ``PrecisionError`` is a refusal, never a wrong answer: accepted, except where a plan exists that meets the
   target (a forward target of twice the final dtype's unit roundoff or more, on data of the normal range);
 - the result's dtype is the promised one (the operands' promotion, dtype=, out=).
 
 ``WITNESSES`` hold one case of each class of fault this test was written against (fallbacks to opt_einsum's own
-step loop, mixed dtypes with a pre-sum, uncounted casts, the range of a narrower out=, complex products with
-nothing to contract, a sharded sum under a float64 mode, and a target that carrying float64 meets but was
-refused), each run by the same checks.
+step loop, mixed dtypes with a pre-sum, uncounted casts, the range of a narrower out= or of the result under a
+forward target, complex products with nothing to contract, a sharded sum under a float64 mode, and a target that
+carrying float64 meets but was refused), each run by the same checks.
 """
 
 from __future__ import annotations
@@ -58,14 +60,16 @@ DTYPES = {"int32": np.dtype("int32"), "int64": np.dtype("int64"), "float16": np.
 PAIRS = [(d, d) for d in DTYPES] + [
     ("int64", "float32"), ("int32", "float32"), ("float32", "float64"), ("float32", "complex64"),
     ("float64", "complex64"), ("int64", "float64"), ("float16", "float32"), ("bfloat16", "float16"),
-    ("int32", "complex128")]
+    ("int32", "complex128"), ("uint32", "float32"), ("uint64", "float64")]
 # exponent ranges of floating entries (+-(1 + m/8) * 2**e) per family and dtype: "cancel" sums cancel, "wide" spans
-# the dtype's range (products of up to four entries stay inside it), "tiny" puts products in the subnormal range
+# the dtype's range (products of up to four entries stay inside it), "tiny" puts products in the subnormal range,
+# "huge" puts products of two entries on either side of the dtype's largest value
+FAMILIES = ("cancel", "wide", "tiny", "huge")
 EXPONENTS = {
-    "float16": {"cancel": (-2, 2), "wide": (-3, 3), "tiny": (-7, -4)},
-    "bfloat16": {"cancel": (-2, 2), "wide": (-28, 28), "tiny": (-45, -33)},
-    "float32": {"cancel": (-2, 2), "wide": (-28, 28), "tiny": (-45, -33)},
-    "float64": {"cancel": (-2, 2), "wide": (-200, 200), "tiny": (-300, -240)},
+    "float16": {"cancel": (-2, 2), "wide": (-3, 3), "tiny": (-7, -4), "huge": (5, 10)},
+    "bfloat16": {"cancel": (-2, 2), "wide": (-28, 28), "tiny": (-45, -33), "huge": (56, 70)},
+    "float32": {"cancel": (-2, 2), "wide": (-28, 28), "tiny": (-45, -33), "huge": (56, 70)},
+    "float64": {"cancel": (-2, 2), "wide": (-200, 200), "tiny": (-300, -240), "huge": (500, 530)},
 }
 EXPONENTS["complex64"], EXPONENTS["complex128"] = EXPONENTS["float32"], EXPONENTS["float64"]
 
@@ -94,9 +98,9 @@ class Case:
 
 
 def _entries(dtype: str, family: str, big: bool) -> st.SearchStrategy:
-    if dtype.startswith("int"):
+    if dtype.startswith(("int", "uint")):
         # integers: small ones, or around 2**24 where float32 stops holding them (casts round there)
-        return st.integers(2**24 - 3, 2**24 + 5).map(lambda v: v) if big else st.integers(-3, 3)
+        return st.integers(2**24 - 3, 2**24 + 5) if big else st.integers(0 if dtype[0] == "u" else -3, 3)
     low, high = EXPONENTS[dtype][family]
     real = st.builds(lambda s, m, e: (-1) ** s * (1 + m / 8) * 2.0**e, st.integers(0, 1), st.integers(0, 7),
                      st.integers(low, high))
@@ -108,8 +112,8 @@ def _entries(dtype: str, family: str, big: bool) -> st.SearchStrategy:
 @st.composite
 def _array(draw, dtype: str, shape: tuple[int, ...], family: str, big: bool) -> np.ndarray:
     values = draw(st.lists(_entries(dtype, family, big), min_size=math.prod(shape), max_size=math.prod(shape)))
-    return np.array(values, dtype=np.float64 if dtype == "bfloat16" else DTYPES[dtype]).reshape(shape).astype(
-        DTYPES[dtype])
+    to = DTYPES.get(dtype) or np.dtype(dtype)  # the unsigned ones appear in mixed pairs only
+    return np.array(values, dtype=np.float64 if dtype == "bfloat16" else to).reshape(shape).astype(to)
 
 
 @st.composite
@@ -139,7 +143,7 @@ def einsum_cases(draw, max_operands: int = 4, layouts: tuple[str, ...] = ("plain
     present = sorted(set("".join(terms)))
     output = "".join(draw(st.permutations(present))[:draw(st.integers(0, len(present)))])
     pair = draw(st.sampled_from(PAIRS))
-    family = draw(st.sampled_from(("cancel", "wide", "tiny")))
+    family = draw(st.sampled_from(FAMILIES))
     big = n <= 2 and draw(st.booleans())
     operands = [draw(_array(pair[i % 2], s, family, big)) for i, s in enumerate(shapes)]
     layout = draw(st.sampled_from(layouts))
@@ -185,7 +189,7 @@ def tensordot_cases(draw) -> Case:
     axes = ([a_labels.index(c) for c in shared], [b_labels.index(c) for c in shared])
     output = "".join(c for c in a_labels if c not in shared) + "".join(c for c in b_labels if c not in shared)
     pair = draw(st.sampled_from(PAIRS))
-    family = draw(st.sampled_from(("cancel", "wide", "tiny")))
+    family = draw(st.sampled_from(FAMILIES))
     big = draw(st.booleans())
     operands = [draw(_array(pair[0], tuple(sizes[c] for c in a_labels), family, big)),
                 draw(_array(pair[1], tuple(sizes[c] for c in b_labels), family, big))]
@@ -199,7 +203,7 @@ def tensordot_cases(draw) -> Case:
 def matmul_cases(draw, vecdot: bool = False) -> Case:
     """matmul (1-D promotion, broadcast batches) or vecdot (the last axis, conjugating x1)."""
     pair = draw(st.sampled_from(PAIRS))
-    family = draw(st.sampled_from(("cancel", "wide", "tiny")))
+    family = draw(st.sampled_from(FAMILIES))
     big = draw(st.booleans())
     m, k, n, b = (draw(st.integers(1, 3)) for _ in range(4))
     if vecdot:
@@ -276,9 +280,11 @@ def _mp(x: Fraction) -> mpmath.mpf:
 
 
 def _allowance(case: Case, promised: np.dtype) -> mpmath.mpf:
-    """What gradual underflow may add beyond relative bounds (as ``test_whole_expression.allowance``): the
-    smallest normal of the narrowest dtype involved per scalar rounding, carried by the largest entries and every
-    label size. Only the subnormal-product family gets it."""
+    """What gradual underflow of product terms may add beyond relative bounds (as
+    ``test_whole_expression.allowance``): the smallest normal of the narrowest dtype involved per scalar
+    rounding, carried by the largest entries and every label size. Only the subnormal-product family gets it (a
+    result below the normal range raises under a target: the entries this test reaches are checked as they
+    are)."""
     if case.family != "tiny":
         return mpmath.mpf(0)
     sizes: dict[str, int] = {}
@@ -717,6 +723,17 @@ WITNESSES = {
     "float16 out= subnormal": (_numpy_einsum, Case(
         "i,i->", [np.array([2.0**-13, 0.0]), np.array([2.0**-10 * 1.3, 0.0])], {"target_relative_error": 1e-2},
         "out", extra={"out": np.dtype("float16"), "block": True})),
+    # and under a forward target, where no cast rounds: a result beyond float32's range came back inf, inf - inf
+    # of overflowing products came back nan (exactly 3), and a result below float32's normal range came back 40%
+    # off (|A||B| is as small)
+    "forward target, result overflows": (_matmul, Case(
+        "mk,kn->mn", [_f32(3e19, 2e19).reshape(1, 2), _f32(1e19, 1e19).reshape(2, 1)],
+        {"target_forward_error": 1e-2}, must_meet=False)),
+    "forward target, products overflow": (_einsum, Case(
+        "k,k->", [_f32(1e20, 1e20, 3.0), _f32(1e20, -1e20, 1.0)], {"target_forward_error": 1e-6}, must_meet=False)),
+    "forward target, subnormal result": (_matmul, Case(
+        "mk,kn->mn", [_f32(1e-25, 1e-25).reshape(1, 2), _f32(3e-25, 1e-20).reshape(2, 1)],
+        {"target_forward_error": 1e-2}, must_meet=False)),
     # 5. complex products with nothing to contract
     "complex Hadamard under kahan": (_einsum, Case("i,i->i", [Z1, Z2], {"precision": "kahan"})),
     "complex outer product under a target": (_tensordot, Case(

@@ -233,9 +233,10 @@ def _kernel_call(plan: Plan | None, program: Program) -> tuple[Callable[..., tor
 
 def _for_target(program: Program, request: _precision.Request, target: float, dtypes: tuple[torch.dtype, ...],
                 device: torch.device, result: torch.dtype, out: torch.dtype, ranks: int,
-                carry: bool | None) -> Compiled:
+                carry: bool | None, keyword: str = "target_forward_error") -> Compiled:
     """The cheapest plan meeting a forward ``target`` for the whole call: in the result dtype, else carried in
-    float64 (see the module docstring)."""
+    float64 (see the module docstring). ``keyword``: the target the caller asked for, as a refusal names it (a
+    relative target's plan starts from the forward one at the same value)."""
     options = [WIDE[result]] if carry else list(dict.fromkeys((result, WIDE[result])))
     reasons = []
     for compute in options:
@@ -264,7 +265,7 @@ def _for_target(program: Program, request: _precision.Request, target: float, dt
         except _precision.PrecisionError:
             reasons.append(f"{where}, {_short_of(layout, share, device)}")
     raise _precision.PrecisionError(
-        f"no mode reaches target_forward_error={target:g} for {program.spec.subscripts!r} "
+        f"no mode reaches {keyword}={target:g} for {program.spec.subscripts!r} "
         f"({_dtypes.name(result)}): {'; '.join(reasons)}", "contraction")
 
 
@@ -309,7 +310,8 @@ def _for_relative(program: Program, request: _precision.Request, dtypes: tuple[t
         return plain
     # several roundings: the whole expression, carried in float64 and checked once; its plans are the first
     # forward try's (what explain() shows)
-    first = _for_target(program, request, target, dtypes, device, result, out, ranks, carry=True)
+    first = _for_target(program, request, target, dtypes, device, result, out, ranks, carry=True,
+                        keyword="target_relative_error")
     return dataclasses.replace(first, relative=target, single=None)
 
 

@@ -36,11 +36,16 @@ from .compiler import Compiled, compile
 from .execute import execute
 from .program import Program, label_sizes
 
-__all__ = ["run", "partial", "finish", "fold", "Folded", "cast", "CASTS", "PROGRESS_DECIDE_S", "PROGRESS_MIN_S"]
+__all__ = ["run", "partial", "finish", "fold", "Folded", "cast", "CASTS", "READS", "PROGRESS_DECIDE_S",
+           "PROGRESS_MIN_S"]
 
 # Casts of tensor subclasses done their own way: trn_backend.distributed registers DTensor's (a pending sum over
 # ranks is resolved first: rounding each rank's summand would not be the rounding of the sum).
 CASTS: dict[type, Callable[[torch.Tensor, torch.dtype], torch.Tensor]] = {}
+
+# How a reduction of a tensor subclass is read alike on every rank: trn_backend.distributed registers DTensor's
+# (a reduction of a sharded tensor is pending over the ranks, and reading it reads this rank's part only).
+READS: dict[type, Callable[[torch.Tensor], torch.Tensor]] = {}
 
 PROGRESS_DECIDE_S = 0.5
 PROGRESS_MIN_S = 2.0
@@ -53,6 +58,8 @@ class Folded:
 
     registers: dict[int, torch.Tensor]
     done: frozenset[int]
+    # the constant operands the folded steps read, for what a target checks of all operands (``_vouch``)
+    operands: tuple[torch.Tensor, ...] = ()
 
 
 def run(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded | None = None,
@@ -60,10 +67,14 @@ def run(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded |
     """The result of ``c`` on ``tensors`` (the operands, of ``c.dtypes``; with ``preset``, the steps ``fold``
     computed, whose operands may then be None), in ``c.out``."""
     if c.single is not None and preset is None:  # one step on the operands as they are (``Compiled.single``)
-        return execute(c.single, tensors)
+        held = execute(c.single, tensors)
+        if c.checked and c.request.target is not None:
+            _vouch(c, tensors, held)
+        return held
     if c.relative is not None:
         return _checked(c, tensors)
-    return finish(c, partial(c, tensors, preset=preset, progress=progress))
+    operands = tensors if preset is None else [*preset.operands, *(t for t in tensors if t is not None)]
+    return finish(c, partial(c, tensors, preset=preset, progress=progress), operands)
 
 
 def fold(c: Compiled, tensors: Sequence[torch.Tensor | None]) -> Folded:
@@ -80,7 +91,7 @@ def fold(c: Compiled, tensors: Sequence[torch.Tensor | None]) -> Folded:
     needed = {i for step in c.program.steps if step.register not in done for i in step.operands if i in known}
     if c.program.result in done:
         needed.add(c.program.result)
-    return Folded({i: registers[i] for i in needed}, frozenset(done))
+    return Folded({i: registers[i] for i in needed}, frozenset(done), tuple(t for t in tensors if t is not None))
 
 
 def partial(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded | None = None,
@@ -135,11 +146,14 @@ def _shared_step(step, plan, args: list[torch.Tensor]) -> torch.Tensor:
     return found
 
 
-def finish(c: Compiled, held: torch.Tensor) -> torch.Tensor:
-    """The final rounding of a result held in ``c.held`` to ``c.out`` (its range checked under a target); under
-    a relative target whose only rounding is this one, its ``Check``."""
+def finish(c: Compiled, held: torch.Tensor, operands: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The final rounding of a result held in ``c.held`` to ``c.out`` (under a target, its range; under a forward
+    target, what the bounds assume of ``operands`` too, ``_vouch``); under a relative target whose only rounding
+    is this one, its ``Check``."""
     if held.dtype is not c.out:
         held = cast(held, c.out, c.checked, "the result")
+    if c.checked and c.request.target is not None:
+        _vouch(c, operands, held)
     if c.final_check is not None:
         rounding = c.final
         check = _precision.Check(c.program.spec.subscripts, c.program.contracted, c.final_check,
@@ -171,14 +185,57 @@ def _check_range(source: torch.Tensor, rounded: torch.Tensor, dtype: torch.dtype
         ((source, rounded.real if rounded.is_complex() else rounded),)
     for s, r in parts:
         s = s.double() if not (s.is_floating_point() and s.dtype is torch.float64) else s
-        if bool((torch.isfinite(s) & ~torch.isfinite(r)).any()):
+        if _true((torch.isfinite(s) & ~torch.isfinite(r)).any()):
             raise _precision.PrecisionError(
                 f"{what} overflows {_dtypes.name(dtype)} (its largest finite value is {torch.finfo(real).max:.4g}): "
                 "no bound holds for it", "contraction")
-        if bool(((s != 0) & (s.abs() < tiny)).any()):
+        if _true(((s != 0) & (s.abs() < tiny)).any()):
             raise _precision.PrecisionError(
                 f"{what} has values below the normal range of {_dtypes.name(dtype)} (under {tiny:.4g}), where its "
                 "rounding is no longer relative: no bound holds for them", "contraction")
+
+
+def _vouch(c: Compiled, operands: Sequence[torch.Tensor], result: torch.Tensor) -> None:
+    """Under a forward target, the range the bounds of the steps assume, checked on the call's ``result`` (in
+    ``c.out``); PrecisionError where it is left:
+
+    - a non-finite result from finite operands: the result, or an intermediate, overflowed (an intermediate inf
+      stays inf or turns nan: no contraction step makes it finite again);
+    - nonzero values of the result below the normal range of its dtype, where rounding is no longer relative.
+
+    Not checked: product terms that underflow inside a native or kahan step while the result stays normal (the
+    bound assumes none; telling them from exact zeros needs the expression on |operands|, a second run)."""
+    if not (result.dtype.is_floating_point or result.dtype.is_complex):
+        return
+    if not _true(torch.isfinite(result).all()) and all(_finite(t) for t in operands):
+        raise _precision.PrecisionError(
+            f"the result of {c.program.spec.subscripts!r} overflows {_dtypes.name(c.out)} (its largest finite "
+            f"value is {torch.finfo(_real(c.out)).max:.4g}) or an intermediate overflowed, although every operand "
+            "is finite: no bound holds for it", "contraction")
+    tiny = torch.finfo(_real(c.out)).smallest_normal
+    if _true(((result.abs() < tiny) & (result != 0)).any()):
+        raise _precision.PrecisionError(
+            f"the result of {c.program.spec.subscripts!r} has values below the normal range of "
+            f"{_dtypes.name(c.out)} (under {tiny:.4g}), where its rounding is no longer relative: no bound holds "
+            "for them", "contraction")
+
+
+def _read(reduced: torch.Tensor) -> torch.Tensor:
+    """A reduction's value (or a tensor's), whole and the same on every rank (``READS``)."""
+    whole = READS.get(type(reduced))
+    return reduced if whole is None else whole(reduced)
+
+
+def _true(reduced: torch.Tensor) -> bool:
+    return bool(_read(reduced))
+
+
+def _real(dtype: torch.dtype) -> torch.dtype:
+    return dtype.to_real() if dtype.is_complex else dtype
+
+
+def _finite(t: torch.Tensor) -> bool:
+    return not (t.dtype.is_floating_point or t.dtype.is_complex) or _true(torch.isfinite(t).all())
 
 
 # --- relative targets on whole expressions ---

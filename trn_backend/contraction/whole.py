@@ -97,8 +97,8 @@ def checked(subscripts: str, run: Runner, tensors: Sequence[torch.Tensor], sizes
 
 
 def _magnitudes(t: torch.Tensor) -> torch.Tensor:
-    """|t| in float64 (any dtype: bool and integers too)."""
-    return t.abs().double() if t.dtype is not torch.bool else t.double()
+    """|t| in float64 (any dtype: bool and integers, unsigned ones among them, whose abs torch lacks)."""
+    return t.abs().double() if t.is_complex() else t.double().abs()
 
 
 _NATIVE = _precision.request("native", (), None)

@@ -97,3 +97,4 @@ OVERRIDES[ShardedNeuronArray] = _dispatch.call
 OVERRIDES[Sharding] = _dispatch.call
 _execute.EXECUTORS[DTensor] = _contract.execute
 _runner.CASTS[DTensor] = _contract.cast
+_runner.READS[DTensor] = DTensor.full_tensor

@@ -51,7 +51,7 @@ def contract(request: Request | None, spec: Spec, ts: list[torch.Tensor], limit:
                 result=dtype, out=out, ranks=mesh.size() if pending else 1)
     share = (mesh.size(), mesh.get_local_rank()) if spread else (1, 0)
     held = runner.partial(c, blocks, progress=progress, share=share)
-    return runner.finish(c, _contract.finish(held, dts, label, spec.output, shape, summand=spread))
+    return runner.finish(c, _contract.finish(held, dts, label, spec.output, shape, summand=spread), dts)
 
 
 def _decided(choice: tuple[slicing.Path, tuple[str, ...]],
