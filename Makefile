@@ -64,6 +64,7 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/bench_contract.py
 	$(PY) benchmarks/bench_namespace.py
 	$(PY) benchmarks/bench_numpy_dispatch.py
+	$(PY) benchmarks/bench_precision_block.py
 	$(PY) benchmarks/bench_emulation.py
 	$(PY) benchmarks/bench_mode_shapes.py
 	$(PY) benchmarks/bench_sliced.py
