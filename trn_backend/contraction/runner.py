@@ -148,8 +148,8 @@ def _shared_step(step, plan, args: list[torch.Tensor]) -> torch.Tensor:
 
 def finish(c: Compiled, held: torch.Tensor, operands: Sequence[torch.Tensor]) -> torch.Tensor:
     """The final rounding of a result held in ``c.held`` to ``c.out`` (under a target, its range; under a forward
-    target, what the bounds assume of ``operands`` too, ``_vouch``); under a relative target whose only rounding
-    is this one, its ``Check``."""
+    target also where nothing is cast, ``_vouch``, which tells overflow by the finite ``operands``); under a
+    relative target whose only rounding is this one, its ``Check``."""
     if held.dtype is not c.out:
         held = cast(held, c.out, c.checked, "the result")
     if c.checked and c.request.target is not None:
