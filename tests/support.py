@@ -79,3 +79,21 @@ def assert_same(actual: xp.NeuronArray, expected: np.ndarray, *, dtype: str | No
         with np.errstate(invalid="ignore"):  # inf - inf where both are the same infinity
             ok = (g == e) | (np.isnan(g) & np.isnan(e)) | (np.abs(g - e) <= bound)
         assert ok.all(), f"{part.__name__} parts differ:\n{got}\n{expected}"
+
+
+@st.composite
+def einsum_structures(draw, labels: str, max_operands: int = 4) -> tuple[list[str], list[tuple[int, ...]], str]:
+    """(terms, shapes, output) of a random valid einsum over ``labels``: 1 to ``max_operands`` operands of up to
+    3 labels each (repeats allowed), sizes 1-3 per label, any output order."""
+    n = draw(st.integers(1, max_operands))
+    sizes = {c: draw(st.integers(1, 3)) for c in labels}
+    terms, shapes = [], []
+    for _ in range(n):
+        term = "".join(draw(st.lists(st.sampled_from(labels), min_size=0, max_size=3)))
+        # a label that occurs once in an operand may be a size-1 dimension broadcast against the others
+        shapes.append(tuple(1 if term.count(c) == 1 and draw(st.booleans()) and draw(st.booleans()) else sizes[c]
+                            for c in term))
+        terms.append(term)
+    present = sorted(set("".join(terms)))
+    output = "".join(draw(st.permutations(present))[:draw(st.integers(0, len(present)))])
+    return terms, shapes, output

@@ -21,7 +21,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import trn_backend as xp
-from tests.support import from_numpy, to_numpy
+from tests.support import einsum_structures, from_numpy, to_numpy
 from trn_backend import kernels
 
 MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "kahan")
@@ -37,18 +37,7 @@ FAMILIES = {
 @st.composite
 def expressions(draw, dtype):
     """(subscripts, operands as NumPy arrays): a random valid einsum with adversarial entries."""
-    n = draw(st.integers(1, 4))
-    sizes = {c: draw(st.integers(1, 3)) for c in LABELS}
-    terms, shapes = [], []
-    for _ in range(n):
-        labels = "".join(draw(st.lists(st.sampled_from(LABELS), min_size=0, max_size=3)))
-        # a label that occurs once in an operand may be a size-1 dimension broadcast against the others
-        shape = tuple(1 if labels.count(c) == 1 and draw(st.booleans()) and draw(st.booleans()) else sizes[c]
-                      for c in labels)
-        terms.append(labels)
-        shapes.append(shape)
-    present = sorted(set("".join(terms)))
-    output = "".join(draw(st.permutations(present))[:draw(st.integers(0, len(present)))])
+    terms, shapes, output = draw(einsum_structures(LABELS))
     family = draw(st.sampled_from(sorted(FAMILIES[dtype])))
     low, high = FAMILIES[dtype][family]
     entries = st.builds(lambda s, m, e: (-1) ** s * (1 + m / 8) * 2.0**e, st.integers(0, 1), st.integers(0, 7),

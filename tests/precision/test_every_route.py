@@ -46,6 +46,7 @@ from hypothesis import strategies as st
 from hypothesis.control import currently_in_test_context
 
 import trn_backend as xp
+from tests.support import einsum_structures
 from trn_backend import contraction
 
 mpmath.mp.dps = 60
@@ -131,17 +132,8 @@ def _request(draw, allow_relative: bool = True) -> dict:
 def einsum_cases(draw, max_operands: int = 4, layouts: tuple[str, ...] = ("plain",)) -> Case:
     """A random einsum: 1 to ``max_operands`` operands, repeated labels, labels of one operand only, size-1
     broadcasting, any output order; dtypes from a pair (mixed pairs alternate)."""
-    n = draw(st.integers(1, max_operands))
-    sizes = {c: draw(st.integers(1, 3)) for c in LABELS}
-    terms, shapes = [], []
-    for _ in range(n):
-        labels = "".join(draw(st.lists(st.sampled_from(LABELS), min_size=0, max_size=3)))
-        shape = tuple(1 if labels.count(c) == 1 and draw(st.booleans()) and draw(st.booleans()) else sizes[c]
-                      for c in labels)
-        terms.append(labels)
-        shapes.append(shape)
-    present = sorted(set("".join(terms)))
-    output = "".join(draw(st.permutations(present))[:draw(st.integers(0, len(present)))])
+    terms, shapes, output = draw(einsum_structures(LABELS, max_operands))
+    n = len(terms)
     pair = draw(st.sampled_from(PAIRS))
     family = draw(st.sampled_from(FAMILIES))
     big = n <= 2 and draw(st.booleans())
@@ -468,28 +460,24 @@ def _einsum(case: Case) -> None:
           promised_dtype=_promised(case))
 
 
-def _tensordot(case: Case) -> None:
-    call = lambda ops: xp.tensordot(ops[0], ops[1], axes=case.extra["axes"], **case.request)  # noqa: E731
+def _binary(case: Case, call: Callable[[list], object]) -> None:
+    """A two-operand front door (``call`` on the NeuronArrays), plain or sharded."""
     if case.layout == "sharded":
         return _sharded(case, call)
     ops = _arrays(case)
     check(case, lambda: call(ops), _explained(case, ops), promised_dtype=_promised(case))
+
+
+def _tensordot(case: Case) -> None:
+    _binary(case, lambda ops: xp.tensordot(ops[0], ops[1], axes=case.extra["axes"], **case.request))
 
 
 def _matmul(case: Case) -> None:
-    call = lambda ops: xp.matmul(ops[0], ops[1], **case.request)  # noqa: E731
-    if case.layout == "sharded":
-        return _sharded(case, call)
-    ops = _arrays(case)
-    check(case, lambda: call(ops), _explained(case, ops), promised_dtype=_promised(case))
+    _binary(case, lambda ops: xp.matmul(ops[0], ops[1], **case.request))
 
 
 def _vecdot(case: Case) -> None:
-    call = lambda ops: xp.vecdot(ops[0], ops[1], **case.request)  # noqa: E731
-    if case.layout == "sharded":
-        return _sharded(case, call)
-    ops = _arrays(case)
-    check(case, lambda: call(ops), _explained(case, ops), promised_dtype=_promised(case))
+    _binary(case, lambda ops: xp.vecdot(ops[0], ops[1], **case.request))
 
 
 def _multi_einsum(case: Case) -> None:
