@@ -239,7 +239,7 @@ def _core_seconds(core, generation: Generation, c: Calibration) -> tuple[dict[st
     rate = c.dma_bytes_per_s or generation.dma_bytes_per_s
     for (engine, instruction, *details), n in core.events.items():
         if engine == "dma":
-            size, run = details
+            size, run = details[:2]
             dma_seconds += n * (c.dma_fixed_s + size * (run + c.dma_half_run_bytes) / (run * rate))
             dma_bytes += n * size
         elif instruction == "nc_matmul":

@@ -279,7 +279,7 @@ def test_instructions_are_counted_per_engine():
     np.testing.assert_array_equal(out, 3.0)
     assert run_core.instructions("dma") == 2 and run_core.instructions("vector", "tensor_tensor") == 1
     assert run_core.instructions("scalar", "activation") == 1
-    assert run_core.events["dma", "dma_copy", 8 * 16 * 4, 16 * 4 * 8] == 2  # bytes, contiguous run
+    assert run_core.events["dma", "dma_copy", 8 * 16 * 4, 16 * 4 * 8, False] == 2  # bytes, run, dynamic
 
 
 def test_target_follows_the_simulator_variable(monkeypatch):

@@ -456,4 +456,4 @@ def test_the_dma_probe_moves_runs_of_the_asked_length():
         assert torch.equal(probe[lnc("model")](src), src[:, :, 0, 0].T)
         for core in probe.last_run.cores:
             big = {key: n for key, n in core.events.items() if key[2] == 128 * partition_bytes}
-            assert big == {("dma", "dma_copy", 128 * partition_bytes, run): check_neuron.DMA_TRANSFERS}
+            assert big == {("dma", "dma_copy", 128 * partition_bytes, run, False): check_neuron.DMA_TRANSFERS}

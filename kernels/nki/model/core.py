@@ -16,6 +16,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import itertools
 import math
 import os
 from collections.abc import Iterator
@@ -133,6 +134,9 @@ class Core:
         self.seeded_lanes: dict[str, int] = {}  # per engine: partitions whose generator state was set
         self.events: collections.Counter[tuple] = collections.Counter()
         self.issued: list[str] = []
+        # every executed instruction in order, for the cost model's schedule: (engine, instruction, details, the
+        # serials of the allocations it reads, of those it writes); ``Allocation.serial`` names an allocation
+        self.trace: list[tuple[str, str, tuple, tuple[int, ...], tuple[int, ...]]] = []
         # the lifetimes of this program's on-chip allocations (records, not the allocations: a core kept by a cost
         # model's cache must not keep every tile's memory)
         self.on_chip: list[Lifetime] = []
@@ -142,9 +146,14 @@ class Core:
         self.replayed = 0  # instructions executed by replayed dynamic-loop iterations (loops.py): not program
 
     # --- accounting -----------------------------------------------------------------------------------------
-    def count(self, engine: str, instruction: str, *details: object) -> None:
+    def count(self, engine: str, instruction: str, *details: object, reads: tuple = (),
+              writes: tuple = ()) -> None:
+        """Count an instruction; ``reads`` and ``writes`` are the tensors it reads and writes (their allocations
+        order the instructions in the cost model's schedule)."""
         self.events[(engine, instruction, *details)] += 1
         self.issued.append(f"{engine} {instruction}")
+        self.trace.append((engine, instruction, details, tuple(t.alloc.serial for t in reads),
+                           tuple(t.alloc.serial for t in writes)))
 
     @property
     def step(self) -> int:
@@ -286,12 +295,16 @@ def running(core: Core) -> Iterator[Core]:
         _CURRENT.remove(core)
 
 
+_SERIALS = itertools.count()
+
+
 class Allocation:
     """One ``nl.ndarray``: its storage, written-mask, PSUM writer states, and its claim on the core's memory."""
 
     def __init__(self, core: Core, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str,
                  data: np.ndarray | None = None) -> None:
         self.core, self.buffer, self.name = core, buffer, name
+        self.serial = next(_SERIALS)  # names the allocation in Core.trace
         shape = tuple(int(d) for d in shape)
         if any(d <= 0 for d in shape):
             raise ModelError(f"{name}: shape {shape} has a dimension that is not positive")

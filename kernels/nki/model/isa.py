@@ -136,7 +136,9 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
             t.partitions()
     _write(dst, _read(src, "src", "nisa.dma_copy", dst.shape))
     hbm = src if not src.buffer.on_chip else dst
-    core.current().count("dma", "dma_copy", src.size * src.dtype.itemsize, _contiguous_run(hbm))
+    core.current().count("dma", "dma_copy", src.size * src.dtype.itemsize, _contiguous_run(hbm),
+                         isinstance(src, core.IndirectView) or isinstance(dst, core.IndirectView),
+                         reads=(src,), writes=(dst,))
 
 
 def _contiguous_run(t: Tensor) -> int:
@@ -161,7 +163,7 @@ def tensor_copy(dst, src, engine=None, name=None) -> None:
     _no_gpsimd_psum(chosen, "nisa.tensor_copy", dst, src)
     _same_layout(dst, src, "nisa.tensor_copy")
     _write(dst, _read(src, "src", "nisa.tensor_copy", dst.shape), OTHER)
-    core.current().count(chosen, "tensor_copy", _free(dst))
+    core.current().count(chosen, "tensor_copy", _free(dst), reads=(src,), writes=(dst,))
 
 
 def memset(dst, value, engine=None, name=None) -> None:
@@ -170,7 +172,7 @@ def memset(dst, value, engine=None, name=None) -> None:
     _on_chip(dst, "dst", "nisa.memset", (core.SBUF, core.PSUM))
     _no_gpsimd_psum(chosen, "nisa.memset", dst)
     _write(dst, _memset_values(dst, _constant(value, "value", "nisa.memset")), OTHER)
-    core.current().count(chosen, "memset", _free(dst))
+    core.current().count(chosen, "memset", _free(dst), writes=(dst,))
 
 
 def _memset_values(dst: Tensor, value) -> np.ndarray:
@@ -224,7 +226,7 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None) -> None:
         _write(dst, result, OTHER)
     else:
         _write(dst, None, OTHER)
-    core.current().count(chosen, "tensor_tensor", _free(dst))
+    core.current().count(chosen, "tensor_tensor", _free(dst), reads=(data1, data2), writes=(dst,))
 
 
 def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
@@ -240,7 +242,7 @@ def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=N
     scale = _constant(scale, "scale", instruction)
     values = _read(data, "data", instruction, dst.shape)
     _write(dst, None if values is None else values.astype(np.float32) * np.float32(scale), OTHER)
-    core.current().count(scalar_engine, "activation", _free(dst))
+    core.current().count(scalar_engine, "activation", _free(dst), reads=(data,), writes=(dst,))
 
 
 def nc_transpose(dst, data, engine=None, name=None) -> None:
@@ -267,7 +269,7 @@ def nc_transpose(dst, data, engine=None, name=None) -> None:
         _on_chip(dst, "dst", instruction, (core.SBUF, core.PSUM))
     values = _read(data, "data", instruction)
     _write(dst, None if values is None else values.T, OTHER)
-    core.current().count(chosen, "nc_transpose", data.shape[0], data.dtype.itemsize)
+    core.current().count(chosen, "nc_transpose", data.shape[0], data.dtype.itemsize, reads=(data,), writes=(dst,))
 
 
 def _one_bank(dst: Tensor, instruction: str) -> None:
@@ -346,7 +348,8 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         for i in range(k):  # fp32 accumulation in K order: product rounded to fp32 (exact for bf16), then added
             values += np.multiply.outer(s32[i], m32[i])
     _write(dst, values, MATMUL)
-    core.current().count(tensor_engine, "nc_matmul", n, m, k, bool(fp32))
+    core.current().count(tensor_engine, "nc_matmul", n, m, k, bool(fp32), reads=(stationary, moving),
+                         writes=(dst,))
 
 
 # --- random numbers ------------------------------------------------------------------------------------------
@@ -371,7 +374,7 @@ def set_rng_seed(src_seeds, name=None) -> None:
         raise ModelError(f"nisa.set_rng_seed: the seed is a [1, 1] 32-bit tile, got {src_seeds.shape} "
                          f"{src_seeds.dtype}")
     _seed(vector_engine, _read(src_seeds, "src_seeds", "nisa.set_rng_seed"), core.current().target.partitions)
-    core.current().count(vector_engine, "set_rng_seed", 1)
+    core.current().count(vector_engine, "set_rng_seed", 1, reads=(src_seeds,))
 
 
 def rand_set_state(src_seeds, engine=None, name=None) -> None:
@@ -394,7 +397,7 @@ def rand_set_state(src_seeds, engine=None, name=None) -> None:
         raise ModelError(f"{instruction}: a lane's XORWOW state has its five xorshift words all zero, which "
                          "draws only zeros; give every lane a nonzero state")
     _seed(chosen, values, start + lanes if start == 0 else 0)
-    core.current().count(chosen, "rand_set_state", words)
+    core.current().count(chosen, "rand_set_state", words, reads=(src_seeds,))
 
 
 def rng(dst, engine=None, name=None) -> None:
@@ -417,7 +420,7 @@ def rng(dst, engine=None, name=None) -> None:
         _write(dst, generator.integers(0, 2**32, size=dst.shape, dtype=np.uint32).view(dst.dtype))
     else:
         _write(dst, None)
-    core_.count(chosen, "rng", _free(dst))
+    core_.count(chosen, "rng", _free(dst), writes=(dst,))
 
 
 # --- virtual registers (dynamic loops: loops.py) -----------------------------------------------------------------
