@@ -70,17 +70,19 @@ def _implementation(mode: str):
 
 def implementation(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
                    bmkn: tuple[int, int, int, int], params: dict[str, Any] | None = None,
-                   compiled: bool | None = None) -> str:
+                   compiled: bool | None = None, preview: bool = False) -> str:
     """What runs a ``kernel`` step (matmul, bmm, mul) of sizes (B, M, K, N): ``nki.matmul[fast]`` or
     ``torch.matmul``; ``mul`` is always ``torch.mul``. ``compiled``: whether the step's signature has made its
-    first call (None: as this process has it; True: the routing once it has)."""
+    first call (None: as this process has it; True: the routing once it has). ``preview``: route a Neuron device
+    as one with the NKI toolchain does, whether or not this machine has the toolchain (explain()'s preview)."""
     if kernel == "mul":
         return "torch.mul"
-    return _nki_route(kernel, mode, dtype, device, bmkn, params or {}, compiled) or f"torch.{kernel}"
+    return _nki_route(kernel, mode, dtype, device, bmkn, params or {}, compiled, preview) or f"torch.{kernel}"
 
 
 def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
-               bmkn: tuple[int, int, int, int], params: dict[str, Any], compiled: bool | None = None) -> str | None:
+               bmkn: tuple[int, int, int, int], params: dict[str, Any], compiled: bool | None = None,
+               preview: bool = False) -> str | None:
     """The NKI kernel's name when the routing rule sends this step to it (see the module docstring)."""
     setting = _config.config
     dtypes = (torch.float32,) if mode == "native" else (torch.float32, torch.float64)
@@ -91,7 +93,7 @@ def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
     if device.type in NEURON_DEVICE_TYPES:
         from .nki import toolchain
 
-        if not toolchain.REAL:
+        if not (preview or toolchain.REAL):
             return None
     elif not (setting.nki == "model" and device.type == "cpu"):
         return None
