@@ -1,5 +1,7 @@
 """``explain``: the path and, per rounding of the call, what the planner will run and what implementation runs it
-(torch, or an NKI kernel with its modelled trn2 time), without running it."""
+(torch, or an NKI kernel with its modelled trn2 time), without running it. ``device="neuron"`` previews, from any
+machine, the plan a Neuron device runs (the same compiler and the kernel layer's own routing rule, for a device of
+that type with the NKI toolchain)."""
 
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ class Explanation:
     # .compile_seconds, ...); a step whose first call runs torch until the kernel is compiled has both
     implementations: tuple[str, ...] = ()
     modelled: tuple[object, ...] = ()
+    # per step: what runs it once its kernel is compiled (the implementation of a step's later calls)
+    compiled_implementations: tuple[str, ...] = ()
     # what a target ranked the modes by ("cpu calibration, benchmarks <date>", "trn2 cost model", "pass count
     # (no calibration for mps)"); None where no target chose them (an explicit mode, or the device default)
     cost_basis: str | None = None
@@ -53,6 +57,15 @@ class Explanation:
     # how many of ``steps`` each of its calls has
     note: str | None = None
     call_steps: tuple[int, ...] = ()
+    # the device type the plan is for where explain(device=...) named one ("neuron", "cuda", ...); ``preview``:
+    # a Neuron device's plan shown on a machine without its toolchain (the routing of one that has it)
+    device: str | None = None
+    preview: bool = False
+    # per step run by an NKI kernel whose mode another mode dominates on Trainium: one line saying which
+    # (trn_backend._neuron_front.step_note)
+    dominated: tuple[str, ...] = ()
+    # per step, what runs each of its pre-sums ("torch.sum", "torch.matmul", "nki.matmul[dd]"), in order
+    sum_implementations: tuple[tuple[str, ...], ...] = ()
 
     @property
     def flops(self) -> int:
@@ -110,22 +123,31 @@ class Explanation:
                                                 start=1):
             rows += [_fixed_row(r) for r in before if _step_of(r.row) == i]
             # each pre-sum (an index of one operand only, summed under the mode) is a row of its own
-            for letter, s in zip("ab", [s for s in p.sums if s is not None], strict=False):  # at most two
-                rows.append((f"{i}{letter}", readable(s.subscripts), _sum_implementation(s), str(s.bmkn),
+            sums = [s for s in p.sums if s is not None]
+            runs = self.sum_implementations[i - 1] if self.sum_implementations else \
+                [_sum_implementation(s, _device.default_device()) for s in sums]
+            for letter, s, run in zip("ab", sums, runs, strict=False):  # at most two
+                rows.append((f"{i}{letter}", readable(s.subscripts), run, str(s.bmkn),
                              f"{2 * s.bmkn[1] * s.bmkn[2]:.3g}", f"{s.bmkn[1]:,}", _mode_text(s), _bound_text(s),
                              "-"))
             if p.kernel is not None or not p.sums:
+                modelled = _modelled_text(p, estimate)
                 if estimate is not None and not impl.startswith("nki."):  # a first call, before the compile
                     impl = f"{impl} (first call)"
+                    if self.compiled_implementations:
+                        modelled = f"then {self.compiled_implementations[i - 1]}: {modelled}"
                 rows.append((str(i), readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
-                             f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p),
-                             _modelled_text(p, estimate)))
+                             f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p), modelled))
             rows += [_fixed_row(r) for r in after if _step_of(r.row) == i]
         rows += [_fixed_row(r) for r in after if _step_of(r.row) is None]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
         lines = [f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
-                 f"dtype {_dtypes.name(self.dtype)}",
-                 f"path: {list(self.path)}",
+                 f"dtype {_dtypes.name(self.dtype)}"]
+        if self.device is not None:
+            lines.append(f"device: {self.device}" + (
+                " (a preview of a Neuron device with the NKI toolchain: none here; kernel times from the trn2 cost "
+                "model)" if self.preview else ""))
+        lines += [f"path: {list(self.path)}",
                  "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         if self.cost_basis is not None:
@@ -136,6 +158,7 @@ class Explanation:
         if self.roundings:
             lines.append(f"whole expression: bound {'-' if bound is None else f'{bound:.2g}'} of the expression "
                          f"on |operands|, {self.roundings} rounding(s) composed")
+        lines += self.dominated
         if self.note:
             lines.append(self.note)
         return "\n".join(lines)
@@ -159,15 +182,20 @@ def _fixed_row(r: Rounding) -> tuple[str, ...]:
 def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = "auto",
             precision: str | None = None, target_forward_error: float | None = None,
             target_relative_error: float | None = None, dtype: object = None, out: object = None,
-            memory_limit: int | str | None = None, route: str = "trn") -> Explanation:
+            memory_limit: int | str | None = None, route: str = "trn", device: object = None) -> Explanation:
     """What ``einsum(subscripts, *operands, optimize=..., precision=...)`` would run: path, per-step plans,
     every rounding with its bound, totals. Operands may be arrays (NeuronArray, NumPy, torch) or shapes.
     ``dtype``: the dtype shapes stand for (default: the default float), and the result's where arrays of other
     dtypes are cast to it (numpy.einsum's dtype=); ``out``: an array or dtype the result is delivered in (out=,
     a final rounding where it is narrower); ``memory_limit``: the sliced contraction of ``contract(...,
     memory_limit=)``; ``route="opt_einsum"``: what ``opt_einsum.contract(..., backend="trn")`` runs, each of its
-    calls an expression of its own."""
-    shapes, dtypes, device, ranks = _describe(operands_or_shapes, dtype)
+    calls an expression of its own. ``device``: the device the plan is for (a torch.device or a string such as
+    ``"neuron"``, ``"neuron:0"``, ``"xla"``, ``"cuda"``; default None: the operands' device, else the default
+    device). A Neuron device needs no Neuron toolchain here: without one the result is a preview of what a
+    Neuron device with the NKI toolchain runs (its default mode, its ranking of modes for targets, the kernel
+    layer's routing rule and the cost model's times), the same Explanation the device would build."""
+    shapes, dtypes, operands_device, ranks = _describe(operands_or_shapes, dtype)
+    target = _target(device, operands_device)
     spec = parse(subscripts, shapes, "explain")
     if route not in _ROUTES:
         raise ValueError(f"explain(): route must be one of {', '.join(map(repr, _ROUTES))}, got {route!r}")
@@ -178,19 +206,50 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
     out_dtype = _out_dtype(out)
     try:
         if route == "opt_einsum":
-            return _opt_einsum_route(subscripts, spec, shapes, dtypes, device, request, optimize)
+            return _opt_einsum_route(subscripts, spec, shapes, dtypes, target, request, optimize)
         if memory_limit is not None:
             path, indices = slicing(spec, shapes, memory_limit_of(memory_limit, shapes), optimize)
             program = programs.sliced(spec, shapes, path, indices)
         else:
             program = paths.program(spec, shapes, optimize)
-        c = compile(program, request, dtypes, device, result=result, out=out_dtype, ranks=ranks)
+        c = compile(program, request, dtypes, target.device, result=result, out=out_dtype, ranks=ranks)
     except _precision.PrecisionError as e:  # a target no plan meets
         raise e.named("explain()") from e.__cause__
-    return _explanation(subscripts, shapes, c, device, request)
+    return _explanation(subscripts, shapes, c, target, request)
 
 
-def _explanation(subscripts: str, shapes: Shapes, c: Compiled, device: torch.device,
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """The device a plan is for: the torch.device the compiler and the routing rule get, the device type to show
+    (None: not named by the caller) and whether it is a preview of a Neuron device (its routing as a device with
+    the NKI toolchain, which this machine lacks)."""
+
+    device: torch.device
+    name: str | None = None
+    preview: bool = False
+
+
+def _target(device: object, operands_device: torch.device) -> _Target:
+    """explain()'s ``device``: None keeps the operands' device; a Neuron device (``neuron``, ``xla``, with or
+    without an index, or such a torch.device) is the device itself where this machine has torch-neuronx and the
+    NKI toolchain, else a preview: the compiler plans it as a Neuron device (its default mode and ranking of
+    modes, by device type) and the kernel layer routes it as one with the toolchain. Other devices need not exist
+    here (a plan for CUDA from a CPU-only machine)."""
+    if device is None:
+        return _Target(operands_device)
+    kind = _device.device_type(device, "explain()")
+    if kind not in kernels.NEURON_DEVICE_TYPES:
+        return _Target(device if isinstance(device, torch.device) else torch.device(device), kind)
+    from ..kernels.nki import toolchain
+
+    if _device.neuron_available() and toolchain.REAL:
+        return _Target(_device.normalize(device, "explain()"), kind)
+    index = device.index if isinstance(device, torch.device) else device.partition(":")[2]
+    # torch knows the type "xla" without torch-xla: the stand-in every choice by device type reads as Neuron
+    return _Target(torch.device("xla", int(index)) if index not in (None, "") else torch.device("xla"), kind, True)
+
+
+def _explanation(subscripts: str, shapes: Shapes, c: Compiled, target: _Target,
                  request: _precision.Request | None, note: str | None = None,
                  plans: Sequence[Plan] | None = None, rounding_steps: Sequence[Rounding] | None = None,
                  path: tuple[tuple[int, ...], ...] | None = None) -> Explanation:
@@ -198,18 +257,39 @@ def _explanation(subscripts: str, shapes: Shapes, c: Compiled, device: torch.dev
     if note is None and c.relative is not None:
         note = (f"checked as a whole, a posteriori, to target_relative_error={c.relative:g}: the modes above are the "
                 "first forward try, carried in float64; a miss reruns them tighter")
-    implementations = tuple(_implementation(p, device) for p in plans)
+    device = target.device
+    implementations = tuple(_implementation(p, device, preview=target.preview) for p in plans)
     # the modelled kernel of every step that runs one once compiled (a first call may run torch meanwhile)
-    compiled = tuple(_implementation(p, device, compiled=True) for p in plans)
+    compiled = tuple(_implementation(p, device, compiled=True, preview=target.preview) for p in plans)
+    dominated = _dominated(plans, compiled) if device.type in kernels.NEURON_DEVICE_TYPES else ()
     return Explanation(subscripts, shapes, _dtypes.PUBLIC[c.out], c.program.path if path is None else path,
                        plans, implementations,
-                       tuple(_estimate(p, impl) for p, impl in zip(plans, compiled, strict=True)),
+                       tuple(_estimate(p, impl) for p, impl in zip(plans, compiled, strict=True)), compiled,
                        _cost_basis(c.result, device, request),
-                       tuple(c.roundings if rounding_steps is None else rounding_steps), note)
+                       tuple(c.roundings if rounding_steps is None else rounding_steps), note,
+                       device=target.name, preview=target.preview, dominated=dominated,
+                       sum_implementations=tuple(tuple(_sum_implementation(s, device, target.preview)
+                                                       for s in p.sums if s is not None) for p in plans))
+
+
+def _dominated(plans: Sequence[Plan], compiled: Sequence[str]) -> tuple[str, ...]:
+    """For a Neuron device: per step that runs an NKI kernel (once compiled), the line saying which modes
+    dominate its mode on Trainium, where any does (trn_backend._neuron_front.step_note)."""
+    from .. import _neuron_front
+
+    lines = []
+    for i, (p, impl) in enumerate(zip(plans, compiled, strict=True), start=1):
+        if p.kernel is None or not impl.startswith("nki."):
+            continue
+        line = _neuron_front.step_note(i, p.resolved.mode, p.dtype, p.bmkn[2], p.resolved.bound,
+                                       p.resolved.kwargs.get("slices"))
+        if line is not None:
+            lines.append(line)
+    return tuple(lines)
 
 
 def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch.dtype, ...],
-                      device: torch.device, request: _precision.Request | None, optimize: object) -> Explanation:
+                      target: _Target, request: _precision.Request | None, optimize: object) -> Explanation:
     """Each call opt_einsum's own loop makes (a tensordot, an einsum), compiled as the expression of its own it
     is, on the dtypes it gets (an operand's, or an earlier call's result): the rows of every call, their bounds
     composed, and a note of what a target then holds for."""
@@ -222,7 +302,7 @@ def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch
         call_shapes = tuple(tuple(s) for s, _ in taken)
         call = parse(einsum_str, call_shapes, "explain")
         one = paths.program(call, call_shapes, [(0, 1)] * (len(taken) - 1) if len(taken) > 2 else "auto")
-        c = compile(one, request, tuple(d for _, d in taken), device)
+        c = compile(one, request, tuple(d for _, d in taken), target.device)
         first = first or c
         plans += c.plans
         # each call's rows, numbered by the steps of the whole: "2" a product, "2a" a pre-sum, "2c0" a cast
@@ -237,7 +317,7 @@ def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch
             "call(s) (tensordot or einsum) is an expression of its own, " +
             ("and a target holds for each call, not for the whole; " if target else "") +
             "the bound above composes the calls' bounds (trn_backend.contract runs the whole as one program)")
-    return dataclasses.replace(_explanation(subscripts, shapes, first, device, request, note, plans, rows,
+    return dataclasses.replace(_explanation(subscripts, shapes, first, target, request, note, plans, rows,
                                             tuple(path)), call_steps=tuple(sizes))
 
 
@@ -289,18 +369,19 @@ def _cost_basis(dtype: torch.dtype, device: torch.device, request: _precision.Re
     return _precision.cost_basis(dtype, device)
 
 
-def _implementation(p: Plan, device: torch.device, compiled: bool | None = None) -> str:
-    """What the kernel layer runs this step on (its routing rule, data aside; ``compiled``: see
+def _implementation(p: Plan, device: torch.device, compiled: bool | None = None, preview: bool = False) -> str:
+    """What the kernel layer runs this step on (its routing rule, data aside; ``compiled`` and ``preview``: see
     ``kernels.implementation``)."""
     if p.kernel is None:
         return "-"
     if p.loop is None:
         return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs,
-                                      compiled)
+                                      compiled, preview)
     calls = p.loop[1]  # one call per entry of the loop's axis, each of the rest of the batch
     each = (p.bmkn[0] // calls, *p.bmkn[1:])
-    return f"{kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, each, p.resolved.kwargs, compiled)}" \
-           f" x{calls}"
+    one = kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, each, p.resolved.kwargs, compiled,
+                                 preview)
+    return f"{one} x{calls}"
 
 
 def _estimate(p: Plan, implementation: str) -> object:
@@ -370,19 +451,19 @@ def _modelled_text(p: Plan, estimate) -> str:
     from ..kernels.nki import cost
 
     return (f"{estimate.seconds * 1e3:.3g} ms, {work}, {estimate.program_instructions:,} instructions "
-            f"(compile ~{cost.format_seconds(estimate.compile_seconds)})")
+            f"(compile ~{cost.format_seconds(estimate.compile_seconds)}), LNC={estimate.cores}")
 
 
 def _bound_text(p: Plan) -> str:
     return "-" if p.resolved is None or p.resolved.bound is None else f"{p.resolved.bound:.2g}"
 
 
-def _sum_implementation(p: Plan) -> str:
+def _sum_implementation(p: Plan, device: torch.device, preview: bool = False) -> str:
     """A pre-sum runs torch's sum under native, else the mode's matmul with a vector of ones."""
     if p.resolved.mode == "native":
         return "torch.sum"
-    return kernels.implementation("matmul", p.resolved.mode, p.dtype, _device.default_device(), p.bmkn,
-                                  p.resolved.kwargs)
+    return kernels.implementation("matmul", p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs,
+                                  preview=preview)
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:
