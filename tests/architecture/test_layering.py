@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("kernels", ("trn_backend.kernels",)),
     ("base", ("trn_backend._config", "trn_backend._device", "trn_backend._dtypes", "trn_backend._precision",
-              "trn_backend._mode_costs", "trn_backend._overrides", "trn_backend._caches")),
+              "trn_backend._mode_costs", "trn_backend._neuron_front", "trn_backend._overrides",
+              "trn_backend._caches")),
     ("array", ("trn_backend._array", "trn_backend._scalars", "trn_backend._indexing", "trn_backend._ndarray",
                "trn_backend._helpers")),
     ("contraction", ("trn_backend.contraction",)),
