@@ -6,6 +6,8 @@ reports the bound, the measured max and mean componentwise error (units of |A||B
 reference, the cost in bf16 Tensor Engine passes, and the median time; then it plots error against K per mode.
 With --device-model trn2 (or trn1) it adds each mode's modelled NKI kernel time on that NeuronCore, its ratio to
 fast, the binding engine and the Vector Engine's share, and plots the accuracy/cost frontier at the largest K.
+With --front it runs nothing: it prints the NKI modes on trn2 as a front of modelled time against published bound
+(matmul n^3, n = 1024 to 8192) and which modes another dominates (docs/precision.md, "Modes on Trainium").
 """
 
 from __future__ import annotations
@@ -282,6 +284,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--device-model", choices=tuple(cost.GENERATIONS), default=None,
                         help="add each mode's modelled NKI kernel time on this NeuronCore generation, and the "
                              "accuracy/cost frontier to the plot (default: none)")
+    parser.add_argument("--front", action="store_true",
+                        help="measure nothing: print the NKI modes' front on trn2 (modelled time against published "
+                             "bound, matmul n^3 for n = 1024 to 8192) and which modes another dominates")
+    parser.add_argument("--docs", metavar="FILE", default=None,
+                        help="with --front: also rewrite FILE's block between <!-- front-table --> markers "
+                             "(docs/precision.md)")
 
 
 def _model_note(generation: str) -> str:
@@ -294,7 +302,19 @@ def _model_note(generation: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Measure, print the table, write the plot; with --device-model, the modelled kernel costs and frontier too."""
+    """Measure, print the table, write the plot; with --device-model, the modelled kernel costs and frontier too;
+    with --front, only the modes' front on trn2 (and with --docs, that block of the document rewritten)."""
+    if args.docs and not args.front:
+        raise ValueError("precision-report: --docs goes with --front")
+    if args.front:
+        from . import _neuron_front
+
+        text = _neuron_front.markdown()
+        print(text, end="")
+        if args.docs:
+            _neuron_front.update_docs(args.docs, text)
+            print(f"\nwrote the front-table block of {args.docs}")
+        return 0
     dtype = getattr(torch, args.dtype)
     rows = measure(args.k, size=args.size, dtype=dtype, kind=args.inputs, repeats=args.repeats, device=args.device)
     ref = "float64" if dtype is torch.float32 else "extended-precision"
