@@ -4,6 +4,10 @@ accumulates in fp32 in K order)."""
 
 from __future__ import annotations
 
+import dataclasses
+import sys
+from typing import NamedTuple
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -374,28 +378,52 @@ def test_integer_constants_are_int32():
         assert np.all(t.view(nl.uint32).data == 0xFFFF0000)
 
 
-@given(st.sampled_from((nl.int32, nl.uint32, nl.int16, nl.uint8)), st.integers(-2**33, 2**33))
+@given(st.sampled_from((nl.int32, nl.uint32, nl.int16, nl.uint8)),
+       st.one_of(st.integers(-2**33, 2**33), st.integers(-2**24 - 2, -2**24 + 2), st.integers(2**24 - 2, 2**24 + 2)))
 def test_memset_value_matches_the_dtype_and_integers_are_exact(dtype, value):
-    """memset takes an int in the dtype's range for integer tiles (written exactly, not through fp32: 2**24 + 1
-    survives) and a float for float tiles; oracle: Python ints."""
+    """memset takes an int in the dtype's range and within [-2**24, 2**24] for integer tiles (written exactly, not
+    through fp32) and a float for float tiles; oracle: Python ints."""
     info = np.iinfo(dtype)
     with on_core():
         t = nl.ndarray((2, 3), dtype, buffer=nl.sbuf)
-        if -2**31 <= value < 2**31 and info.min <= value <= info.max:
+        if info.min <= value <= info.max and -2**24 <= value <= 2**24:
             nisa.memset(t, value)
             assert all(int(v) == value for v in t.data.ravel())
         else:
-            with pytest.raises(ModelError, match="(outside int32|an integer dst takes an int in)"):
+            with pytest.raises(ModelError, match=r"(outside int32|an integer dst takes an int in|is outside "
+                                                 r"\[-2\*\*24, 2\*\*24\])"):
                 nisa.memset(t, value)
         with pytest.raises(ModelError, match="an integer dst takes an int"):
             nisa.memset(t, 1.0)
 
 
-def test_memset_of_2_24_plus_1_into_int32_is_exact_and_floats_take_floats():
+def test_integer_memset_values_stay_within_2_24_larger_constants_come_from_exact_int32_adds():
+    """memset's exactness for int32 values beyond 2**24 is not documented: a kernel memsetting 2**24 + 1 is
+    refused; the allowed form memsets 2**24 and 1 and adds them exactly on GpSimd. Floats take floats."""
+
+    def kernel(x, direct):
+        out = nl.ndarray((2, 3), nl.int32, buffer=nl.shared_hbm)
+        big = nl.ndarray((2, 3), nl.int32, buffer=nl.sbuf)
+        if direct:
+            nisa.memset(big, 2**24 + 1)
+        else:
+            one = nl.ndarray((2, 3), nl.int32, buffer=nl.sbuf)
+            nisa.memset(big, 2**24)
+            nisa.memset(one, 1)
+            nisa.tensor_tensor(dst=big, data1=big, data2=one, op=nl.add, engine=nisa.gpsimd_engine)
+        nisa.dma_copy(dst=out, src=big)
+        return out
+
+    with pytest.raises(ModelError, match=r"nisa.memset: integer value 16777217 is outside \[-2\*\*24, 2\*\*24\]: "
+                                         r"memset's exactness for larger int32 values is not documented.*exact int32 "
+                                         r"nisa.tensor_tensor adds"):
+        run(kernel, np.zeros(1, np.float32), True)
+    out, _ = run(kernel, np.zeros(1, np.float32), False)
+    assert np.all(out == 2**24 + 1)
     with on_core():
         t = nl.ndarray((2, 3), nl.int32, buffer=nl.sbuf)
-        nisa.memset(t, 2**24 + 1)
-        assert np.all(t.data == 2**24 + 1)
+        nisa.memset(t, -2**24)
+        assert np.all(t.data == -2**24)
         with pytest.raises(ModelError, match=r"a float dst takes a float value \(write 0.0\)"):
             nisa.memset(nl.ndarray((2, 3), nl.float32, buffer=nl.sbuf), 0)
 
@@ -573,3 +601,267 @@ def test_sbuf_peak_is_the_most_bytes_live_between_creation_and_last_use(plan):
     else:
         with pytest.raises(ModelError, match=f"SBUF budget exceeded: {peak} bytes per partition are live"):
             run(kernel, np.ones((1, 1), np.float32))
+
+
+# --- LNC: the programs' control flow, core_barrier, shared memory between programs ---------------------------------
+def looping(upper, extra_loop=False):
+    """Program p writes p to its row of out; it runs a fori_loop of range(0, upper(p)) (and, with ``extra_loop``,
+    program 1 one more loop). Static code differs between the programs (their rows, their values): fine."""
+
+    def kernel(x):
+        p = nl.program_id(0)
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        t = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.sbuf)
+        nisa.memset(t, float(p))
+        nl.fori_loop(0, upper(p), lambda i: nisa.tensor_copy(dst=t, src=t))
+        if extra_loop and p == 1:
+            nl.fori_loop(0, 1, lambda i: nisa.tensor_copy(dst=t, src=t))
+        nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+        return out
+
+    return kernel
+
+
+@pytest.mark.parametrize("upper, extra, difference", [
+    (lambda p: 2 + p, False, r"program 0 runs loop #1 with range\(0, 2, 1\), program 1 runs loop #1 with "
+                             r"range\(0, 3, 1\)"),
+    (lambda p: 2, True, r"program 0 has no such loop \(its control flow ends after 1 steps\), program 1 runs loop "
+                        r"#2 with range\(0, 1, 1\)"),
+], ids=["different-trips", "an-extra-loop"])
+def test_the_programs_of_a_launch_run_the_same_dynamic_control_flow(monkeypatch, upper, extra, difference):
+    """Control flow that differs between the cores of a multi-core launch is undefined behaviour (lnc.rst): the
+    launch is refused, naming the first difference; the same loops with program-dependent static code are fine."""
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    x = np.zeros((2, 4), np.float32)
+    with pytest.raises(ModelError, match=r"looping.kernel|kernel: the programs of an LNC=2 launch run different "
+                                         r"dynamic control flow: " + difference + r".*lnc.rst.*program_id-dependent "
+                                         r"static offsets"):
+        model.jit(looping(upper, extra))[2](x)
+    k = model.jit(looping(lambda p: 2))
+    np.testing.assert_array_equal(k[2](x), [[0.0] * 4, [1.0] * 4])
+    assert [c.control_flow for c in k.last_run.cores] == [[("fori_loop", 0, 2, 1)]] * 2
+
+
+def exchange(barrier, reader=None):
+    """Program p writes x's row p into row p of a shared scratch, waits at a core_barrier about it (``barrier``),
+    then copies row 1 - p of the scratch into out's row p. ``reader``: only that program reads (the other writes
+    both rows of the scratch)."""
+
+    def kernel(x):
+        p = nl.program_id(0)
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        scratch = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm, name="scratch")
+        t = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.sbuf)
+        if reader is None or p != reader:
+            rows = slice(p, p + 1) if reader is None else slice(0, 2)
+            nisa.dma_copy(dst=scratch[rows, :], src=x[rows, :])
+        if barrier:
+            nisa.core_barrier(scratch, (0, 1))
+        nisa.dma_copy(dst=t, src=scratch[1 - p:2 - p, :])
+        nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+        return out
+
+    return kernel
+
+
+def test_core_barrier_lets_programs_read_what_the_other_wrote(monkeypatch):
+    """Each program writes half of a shared scratch, waits at nisa.core_barrier(scratch, (0, 1)), and reads the
+    other half: fine with the barrier; without it the read is of memory the reader may not see written (strict),
+    even where the other program already ran (the model runs programs one at a time)."""
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    x = np.arange(8, dtype=np.float32).reshape(2, 4)
+    k = model.jit(exchange(True))
+    np.testing.assert_array_equal(k[2](x), x[::-1])
+    launch = k.last_run
+    assert [c.instructions("gpsimd", "core_barrier") for c in launch.cores] == [1, 1]
+    assert [c.control_flow for c in launch.cores] == [[("core_barrier", (0, 1))]] * 2
+    assert launch.cores[0].trace[1][:3] == ("gpsimd", "core_barrier", (1,))
+    for reader in (None, 1):  # program 1 reads what program 0 wrote (it ran first) without a barrier
+        with pytest.raises(ModelError, match="scratch' .* reads memory that was allocated but never written"):
+            model.jit(exchange(False, reader))[2](x)
+    np.testing.assert_array_equal(model.jit(exchange(True, 1))[2](x)[1], x[0])
+
+
+def test_core_barrier_reached_by_one_program_only_and_errors_while_another_waits(monkeypatch):
+    """A barrier only program 1 reaches is a control-flow difference (the launch does not hang); an error in one
+    program while the other waits at a barrier is raised in the caller."""
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+
+    def lonely(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        p = nl.program_id(0)
+        if p == 1:
+            nisa.core_barrier(out, (0, 1))
+        nisa.dma_copy(dst=out[p:p + 1, :], src=x[p:p + 1, :])
+        return out
+
+    with pytest.raises(ModelError, match=r"program 0 has no such barrier \(its control flow ends after 0 steps\), "
+                                         r"program 1 reaches nisa.core_barrier #1 \(cores \(0, 1\)\).*lnc.rst"):
+        model.jit(lonely)[2](np.ones((2, 4), np.float32))
+
+    def failing(x):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        p = nl.program_id(0)
+        if p == 1:
+            nisa.memset(nl.ndarray((1, 4), nl.float32, buffer=nl.sbuf), 1)  # an int into a float tile
+        nisa.core_barrier(out, (0, 1))
+        nisa.dma_copy(dst=out[p:p + 1, :], src=x[p:p + 1, :])
+        return out
+
+    with pytest.raises(ModelError, match="a float dst takes a float value"):
+        model.jit(failing)[2](np.ones((2, 4), np.float32))
+    with on_core(), pytest.raises(ModelError, match=r"cores must be the tuple of the launch's program ids, \(0,\) "
+                                                    r"at LNC=1.*got \[0\]"):
+        nisa.core_barrier(sbuf_tile((1, 1)), [0])
+
+
+# --- classes in kernels ---------------------------------------------------------------------------------------
+class Plan(NamedTuple):
+    """Not an NKI class: a NamedTuple is a tuple subclass of typing's."""
+
+    rows: int
+
+
+@dataclasses.dataclass
+class Step:
+    rows: int
+
+
+class Shape(nl.NKIObject):
+    """An NKI class: inherits nl.NKIObject only."""
+
+    def __init__(self, rows: int) -> None:
+        self.rows = rows
+
+
+def plan_helper(rows):
+    return Plan(rows)
+
+
+@pytest.mark.parametrize("case, held", [
+    ("local", r"variable 'plan' of kernel .* holds an instance of tests.kernels.test_nki_model.Plan"),
+    ("helper", r"its return value of plan_helper .* holds an instance of tests.kernels.test_nki_model.Plan"),
+    ("list", r"variable 'plan' of kernel .* holds an instance of tests.kernels.test_nki_model.Step \(inside a "
+             r"list\)"),
+])
+def test_kernel_frames_hold_only_builtins_model_types_and_nki_objects(monkeypatch, case, held):
+    """NKI traces only instances of classes that inherit nl.NKIObject (and plain tuples, builtins): a kernel frame
+    holding a NamedTuple or a dataclass instance is refused while the kernel runs (each program, in its thread);
+    an NKIObject is fine."""
+
+    def kernel(x, case):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        if case == "local":
+            plan = Plan(2)
+        elif case == "helper":
+            plan = plan_helper(1).rows
+        elif case == "list":
+            plan = [Step(1)]
+        else:
+            plan = (Shape(2), {"rows": Shape(3)})
+        nisa.dma_copy(dst=out, src=x)
+        assert plan is not None
+        return out
+
+    with pytest.raises(ModelError, match=r"kernel: " + held + r".*nl.NKIObject.*nki-language-guide.rst"):
+        run(kernel, np.ones((1, 1), np.float32), case)
+    run(kernel, np.ones((1, 1), np.float32), "nki-object")
+    assert sys.gettrace() is None  # the tracer is removed after the launch
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    with pytest.raises(ModelError, match=held):
+        model.jit(kernel)[2](np.ones((1, 1), np.float32), case)
+
+
+def test_a_kernel_argument_of_a_foreign_class_is_refused_and_a_tracer_in_place_is_kept():
+    def kernel(x, plan):
+        out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=x)
+        return out
+
+    with pytest.raises(ModelError, match=r"variable 'plan' of kernel .*when it is called\) holds an instance of "
+                                         r"tests.kernels.test_nki_model.Plan"):
+        run(kernel, np.ones((1, 1), np.float32), Plan(1))
+    run(kernel, np.ones((1, 1), np.float32), (1, 2))
+
+    def tracer(frame, event, arg):
+        return None
+
+    sys.settrace(tracer)  # a debugger's: the runtime check steps aside (the static one stays)
+    try:
+        run(kernel, np.ones((1, 1), np.float32), Plan(1))
+        assert sys.gettrace() is tracer
+    finally:
+        sys.settrace(None)
+
+
+def test_kernel_sources_import_only_the_toolchain_and_define_only_nki_classes(tmp_path, monkeypatch):
+    """In a kernel source (a module taking NKI from ``.toolchain``), jit refuses imports of anything else and
+    classes whose bases are not exactly nl.NKIObject, naming file:line."""
+    package = tmp_path / "planted_kernel_sources"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "toolchain.py").write_text("from trn_backend.kernels.nki.model import isa as nisa, language as nl\n")
+    body = "\n\ndef kernel(x):\n    return x\n"
+    sources = {
+        "fine": "from __future__ import annotations\n\nfrom .toolchain import nl, nisa\n\n\n"
+                "class Plan(nl.NKIObject):\n    pass\n\n\nNKIObject = nl.NKIObject\n\n\n"
+                "class Other(NKIObject):\n    pass\n",
+        "typing": "from .toolchain import nl\nfrom typing import NamedTuple\n",
+        "dataclass": "from .toolchain import nl\n\n\ndef helper():\n    import dataclasses\n",
+        "plain_class": "from .toolchain import nl\n\n\nclass Plan:\n    pass\n",
+        "two_bases": "from .toolchain import nl\n\n\nclass Plan(nl.NKIObject, tuple):\n    pass\n",
+    }
+    for name, source in sources.items():
+        (package / f"{name}.py").write_text(source + body)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    def jit(name):
+        return model.jit(importlib.import_module(f"planted_kernel_sources.{name}").kernel)
+
+    jit("fine")
+    with pytest.raises(ModelError, match=r"typing.py:2: `from typing import NamedTuple` in a kernel source.*"
+                                         r"nki-language-guide.rst.*from .toolchain import nki, nl, nisa"):
+        jit("typing")
+    with pytest.raises(ModelError, match=r"dataclass.py:5: `import dataclasses` in a kernel source"):
+        jit("dataclass")
+    with pytest.raises(ModelError, match=r"plain_class.py:4: `class Plan\(\)` in a kernel source: NKI supports only "
+                                         r"classes that inherit nl.NKIObject.*class Plan\(nl.NKIObject\):"):
+        jit("plain_class")
+    with pytest.raises(ModelError, match=r"two_bases.py:4: `class Plan\(nl.NKIObject, tuple\)`"):
+        jit("two_bases")
+
+
+# --- the simulator's form and kernel inputs ---------------------------------------------------------------------
+def test_simulate_takes_the_launch_kernel_lnc(monkeypatch):
+    """``nki.simulate(kernel[lnc])(...)`` (the jit stub's example); ``nki.simulate(kernel)[lnc]`` is refused."""
+    monkeypatch.setenv(core.LNC_VARIABLE, "2")
+    k = model.jit(spmd_kernel)
+    x = np.ones((2, 4), np.float32)
+    np.testing.assert_array_equal(model.simulate(k[2])(x), [[20.0] * 4, [21.0] * 4])
+    assert k.last_run.lnc == 2 and repr(k[2]) == "spmd_kernel[2]"
+    with pytest.raises(ModelError, match=r"nki.simulate\(spmd_kernel\)\[2\]: .*write nki.simulate\(spmd_kernel\[2\]\)"
+                                         r"\(\.\.\.\)"):
+        model.simulate(k)[2]
+    monkeypatch.setenv(core.LNC_VARIABLE, "1")
+    np.testing.assert_array_equal(model.simulate(k)(x[:1]), [[10.0] * 4])  # a Kernel: LNC=1
+    np.testing.assert_array_equal(model.simulate(spmd_kernel)(x[:1]), [[10.0] * 4])  # a plain function too
+
+
+def test_unsigned_torch_inputs_other_than_uint8_are_refused():
+    """torch's uint16/32/64 have limited support: pass int32 bits and reinterpret them on chip."""
+
+    def kernel(bits):
+        out = nl.ndarray(bits.shape, nl.uint32, buffer=nl.shared_hbm)
+        t = nl.ndarray(bits.shape, nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=bits.view(nl.uint32))
+        nisa.dma_copy(dst=out, src=t)
+        return out
+
+    values = torch.tensor([[1, -1]], dtype=torch.int32)
+    with pytest.raises(ModelError, match=r"kernel input 0: a torch.uint32 tensor: .*pass the bits as int32 .*"
+                                         r"\.view\(nl.uint32\)"):
+        run(kernel, values.to(torch.uint32))
+    out, _ = run(kernel, values)
+    assert out.dtype == torch.uint32 and out.view(torch.int32).tolist() == [[1, -1]]
+    run(kernel, torch.ones((1, 2), dtype=torch.uint8).to(torch.int32))  # int32 (and uint8) inputs are fine

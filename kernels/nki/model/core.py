@@ -8,7 +8,12 @@ the program ends; and it counts every instruction per engine for the cost model.
 one kernel call, one per physical core of the logical core (LNC), sharing their shared_hbm tensors. Each
 allocation carries a mask of written elements (new memory is NaN; reading an unwritten element is an error in
 strict mode) and, in PSUM, who wrote each element (accumulating onto memory that no matmul wrote is undefined
-behaviour on NeuronCore-v2/v3).
+behaviour on NeuronCore-v2/v3). A shared_hbm allocation of a launch has one mask per program: what that program
+may read, its own writes and what the others wrote before a ``nisa.core_barrier`` they all passed.
+
+The programs of a launch run in their own threads (model/__init__.py), so the running core (``current()``,
+``running()``) and the dynamic-loop tracer (loops.py) are per thread; allocation serials come from per-core
+counters (and the launch's, for its shared_hbm tensors), so a launch's trace does not depend on thread timing.
 """
 
 from __future__ import annotations
@@ -16,10 +21,13 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import itertools
 import math
 import os
-from collections.abc import Iterator
+import sys
+import threading
+from collections.abc import Callable, Iterator
 
 import ml_dtypes
 import numpy as np
@@ -144,6 +152,14 @@ class Core:
         self.banks_peak = 0
         self.random = np.random.Generator(np.random.PCG64(0))  # the engines' PRNG (nisa.set_rng_seed reseeds)
         self.replayed = 0  # instructions executed by replayed dynamic-loop iterations (loops.py): not program
+        self.serials = itertools.count(next(_SERIAL_BLOCKS) << 40)  # names this core's allocations in ``trace``
+        # the program's dynamic control flow, in order: ("fori_loop", lower, upper, step) per nl.fori_loop run and
+        # ("core_barrier", cores) per barrier reached; the programs of a launch must agree (model/__init__.py)
+        self.control_flow: list[tuple] = []
+        # per shared_hbm allocation: the instruction index of the last dynamic-offset dma_copy into it, and of the
+        # last fence (a static dma_copy whose dst and src are one view of it) (the HBM fence rule, isa.dma_copy)
+        self.dynamic_writes: dict[Allocation, int] = {}
+        self.fences: dict[Allocation, int] = {}
 
     # --- accounting -----------------------------------------------------------------------------------------
     def count(self, engine: str, instruction: str, *details: object, reads: tuple = (),
@@ -173,7 +189,8 @@ class Core:
 
     def check_memory(self) -> None:
         """At the end of a program: the peak over time of the SBUF bytes per partition, and of the PSUM banks, of
-        the allocations live then (from creation to last use, the compiler's rule) must fit the target."""
+        the allocations live then (from creation to last use, the compiler's rule; a tile a dynamic loop's body
+        allocated lives for the whole loop) must fit the target."""
         target = self.target
         self.sbuf_peak, at, live = self._peak(SBUF, lambda a: a.partition_bytes)
         if self.sbuf_peak > target.sbuf_partition_bytes:
@@ -188,17 +205,16 @@ class Core:
 
     def _peak(self, buffer: Buffer, size) -> tuple[int, str, list[Lifetime]]:
         """(peak of ``size`` summed over the live allocations of ``buffer``, where it is, the allocations live
-        there), sweeping creations and last uses in instruction order (an allocation dies after its last use; one
-        a dynamic loop's body allocated lives once per iteration: ``Lifetime.spans``)."""
+        there), sweeping creations and last uses in instruction order (an allocation dies after its last use)."""
         allocations = [a for a in self.on_chip if a.buffer is buffer]
-        changes = sorted([(start, size(a)) for a in allocations for start, _ in a.spans()]
-                         + [(end + 1, -size(a)) for a in allocations for _, end in a.spans()])
+        changes = sorted([(a.created, size(a)) for a in allocations]
+                         + [(a.last_use + 1, -size(a)) for a in allocations])
         peak, when, total = 0, 0, 0
         for time, change in changes:  # at equal times deaths (negative) come first
             total += change
             if total > peak:
                 peak, when = total, time
-        live = [a for a in allocations if any(start <= when <= end for start, end in a.spans())]
+        live = [a for a in allocations if a.created <= when <= a.last_use]
         where = (f"at instruction {when} ({self.issued[when]})" if when < len(self.issued)
                  else "after the last instruction")
         return peak, where, live
@@ -221,32 +237,36 @@ class Lifetime:
     banks: int
     created: int
     last_use: int
-    # a tile a dynamic loop's body allocated: the spans (created, last use) of its earlier iterations, and whether
-    # the current iteration has not used it yet (loops.py: each iteration's tiles live from first to last use)
-    earlier: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    fresh: bool = False
-
-    def spans(self) -> list[tuple[int, int]]:
-        return self.earlier if self.fresh else [*self.earlier, (self.created, self.last_use)]
 
 
 class Launch:
     """One launch of a kernel at an LNC: programs 0..lnc-1, each on its own physical ``Core``; the programs share
-    the launch's shared_hbm allocations (the k-th allocation of every program is the same tensor)."""
+    the launch's shared_hbm allocations (the k-th allocation of every program is the same tensor).
+
+    The programs run in their own threads, one at a time (``Schedule``): a program runs until it ends or waits at
+    a ``nisa.core_barrier``, then the next one that can run does. The order is fixed, so a launch's results, counts
+    and errors do not depend on thread timing; the hardware runs the programs in parallel, and what may race there
+    is refused instead: a program reads a shared_hbm element another program wrote only after a barrier both passed
+    (strict mode), and the programs must run the same dynamic control flow (``Core.control_flow``)."""
 
     def __init__(self, target: Target, lnc: int, strict: bool = True, arithmetic: bool = True) -> None:
         self.lnc = lnc
         self.cores = tuple(Core(target, strict, arithmetic, self, p) for p in range(lnc))
         self.shared: list[Allocation] = []
+        self.serials = itertools.count(next(_SERIAL_BLOCKS) << 40)  # serials of the shared allocations
+        self.lock = threading.Lock()  # guards ``shared`` (programs run in threads)
+        self.schedule = Schedule(lnc)
 
     def shared_hbm(self, core: Core, shape: tuple[int, ...], dtype: np.dtype, name: str) -> Allocation:
         """The ``core``'s next shared_hbm allocation: new for the first program that makes it, the same tensor
         for the others (SPMD), which must ask for the same shape and dtype."""
-        index = core.shared_made
-        core.shared_made += 1
-        if index == len(self.shared):
-            self.shared.append(Allocation(core, shape, dtype, SHARED_HBM, name))
-        alloc = self.shared[index]
+        with self.lock:
+            index = core.shared_made
+            core.shared_made += 1
+            if index == len(self.shared):
+                self.shared.append(Allocation(core, shape, dtype, SHARED_HBM, name, programs=self.lnc,
+                                              serial=next(self.serials)))
+            alloc = self.shared[index]
         if alloc.data.shape != shape or alloc.data.dtype != dtype:
             raise ModelError(f"{name}: program {core.program} makes shared_hbm allocation {index} as {shape} "
                              f"{dtype}, an earlier program as {alloc.data.shape} {alloc.data.dtype}: the programs "
@@ -276,35 +296,156 @@ class Launch:
         return max(c.program_instructions for c in self.cores)
 
 
-_CURRENT: list[Core] = []
+class Stopped(BaseException):
+    """Raised in a program's thread when the launch stops (another program failed, or the programs diverged at a
+    barrier): the thread unwinds without an error of its own. Not an Exception, so kernel code cannot catch it."""
+
+
+class Schedule:
+    """Which program of a launch runs: one at a time, in a fixed order. Program 0 starts; a program that ends or
+    waits at a barrier hands over to the next program (cyclically) that can run; when every program waits at a
+    barrier, the barrier opens (its tensors' writes become visible to all programs) and program 0's turn comes
+    again. A program that ends while another waits at a barrier (or the reverse) means the programs' control
+    flows differ: the launch stops (``diverged``) and the caller names the difference (rule 1)."""
+
+    def __init__(self, programs: int) -> None:
+        self.programs = programs
+        self.cond = threading.Condition()
+        self.turn = 0
+        self.state = ["ready"] * programs  # ready, waiting (at a barrier) or done
+        self.waiting_on: list[Allocation] = []  # the allocations the barrier being waited at is about
+        self.stopped = False
+        self.diverged = False
+
+    def wait_turn(self, program: int) -> None:
+        """Block until ``program`` may run (raises Stopped when the launch stopped meanwhile)."""
+        with self.cond:
+            while self.turn != program and not self.stopped:
+                self.cond.wait()
+            if self.stopped:
+                raise Stopped
+
+    def barrier(self, program: int, allocations: tuple[Allocation, ...]) -> None:
+        """``program`` reached a core_barrier about ``allocations``: wait until every program has reached it."""
+        with self.cond:
+            self.state[program] = "waiting"
+            self.waiting_on.extend(allocations)
+            self._hand_over(program)
+        self.wait_turn(program)
+
+    def finish(self, program: int) -> None:
+        """``program`` ended (normally)."""
+        with self.cond:
+            self.state[program] = "done"
+            self._hand_over(program)
+
+    def stop(self) -> None:
+        """A program failed: every other program's thread unwinds (Stopped)."""
+        with self.cond:
+            self.stopped = True
+            self.cond.notify_all()
+
+    def _hand_over(self, program: int) -> None:
+        n = self.programs
+        for k in range(1, n + 1):
+            other = (program + k) % n
+            if self.state[other] == "ready":
+                self.turn = other
+                self.cond.notify_all()
+                return
+        if all(s == "waiting" for s in self.state):  # everyone reached the barrier: it opens
+            for alloc in dict.fromkeys(self.waiting_on):
+                alloc.publish()
+            self.waiting_on.clear()
+            self.state = ["ready"] * n
+            self.turn = 0
+        elif "waiting" in self.state:  # some ended, the others wait at a barrier they will never pass
+            self.diverged = self.stopped = True
+        self.cond.notify_all()
+
+
+_SERIAL_BLOCKS = itertools.count()  # each core (and launch) numbers its allocations from its own block
+
+
+class _Running(threading.local):
+    def __init__(self) -> None:
+        self.cores: list[Core] = []
+        # the sys.settrace function checking the kernel's Python (model/__init__.py: _objects_checked) while it is
+        # installed; model code suspends it (``untraced``): a tracer slows every Python call in the thread
+        self.checker: Callable | None = None
+
+
+_CURRENT = _Running()  # per thread: the programs of a launch run in threads of their own
+
+
+@contextlib.contextmanager
+def untraced() -> Iterator[None]:
+    """Suspend the kernel-Python checker (if installed) in this thread while model code runs."""
+    running = _CURRENT
+    checker = running.checker
+    if checker is None:
+        yield
+        return
+    running.checker = None
+    sys.settrace(None)
+    try:
+        yield
+    finally:
+        sys.settrace(checker)
+        running.checker = checker
+
+
+def model_code(fn: Callable) -> Callable:
+    """``fn``, a model entry point kernels call (instructions, allocation, views), run with the kernel-Python
+    checker suspended: it runs no kernel Python (``untraced``, inlined: this wraps every instruction)."""
+
+    @functools.wraps(fn)
+    def call(*args, **kwargs):
+        running = _CURRENT
+        checker = running.checker
+        if checker is None:
+            return fn(*args, **kwargs)
+        running.checker = None
+        sys.settrace(None)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.settrace(checker)
+            running.checker = checker
+
+    return call
 
 
 def current() -> Core:
     """The core the running kernel executes on (a default one outside kernels, for tests of single rules)."""
-    if not _CURRENT:
-        _CURRENT.append(Core())
-    return _CURRENT[-1]
+    cores = _CURRENT.cores
+    if not cores:
+        cores.append(Core())
+    return cores[-1]
 
 
 @contextlib.contextmanager
 def running(core: Core) -> Iterator[Core]:
-    _CURRENT.append(core)
+    cores = _CURRENT.cores
+    cores.append(core)
     try:
         yield core
     finally:
-        _CURRENT.remove(core)
-
-
-_SERIALS = itertools.count()
+        cores.remove(core)
 
 
 class Allocation:
-    """One ``nl.ndarray``: its storage, written-mask, PSUM writer states, and its claim on the core's memory."""
+    """One ``nl.ndarray``: its storage, written-mask, PSUM writer states, and its claim on the core's memory.
+
+    A shared_hbm allocation of a launch of ``programs`` programs has a written-mask per program (``masks``): the
+    elements that program may read, its own writes and the others' published by a barrier (``publish``)."""
 
     def __init__(self, core: Core, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str,
-                 data: np.ndarray | None = None) -> None:
+                 data: np.ndarray | None = None, programs: int = 1, serial: int | None = None) -> None:
         self.core, self.buffer, self.name = core, buffer, name
-        self.serial = next(_SERIALS)  # names the allocation in Core.trace
+        self.serial = next(core.serials) if serial is None else serial  # names the allocation in Core.trace
+        self.masks: list[np.ndarray] | None = None
+        self.loop_ended = False  # that loop has ended: the tile can no longer be used
         shape = tuple(int(d) for d in shape)
         if any(d <= 0 for d in shape):
             raise ModelError(f"{name}: shape {shape} has a dimension that is not positive")
@@ -325,6 +466,8 @@ class Allocation:
             fill = np.nan if dtype in FLOAT_DTYPES else 4
             self.data = np.empty(shape, dtype) if not core.arithmetic else np.full(shape, fill, dtype)
             self.written = np.zeros(shape, bool)
+            if programs > 1:
+                self.masks = [self.written] + [np.zeros(shape, bool) for _ in range(programs - 1)]
         self.state = np.full(shape, UNWRITTEN, np.uint8) if buffer is PSUM else None
         self.partition_bytes = math.prod(shape[1:]) * dtype.itemsize if buffer.on_chip else 0
         if buffer.on_chip:
@@ -347,24 +490,45 @@ class Allocation:
                              step, step)
         core.on_chip.append(self.life)
 
+    def mask(self, program: int) -> np.ndarray:
+        """The written-mask that ``program`` sees (its own for a shared_hbm allocation of a launch)."""
+        return self.written if self.masks is None else self.masks[program]
+
+    def publish(self) -> None:
+        """A barrier about this allocation opened: every program sees what any of them wrote."""
+        if self.masks is not None:
+            merged = np.logical_or.reduce(self.masks)
+            for m in self.masks:
+                m[...] = merged
+
     def use(self) -> None:
         """An instruction reads or writes this allocation (on chip: extends its lifetime to this instruction)."""
         if self.buffer.on_chip:
-            if self.life.fresh:  # the first use in a new iteration of the loop whose body allocated it
-                self.life.created, self.life.fresh = self.core.step, False
+            if self.loop_ended:
+                raise ModelError(
+                    f"{self.name!r} {self.data.shape} was allocated in the body of an nl.fori_loop and is used after "
+                    "the loop ended: tensors declared in a dynamic loop's body cannot be used after the loop (NKI "
+                    "0.5 -> 0.6 migration guide, nki/migration/index.rst; nki/deep-dives/nki-dynamic-loops.rst); "
+                    "allocate it before the loop (nl.ndarray outside body_fun) to use it afterwards")
             self.life.last_use = self.core.step
 
     def next_iteration(self) -> None:
-        """The dynamic loop whose body allocated this on-chip tile starts another iteration: the tile lives again
-        from its next use (the compiler allocates the body once and its tiles' lifetimes lie within an iteration,
-        assumed from nki-dynamic-loops.rst), so it starts unwritten: a body that read a value left by the previous
-        iteration would need the tile live across iterations, and fails in strict mode instead."""
-        if not self.life.fresh:
-            self.life.earlier.append((self.life.created, self.life.last_use))
-            self.life.fresh = True
+        """The dynamic loop whose body allocated this on-chip tile starts another iteration. The tile is allocated
+        once and lives for the whole loop (nki-dynamic-loops.rst), but it starts each iteration unwritten (assumed:
+        nothing documents a value carried in a body tile from one iteration to the next), so a body that reads a
+        value left by the previous iteration fails in strict mode; carry loop state in a tile allocated before the
+        loop."""
         self.written[...] = False
         if self.state is not None:
             self.state[...] = UNWRITTEN
+
+    def loop_end(self, first: int, last: int) -> None:
+        """The dynamic loop whose body allocated this tile ran instructions ``first``..``last``: the tile lives for
+        all of them (the compiler keeps a loop's live tensors on chip for the whole loop and allocates body tiles
+        once, nki-dynamic-loops.rst), and no instruction after the loop may use it."""
+        self.life.created = min(self.life.created, first)
+        self.life.last_use = max(self.life.last_use, last)
+        self.loop_ended = True
 
 
 FLOAT_DTYPES = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
@@ -399,7 +563,8 @@ class Tensor:
             alloc = core.launch.shared_hbm(core, shape, dtype, name)
         else:
             alloc = Allocation(core, shape, dtype, buffer, name, data)
-        written = alloc.written if alloc.written.ndim else np.broadcast_to(alloc.written, alloc.data.shape)
+        mask = alloc.mask(core.program)
+        written = mask if mask.ndim else np.broadcast_to(mask, alloc.data.shape)
         return cls(alloc, alloc.data, written, alloc.state)
 
     # --- the NkiTensor attributes -----------------------------------------------------------------------------
@@ -431,6 +596,7 @@ class Tensor:
         return f"<{self.buffer.name} tensor {self.name!r} {self.shape} {self.dtype}>"
 
     # --- views -------------------------------------------------------------------------------------------------
+    @model_code
     def __getitem__(self, key) -> Tensor:
         key = key if isinstance(key, tuple) else (key,)
         if self.buffer.on_chip and key and isinstance(key[0], (int, np.integer)):
@@ -465,6 +631,7 @@ class Tensor:
             elif not -size <= int(k) < size:
                 raise ModelError(f"{self.name}: index {k} is out of bounds for dimension {d} of size {size}")
 
+    @model_code
     def view(self, dtype) -> Tensor:
         """The same bytes as another dtype of the same width (fp32 <-> uint32: what bit tricks need; the model
         leaves out views that rescale the last dimension)."""
@@ -474,12 +641,14 @@ class Tensor:
                              f"{self.dtype} -> {dtype}")
         return Tensor(self.alloc, self.data.view(dtype), self.written, self.state)
 
+    @model_code
     def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
            dtype=None) -> Tensor:
         """``NkiTensor.ap``: an explicit [[stride, count], ...] access pattern over the allocation's storage, with
         an optional dynamic offset (a VirtualRegister); see access_pattern."""
         return access_pattern(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
 
+    @model_code
     def reshape(self, shape) -> Tensor:
         """A view with a new shape; a reshape that would need a copy is an error (views never copy)."""
         shape = tuple(int(d) for d in shape)
@@ -532,11 +701,12 @@ class VirtualRegister:
     the value (for execution) but refuses every use of it at trace time: the NKI 0.6 stubs document no arithmetic,
     comparison or conversion of registers, only loop bounds, ``register_*`` and ``.ap(scalar_offset=...)``."""
 
-    __slots__ = ("_value", "__weakref__")
+    __slots__ = ("_value", "_induction", "__weakref__")
     __hash__ = object.__hash__  # identity: comparisons are refused below
 
-    def __init__(self, value: int | None = None) -> None:
+    def __init__(self, value: int | None = None, induction: bool = False) -> None:
         self._value = value  # None: never written, or loaded from memory under counting_only (not computed)
+        self._induction = induction  # an nl.fori_loop's induction register: read-only (loops.py)
 
     def __repr__(self) -> str:
         return ("VirtualRegister (a run-time value; address memory with it through "
@@ -630,15 +800,38 @@ def access_pattern(t: Tensor, pattern, offset=None, scalar_offset=None, vector_o
     if t.buffer.on_chip and indirect_dim == 0:
         raise ModelError(f"{where}: a dynamic offset along the partition dimension of an on-chip tensor (the SDK's "
                          "dynamic select forbids dim 0 on SBUF/PSUM); index a free dimension (indirect_dim >= 1)")
+    _check_dynamic_base(t, indirect_dim, where)
     return IndirectView(t.alloc, dtype, start, stride, scalar_offset, entries, where)
 
 
+def _check_dynamic_base(t: Tensor, indirect_dim: int, where: str) -> None:
+    """A dynamic offset is taken on the unreshaped tensor, along its last dimension: the SDK stub reads
+    ``indirect_dim`` against ``self.shape`` and nki-aps.rst against the base tensor, which differ for a reshaped
+    or sliced view; on the tensor as allocated, with the last dimension (stride one element), both readings agree
+    and the offset counts elements (NKI_FACTS.md section 14)."""
+    storage = t.alloc.data
+    unreshaped = (t.data.shape == storage.shape and t.data.strides == storage.strides and t.dtype == storage.dtype
+                  and t.data.__array_interface__["data"][0] == storage.__array_interface__["data"][0])
+    if not unreshaped or indirect_dim != t.ndim - 1:
+        what = (f"along indirect_dim={indirect_dim} of a {t.ndim}-D tensor" if unreshaped else
+                f"on a view {t.shape} {t.dtype} of {t.alloc.name!r} {storage.shape} {storage.dtype} (a slice, "
+                "reshape or .view of it)")
+        raise ModelError(
+            f"{where}: a dynamic offset (scalar_offset) {what}: the SDK stub (NkiTensor.ap, "
+            "nki/api/nki/language/__init__.py) and nki/deep-dives/nki-aps.rst disagree on what indirect_dim refers "
+            "to for a reshaped view, so call .ap on the tensor exactly as allocated (a kernel argument or "
+            f"nl.ndarray) with indirect_dim={len(storage.shape) - 1}, its last dimension (the offset counts "
+            "elements), and put any static part of the address in offset= and the pattern")
+
+
 def _pattern(pattern, where: str) -> tuple[tuple[int, int], ...]:
-    if not isinstance(pattern, (list, tuple)) or not pattern:
-        raise ModelError(f"{where}: pattern must be a non-empty list of [stride, count] pairs, got {pattern!r}")
+    if not isinstance(pattern, list) or not pattern or not all(isinstance(e, list) for e in pattern):
+        raise ModelError(f"{where}: pattern must be a non-empty list of lists [[stride, count], ...] (NkiTensor.ap's "
+                         "pattern: list[list[int]], SDK nki/api/nki/language/__init__.py and every example in "
+                         f"nki/deep-dives/nki-aps.rst), got {pattern!r}; write [[s0, c0], [s1, c1]], not tuples")
     entries = []
     for entry in pattern:
-        if not isinstance(entry, (list, tuple)) or len(entry) != 2:
+        if len(entry) != 2:
             raise ModelError(f"{where}: pattern entry {entry!r} is not a [stride, count] pair")
         stride = compile_time_int(entry[0], f"{where}: pattern stride")
         count = compile_time_int(entry[1], f"{where}: pattern count")
@@ -678,10 +871,11 @@ def _view(alloc: Allocation, dtype: np.dtype, start: int, entries: tuple[tuple[i
     strides = tuple(stride for stride, _ in entries)
     data = np.lib.stride_tricks.as_strided(storage.reshape(-1).view(dtype)[start:], shape,
                                            tuple(s * dtype.itemsize for s in strides))
-    if alloc.written.ndim == 0:  # an input or a counting-only output: all of it counts as written
-        written = np.broadcast_to(alloc.written, shape)
+    mask = alloc.mask(current().program)
+    if mask.ndim == 0:  # an input or a counting-only output: all of it counts as written
+        written = np.broadcast_to(mask, shape)
     else:
-        written = np.lib.stride_tricks.as_strided(alloc.written.reshape(-1)[start:], shape, strides)
+        written = np.lib.stride_tricks.as_strided(mask.reshape(-1)[start:], shape, strides)
     state = None
     if alloc.state is not None:
         state = np.lib.stride_tricks.as_strided(alloc.state.reshape(-1)[start:], shape, strides)
@@ -714,6 +908,7 @@ class IndirectView(Tensor):
         if isinstance(self.source, VirtualRegister):
             value = self.source._value
         else:
+            self.source.alloc.use()  # an instruction reads the offset tile
             if run.strict and not self.source.written.all():
                 raise ModelError(f"{self.where}: the scalar_offset tile {self.source.name!r} was never written")
             value = int(self.source.data[0, 0]) if run.arithmetic else None

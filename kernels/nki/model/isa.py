@@ -14,7 +14,7 @@ from .core import MATMUL, OTHER, UNWRITTEN, ModelError, Tensor
 
 __all__ = ["engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine",
            "dma_copy", "tensor_copy", "memset", "nc_matmul", "nc_transpose", "tensor_tensor", "activation",
-           "get_nc_version", "nc_version", "rng", "set_rng_seed", "rand_set_state"]
+           "get_nc_version", "nc_version", "rng", "set_rng_seed", "rand_set_state", "dge_mode", "core_barrier"]
 
 
 class engine:
@@ -26,6 +26,14 @@ class engine:
 
 tensor_engine, vector_engine, scalar_engine, gpsimd_engine, unknown_engine = (
     engine.tensor, engine.vector, engine.scalar, engine.gpsimd, engine.unknown)
+
+
+class dge_mode:
+    """``nisa.dge_mode``: how a DMA's descriptors are generated (nki/deep-dives/nki-dge.rst): ``hwdge`` by the
+    hardware DGE (triggered from the Scalar/Sync queues), ``swdge`` by software on GpSimd, ``none`` ahead of time
+    (static addresses only), ``unknown`` left to the compiler."""
+
+    unknown, swdge, hwdge, none = "unknown", "swdge", "hwdge", "none"
 
 
 class nc_version:
@@ -122,23 +130,81 @@ def _no_gpsimd_psum(chosen: str, instruction: str, *tensors: Tensor) -> None:
 
 # --- data movement ---------------------------------------------------------------------------------------------
 def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None, name=None) -> None:
-    """HBM <-> SBUF (either way, or HBM -> HBM); never PSUM. Dtypes convert through fp32."""
-    dst, src = _tensor(dst, "dst", "nisa.dma_copy"), _tensor(src, "src", "nisa.dma_copy")
+    """HBM <-> SBUF (either way, or HBM -> HBM); never PSUM. Dtypes convert through fp32.
+
+    A dynamic-offset operand (an ``.ap(..., scalar_offset=...)`` view) needs descriptors generated when the DMA
+    runs: ``dge_mode`` must be ``dge_mode.hwdge`` or ``dge_mode.swdge`` (nki-dge.rst: ``none`` cannot handle dynamic
+    addresses, ``unknown`` leaves it to the compiler). Its event is ("dma", "dma_copy", bytes, contiguous run,
+    dynamic), where dynamic is False for a static DMA and the dge mode ("hwdge" or "swdge") for a dynamic one.
+
+    A static dma_copy whose dst and src are one view of an HBM tensor is an HBM fence (nki-library ends
+    dynamic-shape kernels with ``nisa.dma_copy(dst=result, src=result)`` "to ensure all DMA writes complete before
+    kernel returns"): it moves nothing in the model, reads no element as data (so the strict unwritten-read check
+    does not apply) and marks nothing written; a program must fence each output it wrote with a dynamic offset,
+    after its last such write (checked when the program ends, ``check_fences``)."""
+    instruction = "nisa.dma_copy"
+    dst, src = _tensor(dst, "dst", instruction), _tensor(src, "src", instruction)
     if src.buffer is core.PSUM:
         raise ModelError("nisa.dma_copy cannot read PSUM; copy the tile to SBUF with nisa.tensor_copy first")
     if dst.buffer is core.PSUM:
         raise ModelError("nisa.dma_copy cannot write PSUM; DMA moves data between HBM and SBUF")
     if dst.size != src.size:
         raise ModelError(f"nisa.dma_copy: dst {dst.shape} and src {src.shape} hold different element counts")
+    mode = "unknown" if dge_mode is None else dge_mode
+    if mode not in _DGE_MODES:
+        raise ModelError(f"{instruction}: dge_mode {dge_mode!r} is not a nisa.dge_mode member "
+                         f"({', '.join(_DGE_MODES)})")
+    dynamic = isinstance(src, core.IndirectView) or isinstance(dst, core.IndirectView)
+    if dynamic and mode not in ("hwdge", "swdge"):
+        operand = "dst" if isinstance(dst, core.IndirectView) else "src"
+        raise ModelError(
+            f"{instruction}: {operand} {(dst if operand == 'dst' else src).name!r} has a dynamic offset "
+            f"(scalar_offset), and dge_mode={mode}: a dynamic address needs descriptors generated when the DMA runs "
+            "(nki/deep-dives/nki-dge.rst: dge_mode.none cannot handle dynamic addresses, dge_mode.unknown leaves it "
+            "to the compiler); pass dge_mode=nisa.dge_mode.hwdge (the hardware DGE, what nki-library passes) or "
+            "nisa.dge_mode.swdge (GpSimd) explicitly")
     for t in (dst, src):
         if t.buffer.on_chip:
             t.alloc.use()
             t.partitions()
-    _write(dst, _read(src, "src", "nisa.dma_copy", dst.shape))
+    run = core.current()
+    if not dynamic and not dst.buffer.on_chip and _same_view(dst, src):  # an HBM fence
+        if dst.buffer is core.SHARED_HBM:
+            run.fences[dst.alloc] = run.step
+    else:
+        _write(dst, _read(src, "src", instruction, dst.shape))
+        if isinstance(dst, core.IndirectView) and dst.buffer is core.SHARED_HBM:
+            run.dynamic_writes[dst.alloc] = run.step
     hbm = src if not src.buffer.on_chip else dst
-    core.current().count("dma", "dma_copy", src.size * src.dtype.itemsize, _contiguous_run(hbm),
-                         isinstance(src, core.IndirectView) or isinstance(dst, core.IndirectView),
-                         reads=(src,), writes=(dst,))
+    run.count("dma", "dma_copy", src.size * src.dtype.itemsize, _contiguous_run(hbm), mode if dynamic else False,
+              reads=(src,), writes=(dst,))
+
+
+_DGE_MODES = ("unknown", "swdge", "hwdge", "none")
+
+
+def _same_view(a: Tensor, b: Tensor) -> bool:
+    """Whether two static views address the same elements in the same order (an HBM fence's dst and src)."""
+    return (a.alloc is b.alloc and a.dtype == b.dtype and a.shape == b.shape and a.data.strides == b.data.strides
+            and a.data.__array_interface__["data"][0] == b.data.__array_interface__["data"][0])
+
+
+def check_fences(outputs) -> None:
+    """At the end of a program: every output (a shared_hbm tensor the kernel returns) this program wrote with a
+    dynamic-offset dma_copy must be fenced after its last such write (``dma_copy``: an HBM fence)."""
+    run = core.current()
+    for out in outputs if isinstance(outputs, tuple) else (outputs,):
+        if not isinstance(out, Tensor) or out.alloc not in run.dynamic_writes:
+            continue
+        last = run.dynamic_writes[out.alloc]
+        if run.fences.get(out.alloc, -1) < last:
+            raise ModelError(
+                f"kernel output {out.name!r}: program {run.program} writes it with a dynamic-offset nisa.dma_copy "
+                f"(the last at instruction {last}, {run.issued[last]}) and does not fence it afterwards: end the "
+                f"kernel with an HBM fence, nisa.dma_copy(dst=view, src=view) on the output or on the region this "
+                "program wrote (nki-library experimental/dynamic_shapes/dynamic_elementwise_add.py: dma_copy(dst="
+                "result, src=result) 'to ensure all DMA writes complete before kernel returns'; with LNC=2 fence "
+                "what this program wrote, the other program's region may not be written yet)")
 
 
 def _contiguous_run(t: Tensor) -> int:
@@ -175,20 +241,56 @@ def memset(dst, value, engine=None, name=None) -> None:
     core.current().count(chosen, "memset", _free(dst), writes=(dst,))
 
 
+MEMSET_INT_LIMIT = 2**24  # integers memset writes exactly (fp32's integers): beyond, exactness is undocumented
+
+
 def _memset_values(dst: Tensor, value) -> np.ndarray:
     """memset's value must match dst's dtype (release notes 0.3.0): a float for float dtypes, an int in the
-    dtype's range for integer ones (written exactly, not through fp32)."""
+    dtype's range for integer ones, within [-2**24, 2**24] (written exactly, not through fp32)."""
     integer = isinstance(value, (int, np.integer)) and not isinstance(value, bool)
     if dst.dtype.kind in "iu":
         info = np.iinfo(dst.dtype)
         if not integer or not info.min <= value <= info.max:
             raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: an "
                              f"integer dst takes an int in {info.min}..{info.max}")
+        if not -MEMSET_INT_LIMIT <= value <= MEMSET_INT_LIMIT:
+            raise ModelError(
+                f"nisa.memset: integer value {value} is outside [-2**24, 2**24]: memset's exactness for larger int32 "
+                "values is not documented (SDK nki/api/nki/isa/__init__.py memset; nl.copy is known to cast through "
+                "fp32, release notes 0.4.0 known issues; NKI_FACTS.md section 14); memset a value within 2**24 and "
+                "build the constant with exact int32 nisa.tensor_tensor adds or multiplies on GpSimd (all-int32 "
+                "operands, engine=nisa.gpsimd_engine)")
         return np.full(dst.shape, value, dst.dtype)
     if not isinstance(value, (float, np.floating)):
         raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: a float "
                          f"dst takes a float value (write {float(value)!r})")
     return np.full(dst.shape, value, np.float32)
+
+
+# --- synchronisation -------------------------------------------------------------------------------------------
+def core_barrier(data, cores, engine=None, name=None) -> None:
+    """``nisa.core_barrier(data, cores)``: every program in ``cores`` waits here until all of them reach it
+    (nki-library: ``nisa.core_barrier(t, (0, 1))`` where the cores of an LNC=2 launch exchange data through t).
+    ``data`` is the on-chip or HBM tensor the barrier is about: writes to it (a shared_hbm tensor) by any program
+    before the barrier are visible to every program after it (assumed: the barrier orders the accesses to its
+    data; the model publishes no other tensor's writes). ``cores`` is a tuple of program ids, in the model all of
+    them: (0,) .. (0, ..., LNC-1). One GpSimd instruction, and part of the program's control flow: every program
+    must reach the same barriers in the same order."""
+    instruction = "nisa.core_barrier"
+    data = _tensor(data, "data", instruction)
+    run = core.current()
+    programs = 1 if run.launch is None else run.launch.lnc
+    if not isinstance(cores, tuple) or cores != tuple(range(programs)):
+        raise ModelError(f"{instruction}: cores must be the tuple of the launch's program ids, "
+                         f"{tuple(range(programs))} at LNC={programs} (the model synchronises every program of a "
+                         f"launch; a tuple, as nki-library passes (0, 1)), got {cores!r}")
+    chosen = _engine(engine, gpsimd_engine, instruction, (gpsimd_engine,))
+    if data.buffer.on_chip:
+        _on_chip(data, "data", instruction, (core.SBUF, core.PSUM))
+    run.count(chosen, "core_barrier", 1, reads=(data,), writes=(data,))
+    run.control_flow.append(("core_barrier", cores))
+    if run.launch is not None:
+        run.launch.schedule.barrier(run.program, (data.alloc,))
 
 
 # --- engines ---------------------------------------------------------------------------------------------------
@@ -452,13 +554,24 @@ def _scalar_tile(t: object, role: str, instruction: str) -> Tensor:
         raise ModelError(f"{instruction}: {role} must be a one-element int32 tensor in SBUF or HBM, got "
                          f"{t.buffer.name} {t.shape} {t.dtype}")
     if t.buffer.on_chip:
+        t.alloc.use()
         t.partitions()
     return t
 
 
+def _writable(reg: VirtualRegister, instruction: str) -> VirtualRegister:
+    """A register an instruction writes: not an nl.fori_loop's induction register, which is read-only."""
+    if reg._induction:
+        raise ModelError(f"{instruction}: dst is an nl.fori_loop's induction register, which is read-only (the body "
+                         "gets i as a read-only VirtualRegister: nl.fori_loop, SDK nki/api/nki/language/__init__.py; "
+                         "nki/deep-dives/nki-dynamic-loops.rst), during the loop or after it; allocate a register of "
+                         "your own with nisa.register_alloc() and write that")
+    return reg
+
+
 def register_move(dst, src) -> None:
     """dst = src: a compile-time int (32-bit) or another register."""
-    dst = _register(dst, "dst", "nisa.register_move")
+    dst = _writable(_register(dst, "dst", "nisa.register_move"), "nisa.register_move")
     if isinstance(src, VirtualRegister):
         if src._value is None and core.current().arithmetic:
             raise ModelError("nisa.register_move: the src register was never written")
@@ -470,7 +583,7 @@ def register_move(dst, src) -> None:
 def register_load(dst, src) -> None:
     """dst = the value of the one-element int32 tensor ``src`` (unknown under counting_only, which computes no
     data)."""
-    dst = _register(dst, "dst", "nisa.register_load")
+    dst = _writable(_register(dst, "dst", "nisa.register_load"), "nisa.register_load")
     src = _scalar_tile(src, "src", "nisa.register_load")
     values = _read(src, "src", "nisa.register_load")
     dst._value = None if values is None else int(values.reshape(-1)[0])
@@ -478,6 +591,8 @@ def register_load(dst, src) -> None:
 
 def register_store(dst, src) -> None:
     """The one-element int32 tensor ``dst`` = the register ``src``."""
+    if isinstance(dst, VirtualRegister):
+        _writable(dst, "nisa.register_store")
     dst = _scalar_tile(dst, "dst", "nisa.register_store")
     src = _register(src, "src", "nisa.register_store")
     if src._value is None and core.current().arithmetic:

@@ -11,7 +11,8 @@ from . import core
 
 __all__ = ["ndarray", "tile_size", "Op", "add", "subtract", "multiply", "copy", "bitwise_and", "float32", "float16",
            "bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool_",
-           "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "program_id", "num_programs", "program_ndim"]
+           "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "program_id", "num_programs", "program_ndim",
+           "NKIObject"]
 
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
@@ -25,6 +26,12 @@ bool_ = np.dtype(np.bool_)
 sbuf, psum = core.SBUF, core.PSUM
 private_hbm = hbm = core.PRIVATE_HBM  # nl.hbm is an alias of nl.private_hbm
 shared_hbm = core.SHARED_HBM
+
+
+class NKIObject:
+    """``nl.NKIObject``: the base of the classes a kernel may use. NKI traces only instances of classes that inherit
+    it (and builtins, plain tuples), reading only the object's ``__dict__`` (nki/get-started/nki-language-guide.rst,
+    class support; NKI_FACTS.md section 14); the model refuses other classes (model/__init__.py)."""
 
 
 class _TileSize:
@@ -62,6 +69,7 @@ class _TileSize:
 tile_size = _TileSize()
 
 
+@core.model_code
 def ndarray(shape, dtype, buffer: core.Buffer = sbuf, name: str = "", address=None) -> core.Tensor:
     """A new tensor in ``buffer``; its memory is not initialized (NaN in the model). ``address`` (manual
     placement) is not modelled."""
@@ -72,7 +80,7 @@ def ndarray(shape, dtype, buffer: core.Buffer = sbuf, name: str = "", address=No
                               "not strings")
     tensor = core.Tensor.allocate(tuple(shape), dtype, buffer, name)
     if buffer.on_chip:
-        allocated_in_body(tensor.alloc)  # a tile of a dynamic loop's body lives per iteration (loops.py)
+        allocated_in_body(tensor.alloc)  # a tile of a dynamic loop's body lives for the whole loop (loops.py)
     return tensor
 
 
