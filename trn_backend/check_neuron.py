@@ -1,7 +1,11 @@
 """``python -m trn_backend check-neuron``: every NKI mode checked against float64, and the device assumptions
 the kernels rest on, on a Neuron device or the model.
 
-Prints the toolchain versions and the device, then runs every mode with an NKI route (fast, native, dd, bf16x6,
+First a compile-and-run gate: every NKI mode (the kernels' modes and ozaki's level sums) runs once, matmul and bmm
+at an asymmetric shape (M, K and N all different, none a multiple of 128), at the runtime's LNC, through the
+kernel layer's NKI route, against float64 within the mode's bound; one line per mode, "compiles and runs" or the
+error. A failure stops there (after the versions and the device) with exit code 1. Then it prints the toolchain
+versions and the device, and runs every mode with an NKI route (fast, native, dd, bf16x6,
 ozaki, sr) through the kernel layer's NKI route (the full mode: host scaling, the kernel, host combination) on a
 few shapes (standard-normal inputs and a cancellation case) and compares each result with a float64 host
 reference: the max componentwise error in units of |A||B| against the mode's published bound, with the time and
@@ -14,7 +18,8 @@ and that our sr kernel is unbiased. Exit code 0 when every row is within its bou
 NeuronCore (or the NKI simulator where nki is installed), whose arithmetic is the model's by construction.
 
 On a device it also measures what the cost model's constants can be fitted to (launch, DMA by run length, compile
-time per shape, the Tensor Engine's efficiency; "not measured" elsewhere). ``--json FILE`` writes everything found;
+time per shape, the Tensor Engine's efficiency, our kernels' times in every mode at a few shapes; "not measured"
+elsewhere). ``--json FILE`` writes everything found;
 ``--calibrate FILE`` fits such a file (kernels/nki/calibrate.py) and writes the calibration file the cost model
 reads.
 """
@@ -40,11 +45,12 @@ import torch
 
 from . import _device, _precision, kernels
 from ._config import config
-from .kernels import nki
+from .kernels import bounds, nki, reference
 from .kernels.nki import calibrate, cost, toolchain
 from .kernels.nki import model as nki_model
 
-__all__ = ["CASES", "MODES", "Assumption", "Case", "Measured", "Row", "Where", "add_arguments", "run", "run_kernel",
+__all__ = ["CASES", "MODES", "GATE_MODES", "GATE_SHAPES", "KERNEL_SHAPES", "Gate", "compile_gate", "gate_lines",
+           "measure_kernels", "Assumption", "Case", "Measured", "Row", "Where", "add_arguments", "run", "run_kernel",
            "run_nki", "run_probe", "cast_counts", "rounding_verdict", "switch_verdict", "unbiased_verdict", "measure",
            "measurement_file", "calibrate_file"]
 
@@ -75,6 +81,17 @@ DMA_TRANSFERS = 4
 DMA_PARTITIONS = 128
 LAUNCH_SHAPE = (128, 1)
 COMPILE_SHAPES = ((1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024), (1, 2048, 2048, 2048))
+# Our kernels' times for the cost model's calibration to compare against (cost.modelled of the same kernel, mode and
+# (B, M, K, N), A as given: not a transposed view): every mode at a few shapes, bmm too (the sr kernel is matmul
+# only), each launched as the kernel layer launches it (dynamic loops, at the runtime's LNC).
+# Shapes large enough that a kernel's time stands well above the launch it is measured less.
+KERNEL_SHAPES = (("matmul", (1, 2048, 2048, 2048)), ("matmul", (1, 4096, 4096, 4096)),
+                 ("matmul", (1, 2048, 4096, 1024)), ("bmm", (4, 1024, 2048, 1024)))
+KERNEL_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")
+# The compile-and-run gate: every kernel mode (nki.MODES) and ozaki's level sums, matmul and bmm at a shape whose
+# M, K and N all differ and none is a multiple of 128 (edge tiles everywhere), before anything else.
+GATE_MODES = (*nki.MODES, "ozaki")
+GATE_SHAPES = (("matmul", (1, 200, 300, 700)), ("bmm", (3, 200, 300, 700)))
 LNC_VARIABLE = nki.LNC_VARIABLE
 LNC_DEFAULT = {name: target.default_lnc for name, target in nki_model.core.TARGETS.items()}  # the runtimes' defaults
 CALIBRATION_VARIABLE = cost.CALIBRATION_VARIABLE  # the calibration file the cost model reads
@@ -89,6 +106,9 @@ def run_kernel(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str) -> torc
     """``kernels.matmul`` / ``kernels.bmm`` in ``mode``: the full mode (host scaling, kernel, host combination),
     on the NKI route when ``_routed`` forces it."""
     return getattr(kernels, kernel)(a, b, mode)
+
+
+run_gate = run_kernel  # the gate's call: the same route (tests swap one without the other)
 
 
 def run_probe(kernel: str, device: torch.device, *args: torch.Tensor) -> torch.Tensor:
@@ -351,6 +371,92 @@ def table(rows: list[Row], time_label: str) -> str:
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
     return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
                      for line in lines)
+
+
+# --- the compile-and-run gate ---
+
+@dataclasses.dataclass(frozen=True)
+class Gate:
+    """One mode through the gate: each run's (what ran, max error, bound), the LNC of the launches, and what went
+    wrong (empty: it compiles, runs and is within its bound everywhere)."""
+
+    mode: str
+    lnc: int | None
+    runs: tuple[tuple[str, float, float], ...] = ()
+    problem: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return not self.problem
+
+    def line(self) -> str:
+        if not self.ok:
+            return f"  {self.mode}: FAIL: {self.problem}"
+        shown = ", ".join(f"{what} {error:.2e} <= {bound:.2e}" for what, error, bound in self.runs)
+        return f"  {self.mode}: compiles and runs; max error <= bound: {shown}"
+
+
+def sr_kernel_bound(K: int) -> float:
+    """The bound of our sr kernel on fp32 data (nki.run, a bf16 result): fast's fp32 engine result (inputs rounded
+    to bf16, fp32 accumulation), then one stochastic rounding to bf16, which moves it by less than one bf16 ulp:
+    the sr bound of kernels/bounds.py with fp32 operands and a bf16 output."""
+    pre = bounds.split_pre(1, torch.float32, K)
+    return pre + 2 * bounds.U_BF16 * (1 + pre)
+
+
+def _gate_shape(kernel: str, bmkn: tuple[int, int, int, int]) -> str:
+    return "x".join(map(str, bmkn[1:] if kernel == "matmul" else bmkn))
+
+
+def gate_mode(mode: str, where: Where, seed: int) -> Gate:
+    """``mode`` once per GATE_SHAPES through the kernel layer's NKI route (the full mode: host scaling, the kernel,
+    host combination; ozaki's kernel is its level sums), against float64; for sr also the sr kernel itself. The
+    first failure (a raise, a missed NKI route, an error beyond the bound) ends the mode's gate."""
+    lnc = None
+    runs = []
+    what = mode
+    try:
+        lnc = nki.lnc()
+        for i, (kernel, bmkn) in enumerate(GATE_SHAPES):
+            what = f"{kernel} {_gate_shape(kernel, bmkn)}"
+            case = Case(kernel, *bmkn)
+            a, b = operands(case, np.random.default_rng([seed, i]))
+            da, db = _on(where, a, b, case)
+            with _routed(where), kernels.count_calls() as calls:
+                c = run_gate(kernel, da, db, mode)
+            if not calls[f"nki.{kernel}", mode]:
+                return Gate(mode, lnc, tuple(runs), f"{what}: the NKI route did not run (kernels.{kernel} ran "
+                                                    f"{mode} without nki.{kernel})")
+            runs.append((what, componentwise_error(c.cpu(), a, b), _precision.error_bound(mode, torch.float32,
+                                                                                          case.K)))
+            if not runs[-1][1] <= runs[-1][2]:  # NaN fails too
+                break
+            if mode == "sr" and kernel == "matmul":  # the kernel layer runs fast's kernel for float results
+                what = f"the sr kernel {_gate_shape(kernel, bmkn)}, bf16 result"
+                c = run_nki("matmul", da, db, "sr", seed=seed)
+                runs.append((what, componentwise_error(c.cpu().float(), a, b), sr_kernel_bound(case.K)))
+                if not runs[-1][1] <= runs[-1][2]:
+                    break
+        else:
+            return Gate(mode, lnc, tuple(runs))
+        what, error, bound = runs[-1]
+        return Gate(mode, lnc, tuple(runs), f"{what}: max error {error:.2e} beyond the bound {bound:.2e}")
+    except Exception as e:  # the error is the gate's line
+        return Gate(mode, lnc, tuple(runs), f"{what}: {type(e).__name__}: {e}")
+
+
+def compile_gate(where: Where, seed: int) -> list[Gate]:
+    """Every GATE_MODES mode through ``gate_mode``."""
+    return [gate_mode(mode, where, seed) for mode in GATE_MODES]
+
+
+def gate_lines(where: Where, gate: Sequence[Gate]) -> list[str]:
+    """The gate's heading and one line per mode."""
+    lnc = sorted({g.lnc for g in gate if g.lnc is not None})
+    shapes = ", ".join(f"{kernel} {_gate_shape(kernel, bmkn)}" for kernel, bmkn in GATE_SHAPES)
+    return [f"compile-and-run gate (each mode once through the kernel layer's NKI route on {where.engine}, "
+            f"{shapes}, at LNC={'/'.join(map(str, lnc)) or '?'}, against float64 within its bound):",
+            *(g.line() for g in gate)]
 
 
 # --- device assumptions ---
@@ -654,6 +760,7 @@ class Measured:
     dma: list[dict[str, float]] = dataclasses.field(default_factory=list)
     compile: list[dict[str, object]] = dataclasses.field(default_factory=list)
     tensor: dict[str, object] | None = None
+    kernels: list[dict[str, object]] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
 
 
@@ -724,6 +831,51 @@ def measure_compile(where: Where, generation: str, launch_s: float) -> tuple[lis
     return rows, {"bmkn": largest["bmkn"], "seconds": largest["warm_s"] - launch_s, "tensor_s": largest["tensor_s"]}
 
 
+def _timed_call(kernel: str, mode: str, a: torch.Tensor, b: torch.Tensor,
+                device: torch.device) -> Callable[[], torch.Tensor]:
+    """A call of our ``kernel`` in ``mode`` on the device as cost.modelled counts it: fast on bf16 operands, native,
+    dd, bf16x6 and sr on fp32 (split or rounded on chip), ozaki on its default slices' bf16 digits (nki.level_sums:
+    the kernel, then the int64 sum of its K-block sums)."""
+    if mode == "ozaki":
+        slices = reference.ozaki_default_slices(torch.float32)
+        generator = torch.Generator().manual_seed(slices)
+
+        def digits(x: torch.Tensor) -> list[torch.Tensor]:  # exact bf16 integers: the first of 9 bits, then 8
+            return [torch.randint(-256 if t == 0 else -128, 257 if t == 0 else 129, x.shape, generator=generator)
+                    .to(torch.bfloat16).to(device) for t in range(slices)]
+
+        a_digits, b_digits = digits(a), digits(b)
+        return lambda: nki.level_sums(a_digits, b_digits)[2]
+    dtype = torch.bfloat16 if mode == "fast" else torch.float32
+    da, db = a.to(dtype).to(device), b.to(dtype).to(device)
+    return lambda: run_nki(kernel, da, db, mode)
+
+
+def measure_kernels(where: Where, launch_s: float, problems: list[str] | None = None) -> list[dict[str, object]]:
+    """Per KERNEL_SHAPES and KERNEL_MODES (sr: matmul only): our kernel's median time less the warm launch, with
+    the LNC it launched at and A's layout (not a transposed view): the rows the cost model's calibration compares
+    with cost.modelled. A time not above the launch is left out, said in ``problems``."""
+    rows = []
+    generator = torch.Generator().manual_seed(len(KERNEL_SHAPES))
+    lnc = nki.lnc()
+    for kernel, bmkn in KERNEL_SHAPES:
+        b, m, k, n = bmkn
+        lead = (b,) if kernel == "bmm" else ()
+        a, bb = torch.randn(*lead, m, k, generator=generator), torch.randn(*lead, k, n, generator=generator)
+        for mode in KERNEL_MODES:
+            if mode == "sr" and kernel != "matmul":
+                continue
+            seconds = median_seconds(_timed_call(kernel, mode, a, bb, where.device))
+            if seconds <= launch_s:
+                if problems is not None:
+                    problems.append(f"kernels: nki.{kernel}[{mode}] {_gate_shape(kernel, bmkn)} took "
+                                    f"{cost.format_seconds(seconds)}, not above the launch: left out")
+                continue
+            rows.append({"kernel": kernel, "mode": mode, "bmkn": list(bmkn), "lnc": lnc, "a_transposed": False,
+                         "seconds": seconds - launch_s})
+    return rows
+
+
 def measure(where: Where, generation: str) -> Measured:
     """Every calibration measurement on a device; on the CPU nothing but the LNC line (there is nothing to time)."""
     measured = Measured(logical_cores(where, generation))
@@ -731,7 +883,8 @@ def measure(where: Where, generation: str) -> Measured:
         return measured
     steps = (("launch", lambda: measure_launch(where)),
              ("dma", lambda: measure_dma(where, measured.launch["warm_s"])),
-             ("compile", lambda: measure_compile(where, generation, measured.launch["warm_s"])))
+             ("compile", lambda: measure_compile(where, generation, measured.launch["warm_s"])),
+             ("kernels", lambda: measure_kernels(where, measured.launch["warm_s"], measured.problems)))
     for name, step in steps:
         if name != "launch" and measured.launch is None:
             measured.problems.append(f"{name}: not measured (it subtracts the launch, which did not run)")
@@ -782,6 +935,13 @@ def measurement_lines(where: Where, measured: Measured) -> list[str]:
     lines.append(f"  Tensor Engine efficiency, nki.matmul[fast] {largest}: " + (
         f"{fmt(tensor['seconds'])} measured (less the launch) against {fmt(tensor['tensor_s'])} modelled at the "
         f"full rate: {tensor['tensor_s'] / tensor['seconds']:.1%}" if tensor and tensor["seconds"] > 0 else absent))
+    if not measured.kernels:
+        lines.append(f"  our kernels in every mode at {len(KERNEL_SHAPES)} shapes (less the launch): {absent}")
+    for kernel, bmkn in KERNEL_SHAPES:
+        rows = [r for r in measured.kernels if r["kernel"] == kernel and tuple(r["bmkn"]) == tuple(bmkn)]
+        if rows:
+            lines.append(f"  nki.{kernel} {_gate_shape(kernel, bmkn)} at LNC={rows[0]['lnc']} (less the launch): "
+                         + ", ".join(f"{r['mode']} {fmt(r['seconds'])}" for r in rows))
     lines += [f"  {problem}" for problem in measured.problems]
     return lines
 
@@ -792,8 +952,10 @@ def _finite(value: float | None) -> float | None:
 
 
 def measurement_file(where: Where, generation: str, rows: list[Row], found: list[Assumption],
-                     measured: Measured) -> dict[str, object]:
-    """Everything check-neuron found, as the measurement file ``--json`` writes and ``--calibrate`` reads."""
+                     measured: Measured, gate: Sequence[Gate] = ()) -> dict[str, object]:
+    """Everything check-neuron found, as the measurement file ``--json`` writes and ``--calibrate`` reads.
+    ``kernels``: rows {"kernel", "mode", "bmkn", "lnc", "a_transposed", "seconds"}, our kernels' median times less
+    the warm launch (empty where nothing was measured: the CPU model)."""
     return {
         "format": calibrate.FORMAT,
         "versions": dict(versions()),
@@ -807,6 +969,10 @@ def measurement_file(where: Where, generation: str, rows: list[Row], found: list
         "dma": measured.dma,
         "compile": measured.compile,
         "tensor": measured.tensor,
+        "kernels": measured.kernels,
+        "gate": [{"mode": g.mode, "ok": g.ok, "lnc": g.lnc, "problem": g.problem,
+                  "runs": [{"what": what, "error": _finite(error), "bound": bound} for what, error, bound in g.runs]}
+                 for g in gate],
         "problems": measured.problems,
     }
 
@@ -859,7 +1025,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _header(where: Where, generation: str) -> None:
     """The versions and the device."""
-    print("trn_backend check-neuron")
     width = max(len(name) for name, _ in versions())
     for name, version in versions():
         print(f"  {name.ljust(width)}  {version}")
@@ -895,9 +1060,16 @@ def run(args: argparse.Namespace) -> int:
         return calibrate_file(args.calibrate, args.calibration_out)
     started = time.perf_counter()
     where = find_where(args.generation)
-    _header(where, args.generation)
-    # first: their subprocesses need the NeuronCore unclaimed
+    # first, silently: their subprocesses need the NeuronCore unclaimed (the gate claims it)
     switches = (stochastic_switch(where, args.seed, False), stochastic_switch(where, args.seed, True))
+    print("trn_backend check-neuron")
+    with _simulating(where, args.generation):
+        gate = compile_gate(where, args.seed)
+    print("\n".join(gate_lines(where, gate)))
+    print()
+    _header(where, args.generation)
+    if not all(g.ok for g in gate):
+        return _gate_failed(args, where, gate, started)
     time_label = f"time (measured, median of {REPEATS})" if where.measured else f"time (modelled, {args.generation})"
     with _simulating(where, args.generation):
         rows = [check(case, mode, where, args.generation, (args.seed, i))
@@ -913,7 +1085,20 @@ def run(args: argparse.Namespace) -> int:
     print()
     print("\n".join(measurement_lines(where, measured)))
     if args.json:
-        Path(args.json).write_text(json.dumps(measurement_file(where, args.generation, rows, found, measured),
+        Path(args.json).write_text(json.dumps(measurement_file(where, args.generation, rows, found, measured, gate),
                                               indent=2) + "\n")
         print(f"\nwrote {args.json}")
     return _summary(rows, found, where, started)
+
+
+def _gate_failed(args: argparse.Namespace, where: Where, gate: Sequence[Gate], started: float) -> int:
+    """After a failed gate: the measurement file (the gate and the versions; nothing else ran) and the verdict."""
+    if args.json:
+        empty = Measured(logical_cores(where, args.generation))
+        Path(args.json).write_text(json.dumps(measurement_file(where, args.generation, [], [], empty, gate),
+                                              indent=2) + "\n")
+        print(f"wrote {args.json}\n")
+    failed = [g.mode for g in gate if not g.ok]
+    print(f"check-neuron: FAIL: the compile-and-run gate failed for {', '.join(failed)} on {where.engine}; nothing "
+          f"else ran ({time.perf_counter() - started:.1f} s)")
+    return 1

@@ -1,7 +1,7 @@
-"""``python -m trn_backend check-neuron`` on the CPU model: the header, a row per case and mode within its bound
-through the NKI route, the device assumptions section, the exit code of a wrong kernel, a missed route and a
-biased sr kernel, the verdict helpers on made-up values, and the measured path with the CPU standing in for a
-device."""
+"""``python -m trn_backend check-neuron`` on the CPU model: the compile-and-run gate first (and what a failing mode
+does to the command), the header, a row per case and mode within its bound through the NKI route, the device
+assumptions section, the exit code of a wrong kernel, a missed route and a biased sr kernel, the verdict helpers
+on made-up values, and the measured path with the CPU standing in for a device (our kernels' times included)."""
 
 from __future__ import annotations
 
@@ -26,6 +26,14 @@ from trn_backend.__main__ import main
 
 # two small cases (a matmul and a bmm) for the tests of failure paths: every mode still runs on each
 SMALL = (check_neuron.Case("matmul", 1, 128, 128, 128), check_neuron.Case("bmm", 2, 64, 130, 96))
+FULL_GATE = check_neuron.GATE_SHAPES  # the real gate runs once, in the module's full run
+SMALL_GATE = (("matmul", (1, 3, 5, 7)), ("bmm", (2, 3, 5, 7)))  # elsewhere: M, K, N still all different
+
+
+@pytest.fixture(autouse=True)
+def small_gate(monkeypatch):
+    """Every test's own runs pass a small gate (the module's full run, set up before, keeps the real one)."""
+    monkeypatch.setattr(check_neuron, "GATE_SHAPES", SMALL_GATE)
 
 
 def _row(case: check_neuron.Case, mode: str, result: str = "ok") -> re.Pattern[str]:
@@ -53,6 +61,7 @@ def _the_cpu_as_a_device(monkeypatch) -> None:
     monkeypatch.setattr(check_neuron, "DMA_RUN_BYTES", (256, 512))
     monkeypatch.setattr(check_neuron, "DMA_PARTITION_BYTES", (512, 1024))
     monkeypatch.setattr(check_neuron, "COMPILE_SHAPES", ((1, 128, 128, 128), (1, 128, 256, 256)))
+    monkeypatch.setattr(check_neuron, "KERNEL_SHAPES", (("matmul", (1, 3, 5, 7)), ("bmm", (2, 3, 5, 7))))
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +72,7 @@ def model_json(tmp_path_factory) -> tuple[int, str, dict]:
     path = tmp_path_factory.mktemp("check") / "measured.json"
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(check_neuron, "cast_counts", lambda *args: spawned.append(args) or {})
+        patch.setattr(check_neuron, "GATE_SHAPES", FULL_GATE)
         out = io.StringIO()
         with contextlib.redirect_stdout(out):
             code = main(["check-neuron", "--json", str(path)])
@@ -95,6 +105,74 @@ def test_on_the_cpu_model_every_case_and_mode_is_within_its_bound(model_run):
     assert f"check-neuron: ok; {rows}/{rows} cases within their bounds" in out
 
 
+def test_the_gate_runs_first_and_every_mode_compiles_and_runs(model_json):
+    code, out, data = model_json
+    lines = out.splitlines()
+    assert lines[0] == "trn_backend check-neuron"
+    assert lines[1].startswith("compile-and-run gate (each mode once through the kernel layer's NKI route on the "
+                               "CPU model of a trn2 NeuronCore, matmul 200x300x700, bmm 3x200x300x700, at LNC=2")
+    modes = list(check_neuron.GATE_MODES)
+    assert set(modes) == set(check_neuron.nki.MODES) | {"ozaki"}  # every kernel mode and ozaki's level sums
+    for line, mode in zip(lines[2:2 + len(modes)], modes, strict=True):
+        assert line.startswith(f"  {mode}: compiles and runs; max error <= bound: matmul 200x300x700 "), line
+        assert (" bmm 3x200x300x700 " in line) and "FAIL" not in line
+    assert "the sr kernel 200x300x700, bf16 result" in lines[2 + modes.index("sr")]
+    assert lines[2 + len(modes)] == "" and lines[3 + len(modes)].startswith("  NKI toolchain")  # then the header
+    assert [g["mode"] for g in data["gate"]] == modes
+    # the model's runtime LNC: trn2's default, 2 (NEURON_LOGICAL_NC_CONFIG unset in the test environment)
+    assert all(g["ok"] and g["lnc"] == check_neuron.LNC_DEFAULT["trn2"] == 2 for g in data["gate"])
+    assert all(r["error"] <= r["bound"] for g in data["gate"] for r in g["runs"])
+
+
+def test_the_gate_shapes_are_asymmetric_edges():
+    (kernel, (b, m, k, n)), (batched, (batch, *mkn)) = FULL_GATE
+    assert kernel == "matmul" and b == 1 and batched == "bmm" and batch == 3 and mkn == [m, k, n]
+    assert len({m, k, n}) == 3 and all(d % 128 for d in (m, k, n))  # every tile dimension has an edge
+
+
+def test_a_mode_that_fails_the_gate_stops_the_command(monkeypatch, capsys, tmp_path):
+    right = check_neuron.run_gate
+
+    def broken(kernel, a, b, mode):
+        if mode == "dd":
+            raise RuntimeError("compilation failed")
+        if mode == "native" and kernel == "bmm":
+            c = right(kernel, a, b, mode)
+            return c + 0.05 * c.abs().max()
+        return right(kernel, a, b, mode)
+
+    table = []
+    monkeypatch.setattr(check_neuron, "run_gate", broken)
+    monkeypatch.setattr(check_neuron, "check", lambda *args: table.append(args))
+    path = tmp_path / "measured.json"
+    assert main(["check-neuron", "--json", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "  dd: FAIL: matmul 3x5x7: RuntimeError: compilation failed" in out.splitlines()
+    assert re.search(r"^  native: FAIL: bmm 2x3x5x7: max error \S+ beyond the bound \S+$", out, re.MULTILINE)
+    assert re.search(r"^  fast: compiles and runs; ", out, re.MULTILINE)
+    assert "  NKI toolchain" in out and "device: no Neuron device" in out  # what a report of the failure needs
+    assert not table and "device assumptions (" not in out and "measurements (" not in out  # nothing else ran
+    assert re.search(r"check-neuron: FAIL: the compile-and-run gate failed for native, dd on the CPU model of a trn2 "
+                     r"NeuronCore; nothing else ran", out)
+    data = json.loads(path.read_text())
+    assert [g["mode"] for g in data["gate"] if not g["ok"]] == ["native", "dd"]
+    assert data["table"] == [] and data["kernels"] == [] and data["probes"] == []
+
+
+def test_a_mode_that_misses_its_nki_route_fails_the_gate(monkeypatch, capsys):
+    right = check_neuron.run_gate
+
+    def torch_route(kernel, a, b, mode):
+        with config.set(nki="off" if mode == "ozaki" else config.nki):
+            return right(kernel, a, b, mode)
+
+    monkeypatch.setattr(check_neuron, "run_gate", torch_route)
+    assert main(["check-neuron"]) == 1
+    out = capsys.readouterr().out
+    assert "  ozaki: FAIL: matmul 3x5x7: the NKI route did not run (kernels.matmul ran ozaki without nki.matmul)" \
+        in out.splitlines()
+
+
 def test_device_assumptions_on_the_model(model_run):
     _, out = model_run
     assert "device assumptions (undocumented; informational, except the sr kernel: ours):" in out
@@ -121,7 +199,7 @@ def test_on_the_cpu_model_nothing_is_timed(model_run):
     _, out = model_run
     section = out.split("measurements (the cost model's calibration inputs")[1].split("\n\n")[0].splitlines()[1:]
     rows = [line for line in section if not line.startswith("  LNC")]
-    assert len(rows) == 1 + len(check_neuron.DMA_RUN_BYTES) + len(check_neuron.COMPILE_SHAPES) + 1
+    assert len(rows) == 1 + len(check_neuron.DMA_RUN_BYTES) + len(check_neuron.COMPILE_SHAPES) + 1 + 1
     for line in rows:
         assert line.endswith(": not measured (CPU model)"), line
         assert not re.search(r"\d+(\.\d+)? ?(s|ms|us|ns|GB/s|%)\b", line), line
@@ -135,6 +213,7 @@ def test_the_measurement_file_on_the_cpu_model(model_json):
     assert data["device"]["measured"] is False and data["device"]["generation"] == "trn2"
     assert data["lnc"]["value"] is None
     assert data["launch"] is None and data["tensor"] is None and data["dma"] == [] and data["compile"] == []
+    assert data["kernels"] == []  # nothing is measured on the model
     assert [p["claim"].split(" ")[0] for p in data["probes"]] == ["a.", "a2.", "b.", "c.", "c3.", "c2.", "d."]
     assert not any(p["verdict"] == "verified" for p in data["probes"])
     assert len(data["table"]) == len(check_neuron.CASES) * len(check_neuron.MODES)
@@ -245,7 +324,41 @@ def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, 
     assert [r["bmkn"] for r in data["compile"]] == [[1, 128, 128, 128], [1, 128, 256, 256]]
     assert data["compile"][0]["instructions"] < data["compile"][1]["instructions"]
     assert data["tensor"]["bmkn"] == [1, 128, 256, 256] and data["tensor"]["tensor_s"] > 0
-    assert data["problems"] == []
+    # our kernels, every mode at each shape (the sr kernel is matmul only), at the runtime's LNC; on the CPU's
+    # clock a tiny kernel may not take longer than the launch probe: such a time is left out, and said
+    expected = [f"nki.matmul[{mode}] 3x5x7" for mode in ("fast", "native", "dd", "bf16x6", "ozaki", "sr")] + [
+        f"nki.bmm[{mode}] 2x3x5x7" for mode in ("fast", "native", "dd", "bf16x6", "ozaki")]
+    rows = [f"nki.{r['kernel']}[{r['mode']}] {'x'.join(map(str, r['bmkn'][1 if r['kernel'] == 'matmul' else 0:]))}"
+            for r in data["kernels"]]
+    left_out = [p.removeprefix("kernels: ").split(" took ")[0] for p in data["problems"]]
+    assert sorted(rows + left_out) == sorted(expected)
+    assert all(p.startswith("kernels: ") and p.endswith(", not above the launch: left out") for p in data["problems"])
+    assert all(r["lnc"] == 1 and r["a_transposed"] is False and r["seconds"] > 0 for r in data["kernels"])
+    assert all(g["ok"] and g["lnc"] == 1 for g in data["gate"])
+
+
+def test_our_kernels_are_timed_in_every_mode(monkeypatch):
+    # the CPU stands in for the device: every mode's kernel at each shape, as cost.modelled counts it
+    _the_cpu_as_a_device(monkeypatch)
+    where = check_neuron.find_where("trn2")
+    problems = []
+    rows = check_neuron.measure_kernels(where, 0.0, problems)
+    assert problems == []
+    assert [(r["kernel"], r["mode"], r["bmkn"]) for r in rows] == [
+        ("matmul", mode, [1, 3, 5, 7]) for mode in ("fast", "native", "dd", "bf16x6", "ozaki", "sr")] + [
+        ("bmm", mode, [2, 3, 5, 7]) for mode in ("fast", "native", "dd", "bf16x6", "ozaki")]
+    assert all(set(r) == {"kernel", "mode", "bmkn", "lnc", "a_transposed", "seconds"} for r in rows)
+    assert all(r["lnc"] == 2 and r["seconds"] > 0 for r in rows)  # NEURON_LOGICAL_NC_CONFIG unset: trn2's 2
+    assert check_neuron.measure_kernels(where, 1e9, problems) == [] and len(problems) == len(rows)
+    line = "\n".join(check_neuron.measurement_lines(where, check_neuron.Measured({"value": 2, "how": ""},
+                                                                                 kernels=rows)))
+    assert re.search(r"^  nki\.bmm 2x3x5x7 at LNC=2 \(less the launch\): fast \S+ \S+, native ", line, re.MULTILINE)
+
+
+def test_the_kernel_shapes_stand_above_the_launch():
+    # the default shapes: at least 2048^3's FLOPs in every row, whose modelled kernel times exceed the 0.4 ms launch
+    assert {kernel for kernel, _ in check_neuron.KERNEL_SHAPES} == {"matmul", "bmm"}
+    assert all(2 * b * m * k * n >= 2 * 2048**3 for _, (b, m, k, n) in check_neuron.KERNEL_SHAPES)
 
 
 def test_a_switch_probe_that_fails_is_informational(monkeypatch, capsys):
