@@ -5,11 +5,11 @@ First a compile-and-run gate: every NKI mode (the kernels' modes and ozaki's lev
 at an asymmetric shape (M, K and N all different, none a multiple of 128), at the runtime's LNC, through the
 kernel layer's NKI route, against float64 within the mode's bound; one line per mode, "compiles and runs" or the
 error. A failure stops there (after the versions and the device) with exit code 1. Then it prints the toolchain
-versions and the device, and runs every mode with an NKI route (fast, native, dd, bf16x6,
-ozaki, sr) through the kernel layer's NKI route (the full mode: host scaling, the kernel, host combination) on a
-few shapes (standard-normal inputs and a cancellation case) and compares each result with a float64 host
-reference: the max componentwise error in units of |A||B| against the mode's published bound, with the time and
-TFLOPS (measured on a device; the kernel's, from the cost model, without one). A row whose NKI route did not run
+versions and the device, and runs every mode with an NKI route (fast, native, dd, bf16x6, ozaki, sr) through the
+kernel layer's NKI route (the full mode: host scaling, the kernel, host combination) on a few shapes
+(standard-normal inputs and a cancellation case) and compares each result with a float64 host reference: the max
+componentwise error in units of |A||B| against the mode's published bound, with the time and TFLOPS (measured on
+a device; the kernel's, from the cost model, without one). A row whose NKI route did not run
 fails. Then the device assumptions the documentation leaves open: correct rounding of fp32 vector add and
 subtract, the order and rounding of PSUM accumulation, whether the runtime's stochastic-rounding switch reaches
 casts inside NKI kernels, the precision of fp32 Tensor Engine products (each verified or refuted on a device),
@@ -19,9 +19,8 @@ NeuronCore (or the NKI simulator where nki is installed), whose arithmetic is th
 
 On a device it also measures what the cost model's constants can be fitted to (launch, DMA by run length, compile
 time per shape, the Tensor Engine's efficiency, our kernels' times in every mode at a few shapes; "not measured"
-elsewhere). ``--json FILE`` writes everything found;
-``--calibrate FILE`` fits such a file (kernels/nki/calibrate.py) and writes the calibration file the cost model
-reads.
+elsewhere). ``--json FILE`` writes everything found; ``--calibrate FILE`` fits such a file
+(kernels/nki/calibrate.py) and writes the calibration file the cost model reads.
 """
 
 from __future__ import annotations
