@@ -22,8 +22,9 @@ accumulation group (accumulate=False, then True here: the model rejects adding o
 nki-autotune hand kernel (awslabs/nki-autotune, ``kernel_library/matmul/lhsT_rhs/kernel_hand_90.92mfu.py``,
 described in ``kernel_library/README.md``): 2048^3 bf16, ``hand_2048``. N blocks of 512 outermost, K blocks of
 1024, M blocks of 512; every load and store moves [128, 512] bf16 (1 KiB runs); lhsT is reloaded per N block;
-per output tile a memset PSUM tile, 8 matmuls, a copy of PSUM into a bf16 tile and a bf16 add into the SBUF
-result. The engines of its memset, copy and add are left to the compiler there (the Vector Engine here).
+per output tile a PSUM tile zeroed by a memset, 8 matmuls, a copy of PSUM into a bf16 tile and a bf16 add into the
+SBUF result. As in the tutorial ports, the zeroing is the group's first matmul (accumulate=False), not a memset
+instruction; the engines of its copy and add are left to the compiler there (the Vector Engine here).
 
 ``POINTS``: the published times, each with its source; ``estimate(point)`` runs a port on the CPU model's target
 (counting only) and prices it.
@@ -236,7 +237,6 @@ def _hand_n_block(out, lhs_t, rhs, result, n, k_size, m_size):
 
 def _hand_output_tile(total, lhs_tiles, rhs_tiles, i):
     psum = nl.ndarray((TILE_M, HAND_N), dtype=nl.float32, buffer=nl.psum)
-    nisa.memset(dst=psum, value=0.0)
     _accumulate(psum, [tile[:, i * TILE_M:(i + 1) * TILE_M] for tile in lhs_tiles], rhs_tiles)
     partial = nl.ndarray((TILE_M, HAND_N), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.tensor_copy(dst=partial, src=psum)
