@@ -12,29 +12,57 @@ keys (each empty or null where nothing was measured, as on the CPU model):
 
 A constant whose measurement is absent keeps its default (``Fit.kept`` says why); a measurement present but too
 thin to fit, or fitting to a non-physical value (a negative rate, size or time), raises a ValueError naming it.
+
+A fifth key is read but never fitted: ``kernels``, rows ``{"kernel": "matmul" | "bmm", "mode", "bmkn": [b, m, k, n],
+"lnc", "seconds"}`` (optionally ``"a_transposed"``, default false): our kernels measured on the device (their
+dynamic loops, at the LNC they ran). ``Fit.kernels`` holds, per row, the model's time under the fitted calibration
+and its error against the measurement: an out-of-sample check of the schedule, not an input to it. ``seconds``
+is taken as the kernel's time (as check-neuron's other probes, less the warm launch).
+
+``fit_published`` is the other fit: the cost model's two constants fitted to published kernel times (the
+calibration points of docs/trainium.md), with each point's error when the fit leaves it out.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from . import cost
 
-__all__ = ["FORMAT", "Fit", "fit"]
+__all__ = ["FORMAT", "Fit", "KernelCheck", "fit", "PublishedFit", "fit_published"]
 
 FORMAT = "trn_backend check-neuron measurements, version 1"  # the measurement file's "format" field
 
 
 @dataclasses.dataclass(frozen=True)
+class KernelCheck:
+    """One measured call of our kernels against the model's time for it (out of sample: nothing is fitted to it)."""
+
+    kernel: str
+    mode: str
+    bmkn: tuple[int, int, int, int]
+    lnc: int
+    measured_s: float
+    modelled_s: float
+
+    @property
+    def error(self) -> float:
+        """modelled / measured - 1 (positive: the model is slower than the device)."""
+        return self.modelled_s / self.measured_s - 1
+
+
+@dataclasses.dataclass(frozen=True)
 class Fit:
-    """The fitted calibration, and for each field left at its default, why."""
+    """The fitted calibration, for each field left at its default why, and the model's error on each measured
+    kernel call under the fitted calibration (``kernels``: empty when the file has none)."""
 
     calibration: cost.Calibration
     kept: dict[str, str]
+    kernels: tuple[KernelCheck, ...] = ()
 
 
 def _number(row: Mapping, key: str, what: str) -> float:
@@ -111,9 +139,45 @@ def _compile(rows: Sequence[Mapping]) -> dict[str, float]:
     return found
 
 
-def fit(data: Mapping, source: str) -> Fit:
+def _kernel_rows(data: Mapping) -> list[tuple[str, str, tuple[int, int, int, int], int, bool, float]]:
+    """The ``kernels`` rows as (kernel, mode, bmkn, lnc, a_transposed, seconds), checked."""
+    rows = []
+    for i, row in enumerate(_rows(data, "kernels")):
+        what = f"kernels row {i}"
+        if not isinstance(row, Mapping):
+            raise ValueError(f"calibrate: {what} is a {type(row).__name__}, expected an object")
+        kernel, mode, bmkn, lnc = row.get("kernel"), row.get("mode"), row.get("bmkn"), row.get("lnc")
+        if kernel not in ("matmul", "bmm"):
+            raise ValueError(f"calibrate: {what}'s 'kernel' is {kernel!r}, expected 'matmul' or 'bmm'")
+        if not isinstance(mode, str):
+            raise ValueError(f"calibrate: {what}'s 'mode' is {mode!r}, expected a mode name")
+        if not isinstance(bmkn, (list, tuple)) or len(bmkn) != 4 or \
+                not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in bmkn):
+            raise ValueError(f"calibrate: {what}'s 'bmkn' is {bmkn!r}, expected [b, m, k, n] of positive ints")
+        if lnc not in (1, 2) or isinstance(lnc, bool):
+            raise ValueError(f"calibrate: {what}'s 'lnc' is {lnc!r}, expected 1 or 2")
+        seconds = _number(row, "seconds", what)
+        if seconds <= 0:
+            raise ValueError(f"calibrate: {what}'s 'seconds' is {seconds!r}; a measured time is positive")
+        transposed = row.get("a_transposed", False)
+        if not isinstance(transposed, bool):
+            raise ValueError(f"calibrate: {what}'s 'a_transposed' is {transposed!r}, expected true or false")
+        rows.append((kernel, mode, tuple(bmkn), lnc, transposed, seconds))
+    return rows
+
+
+def _modelled_kernel(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation: str, lnc: int,
+                     a_transposed: bool, calibration: cost.Calibration) -> float:
+    """The cost model's time of ``nki.<kernel>[<mode>]`` as the kernel layer calls it, at ``lnc``."""
+    return cost.modelled(kernel, cost.runs_as(mode), bmkn, generation, a_transposed, lnc=lnc,
+                         calibration=calibration).seconds
+
+
+def fit(data: Mapping, source: str, model: Callable[..., float] = _modelled_kernel) -> Fit:
     """The calibration the measurements in ``data`` (a check-neuron --json object) determine, defaults elsewhere;
-    ``source`` (the measurement file) goes into its ``source`` field."""
+    ``source`` (the measurement file) goes into its ``source`` field. Each ``kernels`` row is then priced under
+    that calibration by ``model(kernel, mode, bmkn, generation, lnc, a_transposed, calibration)`` (seconds; the
+    cost model's by default) on the file's generation (``device.generation``, else trn2)."""
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
         raise ValueError(f"calibrate: {source} is not a check-neuron --json measurement file (format {got!r}, "
@@ -146,4 +210,86 @@ def fit(data: Mapping, source: str) -> Fit:
         found["tensor_efficiency"] = min(1.0, modelled / seconds)  # above 1: the model's rate is a ceiling
     else:
         kept["tensor_efficiency"] = f"Tensor Engine time {absent}"
-    return Fit(dataclasses.replace(cost.Calibration(), source=source, **found), kept)
+    calibration = dataclasses.replace(cost.Calibration(), source=source, **found)
+    device = data.get("device")
+    generation = device.get("generation") if isinstance(device, Mapping) else None
+    generation = generation if generation in cost.GENERATIONS else "trn2"
+    checks = tuple(KernelCheck(kernel, mode, bmkn, lnc, seconds,
+                               model(kernel, mode, bmkn, generation, lnc, transposed, calibration))
+                   for kernel, mode, bmkn, lnc, transposed, seconds in _kernel_rows(data))
+    return Fit(calibration, kept, checks)
+
+
+# --- the published calibration points --------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class PublishedFit:
+    """The cost model's fitted constants (``cost.Calibration.tensor_efficiency`` and trn1's DMA rate,
+    ``cost.TRN1.dma_bytes_per_s``), each point's error at them (``errors``: in sample, modelled / published - 1)
+    and its error when the fit leaves it out (``left_out``: the constants refitted to the other points)."""
+
+    tensor_efficiency: float
+    trn1_dma_bytes_per_s: float
+    errors: dict[str, float]
+    left_out: dict[str, float]
+
+
+def _least_squares(names: Sequence[str], seconds: Callable[[str, float, float], float], published: Mapping[str, float],
+                   start: tuple[float, float], slopes: Mapping[str, np.ndarray] | None = None,
+                   steps: int = 10) -> tuple[float, float, dict[str, np.ndarray]]:
+    """(efficiency, rate) minimizing the sum over ``names`` of log(modelled / published)^2, and each point's
+    slopes (d log modelled / d log constant). Gauss-Newton in the logarithms of the two constants with the
+    slopes taken once, by finite differences at ``start`` (or given: a refit reuses them), a step that does not
+    improve halved; the efficiency is capped at 1 (the model's rate is a ceiling)."""
+    theta = np.log(np.array(start, dtype=float))
+
+    def residuals(t: np.ndarray) -> np.ndarray:
+        efficiency, rate = np.exp(t)
+        return np.array([math.log(seconds(name, float(efficiency), float(rate)) / published[name]) for name in names])
+
+    r = residuals(theta)
+    if slopes is None:
+        h = 1e-3
+        columns = [(residuals(theta + h * np.eye(2)[i]) - r) / h for i in range(2)]
+        slopes = {name: np.array([columns[0][j], columns[1][j]]) for j, name in enumerate(names)}
+    jacobian = np.stack([slopes[name] for name in names])
+    for _ in range(steps):
+        step, *_ = np.linalg.lstsq(jacobian, -r, rcond=None)
+        candidate = theta + step
+        candidate[0] = min(candidate[0], 0.0)  # efficiency <= 1
+        new = residuals(candidate)
+        while new @ new > r @ r and np.abs(candidate - theta).max() > 1e-6:
+            candidate = (theta + candidate) / 2
+            new = residuals(candidate)
+        done = np.abs(candidate - theta).max() < 1e-4 or new @ new >= r @ r
+        if new @ new < r @ r:
+            theta, r = candidate, new
+        if done:
+            break
+    efficiency, rate = np.exp(theta)
+    return float(efficiency), float(rate), dict(slopes)
+
+
+def fit_published(points: Sequence, modelled: Callable[[object, float, float], float],
+                  start: tuple[float, float] = (0.88, 151e9)) -> PublishedFit:
+    """Fit tensor_efficiency and trn1's DMA rate to ``points`` (each with ``name`` and ``published_s``), where
+    ``modelled(point, efficiency, trn1_rate)`` is the cost model's time of its port under those constants; then
+    refit without each point in turn for its left-out error. Repeated evaluations are cached."""
+    by_name = {p.name: p for p in points}
+    published = {p.name: p.published_s for p in points}
+    cache: dict[tuple[str, float, float], float] = {}
+
+    def seconds(name: str, efficiency: float, rate: float) -> float:
+        key = (name, efficiency, rate)
+        if key not in cache:
+            cache[key] = modelled(by_name[name], efficiency, rate)
+        return cache[key]
+
+    names = list(by_name)
+    efficiency, rate, slopes = _least_squares(names, seconds, published, start)
+    errors = {name: seconds(name, efficiency, rate) / published[name] - 1 for name in names}
+    left_out = {}
+    for name in names:
+        others = [other for other in names if other != name]
+        e, r, _ = _least_squares(others, seconds, published, (efficiency, rate), slopes)
+        left_out[name] = seconds(name, e, r) / published[name] - 1
+    return PublishedFit(efficiency, rate, errors, left_out)

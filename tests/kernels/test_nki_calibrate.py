@@ -4,6 +4,7 @@ malformed or inconsistent files raise errors that say what is wrong."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import io
@@ -146,3 +147,120 @@ def test_the_command_reports_unreadable_files(tmp_path, capsys):
                  "--calibration-out", str(tmp_path / "out.json")]) == 2
     assert "error: calibrate: launch has no 'warm_s'" in capsys.readouterr().err
     assert not (tmp_path / "out.json").exists()  # nothing written from a bad file
+
+
+# --- measured kernels: the model's error, out of sample --------------------------------------------------------
+KERNEL_ROWS = [{"kernel": "matmul", "mode": "fast", "bmkn": [1, 2048, 2048, 2048], "lnc": 2, "a_transposed": False,
+                "seconds": 2.5e-4},
+               {"kernel": "bmm", "mode": "dd", "bmkn": [3, 512, 1024, 256], "lnc": 1, "seconds": 8e-5},
+               {"kernel": "matmul", "mode": "sr", "bmkn": [1, 1024, 512, 768], "lnc": 2, "a_transposed": True,
+                "seconds": 4e-5}]
+
+
+def fake_model(kernel, mode, bmkn, generation, lnc, a_transposed, calibration):
+    """A modelled time that encodes its arguments: the test can tell every row was priced as given."""
+    b, m, k, n = bmkn
+    return (b * m * k * n * {"fast": 1, "dd": 3, "sr": 5}[mode] * lnc * (7 if a_transposed else 1)
+            * {"trn1": 11, "trn2": 1}[generation] * 1e-12 / calibration.tensor_efficiency)
+
+
+def test_measured_kernel_rows_get_the_model_error_under_the_fitted_calibration_and_fit_nothing():
+    data = measurements(3e11, 512.0, 1e-6, 5e-5, 1.5, 2e-4, 0.5)
+    data["kernels"] = KERNEL_ROWS
+    data["device"] = {"generation": "trn2"}
+    result = calibrate.fit(data, "m.json", model=fake_model)
+    without = calibrate.fit({k: v for k, v in data.items() if k != "kernels"}, "m.json", model=fake_model)
+    assert result.calibration == without.calibration and result.kept == without.kept  # nothing fitted to them
+    assert without.kernels == ()
+    assert [(c.kernel, c.mode, c.bmkn, c.lnc, c.measured_s) for c in result.kernels] == [
+        (r["kernel"], r["mode"], tuple(r["bmkn"]), r["lnc"], r["seconds"]) for r in KERNEL_ROWS]
+    # modelled by hand: b m k n x mode's factor x lnc x (7 if A is transposed) / the fitted efficiency (0.5)
+    expected = [2048**3 * 1 * 2 * 1 * 1e-12 / 0.5, 3 * 512 * 1024 * 256 * 3 * 1 * 1 * 1e-12 / 0.5,
+                1024 * 512 * 768 * 5 * 2 * 7 * 1e-12 / 0.5]
+    for check, modelled, row in zip(result.kernels, expected, KERNEL_ROWS, strict=True):
+        assert math.isclose(check.modelled_s, modelled, rel_tol=1e-12)
+        assert math.isclose(check.error, modelled / row["seconds"] - 1, rel_tol=1e-12)
+
+
+def test_kernel_rows_are_priced_on_the_file_generation_and_an_empty_list_is_nothing():
+    data = {"format": calibrate.FORMAT, "kernels": KERNEL_ROWS[:1], "device": {"generation": "trn1"}}
+    (check,) = calibrate.fit(data, "m.json", model=fake_model).kernels
+    assert math.isclose(check.modelled_s, 2048**3 * 2 * 11 * 1e-12 / cost.Calibration().tensor_efficiency)
+    assert calibrate.fit({"format": calibrate.FORMAT, "kernels": []}, "m.json", model=fake_model).kernels == ()
+    assert calibrate.fit({"format": calibrate.FORMAT, "kernels": None}, "m.json", model=fake_model).kernels == ()
+
+
+def test_the_default_model_of_a_kernel_row_is_the_cost_models_time_at_the_rows_lnc(monkeypatch):
+    calls = []
+
+    def modelled(kernel, mode, bmkn, generation="trn2", a_is_transposed=False, float64=False, slices=None,
+                 calibration=None, lnc=None):
+        calls.append((kernel, mode, bmkn, generation, a_is_transposed, float64, lnc, calibration))
+        return type("Estimate", (), {"seconds": 1e-4})()
+
+    monkeypatch.setattr(cost, "modelled", modelled)
+    data = {"format": calibrate.FORMAT, "kernels": KERNEL_ROWS}
+    result = calibrate.fit(data, "m.json")
+    assert [c.error for c in result.kernels] == pytest.approx([1e-4 / r["seconds"] - 1 for r in KERNEL_ROWS])
+    # sr's float32 steps run fast's kernel (cost.runs_as); the rows are float32 calls, at their LNC and layout
+    assert [call[:7] for call in calls] == [("matmul", "fast", (1, 2048, 2048, 2048), "trn2", False, False, 2),
+                                            ("bmm", "dd", (3, 512, 1024, 256), "trn2", False, False, 1),
+                                            ("matmul", "fast", (1, 1024, 512, 768), "trn2", True, False, 2)]
+    assert all(call[7] == result.calibration for call in calls)
+
+
+@pytest.mark.parametrize(("row", "message"), [
+    ({**KERNEL_ROWS[0], "kernel": "conv"}, "kernels row 0's 'kernel' is 'conv'"),
+    ({**KERNEL_ROWS[0], "bmkn": [1, 2, 3]}, r"kernels row 0's 'bmkn' is \[1, 2, 3\]"),
+    ({**KERNEL_ROWS[0], "bmkn": [1, 2, 0, 4]}, "expected \\[b, m, k, n\\] of positive ints"),
+    ({**KERNEL_ROWS[0], "lnc": 4}, "kernels row 0's 'lnc' is 4, expected 1 or 2"),
+    ({**KERNEL_ROWS[0], "seconds": 0.0}, "a measured time is positive"),
+    ({**KERNEL_ROWS[0], "seconds": None}, "kernels row 0's 'seconds' is None"),
+    ({**KERNEL_ROWS[0], "a_transposed": "no"}, "'a_transposed' is 'no', expected true or false"),
+    ({**KERNEL_ROWS[0], "mode": 3}, "kernels row 0's 'mode' is 3"),
+    ("fast", "kernels row 0 is a str, expected an object"),
+])
+def test_malformed_kernel_rows_raise(row, message):
+    with pytest.raises(ValueError, match=message):
+        calibrate.fit({"format": calibrate.FORMAT, "kernels": [row]}, "m.json", model=fake_model)
+
+
+def test_a_measurement_file_with_kernel_rows_round_trips_through_json(tmp_path):
+    path = tmp_path / "measured.json"
+    path.write_text(json.dumps({"format": calibrate.FORMAT, "kernels": KERNEL_ROWS}))
+    result = calibrate.fit(json.loads(path.read_text()), str(path), model=fake_model)
+    assert len(result.kernels) == len(KERNEL_ROWS) and result.calibration.source == str(path)
+
+
+# --- the fit to published points ----------------------------------------------------------------------------------
+def test_the_published_fit_is_least_squares_in_the_logarithms_with_each_point_left_out():
+    """With a model time c / efficiency (trn2 points) or c / rate (trn1 points), least squares of log(modelled /
+    published) puts each constant at the geometric mean of its points' c / published, and a point left out is
+    predicted from the geometric mean of the others."""
+    Point = collections.namedtuple("Point", "name generation c published_s")
+    points = [Point("a", "trn2", 2.0, 2.3), Point("b", "trn2", 3.0, 3.4), Point("c", "trn2", 1.0, 1.05),
+              Point("d", "trn1", 5e11, 2.1), Point("e", "trn1", 3e11, 1.2), Point("f", "trn1", 4e11, 2.0)]
+
+    def modelled(point, efficiency, rate):
+        return point.c / (efficiency if point.generation == "trn2" else rate)
+
+    def geometric(group):
+        return math.exp(sum(math.log(p.c / p.published_s) for p in group) / len(group))
+
+    result = calibrate.fit_published(points, modelled, start=(0.9, 1e11))
+    trn2, trn1 = [p for p in points if p.generation == "trn2"], [p for p in points if p.generation == "trn1"]
+    assert math.isclose(result.tensor_efficiency, geometric(trn2), rel_tol=1e-6)
+    assert math.isclose(result.trn1_dma_bytes_per_s, geometric(trn1), rel_tol=1e-6)
+    for p in points:
+        group = trn2 if p.generation == "trn2" else trn1
+        constant = geometric(group)
+        assert math.isclose(result.errors[p.name], p.c / constant / p.published_s - 1, rel_tol=1e-6, abs_tol=1e-9)
+        others = geometric([q for q in group if q is not p])
+        assert math.isclose(result.left_out[p.name], p.c / others / p.published_s - 1, rel_tol=1e-6, abs_tol=1e-9)
+
+
+def test_the_fitted_efficiency_is_capped_at_the_documented_rate():
+    Point = collections.namedtuple("Point", "name generation c published_s")
+    points = [Point("a", "trn2", 1.0, 0.5), Point("b", "trn2", 1.0, 0.6)]  # faster than the model's full rate
+    result = calibrate.fit_published(points, lambda p, e, r: p.c / e, start=(0.9, 1e11))
+    assert result.tensor_efficiency == 1.0
