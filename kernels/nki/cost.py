@@ -122,27 +122,34 @@ def _field_problem(name: str, value: object) -> str | None:
 
 @dataclasses.dataclass(frozen=True)
 class Calibration:
-    """The constants of the cost model that a measurement can refit (``check-neuron --calibrate``). The defaults
-    are fitted to published measurements (docs/trainium.md lists each point, its source and the model's error).
+    """The constants of the cost model that a measurement can refit (``check-neuron --calibrate``). Each default
+    says whether it is fitted (tensor_efficiency, to published kernel times: docs/trainium.md lists each point, its
+    source, the model's error in sample and left out, and out-of-sample times), documented or assumed.
 
     The fields are the interface between the cost model and check-neuron's calibration file (JSON of these names;
     a missing field keeps its default)."""
 
-    # Achieved fraction of the documented nc_matmul rate. Fitted: the legacy NKI tutorial's best kernel ran at
-    # 85.2% of trn1's peak, a hand kernel at 90.9% of trn2's (nki-autotune); 0.88 is within 3.5% of both.
-    tensor_efficiency: float = 0.88
+    # Achieved fraction of the documented nc_matmul rate. Fitted, together with trn1's DMA rate (TRN1), by least
+    # squares of the log errors of the five published calibration points (tests/kernels/nki_calibration_kernels.py
+    # POINTS; calibrate.fit_published): the Tensor-Engine-bound ones are the legacy tutorial's best kernel (85.2%
+    # of trn1's peak) and nki-autotune's hand kernel (90.9% of trn2's), which the schedule's pipeline fill and
+    # drain bring below the rate the engine runs at.
+    tensor_efficiency: float = 0.911
     # Streaming DMA rate per physical core (None: the generation's, Generation.dma_bytes_per_s).
     dma_bytes_per_s: float | None = None
     # The contiguous run at which DMA reaches half its streaming rate. Assumed from the DMA guide's curve (runs of
     # 256 B - 2 KiB per partition below peak, >= 2 KiB near it, >= 4 KiB saturating): 256 B gives 50% at 256 B,
-    # 80% at 1 KiB, 89% at 2 KiB, 94% at 4 KiB. The trn1 points (256 B and 1 KiB runs) fit it within 8%.
+    # 80% at 1 KiB, 89% at 2 KiB, 94% at 4 KiB. Not fitted (the trn1 points' two run lengths, 256 B and 1 KiB,
+    # with three points, leave it barely determined beside the rate).
     dma_half_run_bytes: float = 256.0
-    dma_fixed_s: float = SEMAPHORE_TO_START_S / DMA_QUEUES  # per dma_copy, after overlap across the DMA queues
+    # Per dma_copy, of the core's DMA bandwidth. Derived from documented numbers: the 1.3 us semaphore-to-start
+    # latency spread over the 16 queues working in parallel (the assumption).
+    dma_fixed_s: float = SEMAPHORE_TO_START_S / DMA_QUEUES
     launch_s: float = LAUNCH_OVERHEAD_S  # host dispatch of one kernel call, warm (assumed: see LAUNCH_OVERHEAD_S)
-    # First call per shape and dtype: compile time. Fixed part: about 1.5 s per call where the NKI frontend reruns
-    # for a small kernel on Inf2 (aws-neuron/nki-samples pull request 133). Per instruction of the unrolled
-    # program: assumed, 0.1 ms; aws-neuron/aws-neuron-sdk issue 1374 reports compiles of 30 minutes and more for
-    # large fused-matmul kernels, without instruction counts.
+    # First call per shape and dtype: compile time. Fixed part: documented by a measurement, about 1.5 s per call
+    # where the NKI frontend reruns for a small kernel on Inf2 (aws-neuron/nki-samples pull request 133). Per
+    # instruction of the unrolled program: assumed, 0.1 ms; aws-neuron/aws-neuron-sdk issue 1374 reports
+    # compiles of 30 minutes and more for large fused-matmul kernels, without instruction counts.
     compile_fixed_s: float = 1.5
     compile_s_per_instruction: float = 1e-4
     source: str = "defaults"  # where the constants come from (a file path, or "defaults")
@@ -231,13 +238,16 @@ class Generation:
         return self.vector_lanes if engine == "vector" else 1
 
 
-# NeuronCore-v2. DMA: the documented 272 GB/s per core (16 queues x 17 B/ns) was not reached by the legacy NKI
-# tutorial's DMA-bound kernels: fitted to their three times (runs of 256 B and 1 KiB), 151 GB/s. HBM 820 GB/s per
-# chip, 2 cores. Vector data path 128 elements per cycle (trainium_inferentia2_arch.rst).
-TRN1 = Generation("trn1", 2.8e9, 1.12e9, 1.4e9, 1.4e9, 151e9, 820e9 / 2, 1)
-# NeuronCore-v3. DMA: documented 16 x 23 B/ns = 368 GB/s per core; no DMA-bound trn2 measurement is published.
-# HBM 2.9 TB/s per chip, 8 physical cores. Vector data path 256 elements per cycle for fp32 (512 for bf16 in its
-# performance mode, not modelled: the model's counts carry no dtypes) (trainium2_arch.rst).
+# NeuronCore-v2, clocks and data paths documented (trainium_inferentia2_arch.rst; Vector data path 128 elements
+# per cycle). DMA rate fitted: the documented 272 GB/s per core (16 queues x 17 B/ns) is not reached by the legacy
+# NKI tutorial's DMA-bound kernels; least squares with tensor_efficiency over the five calibration points (the
+# three DMA-bound ones move runs of 256 B and 1 KiB) gives 147.5 GB/s. HBM documented: 820 GB/s per chip, 2 cores.
+# No hardware DGE (NeuronCore-v3+).
+TRN1 = Generation("trn1", 2.8e9, 1.12e9, 1.4e9, 1.4e9, 147.5e9, 820e9 / 2, 1)
+# NeuronCore-v3, all documented. DMA: 16 x 23 B/ns = 368 GB/s per core; no DMA-bound trn2 measurement is
+# published. HBM 2.9 TB/s per chip, 8 physical cores. Vector data path 256 elements per cycle for fp32 (512 for
+# bf16 in its performance mode, not modelled: the model's counts carry no dtypes) (trainium2_arch.rst). Two
+# hardware DGE instances per core (nki-dge.rst).
 TRN2 = Generation("trn2", 2.4e9, 0.96e9, 1.2e9, 1.2e9, 368e9, 2.9e12 / 8, 2, DGE_INSTANCES)
 GENERATIONS = {g.name: g for g in (TRN1, TRN2)}
 
