@@ -136,3 +136,11 @@ def test_sr_is_priced_as_the_fast_kernel_it_runs():
     sr, fast = _neuron_front.step_costs(torch.float32, [("sr", None), ("fast", None)])
     assert sr == fast > 0
     assert _neuron_front.step_note(1, "sr", torch.float32, 300, xp.error_bound("sr", xp.float32, 300)) is None
+
+
+def test_the_opt_einsum_route_previews_each_call():
+    with config.set(nki_min_flops=0):
+        e = xp.explain("ij,jk,kl->il", (256, 300), (300, 128), (128, 64), dtype=xp.float32, precision="dd",
+                       route="opt_einsum", device="neuron")
+    assert e.preview and e.call_steps == (1, 1)
+    assert e.compiled_implementations == ("nki.matmul[dd]", "nki.matmul[dd]")

@@ -312,10 +312,10 @@ def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch
         sizes.append(len(c.plans))
         terms.append((tuple(shape_of(call.output, list(zip(call.inputs, call_shapes, strict=True)))), c.out))
         path.append(tuple(sorted(inds)))
-    target = request is not None and request.mode is None
+    targeted = request is not None and request.mode is None
     note = (f"opt_einsum.contract(backend='trn') runs its loop itself: each of its {len(contraction_list)} "
             "call(s) (tensordot or einsum) is an expression of its own, " +
-            ("and a target holds for each call, not for the whole; " if target else "") +
+            ("and a target holds for each call, not for the whole; " if targeted else "") +
             "the bound above composes the calls' bounds (trn_backend.contract runs the whole as one program)")
     return dataclasses.replace(_explanation(subscripts, shapes, first, target, request, note, plans, rows,
                                             tuple(path)), call_steps=tuple(sizes))
