@@ -685,7 +685,9 @@ def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     fn = jitted(name, "model")
     with model.targeting(generation), model.counting_only():
         fn[lnc](*args)
-    return record(fn.last_run)  # compact: the Launch's trace, names and lifetimes are dropped
+    recorded = record(fn.last_run)  # compact: the Launch's trace, names and lifetimes are dropped
+    fn.last_run = None  # nor does the shared jitted kernel keep it (a counting run's trace is large)
+    return recorded
 
 
 def default_min_flops(mode: str, generation: str = "trn2", calibration: Calibration | None = None) -> float:
