@@ -56,7 +56,8 @@ def test_the_preview_is_what_the_cpu_model_routes(precision):
     assert preview.compiled_implementations == model.compiled_implementations == (f"nki.matmul[{precision}]",)
     for field in ("steps", "implementations", "modelled", "rounding_steps", "path", "bound"):
         assert getattr(preview, field) == getattr(model, field), field
-    lines = str(preview).splitlines()
+    # the text too, but for the device line and the lines on dominated modes (said for a Neuron device only)
+    lines = [line for line in str(preview).splitlines() if line not in preview.dominated]
     assert lines[1].startswith("device: neuron") and lines[:1] + lines[2:] == str(model).splitlines()
 
 
