@@ -67,6 +67,20 @@ def lnc(choice: str | None = None) -> int:
     return int(os.environ.get(LNC_VARIABLE, "2"))
 
 
+def table(kernel: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], a_is_transposed: bool,
+          programs: int, words: int = 1) -> torch.Tensor:
+    """The ``table`` argument of matmul kernel ``kernel`` (int32 [programs, rows, 4]: which unit of the output, and
+    which tiles of phase 1, each iteration of a program's loops takes) for operands of ``a_shape`` (A [..., M, K],
+    or A^T [..., K, M]) and ``b_shape`` ([..., K, N]), leading word dimensions included; ``words``: the split
+    kernels' words."""
+    from . import matmul
+
+    batch = b_shape[-3] if kernel.startswith("bmm") else 1
+    m = a_shape[-1] if a_is_transposed else a_shape[-2]
+    rows = matmul.table_rows(kernel, batch, m, b_shape[-2], b_shape[-1], a_is_transposed, programs, words)
+    return torch.tensor(rows, dtype=torch.int32).reshape(programs, -1, matmul.ROW)
+
+
 def call(kernel: str, device: torch.device, choice: str | None, *args, module: str = "matmul"):
     """Launch jitted ``kernel`` of ``module`` at the runtime's LNC: on the device, or through nki.simulate for CPU
     tensors."""
@@ -81,8 +95,19 @@ def _stationary(a: torch.Tensor) -> tuple[torch.Tensor, bool]:
     """A as the kernel takes it: its transposed view when that is contiguous (the stationary layout, no transpose
     on chip), else A contiguous (transposed on chip)."""
     if a.mT.is_contiguous():
-        return a.mT, True
-    return a.contiguous(), False
+        return _dense(a.mT), True
+    return _dense(a), False
+
+
+def _dense(t: torch.Tensor) -> torch.Tensor:
+    """``t`` contiguous with the canonical strides (torch leaves any stride on a dimension of size 1; the kernels'
+    dynamic accesses count elements along the last dimension, whose stride must be 1)."""
+    t = t.contiguous()
+    strides, step = [], 1
+    for size in reversed(t.shape):
+        strides.append(step)
+        step *= size
+    return t.as_strided(t.shape, tuple(reversed(strides)))
 
 
 def _check(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, dtypes) -> int:
@@ -112,35 +137,46 @@ def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | 
         c = torch.matmul(a.float(), b.float())
         return c.to(torch.bfloat16) if mode == "sr" else c
     a_arg, transposed = _stationary(a)
-    b = b.contiguous()
+    b = _dense(b)
+    programs = lnc(choice)
     if mode in WORDS:
-        return call(f"{kernel}_split", a.device, choice, a_arg, b, transposed, WORDS[mode])
+        name = f"{kernel}_split"
+        return call(name, a.device, choice, a_arg, b, transposed, WORDS[mode],
+                    _table(name, a_arg, b, transposed, programs, WORDS[mode]))
     if mode == "sr":
         if kernel != "matmul":
             raise ValueError("nki sr: the stochastic-rounding kernel is matmul only")
-        return call("matmul_sr", a.device, choice, a_arg, b, transposed, rng_states(seed, lnc(choice)).to(a.device))
-    return call(kernel, a.device, choice, a_arg, b, transposed, mode == "fast")
+        return call("matmul_sr", a.device, choice, a_arg, b, transposed, rng_states(seed, programs).to(a.device),
+                    _table("matmul_sr", a_arg, b, transposed, programs))
+    return call(kernel, a.device, choice, a_arg, b, transposed, mode == "fast",
+                _table(kernel, a_arg, b, transposed, programs))
 
 
-def _check_fits(label: str, m: int, k: int, n: int, width: int, what: str) -> None:
-    """Refuse, before launching, a call whose blocks cannot fit in SBUF (the kernel asserts the same)."""
+def _table(kernel: str, a: torch.Tensor, b: torch.Tensor, a_is_transposed: bool, programs: int,
+           words: int = 1) -> torch.Tensor:
+    return table(kernel, tuple(a.shape), tuple(b.shape), a_is_transposed, programs, words).to(a.device)
+
+
+def _check_fits(label: str, m: int, k: int, n: int, slices: int, what: str) -> None:
+    """Refuse, before launching, a call whose K blocks cannot fit in SBUF (the kernel asserts the same)."""
     from . import matmul, model
 
     budget = model.target().sbuf_partition_bytes
-    if matmul.fitting_blocks(m, k, n, width, 1, budget).k_tiles < 1:
-        raise ValueError(f"{label}: {what} ({width} bytes per element of A and B) do not fit one K tile of a block "
+    if matmul.k_tiles(m, k, n, slices, 2, 0, False, budget, lnc()) < 1:
+        raise ValueError(f"{label}: {what} ({2 * slices} bytes per element of A and B) do not fit one K tile of a unit "
                          f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer")
 
 
 def rng_states(seed: int, programs: int) -> torch.Tensor:
-    """The GpSimd generator states ``matmul_sr`` sets from ``seed`` (taken modulo 2**32): uint32 [programs, 128,
-    6], an XORWOW state (6 uint32, nki.isa.rand_set_state) per lane of each program's core, drawn from torch's
-    generator seeded with ``seed``. The first word is odd, so no state has its five xorshift words all zero (such
-    a state draws only zeros)."""
+    """The GpSimd generator states ``matmul_sr`` sets from ``seed`` (taken modulo 2**32): int32 [programs, 128,
+    6], the bits of an XORWOW state (6 uint32, nki.isa.rand_set_state) per lane of each program's core, drawn
+    from torch's generator seeded with ``seed``. The first word is odd, so no state has its five xorshift words all
+    zero (such a state draws only zeros). int32, which torch supports everywhere (its uint32 has limited support);
+    the kernel views the bits as uint32 on chip."""
     generator = torch.Generator().manual_seed(seed & 0xFFFFFFFF)
     states = torch.randint(0, 2**32, (programs, 128, 6), generator=generator, dtype=torch.int64)
     states[..., 0] |= 1
-    return states.to(torch.uint32)
+    return torch.where(states >= 2**31, states - 2**32, states).to(torch.int32)
 
 
 def split_product(a_scaled: torch.Tensor, b_scaled: torch.Tensor, words: int) -> torch.Tensor:
@@ -148,24 +184,29 @@ def split_product(a_scaled: torch.Tensor, b_scaled: torch.Tensor, words: int) ->
     products of the scaled operands. float32 data is split on chip; float64 data (no fp64 on chip) is split
     here exactly as the reference splits it and the words go to the same product phase."""
     kernel = "bmm" if a_scaled.dim() == 3 else "matmul"
+    programs = lnc()
     if a_scaled.dtype is torch.float32:
         a_arg, transposed = _stationary(a_scaled)
-        return call(f"{kernel}_split", a_scaled.device, None, a_arg, b_scaled.contiguous(), transposed, words)
+        b_arg = _dense(b_scaled)
+        name = f"{kernel}_split"
+        return call(name, a_scaled.device, None, a_arg, b_arg, transposed, words,
+                    _table(name, a_arg, b_arg, transposed, programs, words))
     from .. import reference
 
-    a_words = torch.stack(reference._words(a_scaled, words))
-    b_words = torch.stack(reference._words(b_scaled, words))
-    return call(f"{kernel}_words", a_scaled.device, None, a_words, b_words, False)
+    a_words = _dense(torch.stack(reference._words(a_scaled, words)))
+    b_words = _dense(torch.stack(reference._words(b_scaled, words)))
+    name = f"{kernel}_words"
+    return call(name, a_scaled.device, None, a_words, b_words, False, _table(name, a_words, b_words, False,
+                                                                               programs))
 
 
 def level_sums(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> dict[int, torch.Tensor]:
     """The reference's ``levels`` hook for ozaki: each level's exact sum of digit products (float64), from the
     kernel's exact int32 sums per K block, added here exactly (int64)."""
     slices = len(a_digits)
-    a, b = torch.stack(a_digits), torch.stack(b_digits)
+    a, b = _dense(torch.stack(a_digits)), _dense(torch.stack(b_digits))
     kernel = "bmm_levels" if a.dim() == 4 else "matmul_levels"
-    _check_fits(f"nki.{kernel}[ozaki]", a.shape[-2], a.shape[-1], b.shape[-1], 2 * slices,
-                f"{slices} digit slices")
-    sums = call(kernel, a.device, None, a, b.contiguous(), False)
+    _check_fits(f"nki.{kernel}[ozaki]", a.shape[-2], a.shape[-1], b.shape[-1], slices, f"{slices} digit slices")
+    sums = call(kernel, a.device, None, a, b, False, _table(kernel, a, b, False, lnc()))
     exact = sums.to(torch.int64).sum(1)
     return {slices + 1 - index: exact[index].double() for index in range(slices)}

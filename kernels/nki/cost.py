@@ -314,10 +314,11 @@ class Recorded:
     (renumbered 0..n-1: ``touched[offsets[i]:split[i]]`` are read, ``touched[split[i]:offsets[i + 1]]`` written)."""
 
     __slots__ = ("events", "sbuf_peak", "banks_peak", "program_instructions", "kinds", "kind_of", "touched",
-                 "offsets", "split", "allocations")
+                 "offsets", "split", "allocations", "control_flow")
 
     def __init__(self, core) -> None:
         self.events = collections.Counter(core.events)
+        self.control_flow = tuple(getattr(core, "control_flow", ()))  # its dynamic loops and barriers, in order
         self.sbuf_peak, self.banks_peak = core.sbuf_peak, core.banks_peak
         self.program_instructions = core.program_instructions
         kinds: dict[tuple, int] = {}
@@ -657,7 +658,7 @@ def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     """The CPU model's record of one counting run of the kernel ``modelled`` describes, as the schedule reads it
     (a ``RecordedLaunch``: independent of the calibration, which only prices it)."""
     from .. import reference
-    from . import WORDS, jitted, model, rng_states
+    from . import WORDS, jitted, model, rng_states, table
 
     b, m, k, n = bmkn
     nl = model.language
@@ -678,13 +679,16 @@ def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
         slices = slices or reference.ozaki_default_slices(torch.float64 if float64 else torch.float32)
         name, args = f"{kernel}_levels", (*inputs(nl.bfloat16, slices), a_is_transposed)
     elif mode == "sr" and kernel == "matmul":
-        states = model.shape_only(tuple(rng_states(0, lnc).shape), nl.uint32)  # the generator states per program
+        states = model.shape_only(tuple(rng_states(0, lnc).shape), nl.int32)  # the generator states per program
         name, args = "matmul_sr", (*inputs(nl.float32), a_is_transposed, states)
     else:
         raise ValueError(f"no NKI kernel {kernel!r} for mode {mode!r}")
+    # the plan's table (which unit each loop iteration takes): its values are data, never read when counting
+    plan = table(name, args[0].shape, args[1].shape, a_is_transposed, lnc, args[3] if name.endswith("_split") else 1)
+    plan = plan.numpy()
     fn = jitted(name, "model")
     with model.targeting(generation), model.counting_only():
-        fn[lnc](*args)
+        fn[lnc](*args, plan)
     recorded = record(fn.last_run)  # compact: the Launch's trace, names and lifetimes are dropped
     fn.last_run = None  # nor does the shared jitted kernel keep it (a counting run's trace is large)
     return recorded

@@ -1,67 +1,71 @@
 """NKI kernels for the Tensor Engine: C[M, N] = A[M, K] @ B[K, N] (``bmm``: over a leading batch), in every
 precision mode with a kernel, for NKI 0.6+ on Trainium2/3 (and the CPU model of the NeuronCore in ``model/``).
 
-Launch and partition: the host launches ``kernel[lnc]`` at the runtime's LNC (trn2: 2 physical cores per logical
-core), which runs the kernel as programs 0..lnc-1, one per physical core; all of them allocate the same
-shared_hbm output. The output blocks (below) of all batch entries, entry by entry and row-major within one, are
-dealt out in contiguous shares balanced by output elements (``_shares``): each program computes and writes only
-its own blocks, and with two or more blocks both cores get work. The split kernels' phase 1 runs per program into
-the program's own private_hbm scratch, on the rows of A and columns of B its blocks need.
-
 ``nisa.nc_matmul(dst, stationary, moving)`` computes stationary.T @ moving with K on the partition axis of both:
-A enters as A^T tiles [K <= 128, M <= 128] (stationary), B as [K <= 128, N <= 512] tiles (moving), and an
-output tile [M, N] accumulates in one fp32 PSUM bank (accumulate=False on the first product, True after: never
-onto memory a matmul did not write). ``a`` is A^T [K, M] when ``a_is_transposed`` (a view the host hands over
-when A's strides allow) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
+A enters as A^T tiles [K <= 128, M <= 128] (stationary), B as [K <= 128, N <= 512] tiles (moving), and an output
+tile [M, N] accumulates in one fp32 PSUM bank (accumulate=False on the first product, True after: never onto
+memory a matmul did not write). ``a`` is A^T [K, M] when ``a_is_transposed`` (a view the host hands over when A's
+strides allow) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
 
-Dynamic loops (``_loop``): every Python loop is unrolled when NKI specializes a kernel, so the loops over whole
-batch entries (bmm), whole rows of output blocks, whole N blocks and whole K blocks of a row, and phase 1's whole
-tiles of A and B are ``nl.fori_loop``s, whose body is one piece of program: a program's size does not grow with
-the batch, M, K or N. A partial entry, row or block (the edges of a program's share, of M, N and K) is a static call
-of the same body, as are the first K blocks, which start the sums (``_product_row``). Every HBM access is one
-``.ap`` on the whole tensor, viewed as [words, batch, rows, columns], from a place (``_hbm``): a static element
-offset plus, inside dynamic loops, an int32 counter in SBUF of elements, set when the loop starts and advanced
-after each iteration with exact GpSimd adds (NKI documents no register arithmetic), loaded into a register before
-each access. Loops over the tiles within a block stay static (their counts are bounded by the SBUF budget).
+Units and programs. The output is cut into units: blocks of at most BLOCK_M x BLOCK_N elements, all of one shape
+(``_unit_shape``). Units that would stick out past the edge of M or N are moved back to end at the edge and
+overlap their neighbour: the overlapping elements are computed twice by the same instructions from the same data,
+so both writes store the same bits. Every unit is thus the same piece of program, and one dynamic loop
+(``nl.fori_loop``) runs a program's units: the loop body is compiled once, so the program does not grow with M, N
+or the batch. The launch ``kernel[lnc]`` runs programs 0..lnc-1, one per physical core; the units are dealt to
+them in equal contiguous shares (a short last share repeats its last unit), so every program runs the same loop
+with the same trip count: the LNC page makes control flow that differs between the cores undefined behaviour.
+Which unit an iteration computes is data: the host passes ``table`` (int32 [programs, rows, 4], built by
+``table_rows`` from the same plan), whose row holds the unit's element offsets in A, B and the output; each
+iteration reads its row with one dynamic-offset DMA (the loop's induction value steps by 4, so it is the row's
+element offset) and ``register_load``s the offsets into registers that every access of the body passes as
+``scalar_offset``. Each access is one ``.ap`` on the unreshaped kernel argument with the dynamic dimension its
+last (``indirect_dim = ndim - 1``, where the offset counts elements) and ``dge_mode=hwdge`` (descriptor generation
+for dynamic addresses). Only one level of dynamic loop exists: K blocks and the tiles within a unit are static
+code of the body (K blocks per unit are bounded by the SBUF budget). Outputs written by dynamic DMAs end with a
+fence, a DMA of a region of the output onto itself, as nki-library ends its dynamic kernels.
 
-Blocking (``_product_row``): the output is cut into blocks of BLOCK_TILES_M x BLOCK_TILES_N tiles and K into blocks
-of as many K tiles as the SBUF budget allows; each block's operand tiles are loaded into SBUF once and reused by
-every output tile of the block (A's once per M block when K fits in one block). Sums across K blocks are fp32 in
-SBUF (the documented tutorial adds them in the output dtype, which rounds bf16 outputs once per block: not here).
+Allocation. Every tile the loops use is allocated once, before its loop (the dynamic-loops guide: tiles of a loop
+body are allocated once and live for the whole loop), and reused: the operand tiles of a K block in two sets used
+alternately (double buffering: K block kb + 1 loads while kb multiplies), PSUM accumulators in a ring of
+PSUM_RING banks, transposes in a ring of 2. The plan (``plan``) sizes the K blocks so that all of them fit the
+SBUF budget together.
 
 Modes (kernels/reference/ is the specification of each; the words and levels are the reference's):
 - ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of
   the bf16 rate).
-- ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B on chip into bf16 words with
-  integer operations only, (bits + 0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved; the add
-  exact on GpSimd, the mask on the Vector Engine, the only engine with bitvec operators), each element once,
-  into private HBM scratch (A's words transposed on the way); phase 2 multiplies the words: every product of an
-  output tile and K block in one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6
-  evacuates PSUM every CHUNK_TILES K tiles, adds GROUP chunk sums in fp32 and combines those with TwoSum.
-  ``matmul_words`` is phase 2 alone, for words split on the host (float64 data: no fp64 on chip).
+- ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B into bf16 words once per call:
+  tiles dealt to the programs like units, each split with integer operations only, (bits + 0x8000) & 0xFFFF0000
+  (nearest, ties away; no rounding mode involved; the add exact on GpSimd, the mask on the Vector Engine, the only
+  engine with bitvec operators), into shared HBM scratch (A's words transposed on the way); the programs then
+  meet at ``nisa.core_barrier`` and phase 2 multiplies the words: every product of an output tile and K block in
+  one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6 evacuates PSUM every CHUNK_TILES K tiles,
+  adds GROUP chunk sums in fp32 and combines those with TwoSum. ``matmul_words`` is phase 2 alone, for words split
+  on the host (float64 data: no fp64 on chip).
 - ``matmul_levels``: ozaki's exact level sums of digit products: PSUM accumulations of at most 256 products
   (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level
   and K block; the host adds those exactly and combines the levels.
 - ``matmul_sr``: fast, then the fp32 result stochastically rounded to bf16 on chip: 32 random bits per element
-  from ``nisa.rng`` on GpSimd (its generator set by ``nisa.rand_set_state`` from the host's states; the Vector
-  Engine's, set by ``nisa.set_rng_seed``, on NeuronCore-v2), the low 16
-  added to the fp32 bits with an exact integer add, masked, reinterpreted. Integer constants are int32 (the
-  kernel language's integers are 32-bit signed): 0xFFFF0000 is memset as -65536.
+  from ``nisa.rng`` on GpSimd (its generator set by ``nisa.rand_set_state`` from the host's states, which cross
+  torch as int32 and are viewed as uint32 on chip; the Vector Engine's, set by ``nisa.set_rng_seed``, on
+  NeuronCore-v2), the low 16 added to the fp32 bits with an exact integer add, masked, reinterpreted. Integer
+  constants are int32 (the kernel language's integers are 32-bit signed) within 2**24 (memset's exactness above
+  it is not documented): 0xFFFF0000 is memset as -65536.
 
-The kernel functions are plain Python; the host wraps them with the toolchain's ``nki.jit``. Only documented NKI
-0.6 names appear here (tests/kernels/test_nki_api.py checks it), no ``is``, no ``*`` in signatures, tuples not lists.
+The kernel functions are plain Python with only ints and tuples as values (no classes: NKI traces only
+NKIObject classes); the host wraps them with the toolchain's ``nki.jit``. Only documented NKI 0.6 names appear
+here (tests/kernels/test_nki_api.py checks it), no ``is``, no ``*`` in signatures.
 """
-
-from typing import NamedTuple
 
 from .toolchain import nisa, nl
 
 TILE_K = 128  # partitions (nl.tile_size.pmax): the contraction dimension of one nc_matmul
 TILE_M = 128  # stationary free size (nl.tile_size.gemm_stationary_fmax)
 TILE_N = 512  # moving free size (nl.tile_size.gemm_moving_fmax): 512 fp32 fill one 2 KiB PSUM bank
-BLOCK_TILES_M = 4  # output tiles per block along M: each loaded B tile serves this many stationary tiles
-BLOCK_TILES_N = 2  # and along N: each loaded A^T tile serves this many moving tiles
-STAGING_BYTES = 24 * 1024  # per partition: staged fp32 tiles, transposes, TwoSum temporaries, bit constants
+BLOCK_M = 4 * TILE_M  # the largest unit: each loaded B tile serves up to 4 stationary tiles
+BLOCK_N = 2 * TILE_N  # and each loaded A^T tile up to 2 moving tiles
+STAGING_BYTES = 24 * 1024  # per partition: staging tiles, TwoSum temporaries, bit constants, the table row
+PSUM_RING = 4  # PSUM banks the products rotate through (2 more hold transposes: 6 of the 8 banks)
 CHUNK_TILES = 2  # bf16x6: K tiles (256 of K: reference.BF16X6_CHUNK) per PSUM accumulation
 GROUP = 4  # bf16x6: chunk sums added in fp32 before one TwoSum (reference.BF16X6_GROUP)
 # ozaki: K tiles of digit products per PSUM accumulation, so every partial sum is an integer of at most 2**24
@@ -75,102 +79,100 @@ HI_MASK = -65536  # 0xFFFF0000 as int32 (kernel integers are 32-bit signed): the
 LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 XORWOW_WORDS = 6  # uint32 of GpSimd's XORWOW generator state per lane (nki.isa.rand_set_state)
 INT32_MAX = 2**31 - 1  # dynamic offsets are 32-bit registers (SDK isa register_alloc: "64x 32-bit registers")
+ROW = 8  # int32 per table row: up to five offsets, padded
 
 
 # --- entry points (the host jits these) ---------------------------------------------------------------------
-def matmul(a, b, a_is_transposed, fast):
+def matmul(a, b, a_is_transposed, fast, table):
     """C = A @ B in fp32; fast: bf16 operands (fp32 inputs rounded on chip), else fp32 operands (native)."""
     operand = nl.bfloat16 if fast else nl.float32
-    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
-    _products(_whole(out, 1, 1), _whole(a, 1, 1), _whole(b, 1, 1), a_is_transposed, operand, 1, 0, 0)
+    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[-1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _products(out, a, b, a_is_transposed, operand, 1, False, table, 0, "plain", 1)
     return out
 
 
-def bmm(a, b, a_is_transposed, fast):
+def bmm(a, b, a_is_transposed, fast, table):
     """C[i] = A[i] @ B[i] for each i of the leading batch dimension (see ``matmul``)."""
     operand = nl.bfloat16 if fast else nl.float32
-    batch = a.shape[0]
-    out = nl.ndarray((batch, _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
-    _products(_whole(out, 1, batch), _whole(a, 1, batch), _whole(b, 1, batch), a_is_transposed, operand, 1, 0, 0)
+    out = nl.ndarray((a.shape[0], _rows(a, a_is_transposed), b.shape[-1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _products(out, a, b, a_is_transposed, operand, 1, False, table, 0, "plain", a.shape[0])
     return out
 
 
-def matmul_split(a, b, a_is_transposed, words):
-    """dd (words=2) or bf16x6 (words=3) on fp32 A, B: split on chip, then every product in PSUM (fp32 result)."""
-    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
-    _split_products(_whole(out, 1, 1), _whole(a, 1, 1), _whole(b, 1, 1), a_is_transposed, words)
+def matmul_split(a, b, a_is_transposed, words, table):
+    """dd (words=2) or bf16x6 (words=3) on fp32 A, B: split on chip once, then every product in PSUM (fp32)."""
+    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[-1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _split_products(out, a, b, a_is_transposed, words, table, 1)
     return out
 
 
-def bmm_split(a, b, a_is_transposed, words):
+def bmm_split(a, b, a_is_transposed, words, table):
     """``matmul_split`` for each i of the leading batch dimension."""
-    batch = a.shape[0]
-    out = nl.ndarray((batch, _rows(a[0], a_is_transposed), b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
-    _split_products(_whole(out, 1, batch), _whole(a, 1, batch), _whole(b, 1, batch), a_is_transposed, words)
+    out = nl.ndarray((a.shape[0], _rows(a, a_is_transposed), b.shape[-1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _split_products(out, a, b, a_is_transposed, words, table, a.shape[0])
     return out
 
 
-def matmul_words(a_words, b_words, a_is_transposed):
+def matmul_words(a_words, b_words, a_is_transposed, table):
     """Phase 2 of ``matmul_split`` on words split on the host: a_words [n, M, K] (or [n, K, M]), b_words [n, K, N],
     bf16."""
     words = a_words.shape[0]
-    out = nl.ndarray((_rows(a_words[0], a_is_transposed), b_words.shape[2]), dtype=nl.float32,
-                     buffer=nl.shared_hbm)
-    _products(_whole(out, 1, 1), _whole(a_words, words, 1), _whole(b_words, words, 1), a_is_transposed,
-              nl.bfloat16, words, _chunking(words), 0)
+    out = nl.ndarray((_rows(a_words, a_is_transposed), b_words.shape[-1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    _products(out, a_words, b_words, a_is_transposed, nl.bfloat16, words, True, table, 0, _kind(words), 1)
     return out
 
 
-def bmm_words(a_words, b_words, a_is_transposed):
+def bmm_words(a_words, b_words, a_is_transposed, table):
     """``matmul_words`` for each i of the batch dimension (a_words [n, B, M, K], b_words [n, B, K, N])."""
-    words, batch = a_words.shape[0], a_words.shape[1]
-    out = nl.ndarray((batch, _rows(a_words[0, 0], a_is_transposed), b_words.shape[3]), dtype=nl.float32,
+    words = a_words.shape[0]
+    out = nl.ndarray((a_words.shape[1], _rows(a_words, a_is_transposed), b_words.shape[-1]), dtype=nl.float32,
                      buffer=nl.shared_hbm)
-    _products(_whole(out, 1, batch), a_words, b_words, a_is_transposed, nl.bfloat16, words, _chunking(words), 0)
+    _products(out, a_words, b_words, a_is_transposed, nl.bfloat16, words, True, table, 0, _kind(words),
+              a_words.shape[1])
     return out
 
 
-def matmul_levels(a_digits, b_digits, a_is_transposed):
+def _kind(words):
+    """How the products of ``words``-word operands are summed: bf16x6's 3 words in chunks, others plainly."""
+    return "chunked" if words == 3 else "plain"
+
+
+def matmul_levels(a_digits, b_digits, a_is_transposed, table):
     """Ozaki's exact level sums of bf16 digit slices a_digits [s, M, K] (or [s, K, M]), b_digits [s, K, N]: int32
     [s, K blocks, M, N], level s + 1 first (smallest), down to level 2; the host adds the K blocks."""
-    m, k, n = _rows(a_digits[0], a_is_transposed), b_digits.shape[1], b_digits.shape[2]
-    slices = a_digits.shape[0]
-    k_tiles = _level_k_tiles(m, k, n, slices)
-    k_blocks = _tiles(k, k_tiles * TILE_K)
-    out = nl.ndarray((slices, k_blocks, m, n), dtype=nl.int32, buffer=nl.shared_hbm)
-    _levels(_whole(out, slices * k_blocks, 1), _whole(a_digits, slices, 1), _whole(b_digits, slices, 1),
-            a_is_transposed, k_tiles)
+    slices, m, k, n = a_digits.shape[0], _rows(a_digits, a_is_transposed), b_digits.shape[-2], b_digits.shape[-1]
+    blocks = len(_k_blocks(k, level_k_tiles(m, k, n, slices, nl.tile_size.sbuf_fmax_bytes, nl.num_programs()), 1))
+    out = nl.ndarray((slices, blocks, m, n), dtype=nl.int32, buffer=nl.shared_hbm)
+    _products(out, a_digits, b_digits, a_is_transposed, nl.bfloat16, slices, True, table, 0, "levels", 1)
     return out
 
 
-def bmm_levels(a_digits, b_digits, a_is_transposed):
+def bmm_levels(a_digits, b_digits, a_is_transposed, table):
     """``matmul_levels`` for each i of the batch dimension: int32 [s, K blocks, B, M, N]."""
-    m, k, n = _rows(a_digits[0, 0], a_is_transposed), b_digits.shape[2], b_digits.shape[3]
     slices, batch = a_digits.shape[0], a_digits.shape[1]
-    k_tiles = _level_k_tiles(m, k, n, slices)
-    k_blocks = _tiles(k, k_tiles * TILE_K)
-    out = nl.ndarray((slices, k_blocks, batch, m, n), dtype=nl.int32, buffer=nl.shared_hbm)
-    _levels(_whole(out, slices * k_blocks, batch), a_digits, b_digits, a_is_transposed, k_tiles)
+    m, k, n = _rows(a_digits, a_is_transposed), b_digits.shape[-2], b_digits.shape[-1]
+    blocks = len(_k_blocks(k, level_k_tiles(m, k, n, slices, nl.tile_size.sbuf_fmax_bytes, nl.num_programs()), 1))
+    out = nl.ndarray((slices, blocks, batch, m, n), dtype=nl.int32, buffer=nl.shared_hbm)
+    _products(out, a_digits, b_digits, a_is_transposed, nl.bfloat16, slices, True, table, 0, "levels", batch)
     return out
 
 
-def matmul_sr(a, b, a_is_transposed, seed):
-    """fast, then the fp32 result rounded stochastically to bf16 on chip; ``seed``: uint32 [programs, 128,
-    XORWOW_WORDS] in HBM: program p sets the generator ``nisa.rng`` draws from (``_rng_engine``) from seed[p]:
-    GpSimd's to one XORWOW state per lane with ``nisa.rand_set_state``; on NeuronCore-v2, which has no GpSimd
-    generator, the Vector Engine's with ``nisa.set_rng_seed`` from the first word."""
-    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+def matmul_sr(a, b, a_is_transposed, seed, table):
+    """fast, then the fp32 result rounded stochastically to bf16 on chip; ``seed``: int32 [programs, 128,
+    XORWOW_WORDS] in HBM: program p sets the generator ``nisa.rng`` draws from (``_rng_engine``) from seed[p]
+    viewed as uint32: GpSimd's to one XORWOW state per lane with ``nisa.rand_set_state``; on NeuronCore-v2, which
+    has no GpSimd generator, the Vector Engine's with ``nisa.set_rng_seed`` from the first word."""
+    out = nl.ndarray((_rows(a, a_is_transposed), b.shape[-1]), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     program = nl.program_id(0)
-    if _shares(1, out.shape[0], out.shape[1]):  # this program has output blocks
-        if _rng_engine() == nisa.gpsimd_engine:
-            states = nl.ndarray((TILE_K, XORWOW_WORDS), dtype=nl.uint32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=states, src=seed[program])
-            nisa.rand_set_state(states, engine=nisa.gpsimd_engine)
-        else:
-            word = nl.ndarray((1, 1), dtype=nl.uint32, buffer=nl.sbuf)
-            nisa.dma_copy(dst=word, src=seed[program, 0:1, 0:1])
-            nisa.set_rng_seed(word)
-    _products(_whole(out, 1, 1), _whole(a, 1, 1), _whole(b, 1, 1), a_is_transposed, nl.bfloat16, 1, 0, 1)
+    if _rng_engine() == nisa.gpsimd_engine:
+        states = nl.ndarray((TILE_K, XORWOW_WORDS), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=states, src=seed[program])
+        nisa.rand_set_state(states.view(nl.uint32), engine=nisa.gpsimd_engine)
+    else:
+        word = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=word, src=seed[program, 0:1, 0:1])
+        nisa.set_rng_seed(word)
+    _products(out, a, b, a_is_transposed, nl.bfloat16, 1, False, table, 0, "stochastic", 1)
     return out
 
 
@@ -180,247 +182,139 @@ def _rng_engine():
     return nisa.vector_engine if nisa.get_nc_version() == nisa.nc_version.gen2 else nisa.gpsimd_engine
 
 
-def _whole(x, words, batch):
-    """x (a kernel argument or output in HBM) as the [words, batch, rows, columns] view every access below is
-    addressed in (``_hbm``)."""
-    return x.reshape((words, batch, x.shape[-2], x.shape[-1]))
-
-
-# --- the programs' shares, walked in dynamic loops ----------------------------------------------------------
-def _block_shape(m, n):
-    """(block_m, block_n): output rows and columns of one block."""
-    return min(BLOCK_TILES_M * TILE_M, m), min(BLOCK_TILES_N * TILE_N, n)
-
-
-def _shares(batch, m, n):
-    """(batch entry, first block, stop block) for each batch entry with output blocks of this program: the
-    ``batch`` x [m, n] outputs' blocks, entry by entry and row-major within one, go in contiguous shares to
-    programs 0..nl.num_programs()-1, balanced by output elements (edge blocks are smaller): a block goes to the
-    program whose equal slice of all the elements holds the block's midpoint. With two or more blocks every
-    program of an LNC=2 launch gets at least one (the first block's midpoint lies in the first half, the last's in
-    the second)."""
-    block_m, block_n = _block_shape(m, n)
-    cols = _tiles(n, block_n)
-    blocks = _tiles(m, block_m) * cols
-    program, programs = nl.program_id(0), nl.num_programs()
-    total = batch * m * n
-    done = 0  # output elements of the blocks before this one
-    shares = ()
-    for i in range(batch):
-        first, stop = blocks, 0
-        for block in range(blocks):
-            area = min(block_m, m - block // cols * block_m) * min(block_n, n - block % cols * block_n)
-            if programs * (2 * done + area) // (2 * total) == program:
-                first, stop = min(first, block), block + 1
-            done = done + area
-        if first < stop:
-            shares = shares + ((i, first, stop),)
-    return shares
-
-
-def _block_rows(first, stop, per_row):
-    """(block row, first block column, stop column) of each row of blocks first..stop-1 (row-major)."""
-    rows = ()
-    for row in range(first // per_row, _tiles(stop, per_row)):
-        rows = rows + ((row, max(first - row * per_row, 0), min(stop - row * per_row, per_row)),)
-    return rows
-
-
-def _each_entry(batch, m, n, places, strides, entry):
-    """``entry(first, stop, places)`` for each batch entry with output blocks first..stop-1 of this program
-    (``_shares``), ``places`` (``_hbm``) moved to the entry: ``strides`` elements per entry in each stream. With a
-    batch (bmm), the entries a program has whole run as one dynamic loop (``_loop``), so the program does not grow
-    with the batch; the others (at most the first and the last of the share) and a lone entry (matmul) are static
-    calls."""
-    block_m, block_n = _block_shape(m, n)
-    blocks = _tiles(m, block_m) * _tiles(n, block_n)
-    whole = ()
-    for b, first, stop in _shares(batch, m, n):
-        if batch > 1 and first == 0 and stop == blocks:
-            whole = whole + (b,)
-        else:
-            entry(first, stop, _shifted(places, strides, b))
-    if whole:
-        def body(inner):
-            entry(0, blocks, inner)
-
-        _loop(len(whole), _shifted(places, strides, whole[0]), strides, body)
-
-
-def _each_row(first, stop, m, n, places, strides, row):
-    """``row(places, ms, n_first, n_stop)`` for each row of blocks holding blocks first..stop-1 of an entry: ms its
-    rows, n_first..n_stop-1 its block columns, ``places`` moved to its first row (``strides`` elements per output
-    row in each stream). The rows whole in both directions run as one dynamic loop, so the program does not grow
-    with M; the others (the first and the last row when they have only some block columns, the last when block_m
-    does not divide M) are static calls of the same row."""
-    block_m, block_n = _block_shape(m, n)
-    cols = _tiles(n, block_n)
-    rows = _block_rows(first, stop, cols)
-    looped = ()  # the rows whole in both directions: consecutive (only the first and the last row can be partial)
-    for r, n_first, n_stop in rows:
-        if n_first == 0 and n_stop == cols and (r + 1) * block_m <= m:
-            looped = looped + (r,)
-
-    def body(inner):
-        row(inner, block_m, 0, cols)
-
-    for r, n_first, n_stop in rows:
-        if not looped or r < looped[0]:
-            row(_shifted(places, strides, r * block_m), min(block_m, m - r * block_m), n_first, n_stop)
-    if looped:
-        _loop(len(looped), _shifted(places, strides, looped[0] * block_m), _scaled(strides, block_m), body)
-    for r, n_first, n_stop in rows:
-        if looped and r > looped[-1]:
-            row(_shifted(places, strides, r * block_m), min(block_m, m - r * block_m), n_first, n_stop)
-
-
-def _blocks(start, stop, size, places, strides, body):
-    """``body(places, extent)`` for each block start, start + size, ... < stop of one dimension, ``places`` moved to
-    it (``strides`` elements per unit of the dimension in each stream): the whole blocks as one dynamic loop, the
-    partial last one a static call."""
-    whole = (stop - start) // size
-    if whole:
-        def each(inner):
-            body(inner, size)
-
-        _loop(whole, _shifted(places, strides, start), _scaled(strides, size), each)
-    if start + whole * size < stop:
-        body(_shifted(places, strides, start + whole * size), stop - start - whole * size)
-
-
-def _loop(count, places, advances, body):
-    """``body(places)`` ``count`` times as one ``nl.fori_loop``, each stream's place advanced by ``advances``
-    elements per iteration. A body is one piece of program, so nothing in it can depend on the iteration: the
-    offsets do through int32 counters in SBUF, one per advancing stream (set from the outer place's counter, advanced
-    after each iteration by exact int32 adds on GpSimd: NKI documents no register arithmetic), which ``_hbm`` loads
-    into the place's register before each access. The loop's own register is not needed. One iteration is a static
-    call (the same program, without the counters' instructions)."""
-    if count == 1:
-        body(places)
-        return
-    inner = ()
-    steps = ()
-    for s in range(len(places)):
-        place, advance = places[s], advances[s]
-        if advance:
-            counter = _int_tile(0)
-            if len(place) == 3:  # inside a dynamic loop already: start from its counter
-                _advance((counter,), place[1])
-            inner = inner + ((place[0], counter, nisa.register_alloc()),)
-            steps = steps + (_int_tile(advance),)
-        else:
-            inner = inner + (place,)
-            steps = steps + (None,)
-
-    def each(i):
-        body(inner)
-        for s in range(len(inner)):
-            if advances[s]:
-                _advance((inner[s][1],), steps[s])
-
-    nl.fori_loop(0, count, each)
-
-
-def _shifted(places, strides, units):
-    """``places`` moved ``units`` along a dimension of ``strides`` elements per unit in each stream (static)."""
-    moved = ()
-    for s in range(len(places)):
-        moved = moved + ((places[s][0] + units * strides[s],) + places[s][1:],)
-    return moved
-
-
-def _scaled(strides, size):
-    scaled = ()
-    for stride in strides:
-        scaled = scaled + (stride * size,)
-    return scaled
-
-
-def _int_tile(value):
-    """A [1, 1] int32 SBUF tile holding ``value``, set on GpSimd (an integer memset, exact)."""
-    t = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.memset(t, value, engine=nisa.gpsimd_engine)
-    return t
-
-
-def _advance(counters, step):
-    """counter += step for each counter: int32 adds on GpSimd, exact (NKI_FACTS.md section 13; the Vector Engine
-    would add in fp32)."""
-    for counter in counters:
-        nisa.tensor_tensor(dst=counter, data1=counter, data2=step, op=nl.add, engine=nisa.gpsimd_engine)
-
-
-ORIGIN = (0,)  # the place (``_hbm``) of a tensor's first element
-
-
-def _hbm(t, w, r, c, rows, cols, place):
-    """The [rows, cols] tile at row r, column c of word w of ``t`` ([words, batch, R, C] in HBM), from ``place`` =
-    (elements,): ``elements`` further into t, or, inside dynamic loops (``_loop``), (elements, counter, register):
-    plus the int32 SBUF ``counter``'s elements, loaded into ``register`` here. One ``.ap`` on the whole tensor: an
-    access with a dynamic offset is an access pattern over the tensor's storage (SDK NkiTensor.ap, nki-aps.rst);
-    patterns are tuples here, as for every call argument of a kernel (the stub types them list[list[int]])."""
-    start = (w * t.shape[1] * t.shape[2] + r) * t.shape[3] + c + place[0]
-    pattern = ((t.shape[3], rows), (1, cols))
-    if len(place) == 1:
-        return t.ap(pattern, offset=start)
-    assert t.shape[0] * t.shape[1] * t.shape[2] * t.shape[3] <= INT32_MAX, (
-        f"nki matmul: {t.shape} is too large for a 32-bit dynamic offset; split the batch or the operands")
-    nisa.register_load(place[2], place[1])
-    return t.ap(pattern, offset=start, scalar_offset=place[2], indirect_dim=3)
-
-# --- sizes ---------------------------------------------------------------------------------------------------
+# --- the plan: plain ints and tuples, computed while a kernel traces and by the host (``table_rows``) ---------
 def _tiles(size, tile):
     return (size + tile - 1) // tile
 
 
 def _rows(a, a_is_transposed):
-    """M of an A given as A^T [K, M] or A [M, K]."""
-    return a.shape[1] if a_is_transposed else a.shape[0]
+    """M of an A given as [..., M, K] or, transposed, [..., K, M]."""
+    return a.shape[-1] if a_is_transposed else a.shape[-2]
 
 
-def _chunking(words):
-    """K tiles per PSUM accumulation: bf16x6 (3 words) evacuates every CHUNK_TILES; others accumulate a K block."""
-    return CHUNK_TILES if words == 3 else 0
+def _unit_shape(batch, m, n, programs):
+    """(rows, columns) of every unit: the fewest units of at most BLOCK_M x BLOCK_N covering [m, n], their sizes as
+    even as whole units allow; cut finer (while the pieces keep a whole tile) until every program has one."""
+    blocks_m, blocks_n = _tiles(m, BLOCK_M), _tiles(n, BLOCK_N)
+    while batch * blocks_m * blocks_n < programs:
+        if n // (blocks_n + 1) >= TILE_K:
+            blocks_n = blocks_n + 1
+        elif m // (blocks_m + 1) >= TILE_K:
+            blocks_m = blocks_m + 1
+        else:
+            break
+    return _tiles(m, blocks_m), _tiles(n, blocks_n)
 
 
-class BlockingPlan(NamedTuple):
-    """How a kernel call cuts its [M, K] x [K, N] product into blocks, from the SBUF budget (``fitting_blocks``):
-    an output block is ``block_m`` x ``block_n`` (at most BLOCK_TILES_M x TILE_M rows and BLOCK_TILES_N x TILE_N
-    columns), and each K block is ``k_tiles`` tiles of TILE_K (0 in ``fitting_blocks`` when not even one fits). A
-    tuple (block_m, k_tiles, block_n): immutable, and unpacked as the three sizes."""
-
-    block_m: int
-    k_tiles: int
-    block_n: int
+def _starts(size, extent):
+    """The starts of units of ``extent`` covering 0..size-1: every ``extent``, the last moved back to end at
+    ``size`` (overlapping its neighbour)."""
+    starts = ()
+    for i in range(_tiles(size, extent)):
+        starts = starts + (min(i * extent, size - extent),)
+    return starts
 
 
-def block_sizes(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
-    """The ``BlockingPlan`` within ``sbuf_bytes`` per partition (``fitting_blocks``); a shape that cannot fit is
-    refused (the host checks before launching)."""
-    sizes = fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple)
-    assert sizes.k_tiles >= 1, (f"nki matmul: {sbuf_bytes} bytes of SBUF per partition cannot hold one K tile of a "
-                                f"{sizes.block_m} x {sizes.block_n} block of {width}-byte operands")
-    return sizes
+def _deal(count, programs):
+    """(iterations, the items of each program): ``count`` items in equal contiguous shares, a short last share
+    padded by repeating the last item, so every program runs the same number of iterations."""
+    iterations = _tiles(count, programs)
+    shares = ()
+    for p in range(programs):
+        share = ()
+        for t in range(iterations):
+            share = share + (min(p * iterations + t, count - 1),)
+        shares = shares + (share,)
+    return iterations, shares
 
 
-def fitting_blocks(m, k, n, width, accumulators, sbuf_bytes, k_multiple=1):
-    """The ``BlockingPlan`` for operands of ``width`` bytes per element (all words together) and ``accumulators``
-    fp32 result arrays per block; k_tiles is 0 when not even one K tile fits. A block's operand
-    tiles and results are double-buffered (the next block's load overlaps this block's matmuls), so two of each
-    must fit beside the staging tiles; k_tiles is a multiple of ``k_multiple`` (whole chunks per K block)."""
-    block_m, block_n = _block_shape(m, n)
-    result = accumulators * _tiles(block_m, TILE_M) * block_n * 4
-    room = (sbuf_bytes - STAGING_BYTES) // 2 - result
-    k_tiles = min(_tiles(k, TILE_K), max(room, 0) // ((block_m + block_n) * width))
-    k_tiles = k_tiles - k_tiles % k_multiple if k_tiles < _tiles(k, TILE_K) else k_tiles
-    return BlockingPlan(block_m, k_tiles, block_n)
+def _unit_offsets(batch, m, k, n, a_is_transposed, programs):
+    """((iterations, rows, columns), per program per iteration the (A, B, out) element offsets of its unit and the
+    (A, B) offsets of its next unit): A as [..., K, M] (transposed) or [..., M, K], B [..., K, N], out [..., M, N],
+    each without leading word dimensions."""
+    rows, columns = _unit_shape(batch, m, n, programs)
+    units = ()
+    for entry in range(batch):
+        for r in _starts(m, rows):
+            for c in _starts(n, columns):
+                a_offset = entry * m * k + (r if a_is_transposed else r * k)
+                units = units + ((a_offset, entry * k * n + c, entry * m * n + r * n + c),)
+    iterations, shares = _deal(len(units), programs)
+    offsets = ()
+    for share in shares:
+        rows_of = ()
+        for t in range(iterations):  # the unit, and where the next one lies in A and B (the last: itself)
+            after = units[share[min(t + 1, iterations - 1)]]
+            rows_of = rows_of + (units[share[t]] + (after[0], after[1]),)
+        offsets = offsets + (rows_of,)
+    return (iterations, rows, columns), offsets
 
 
-def _level_k_tiles(m, k, n, slices):
+def table_rows(kernel, batch, m, k, n, a_is_transposed, programs, words=1):
+    """The rows of the ``table`` argument of ``kernel`` (matmul, bmm, ..._split with ``words``, ..._words,
+    ..._levels, matmul_sr) for A [batch, M, K] (or A^T) and B [batch, K, N]: per program, one row of ROW int32
+    per iteration of its loops (offsets in elements, padded with zeros): the units (A, B and out, then the next
+    unit's A and B); for the split kernels first the tiles of A and of B they split (source, scratch). The kernel
+    computes the same plan while it traces and reads only its own program's rows."""
+    _, found = _unit_offsets(batch, m, k, n, True if kernel.endswith("_split") else a_is_transposed, programs)
+    if kernel.endswith("_split"):
+        _, first = _split_offsets(batch, m, k, n, a_is_transposed, programs)
+        found = tuple(first[p] + found[p] for p in range(programs))
+    table = ()
+    for p in range(programs):
+        rows = ()
+        for row in found[p]:
+            rows = rows + (row + (0,) * (ROW - len(row)),)
+        table = table + (rows,)
+    return table
+
+
+def _k_blocks(k, k_tiles, chunk):
+    """(first row, rows) of each K block of at most ``k_tiles`` tiles (a multiple of ``chunk`` but the last): as
+    even as whole tiles allow, and an even number of them where there are two tiles or more (the two operand sets
+    alternate, so the last block of one unit and the first of the next use different sets)."""
+    tiles = _tiles(k, TILE_K)
+    count = _tiles(tiles, max(k_tiles, 1))
+    if tiles >= 2 and count % 2:
+        count = count + 1
+    per_block = min(max(k_tiles, 1), _tiles(_tiles(tiles, count), chunk) * chunk)
+    blocks = ()
+    for first in range(0, tiles, per_block):
+        blocks = blocks + ((first * TILE_K, min(per_block * TILE_K, k - first * TILE_K)),)
+    return blocks
+
+
+def k_tiles(m, k, n, words, width, accumulators, a_is_transposed, sbuf_bytes, programs, chunk=1, a_width=None,
+            b_width=None):
+    """K tiles per K block that fit ``sbuf_bytes`` per partition (0 when not even one does) with everything the
+    units use live at once (``_allocate``): two sets of A^T and B operand tiles (``words`` words of ``width``
+    bytes) and of their staging (A's rows for the transposes when A is not transposed; inputs of ``a_width`` and
+    ``b_width`` bytes, default ``width``, to be rounded to the operand), the ``accumulators`` fp32 sums of a unit
+    and its result, and STAGING_BYTES; a multiple of ``chunk``."""
+    rows, columns = _unit_shape(1, m, n, programs)
+    a_width, b_width = a_width or width, b_width or width
+    sums = (accumulators + 1 if accumulators else 0) * _tiles(rows, TILE_M) * columns * 4  # and the result tile
+    per_set = words * width * (rows + columns)
+    if not a_is_transposed:
+        per_set = per_set + words * _tiles(rows, TILE_M) * TILE_K * a_width
+    elif a_width != width:
+        per_set = per_set + words * rows * a_width
+    if b_width != width:
+        per_set = per_set + words * columns * b_width
+    per_tile = 2 * per_set
+    room = sbuf_bytes - STAGING_BYTES - sums
+    fits = min(_tiles(k, TILE_K), max(room, 0) // per_tile)
+    if fits < _tiles(k, TILE_K):
+        fits = fits - fits % chunk
+    return fits
+
+
+def level_k_tiles(m, k, n, slices, sbuf_bytes, programs):
     """K tiles per block for ozaki's levels: the SBUF budget, and at most LEVEL_TERMS products per level (a level
     has up to ``slices`` digit pairs) so no int32 sum can overflow."""
-    k_tiles = block_sizes(m, k, n, 2 * slices, 1, nl.tile_size.sbuf_fmax_bytes).k_tiles
-    return max(1, min(k_tiles, LEVEL_TERMS // (slices * TILE_K)))
+    fits = k_tiles(m, k, n, slices, 2, 0, False, sbuf_bytes, programs)
+    assert fits >= 1, f"nki matmul_levels: {slices} digit slices do not fit one K tile in {sbuf_bytes} bytes of SBUF"
+    return max(1, min(fits, LEVEL_TERMS // (slices * TILE_K)))
 
 
 def _level_pairs(words):
@@ -435,257 +329,296 @@ def _level_pairs(words):
     return levels
 
 
-# --- phase 1: splitting on chip -----------------------------------------------------------------------------
-def _split_products(out, a, b, a_is_transposed, words):
-    """``_products`` of fp32 A and B ([1, batch, ...] views) split on chip into ``words`` bf16 words: per batch
-    entry, the words of A (as A^T: [words, K, M]) and B ([words, K, N]) go to this program's HBM scratch
-    (private_hbm): the rows of A (row by row of output blocks, in the same loops as the products) and the columns
-    of B its output blocks need, each element split once; then its blocks multiply the words."""
-    batch, m, n = out.shape[1], out.shape[2], out.shape[3]
-    k = b.shape[2]
-    block_m, block_n = _block_shape(m, n)
-    per_row = _tiles(n, block_n)
-    a_words = nl.ndarray((words, 1, k, m), dtype=nl.bfloat16, buffer=nl.private_hbm)
-    b_words = nl.ndarray((words, 1, k, n), dtype=nl.bfloat16, buffer=nl.private_hbm)
-    bias = _constant(ROUND_BIAS)
-    mask = _constant(HI_MASK)
-    a_row = 1 if a_is_transposed else k  # elements per row of the output in A (A^T [K, M] or A [M, K])
-
-    def split_rows(places, ms, n_first, n_stop):  # places: the rows in A, their columns in the scratch A^T
-        if a_is_transposed:
-            _split(a_words, a, words, False, bias, mask, (0, k), (0, ms), places[0], places[1])
-        else:
-            _split(a_words, a, words, True, bias, mask, (0, ms), (0, k), places[0], places[1])
-
-    def multiply(places, ms, n_first, n_stop):  # places: the rows' columns in the scratch A^T, the rows in out
-        _product_row(out, a_words, b_words, True, nl.bfloat16, words, _chunking(words), 0,
-                     (places[0], ORIGIN, places[1]), ms, n_first, n_stop)
-
-    def entry(first, stop, places):  # places: the entry in A, B and out
-        _each_row(first, stop, m, n, (places[0], ORIGIN), (a_row, 1), split_rows)
-        n_range = (0, n)  # blocks in several rows of blocks: every column (assumed cheaper than finding the union)
-        if first // per_row == (stop - 1) // per_row:
-            n_range = (first % per_row * block_n, min(((stop - 1) % per_row + 1) * block_n, n))
-        _split(b_words, b, words, False, bias, mask, (0, k), n_range, places[1], ORIGIN)
-        _each_row(first, stop, m, n, (ORIGIN, places[2]), (1, n), multiply)
-
-    _each_entry(batch, m, n, (ORIGIN, ORIGIN, ORIGIN), (_entry_size(a), _entry_size(b), _entry_size(out)), entry)
+# --- addressing -------------------------------------------------------------------------------------------------
+def _access(t, pattern, offset, register):
+    """The access ``pattern`` ([[stride, count], ...] in elements) of the kernel argument or output ``t`` (HBM, as
+    given: never reshaped), ``offset`` elements in, plus the elements of the run-time register in ``register``
+    (a tuple of it; empty: a static access). The dynamic dimension is t's last, whose stride is one element."""
+    if not register:
+        return t.ap(pattern, offset=offset)
+    return t.ap(pattern, offset=offset, scalar_offset=register[0], indirect_dim=len(t.shape) - 1)
 
 
-def _entry_size(t):
-    """Elements of one batch entry of a [words, batch, rows, columns] tensor."""
-    return t.shape[2] * t.shape[3]
+def _copy(dst, src, dynamic):
+    """One DMA; ``dynamic``: an operand has a run-time offset, whose descriptors the hardware DGE generates."""
+    if dynamic:
+        nisa.dma_copy(dst=dst, src=src, dge_mode=nisa.dge_mode.hwdge)
+    else:
+        nisa.dma_copy(dst=dst, src=src)
 
 
-def _constant(value):
-    """A [128, TILE_N] tile of int32 ``value`` (memset takes an int for an integer tile), viewed as uint32."""
-    t = nl.ndarray((TILE_K, TILE_N), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.memset(t, value, engine=nisa.vector_engine)
+def _row_reader(table, first_row, registers):
+    """A function of the loop's induction value (the element offset of the iteration's row, past ``first_row``
+    rows of this program's table) that loads the row into ``registers`` (each a tuple of one register): one
+    dynamic DMA of the row to SBUF, then a register_load per offset."""
+    program = nl.program_id(0)
+    row = nl.ndarray((1, ROW), dtype=nl.int32, buffer=nl.sbuf)
+    start = (program * table.shape[1] + first_row) * ROW
+
+    def read(i):
+        _copy(row, _access(table, [[ROW, 1], [1, ROW]], start, (i,)), True)
+        for r in range(len(registers)):
+            nisa.register_load(registers[r][0], row[0:1, r:r + 1])
+
+    return read
+
+
+def _fence(t, pattern, offset):
+    """After the last dynamic write of a program into output ``t``: a DMA of a region it wrote onto itself, which
+    completes only after the writes before it (nki-library ends its dynamic kernels with one)."""
+    region = _access(t, pattern, offset, ())
+    nisa.dma_copy(dst=region, src=region)
+
+
+# --- products ------------------------------------------------------------------------------------------------
+def _products(out, a, b, a_is_transposed, operand, words, has_words, table, first_row, kind, batch):
+    """Over this program's units, one ``nl.fori_loop`` iteration per unit: out = the sum over the kept word pairs
+    of A_i @ B_j (``kind`` plain; chunked: bf16x6's chunk sums and TwoSum), rounded stochastically to bf16
+    (stochastic), or ozaki's exact int32 level sums per K block (levels). ``has_words``: a and b lead with a word
+    dimension; ``first_row``: table rows before the units."""
+    m, n = out.shape[-2], out.shape[-1]
+    k = b.shape[-2]
+    programs = _checked(table, (a, b, out))
+    (iterations, rows, columns), units = _unit_offsets(batch, m, k, n, a_is_transposed, programs)
+    blocks = _blocking(m, k, n, words, operand, a.dtype, b.dtype, kind, a_is_transposed, programs)
+    tiles = _allocate(operand, words, _tiles(blocks[0][1], TILE_K), rows, columns, kind, a_is_transposed, a.dtype,
+                      b.dtype)
+    registers = ()  # this unit's offsets in A, B and out, the next unit's in A and B
+    for _ in range(5):
+        registers = registers + ((nisa.register_alloc(),),)
+    read = _row_reader(table, first_row, registers)
+    word_a, word_b = (_size(a) // a.shape[0], _size(b) // b.shape[0]) if has_words else (0, 0)
+    geometry = (rows, columns, words, m if a_is_transposed else k, word_a, n, word_b, n, a_is_transposed)
+    first = units[nl.program_id(0)][0]
+    _fetch_first(tiles, a, b, blocks, geometry, (first[0], first[1]))
+
+    def body(i):
+        read(i)
+        _unit(out, a, b, tiles, blocks, geometry, (registers[0:3], (0, 0, 0)), (registers[3:5], (0, 0)), kind)
+
+    nl.fori_loop(0, iterations * ROW, body, step=ROW)
+    _fence(out, [[n, min(rows, TILE_M)], [1, columns]], units[nl.program_id(0)][-1][2])
+
+
+def _checked(table, tensors):
+    """The launch's programs, after checking the table is for them and every tensor a dynamic access addresses
+    has 32-bit offsets."""
+    programs = nl.num_programs()
+    assert table.shape[0] == programs, f"nki matmul: a table for {table.shape[0]} programs, launched with {programs}"
+    for t in tensors:
+        assert _size(t) <= INT32_MAX, (f"nki matmul: {t.shape} is too large for 32-bit dynamic offsets; split the "
+                                       "batch or the operands")
+    return programs
+
+
+def _blocking(m, k, n, words, operand, a_dtype, b_dtype, kind, a_is_transposed, programs):
+    """The K blocks of a unit: ozaki's by its level budget, others as many K tiles as SBUF holds."""
+    budget = nl.tile_size.sbuf_fmax_bytes
+    if kind == "levels":
+        return _k_blocks(k, level_k_tiles(m, k, n, words, budget, programs), 1)
+    width = _width(operand)
+    chunk = CHUNK_TILES if kind == "chunked" else 1
+    fits = k_tiles(m, k, n, words, width, _accumulators(kind), a_is_transposed, budget, programs, chunk,
+                   _width(a_dtype), _width(b_dtype))
+    assert fits >= 1, (f"nki matmul: {budget} bytes of SBUF per partition cannot hold one K tile of a unit of "
+                       f"{words} x {width}-byte operands")
+    return _k_blocks(k, fits, chunk)
+
+
+def _size(t):
+    size = 1
+    for d in t.shape:
+        size = size * d
+    return size
+
+
+def _width(dtype):
+    """Bytes per element of the dtypes the kernels take (fp32, bf16)."""
+    return 4 if dtype == nl.float32 else 2
+
+
+def _accumulators(kind):
+    """fp32 sums per output element of a unit: bf16x6's (s, e, group), one otherwise, none for ozaki's levels."""
+    return 3 if kind == "chunked" else (0 if kind == "levels" else 1)
+
+
+def _allocate(operand, words, block_tiles, rows, columns, kind, a_is_transposed, a_dtype, b_dtype):
+    """Every tile the units use, allocated once before the loop: (operand sets, PSUM ring, PSUM transposes, sums,
+    the kind's own tiles)."""
+    sets = ()  # per set: A^T and B operand tiles, and where their DMAs land first when they need work on chip
+    for _ in range(2):
+        a_stage, b_stage = (), ()
+        if not a_is_transposed:  # A's rows, 128 at a time, to be transposed 128 x 128 through PSUM
+            a_stage = nl.ndarray((TILE_M, words, _tiles(rows, TILE_M), block_tiles * TILE_K), dtype=a_dtype,
+                                 buffer=nl.sbuf)
+        elif a_dtype != operand:  # fp32 A^T for a bf16 operand, to be rounded on chip
+            a_stage = nl.ndarray((TILE_K, words, block_tiles, rows), dtype=a_dtype, buffer=nl.sbuf)
+        if b_dtype != operand:
+            b_stage = nl.ndarray((TILE_K, words, block_tiles, columns), dtype=b_dtype, buffer=nl.sbuf)
+        sets = sets + ((nl.ndarray((TILE_K, words, block_tiles, rows), dtype=operand, buffer=nl.sbuf),
+                        nl.ndarray((TILE_K, words, block_tiles, columns), dtype=operand, buffer=nl.sbuf),
+                        a_stage, b_stage),)
+    ring = ()
+    for _ in range(PSUM_RING):
+        ring = ring + (nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum),)
+    flips = ()
+    if not a_is_transposed:
+        for _ in range(2):
+            flips = flips + (nl.ndarray((TILE_K, TILE_M), dtype=a_dtype, buffer=nl.psum),)
+    accumulators = _accumulators(kind)
+    sums = ()  # the unit's running sums, and its result (a tile of its own, so the next unit's sums need not wait
+    # for this one's store)
+    if accumulators:
+        sums = (nl.ndarray((TILE_M, accumulators, _tiles(rows, TILE_M), columns), dtype=nl.float32, buffer=nl.sbuf),
+                nl.ndarray((TILE_M, _tiles(rows, TILE_M), columns), dtype=nl.float32, buffer=nl.sbuf))
+    extra = ()
+    if kind == "chunked":  # TwoSum's temporaries
+        for _ in range(3):
+            extra = extra + (nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.sbuf),)
+    if kind == "levels":  # exact int32 level sums and the conversions of PSUM accumulations, rings of 2 (a store
+        # of one output tile's sum overlaps the next tile's products)
+        for _ in range(2):
+            extra = extra + ((nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf),
+                              nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf)),)
+    if kind == "stochastic":  # random bits, the mask constants, the bf16 result
+        extra = (nl.ndarray((TILE_M, columns), dtype=nl.uint32, buffer=nl.sbuf),
+                 _constant(LOW_MASK, columns), _constant(HI_MASK, columns),
+                 nl.ndarray((TILE_M, columns), dtype=nl.bfloat16, buffer=nl.sbuf))
+    return sets, ring, flips, sums, extra
+
+
+def _constant(value, columns):
+    """A [128, columns] int32 tile of ``value`` (|value| <= 2**24, memset exactly on GpSimd), viewed as uint32."""
+    t = nl.ndarray((TILE_K, columns), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(t, value, engine=nisa.gpsimd_engine)
     return t.view(nl.uint32)
 
 
-def _split(out, x, words, transpose, bias, mask, rows, cols, x_place, out_place):
-    """out's words of x's rows rows[0]..rows[1]-1 and columns cols[0]..cols[1]-1 (x: fp32 [1, batch, R, C] in HBM
-    from ``x_place``; out: [words, 1, R, C], or [words, 1, C, R] of x^T when ``transpose``, from ``out_place``; see
-    ``_hbm``), tile by tile in dynamic loops (``_blocks``): w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (exact
-    bf16), x -= w (exact), for each word."""
-    step = TILE_K if transpose else TILE_N  # transposed: 128 x 128 tiles for the Tensor Engine transpose
-    out_row, out_col = (1, out.shape[3]) if transpose else (out.shape[3], 1)  # out elements per x row, x column
+def _unit(out, a, b, tiles, blocks, geometry, here, after, kind):
+    """One unit: its K blocks (static), then its result stored (levels: per K block). ``geometry`` = (rows,
+    columns, words, A's row stride, A's word size, B's row stride, B's word size, out's row stride, A given as
+    A^T); the unit lies at ``here`` = ((A's, B's, out's register), (their static offsets)) and the next unit's
+    first K block, fetched during this unit's last one, at ``after`` = ((A's, B's register), (static offsets)).
 
-    def tile(places, rr, cc):
-        rest = nl.ndarray((TILE_K, step), dtype=nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=rest[0:rr, 0:cc], src=_hbm(x, 0, 0, 0, rr, cc, places[0]))
-        for t in range(words):
-            word = _nearest_word(rest[0:rr, 0:cc], bias[0:rr, 0:cc], mask[0:rr, 0:cc])
-            if transpose:
-                _store_transposed(_hbm(out, t, 0, 0, cc, rr, places[1]), word)
-            else:
-                _store_word(_hbm(out, t, 0, 0, rr, cc, places[1]), word)
-            if t < words - 1:
-                nisa.tensor_tensor(dst=rest[0:rr, 0:cc], data1=rest[0:rr, 0:cc], data2=word, op=nl.subtract,
-                                   engine=nisa.vector_engine)
-
-    def row(places, rr):
-        def each(inner, cc):
-            tile(inner, rr, cc)
-
-        _blocks(cols[0], cols[1], step, places, (1, out_col), each)
-
-    _blocks(rows[0], rows[1], TILE_K, (x_place, out_place), (x.shape[3], out_row), row)
-
-
-def _nearest_word(rest, bias, mask):
-    """The nearest bf16 to ``rest`` (ties away from zero) as an fp32 tile, by exact integer operations: the add on
-    GpSimd (exact int32; the Vector Engine adds in fp32), the mask on the Vector Engine (bitvec operators are
-    documented there only)."""
-    bits = nl.ndarray(rest.shape, dtype=nl.uint32, buffer=nl.sbuf)
-    nisa.tensor_tensor(dst=bits, data1=rest.view(nl.uint32), data2=bias, op=nl.add, engine=nisa.gpsimd_engine)
-    nisa.tensor_tensor(dst=bits, data1=bits, data2=mask, op=nl.bitwise_and, engine=nisa.vector_engine)
-    return bits.view(nl.float32)
-
-
-def _store_word(dst, word):
-    """An fp32 tile holding bf16 values -> bf16 (exact) -> HBM."""
-    narrow = nl.ndarray(word.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=narrow, src=word, engine=nisa.scalar_engine)
-    nisa.dma_copy(dst=dst, src=narrow)
-
-
-def _store_transposed(dst, word):
-    """``_store_word`` of word^T: transposed on the Tensor Engine in bf16 (bit-exact from NeuronCore-v3)."""
-    narrow = nl.ndarray(word.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=narrow, src=word, engine=nisa.scalar_engine)
-    flipped = nl.ndarray((word.shape[1], word.shape[0]), dtype=nl.bfloat16, buffer=nl.psum)
-    nisa.nc_transpose(dst=flipped, data=narrow, engine=nisa.tensor_engine)
-    back = nl.ndarray((word.shape[1], word.shape[0]), dtype=nl.bfloat16, buffer=nl.sbuf)
-    nisa.tensor_copy(dst=back, src=flipped, engine=nisa.vector_engine)
-    nisa.dma_copy(dst=dst, src=back)
-
-
-# --- phase 2: products ----------------------------------------------------------------------------------------
-def _products(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic):
-    """out = sum over the kept word pairs of A_i @ B_j for each batch entry, over this program's output blocks,
-    on [words, batch, ...] views (``_whole``); see ``_product_row``."""
-
-    def row(places, ms, n_first, n_stop):
-        _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, places, ms,
-                     n_first, n_stop)
-
-    _each_block_row(out, a_words, b_words, a_is_transposed, row)
-
-
-def _each_block_row(out, a_words, b_words, a_is_transposed, row):
-    """``row(places, ms, n_first, n_stop)`` for each row of this program's output blocks in out [words, batch, M, N]
-    (``_each_entry``, ``_each_row``): ``places`` (``_hbm``) = of its rows in A (a_words), of its batch entry in B,
-    of its rows in out."""
-    batch, m, n = out.shape[1], out.shape[2], out.shape[3]
-    a_row = 1 if a_is_transposed else a_words.shape[3]  # elements per output row in A^T [K, M] or A [M, K]
-
-    def entry(first, stop, places):
-        _each_row(first, stop, m, n, places, (a_row, 0, n), row)
-
-    _each_entry(batch, m, n, (ORIGIN, ORIGIN, ORIGIN), (_entry_size(a_words), _entry_size(b_words),
-                                                        _entry_size(out)), entry)
-
-
-def _product_row(out, a_words, b_words, a_is_transposed, operand, words, chunk_tiles, stochastic, places, ms,
-                 n_first, n_stop):
-    """One row of output blocks, block columns n_first..n_stop-1, of ms rows: out = sum over the kept word pairs
-    of A_i @ B_j, where ``places`` = of the row's rows in A, of the entry in B, of the row's rows in out (``_hbm``).
-    ``chunk_tiles``: 0 accumulates a whole K block per PSUM accumulation, else that many K tiles, GROUP chunk sums
-    added and TwoSum-combined. ``stochastic``: round the fp32 result to out's bf16 stochastically (fast only).
-
-    The N blocks and the K blocks run in dynamic loops (``_blocks``, ``_loop``), partial ones static. The sums of an
-    N block carry across its K blocks, so they are allocated outside the K loop; what a K block does with them
-    (copy or add; bf16x6: which chunk sums start a group, which TwoSum starts (s, e)) depends only on the block's
-    position, which a loop body cannot know: the first K blocks are static calls, and a loop iteration takes as many
-    K blocks as make its chunks a multiple of GROUP, so every iteration does what the first one would."""
-    k, n = b_words.shape[2], b_words.shape[3]
-    m = out.shape[2]
-    levels = _level_pairs(words)
-    width = words * (4 if operand == nl.float32 else 2)
-    accumulators = 3 if chunk_tiles else 1
-    block_m, k_tiles, block_n = block_sizes(m, k, n, width, accumulators, nl.tile_size.sbuf_fmax_bytes,
-                                            max(1, chunk_tiles))
-    block_k = k_tiles * TILE_K
-    k_blocks = _tiles(k, block_k)
-    chunks = _tiles(k, chunk_tiles * TILE_K) if chunk_tiles else 0
-    per_block = k_tiles // chunk_tiles if chunk_tiles else GROUP  # chunks per whole K block
-    per_step = GROUP // _gcd(GROUP, per_block)  # K blocks per loop iteration: a multiple of GROUP chunks
-    k_strides = (a_words.shape[3] if a_is_transposed else 1, n)  # elements per k in A^T [K, M] or A [M, K], in B
-    a_tiles = ()
-    if k_blocks == 1:  # A's block serves every N block of the row: load it once
-        a_tiles = _load_stationary(a_words, places[0], ms, k, a_is_transposed, operand, k_tiles, block_m)
-
-    def n_block(at, ns):
-        sums = nl.ndarray((TILE_M, accumulators, _tiles(block_m, TILE_M), block_n), dtype=nl.float32,
-                          buffer=nl.sbuf)
-
-        def k_block(kat, ks, index):  # index: the K block's, or one that does the same with the sums
-            stationary = a_tiles
-            if k_blocks > 1:
-                stationary = _load_stationary(a_words, kat[0], ms, ks, a_is_transposed, operand, k_tiles, block_m)
-            moving = _load_moving(b_words, kat[1], ks, ns, operand, k_tiles, block_n)
-            if chunk_tiles:
-                _multiply_chunked(sums, stationary, moving, levels, ms, ks, ns, chunk_tiles, index * per_block,
-                                  chunks)
-            else:
-                _multiply(sums, stationary, moving, levels, ms, ks, ns, index == 0)
-
-        def step(kat):  # K blocks per_step..2 * per_step - 1 stand for those of every iteration
-            for q in range(per_step):
-                k_block(_shifted(kat, k_strides, q * block_k), block_k, per_step + q)
-
-        whole_steps = k // (per_step * block_k)
-        for index in range(min(per_step, k_blocks)):
-            k_block(_shifted(at[0:2], k_strides, index * block_k), min(block_k, k - index * block_k), index)
-        if whole_steps > 1:
-            _loop(whole_steps - 1, _shifted(at[0:2], k_strides, per_step * block_k),
-                  _scaled(k_strides, per_step * block_k), step)
-        for index in range(max(per_step, whole_steps * per_step), k_blocks):
-            k_block(_shifted(at[0:2], k_strides, index * block_k), min(block_k, k - index * block_k), index)
-        _store(out, at[2], sums, ms, ns, chunk_tiles, stochastic)
-
-    _blocks(n_first * block_n, min(n_stop * block_n, n), block_n, places, (0, 1, 1), n_block)
-
-
-def _gcd(a, b):
-    while b:
-        a, b = b, a % b
-    return a
-
-
-def _load(dst, src):
-    """HBM -> SBUF; fp32 data for a bf16 operand is staged in SBUF and rounded to nearest even on GpSimd (the
-    engine PSUM evictions leave free)."""
-    if src.dtype == dst.dtype:
-        nisa.dma_copy(dst=dst, src=src)
-    else:
-        staged = nl.ndarray(dst.shape, dtype=src.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=staged, src=src)
-        nisa.tensor_copy(dst=dst, src=staged, engine=nisa.gpsimd_engine)
-
-
-def _load_stationary(a_words, at, ms, ks, a_is_transposed, operand, k_tiles, block_m):
-    """Each word of A^T[ks of K, the ms rows of A], both from the place ``at``, as SBUF tiles [K tile partitions,
-    word, k tile, m]."""
-    tiles = nl.ndarray((TILE_K, a_words.shape[0], k_tiles, block_m), dtype=operand, buffer=nl.sbuf)
-    for w in range(a_words.shape[0]):
-        if a_is_transposed:
-            for t in range(_tiles(ks, TILE_K)):
-                kr = min(TILE_K, ks - t * TILE_K)
-                _load(tiles[0:kr, w, t, 0:ms], _hbm(a_words, w, t * TILE_K, 0, kr, ms, at))
+    The DMAs of K block kb + 1 go out before kb multiplies, into the other operand set (the sets alternate), so
+    loads overlap products; the next unit's first K block is fetched last (before this unit's stores, which wait
+    for the products: DMAs are triggered in program order), and this unit's first was fetched by the unit before
+    it (or before the loop: ``_fetch_first``)."""
+    sets, ring, flips, sums, extra = tiles
+    registers, statics = here
+    levels = _level_pairs(geometry[2])
+    chunks = 0
+    count = len(blocks)
+    for kb in range(count):
+        if kb + 1 < count:
+            _fetch(sets[(kb + 1) % 2], a, b, blocks[kb + 1], geometry, (registers[0], registers[1]), statics)
+        elif count > 1:
+            _fetch(sets[0], a, b, blocks[0], geometry, after[0], after[1])
+        a_tiles, b_tiles = _prepare(sets[kb % 2], blocks[kb], geometry, flips)
+        ks = blocks[kb][1]
+        if kind == "levels":
+            for index in range(len(levels)):
+                word = (index * count + kb) * _level_word(out) + statics[2]
+                _exact_level(out, word, a_tiles, b_tiles, levels[index], ks, geometry, ring, extra, registers[2])
+        elif kind == "chunked":
+            chunks = _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, chunks,
+                                       _total_chunks(blocks))
         else:
-            for i in range(_tiles(ms, TILE_M)):
-                mr = min(TILE_M, ms - i * TILE_M)
-                _load_transposed(tiles[:, w, :, i * TILE_M:i * TILE_M + mr], _hbm(a_words, w, i * TILE_M, 0, mr,
-                                                                                  ks, at), ks)
-    return tiles
+            _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, kb == 0, kb == count - 1)
+    if count == 1:  # one K block: the next unit's goes into the same set, after this one's products
+        _fetch(sets[0], a, b, blocks[0], geometry, after[0], after[1])
+    if kind != "levels":
+        _store(out, sums, geometry, statics[2], extra, kind, registers[2])
 
 
-def _load_transposed(dst, src, ks):
-    """dst[kr, t, mr] (SBUF, K tile t of the block) = src[mr, ks]^T (HBM), 128 x 128 at a time: the rows are
-    loaded whole, one DMA with a run of the block's K per partition (a run per K tile would be 256 bytes of bf16,
-    half the DMA rate), and each K tile is transposed on the Tensor Engine (bit-exact from NeuronCore-v3) into
-    PSUM and copied out by the Vector Engine."""
-    mr = src.shape[0]
-    rows = nl.ndarray((mr, ks), dtype=dst.dtype, buffer=nl.sbuf)
-    _load(rows, src)
+def _fetch_first(tiles, a, b, blocks, geometry, places):
+    """The first K block of a program's first unit, into set 0, before the loop (static offsets ``places``)."""
+    _fetch(tiles[0][0], a, b, blocks[0], geometry, ((), ()), places)
+
+
+def _level_word(out):
+    """Elements of one (level, K block) word of the levels output [s, K blocks, (batch,) M, N]."""
+    size = 1
+    for d in out.shape[2:]:
+        size = size * d
+    return size
+
+
+def _total_chunks(blocks):
+    total = 0
+    for _, ks in blocks:
+        total = total + _tiles(_tiles(ks, TILE_K), CHUNK_TILES)
+    return total
+
+
+def _fetch(tile_set, a, b, block, geometry, registers, statics):
+    """The DMAs of one K block (k0, ks) of every word of A^T[k0:k0 + ks, the unit's rows] and B[k0:k0 + ks, its
+    columns] into ``tile_set``: straight into the operand tiles, or into its staging tiles where the data needs work
+    on chip first (``_prepare``). ``registers`` and ``statics``: where the unit lies in A and B (tuples of a
+    register, or empty, and element offsets)."""
+    a_tiles, b_tiles, a_stage, b_stage = tile_set
+    k0, ks = block
+    rows, columns, words = geometry[0], geometry[1], geometry[2]
+    a_stride, a_word, b_stride, b_word, a_is_transposed = geometry[3], geometry[4], geometry[5], geometry[6], \
+        geometry[8]
+    for w in range(words):
+        if a_is_transposed:
+            _fetch_rows(a_stage if a_stage else a_tiles, w, a, statics[0] + w * a_word + k0 * a_stride, a_stride, ks,
+                        rows, registers[0])
+        else:  # 128 rows of A (a run of the block's K per partition) per M tile
+            for i in range(_tiles(rows, TILE_M)):
+                mr = min(TILE_M, rows - i * TILE_M)
+                _copy(a_stage[0:mr, w, i, 0:ks], _access(a, [[a_stride, mr], [1, ks]],
+                                                         statics[0] + w * a_word + i * TILE_M * a_stride + k0,
+                                                         registers[0]), len(registers[0]) > 0)
+        _fetch_rows(b_stage if b_stage else b_tiles, w, b, statics[1] + w * b_word + k0 * b_stride, b_stride, ks,
+                    columns, registers[1])
+
+
+def _fetch_rows(dst, w, src, offset, stride, ks, width, register):
+    """dst[0:128, w, t, 0:width] = the K rows 128 t .. of ``src`` (row stride ``stride`` elements) from ``offset``
+    plus the register: the whole K tiles in one DMA (a run of ``width`` elements per partition and tile), the
+    partial last tile in another."""
+    whole, rest = ks // TILE_K, ks % TILE_K
+    dynamic = len(register) > 0
+    if whole:
+        _copy(dst[0:TILE_K, w, 0:whole, 0:width],
+              _access(src, [[stride, TILE_K], [TILE_K * stride, whole], [1, width]], offset, register), dynamic)
+    if rest:
+        _copy(dst[0:rest, w, whole, 0:width], _access(src, [[stride, rest], [1, width]],
+                                                      offset + whole * TILE_K * stride, register), dynamic)
+
+
+def _prepare(tile_set, block, geometry, flips):
+    """The operand tiles of a fetched K block, after the work on chip its data needs: A's rows transposed 128 x 128
+    on the Tensor Engine (bit-exact from NeuronCore-v3) through PSUM; fp32 data for bf16 operands rounded to nearest
+    even on GpSimd (the engine PSUM evictions leave free)."""
+    a_tiles, b_tiles, a_stage, b_stage = tile_set
+    ks = block[1]
+    rows, columns, words, a_is_transposed = geometry[0], geometry[1], geometry[2], geometry[8]
+    for w in range(words):
+        if not a_is_transposed:
+            for i in range(_tiles(rows, TILE_M)):
+                mr = min(TILE_M, rows - i * TILE_M)
+                for t in range(_tiles(ks, TILE_K)):
+                    kr = min(TILE_K, ks - t * TILE_K)
+                    flip = flips[(i * _tiles(ks, TILE_K) + t) % 2]
+                    nisa.nc_transpose(dst=flip[0:kr, 0:mr], data=a_stage[0:mr, w, i, t * TILE_K:t * TILE_K + kr],
+                                      engine=nisa.tensor_engine)
+                    nisa.tensor_copy(dst=a_tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr], src=flip[0:kr, 0:mr],
+                                     engine=nisa.vector_engine)
+        elif a_stage:
+            _round(a_tiles, a_stage, w, ks, rows)
+        if b_stage:
+            _round(b_tiles, b_stage, w, ks, columns)
+    return a_tiles, b_tiles
+
+
+def _round(dst, staged, w, ks, width):
+    """dst[:, w, t, 0:width] = staged[:, w, t, 0:width] rounded to dst's dtype, a K tile at a time, on GpSimd."""
     for t in range(_tiles(ks, TILE_K)):
         kr = min(TILE_K, ks - t * TILE_K)
-        flipped = nl.ndarray((kr, mr), dtype=dst.dtype, buffer=nl.psum)
-        nisa.nc_transpose(dst=flipped, data=rows[0:mr, t * TILE_K:t * TILE_K + kr], engine=nisa.tensor_engine)
-        nisa.tensor_copy(dst=dst[0:kr, t, 0:mr], src=flipped, engine=nisa.vector_engine)
-
-
-def _load_moving(b_words, at, ks, ns, operand, k_tiles, block_n):
-    """Each word of B[ks of K, ns of N] from the place ``at`` as SBUF tiles [K tile partitions, word, k tile, n]."""
-    tiles = nl.ndarray((TILE_K, b_words.shape[0], k_tiles, block_n), dtype=operand, buffer=nl.sbuf)
-    for w in range(b_words.shape[0]):
-        for t in range(_tiles(ks, TILE_K)):
-            kr = min(TILE_K, ks - t * TILE_K)
-            _load(tiles[0:kr, w, t, 0:ns], _hbm(b_words, w, t * TILE_K, 0, kr, ns, at))
-    return tiles
+        nisa.tensor_copy(dst=dst[0:kr, w, t, 0:width], src=staged[0:kr, w, t, 0:width], engine=nisa.gpsimd_engine)
 
 
 def _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, t0, t1):
@@ -701,56 +634,68 @@ def _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, t0, t1):
                 first = False
 
 
-def _multiply(sums, a_tiles, b_tiles, levels, ms, ks, ns, first_block):
-    """Every output tile of the block in one PSUM accumulation, landed in sums[:, 0] (fp32): copied by the Scalar
-    Engine for the first K block, added by the Vector Engine for later ones."""
-    for i in range(_tiles(ms, TILE_M)):
-        mr = min(TILE_M, ms - i * TILE_M)
-        for j in range(_tiles(ns, TILE_N)):
-            nr = min(TILE_N, ns - j * TILE_N)
-            acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
-            _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, 0, _tiles(ks, TILE_K))
-            part = sums[0:mr, 0, i, j * TILE_N:j * TILE_N + nr]
-            if first_block:
-                nisa.activation(dst=part, op=nl.copy, data=acc[0:mr, 0:nr])
+def _output_tiles(rows, columns):
+    """(i, j, rows, columns) of each output tile of a unit, row-major."""
+    found = ()
+    for i in range(_tiles(rows, TILE_M)):
+        for j in range(_tiles(columns, TILE_N)):
+            found = found + ((i, j, min(TILE_M, rows - i * TILE_M), min(TILE_N, columns - j * TILE_N)),)
+    return found
+
+
+def _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, first_block, last_block):
+    """Every output tile of the K block in one PSUM accumulation (the ring's next bank), landed in fp32 in the
+    running sums (the result tile for the last K block): copied by the Scalar Engine for the first K block, added
+    by the Vector Engine for later ones."""
+    running, result = sums
+    found = _output_tiles(geometry[0], geometry[1])
+    for index in range(len(found)):
+        i, j, mr, nr = found[index]
+        acc = ring[index % PSUM_RING]
+        _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, 0, _tiles(ks, TILE_K))
+        cols = slice(j * TILE_N, j * TILE_N + nr)
+        part = result[0:mr, i, cols] if last_block else running[0:mr, 0, i, cols]
+        if first_block:
+            nisa.activation(dst=part, op=nl.copy, data=acc[0:mr, 0:nr])
+        else:
+            nisa.tensor_tensor(dst=part, data1=running[0:mr, 0, i, cols], data2=acc[0:mr, 0:nr], op=nl.add,
+                               engine=nisa.vector_engine)
+
+
+def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, first_chunk, chunks):
+    """bf16x6: a PSUM accumulation per chunk of CHUNK_TILES K tiles; chunk sums added GROUP at a time into
+    sums[:, 2] (fp32), each full group TwoSum-added into (sums[:, 0], sums[:, 1]) = (s, e). Returns the chunks done
+    after this K block (the count carries across the unit's static K blocks)."""
+    sums = sums[0]
+    found = _output_tiles(geometry[0], geometry[1])
+    here = _tiles(_tiles(ks, TILE_K), CHUNK_TILES)
+    for index in range(len(found)):
+        i, j, mr, nr = found[index]
+        cols = slice(j * TILE_N, j * TILE_N + nr)
+        group = sums[0:mr, 2, i, cols]
+        for c in range(here):
+            acc = ring[(index * here + c) % PSUM_RING]
+            _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, c * CHUNK_TILES,
+                        min((c + 1) * CHUNK_TILES, _tiles(ks, TILE_K)))
+            number = first_chunk + c
+            if number % GROUP == 0:
+                nisa.activation(dst=group, op=nl.copy, data=acc[0:mr, 0:nr])
             else:
-                nisa.tensor_tensor(dst=part, data1=part, data2=acc[0:mr, 0:nr], op=nl.add,
+                nisa.tensor_tensor(dst=group, data1=group, data2=acc[0:mr, 0:nr], op=nl.add,
                                    engine=nisa.vector_engine)
+            if number % GROUP == GROUP - 1 or number == chunks - 1:
+                _two_sum_into(sums[0:mr, 0, i, cols], sums[0:mr, 1, i, cols], group, number < GROUP, extra, mr, nr)
+    return first_chunk + here
 
 
-def _multiply_chunked(sums, a_tiles, b_tiles, levels, ms, ks, ns, chunk_tiles, first_chunk, chunks):
-    """bf16x6: a PSUM accumulation per chunk of ``chunk_tiles`` K tiles; chunk sums added GROUP at a time into
-    sums[:, 2] (fp32), each full group TwoSum-added into (sums[:, 0], sums[:, 1]) = (s, e)."""
-    for i in range(_tiles(ms, TILE_M)):
-        mr = min(TILE_M, ms - i * TILE_M)
-        for j in range(_tiles(ns, TILE_N)):
-            nr = min(TILE_N, ns - j * TILE_N)
-            cols = slice(j * TILE_N, j * TILE_N + nr)
-            group = sums[0:mr, 2, i, cols]
-            for c in range(_tiles(ks, chunk_tiles * TILE_K)):
-                acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
-                _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, c * chunk_tiles,
-                            min((c + 1) * chunk_tiles, _tiles(ks, TILE_K)))
-                index = first_chunk + c
-                if index % GROUP == 0:
-                    nisa.activation(dst=group, op=nl.copy, data=acc[0:mr, 0:nr])
-                else:
-                    nisa.tensor_tensor(dst=group, data1=group, data2=acc[0:mr, 0:nr], op=nl.add,
-                                       engine=nisa.vector_engine)
-                if index % GROUP == GROUP - 1 or index == chunks - 1:
-                    _two_sum_into(sums[0:mr, 0, i, cols], sums[0:mr, 1, i, cols], group, index < GROUP)
-
-
-def _two_sum_into(s, e, g, first):
+def _two_sum_into(s, e, g, first, extra, mr, nr):
     """(s, e) += g with Knuth's TwoSum (s + e holds the sum; the error of each addition goes to e), split between
     the Vector Engine and GpSimd (both SBUF-only here)."""
     if first:
         nisa.tensor_copy(dst=s, src=g, engine=nisa.gpsimd_engine)
         nisa.memset(e, 0.0, engine=nisa.gpsimd_engine)
         return
-    total = nl.ndarray(g.shape, dtype=nl.float32, buffer=nl.sbuf)
-    other = nl.ndarray(g.shape, dtype=nl.float32, buffer=nl.sbuf)
-    error = nl.ndarray(g.shape, dtype=nl.float32, buffer=nl.sbuf)
+    total, other, error = extra[0][0:mr, 0:nr], extra[1][0:mr, 0:nr], extra[2][0:mr, 0:nr]
     nisa.tensor_tensor(dst=total, data1=s, data2=g, op=nl.add, engine=nisa.vector_engine)  # t = s + g
     nisa.tensor_tensor(dst=other, data1=total, data2=s, op=nl.subtract, engine=nisa.gpsimd_engine)  # bb = t - s
     nisa.tensor_tensor(dst=error, data1=total, data2=other, op=nl.subtract, engine=nisa.vector_engine)  # t - bb
@@ -761,108 +706,235 @@ def _two_sum_into(s, e, g, first):
     nisa.tensor_copy(dst=s, src=total, engine=nisa.gpsimd_engine)
 
 
-def _store(out, at, sums, ms, ns, chunk_tiles, stochastic):
-    """The block's result to its rows of out at the place ``at``: s + e for bf16x6, stochastically rounded to bf16
-    for sr, else as it is."""
-    for i in range(_tiles(ms, TILE_M)):
-        rows = min(TILE_M, ms - i * TILE_M)
-        result = sums[0:rows, 0, i, 0:ns]
-        if chunk_tiles:
-            nisa.tensor_tensor(dst=result, data1=result, data2=sums[0:rows, 1, i, 0:ns], op=nl.add,
-                               engine=nisa.vector_engine)
-        dst = _hbm(out, 0, i * TILE_M, 0, rows, ns, at)
-        if stochastic:
-            _store_stochastic(dst, result)
+def _store(out, sums, geometry, static, extra, kind, register):
+    """The unit's result to out at the register's offset plus ``static``: s + e for bf16x6, stochastically rounded
+    to bf16 for sr, else as it is; one DMA per 128 rows."""
+    rows, columns, stride = geometry[0], geometry[1], geometry[7]
+    running, results = sums
+    for i in range(_tiles(rows, TILE_M)):
+        mr = min(TILE_M, rows - i * TILE_M)
+        result = results[0:mr, i, 0:columns]
+        if kind == "chunked":
+            nisa.tensor_tensor(dst=result, data1=running[0:mr, 0, i, 0:columns], data2=running[0:mr, 1, i, 0:columns],
+                               op=nl.add, engine=nisa.vector_engine)
+        dst = _access(out, [[stride, mr], [1, columns]], static + i * TILE_M * stride, register)
+        if kind == "stochastic":
+            _store_stochastic(dst, result, extra, mr, columns)
         else:
-            nisa.dma_copy(dst=dst, src=result)
+            _copy(dst, result, True)
 
 
-def _store_stochastic(dst, result):
+def _store_stochastic(dst, result, extra, mr, columns):
     """fp32 ``result`` to bf16 ``dst``, rounded up with probability equal to the dropped fraction: 16 random bits
     added to the 16 bits bf16 drops (an exact integer add; a carry rounds up), then masked."""
-    rows, cols = result.shape
-    random = nl.ndarray((rows, cols), dtype=nl.uint32, buffer=nl.sbuf)
+    random, low, high, narrow = (extra[0][0:mr, 0:columns], extra[1][0:mr, 0:columns], extra[2][0:mr, 0:columns],
+                                 extra[3][0:mr, 0:columns])
     nisa.rng(random, engine=_rng_engine())
-    mask = nl.ndarray((rows, cols), dtype=nl.int32, buffer=nl.sbuf)
-    nisa.memset(mask, LOW_MASK, engine=nisa.vector_engine)
-    nisa.tensor_tensor(dst=random, data1=random, data2=mask.view(nl.uint32), op=nl.bitwise_and,
-                       engine=nisa.vector_engine)
+    nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.vector_engine)
     nisa.tensor_tensor(dst=random, data1=result.view(nl.uint32), data2=random, op=nl.add, engine=nisa.gpsimd_engine)
-    nisa.memset(mask, HI_MASK, engine=nisa.vector_engine)
-    nisa.tensor_tensor(dst=random, data1=random, data2=mask.view(nl.uint32), op=nl.bitwise_and,
-                       engine=nisa.vector_engine)
-    narrow = nl.ndarray((rows, cols), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.tensor_tensor(dst=random, data1=random, data2=high, op=nl.bitwise_and, engine=nisa.vector_engine)
     nisa.tensor_copy(dst=narrow, src=random.view(nl.float32), engine=nisa.scalar_engine)
-    nisa.dma_copy(dst=dst, src=narrow)
+    _copy(dst, narrow, True)
 
 
 # --- ozaki's exact levels ----------------------------------------------------------------------------------
-def _levels(out, a_digits, b_digits, a_is_transposed, k_tiles):
-    """out[l * (K blocks) + kb] (int32 [levels x K blocks, batch, M, N]) = the exact sum of level l's digit products
-    over K block kb, for every output tile of this program's blocks of each batch entry."""
-
-    def row(places, ms, n_first, n_stop):
-        _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, places, ms, n_first, n_stop)
-
-    _each_block_row(out, a_digits, b_digits, a_is_transposed, row)
-
-
-def _levels_row(out, a_digits, b_digits, a_is_transposed, k_tiles, places, ms, n_first, n_stop):
-    """``_levels`` for one row of output blocks, block columns n_first..n_stop-1, of ms rows, at the ``places``
-    (``_each_block_row``): the N blocks and the K blocks in dynamic loops (``_blocks``, ``_loop``; nothing carries
-    between K blocks, each has its own words of out), partial ones static."""
-    k, n = b_digits.shape[2], b_digits.shape[3]
-    m = out.shape[2]
-    levels = _level_pairs(a_digits.shape[0])
-    k_blocks = out.shape[0] // len(levels)
-    block_m, block_n = _block_shape(m, n)
-    block_k = k_tiles * TILE_K
-    # elements per K block: along K in A^T [K, M] or A [M, K] and in B, a word of out
-    k_strides = ((a_digits.shape[3] if a_is_transposed else 1) * block_k, n * block_k, out.shape[1] * m * n)
-
-    def k_block(at, ns, ks):
-        a_tiles = _load_stationary(a_digits, at[0], ms, ks, a_is_transposed, nl.bfloat16, k_tiles, block_m)
-        b_tiles = _load_moving(b_digits, at[1], ks, ns, nl.bfloat16, k_tiles, block_n)
-        for index in range(len(levels)):
-            _exact_level(out, index * k_blocks, at[2], a_tiles, b_tiles, levels[index], ms, ns, ks)
-
-    def n_block(at, ns):
-        def each(inner):
-            k_block(inner, ns, block_k)
-
-        if k // block_k:
-            _loop(k // block_k, at, k_strides, each)
-        if k % block_k:
-            k_block(_shifted(at, k_strides, k // block_k), ns, k % block_k)
-
-    _blocks(n_first * block_n, min(n_stop * block_n, n), block_n, places, (0, 1, 1), n_block)
-
-
-def _exact_level(out, w, at, a_tiles, b_tiles, pairs, ms, ns, ks):
+def _exact_level(out, word, a_tiles, b_tiles, pairs, ks, geometry, ring, extra, register):
     """One level over one K block: PSUM accumulations of a few (pair, K tile) items, each exact in fp32, converted
-    to int32 and summed exactly on GpSimd, then stored to word w of out from the place ``at``."""
+    to int32 and summed exactly on GpSimd, then stored to ``word`` (elements) of out plus the unit's offset."""
+    stride = geometry[7]
     per_group = EXACT_TILES if pairs == ((0, 0),) else EXACT_TILES_LATER
     items = ()  # (word pair, K tile): at most per_group of them per PSUM accumulation
     for t in range(_tiles(ks, TILE_K)):
         for pair in pairs:
             items = items + ((pair, t),)
-    for i in range(_tiles(ms, TILE_M)):
-        mr = min(TILE_M, ms - i * TILE_M)
-        for j in range(_tiles(ns, TILE_N)):
-            nr = min(TILE_N, ns - j * TILE_N)
-            total = nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf)
-            for g in range(0, len(items), per_group):
-                acc = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
-                for index in range(g, min(g + per_group, len(items))):
-                    pair, t = items[index]
-                    kr = min(TILE_K, ks - t * TILE_K)
-                    nisa.nc_matmul(acc[0:mr, 0:nr], a_tiles[0:kr, pair[0], t, i * TILE_M:i * TILE_M + mr],
-                                   b_tiles[0:kr, pair[1], t, j * TILE_N:j * TILE_N + nr], accumulate=(index > g))
-                if g == 0:
-                    nisa.tensor_copy(dst=total[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.vector_engine)
-                else:
-                    exact = nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf)
-                    nisa.tensor_copy(dst=exact[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.scalar_engine)
-                    nisa.tensor_tensor(dst=total[0:mr, 0:nr], data1=total[0:mr, 0:nr], data2=exact[0:mr, 0:nr],
-                                       op=nl.add, engine=nisa.gpsimd_engine)
-            nisa.dma_copy(dst=_hbm(out, w, i * TILE_M, j * TILE_N, mr, nr, at), src=total[0:mr, 0:nr])
+    bank = 0
+    found = _output_tiles(geometry[0], geometry[1])
+    for index in range(len(found)):
+        i, j, mr, nr = found[index]
+        total, exact = extra[index % 2]
+        for g in range(0, len(items), per_group):
+            acc = ring[bank % PSUM_RING]
+            bank = bank + 1
+            for index in range(g, min(g + per_group, len(items))):
+                pair, t = items[index]
+                kr = min(TILE_K, ks - t * TILE_K)
+                nisa.nc_matmul(acc[0:mr, 0:nr], a_tiles[0:kr, pair[0], t, i * TILE_M:i * TILE_M + mr],
+                               b_tiles[0:kr, pair[1], t, j * TILE_N:j * TILE_N + nr], accumulate=(index > g))
+            if g == 0:
+                nisa.tensor_copy(dst=total[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.vector_engine)
+            else:
+                nisa.tensor_copy(dst=exact[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.scalar_engine)
+                nisa.tensor_tensor(dst=total[0:mr, 0:nr], data1=total[0:mr, 0:nr], data2=exact[0:mr, 0:nr],
+                                   op=nl.add, engine=nisa.gpsimd_engine)
+        _copy(_access(out, [[stride, mr], [1, nr]], word + i * TILE_M * stride + j * TILE_N, register),
+              total[0:mr, 0:nr], True)
+
+
+# --- the split kernels: words split on chip, once per call ------------------------------------------------------
+def _split_tiles(batch, rows, columns, programs):
+    """Phase 1 tiles of a [batch, rows, columns] operand: (iterations, tile rows, tile columns), per program its
+    tiles' (entry, first row, first column), SPLIT_GROUP per iteration (tiles of 128 x SPLIT_COLUMNS at most, the
+    last of each direction moved back to end at the edge; dealt like units, a short share repeating its last
+    tile)."""
+    tile_rows, tile_columns = min(rows, TILE_K), min(columns, SPLIT_COLUMNS)
+    tiles = ()
+    for entry in range(batch):
+        for r in _starts(rows, tile_rows):
+            for c in _starts(columns, tile_columns):
+                tiles = tiles + ((entry, r, c),)
+    iterations, shares = _deal(len(tiles), programs)
+    iterations = _tiles(iterations, SPLIT_GROUP)
+    padded = ()
+    for share in shares:
+        padded = padded + (share + (share[-1],) * (iterations * SPLIT_GROUP - len(share)),)
+    shares = padded
+    per_program = ()
+    for share in shares:
+        mine = ()
+        for index in share:
+            mine = mine + (tiles[index],)
+        per_program = per_program + (mine,)
+    return (iterations, tile_rows, tile_columns), per_program
+
+
+def _split_offsets(batch, m, k, n, a_is_transposed, programs):
+    """Phase 1 of the split kernels: ((A's iterations, tile rows, tile columns), (B's ...)) and per program its rows
+    of SPLIT_GROUP (source offset, scratch offset) pairs, A's tiles first. A's source is A [M, K] or A^T [K, M],
+    its scratch A^T [K, M] (a tile of A is stored transposed); B's source and scratch are [K, N]."""
+    a_rows, a_columns = (k, m) if a_is_transposed else (m, k)
+    a_shape, a_tiles = _split_tiles(batch, a_rows, a_columns, programs)
+    b_shape, b_tiles = _split_tiles(batch, k, n, programs)
+    offsets = ()
+    for p in range(programs):
+        pairs = ()
+        for entry, r, c in a_tiles[p]:
+            scratch = entry * m * k + (r * m + c if a_is_transposed else c * m + r)
+            pairs = pairs + ((entry * m * k + r * a_columns + c, scratch),)
+        for entry, r, c in b_tiles[p]:
+            pairs = pairs + ((entry * k * n + r * n + c, entry * k * n + r * n + c),)
+        rows = ()  # SPLIT_GROUP tiles' (source, scratch) pairs per row
+        for g in range(0, len(pairs), SPLIT_GROUP):
+            row = ()
+            for pair in pairs[g:g + SPLIT_GROUP]:
+                row = row + pair
+            rows = rows + (row,)
+        offsets = offsets + (rows,)
+    return (a_shape, b_shape), offsets
+
+
+def _split_products(out, a, b, a_is_transposed, words, table, batch):
+    """``_products`` of fp32 A and B split on chip into ``words`` bf16 words, each element once per call: the
+    programs split their shares of A's and B's tiles (one dynamic loop each) into shared HBM scratch (A's words as
+    A^T [words, batch, K, M], B's [words, batch, K, N]), fence their writes, meet at ``nisa.core_barrier``, then
+    multiply the words."""
+    m, n = out.shape[-2], out.shape[-1]
+    k = b.shape[-2]
+    programs = _checked(table, (a, b, out))
+    a_words = nl.ndarray((words, batch, k, m), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    b_words = nl.ndarray((words, batch, k, n), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    (a_shape, b_shape), offsets = _split_offsets(batch, m, k, n, a_is_transposed, programs)
+    staging = ()  # one set per tile of an iteration, so the tiles' DMAs and arithmetic overlap
+    for _ in range(SPLIT_GROUP):
+        staging = staging + (_split_staging(a_is_transposed),)
+    registers = ()
+    for _ in range(2 * SPLIT_GROUP):
+        registers = registers + ((nisa.register_alloc(),),)
+    a_strides = (m, m) if a_is_transposed else (k, m)
+
+    def split_a(i):
+        a_read(i)
+        for g in range(SPLIT_GROUP):
+            _split_tile(a_words, batch * k * m, a, words, not a_is_transposed, a_shape[1:3], a_strides, (0, 0),
+                        staging[g], registers[2 * g:2 * g + 2])
+
+    def split_b(i):
+        b_read(i)
+        for g in range(SPLIT_GROUP):
+            _split_tile(b_words, batch * k * n, b, words, False, b_shape[1:3], (n, n), (0, 0), staging[g % 2],
+                        registers[2 * g:2 * g + 2])
+
+    a_read = _row_reader(table, 0, registers)
+    b_read = _row_reader(table, a_shape[0], registers)
+    nl.fori_loop(0, a_shape[0] * ROW, split_a, step=ROW)
+    nl.fori_loop(0, b_shape[0] * ROW, split_b, step=ROW)
+    mine = offsets[nl.program_id(0)]  # fence this program's scratch writes (a tile of each), then meet the others
+    a_region = [[m, a_shape[1]], [1, a_shape[2]]] if a_is_transposed else [[m, min(a_shape[2], TILE_K)],
+                                                                            [1, a_shape[1]]]
+    _fence(a_words, a_region, mine[a_shape[0] - 1][1])
+    _fence(b_words, [[n, b_shape[1]], [1, b_shape[2]]], mine[-1][2 * SPLIT_GROUP - 1])
+    nisa.core_barrier(a_words, _programs(programs))  # a barrier about each scratch tensor
+    nisa.core_barrier(b_words, _programs(programs))
+    _products(out, a_words, b_words, True, nl.bfloat16, words, True, table, a_shape[0] + b_shape[0], _kind(words),
+              batch)
+
+
+def _programs(count):
+    found = ()
+    for p in range(count):
+        found = found + (p,)
+    return found
+
+
+SPLIT_COLUMNS = 1024  # the split: columns of one tile of 128 rows
+SPLIT_GROUP = ROW // 2  # tiles per iteration of the split's loops (a table row holds their offset pairs), each
+# with its own staging, so one tile's DMAs overlap another's arithmetic
+
+
+def _split_staging(a_is_transposed):
+    """The split's tiles, allocated once: (rest, bits, narrow word, rounding bias, high mask, PSUM ring of 2 for
+    transposes, transposed pieces)."""
+    rest = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.float32, buffer=nl.sbuf)
+    bits = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.uint32, buffer=nl.sbuf)
+    narrow = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.bfloat16, buffer=nl.sbuf)
+    flips, backs = (), ()
+    if not a_is_transposed:
+        for _ in range(2):
+            flips = flips + (nl.ndarray((TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.psum),)
+        backs = nl.ndarray((TILE_K, SPLIT_COLUMNS // TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.sbuf)
+    return (rest, bits, narrow, _constant(ROUND_BIAS, SPLIT_COLUMNS), _constant(HI_MASK, SPLIT_COLUMNS), flips,
+            backs)
+
+
+def _split_tile(out, word_size, x, words, transpose, shape, strides, statics, staging, registers):
+    """The words of one ``shape`` tile of fp32 x (row stride strides[0]) at registers[0] + statics[0] elements into
+    out (scratch, ``word_size`` elements per word, row stride strides[1]) at registers[1] + statics[1], transposed
+    when ``transpose``: w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (an exact bf16), x -= w (exact), per word."""
+    rest, bits, narrow, bias, mask, flips, backs = staging
+    rows, columns = shape
+    r, c = rest[0:rows, 0:columns], bits[0:rows, 0:columns]
+    _copy(r, _access(x, [[strides[0], rows], [1, columns]], statics[0], registers[0]), len(registers[0]) > 0)
+    for t in range(words):
+        nisa.tensor_tensor(dst=c, data1=r.view(nl.uint32), data2=bias[0:rows, 0:columns], op=nl.add,
+                           engine=nisa.gpsimd_engine)
+        nisa.tensor_tensor(dst=c, data1=c, data2=mask[0:rows, 0:columns], op=nl.bitwise_and,
+                           engine=nisa.vector_engine)
+        word = c.view(nl.float32)
+        nisa.tensor_copy(dst=narrow[0:rows, 0:columns], src=word, engine=nisa.scalar_engine)
+        offset = statics[1] + t * word_size
+        if transpose:
+            _store_transposed(out, offset, narrow, rows, columns, strides[1], flips, backs, registers[1])
+        else:
+            _copy(_access(out, [[strides[1], rows], [1, columns]], offset, registers[1]), narrow[0:rows, 0:columns],
+                  len(registers[1]) > 0)
+        if t < words - 1:
+            nisa.tensor_tensor(dst=r, data1=r, data2=word, op=nl.subtract, engine=nisa.vector_engine)
+
+
+def _store_transposed(out, offset, narrow, rows, columns, stride, flips, backs, register):
+    """The bf16 tile narrow[rows, columns] stored transposed (out row c, column r; row stride ``stride``), 128
+    columns at a time through the Tensor Engine (bf16, bit-exact from NeuronCore-v3): the whole 128-column pieces
+    in one DMA, a partial last piece in another."""
+    for p in range(_tiles(columns, TILE_K)):
+        cr = min(TILE_K, columns - p * TILE_K)
+        flip = flips[p % 2]
+        nisa.nc_transpose(dst=flip[0:cr, 0:rows], data=narrow[0:rows, p * TILE_K:p * TILE_K + cr],
+                          engine=nisa.tensor_engine)
+        nisa.tensor_copy(dst=backs[0:cr, p, 0:rows], src=flip[0:cr, 0:rows], engine=nisa.vector_engine)
+    whole, rest = columns // TILE_K, columns % TILE_K
+    dynamic = len(register) > 0
+    if whole:
+        _copy(_access(out, [[stride, TILE_K], [TILE_K * stride, whole], [1, rows]], offset, register),
+              backs[0:TILE_K, 0:whole, 0:rows], dynamic)
+    if rest:
+        _copy(_access(out, [[stride, rest], [1, rows]], offset + whole * TILE_K * stride, register),
+              backs[0:rest, whole, 0:rows], dynamic)

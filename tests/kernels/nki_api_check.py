@@ -9,7 +9,9 @@ b. calls to documented functions with an unknown keyword, a keyword repeating a 
    positional arguments than parameters;
 c. any import of ``neuronxcc`` (the legacy toolchain, not the ``nki`` package);
 d. Python constructs NKI 0.3+ rejects: ``*args`` / bare ``*`` / ``**kwargs`` in a signature, ``is`` / ``is not``,
-   list displays or comprehensions as call arguments (NKI wants tuples) and string ``buffer=`` arguments.
+   list displays or comprehensions as call arguments (NKI wants tuples), except access patterns, which are lists
+   of [stride, count] pairs (``NkiTensor.ap``'s ``pattern: list[list[int]]``; a tuple there is reported), and
+   string ``buffer=`` arguments.
 
 Aliases are tracked per file, not per scope: that is enough for kernel files, which bind them once at the top.
 """
@@ -172,8 +174,12 @@ class _Checker:
         values = [(None, a) for a in node.args] + [(kw.arg, kw.value) for kw in node.keywords]
         for keyword, value in values:
             where = f"`{keyword}=`" if keyword else "a positional argument"
-            if isinstance(value, (ast.List, ast.ListComp)):
+            if isinstance(value, (ast.List, ast.ListComp)) and not _pattern(value):
                 self.report(value, f"`{callee}` gets a list as {where}; NKI wants a tuple")
+            if callee.endswith(".ap") and (keyword == "pattern" or (keyword is None and value is node.args[0])) \
+                    and isinstance(value, ast.Tuple):
+                self.report(value, f"`{callee}` gets its access pattern as a tuple; it is a list of [stride, count] "
+                                   "lists (NkiTensor.ap: pattern: list[list[int]])")
             if keyword == "buffer" and isinstance(value, ast.Constant) and isinstance(value.value, str):
                 self.report(value, f"`{callee}` gets buffer={value.value!r}; use a buffer object such as `nl.sbuf`")
 
@@ -190,6 +196,12 @@ class _Checker:
                 self.signature(node)
             elif isinstance(node, ast.Compare) and any(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
                 self.report(node, f"`{ast.unparse(node)}` uses `is`/`is not`; NKI rejects identity comparisons")
+
+
+def _pattern(node: ast.expr) -> bool:
+    """A list display of [stride, count] list displays: an access pattern."""
+    return isinstance(node, ast.List) and bool(node.elts) and all(
+        isinstance(e, ast.List) and len(e.elts) == 2 for e in node.elts)
 
 
 def check_source(source: str, table: Table, filename: str = "<kernel>") -> list[str]:

@@ -107,6 +107,9 @@ PLANTED = [
     ("ok = x is not y", "`x is not y` uses `is`/`is not`"),
     ("nisa.dma_copy(dst=[1], src=s)", "`nisa.dma_copy` gets a list as `dst=`; NKI wants a tuple"),
     ("f([a, b])", "`f` gets a list as a positional argument; NKI wants a tuple"),
+    ("v = t.ap(((4, 1), (1, 4)), offset=0)", "`t.ap` gets its access pattern as a tuple; it is a list of [stride, "
+                                            "count] lists"),
+    ("v = t.ap(pattern=((4, 1), (1, 4)))", "`t.ap` gets its access pattern as a tuple"),
     ("t = nl.ndarray([i for i in s], dtype=nl.float32)", "`nl.ndarray` gets a list as a positional argument"),
     ('t = nl.ndarray((2, 2), nl.float32, buffer="sbuf")', "`nl.ndarray` gets buffer='sbuf'"),
 ]

@@ -1,10 +1,9 @@
 """The NKI matmul and bmm kernels on the CPU model of the NeuronCore: within their modes' bounds against float64
 on a sampled grid of edge sizes, in agreement with the torch reference modes, bit-for-bit on exact integer data,
-blocked so each operand tile is loaded once per block, and (modelled) near the Tensor Engine's peak."""
+each operand tile loaded once per unit, programs that do not grow with M, N or the batch, and (modelled) near the
+Tensor Engine's peak."""
 
 from __future__ import annotations
-
-import math
 
 import numpy as np
 import pytest
@@ -111,31 +110,37 @@ def test_fast_rounds_fp32_inputs_on_chip_exactly_like_bf16_inputs(chain):
     assert torch.equal(on_chip, host)
 
 
-def test_cross_block_sums_are_fp32():
-    """K spread over three K blocks (native: 12 K tiles per block here): block partials add in fp32 SBUF."""
+def test_cross_block_sums_are_fp32(monkeypatch):
+    """K spread over several K blocks (native: 16 K tiles per block here): block partials add in fp32 SBUF, on the
+    Vector Engine, once per output tile and later K block."""
+    monkeypatch.setenv(nki.LNC_VARIABLE, "1")
     a, b = operands((512, 4000), (4000, 1024), 11)
-    block_m, k_tiles, block_n = matmul.block_sizes(512, 4000, 1024, 4, 1, TRN2_SBUF)
-    assert math.ceil(4000 / (k_tiles * 128)) == 3
+    blocks = matmul._k_blocks(4000, matmul.k_tiles(512, 4000, 1024, 1, 4, 1, False, TRN2_SBUF, 1), 1)
+    assert len(blocks) >= 2
     c = nki.run("matmul", a, b, "native", "model")
     assert componentwise_error(c, a, b) <= xp.error_bound("native", xp.float32, 4000)
     run = nki.jitted("matmul", "model").last_run
-    assert run.instructions("vector", "tensor_tensor") == 4 * 2 * 2  # tiles x the two later K blocks
+    assert run.instructions("vector", "tensor_tensor") == 4 * 2 * (len(blocks) - 1)  # output tiles x later blocks
 
 
 @pytest.mark.parametrize("transposed", [True, False])
-def test_each_operand_tile_is_loaded_once_per_block(transposed):
-    """One K block: A is read once, B once per M block (of 512 rows), C written once; 8 x 3 x 6 matmuls."""
+def test_each_operand_tile_is_loaded_once_per_unit(transposed, monkeypatch):
+    """Units of 500 x 750 (M = 1000 and N = 1500 cut evenly): each loads its rows of A and columns of B once, over
+    its two K blocks, and stores its result once; one table row per unit (8 int32) and one fenced output tile.
+    Oracle: the sizes, counted by hand."""
+    monkeypatch.setenv(nki.LNC_VARIABLE, "1")
     m, k, n = 1000, 700, 1500
     a, b = operands((m, k), (k, n), 5)
     a, b = a.to(torch.bfloat16), b.to(torch.bfloat16)
     nki.run("matmul", layout(a, transposed), b, "fast", "model")
     run = nki.jitted("matmul", "model").last_run
-    assert run.instructions("tensor", "nc_matmul") == 8 * 3 * 6
+    units, tiles_per_unit, k_tiles = 4, 4 * 2, 6  # M tiles 128, 128, 128, 116; N tiles 512, 238
+    assert run.instructions("tensor", "nc_matmul") == units * tiles_per_unit * k_tiles
     moved = sum(n_ * key[2] for key, n_ in run.events.items() if key[0] == "dma")
-    assert moved == m * k * 2 + k * n * 2 * math.ceil(m / 512) + m * n * 4
-    assert run.instructions("tensor", "nc_transpose") == (0 if transposed else 8 * 6)
-    assert run.instructions("gpsimd", "tensor_copy") == 0  # bf16 inputs need no rounding on chip (its other
-    # instructions are the dynamic loops' offset counters)
+    fence = 128 * 750 * 4  # one DMA of the first output tile of the last unit onto itself
+    assert moved == units * (500 * k * 2 + k * 750 * 2 + 500 * 750 * 4 + 8 * 4) + fence
+    assert run.instructions("tensor", "nc_transpose") == (0 if transposed else units * 4 * k_tiles)
+    assert run.instructions("gpsimd", "tensor_copy") == 0  # bf16 inputs need no rounding on chip
     assert run.banks_peak <= 8 and run.sbuf_peak <= TRN2_SBUF
 
 
@@ -166,20 +171,23 @@ def test_operand_loads_stream_runs_of_at_least_1_kib(mode, transposed):
     """DMA efficiency falls with the contiguous run per partition (SDK nki-dma-bandwidth-guide: below 2 KiB under
     peak; the cost model halves the rate at 256 bytes): every transfer of a large call moves runs of 1 KiB or
     more, whichever way A is laid out (A's rows are loaded a whole K block at a time before the on-chip transposes,
-    not 128 x 128, which would be 256-byte runs of bf16). The one exception: phase 1 of dd's split when A is not
-    given transposed, which reads A (fp32) in 128 x 128 tiles and writes its words transposed, 128 x 128 (512-
-    and 256-byte runs): exactly those bytes, once each."""
+    not 128 x 128, which would be 256-byte runs of bf16). The exceptions: each loop iteration's table row (32
+    bytes), and the words of A that dd's split stores transposed when A is not given transposed (runs of 128 bf16:
+    256 bytes), each element's words once, and one row of 512 per program again (a program's last iteration
+    splits its row again, into the region no iteration reads)."""
     size = 2048
     run = cost._counted("matmul", mode, (1, size, size, size), "trn2", transposed, False, None, 2)
     moved: dict[int, int] = {}
     for core in run.cores:
         for (engine, _, *details), n in core.events.items():
             if engine == "dma":
-                nbytes, contiguous = details
+                nbytes, contiguous = details[:2]
                 moved[contiguous] = moved.get(contiguous, 0) + n * nbytes
+    table = moved.pop(8 * 4)
+    assert table % (8 * 4) == 0 and table // (8 * 4) <= 2 * (size // 128) ** 2
     short = {contiguous: nbytes for contiguous, nbytes in moved.items() if contiguous < 1024}
     if mode == "dd" and not transposed:
-        assert short == {512: size * size * 4, 256: 2 * size * size * 2}, moved  # A's fp32, its two bf16 words
+        assert short == {256: (size * size + 2 * 512 * size) * 2 * 2}, moved  # two bf16 words of A (and 2 rows)
     else:
         assert not short, moved
 
@@ -194,9 +202,11 @@ def test_modelled_utilization_at_4096_on_trn2(mode, transposed):
 
 def test_counting_only_skips_arithmetic_but_not_the_rules():
     fn = nki.jitted("matmul", "model")
+    lnc = model.runtime_lnc()
+    table = nki.table("matmul", (300, 256), (300, 513), True, lnc).numpy()
     with model.counting_only():
-        out = fn[model.runtime_lnc()](model.shape_only((300, 256), np.float32),
-                                      model.shape_only((300, 513), np.float32), True, False)
+        out = fn[lnc](model.shape_only((300, 256), np.float32), model.shape_only((300, 513), np.float32), True, False,
+                      table)
     assert out.shape == (256, 513)
     assert fn.last_run.instructions("tensor", "nc_matmul") == 3 * 2 * 2
 
@@ -264,14 +274,15 @@ def test_sr_seeds_the_generator_it_draws_from(generation):
     engine = "gpsimd" if generation == "trn2" else "vector"
     assert nki.jitted("matmul_sr", "model").last_run.instructions(engine, "rng") > 0
     states = nki.rng_states(1, 2)
-    assert states.shape == (2, 128, 6) and states.dtype == torch.uint32
+    assert states.shape == (2, 128, 6) and states.dtype == torch.int32  # torch's uint32 has limited support
     assert bool((states[..., :5].long() != 0).any(-1).all())  # no degenerate XORWOW state
 
 
-# --- program size: whole rows of blocks and whole batch entries run in dynamic loops -----------------------------
+# --- program size: one dynamic loop over units (or rows of units), static code inside ----------------------------
 # (mode, float64): float64 data runs dd and bf16x6 as the words kernels (split on the host), ozaki as the levels
 PROGRAM_MODES = [("fast", False), ("native", False), ("dd", False), ("bf16x6", False), ("dd", True),
-                 ("bf16x6", True), ("ozaki", False)]
+                 ("bf16x6", True), ("ozaki", False), ("sr", False)]
+SPLIT = {("dd", False), ("bf16x6", False)}  # a loop over rows of units: the units of a row are static code
 
 
 def program(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, int], transposed: bool) -> int:
@@ -280,82 +291,34 @@ def program(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, in
 
 
 @settings(max_examples=12)
-@given(mode=st.sampled_from(PROGRAM_MODES + [("sr", False)]), rows=st.integers(5, 9), edge=st.sampled_from([0, 1, 300]),
+@given(mode=st.sampled_from(PROGRAM_MODES), rows=st.integers(2, 6), columns=st.integers(1, 3),
        transposed=st.booleans())
-def test_the_matmul_program_does_not_grow_with_m(mode, rows, edge, transposed):
-    """Whole rows of output blocks (512 rows) are one dynamic loop: with at least two per core (one is a static
-    call), the program is the same for any number of them (an M edge adds its static row for every M alike).
-    Oracle: the program at four rows of blocks."""
-    assert program("matmul", *mode, (1, rows * 512 + edge, 300, 600), transposed) == \
-        program("matmul", *mode, (1, 4 * 512 + edge, 300, 600), transposed)
+def test_the_program_does_not_grow_with_m_or_n(mode, rows, columns, transposed):
+    """Units of 512 x 1024 (M and N multiples of them) are iterations of one dynamic loop: the program is the same
+    for any number of them; the split kernels' loop runs rows of units, whose units are static code, so their
+    program is the same for any M. Oracle: the program at two rows of one unit column (the split kernels: the
+    same number of unit columns)."""
+    base = columns if mode in SPLIT else 1
+    assert program("matmul", *mode, (1, rows * 512, 300, columns * 1024), transposed) == \
+        program("matmul", *mode, (1, 2 * 512, 300, base * 1024), transposed)
 
 
-@settings(max_examples=12)
-@given(mode=st.sampled_from(PROGRAM_MODES), entries=st.integers(3, 5), transposed=st.booleans())
+@settings(max_examples=10)
+@given(mode=st.sampled_from([m for m in PROGRAM_MODES if m[0] != "sr"]), entries=st.integers(1, 5),
+       transposed=st.booleans())
 def test_the_bmm_program_does_not_grow_with_the_batch(mode, entries, transposed):
-    """Whole batch entries are one dynamic loop (each with its whole row, a static call, and a static M-edge row):
-    the program at B = 2 * entries (an even batch: each core gets whole entries, two or more) is the one at
-    B = 4."""
-    assert program("bmm", *mode, (2 * entries, 700, 300, 600), transposed) == \
-        program("bmm", *mode, (4, 700, 300, 600), transposed)
+    """Batch entries are more units (or rows of units) of the same loop: the program at any batch is the one at
+    B = 2."""
+    assert program("bmm", *mode, (entries, 700, 300, 600), transposed) == \
+        program("bmm", *mode, (2, 700, 300, 600), transposed)
 
 
-def loop_blocks(mode: str, float64: bool) -> tuple[int, int, int]:
-    """(block_m, block_k, block_n) of the mode's kernel on trn2 at large shapes (its operand words' bytes, its fp32
-    sums per block; ozaki: at most LEVEL_TERMS products per level sum, for float32 data's digit slices)."""
-    if mode == "ozaki":
-        slices = reference.ozaki_default_slices(torch.float32)
-        sizes = matmul.block_sizes(4096, 2**20, 4096, 2 * slices, 1, TRN2_SBUF)
-        return sizes[0], min(sizes[1], matmul.LEVEL_TERMS // (slices * 128)) * 128, sizes[2]
-    words = {"dd": 2, "bf16x6": 3}.get(mode, 1)
-    width = 4 if mode == "native" else 2 * words
-    chunk = matmul.CHUNK_TILES if mode == "bf16x6" else 1
-    sizes = matmul.block_sizes(4096, 2**20, 4096, width, 3 if mode == "bf16x6" else 1, TRN2_SBUF, chunk)
-    return sizes[0], sizes[1] * 128, sizes[2]
-
-
-@settings(max_examples=8)
-@given(mode=st.sampled_from(PROGRAM_MODES + [("sr", False)]), rows=st.integers(2, 3), k_steps=st.integers(2, 3),
-       cols=st.integers(2, 3), transposed=st.booleans())
-def test_the_program_does_not_grow_with_m_k_or_n(mode, rows, k_steps, cols, transposed):
-    """Whole rows of blocks, whole N blocks and whole K blocks are dynamic loops: on shapes of whole blocks with two
-    or more iterations in every loop (each core two or more whole rows; two or more N blocks; K a multiple of GROUP
-    K blocks, a whole number of bf16x6's loop steps, two or more of them past the static first ones), the program
-    is one for any M, K and N. Oracle: the program at the smallest such shape."""
-    block_m, block_k, block_n = loop_blocks(*mode)
-    step = matmul.GROUP * block_k
-    assert program("matmul", *mode, (1, 2 * rows * block_m, k_steps * step, cols * block_n), transposed) == \
-        program("matmul", *mode, (1, 4 * block_m, 2 * step, 2 * block_n), transposed)
-
-
-@settings(max_examples=6)
-@given(mode=st.sampled_from(tuple(KERNELS)), k_blocks=st.integers(2, 4), edge=st.integers(0, 300),
-       transposed=st.booleans(), seed=st.integers(0, 2**16))
-def test_k_and_n_blocks_in_the_dynamic_loops_give_the_exact_product_at_lnc_1_and_2(mode, k_blocks, edge, transposed,
-                                                                                  seed):
-    """K over several K blocks (the first static, then the K loop's steps, then a static partial block) and N over
-    a whole N block (the N loop) and a partial one: small integers give the exact product (every partial sum below
-    2**24). Oracle: integer matmul in int64."""
-    block_m, block_k, block_n = loop_blocks(mode, False)
-    m, k, n = block_m, k_blocks * block_k + edge, block_n + 100
-    a, b, exact = small_integers((m, k), (k, n), seed)
-
-    def check():
-        assert torch.equal(nki.run("matmul", layout(a, transposed), b, mode, "model"), exact)
-
-    at_each_lnc(check)
-
-
-# the largest program of one core (trn2, LNC=2), for any shape and batch: at most a static first and last entry and
-# row around each loop body, a static partial N block after the N loop's body, and static K blocks before and after
-# the K loop's body (as many as one loop iteration takes: bf16x6 two, others one; ozaki none before); each K block's
-# tiles are bounded by the SBUF budget. Measured: at most 6032, 3040, 5251, 8359, 7068 (dd float64), 10544 (bf16x6
-# float64), 9375 (ozaki) and 3369 (sr) over the shapes below. At 4096^3, before the dynamic loops: 11072, 11200,
-# 24514, 47746, 26048, 50048, 90880 and 14082; with dynamic rows only: 2288, 2336, 8050, 14818, 5584, 11360, 21056
-# and 2562, and 9024, 9312, 28578, 54210, 22304, 45760, 83968 and 9858 at (1, 4096, 8192, 8192)
-PROGRAM_BOUNDS = {("fast", False): 8000, ("native", False): 4500, ("dd", False): 7500,
-                  ("bf16x6", False): 12000, ("dd", True): 9500, ("bf16x6", True): 14000,
-                  ("ozaki", False): 12500, ("sr", False): 4500}
+# The largest program of one core (trn2, LNC=2): the loop bodies (a unit's K blocks, static: a few per unit), the
+# split kernels' phase for B, and their row body (a row's unit columns, static, and a row of A's split, static,
+# once more before the loop). Measured: see the bounds' comments.
+PROGRAM_BOUNDS = {("fast", False): 1000, ("native", False): 1500, ("dd", False): 16000,
+                  ("bf16x6", False): 30000, ("dd", True): 2500, ("bf16x6", True): 6000,
+                  ("ozaki", False): 12000, ("sr", False): 1500}
 
 
 BOUND_CASES = [(mode, kernel, bmkn) for mode in PROGRAM_BOUNDS
@@ -367,6 +330,32 @@ BOUND_CASES = [(mode, kernel, bmkn) for mode in PROGRAM_BOUNDS
 @pytest.mark.parametrize("mode, kernel, bmkn", BOUND_CASES)
 def test_the_program_is_bounded(mode, kernel, bmkn):
     assert program(kernel, *mode, bmkn, False) <= PROGRAM_BOUNDS[mode]
+
+
+def k_block_rows(mode: str) -> int:
+    """Rows of K per K block of the mode's kernel on trn2 for a 512 x 1024 unit, A not transposed."""
+    words = {"dd": 2, "bf16x6": 3}.get(mode, 1)
+    width = 4 if mode == "native" else 2
+    chunk = matmul.CHUNK_TILES if mode == "bf16x6" else 1
+    fits = matmul.k_tiles(512, 2**20, 1024, words, width, 3 if mode == "bf16x6" else 1, mode in ("dd", "bf16x6"),
+                          TRN2_SBUF, 2, chunk)
+    return fits * 128
+
+
+@settings(max_examples=6)
+@given(mode=st.sampled_from(tuple(KERNELS)), k_blocks=st.integers(2, 3), edge=st.integers(0, 300),
+       transposed=st.booleans(), seed=st.integers(0, 2**16))
+def test_several_k_blocks_and_units_give_the_exact_product_at_lnc_1_and_2(mode, k_blocks, edge, transposed, seed):
+    """K over several K blocks (the two operand sets alternating, a partial last block) and N over a whole unit and
+    an overlapping last one: small integers give the exact product (every partial sum below 2**24). Oracle:
+    integer matmul in int64."""
+    m, k, n = 512, k_blocks * k_block_rows(mode) + edge, 1024 + 100
+    a, b, exact = small_integers((m, k), (k, n), seed)
+
+    def check():
+        assert torch.equal(nki.run("matmul", layout(a, transposed), b, mode, "model"), exact)
+
+    at_each_lnc(check)
 
 
 @settings(max_examples=10)
@@ -411,3 +400,56 @@ def test_the_words_and_levels_kernels_over_several_rows_of_blocks(batch, edge, n
         assert torch.equal(sums[3].long(), products[0, 1] + products[1, 0])
 
     at_each_lnc(check)
+
+
+# --- what a trn2 would compile and run: symmetric programs, one loop level, budgets under the loop rule ------------
+SHAPE_CLASSES = {"tiny": (1, 1, 1, 1), "edges": (1, 129, 513, 1000), "long K": (1, 512, 13000, 1024),
+                 "wide": (1, 1100, 384, 4100), "batched": (5, 300, 700, 200)}
+BUDGET_MODES = [("fast", False), ("native", False), ("dd", False), ("bf16x6", False), ("dd", True),
+                ("bf16x6", True), ("ozaki", False), ("sr", False)]
+
+
+@pytest.mark.parametrize("shape_class", sorted(SHAPE_CLASSES))
+@pytest.mark.parametrize("mode", BUDGET_MODES, ids=[f"{m}{'-float64' if f else ''}" for m, f in BUDGET_MODES])
+def test_sbuf_and_psum_budgets_hold_with_loop_tiles_live_for_the_whole_loop(mode, shape_class):
+    """Every kernel, mode and shape class on trn2 (LNC=2; A as a view of A^T for the odd classes, as A for the
+    others): the launch keeps every documented rule (the CPU model refuses it otherwise), its programs run the same
+    control flow, and its SBUF and PSUM peaks, with tiles used in a loop live for the whole loop, fit trn2."""
+    bmkn = SHAPE_CLASSES[shape_class]
+    if mode[0] == "sr" and bmkn[0] > 1:
+        pytest.skip("sr has no bmm kernel")
+    kernel = "bmm" if bmkn[0] > 1 else "matmul"
+    transposed = sorted(SHAPE_CLASSES).index(shape_class) % 2 == 1
+    e = cost.modelled(kernel, *mode, bmkn, "trn2", transposed, mode[1])
+    assert e.sbuf_peak_bytes <= TRN2_SBUF and e.psum_banks_peak <= 8
+
+
+def control_flow(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, int], transposed: bool):
+    """Each physical core's dynamic control flow (loops with their ranges, barriers) of the trn2 launch."""
+    run = cost._counted(kernel, mode, bmkn, "trn2", transposed, float64, None, 2)
+    return [core.control_flow for core in run.cores]
+
+
+@settings(max_examples=10)
+@given(mode=st.sampled_from(BUDGET_MODES), batch=st.integers(1, 3), m=st.integers(1, 1600), k=st.integers(1, 900),
+       n=st.integers(1, 2500), transposed=st.booleans())
+def test_both_programs_run_one_level_of_loops_with_the_same_trip_counts(mode, batch, m, k, n, transposed):
+    """At LNC=2 both programs run the same loops with the same ranges (units are dealt in equal shares; a short
+    share repeats a unit), none nested: the products' loop, and for the split kernels B's split loop and a barrier
+    before it. Oracle: the trip count from the shape, counted here: units of at most 512 x 1024, at least one per
+    program where a unit can be cut (a piece keeps 128 rows or columns)."""
+    kernel = "matmul" if batch == 1 or mode[0] == "sr" else "bmm"
+    flows = control_flow(kernel, *mode, (batch, m, k, n), transposed)
+    assert flows[0] == flows[1]
+    loops = [step for step in flows[0] if step[0] == "fori_loop"]
+    split = mode in SPLIT
+    assert len(loops) == (2 if split else 1) and (("core_barrier",) in [s[:1] for s in flows[0]]) == split
+    blocks_m, blocks_n = -(-m // 512), -(-n // 1024)
+    while batch * blocks_m * blocks_n < 2 and (n // (blocks_n + 1) >= 128 or m // (blocks_m + 1) >= 128):
+        if n // (blocks_n + 1) >= 128:
+            blocks_n += 1
+        else:
+            blocks_m += 1
+    units = batch * blocks_m * (1 if split else blocks_n)  # the split kernels' loop takes a row of units at a time
+    lower, upper, step = loops[-1][1:4]
+    assert lower == 0 and (upper - lower) // step == -(-units // 2)
