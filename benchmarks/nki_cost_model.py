@@ -56,6 +56,28 @@ def modes_table(n: int = 4096) -> str:
     return "\n".join(lines) + "\n"
 
 
+PROGRAM_CASES = (("matmul", (1, 4096, 4096, 4096)), ("matmul", (1, 4096, 8192, 8192)), ("bmm", (3, 1100, 8320, 2600)))
+PROGRAM_MODES = (("fast", False), ("native", False), ("dd", False), ("bf16x6", False), ("dd", True),
+                 ("bf16x6", True), ("ozaki", False), ("sr", False))
+
+
+def program_table() -> str:
+    """Instructions of the program one physical core runs (trn2, LNC=2, A transposed on chip) per mode and shape:
+    each dynamic loop's body once, everything else as often as it appears."""
+    header = ("mode", *(f"{kernel} {'x'.join(map(str, bmkn if kernel == 'bmm' else bmkn[1:]))}"
+                        for kernel, bmkn in PROGRAM_CASES))
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for mode, float64 in PROGRAM_MODES:
+        cells = []
+        for kernel, bmkn in PROGRAM_CASES:
+            if kernel == "bmm" and mode == "sr":
+                cells.append("(no bmm kernel)")
+                continue
+            cells.append(f"{cost.modelled(kernel, mode, bmkn, 'trn2', False, float64).program_instructions:,}")
+        lines.append("| " + " | ".join([mode + (" (float64 data)" if float64 else ""), *cells]) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def _fixtures():
     """tests/kernels/nki_calibration_kernels.py, imported as the tests import it (one module: one cache of the
     ports' counting runs in a test process)."""
@@ -99,7 +121,7 @@ def calibration_table() -> str:
 
 
 def main() -> None:
-    text = table() + "\n" + modes_table() + "\n" + calibration_table()
+    text = table() + "\n" + modes_table() + "\n" + program_table() + "\n" + calibration_table()
     OUT.write_text(text)
     print(text, end="")
 

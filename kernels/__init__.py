@@ -5,7 +5,8 @@ tensors, under a precision mode named in ``trn_backend.precision``. The torch re
 mode (``reference/``) runs on any torch device. Routing (``implementation``): on a Neuron device with the NKI
 toolchain installed, float32 steps of a mode with an NKI kernel (``nki/``, import-gated) and at least
 ``config.nki_min_flops`` FLOPs (default: the cost model's break-even with the kernel launch) run the NKI kernel;
-smaller ones run torch on the device. Under the default rule a kernel also pays its compile: a Neuron device
+smaller ones run torch on the device, and so do steps with a tensor too large for the kernels' 32-bit dynamic
+offsets (``nki.addressable``). Under the default rule a kernel also pays its compile: a Neuron device
 compiles a kernel on its first call per shape, dtype and mode (eager TorchNeuron), so a step whose signature has
 not run in this process goes to the kernel only if its modelled run time is at least its modelled compile time,
 else it runs torch on the device and the kernel takes over from the signature's next call (``first_calls``).
@@ -100,6 +101,8 @@ def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
     from . import nki
     from .nki import cost
 
+    if not nki.addressable(mode, dtype is torch.float64, bmkn, params.get("slices")):
+        return None  # a tensor too large for the kernels' 32-bit dynamic offsets: the reference runs it
     b, m, k, n = bmkn
     if setting.nki_min_flops is not None:  # the user's threshold replaces the cost model's rule
         return nki.name(kernel, mode) if 2 * b * m * k * n >= setting.nki_min_flops else None

@@ -21,8 +21,8 @@ import torch
 from . import toolchain
 from .model.core import LNC_VARIABLE  # the runtime's logical NeuronCore size (1 or 2 physical cores)
 
-__all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "lnc", "name", "rng_states",
-           "split_product", "level_sums", "WORDS", "LNC_VARIABLE"]
+__all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "lnc", "name", "rng_states", "table",
+           "addressable", "split_product", "level_sums", "WORDS", "LNC_VARIABLE"]
 
 # The kernel sources (checked against the documented NKI 0.6 API by tests/kernels/test_nki_api.py).
 KERNEL_SOURCES = ("matmul.py", "probes.py")
@@ -165,6 +165,24 @@ def _check_fits(label: str, m: int, k: int, n: int, slices: int, what: str) -> N
     if matmul.k_tiles(m, k, n, slices, 2, 0, False, budget, lnc()) < 1:
         raise ValueError(f"{label}: {what} ({2 * slices} bytes per element of A and B) do not fit one K tile of a unit "
                          f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer")
+
+
+def addressable(mode: str, float64: bool, bmkn: tuple[int, int, int, int], slices: int | None = None) -> bool:
+    """Whether every tensor mode's kernel addresses with a dynamic offset holds at most 2**31 - 1 elements (the
+    offsets are 32-bit registers): A, B and the output, the split kernels' words, ozaki's digit slices and its
+    int32 level sums per K block (as many blocks as SBUF allows, so that output grows with K)."""
+    from .. import reference
+    from . import matmul, model
+
+    b, m, k, n = bmkn
+    words = WORDS.get(mode, 1)
+    sizes = [words * b * m * k, words * b * k * n, b * m * n]
+    if mode == "ozaki":
+        slices = slices or reference.ozaki_default_slices(torch.float64 if float64 else torch.float32)
+        budget = model.core.TARGETS["trn2"].sbuf_partition_bytes
+        blocks = len(matmul._k_blocks(k, matmul.level_k_tiles(m, k, n, slices, budget, 2), 1))
+        sizes = [slices * b * m * k, slices * b * k * n, slices * blocks * b * m * n]
+    return max(sizes) <= matmul.INT32_MAX
 
 
 def rng_states(seed: int, programs: int) -> torch.Tensor:

@@ -65,7 +65,8 @@ TILE_N = 512  # moving free size (nl.tile_size.gemm_moving_fmax): 512 fp32 fill 
 BLOCK_M = 4 * TILE_M  # the largest unit: each loaded B tile serves up to 4 stationary tiles
 BLOCK_N = 2 * TILE_N  # and each loaded A^T tile up to 2 moving tiles
 STAGING_BYTES = 24 * 1024  # per partition: staging tiles, TwoSum temporaries, bit constants, the table row
-PSUM_RING = 4  # PSUM banks the products rotate through (2 more hold transposes: 6 of the 8 banks)
+PSUM_RING = 4  # PSUM banks the products rotate through (2 more hold transposes of A, or join the ring when A comes
+# as A^T: 6 of the 8 banks)
 CHUNK_TILES = 2  # bf16x6: K tiles (256 of K: reference.BF16X6_CHUNK) per PSUM accumulation
 GROUP = 4  # bf16x6: chunk sums added in fp32 before one TwoSum (reference.BF16X6_GROUP)
 # ozaki: K tiles of digit products per PSUM accumulation, so every partial sum is an integer of at most 2**24
@@ -79,7 +80,7 @@ HI_MASK = -65536  # 0xFFFF0000 as int32 (kernel integers are 32-bit signed): the
 LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 XORWOW_WORDS = 6  # uint32 of GpSimd's XORWOW generator state per lane (nki.isa.rand_set_state)
 INT32_MAX = 2**31 - 1  # dynamic offsets are 32-bit registers (SDK isa register_alloc: "64x 32-bit registers")
-ROW = 8  # int32 per table row: up to five offsets, padded
+ROW = 16  # int32 per table row: a unit's five offsets, or the split's SPLIT_GROUP offset pairs
 
 
 # --- entry points (the host jits these) ---------------------------------------------------------------------
@@ -458,8 +459,8 @@ def _allocate(operand, words, block_tiles, rows, columns, kind, a_is_transposed,
         sets = sets + ((nl.ndarray((TILE_K, words, block_tiles, rows), dtype=operand, buffer=nl.sbuf),
                         nl.ndarray((TILE_K, words, block_tiles, columns), dtype=operand, buffer=nl.sbuf),
                         a_stage, b_stage),)
-    ring = ()
-    for _ in range(PSUM_RING):
+    ring = ()  # PSUM_RING banks, and the 2 the transposes would take when A comes as A^T
+    for _ in range(PSUM_RING if not a_is_transposed else PSUM_RING + 2):
         ring = ring + (nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum),)
     flips = ()
     if not a_is_transposed:
@@ -651,7 +652,7 @@ def _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, first_block, l
     found = _output_tiles(geometry[0], geometry[1])
     for index in range(len(found)):
         i, j, mr, nr = found[index]
-        acc = ring[index % PSUM_RING]
+        acc = ring[index % len(ring)]
         _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, 0, _tiles(ks, TILE_K))
         cols = slice(j * TILE_N, j * TILE_N + nr)
         part = result[0:mr, i, cols] if last_block else running[0:mr, 0, i, cols]
@@ -674,7 +675,7 @@ def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra,
         cols = slice(j * TILE_N, j * TILE_N + nr)
         group = sums[0:mr, 2, i, cols]
         for c in range(here):
-            acc = ring[(index * here + c) % PSUM_RING]
+            acc = ring[(index * here + c) % len(ring)]
             _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, c * CHUNK_TILES,
                         min((c + 1) * CHUNK_TILES, _tiles(ks, TILE_K)))
             number = first_chunk + c
@@ -753,7 +754,7 @@ def _exact_level(out, word, a_tiles, b_tiles, pairs, ks, geometry, ring, extra, 
         i, j, mr, nr = found[index]
         total, exact = extra[index % 2]
         for g in range(0, len(items), per_group):
-            acc = ring[bank % PSUM_RING]
+            acc = ring[bank % len(ring)]
             bank = bank + 1
             for index in range(g, min(g + per_group, len(items))):
                 pair, t = items[index]
@@ -833,9 +834,14 @@ def _split_products(out, a, b, a_is_transposed, words, table, batch):
     a_words = nl.ndarray((words, batch, k, m), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     b_words = nl.ndarray((words, batch, k, n), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     (a_shape, b_shape), offsets = _split_offsets(batch, m, k, n, a_is_transposed, programs)
+    flips = ()  # the transposes' PSUM ring, shared by the tiles
+    if not a_is_transposed:
+        for _ in range(2):
+            flips = flips + (nl.ndarray((TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.psum),)
+    constants = (_constant(ROUND_BIAS, SPLIT_COLUMNS), _constant(HI_MASK, SPLIT_COLUMNS), flips)
     staging = ()  # one set per tile of an iteration, so the tiles' DMAs and arithmetic overlap
     for _ in range(SPLIT_GROUP):
-        staging = staging + (_split_staging(a_is_transposed),)
+        staging = staging + (_split_staging(a_is_transposed, words, constants),)
     registers = ()
     for _ in range(2 * SPLIT_GROUP):
         registers = registers + ((nisa.register_alloc(),),)
@@ -843,15 +849,12 @@ def _split_products(out, a, b, a_is_transposed, words, table, batch):
 
     def split_a(i):
         a_read(i)
-        for g in range(SPLIT_GROUP):
-            _split_tile(a_words, batch * k * m, a, words, not a_is_transposed, a_shape[1:3], a_strides, (0, 0),
-                        staging[g], registers[2 * g:2 * g + 2])
+        _split_tiles_of(a_words, batch * k * m, a, words, not a_is_transposed, a_shape[1:3], a_strides, staging,
+                        registers)
 
     def split_b(i):
         b_read(i)
-        for g in range(SPLIT_GROUP):
-            _split_tile(b_words, batch * k * n, b, words, False, b_shape[1:3], (n, n), (0, 0), staging[g % 2],
-                        registers[2 * g:2 * g + 2])
+        _split_tiles_of(b_words, batch * k * n, b, words, False, b_shape[1:3], (n, n), staging, registers)
 
     a_read = _row_reader(table, 0, registers)
     b_read = _row_reader(table, a_shape[0], registers)
@@ -880,61 +883,73 @@ SPLIT_GROUP = ROW // 2  # tiles per iteration of the split's loops (a table row 
 # with its own staging, so one tile's DMAs overlap another's arithmetic
 
 
-def _split_staging(a_is_transposed):
-    """The split's tiles, allocated once: (rest, bits, narrow word, rounding bias, high mask, PSUM ring of 2 for
-    transposes, transposed pieces)."""
+def _split_staging(a_is_transposed, words, constants):
+    """One tile's staging for the split, allocated once: (rest, bits, the bf16 words, and the shared ``constants``:
+    rounding bias, high mask, PSUM ring of 2 for transposes; then the words' transposed pieces); each word its own
+    tiles, so a word's store does not hold up the next word."""
     rest = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.float32, buffer=nl.sbuf)
     bits = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.uint32, buffer=nl.sbuf)
-    narrow = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.bfloat16, buffer=nl.sbuf)
-    flips, backs = (), ()
+    narrow = nl.ndarray((TILE_K, words, SPLIT_COLUMNS), dtype=nl.bfloat16, buffer=nl.sbuf)
+    backs = ()
     if not a_is_transposed:
-        for _ in range(2):
-            flips = flips + (nl.ndarray((TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.psum),)
-        backs = nl.ndarray((TILE_K, SPLIT_COLUMNS // TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.sbuf)
-    return (rest, bits, narrow, _constant(ROUND_BIAS, SPLIT_COLUMNS), _constant(HI_MASK, SPLIT_COLUMNS), flips,
-            backs)
+        backs = nl.ndarray((TILE_K, words, SPLIT_COLUMNS // TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.sbuf)
+    return rest, bits, narrow, constants[0], constants[1], constants[2], backs
 
 
-def _split_tile(out, word_size, x, words, transpose, shape, strides, statics, staging, registers):
-    """The words of one ``shape`` tile of fp32 x (row stride strides[0]) at registers[0] + statics[0] elements into
-    out (scratch, ``word_size`` elements per word, row stride strides[1]) at registers[1] + statics[1], transposed
-    when ``transpose``: w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (an exact bf16), x -= w (exact), per word."""
-    rest, bits, narrow, bias, mask, flips, backs = staging
+def _split_tiles_of(out, word_size, x, words, transpose, shape, strides, staging, registers):
+    """The words of SPLIT_GROUP ``shape`` tiles of fp32 x (row stride strides[0]), tile g at registers[2 g]
+    elements, into out (scratch, ``word_size`` elements per word, row stride strides[1]) at registers[2 g + 1],
+    transposed when ``transpose``: w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (an exact bf16), x -= w (exact), per
+    word. Step by step over the tiles (each tile its own ``staging``), so each in-order engine works on one tile
+    while the others' steps run elsewhere."""
     rows, columns = shape
-    r, c = rest[0:rows, 0:columns], bits[0:rows, 0:columns]
-    _copy(r, _access(x, [[strides[0], rows], [1, columns]], statics[0], registers[0]), len(registers[0]) > 0)
+    group = range(SPLIT_GROUP)
+    for g in group:
+        _copy(staging[g][0][0:rows, 0:columns], _access(x, [[strides[0], rows], [1, columns]], 0, registers[2 * g]),
+              True)
     for t in range(words):
-        nisa.tensor_tensor(dst=c, data1=r.view(nl.uint32), data2=bias[0:rows, 0:columns], op=nl.add,
-                           engine=nisa.gpsimd_engine)
-        nisa.tensor_tensor(dst=c, data1=c, data2=mask[0:rows, 0:columns], op=nl.bitwise_and,
-                           engine=nisa.vector_engine)
-        word = c.view(nl.float32)
-        nisa.tensor_copy(dst=narrow[0:rows, 0:columns], src=word, engine=nisa.scalar_engine)
-        offset = statics[1] + t * word_size
-        if transpose:
-            _store_transposed(out, offset, narrow, rows, columns, strides[1], flips, backs, registers[1])
-        else:
-            _copy(_access(out, [[strides[1], rows], [1, columns]], offset, registers[1]), narrow[0:rows, 0:columns],
-                  len(registers[1]) > 0)
+        for g in group:
+            rest, bits, narrow, bias, mask, flips, backs = staging[g]
+            nisa.tensor_tensor(dst=bits[0:rows, 0:columns], data1=rest[0:rows, 0:columns].view(nl.uint32),
+                               data2=bias[0:rows, 0:columns], op=nl.add, engine=nisa.gpsimd_engine)
+        for g in group:
+            rest, bits, narrow, bias, mask, flips, backs = staging[g]
+            nisa.tensor_tensor(dst=bits[0:rows, 0:columns], data1=bits[0:rows, 0:columns],
+                               data2=mask[0:rows, 0:columns], op=nl.bitwise_and, engine=nisa.vector_engine)
+        for g in group:
+            rest, bits, narrow, bias, mask, flips, backs = staging[g]
+            nisa.tensor_copy(dst=narrow[0:rows, t, 0:columns], src=bits[0:rows, 0:columns].view(nl.float32),
+                             engine=nisa.scalar_engine)
         if t < words - 1:
-            nisa.tensor_tensor(dst=r, data1=r, data2=word, op=nl.subtract, engine=nisa.vector_engine)
+            for g in group:
+                rest, bits, narrow, bias, mask, flips, backs = staging[g]
+                nisa.tensor_tensor(dst=rest[0:rows, 0:columns], data1=rest[0:rows, 0:columns],
+                                   data2=bits[0:rows, 0:columns].view(nl.float32), op=nl.subtract,
+                                   engine=nisa.vector_engine)
+        for g in group:
+            rest, bits, narrow, bias, mask, flips, backs = staging[g]
+            if transpose:
+                _store_transposed(out, t * word_size, narrow, t, rows, columns, strides[1], flips, backs,
+                                  registers[2 * g + 1])
+            else:
+                _copy(_access(out, [[strides[1], rows], [1, columns]], t * word_size, registers[2 * g + 1]),
+                      narrow[0:rows, t, 0:columns], True)
 
 
-def _store_transposed(out, offset, narrow, rows, columns, stride, flips, backs, register):
-    """The bf16 tile narrow[rows, columns] stored transposed (out row c, column r; row stride ``stride``), 128
-    columns at a time through the Tensor Engine (bf16, bit-exact from NeuronCore-v3): the whole 128-column pieces
-    in one DMA, a partial last piece in another."""
+def _store_transposed(out, offset, narrow, t, rows, columns, stride, flips, backs, register):
+    """Word t of the bf16 tile narrow[rows, t, columns] stored transposed (out row c, column r; row stride
+    ``stride``), 128 columns at a time through the Tensor Engine (bf16, bit-exact from NeuronCore-v3): the whole
+    128-column pieces in one DMA, a partial last piece in another."""
     for p in range(_tiles(columns, TILE_K)):
         cr = min(TILE_K, columns - p * TILE_K)
         flip = flips[p % 2]
-        nisa.nc_transpose(dst=flip[0:cr, 0:rows], data=narrow[0:rows, p * TILE_K:p * TILE_K + cr],
+        nisa.nc_transpose(dst=flip[0:cr, 0:rows], data=narrow[0:rows, t, p * TILE_K:p * TILE_K + cr],
                           engine=nisa.tensor_engine)
-        nisa.tensor_copy(dst=backs[0:cr, p, 0:rows], src=flip[0:cr, 0:rows], engine=nisa.vector_engine)
+        nisa.tensor_copy(dst=backs[0:cr, t, p, 0:rows], src=flip[0:cr, 0:rows], engine=nisa.vector_engine)
     whole, rest = columns // TILE_K, columns % TILE_K
-    dynamic = len(register) > 0
     if whole:
         _copy(_access(out, [[stride, TILE_K], [TILE_K * stride, whole], [1, rows]], offset, register),
-              backs[0:TILE_K, 0:whole, 0:rows], dynamic)
+              backs[0:TILE_K, t, 0:whole, 0:rows], True)
     if rest:
         _copy(_access(out, [[stride, rest], [1, rows]], offset + whole * TILE_K * stride, register),
-              backs[0:rest, whole, 0:rows], dynamic)
+              backs[0:rest, t, whole, 0:rows], True)

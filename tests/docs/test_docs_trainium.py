@@ -35,7 +35,8 @@ def _assert_current(marker: str, table: str) -> None:
 
 def test_cost_table_is_current():
     nki_cost_model = _benchmark()
-    for marker, table in (("cost-table", nki_cost_model.table()), ("modes-table", nki_cost_model.modes_table())):
+    for marker, table in (("cost-table", nki_cost_model.table()), ("modes-table", nki_cost_model.modes_table()),
+                          ("program-table", nki_cost_model.program_table())):
         _assert_current(marker, table)
 
 

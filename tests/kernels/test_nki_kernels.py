@@ -453,3 +453,22 @@ def test_both_programs_run_one_level_of_loops_with_the_same_trip_counts(mode, ba
     units = batch * blocks_m * (1 if split else blocks_n)  # the split kernels' loop takes a row of units at a time
     lower, upper, step = loops[-1][1:4]
     assert lower == 0 and (upper - lower) // step == -(-units // 2)
+
+
+def test_steps_too_large_for_32_bit_offsets_are_routed_to_the_reference():
+    """ozaki's int32 level sums per K block grow with K (its K blocks are as many as SBUF holds): at 8192^3 with
+    4 slices they pass 2**31 - 1 elements, so the routing rule sends the step to the torch reference rather than
+    to a kernel that would refuse it. Oracle: the sizes by hand (slices x K blocks x M x N)."""
+    from trn_backend import kernels
+
+    assert nki.addressable("fast", False, (1, 8192, 8192, 8192))
+    assert not nki.addressable("fast", False, (1, 2**16, 2**15 + 1, 8))  # A alone: 2**31 + 2**16 elements
+    budget = TRN2_SBUF
+    blocks = len(matmul._k_blocks(8192, matmul.level_k_tiles(8192, 8192, 8192, 4, budget, 2), 1))
+    assert 4 * blocks * 8192 * 8192 > 2**31 - 1
+    assert not nki.addressable("ozaki", False, (1, 8192, 8192, 8192), slices=4)
+    with xp.config.set(nki="model", nki_min_flops=0):
+        assert kernels.implementation("matmul", "ozaki", torch.float32, torch.device("cpu"), (1, 8192, 8192, 8192),
+                                      {"slices": 4}) == "torch.matmul"
+        assert kernels.implementation("matmul", "ozaki", torch.float32, torch.device("cpu"), (1, 512, 512, 512),
+                                      {"slices": 4}) == "nki.matmul[ozaki]"
