@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test lint bench calibrate conformance precision-report docs wheel-smoke clean
+.PHONY: demo test test-slow lint bench calibrate conformance precision-report docs wheel-smoke clean
 
 # Each install stage says what it installs before pip runs (quietly, without its progress bars), and how large
 # the environment is after it. Downloads come from pip's cache where it has them.
@@ -48,7 +48,12 @@ demo: $(VENV)/.installed-demo
 	$(PY) examples/demo.py
 
 test: $(VENV)/.installed-test
-	$(PY) -m pytest -q -n 2 tests
+	$(PY) -m pytest -q -n 2 -m "not slow" tests
+
+# the tests marked slow (each over a minute: documented tables regenerated from the cost model, sweeps of large
+# modelled kernels); .ci/run runs them after `make test`
+test-slow: $(VENV)/.installed-test
+	$(PY) -m pytest -q -n 2 -m slow tests
 
 lint: $(VENV)/.installed-test
 	$(PIP) install -q ruff

@@ -1,60 +1,63 @@
-"""NKI kernels for the Tensor Engine: C[M, N] = A[M, K] @ B[K, N] (``bmm``: over a leading batch), in every
-precision mode with a kernel, for NKI 0.6+ on Trainium2/3 (and the CPU model of the NeuronCore in ``model/``).
+"""NKI kernels for the Tensor Engine: C[M, N] = A[M, K] @ B[K, N] (``bmm``: over a leading batch), in every precision
+mode with a kernel, for NKI 0.6+ on Trainium2/3 (and the CPU model of the NeuronCore in ``model/``).
 
-``nisa.nc_matmul(dst, stationary, moving)`` computes stationary.T @ moving with K on the partition axis of both:
-A enters as A^T tiles [K <= 128, M <= 128] (stationary), B as [K <= 128, N <= 512] tiles (moving), and an output
-tile [M, N] accumulates in one fp32 PSUM bank (accumulate=False on the first product, True after: never onto
-memory a matmul did not write). ``a`` is A^T [K, M] when ``a_is_transposed`` (a view the host hands over when A's
-strides allow) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
+``nisa.nc_matmul(dst, stationary, moving)`` computes stationary.T @ moving with K on the partition axis of both: A
+enters as A^T tiles [K <= 128, M <= 128] (stationary), B as [K <= 128, N <= 512] tiles (moving), and an output tile
+[M, N] accumulates in one fp32 PSUM bank (accumulate=False on the first product, True after: never onto memory a
+matmul did not write). ``a`` is A^T [K, M] when ``a_is_transposed`` (a view the host hands over when A's strides
+allow) or A [M, K], transposed on chip 128 x 128 at a time on the Tensor Engine.
 
 Units and programs. The output is cut into units: blocks of at most BLOCK_M x BLOCK_N elements, all of one shape
-(``_unit_shape``). Units that would stick out past the edge of M or N are moved back to end at the edge and
-overlap their neighbour: the overlapping elements are computed twice by the same instructions from the same data,
-so both writes store the same bits. Every unit is thus the same piece of program, and one dynamic loop
-(``nl.fori_loop``) runs a program's units: the loop body is compiled once, so the program does not grow with M, N
-or the batch. The launch ``kernel[lnc]`` runs programs 0..lnc-1, one per physical core; the units are dealt to
-them in equal contiguous shares (a short last share repeats its last unit), so every program runs the same loop
-with the same trip count: the LNC page makes control flow that differs between the cores undefined behaviour.
-Which unit an iteration computes is data: the host passes ``table`` (int32 [programs, rows, 4], built by
-``table_rows`` from the same plan), whose row holds the unit's element offsets in A, B and the output; each
-iteration reads its row with one dynamic-offset DMA (the loop's induction value steps by 4, so it is the row's
-element offset) and ``register_load``s the offsets into registers that every access of the body passes as
-``scalar_offset``. Each access is one ``.ap`` on the unreshaped kernel argument with the dynamic dimension its
-last (``indirect_dim = ndim - 1``, where the offset counts elements) and ``dge_mode=hwdge`` (descriptor generation
-for dynamic addresses). Only one level of dynamic loop exists: K blocks and the tiles within a unit are static
-code of the body (K blocks per unit are bounded by the SBUF budget). Outputs written by dynamic DMAs end with a
-fence, a DMA of a region of the output onto itself, as nki-library ends its dynamic kernels.
+(``_unit_shape``). Units that would stick out past the edge of M or N are moved back to end at the edge and overlap
+their neighbour: the overlapping elements are computed twice by the same instructions from the same data, so both
+writes store the same bits. Every unit is thus the same piece of program, and one dynamic loop (``nl.fori_loop``)
+runs a program's units: the loop body is compiled once, so the program does not grow with M, N or the batch. The
+launch ``kernel[lnc]`` runs programs 0..lnc-1, one per physical core; the units are dealt to them in equal
+contiguous shares (a short last share repeats its last unit), so every program runs the same loop with the same trip
+count: the LNC page makes control flow that differs between the cores undefined behaviour. Which unit an iteration
+computes is data: the host passes ``table`` (int32 [programs, rows, ROW], built by ``table_rows`` from the same
+plan), whose row holds the unit's element offsets in A, B and the output; each iteration reads its row with one
+dynamic-offset DMA (the loop's induction value steps by ROW, so it is the row's element offset) and
+``register_load``s the offsets into registers that every access of the body passes as ``scalar_offset`` (the split
+kernels also run one loop per operand before, each iteration splitting SPLIT_GROUP tiles; no loop is nested in
+another). Each access is one ``.ap`` on the unreshaped kernel argument with the dynamic dimension its last
+(``indirect_dim = ndim - 1``, where the offset counts elements) and ``dge_mode=hwdge`` (descriptor generation for
+dynamic addresses). Only one level of dynamic loop exists: K blocks and the tiles within a unit are static code of
+the body (K blocks per unit are bounded by the SBUF budget). Outputs written by dynamic DMAs end with a fence, a DMA
+of a region of the output onto itself, as nki-library ends its dynamic kernels.
 
 Allocation. Every tile the loops use is allocated once, before its loop (the dynamic-loops guide: tiles of a loop
 body are allocated once and live for the whole loop), and reused: the operand tiles of a K block in two sets used
-alternately (double buffering: K block kb + 1 loads while kb multiplies), PSUM accumulators in a ring of
-PSUM_RING banks, transposes in a ring of 2. The plan (``plan``) sizes the K blocks so that all of them fit the
-SBUF budget together.
+alternately (double buffering: K block kb + 1 loads while kb multiplies), PSUM accumulators in a ring of PSUM_RING
+banks, transposes in a ring of 2; the next unit's first K block is fetched during this unit's last (before its
+stores, which wait for the products: DMAs are triggered in program order). ``k_tiles`` sizes the K blocks so that
+all of them fit the SBUF budget together.
 
 Modes (kernels/reference/ is the specification of each; the words and levels are the reference's):
-- ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of
-  the bf16 rate).
+- ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of the
+  bf16 rate).
 - ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B into bf16 words once per call:
-  tiles dealt to the programs like units, each split with integer operations only, (bits + 0x8000) & 0xFFFF0000
-  (nearest, ties away; no rounding mode involved; the add exact on GpSimd, the mask on the Vector Engine, the only
-  engine with bitvec operators), into shared HBM scratch (A's words transposed on the way); the programs then
-  meet at ``nisa.core_barrier`` and phase 2 multiplies the words: every product of an output tile and K block in
-  one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6 evacuates PSUM every CHUNK_TILES K tiles,
-  adds GROUP chunk sums in fp32 and combines those with TwoSum. ``matmul_words`` is phase 2 alone, for words split
-  on the host (float64 data: no fp64 on chip).
+  tiles dealt to the programs like units, SPLIT_GROUP per iteration stepped through together (each with its own
+  staging, so the engines and DMAs of different tiles overlap), each split with integer operations only, (bits +
+  0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved; the add exact on GpSimd, the mask on the
+  Vector Engine, the only engine with bitvec operators), into shared HBM scratch (A's words transposed on the way);
+  the programs fence their writes and meet at ``nisa.core_barrier`` (one per scratch tensor), and phase 2 multiplies
+  the words: every product of an output tile and K block in one PSUM accumulation, levels (word pairs i + j)
+  smallest first; bf16x6 evacuates PSUM every CHUNK_TILES K tiles, adds GROUP chunk sums in fp32 and combines those
+  with TwoSum. ``matmul_words`` is phase 2 alone, for words split on the host (float64 data: no fp64 on chip).
 - ``matmul_levels``: ozaki's exact level sums of digit products: PSUM accumulations of at most 256 products
-  (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level
-  and K block; the host adds those exactly and combines the levels.
-- ``matmul_sr``: fast, then the fp32 result stochastically rounded to bf16 on chip: 32 random bits per element
-  from ``nisa.rng`` on GpSimd (its generator set by ``nisa.rand_set_state`` from the host's states, which cross
-  torch as int32 and are viewed as uint32 on chip; the Vector Engine's, set by ``nisa.set_rng_seed``, on
-  NeuronCore-v2), the low 16 added to the fp32 bits with an exact integer add, masked, reinterpreted. Integer
-  constants are int32 (the kernel language's integers are 32-bit signed) within 2**24 (memset's exactness above
-  it is not documented): 0xFFFF0000 is memset as -65536.
+  (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level and K
+  block; the host adds those exactly and combines the levels.
+- ``matmul_sr``: fast, then the fp32 result stochastically rounded to bf16 on chip: 32 random bits per element from
+  ``nisa.rng`` on GpSimd (its generator set by ``nisa.rand_set_state`` from the host's states, which cross torch as
+  int32 and are viewed as uint32 on chip; the Vector Engine's, set by ``nisa.set_rng_seed``, on NeuronCore-v2), the
+  low 16 added to the fp32 bits with an exact integer add, masked, reinterpreted. Integer constants are int32 (the
+  kernel language's integers are 32-bit signed) within 2**24 (memset's exactness above it is not documented):
+  0xFFFF0000 is memset as -65536.
 
-The kernel functions are plain Python with only ints and tuples as values (no classes: NKI traces only
-NKIObject classes); the host wraps them with the toolchain's ``nki.jit``. Only documented NKI 0.6 names appear
-here (tests/kernels/test_nki_api.py checks it), no ``is``, no ``*`` in signatures.
+The kernel functions are plain Python with only ints and tuples as values (no classes: NKI traces only NKIObject
+classes); the host wraps them with the toolchain's ``nki.jit``. Only documented NKI 0.6 names appear here
+(tests/kernels/test_nki_api.py checks it), no ``is``, no ``*`` in signatures.
 """
 
 from .toolchain import nisa, nl
@@ -502,9 +505,10 @@ def _unit(out, a, b, tiles, blocks, geometry, here, after, kind):
     first K block, fetched during this unit's last one, at ``after`` = ((A's, B's register), (static offsets)).
 
     The DMAs of K block kb + 1 go out before kb multiplies, into the other operand set (the sets alternate), so
-    loads overlap products; the next unit's first K block is fetched last (before this unit's stores, which wait
-    for the products: DMAs are triggered in program order), and this unit's first was fetched by the unit before
-    it (or before the loop: ``_fetch_first``)."""
+    loads overlap products, and its work on chip (``_prepare``: transposes, roundings) follows kb's products, so
+    the engines doing it overlap the next block's; the next unit's first K block is fetched and prepared last
+    (its DMAs before this unit's stores, which wait for the products: DMAs are triggered in program order), and
+    this unit's first was by the unit before it (or before the loop: ``_fetch_first``)."""
     sets, ring, flips, sums, extra = tiles
     registers, statics = here
     levels = _level_pairs(geometry[2])
@@ -515,7 +519,7 @@ def _unit(out, a, b, tiles, blocks, geometry, here, after, kind):
             _fetch(sets[(kb + 1) % 2], a, b, blocks[kb + 1], geometry, (registers[0], registers[1]), statics)
         elif count > 1:
             _fetch(sets[0], a, b, blocks[0], geometry, after[0], after[1])
-        a_tiles, b_tiles = _prepare(sets[kb % 2], blocks[kb], geometry, flips)
+        a_tiles, b_tiles = sets[kb % 2][0], sets[kb % 2][1]
         ks = blocks[kb][1]
         if kind == "levels":
             for index in range(len(levels)):
@@ -526,15 +530,20 @@ def _unit(out, a, b, tiles, blocks, geometry, here, after, kind):
                                        _total_chunks(blocks))
         else:
             _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, kb == 0, kb == count - 1)
+        if count > 1:  # the block fetched above: K block kb + 1, or the next unit's first
+            _prepare(sets[(kb + 1) % 2], blocks[(kb + 1) % count], geometry, flips)
     if count == 1:  # one K block: the next unit's goes into the same set, after this one's products
         _fetch(sets[0], a, b, blocks[0], geometry, after[0], after[1])
+        _prepare(sets[0], blocks[0], geometry, flips)
     if kind != "levels":
         _store(out, sums, geometry, statics[2], extra, kind, registers[2])
 
 
 def _fetch_first(tiles, a, b, blocks, geometry, places):
-    """The first K block of a program's first unit, into set 0, before the loop (static offsets ``places``)."""
+    """The first K block of a program's first unit, into set 0 and prepared, before the loop (static offsets
+    ``places``)."""
     _fetch(tiles[0][0], a, b, blocks[0], geometry, ((), ()), places)
+    _prepare(tiles[0][0], blocks[0], geometry, tiles[2])
 
 
 def _level_word(out):
@@ -600,19 +609,26 @@ def _prepare(tile_set, block, geometry, flips):
     for w in range(words):
         if not a_is_transposed:
             for i in range(_tiles(rows, TILE_M)):
-                mr = min(TILE_M, rows - i * TILE_M)
-                for t in range(_tiles(ks, TILE_K)):
-                    kr = min(TILE_K, ks - t * TILE_K)
-                    flip = flips[(i * _tiles(ks, TILE_K) + t) % 2]
-                    nisa.nc_transpose(dst=flip[0:kr, 0:mr], data=a_stage[0:mr, w, i, t * TILE_K:t * TILE_K + kr],
-                                      engine=nisa.tensor_engine)
-                    nisa.tensor_copy(dst=a_tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr], src=flip[0:kr, 0:mr],
-                                     engine=nisa.vector_engine)
+                _transpose_rows(tile_set, block, geometry, flips, i, w)
         elif a_stage:
             _round(a_tiles, a_stage, w, ks, rows)
         if b_stage:
             _round(b_tiles, b_stage, w, ks, columns)
-    return a_tiles, b_tiles
+
+
+def _transpose_rows(tile_set, block, geometry, flips, i, w):
+    """Word w of A's M tile i of a fetched K block transposed into the set's operand tiles."""
+    a_tiles, a_stage = tile_set[0], tile_set[2]
+    ks, rows = block[1], geometry[0]
+    mr = min(TILE_M, rows - i * TILE_M)
+    if mr:
+        for t in range(_tiles(ks, TILE_K)):
+            kr = min(TILE_K, ks - t * TILE_K)
+            flip = flips[t % len(flips)]
+            nisa.nc_transpose(dst=flip[0:kr, 0:mr], data=a_stage[0:mr, w, i, t * TILE_K:t * TILE_K + kr],
+                              engine=nisa.tensor_engine)
+            nisa.tensor_copy(dst=a_tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr], src=flip[0:kr, 0:mr],
+                             engine=nisa.vector_engine)
 
 
 def _round(dst, staged, w, ks, width):

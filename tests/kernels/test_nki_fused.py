@@ -106,7 +106,7 @@ def test_instruction_counts_show_the_fusion(mode, words, products, k, twosums):
     """dd issues 3 nc_matmul per (K tile, M tile, N tile), bf16x6 6; every element of A and B is split once per
     call (an exact integer add on GpSimd and a mask on the Vector Engine per word per split tile), not once per
     product, block or reload: A [300, K] in 3 tiles of 128 rows, B [K, 600] in ceil(K / 128) tiles, each
-    operand's tiles dealt to the two programs 4 per loop iteration (a short share repeats its last tile). bf16x6
+    operand's tiles dealt to the two programs 8 per loop iteration (a short share repeats its last tile). bf16x6
     TwoSums once per group of 4 chunks of 256: K = 2100 is 9 chunks, 3 groups, the first copied, then 2 TwoSums
     (3 GpSimd instructions each) per output tile (two units of 300 x 300: 3 output tiles each)."""
     m, n = 300, 600
@@ -115,7 +115,7 @@ def test_instruction_counts_show_the_fusion(mode, words, products, k, twosums):
     run = nki.jitted("matmul_split", "model").last_run
     k_tiles = -(-k // 128)
     assert run.instructions("tensor", "nc_matmul") == products * 3 * 2 * k_tiles
-    programs, group = 2, 4
+    programs, group = 2, 8
     split_tiles = sum(programs * group * math.ceil(math.ceil(tiles / programs) / group) for tiles in (3, k_tiles))
     integer_adds = sum(count for core in run.cores for key, count in core.events.items()
                        if key[:2] == ("gpsimd", "tensor_tensor"))

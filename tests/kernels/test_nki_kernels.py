@@ -126,7 +126,8 @@ def test_cross_block_sums_are_fp32(monkeypatch):
 @pytest.mark.parametrize("transposed", [True, False])
 def test_each_operand_tile_is_loaded_once_per_unit(transposed, monkeypatch):
     """Units of 500 x 750 (M = 1000 and N = 1500 cut evenly): each loads its rows of A and columns of B once, over
-    its two K blocks, and stores its result once; one table row per unit (8 int32) and one fenced output tile.
+    its two K blocks, and stores its result once; one table row per unit and one fenced output tile; the last
+    unit, having no next unit to fetch ahead for, fetches its own first K block again.
     Oracle: the sizes, counted by hand."""
     monkeypatch.setenv(nki.LNC_VARIABLE, "1")
     m, k, n = 1000, 700, 1500
@@ -138,7 +139,8 @@ def test_each_operand_tile_is_loaded_once_per_unit(transposed, monkeypatch):
     assert run.instructions("tensor", "nc_matmul") == units * tiles_per_unit * k_tiles
     moved = sum(n_ * key[2] for key, n_ in run.events.items() if key[0] == "dma")
     fence = 128 * 750 * 4  # one DMA of the first output tile of the last unit onto itself
-    assert moved == units * (500 * k * 2 + k * 750 * 2 + 500 * 750 * 4 + 8 * 4) + fence
+    again = 500 * 384 * 2 + 384 * 750 * 2  # the last unit fetches its own first K block (3 K tiles) again
+    assert moved == units * (500 * k * 2 + k * 750 * 2 + 500 * 750 * 4 + matmul.ROW * 4) + fence + again
     assert run.instructions("tensor", "nc_transpose") == (0 if transposed else units * 4 * k_tiles)
     assert run.instructions("gpsimd", "tensor_copy") == 0  # bf16 inputs need no rounding on chip
     assert run.banks_peak <= 8 and run.sbuf_peak <= TRN2_SBUF
@@ -171,10 +173,9 @@ def test_operand_loads_stream_runs_of_at_least_1_kib(mode, transposed):
     """DMA efficiency falls with the contiguous run per partition (SDK nki-dma-bandwidth-guide: below 2 KiB under
     peak; the cost model halves the rate at 256 bytes): every transfer of a large call moves runs of 1 KiB or
     more, whichever way A is laid out (A's rows are loaded a whole K block at a time before the on-chip transposes,
-    not 128 x 128, which would be 256-byte runs of bf16). The exceptions: each loop iteration's table row (32
-    bytes), and the words of A that dd's split stores transposed when A is not given transposed (runs of 128 bf16:
-    256 bytes), each element's words once, and one row of 512 per program again (a program's last iteration
-    splits its row again, into the region no iteration reads)."""
+    not 128 x 128, which would be 256-byte runs of bf16). The exceptions: each loop iteration's table row (int32
+    [1, ROW]), and the words of A that dd's split stores transposed when A is not given transposed (runs of 128
+    bf16: 256 bytes), each element's words once."""
     size = 2048
     run = cost._counted("matmul", mode, (1, size, size, size), "trn2", transposed, False, None, 2)
     moved: dict[int, int] = {}
@@ -183,11 +184,11 @@ def test_operand_loads_stream_runs_of_at_least_1_kib(mode, transposed):
             if engine == "dma":
                 nbytes, contiguous = details[:2]
                 moved[contiguous] = moved.get(contiguous, 0) + n * nbytes
-    table = moved.pop(8 * 4)
-    assert table % (8 * 4) == 0 and table // (8 * 4) <= 2 * (size // 128) ** 2
+    table = moved.pop(matmul.ROW * 4)
+    assert table % (matmul.ROW * 4) == 0 and table // (matmul.ROW * 4) <= 2 * (size // 128) ** 2
     short = {contiguous: nbytes for contiguous, nbytes in moved.items() if contiguous < 1024}
     if mode == "dd" and not transposed:
-        assert short == {256: (size * size + 2 * 512 * size) * 2 * 2}, moved  # two bf16 words of A (and 2 rows)
+        assert short == {256: size * size * 2 * 2}, moved  # A's two bf16 words, each element once
     else:
         assert not short, moved
 
@@ -195,8 +196,11 @@ def test_operand_loads_stream_runs_of_at_least_1_kib(mode, transposed):
 @pytest.mark.parametrize("transposed", [True, False])
 @pytest.mark.parametrize("mode", ["fast", "native"])
 def test_modelled_utilization_at_4096_on_trn2(mode, transposed):
+    """Tensor-Engine-bound near its achieved rate; where A is transposed on chip the transposes take Tensor Engine
+    time (and wait for the Vector Engine's copies out of PSUM), about a fifth of fast's products."""
     e = cost.modelled("matmul", mode, (1, 4096, 4096, 4096), "trn2", transposed)
-    assert e.bound_by == "tensor" and e.utilization >= 0.85 * cost.calibration().tensor_efficiency
+    share = 0.85 if transposed else 0.7
+    assert e.bound_by == "tensor" and e.utilization >= share * cost.calibration().tensor_efficiency
     assert e.psum_banks_peak <= 8 and e.sbuf_peak_bytes <= TRN2_SBUF
 
 
@@ -420,7 +424,7 @@ def test_sbuf_and_psum_budgets_hold_with_loop_tiles_live_for_the_whole_loop(mode
         pytest.skip("sr has no bmm kernel")
     kernel = "bmm" if bmkn[0] > 1 else "matmul"
     transposed = sorted(SHAPE_CLASSES).index(shape_class) % 2 == 1
-    e = cost.modelled(kernel, *mode, bmkn, "trn2", transposed, mode[1])
+    e = cost.modelled(kernel, mode[0], bmkn, "trn2", transposed, mode[1])
     assert e.sbuf_peak_bytes <= TRN2_SBUF and e.psum_banks_peak <= 8
 
 
@@ -435,22 +439,25 @@ def control_flow(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, in
        n=st.integers(1, 2500), transposed=st.booleans())
 def test_both_programs_run_one_level_of_loops_with_the_same_trip_counts(mode, batch, m, k, n, transposed):
     """At LNC=2 both programs run the same loops with the same ranges (units are dealt in equal shares; a short
-    share repeats a unit), none nested: the products' loop, and for the split kernels B's split loop and a barrier
-    before it. Oracle: the trip count from the shape, counted here: units of at most 512 x 1024, at least one per
-    program where a unit can be cut (a piece keeps 128 rows or columns)."""
-    kernel = "matmul" if batch == 1 or mode[0] == "sr" else "bmm"
+    share repeats a unit), none nested: the products' loop, and for the split kernels before it a loop splitting
+    A's tiles, one splitting B's and a barrier for each scratch tensor. Oracle: the trip count from the shape,
+    counted here: units of at most 512 x 1024, at least one per program where a unit can be cut (a piece keeps 128
+    rows or columns)."""
+    batch = 1 if mode[0] == "sr" else batch  # sr: matmul only
+    kernel = "matmul" if batch == 1 else "bmm"
     flows = control_flow(kernel, *mode, (batch, m, k, n), transposed)
     assert flows[0] == flows[1]
     loops = [step for step in flows[0] if step[0] == "fori_loop"]
-    split = mode in SPLIT
-    assert len(loops) == (2 if split else 1) and (("core_barrier",) in [s[:1] for s in flows[0]]) == split
+    split = mode in SPLIT  # a loop splitting A's tiles and one splitting B's, then a barrier per scratch tensor
+    assert len(loops) == (3 if split else 1)
+    assert [step[0] for step in flows[0]].count("core_barrier") == (2 if split else 0)
     blocks_m, blocks_n = -(-m // 512), -(-n // 1024)
     while batch * blocks_m * blocks_n < 2 and (n // (blocks_n + 1) >= 128 or m // (blocks_m + 1) >= 128):
         if n // (blocks_n + 1) >= 128:
             blocks_n += 1
         else:
             blocks_m += 1
-    units = batch * blocks_m * (1 if split else blocks_n)  # the split kernels' loop takes a row of units at a time
+    units = batch * blocks_m * blocks_n
     lower, upper, step = loops[-1][1:4]
     assert lower == 0 and (upper - lower) // step == -(-units // 2)
 

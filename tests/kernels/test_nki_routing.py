@@ -138,7 +138,7 @@ def test_explain_shows_the_implementation_and_modelled_time():
     assert e.implementations == ("torch.matmul", "torch.matmul") and "torch.matmul (first call)" in str(e)
     estimate = next(m for m in e.modelled if m is not None)
     efficiency = cost.calibration().tensor_efficiency  # the Tensor Engine's achieved fraction of its peak
-    assert 0.85 * efficiency <= estimate.utilization <= efficiency
+    assert 0.7 * efficiency <= estimate.utilization <= efficiency  # A transposed on chip: see the kernel tests
     assert f"{estimate.seconds * 1e3:.3g} ms, 1 bf16 pass" in str(e)
     with config.set(nki="model", nki_min_flops=0):
         text = str(xp.explain("ij,jk->ik", (256, 300), (300, 128), precision="dd", dtype=xp.float64))
