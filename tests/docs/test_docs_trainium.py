@@ -7,6 +7,8 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "trainium.md"
 
@@ -33,6 +35,7 @@ def _assert_current(marker: str, table: str) -> None:
         f"docs/trainium.md's {marker} is stale: run python benchmarks/nki_cost_model.py and paste its output"
 
 
+@pytest.mark.slow
 def test_cost_table_is_current():
     nki_cost_model = _benchmark()
     for marker, table in (("cost-table", nki_cost_model.table()), ("modes-table", nki_cost_model.modes_table()),
@@ -40,6 +43,7 @@ def test_cost_table_is_current():
         _assert_current(marker, table)
 
 
+@pytest.mark.slow
 def test_calibration_table_is_current():
     """The fitted constants, each calibration point's error in sample and left out of the fit, and the
     out-of-sample rows (a test of its own: the ports' counting runs and the refits take a while)."""

@@ -121,6 +121,7 @@ def test_the_modelled_times_are_the_kernel_the_layer_runs():
     assert front.modelled_seconds("sr", 256) == front.modelled_seconds("fast", 256) > 0
 
 
+@pytest.mark.slow
 def test_the_docs_table_is_current():
     # the cost model at n = 1024 to 8192 for every mode: a few minutes on the CPU model's counts
     documented = re.search(r"<!-- front-table -->\n(.*?)<!-- /front-table -->", DOC.read_text(), flags=re.S)
