@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TOLERANCE = 0.15
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", fixtures.POINTS, ids=lambda p: p.name)
 def test_modelled_time_is_within_15_percent_of_the_published_measurement(point):
     modelled = fixtures.estimate(point, cost.Calibration()).seconds
@@ -382,6 +383,7 @@ def test_a_bad_calibration_in_code_is_an_error_naming_the_field(field, value):
         cost.Calibration(**{field: value})
 
 
+@pytest.mark.slow
 def test_estimates_and_thresholds_follow_the_calibration_they_are_given_or_the_active_one(tmp_path, monkeypatch):
     monkeypatch.delenv(cost.CALIBRATION_VARIABLE, raising=False)
     shape = (1, 2048, 2048, 2048)
