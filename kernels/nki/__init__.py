@@ -81,6 +81,14 @@ def table(kernel: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], a_is_
     return torch.tensor(rows, dtype=torch.int32).reshape(programs, -1, matmul.ROW)
 
 
+def _call_matmul(kernel: str, choice: str | None, a: torch.Tensor, b: torch.Tensor, a_is_transposed: bool, *args,
+                 words: int = 1):
+    """``call`` of matmul kernel ``kernel`` on (a, b, a_is_transposed, *args) and its ``table`` for the runtime's
+    LNC (``words``: the split kernels')."""
+    plan = table(kernel, tuple(a.shape), tuple(b.shape), a_is_transposed, lnc(choice), words).to(a.device)
+    return call(kernel, a.device, choice, a, b, a_is_transposed, *args, plan)
+
+
 def call(kernel: str, device: torch.device, choice: str | None, *args, module: str = "matmul"):
     """Launch jitted ``kernel`` of ``module`` at the runtime's LNC: on the device, or through nki.simulate for CPU
     tensors."""
@@ -138,23 +146,13 @@ def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | 
         return c.to(torch.bfloat16) if mode == "sr" else c
     a_arg, transposed = _stationary(a)
     b = _dense(b)
-    programs = lnc(choice)
     if mode in WORDS:
-        name = f"{kernel}_split"
-        return call(name, a.device, choice, a_arg, b, transposed, WORDS[mode],
-                    _table(name, a_arg, b, transposed, programs, WORDS[mode]))
+        return _call_matmul(f"{kernel}_split", choice, a_arg, b, transposed, WORDS[mode], words=WORDS[mode])
     if mode == "sr":
         if kernel != "matmul":
             raise ValueError("nki sr: the stochastic-rounding kernel is matmul only")
-        return call("matmul_sr", a.device, choice, a_arg, b, transposed, rng_states(seed, programs).to(a.device),
-                    _table("matmul_sr", a_arg, b, transposed, programs))
-    return call(kernel, a.device, choice, a_arg, b, transposed, mode == "fast",
-                _table(kernel, a_arg, b, transposed, programs))
-
-
-def _table(kernel: str, a: torch.Tensor, b: torch.Tensor, a_is_transposed: bool, programs: int,
-           words: int = 1) -> torch.Tensor:
-    return table(kernel, tuple(a.shape), tuple(b.shape), a_is_transposed, programs, words).to(a.device)
+        return _call_matmul("matmul_sr", choice, a_arg, b, transposed, rng_states(seed, lnc(choice)).to(a.device))
+    return _call_matmul(kernel, choice, a_arg, b, transposed, mode == "fast")
 
 
 def _check_fits(label: str, m: int, k: int, n: int, slices: int, what: str) -> None:
@@ -202,20 +200,14 @@ def split_product(a_scaled: torch.Tensor, b_scaled: torch.Tensor, words: int) ->
     products of the scaled operands. float32 data is split on chip; float64 data (no fp64 on chip) is split
     here exactly as the reference splits it and the words go to the same product phase."""
     kernel = "bmm" if a_scaled.dim() == 3 else "matmul"
-    programs = lnc()
     if a_scaled.dtype is torch.float32:
         a_arg, transposed = _stationary(a_scaled)
-        b_arg = _dense(b_scaled)
-        name = f"{kernel}_split"
-        return call(name, a_scaled.device, None, a_arg, b_arg, transposed, words,
-                    _table(name, a_arg, b_arg, transposed, programs, words))
+        return _call_matmul(f"{kernel}_split", None, a_arg, _dense(b_scaled), transposed, words, words=words)
     from .. import reference
 
     a_words = _dense(torch.stack(reference._words(a_scaled, words)))
     b_words = _dense(torch.stack(reference._words(b_scaled, words)))
-    name = f"{kernel}_words"
-    return call(name, a_scaled.device, None, a_words, b_words, False, _table(name, a_words, b_words, False,
-                                                                               programs))
+    return _call_matmul(f"{kernel}_words", None, a_words, b_words, False)
 
 
 def level_sums(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> dict[int, torch.Tensor]:
@@ -225,6 +217,6 @@ def level_sums(a_digits: list[torch.Tensor], b_digits: list[torch.Tensor]) -> di
     a, b = _dense(torch.stack(a_digits)), _dense(torch.stack(b_digits))
     kernel = "bmm_levels" if a.dim() == 4 else "matmul_levels"
     _check_fits(f"nki.{kernel}[ozaki]", a.shape[-2], a.shape[-1], b.shape[-1], slices, f"{slices} digit slices")
-    sums = call(kernel, a.device, None, a, b, False, _table(kernel, a, b, False, lnc()))
+    sums = _call_matmul(kernel, None, a, b, False)
     exact = sums.to(torch.int64).sum(1)
     return {slices + 1 - index: exact[index].double() for index in range(slices)}

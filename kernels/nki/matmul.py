@@ -84,6 +84,9 @@ LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 XORWOW_WORDS = 6  # uint32 of GpSimd's XORWOW generator state per lane (nki.isa.rand_set_state)
 INT32_MAX = 2**31 - 1  # dynamic offsets are 32-bit registers (SDK isa register_alloc: "64x 32-bit registers")
 ROW = 16  # int32 per table row: a unit's five offsets, or the split's SPLIT_GROUP offset pairs
+SPLIT_COLUMNS = 1024  # the split: columns of one tile of 128 rows
+SPLIT_GROUP = ROW // 2  # tiles per iteration of the split's loops (a table row holds their offset pairs), each
+# with its own staging, so one tile's DMAs overlap another's arithmetic
 
 
 # --- entry points (the host jits these) ---------------------------------------------------------------------
@@ -548,10 +551,7 @@ def _fetch_first(tiles, a, b, blocks, geometry, places):
 
 def _level_word(out):
     """Elements of one (level, K block) word of the levels output [s, K blocks, (batch,) M, N]."""
-    size = 1
-    for d in out.shape[2:]:
-        size = size * d
-    return size
+    return _size(out) // (out.shape[0] * out.shape[1])
 
 
 def _total_chunks(blocks):
@@ -894,9 +894,6 @@ def _programs(count):
     return found
 
 
-SPLIT_COLUMNS = 1024  # the split: columns of one tile of 128 rows
-SPLIT_GROUP = ROW // 2  # tiles per iteration of the split's loops (a table row holds their offset pairs), each
-# with its own staging, so one tile's DMAs overlap another's arithmetic
 
 
 def _split_staging(a_is_transposed, words, constants):
