@@ -9,6 +9,9 @@ the drawn Case, described in ``condition``), ``differs`` what differs, ``relax``
 - ``scalar``: where NumPy returns a NumPy or Python scalar, a 0-d NeuronArray of the same dtype and value is right;
 - ``dtype``: the result dtype is not compared; values are compared in NumPy's dtype;
 - ``raises:<Exception>``: the call may raise that exception (or a subclass) where NumPy answers;
+- ``unordered``: results are compared as sorted multisets (an order NumPy leaves unspecified or unsorted);
+- ``reference``: NumPy has no answer to compare with (it raises where the reference library lacks the case);
+- ``skip``: the values are not comparable (a documented other dtype whose answer is an ulp step of it);
 - ``stable``: NumPy's reference is called with ``kind="stable"`` (our sorts are stable whatever ``kind``).
 """
 
@@ -52,6 +55,8 @@ FLOATING = frozenset({
     "log1p", "log2", "logaddexp", "sqrt", "hypot", "copysign", "nextafter", "reciprocal",
 })
 SIGNED = frozenset({"int8", "int16", "int32", "int64"})
+INTEGER = SIGNED | {"uint8", "uint16", "uint32", "uint64"}
+INEXACT = frozenset({"float16", "bfloat16", "float32", "float64", "complex64", "complex128"})
 # test_writes' views that NumPy answers with a view of their (reversed) operand and trn_backend with a read-only
 # copy where that operand has negative steps (torch has none)
 RESHAPING = frozenset({"reshape", "ravel", "squeeze", "expand_dims", "transpose", "swapaxes", "moveaxis",
@@ -80,6 +85,40 @@ TABLE: tuple[Difference, ...] = (
         "a 0-d NeuronArray (it stays on the device) instead of a scalar",
         "scalar",
         "docs/numpy.md, Where the answers differ: reductions to a single value return a 0-d NeuronArray"),
+    Difference(
+        frozenset({"nextafter"}), "every array operand is bool, int8, uint8, int16 or uint16",
+        lambda c: bool(c.dtypes) and set(c.dtypes) <= SMALL_INTS,
+        "the step is one ulp of float64 (the default floating dtype) where NumPy's is one of float16/float32",
+        "skip",
+        "docs/numpy.md, Where the answers differ: integer input of a floating-point operation computes in the "
+        "default floating dtype (the values differ with the dtype for nextafter)"),
+    Difference(
+        "*", "an integer operand with a floating or complex operand narrower than NumPy's result (int16 with "
+             "float16, int32/int64 with float32, ...)",
+        lambda c: bool(set(c.dtypes) & INTEGER) and bool(set(c.dtypes) & INEXACT),
+        "the floating operand's dtype (the higher kind) where NumPy widens to hold the integer",
+        "dtype",
+        "docs/usage.md: mixing kinds (int with float arrays) gives the higher kind (torch's convention)"),
+    Difference(
+        frozenset({"unique", "unique_values", "unique_counts", "unique_inverse", "unique_all"}), "any input",
+        lambda c: True,
+        "the order of the unique values: always sorted (NumPy 2.4's unique_values/unique_counts may not be)",
+        "unordered",
+        "docs/numpy.md, Where the answers differ: np.unique is always stable and sorted"),
+    Difference(
+        frozenset({"reciprocal"}), "a namespace call on an integer operand",
+        lambda c: c.source == "namespace" and bool(set(c.dtypes) & INTEGER),
+        "the namespace's reciprocal is floating where NumPy's integer reciprocal truncates",
+        "skip",
+        "docs/numpy.md, Where the answers differ: the namespace's reciprocal is floating"),
+    Difference(
+        "*", "a bfloat16 operand where NumPy (ml_dtypes) has no promotion or loop: NumPy raises "
+             "DTypePromotionError or gives object",
+        lambda c: "bfloat16" in c.dtypes,
+        "trn_backend answers (bfloat16 as in JAX) where the reference raises or answers in object dtype",
+        "reference",
+        "docs/numpy.md, What dispatch does: bfloat16 works wherever torch has kernels; ml_dtypes' NumPy "
+        "bfloat16 lacks promotions with most integer dtypes, so the reference has no answer"),
     Difference(
         "*", "a namespace function (the array API) on a bool operand, or ordering complex operands",
         lambda c: c.source == "namespace" and ("bool" in c.dtypes or (

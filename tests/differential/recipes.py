@@ -220,14 +220,14 @@ def matrices(d: Draw, dtypes=NUMERIC) -> tuple[Operand, Operand]:
 
 
 add("matmul linalg.matmul", lambda d: call(*matrices(d)), close=64)
-add("dot inner", lambda d: call(*matrices(d)) if d(st.booleans()) else call(x := d.array(max_dims=1), d.like(x, broadcast=False)),
-    close=64)
+add("dot inner", lambda d: call(*matrices(d)) if d(st.booleans())
+    else call(x := d.array(max_dims=1), d.like(x, broadcast=False)), close=64)
 add("vdot", lambda d: call(x := d.array(NUMERIC, min_dims=1, max_dims=1), d.like(x, broadcast=False)), close=64)
 add("vecdot linalg.vecdot", lambda d: call(x := d.array(NUMERIC, min_dims=1), d.like(x)), close=64)
 add("outer linalg.outer kron", lambda d: call(d.array(NUMERIC, max_dims=1), d.array(NUMERIC, max_dims=1)), close=8)
 add("tensordot linalg.tensordot", lambda d: call(*matrices(d), axes=1), close=64)
-add("einsum", lambda d: call("ij,jk->ik", *matrices(d, LINALG)) if d(st.booleans()) else call("ii->i", d.array(shape=(3, 3))),
-    close=64)
+add("einsum", lambda d: call("ij,jk->ik", *matrices(d, LINALG)) if d(st.booleans())
+    else call("ii->i", d.array(shape=(3, 3))), close=64)
 # the path report is opt_einsum's text (docs/numpy.md): only whether it raises is compared
 add("einsum_path", lambda d: call("ij,jk->ik", *matrices(d, LINALG)), check="shape")
 add("cross linalg.cross", lambda d: call(x := d.array(NUMERIC, shape=d.pick(((3,), (2, 3)))), d.like(x)), close=8)
@@ -288,7 +288,7 @@ add("eye identity", lambda d: call(d.pick((0, 1, 3)), dtype=d.dtype_arg(), like=
 add("tri", lambda d: call(d.pick((0, 1, 3)), dtype=d.dtype_arg(), like=like(d)))
 add("arange", lambda d: call(d.pick((0, 3, 2.5, -2)), dtype=d.dtype_arg(REAL, none=True), like=like(d)))
 add("fromfunction", lambda d: call(lambda i, j: i + j, (2, 3), dtype=d.dtype_arg(REAL), like=like(d)))
-add("fromiter", lambda d: call(iter([1, 2, 3]), dtype=d.dtype_arg(REAL), like=like(d)))
+add("fromiter", lambda d: call((1, 2, 3), dtype=d.dtype_arg(REAL), like=like(d)))
 add("frombuffer", lambda d: call(bytes(8), dtype=d.dtype_arg(("uint8", "int32", "float64")), like=like(d)))
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .compare import note, assert_bases, assert_matches, outcome, side
+from .compare import assert_bases, assert_matches, note, outcome, side
 from .differences import Case, relaxations
 from .draws import ALL, HARNESS, NUMERIC, Draw, Operand
 
@@ -19,7 +19,7 @@ BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or",
 COMPARISON = ("eq", "ne", "lt", "le", "gt", "ge")
 UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}
 CONVERSIONS = {"bool": bool, "int": int, "float": float, "complex": complex, "index": operator.index, "len": len,
-               "iter": lambda x: [np.asarray(v) for v in x], "round": round}
+               "iter": list, "round": round}
 # the namespace's name of each operator, for differences.py (``x + y`` is add)
 NAMES = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "floordiv": "floor_divide",
          "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from .compare import note, assert_bases, assert_matches, outcome, side
+from .compare import assert_bases, assert_matches, note, outcome, side
 from .differences import Case, relaxations
 from .draws import ALL, HARNESS, WRITE_LAYOUTS, Draw, Operand
 
