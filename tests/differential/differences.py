@@ -120,6 +120,22 @@ TABLE: tuple[Difference, ...] = (
         "docs/numpy.md, What dispatch does: bfloat16 works wherever torch has kernels; ml_dtypes' NumPy "
         "bfloat16 lacks promotions with most integer dtypes, so the reference has no answer"),
     Difference(
+        "*", "a bfloat16 operand where NumPy (ml_dtypes) computes in float32 or float64 (no bfloat16 loop, or a "
+             "promotion with an integer or a Python float)",
+        lambda c: "bfloat16" in c.dtypes,
+        "the result stays bfloat16 (as in JAX) where NumPy's is float32/float64",
+        "dtype",
+        "docs/numpy.md, What dispatch does: bfloat16 (ml_dtypes' type, as in JAX) works wherever torch has kernels; "
+        "ml_dtypes gives NumPy few bfloat16 loops, so the reference widens"),
+    Difference(
+        frozenset({"+=", "add out=", "negative out="}), "the target is np.asarray(x) (an ndarray) and the value a "
+                                                       "NeuronArray",
+        lambda c: c.kind == "write" and bool(c.args) and c.args[0] == "asarray" and len(c.layouts) > 1,
+        "TypeError: out= must be a NeuronArray, where NumPy writes into the ndarray",
+        "raises:TypeError",
+        "docs/numpy.md, What dispatch does (out= takes NeuronArrays) and What it does not do (no silent "
+        "device-to-host copies)"),
+    Difference(
         "*", "a namespace function (the array API) on a bool operand, or ordering complex operands",
         lambda c: c.source == "namespace" and ("bool" in c.dtypes or (
             c.name in ORDERING and bool({"complex64", "complex128"} & set(c.dtypes)))),
