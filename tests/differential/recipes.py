@@ -97,8 +97,11 @@ add("cumulative_sum cumulative_prod", reduction(keepdims=False), close=64)
 add("sort argsort", lambda d: call(x := d.array(min_dims=1), axis=d.axis(x, none=False)))
 add("flip", reduction(keepdims=False))
 add("diff", lambda d: call(x := d.array(min_dims=1), axis=d.axis(x, none=False)))
-add("asfortranarray ediff1d flatnonzero argwhere nonzero ravel atleast_1d atleast_2d atleast_3d copy ascontiguousarray "
-    "asanyarray require shape ndim size", lambda d: call(d.array()))
+add("ediff1d flatnonzero argwhere nonzero ravel atleast_1d atleast_2d atleast_3d copy shape ndim size",
+    lambda d: call(d.array()))
+# NumPy dispatches its conversions only through like= (without it, np.asarray(x) is the explicit conversion to an
+# ndarray, docs/numpy.md); with like=x the answer must be a NeuronArray
+add("asfortranarray ascontiguousarray asanyarray require", lambda d: call(x := d.array(), like=x))
 # NumPy fixes only the kth position: the results are compared sorted along the axis
 add("partition argpartition", lambda d: call(d.array(min_dims=1, min_side=1), 0, axis=-1), check="sorted")
 add("quantile percentile nanquantile nanpercentile",
@@ -127,7 +130,9 @@ add("repeat", lambda d: call(x := d.array(), d.pick((0, 1, 2)), axis=d.axis(x)))
 add("broadcast_to", lambda d: call(x := d.array(max_dims=2), (2,) + x.value.shape))
 add("broadcast_arrays", lambda d: call(x := d.array(), d.like(x)))
 add("meshgrid", lambda d: call(d.array(min_dims=1, max_dims=1), d.array(min_dims=1, max_dims=1)))
-add("asarray array", lambda d: call(d.array(), dtype=d.dtype_arg(none=True)))
+add("asarray array", lambda d: call(x := d.array(), dtype=d.dtype_arg(none=True), like=x))
+# the namespace's asarray takes no like=
+add("namespace.asarray", lambda d: call(d.array(), dtype=d.dtype_arg(none=True)))
 add("astype", lambda d: call(d.array(), d.dtype_arg()))
 add("diag", lambda d: call(d.array(min_dims=1, max_dims=2), d.pick((0, 1, -1))))
 add("diagflat", lambda d: call(d.array(max_dims=2), d.pick((0, 1, -1))))
