@@ -201,9 +201,13 @@ class Operand:
     layout: str = "contiguous"
     filler: np.ndarray | None = None
     built: tuple | None = field(default=None, repr=False)
+    before: np.ndarray | None = field(default=None, repr=False)
 
     def build(self) -> None:
         self.built = _build(self.layout, self.value, self.filler)
+        # the NeuronArray side's base before the call: where a documented difference makes the call raise instead
+        # of writing, this is what its base must still hold
+        self.before = np.array(np.asarray(self.xp_base))
 
     @property
     def np(self) -> Any:
