@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test test-slow lint bench calibrate conformance precision-report docs wheel-smoke clean
+.PHONY: demo test test-slow fuzz lint bench calibrate conformance precision-report docs wheel-smoke clean
 
 # Each install stage says what it installs before pip runs (quietly, without its progress bars), and how large
 # the environment is after it. Downloads come from pip's cache where it has them.
@@ -54,6 +54,10 @@ test: $(VENV)/.installed-test
 # modelled kernels); .ci/run runs them after `make test`
 test-slow: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 -m slow tests
+
+# the differential harness against NumPy 2 (tests/differential) run long: fresh examples, 300 per entry point, shrunk
+fuzz: $(VENV)/.installed-test
+	TRN_TEST_RANDOMIZE=1 TRN_FUZZ_EXAMPLES=$${TRN_FUZZ_EXAMPLES:-300} TRN_FUZZ_SHRINK=1 $(PY) -m pytest -q -n 2 tests/differential
 
 lint: $(VENV)/.installed-test
 	$(PIP) install -q ruff
