@@ -246,7 +246,55 @@ def convolve(a: A, v: A, mode: str = "full") -> A:
     _check_sequences(a, v, func)
     if v.shape[0] > a.shape[0]:
         a, v = v, a
-    return _correlate(a, xp.flip(v), mode)
+    return correlation(a, xp.flip(v), mode)
+
+
+_SPECIAL_CHUNK = 1 << 22  # products held at once by the direct correlation of data with an inf or nan
+
+
+def correlation(a: A, v: A, mode: str) -> A:
+    """sum_n a[n + k] * v[n] over the lags of ``mode`` (the core of convolve and correlate), each lag summing only
+    the products of overlapping entries, as NumPy's direct sum does. A convolution's zero padding would add
+    0 * v[n] at the edges, which is NaN where v[n] is inf or nan: data holding one is summed directly here."""
+    dtype = _promoted(a, v)
+    if dtype not in _dtypes.FLOATING or (_all_finite(a._t) and _all_finite(v._t)):
+        return _correlate(a, v, mode)
+    full = _direct_full_correlation(_as(a, dtype)._t, _as(v, dtype)._t)
+    # the lags of each mode, as ``_correlate`` takes them from the full correlation
+    long, short = builtins.max(a.shape[0], v.shape[0]), builtins.min(a.shape[0], v.shape[0])
+    if mode == "full":
+        return wrap(full)
+    if mode == "valid":
+        return wrap(full[short - 1:long])
+    start = short - 1 - short // 2 if a.shape[0] >= v.shape[0] else short // 2
+    return wrap(full[start:start + long])
+
+
+def _all_finite(t: torch.Tensor) -> bool:
+    return bool(torch.isfinite(t).all())
+
+
+def _direct_full_correlation(a: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Every lag k from -(len(v) - 1) to len(a) - 1 of sum_n a[n + k] * v[n], over the n where a[n + k] exists
+    (no product with padding). Complex products follow the textbook formula on the parts (NumPy's and Python's
+    (ar br - ai bi) + (ar bi + ai br)j), so an inf or nan reaches the parts it reaches there."""
+    a, v = (t.resolve_conj().resolve_neg() for t in (a, v))
+    lv = v.shape[0]
+    pad = (lv - 1, lv - 1)
+    windows = torch.nn.functional.pad(a, pad).unfold(0, lv, 1)
+    inside = torch.nn.functional.pad(torch.ones(a.shape, dtype=torch.bool, device=a.device), pad).unfold(0, lv, 1)
+    rows = builtins.max(1, _SPECIAL_CHUNK // lv)
+    parts = []
+    for i in range(0, windows.shape[0], rows):
+        w, keep = windows[i:i + rows], inside[i:i + rows]
+        if a.is_complex():
+            wr, wi, vr, vi = w.real, w.imag, v.real, v.imag
+            re = torch.where(keep, wr * vr - wi * vi, 0).sum(-1)
+            im = torch.where(keep, wr * vi + wi * vr, 0).sum(-1)
+            parts.append(torch.complex(re, im))
+        else:
+            parts.append(torch.where(keep, w * v, 0).sum(-1))
+    return torch.cat(parts)
 
 
 _PYTHON_REAL = frozenset((type(None), bool, int, float))  # exact types: NumPy scalars subclass float and int
