@@ -217,6 +217,19 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: A) -> A:
     return _at_least(result, 1)
 
 
+@_creation(np.asfortranarray)
+def asfortranarray(a: Any, dtype: Any = None, *, like: A) -> A:
+    """numpy.asfortranarray(..., like=x): on x's device, at least 1-d, its memory in Fortran order (the first
+    axis varying fastest; a copy where it was not). Without like=, NumPy converts a NeuronArray to an ndarray
+    itself: this function is not one that NumPy dispatches on its argument."""
+    result = _at_least(_converted(a, dtype, like.device, None), 1)
+    t = result._t
+    reverse = tuple(range(t.dim() - 1, -1, -1))
+    if t.permute(reverse).is_contiguous():
+        return result
+    return A(t.permute(reverse).contiguous().permute(reverse))
+
+
 _REQUIREMENTS = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F",
                  "FORTRAN": "F", "A": "A", "ALIGNED": "A", "W": "W", "WRITEABLE": "W", "O": "O", "OWNDATA": "O",
                  "E": "E", "ENSUREARRAY": "E"}
