@@ -11,6 +11,7 @@ float (float32) stands in. Integer convolutions are exact, with the dtype's wrap
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from typing import Any
 
@@ -20,6 +21,7 @@ import torch
 from .. import _dtypes
 from .._array import wrap
 from .._helpers import normalize_axes, normalize_axis
+from .._scalars import convert_scalar
 from ._common import A, _along, _as, _axis, _check_sequences, _correlate, _flat, _float_for, _mode, _promoted, _warn
 from ._registry import can_cast, implements, xp
 
@@ -295,6 +297,31 @@ def _direct_full_correlation(a: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
         else:
             parts.append(torch.where(keep, w * v, 0).sum(-1))
     return torch.cat(parts)
+
+
+@implements(np.nan_to_num, arrays="x")
+def nan_to_num(x: A, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> A:
+    """numpy.nan_to_num: NaN, inf and -inf replaced (by default by 0 and the dtype's largest and smallest finite
+    values), in the real and imaginary parts of complex data; integer and bool data unchanged. The replacements
+    convert to the dtype as NumPy stores a Python scalar (1e300 into float32 is inf); copy=False writes into x."""
+    t = x._t
+    if t.dtype not in _dtypes.FLOATING:
+        return xp.asarray(x, copy=True) if copy else x
+    real = _dtypes.real_of(t.dtype)
+    largest = float(torch.finfo(real).max)
+    values = [convert_scalar(v, real, t.device, "numpy.nan_to_num") for v in
+              (nan, largest if posinf is None else posinf, -largest if neginf is None else neginf)]
+
+    def replaced(part: torch.Tensor) -> torch.Tensor:
+        out = torch.where(torch.isnan(part), values[0], part)
+        out = torch.where(part == math.inf, values[1], out)
+        return torch.where(part == -math.inf, values[2], out)
+
+    r = torch.complex(replaced(t.real), replaced(t.imag)) if t.is_complex() else replaced(t)
+    if copy:
+        return wrap(r)
+    x[...] = wrap(r)
+    return x
 
 
 _PYTHON_REAL = frozenset((type(None), bool, int, float))  # exact types: NumPy scalars subclass float and int
