@@ -221,6 +221,11 @@ def test_named_cases() -> None:
     # integer lists mixing big ints and floats: each element converted on its own
     assert_same(xp.asarray([2**62 + 1, 1.5], dtype=xp.int64), np.asarray([2**62 + 1, 1.5], dtype=np.int64))
     assert_same(xp.asarray([[2**64 - 1], [0.5]], dtype=xp.uint64), np.asarray([[2**64 - 1], [0.5]], dtype=np.uint64))
+    # beside arrays too
+    assert_same(xp.asarray([xp.asarray(1), 1.5, 2**62 + 1], dtype=xp.int64),
+                np.asarray([np.array(1), 1.5, 2**62 + 1], dtype=np.int64))
+    with pytest.raises(OverflowError, match=r"asarray\(\): Python int 300 is out of range for int8"):
+        xp.asarray([xp.asarray(1), 300], dtype=xp.int8)
 
 
 def test_errors_name_the_function_and_the_dtype() -> None:

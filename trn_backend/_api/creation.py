@@ -189,7 +189,7 @@ def _from_python(obj: object, dtype: torch.dtype | None, device: torch.device | 
         dtype = dtype or promoted(leaves, "asarray")
         device = device or arrays[0].device
         parts = [convert(leaf._t, dtype, device, None, "asarray") if isinstance(leaf, NeuronArray)
-                 else _fill_tensor(leaf, dtype, device, "asarray") for leaf in leaves]
+                 else convert_scalar(leaf, dtype, device, "asarray") for leaf in leaves]
         return torch.stack(parts).reshape(shape)
     device = device or _device.default_device()
     dtype = dtype or _scalars_dtype(leaves, device)
