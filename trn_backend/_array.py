@@ -171,10 +171,11 @@ class NeuronArray(NdarrayMethods):
         if isinstance(value, NeuronArray):
             if value.ndim != 0:
                 raise ValueError(f"x.fill(value): value must be a scalar or a 0-d array, got shape {value.shape}")
-            value = value._host()[()]
-        cell = np.empty((), dtype=self.dtype)
-        cell.fill(value)  # NumPy's own conversion, its errors included
-        self[...] = cell[()]
+        elif not (isinstance(value, np.generic) and value.dtype in _dtypes.TORCH_OF_PUBLIC):
+            # a Python scalar converts once, as x[...] = value converts it (NumPy's own conversion would take a
+            # large int through float64, rounding twice, and ml_dtypes' bfloat16 refuses ints beyond int64)
+            value = wrap(_indexing.setitem_scalar(value, self._t, "x.fill"))
+        self[...] = value  # a 0-d array or a NumPy scalar: cast as an array value, as NumPy's fill casts it
 
     def view(self, dtype: Any = None, type: Any = None) -> NeuronArray:  # noqa: A002 - ndarray.view's name
         """ndarray.view: the same memory, as another dtype where NumPy 2 allows it (the same item size, or

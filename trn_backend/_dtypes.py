@@ -419,7 +419,7 @@ def _round_to_odd_float32(t: torch.Tensor) -> torch.Tensor:
     value, whose 24 bits exceed the 11 or 8 of float16 and bfloat16 by at least 2, torch's conversion rounds
     once, correctly. Values beyond float32's range stay infinite, as they overflow float16 and bfloat16 anyway
     (bfloat16 shares float32's range)."""
-    nearest = t.to(float32)
+    nearest = t.to(float32).resolve_neg()  # _to_odd reinterprets its bits: no lazy negative view (conj().imag)
     wide = nearest.to(float64)
     inexact = (wide != t) & torch.isfinite(wide)
     return _to_odd(nearest, inexact, inexact & (wide.abs() > t.abs()))

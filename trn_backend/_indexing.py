@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from . import _dtypes
-from ._scalars import PY_SCALARS, as_py_scalar, float_to_int, scalar_to_tensor
+from ._scalars import PY_SCALARS, as_py_scalar, convert_scalar, float_to_int
 
 __all__ = ["unaliased", "overlaps", "movable", "setitem_scalar", "assigned", "setitem", "plan", "key_parts",
            "has_ellipsis", "simple", "flipped", "mirrored"]
@@ -63,7 +63,9 @@ def movable(t: torch.Tensor) -> torch.Tensor:
     return t if twin is None else t.view(twin)
 
 
-def setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
+def setitem_scalar(value: Any, t: torch.Tensor, func: str = "__setitem__") -> torch.Tensor:
+    """A Python scalar (a NumPy scalar by its value) stored into ``t``, as a 0-d tensor of its dtype:
+    ``convert_scalar``'s conversion, NumPy's, with the errors of an assignment (``func`` names the caller)."""
     value = as_py_scalar(value)
     if not isinstance(value, PY_SCALARS):
         raise TypeError(f"x[...] = value needs a NeuronArray or a Python scalar, got {type(value).__name__}")
@@ -72,11 +74,9 @@ def setitem_scalar(value: Any, t: torch.Tensor) -> torch.Tensor:
                         "its .real or .imag")
     # NumPy casts the value to x's dtype: a float into an integer array truncates toward zero, as int() does
     # (NaN is a ValueError and infinities or values beyond the dtype an OverflowError, as in NumPy)
-    if t.dtype is _dtypes.bool:
-        value = bool(value)
-    elif isinstance(value, float) and t.dtype in _dtypes.INTEGER:
+    if isinstance(value, float) and t.dtype in _dtypes.INTEGER:
         value = float_to_int(value, t.dtype, f"cannot assign {value} into a {_dtypes.name(t.dtype)} array")
-    return scalar_to_tensor(value, t.dtype, t.device, "__setitem__")
+    return convert_scalar(value, t.dtype, t.device, func)
 
 
 def assigned(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:

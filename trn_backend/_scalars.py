@@ -13,7 +13,8 @@ import torch
 
 from . import _dtypes
 
-__all__ = ["PY_SCALARS", "as_py_scalar", "scalar_to_tensor", "check_float_to_int", "float_to_int"]
+__all__ = ["PY_SCALARS", "as_py_scalar", "scalar_to_tensor", "convert_scalar", "int_value", "check_float_to_int",
+           "float_to_int"]
 
 PY_SCALARS = (bool, int, float, complex)
 
@@ -43,6 +44,51 @@ def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, fu
     if dtype in _dtypes.EXTENSION_FLOAT:  # torch.tensor rounds a Python float to them through float32: twice
         return _dtypes.cast(torch.tensor(value, dtype=torch.float64, device=device), dtype)
     return torch.tensor(value, dtype=dtype, device=device)
+
+
+def convert_scalar(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
+    """A Python scalar (bool, int, float, complex; a NumPy scalar by its value) as a 0-d tensor of ``dtype``,
+    converted as NumPy 2 stores a Python scalar into an array of that dtype (``x[...] = value``, ``x.fill``,
+    ``full``, the elements of a nested list): into bool, its truth; into an integer dtype, an int range-checked
+    and a float truncated toward zero (NaN a ValueError; infinities and values beyond the dtype OverflowErrors,
+    ``float_to_int``), a complex a TypeError; into a real float, an int rounded once to the dtype (ints of any
+    size: NumPy rounds through float64 first, twice for float32 and smaller; beyond float64's range an
+    OverflowError, as in NumPy), a complex a TypeError; into a complex dtype, any number. The one conversion of
+    the functions that store a scalar; ``func`` names the caller in errors."""
+    value = as_py_scalar(value)
+    if not isinstance(value, PY_SCALARS):
+        raise TypeError(f"{func}(): the value must be a Python scalar (bool, int, float or complex), got "
+                        f"{type(value).__name__}")
+    if dtype is _dtypes.bool:
+        return torch.tensor(bool(value), device=device)
+    if isinstance(value, complex) and dtype not in _dtypes.COMPLEX_FLOAT:
+        raise TypeError(f"{func}(): cannot store the complex value {value} in a {_dtypes.name(dtype)} array; "
+                        "store its .real or .imag")
+    if dtype in _dtypes.INTEGER:
+        value = int_value(value, dtype, func)
+    return scalar_to_tensor(value, dtype, device, func)
+
+
+def int_value(value: bool | int | float, dtype: torch.dtype, func: str) -> int:
+    """A bool, int or float as the Python int that the integer ``dtype`` stores, as ``convert_scalar`` converts
+    it (without a tensor: nested lists convert each element)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            raise ValueError(f"{func}(): cannot convert float NaN to {_dtypes.name(dtype)}; replace the NaNs "
+                             "first, e.g. xp.where(xp.isnan(x), 0, x)")
+        if math.isinf(value):
+            raise OverflowError(f"{func}(): cannot convert float {value} to {_dtypes.name(dtype)}")
+        whole = int(value)  # truncation toward zero, exact
+        lo, hi = _dtypes.int_range(dtype)
+        if not lo <= whole <= hi:
+            raise OverflowError(f"{func}(): {whole} is out of range for {_dtypes.name(dtype)} [{lo}, {hi}] (the "
+                                f"integer part of {value!r})")
+        return whole
+    value = int(value)
+    lo, hi = _dtypes.int_range(dtype)
+    if not lo <= value <= hi:
+        raise OverflowError(f"{func}(): Python int {value} is out of range for {_dtypes.name(dtype)} [{lo}, {hi}]")
+    return value
 
 
 def check_float_to_int(t: torch.Tensor, dtype: torch.dtype, where: str) -> None:

@@ -53,7 +53,14 @@ def _operands(a: torch.Tensor, b: torch.Tensor, mode: str) -> tuple[torch.Tensor
     if not (dtype.is_floating_point or dtype.is_complex):
         raise TypeError(f"kernels: mode {mode!r} needs floating-point operands, got {a.dtype} and {b.dtype} "
                         "(integer and bool products are exact in mode 'native')")
-    return a.to(dtype), b.to(dtype)
+    # the modes split operands into real parts and reinterpret their bits (``.view(int32)``), which torch refuses
+    # on its lazy conjugate and negative views (``t.conj()``, ``t.conj().imag``): those are made real data here
+    return _resolved(a.to(dtype)), _resolved(b.to(dtype))
+
+
+def _resolved(t: torch.Tensor) -> torch.Tensor:
+    """``t`` with torch's lazy conjugate and negative bits applied (``t`` itself when neither is set)."""
+    return t.resolve_conj().resolve_neg()
 
 
 def _emulated(real_product):

@@ -26,6 +26,8 @@ def _textbook_specials(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> tor
     and the emulated modes, which are four real products, give it too."""
     if _no_special_values(a, b):
         return c
+    # view_as_real reinterprets memory, which torch refuses on a lazy conjugate view (vecdot's conj(x1))
+    a, b = (x.resolve_conj().resolve_neg() for x in (a, b))
     # both parts at once, as reals (complex isfinite is several passes)
     rows = torch.isfinite(torch.view_as_real(a)).flatten(-2).all(-1)
     cols = torch.isfinite(torch.view_as_real(b)).all(-1).all(-2)

@@ -284,7 +284,8 @@ def _numpy_tree(value: Any) -> Any:
 
 
 # Test files with their own NumPy-comparison tables for the entries they cover.
-_OWN_TABLES = ("test_numpy_statistics.py", "test_numpy_routines.py", "test_like.py", "test_dask.py")
+_OWN_TABLES = ("test_numpy_statistics.py", "test_numpy_routines.py", "test_like.py", "test_dask.py",
+               "test_special_values.py", "test_fill_values.py")
 
 
 def test_every_handled_function_has_a_case() -> None:

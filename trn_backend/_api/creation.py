@@ -22,11 +22,11 @@ from .._helpers import (
     check_float_to_int,
     from_numpy,
     holdable,
-    scalar_to_tensor,
     tensor,
     tensors,
     wrap,
 )
+from .._scalars import convert_scalar, int_value
 from .data_types import check_castable, convert, promoted
 
 __all__ = [
@@ -189,7 +189,7 @@ def _from_python(obj: object, dtype: torch.dtype | None, device: torch.device | 
         dtype = dtype or promoted(leaves, "asarray")
         device = device or arrays[0].device
         parts = [convert(leaf._t, dtype, device, None, "asarray") if isinstance(leaf, NeuronArray)
-                 else _fill_tensor(leaf, dtype, device, "asarray") for leaf in leaves]
+                 else convert_scalar(leaf, dtype, device, "asarray") for leaf in leaves]
         return torch.stack(parts).reshape(shape)
     device = device or _device.default_device()
     dtype = dtype or _scalars_dtype(leaves, device)
@@ -206,6 +206,11 @@ def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> t
             values = [_dtypes.round_int(v, dtype, "asarray") if type(v) is int else v for v in values]
     if complex in kinds:
         check_castable(_dtypes.complex128, dtype, "asarray")
+    if dtype in _dtypes.INTEGER and float in kinds and complex not in kinds:
+        # each float truncated and each int range-checked on its own, as NumPy converts each element (a float64
+        # array in between would round the ints beyond 2**53)
+        values = [int_value(v, dtype, "asarray") for v in values]
+        kinds = {int}
     if dtype in _dtypes.INTEGER and kinds <= {bool, int}:
         lo, hi = _dtypes.int_range(dtype)
         if values and not (lo <= min(values) and max(values) <= hi):
@@ -214,14 +219,9 @@ def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> t
         if dtype is _dtypes.uint64:
             values = [v - 2**64 if v >= 2**63 else v for v in values]  # the int64 with the same bits
         return _dtypes.restore(torch.tensor(values, dtype=torch.int64, device=device), dtype)
-    if dtype in _dtypes.INTEGER or dtype in _dtypes.EXTENSION_FLOAT:
-        # floats into an integer dtype: build exactly in float64, then cast (truncation, as in NumPy; NaN and
-        # values beyond the dtype raise, as NumPy raises for Python floats); into float16/bfloat16 the same way,
-        # as torch.tensor would round through float32 (twice)
-        wide = torch.tensor(values, dtype=torch.float64, device=device)
-        if dtype in _dtypes.INTEGER:
-            check_float_to_int(wide, dtype, "asarray()")
-        return _dtypes.cast(wide, dtype)
+    if dtype in _dtypes.EXTENSION_FLOAT:
+        # into float16/bfloat16: exactly in float64, then one rounding (torch.tensor rounds through float32: twice)
+        return _dtypes.cast(torch.tensor(values, dtype=torch.float64, device=device), dtype)
     return torch.tensor(values, dtype=dtype, device=device)
 
 
@@ -256,7 +256,7 @@ def _fill_tensor(value: object, dtype: torch.dtype, device: torch.device, func: 
         raise TypeError(f"{func}(): cannot fill a {_dtypes.name(dtype)} array with the complex {value}")
     if isinstance(value, float) and dtype not in _dtypes.FLOATING:
         raise TypeError(f"{func}(): cannot fill a {_dtypes.name(dtype)} array with the float {value}")
-    return scalar_to_tensor(value, dtype, device, func)
+    return convert_scalar(value, dtype, device, func)
 
 
 def _full(shape: tuple[int, ...], fill_value: object, dtype: torch.dtype, device: torch.device,

@@ -88,6 +88,19 @@ def _sizes_and_axes(t: Tensor, s: Sequence[int] | None, axes: Sequence[int] | No
 
 # ---------------------------------------------------------------- transforms
 
+def _transform(op: Callable[..., Tensor], t: Tensor, dims: Sequence[int], **kwargs: object) -> Tensor:
+    """``op(t, **kwargs)``, transforming ``dims``. An empty axis among the others (the batch) gives an empty
+    result, as in NumPy: torch's CPU FFT (MKL) refuses an empty batch, so the transform runs on one signal,
+    which fixes the output's dtype and transformed lengths, and the result is an empty array of that shape."""
+    batch = [d for d in range(t.dim()) if d not in dims]
+    if not any(t.shape[d] == 0 for d in batch):
+        return op(t, **kwargs)
+    one = [1 if d in batch else size for d, size in enumerate(t.shape)]
+    probe = op(torch.zeros(one, dtype=t.dtype, device=t.device), **kwargs)
+    shape = [t.shape[d] if d in batch else probe.shape[d] for d in range(t.dim())]
+    return torch.empty(shape, dtype=probe.dtype, device=t.device)
+
+
 def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool,
              doc: str) -> Callable[..., NeuronArray]:
     """A 1-D transform with the standard's signature (x, /, *, n=None, axis=-1, norm='backward')."""
@@ -96,7 +109,7 @@ def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, st
         t = prepare(x, name)
         dim = normalize_axis(axis, t.dim(), name)
         points = _points(t, dim, None if n is None else _length(n, name), halved, name)
-        return wrap(op(t, n=points, dim=dim, norm=_norm(norm, name)))
+        return wrap(_transform(op, t, (dim,), n=points, dim=dim, norm=_norm(norm, name)))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
@@ -115,7 +128,7 @@ def _n_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str]
             if real:
                 raise ValueError(f"{name}() needs at least one axis to transform")
             return wrap(t.clone())
-        return wrap(op(t, s=sizes, dim=dims, norm=norm))
+        return wrap(_transform(op, t, dims, s=sizes, dim=dims, norm=norm))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f

@@ -24,7 +24,9 @@ import numpy as np
 import torch
 
 from .. import _device, _dtypes
+from .._array import wrap
 from .._helpers import float_to_int
+from .._scalars import PY_SCALARS, convert_scalar
 from ._common import A, _at_least, _shape
 from ._registry import TABLE, Binder, implements, numpy_dtype, qualname, to_dtype, xp
 
@@ -115,6 +117,10 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     dev = _target_device(like, device, "numpy.full")
     if isinstance(fill_value, A):
         fill = xp.asarray(fill_value, dtype=dtype, device=dev)
+    elif type(fill_value) in PY_SCALARS and dtype is not None:
+        # a Python scalar converts once to the dtype, as NumPy stores it (range-checked; NumPy's own conversion
+        # rounds large ints through float64, and ml_dtypes' bfloat16 refuses ints beyond int64)
+        fill = wrap(convert_scalar(fill_value, dtype, dev, "numpy.full"))
     else:
         fill = _from_host(np.asarray(fill_value, dtype=_numpy_dtype(dtype)), dev, dtype is not None)
     return xp.asarray(xp.broadcast_to(fill, _shape(shape)), copy=True)
@@ -215,6 +221,19 @@ def ascontiguousarray(a: Any, dtype: Any = None, *, like: A) -> A:
     if not result._t.is_contiguous():
         result = A(result._t.contiguous())
     return _at_least(result, 1)
+
+
+@_creation(np.asfortranarray)
+def asfortranarray(a: Any, dtype: Any = None, *, like: A) -> A:
+    """numpy.asfortranarray(..., like=x): on x's device, at least 1-d, its memory in Fortran order (the first
+    axis varying fastest; a copy where it was not). Without like=, NumPy converts a NeuronArray to an ndarray
+    itself: this function is not one that NumPy dispatches on its argument."""
+    result = _at_least(_converted(a, dtype, like.device, None), 1)
+    t = result._t
+    reverse = tuple(range(t.dim() - 1, -1, -1))
+    if t.permute(reverse).is_contiguous():
+        return result
+    return A(t.permute(reverse).contiguous().permute(reverse))
 
 
 _REQUIREMENTS = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F",

@@ -22,8 +22,9 @@ import torch
 from .. import _dtypes
 from .._array import wrap
 from .._helpers import normalize_axis
+from .._scalars import as_py_scalar, convert_scalar
 from ._common import A, _along, _as, _at_least, _axis, _cast_all, _flat, _float_for, _lexsort, _promoted, _shape
-from ._registry import implements, xp
+from ._registry import as_array, implements, xp
 
 # ---------------------------------------------------------------- joining arrays
 
@@ -165,7 +166,7 @@ def _check_integer_indices(indices: np.ndarray, func: str) -> None:
         raise IndexError(f"{func}(): obj must hold integers or booleans, got {indices.dtype}")
 
 
-@implements(np.insert, arrays="arr values")
+@implements(np.insert, arrays="arr")
 def insert(arr: A, obj: Any, values: A, axis: int | None = None) -> A:
     """numpy.insert: values (cast to arr's dtype) before the positions obj (an int, a slice, a sequence of
     ints, or a 1-d boolean mask whose True entries are positions) along axis; the flattened arr for None."""
@@ -189,7 +190,11 @@ def insert(arr: A, obj: Any, values: A, axis: int | None = None) -> A:
     if outside.any():
         raise IndexError(f"{func}(): index {np.atleast_1d(indices)[outside][0]} is out of bounds for axis {axis} "
                          f"with size {n}")
-    values = _as(values, arr._t.dtype)
+    if type(values) in (bool, int, float, complex, list, tuple):  # not NumPy scalars: strong arrays, cast
+        # Python data converts to arr's dtype element by element, as NumPy's array(values, dtype=arr.dtype) does
+        # (an int beyond the dtype is an OverflowError there, not a wrapped value)
+        values = xp.asarray(values, dtype=arr._t.dtype, device=arr.device)
+    values = _as(as_array(values, arr.device), arr._t.dtype)
     if indices.size == 1:
         index = int(indices.flat[0])
         return _insert_block(arr, index + n if index < 0 else index, values, axis, scalar=indices.ndim == 0,
@@ -399,14 +404,15 @@ def _pad_constant(array: A, widths: list[tuple[int, int]], values: Any, empty: b
 
 
 def _fill(value: Any, like: A, func: str) -> A:
-    """A constant as a 0-d array of like's dtype, cast as NumPy's assignment casts it."""
-    dtype = like._t.dtype
-    source = torch.as_tensor(np.asarray(value))
-    if source.is_complex() and dtype not in _dtypes.COMPLEX_FLOAT:
-        raise TypeError(f"{func}(): cannot pad a {_dtypes.name(dtype)} array with the complex value {value!r}")
-    if source.is_floating_point() and dtype in _dtypes.INTEGER and not torch.isfinite(source).all():
-        raise ValueError(f"{func}(): cannot pad an integer array with the value {value!r}")
-    return wrap(_dtypes.cast(source, dtype).to(like.device))
+    """A constant as a 0-d array of like's dtype, converted as NumPy stores a Python scalar (``convert_scalar``):
+    an int beyond the dtype is an OverflowError and NaN into an integer dtype a ValueError, as NumPy's pad of an
+    int8 array raises (NumPy wraps the int into some unsigned dtypes and stores 0 for NaN there: refused here in
+    every integer dtype); a complex value into a real array is a TypeError (NumPy drops its imaginary part)."""
+    value = as_py_scalar(value)
+    if isinstance(value, complex) and like._t.dtype not in _dtypes.COMPLEX_FLOAT and like._t.dtype is not _dtypes.bool:
+        raise TypeError(f"{func}(): cannot pad a {_dtypes.name(like._t.dtype)} array with the complex value "
+                        f"{value!r}")
+    return wrap(convert_scalar(value, like._t.dtype, like.device, func))
 
 
 def _edge_blocks(x: A, axis: int, widths: tuple[int, int]) -> tuple[A, A]:

@@ -122,6 +122,34 @@ def eigvalsh(a: A, UPLO: str = "L") -> A:
     return xp.linalg.eigvalsh(_hermitian_lower(a, UPLO, "numpy.linalg.eigvalsh"))
 
 
+def _general_eig(a: A, func: str, vectors: bool) -> Any:
+    """numpy.linalg.eig's values (and vectors) of general square matrices. NumPy refuses inf and nan (LAPACK's
+    geev does not converge on them; torch returns NaNs instead), and returns real arrays for real input whose
+    eigenvalues all are real (their imaginary parts exactly zero), complex ones otherwise."""
+    a = _floating(a)
+    if not bool(xp.all(xp.isfinite(a))):
+        raise np.linalg.LinAlgError(f"{func}(): the array must not contain infs or NaNs")
+    result = xp.linalg.eig(a) if vectors else xp.linalg.eigvals(a)
+    values = result.eigenvalues if vectors else result
+    if a._t.dtype in _dtypes.COMPLEX_FLOAT or bool(xp.any(xp.imag(values) != 0)):
+        return result
+    if not vectors:
+        return xp.real(values)
+    return result._replace(eigenvalues=xp.real(values), eigenvectors=xp.real(result.eigenvectors))
+
+
+@implements(np.linalg.eig, arrays="a")
+def eig(a: A) -> Any:
+    """numpy.linalg.eig: eigenvalues and right eigenvectors (columns), real where every eigenvalue is real."""
+    return _general_eig(a, "numpy.linalg.eig", True)
+
+
+@implements(np.linalg.eigvals, arrays="a")
+def eigvals(a: A) -> A:
+    """numpy.linalg.eigvals: eigenvalues, real where every eigenvalue is real."""
+    return _general_eig(a, "numpy.linalg.eigvals", False)
+
+
 # ---------------------------------------------------------------- norms and other numbers
 
 @implements(np.linalg.norm, arrays="x")

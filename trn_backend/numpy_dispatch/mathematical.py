@@ -11,6 +11,7 @@ float (float32) stands in. Integer convolutions are exact, with the dtype's wrap
 from __future__ import annotations
 
 import builtins
+import math
 import operator
 from typing import Any
 
@@ -20,6 +21,7 @@ import torch
 from .. import _dtypes
 from .._array import wrap
 from .._helpers import normalize_axes, normalize_axis
+from .._scalars import convert_scalar
 from ._common import A, _along, _as, _axis, _check_sequences, _correlate, _flat, _float_for, _mode, _promoted, _warn
 from ._registry import can_cast, implements, xp
 
@@ -246,7 +248,80 @@ def convolve(a: A, v: A, mode: str = "full") -> A:
     _check_sequences(a, v, func)
     if v.shape[0] > a.shape[0]:
         a, v = v, a
-    return _correlate(a, xp.flip(v), mode)
+    return correlation(a, xp.flip(v), mode)
+
+
+_SPECIAL_CHUNK = 1 << 22  # products held at once by the direct correlation of data with an inf or nan
+
+
+def correlation(a: A, v: A, mode: str) -> A:
+    """sum_n a[n + k] * v[n] over the lags of ``mode`` (the core of convolve and correlate), each lag summing only
+    the products of overlapping entries, as NumPy's direct sum does. A convolution's zero padding would add
+    0 * v[n] at the edges, which is NaN where v[n] is inf or nan: data holding one is summed directly here."""
+    dtype = _promoted(a, v)
+    if dtype not in _dtypes.FLOATING or (_all_finite(a._t) and _all_finite(v._t)):
+        return _correlate(a, v, mode)
+    full = _direct_full_correlation(_as(a, dtype)._t, _as(v, dtype)._t)
+    # the lags of each mode, as ``_correlate`` takes them from the full correlation
+    long, short = builtins.max(a.shape[0], v.shape[0]), builtins.min(a.shape[0], v.shape[0])
+    if mode == "full":
+        return wrap(full)
+    if mode == "valid":
+        return wrap(full[short - 1:long])
+    start = short - 1 - short // 2 if a.shape[0] >= v.shape[0] else short // 2
+    return wrap(full[start:start + long])
+
+
+def _all_finite(t: torch.Tensor) -> bool:
+    return bool(torch.isfinite(t).all())
+
+
+def _direct_full_correlation(a: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Every lag k from -(len(v) - 1) to len(a) - 1 of sum_n a[n + k] * v[n], over the n where a[n + k] exists
+    (no product with padding). Complex products follow the textbook formula on the parts (NumPy's and Python's
+    (ar br - ai bi) + (ar bi + ai br)j), so an inf or nan reaches the parts it reaches there."""
+    a, v = (t.resolve_conj().resolve_neg() for t in (a, v))
+    lv = v.shape[0]
+    pad = (lv - 1, lv - 1)
+    windows = torch.nn.functional.pad(a, pad).unfold(0, lv, 1)
+    inside = torch.nn.functional.pad(torch.ones(a.shape, dtype=torch.bool, device=a.device), pad).unfold(0, lv, 1)
+    rows = builtins.max(1, _SPECIAL_CHUNK // lv)
+    parts = []
+    for i in range(0, windows.shape[0], rows):
+        w, keep = windows[i:i + rows], inside[i:i + rows]
+        if a.is_complex():
+            wr, wi, vr, vi = w.real, w.imag, v.real, v.imag
+            re = torch.where(keep, wr * vr - wi * vi, 0).sum(-1)
+            im = torch.where(keep, wr * vi + wi * vr, 0).sum(-1)
+            parts.append(torch.complex(re, im))
+        else:
+            parts.append(torch.where(keep, w * v, 0).sum(-1))
+    return torch.cat(parts)
+
+
+@implements(np.nan_to_num, arrays="x")
+def nan_to_num(x: A, copy: bool = True, nan: Any = 0.0, posinf: Any = None, neginf: Any = None) -> A:
+    """numpy.nan_to_num: NaN, inf and -inf replaced (by default by 0 and the dtype's largest and smallest finite
+    values), in the real and imaginary parts of complex data; integer and bool data unchanged. The replacements
+    convert to the dtype as NumPy stores a Python scalar (1e300 into float32 is inf); copy=False writes into x."""
+    t = x._t
+    if t.dtype not in _dtypes.FLOATING:
+        return xp.asarray(x, copy=True) if copy else x
+    real = _dtypes.real_of(t.dtype)
+    largest = float(torch.finfo(real).max)
+    values = [convert_scalar(v, real, t.device, "numpy.nan_to_num") for v in
+              (nan, largest if posinf is None else posinf, -largest if neginf is None else neginf)]
+
+    def replaced(part: torch.Tensor) -> torch.Tensor:
+        out = torch.where(torch.isnan(part), values[0], part)
+        out = torch.where(part == math.inf, values[1], out)
+        return torch.where(part == -math.inf, values[2], out)
+
+    r = torch.complex(replaced(t.real), replaced(t.imag)) if t.is_complex() else replaced(t)
+    if copy:
+        return wrap(r)
+    x[...] = wrap(r)
+    return x
 
 
 _PYTHON_REAL = frozenset((type(None), bool, int, float))  # exact types: NumPy scalars subclass float and int

@@ -31,7 +31,6 @@ from ._common import (
     Shape,
     _axis_arg,
     _check_sequences,
-    _correlate,
     _fill_nan,
     _is_complex,
     _is_floating,
@@ -43,6 +42,7 @@ from ._common import (
     _without_nan,
 )
 from ._registry import as_array, implements, xp
+from .mathematical import correlation
 
 
 def _public(dtype: torch.dtype) -> np.dtype:
@@ -652,7 +652,7 @@ def correlate(a: A, v: A, mode: str = "valid") -> A:
     _check_sequences(a, v, func)
     if v._t.dtype in _dtypes.COMPLEX_FLOAT:
         v = xp.conj(v)
-    return _correlate(a, v, mode)
+    return correlation(a, v, mode)
 
 
 # ---------------------------------------------------------------- histograms
