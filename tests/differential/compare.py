@@ -124,15 +124,21 @@ def assert_arrays(got: np.ndarray, want: np.ndarray, *, close: float | None, rel
         assert (same | near).all(), f"{what}: values differ beyond {close} eps:\n got {g}\nwant {w}"
 
 
+# What assert_matches answers where a documented difference decided the comparison (else None).
+RAISED = "raised as documented"
+NO_REFERENCE = "NumPy has no answer"
+
+
 def assert_matches(got: Any, want: Any, *, close: float | None = None, relax: set[str] = frozenset(),
                    what: str = "result") -> str | None:
     """``got`` (the NeuronArray side's outcome) matches ``want`` (NumPy's), under the relaxations given. Returns
-    "raised as documented" where the NeuronArray side raised an exception differences.py allows where NumPy
-    answers (the caller then checks that nothing was written: assert_bases(..., unchanged=True))."""
+    RAISED where the NeuronArray side raised an exception differences.py allows where NumPy answers (the caller
+    then checks that nothing was written: assert_bases(..., unchanged=True)), NO_REFERENCE where NumPy has no
+    answer to compare with."""
     raises = {r.split(":", 1)[1] for r in relax if r.startswith("raises:")}
     if "reference" in relax and ((isinstance(want, Raised) and isinstance(want.exc, TypeError)) or
                                  getattr(want, "dtype", None) == np.dtype(object)):
-        return  # the reference has no answer (see differences.py)
+        return NO_REFERENCE  # the reference has no answer (see differences.py)
     if "skip" in relax and not isinstance(want, Raised) and not isinstance(got, Raised):
         return
     if isinstance(want, Raised):
@@ -142,7 +148,7 @@ def assert_matches(got: Any, want: Any, *, close: float | None = None, relax: se
         return
     if isinstance(got, Raised):
         if any(c.__name__ in raises for c in type(got.exc).__mro__):
-            return "raised as documented"
+            return RAISED
         raise AssertionError(f"{what}: raised {got!r} where NumPy answers {want!r}") from got.exc
     if "unordered" in relax and isinstance(want, tuple) and isinstance(got, tuple) and len(got) == len(want):
         # a documented other order (sorted where NumPy's is not): each result as a sorted multiset
@@ -183,12 +189,14 @@ def _multiset(a: Any) -> Any:
     return np.sort(np.asarray(a).reshape(-1)) if isinstance(a, np.ndarray) else a
 
 
-def assert_bases(operands: list[Operand], what: str = "memory", *, unchanged: bool = False) -> None:
+def assert_bases(operands: list[Operand], what: str = "memory", *, unchanged: bool = False,
+                 close: float | None = None) -> None:
     """After a call: each operand's base is the same on both sides (writes landed in the same places, and
     nothing changed that NumPy left alone); with ``unchanged`` (the call raised as documented where NumPy wrote),
-    each NeuronArray base is as it was before the call."""
+    each NeuronArray base is as it was before the call; ``close``: values within that many eps of the dtype (a
+    documented rounding difference), as assert_arrays."""
     for i, op in enumerate(operands):
         want = op.before if unchanged else op.np_base
         got = outcome(np.asarray, op.xp_base)
         assert not isinstance(got, Raised), f"{what}: operand {i} base unreadable: {got!r}"
-        assert_arrays(np.array(got), want, close=None, relax=set(), what=f"{what}: operand {i} ({op.layout}) base")
+        assert_arrays(np.array(got), want, close=close, relax=set(), what=f"{what}: operand {i} ({op.layout}) base")

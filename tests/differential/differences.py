@@ -12,7 +12,8 @@ the drawn Case, described in ``condition``), ``differs`` what differs, ``relax``
 - ``unordered``: results are compared as sorted multisets (an order NumPy leaves unspecified or unsorted);
 - ``reference``: NumPy has no answer to compare with (it raises where the reference library lacks the case);
 - ``skip``: the values are not comparable (a documented other dtype whose answer is an ulp step of it);
-- ``stable``: NumPy's reference is called with ``kind="stable"`` (our sorts are stable whatever ``kind``).
+- ``stable``: NumPy's reference is called with ``kind="stable"`` (our sorts are stable whatever ``kind``);
+- ``ulp``: memory after a write is compared within one unit in the last place of the dtype.
 """
 
 from __future__ import annotations
@@ -65,6 +66,12 @@ RESHAPING = frozenset({"reshape", "ravel", "squeeze", "expand_dims", "transpose"
 ORDERING = frozenset({"max", "min", "argmax", "argmin", "sort", "argsort", "maximum", "minimum", "clip", "less",
                       "less_equal", "greater", "greater_equal", "searchsorted", "floor", "ceil", "trunc",
                       "cumulative_max", "cumulative_min"})
+
+
+def _big_int_into_float(case: Case) -> bool:
+    """A write of a Python int that float64 cannot hold exactly (beyond 2**53) into a floating array."""
+    value = case.kwargs.get("value")
+    return case.kind == "write" and type(value) is int and abs(value) > 2**53 and bool(set(case.dtypes) & INEXACT)
 
 
 def _uint64_with_signed(case: Case) -> bool:
@@ -143,6 +150,19 @@ TABLE: tuple[Difference, ...] = (
         "raises:TypeError",
         "README/docs: trn_backend is an array API namespace; the standard defines its arithmetic on numeric "
         "dtypes only, and array-api-strict raises TypeError the same way"),
+    Difference(
+        "*", "a Python int beyond 2**53 written into a floating array (fill, x[...] =, x.flat, copyto)",
+        _big_int_into_float,
+        "rounded once, to the nearest value of the dtype, where NumPy rounds it to float64 first and then to "
+        "float32/float16/bfloat16 (the two differ by at most one unit in the last place)",
+        "ulp",
+        "docs/numpy.md, Where the answers differ: a Python int is rounded once to a floating dtype"),
+    Difference(
+        frozenset({"pad"}), "constant_values out of the range of an unsigned integer dtype",
+        lambda c: bool(set(c.dtypes) & {"uint8", "uint16", "uint32", "uint64"}),
+        "OverflowError where NumPy's pad wraps the value into the unsigned dtype",
+        "raises:OverflowError",
+        "docs/numpy.md, Where the answers differ: pad's constant_values are range-checked in every integer dtype"),
     Difference(
         "*", "a uint64 operand with a signed integer operand",
         _uint64_with_signed,
