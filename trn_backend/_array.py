@@ -1095,6 +1095,12 @@ def _layout(x: NeuronArray) -> tuple[torch.Tensor, tuple[int, ...], tuple[int, .
     return t, tuple(t.shape), strides, offset
 
 
+def viewable(x: Any) -> bool:
+    """Whether ``numpy_view`` can view x: a NeuronArray over a plain torch tensor (not a sharded one), or a view
+    with negative steps."""
+    return type(x) is _ReversedView or (type(x) is NeuronArray and type(x._t) is _TENSOR)
+
+
 def numpy_view(x: NeuronArray, op: Callable[[np.ndarray], np.ndarray]) -> NeuronArray:
     """The view ``op`` (a NumPy function returning a view: np.flip, np.rot90, np.diagonal, np.reshape with
     copy=False, ...) makes of an ndarray laid out as x, over x's memory: NumPy's own layout rules, negative
