@@ -726,20 +726,32 @@ def read_only_message(operation: str, what: str = "x") -> str:
 _READ_ONLY = 1  # DLPack 1.0: DLPACK_FLAG_BITMASK_READ_ONLY in DLManagedTensorVersioned.flags
 
 
+def capsule_pointer(capsule: Any) -> tuple[str, int]:
+    """A DLPack capsule's name ("dltensor_versioned" for DLPack 1.0 and later, "dltensor" before) and the
+    address of the structure it holds (DLManagedTensorVersioned or DLManagedTensor)."""
+    import ctypes  # only DLPack's capsules need it
+
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    if name not in (b"dltensor", b"dltensor_versioned"):
+        raise BufferError(f"not a DLPack capsule, or one already consumed (named {name!r})")
+    return name.decode(), api.PyCapsule_GetPointer(capsule, name)
+
+
 def _read_only_capsule(capsule: Any) -> Any:
     """A DLPack 1.0 capsule from torch with its read-only flag set. DLManagedTensorVersioned begins with the
     version (two uint32), manager_ctx and deleter (two pointers), then the uint64 flags: at byte 24 on every
     64-bit platform. torch sets no flag itself. A capsule of an older version cannot say read-only: an error."""
-    import ctypes  # only read-only exports need it
+    import ctypes
 
-    get = ctypes.pythonapi.PyCapsule_GetPointer
-    get.restype, get.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
-    is_valid = ctypes.pythonapi.PyCapsule_IsValid
-    is_valid.restype, is_valid.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
-    if not is_valid(capsule, b"dltensor_versioned"):
+    name, address = capsule_pointer(capsule)
+    if name != "dltensor_versioned":
         raise BufferError("__dlpack__: x is read-only and torch exported a DLPack capsule without flags; export "
                           "a copy (copy=True)")
-    flags = ctypes.c_uint64.from_address(get(capsule, b"dltensor_versioned") + 24)
+    flags = ctypes.c_uint64.from_address(address + 24)
     flags.value |= _READ_ONLY
     return capsule
 
