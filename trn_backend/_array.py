@@ -426,9 +426,8 @@ class NeuronArray(NdarrayMethods):
             p = _indexing.plan(movable(t), _tensor_key(key))
             if p.flips and not p.indices and type(t) is torch.Tensor:
                 # NumPy's negative steps make a view; torch has no negative strides: one that remembers them
-                return _reversed(p.view if p.view.dtype is t.dtype else p.view.view(t.dtype), p.flips)
-            r = p.result()
-            r = r if r.dtype is t.dtype else r.view(t.dtype)
+                return _reversed(_retyped(p.view, t.dtype), p.flips)
+            r = _retyped(p.result(), t.dtype)
         # NumPy reads one element (an integer for every dimension, no Ellipsis) as a scalar, a copy: the swap
         # x[0], x[1] = x[1], x[0] must not see the first write in its second value
         return wrap(r.clone() if r.dim() == 0 and not has_ellipsis(key) else r)
@@ -760,6 +759,15 @@ def _unsigned_item(t: torch.Tensor) -> int:
     v = int(_dtypes.compute(t).item())
     return v + 2**64 if v < 0 and t.dtype is _dtypes.uint64 else v
 
+
+
+def _retyped(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``v`` (a ``movable`` view) as ``dtype`` again, read-only where v is: torch's dtype view of an inference
+    tensor is not one."""
+    if v.dtype is dtype:
+        return v
+    r = v.view(dtype)
+    return readonly(r) if v.is_inference() else r
 
 
 def _tensor_key(key: Any) -> Any:
@@ -1161,6 +1169,8 @@ class FlatIterator:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         x = self._x
+        if not x._writeable():
+            raise ValueError(read_only_message("x.flat[key] = value"))
         if type(x) is NeuronArray and x._t.is_contiguous():
             wrap(x._t.view(-1))[key] = value  # the flat view of x's memory
             return

@@ -332,7 +332,8 @@ def run_on_host(name: str, call: Callable[..., Any], args: tuple[Any, ...], kwar
         result = call(*new_args, **new_kwargs)
     except ValueError as e:
         if views.read_only and "read-only" in str(e):  # NumPy's own refusal: say which array and why
-            raise ValueError(f"{name}: {e}: {'; '.join(views.read_only)}") from None
+            why = "; ".join(dict.fromkeys(views.read_only))
+            raise ValueError(f"{name}: assignment destination is read-only (NumPy: {e}): {why}") from None
         raise
     out = kwargs.get("out")
     return result if out is None else _as_out(result, out, new_kwargs["out"])
