@@ -1137,6 +1137,8 @@ def numpy_view(x: NeuronArray, op: Callable[[np.ndarray], np.ndarray]) -> Neuron
 def _strided(t: torch.Tensor, shape: tuple[int, ...], strides: tuple[int, ...], start: int) -> NeuronArray:
     """The array over t's storage with NumPy's layout (strides in elements, of any sign; ``start`` the storage
     offset of element (0, ..., 0)): a torch view with the strides' sizes, reversed along the negative ones."""
+    if 0 in shape:  # no element: NumPy's pointer may lie anywhere (before the memory, even)
+        return wrap(t.as_strided(shape, tuple(abs(s) for s in strides), t.storage_offset()))
     flips = tuple(d for d, (n, s) in enumerate(zip(shape, strides, strict=True)) if s < 0 and n > 1)
     base = t.as_strided(shape, tuple(abs(s) for s in strides), start + sum((shape[d] - 1) * strides[d]
                                                                             for d in flips))
