@@ -175,6 +175,12 @@ class NeuronArray(NdarrayMethods):
     def _writeable(self) -> bool:
         return not self._t.is_inference()
 
+    def _set_read_only(self, why: str) -> None:
+        """Refuse writes from now on (``readonly_view``); ``why`` is for arrays whose flag cannot be set. A
+        tensor subclass without a wrapper of its own has no read-only form: left as it is."""
+        if type(getattr(self, self._memory_name())) is _TENSOR:
+            _set_writeable(self, False)
+
     def _memory_name(self) -> str:
         """The attribute holding the tensor over x's memory: ``_t`` (``_base`` for a view with negative steps)."""
         return "_t"
@@ -1091,11 +1097,11 @@ def _set_writeable(x: NeuronArray, value: bool) -> None:
     x._w = None
 
 
-def readonly_view(x: NeuronArray) -> NeuronArray:
+def readonly_view(x: NeuronArray, why: str) -> NeuronArray:
     """``x`` made read-only by its flag, so that ``x.flags.writeable = True`` may undo it, as NumPy allows for
-    its read-only views of writeable memory (np.broadcast_to's, np.diagonal's); returned for chaining."""
-    if type(getattr(x, x._memory_name())) is _TENSOR:
-        _set_writeable(x, False)
+    its read-only views of writeable memory (np.broadcast_to's, np.diagonal's); returned for chaining. An array
+    whose flag cannot be set (a sharded one) refuses writes in its own way, saying ``why``."""
+    x._set_read_only(why)
     return x
 
 

@@ -178,3 +178,28 @@ def test_sharded_reversed_views_refuse_writes_rather_than_lose_them():
         assert refused == [True] * 4
         assert not writeable and slice_writeable
         assert values == list(range(8))
+
+
+def test_sharded_copies_where_numpy_views_refuse_writes():
+    """np.flip, np.rot90, np.diagonal and np.broadcast_to of a sharded array are copies or DTensor views that
+    NumPy answers with views (read-only ones for diagonal and broadcast_to): writes are refused, not lost."""
+    from tests.distributed_support import spmd
+
+    def body(rank):
+        import trn_backend.distributed as td
+
+        x = td.shard(xp.asarray(np.arange(16.0).reshape(4, 4)), 0)
+        results = []
+        for view in (lambda a: np.flip(a, 0), lambda a: np.rot90(a), lambda a: np.diagonal(a),
+                     lambda a: np.broadcast_to(a[0], (2, 4))):
+            v = view(x)
+            try:
+                v[...] = -1.0
+                results.append(False)
+            except ValueError as e:
+                results.append("assignment destination is read-only" in str(e) and not v.flags.writeable)
+        return results, np.asarray(x.gather()).tolist()
+
+    for refused, values in spmd(2, body):
+        assert refused == [True] * 4
+        assert values == np.arange(16.0).reshape(4, 4).tolist()

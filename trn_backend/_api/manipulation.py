@@ -67,9 +67,10 @@ def broadcast_to(x: NeuronArray, /, shape: tuple[int, ...]) -> NeuronArray:
     fits = t.dim() <= len(target) and all(d in (1, s) for d, s in zip(t.shape, trailing, strict=True))
     if not fits:
         raise ValueError(f"broadcast_to(): cannot broadcast an array of shape {tuple(t.shape)} to {target}")
+    why = "broadcast_to returns a read-only view, as NumPy's: its repeated elements share memory"
     if type(x) is _ReversedView:
-        return readonly_view(numpy_view(x, lambda a: np.broadcast_to(a, target)))
-    return readonly_view(wrap(t.broadcast_to(target)))
+        return readonly_view(numpy_view(x, lambda a: np.broadcast_to(a, target)), why)
+    return readonly_view(wrap(t.broadcast_to(target)), why)
 
 
 def broadcast_arrays(*arrays: NeuronArray) -> tuple[NeuronArray, ...]:

@@ -186,6 +186,9 @@ class ShardedNeuronArray(NeuronArray):
     def _writeable(self) -> bool:
         return getattr(self, "_why", None) is None
 
+    def _set_read_only(self, why: str) -> None:
+        self._why = why
+
     def _check_writeable(self, operation: str) -> None:
         why = getattr(self, "_why", None)
         if why is not None:

@@ -155,8 +155,9 @@ def diagflat(v: A, k: int = 0) -> A:
 def diagonal(a: A, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A:
     """numpy.diagonal: the diagonal over any two axes, appended as the last axis; a read-only view of a, as
     NumPy's (``d.flags.writeable = True`` allows writes into a, as NumPy does; of a sharded array: a copy)."""
-    if not viewable(a):
-        return xp.linalg.diagonal(_to_end(a, axis1, axis2), offset=offset)
+    if not viewable(a):  # a copy (sharded): read-only still, so that a write meant for a is refused
+        return readonly_view(xp.linalg.diagonal(_to_end(a, axis1, axis2), offset=offset),
+                             "numpy.diagonal of a sharded array is a copy, read-only as NumPy's view is")
     func = "numpy.diagonal"
     if a.ndim < 2:
         raise ValueError(f"{func}(): needs an array of at least 2 dimensions, got shape {a.shape}")
@@ -164,7 +165,7 @@ def diagonal(a: A, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A:
     if i == j:
         raise ValueError(f"{func}(): axis1 and axis2 cannot be the same axis ({i}) of an array of shape {a.shape}")
     k = operator.index(offset)
-    return readonly_view(numpy_view(a, lambda d: np.diagonal(d, k, i, j)))
+    return readonly_view(numpy_view(a, lambda d: np.diagonal(d, k, i, j)), "numpy.diagonal's view is read-only")
 
 
 @implements(np.select, sequences="condlist")

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._array import numpy_view, viewable
+from .._array import numpy_view, readonly_view, viewable
 from .._helpers import normalize_axes, normalize_axis
 from ._common import A, Shape, _at_least, _axis_arg, _direct, _flat, _shape
 from ._registry import implements, xp
@@ -140,7 +140,8 @@ def flip(m: A, axis: int | Sequence[int] | None = None) -> A:
     if viewable(m):
         axes = normalize_axes(_axis_arg(axis), m.ndim, "numpy.flip")
         return numpy_view(m, lambda a: np.flip(a, axes))
-    return xp.flip(m, axis=_axis_arg(axis))  # a sharded array: a copy
+    # a sharded array: a copy (DTensor has no negative strides), read-only so that writes are refused, not lost
+    return readonly_view(xp.flip(m, axis=_axis_arg(axis)), _SHARDED_COPY.format("numpy.flip"))
 
 
 @implements(np.roll, arrays="a")
@@ -167,10 +168,15 @@ def rot90(m: A, k: int = 1, axes: Sequence[int] = (0, 1)) -> A:
         return numpy_view(m, lambda a: np.rot90(a, k, (first, second)))
     if k == 0:
         return m[...]
+    why = _SHARDED_COPY.format("numpy.rot90")  # a sharded array: a copy, read-only as for flip
     if k == 2:
-        return xp.flip(m, axis=(first, second))
+        return readonly_view(xp.flip(m, axis=(first, second)), why)
     order = list(range(m.ndim))
     order[first], order[second] = order[second], order[first]
     if k == 1:
-        return xp.permute_dims(xp.flip(m, axis=second), tuple(order))
-    return xp.flip(xp.permute_dims(m, tuple(order)), axis=second)
+        return readonly_view(xp.permute_dims(xp.flip(m, axis=second), tuple(order)), why)
+    return readonly_view(xp.flip(xp.permute_dims(m, tuple(order)), axis=second), why)
+
+
+_SHARDED_COPY = ("{} of a sharded array is a copy (DTensor has no negative strides), which refuses writes rather "
+                 "than losing them; write into the array itself")
