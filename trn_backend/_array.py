@@ -1010,12 +1010,12 @@ class Flags:
 
     @property
     def c_contiguous(self) -> bool:
-        t, shape, strides, _ = _layout(self._x)
+        _, shape, strides, _ = _layout(self._x)
         return _contiguous(shape, strides)
 
     @property
     def f_contiguous(self) -> bool:
-        t, shape, strides, _ = _layout(self._x)
+        _, shape, strides, _ = _layout(self._x)
         return _contiguous(shape[::-1], strides[::-1])
 
     @property
