@@ -190,8 +190,9 @@ class NeuronArray(NdarrayMethods):
         return wrap(self._t.clone())
 
     def __deepcopy__(self, memo: dict[int, Any]) -> NeuronArray:
-        """copy.deepcopy(x): a new array of x's values, writeable."""
-        return wrap(self._t.clone())
+        """copy.deepcopy(x): a new array of x's values, writeable (one per array within the copied object)."""
+        result = memo[id(self)] = wrap(self._t.clone())
+        return result
 
     def fill(self, value: Any) -> None:
         """ndarray.fill: every element set to ``value``, converted to x's dtype as NumPy converts it (a float
