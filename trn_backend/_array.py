@@ -175,6 +175,9 @@ class NeuronArray(NdarrayMethods):
     def _writeable(self) -> bool:
         return not self._t.is_inference()
 
+    def _set_writeable_flag(self, value: bool) -> None:
+        _set_writeable(self, value)
+
     def _set_read_only(self, why: str) -> None:
         """Refuse writes from now on (``readonly_view``); ``why`` is for arrays whose flag cannot be set. A
         tensor subclass without a wrapper of its own has no read-only form: left as it is."""
@@ -989,7 +992,8 @@ class Flags:
     inference tensors too), and every write route of this package checks for one before writing. torch itself
     does not protect that memory: its own in-place operations on ``x.to_torch()`` raise only after writing, and
     inside the caller's own ``torch.inference_mode()`` block not at all; DLPack consumers that ignore DLPack
-    1.0's read-only flag (torch does) can write too. The writeable flag of a sharded array cannot be changed."""
+    1.0's read-only flag (torch does) can write too. A sharded array keeps its own read-only mark instead (the
+    writes it refuses are the same)."""
 
     __slots__ = ("_x",)
 
@@ -1007,7 +1011,7 @@ class Flags:
 
     @writeable.setter
     def writeable(self, value: Any) -> None:
-        _set_writeable(self._x, builtin_bool(value))
+        self._x._set_writeable_flag(builtin_bool(value))
 
     @property
     def c_contiguous(self) -> bool:

@@ -314,3 +314,34 @@ def test_copies_of_a_read_only_array_are_writeable():
         assert c.flags.writeable
         c[0, 0] = 42
     assert_same(x, n)
+
+
+def test_sharded_arrays_take_the_writeable_flag():
+    from tests.distributed_support import spmd
+
+    def body(rank):
+        import trn_backend.distributed as td
+
+        x = td.shard(xp.asarray(np.arange(8.0)), 0)
+        x.flags.writeable = False
+        refused = []
+        for write in (lambda: x.__setitem__(0, 1.0), lambda: x.__iadd__(1.0), lambda: np.add(x, 1, out=x),
+                      lambda: x[2:].__setitem__(0, 5.0)):
+            try:
+                write()
+            except ValueError as e:
+                refused.append(READ_ONLY in str(e))
+        s = x[2:]
+        try:
+            s.flags.writeable = True
+            lifted_view = True
+        except ValueError:
+            lifted_view = False
+        x.flags.writeable = True
+        x[0] = 100.0
+        return refused, lifted_view, np.asarray(x.gather()).tolist()
+
+    for refused, lifted_view, values in spmd(2, body):
+        assert refused == [True] * 4
+        assert not lifted_view
+        assert values == [100.0, *range(1, 8)]

@@ -118,7 +118,9 @@ class ShardedNeuronArray(NeuronArray):
 
     ``x[::-1]`` (any negative step) is a copy, not NumPy's view: DTensor has no negative strides and no view to
     mirror writes through. The copy is read-only (``_why`` says why), as are the views that indexing takes of
-    it, so a write meant for x is refused rather than lost; write into x with the mirrored key instead."""
+    it, so a write meant for x is refused rather than lost; write into x with the mirrored key instead.
+    ``x.flags.writeable = False`` marks x read-only the same way (lifted by setting it True again); slices of
+    it are read-only too, but views that functions take of it (reshape, transpose) are not."""
 
     __slots__ = ("_why",)  # set on a read-only sharded array: the reason, for the error
 
@@ -176,6 +178,8 @@ class ShardedNeuronArray(NeuronArray):
             why = getattr(self, "_why", None)
             if why is None or not simple(key):  # advanced indexing copies: writeable, as in NumPy
                 why = None
+            elif why is _BY_FLAG:  # a view of a read-only array, as in NumPy: its flag cannot be lifted
+                why = "it is a view of a read-only array"
             if _reverses(key):
                 why = ("x[::-1] of a sharded array is a copy (DTensor has no negative strides), which refuses "
                        "writes rather than losing them; write into x with the mirrored key instead")
@@ -188,6 +192,18 @@ class ShardedNeuronArray(NeuronArray):
 
     def _set_read_only(self, why: str) -> None:
         self._why = why
+
+    def _set_writeable_flag(self, value: bool) -> None:
+        """``x.flags.writeable = value``: a mark on this array object (DTensor has no read-only form), which
+        only a flag set so may lift; views taken while it is set are not marked (unlike a plain array's)."""
+        why = getattr(self, "_why", None)
+        if not value:
+            if why is None:
+                self._why = _BY_FLAG
+        elif why is _BY_FLAG:
+            self._why = None
+        elif why is not None:
+            raise ValueError(f"x.flags.writeable = True: cannot set WRITEABLE flag to True of this array: {why}")
 
     def _check_writeable(self, operation: str) -> None:
         why = getattr(self, "_why", None)
@@ -234,6 +250,9 @@ class ShardedNeuronArray(NeuronArray):
         return f"ShardedNeuronArray({values}, dtype={_dtypes.name(self.dtype)}, device={self.device!r})"
 
     __str__ = __repr__
+
+
+_BY_FLAG = "it was made read-only by x.flags.writeable = False"
 
 
 def _reverses(key: Any) -> bool:
