@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from . import _device, _dtypes, _indexing
-from ._indexing import has_ellipsis, ints_and_slices, movable, simple, unaliased
+from ._indexing import has_ellipsis, ints_and_slices, movable, readonly, simple, unaliased
 from ._ndarray import NdarrayMethods
 from ._overrides import OVERRIDES, handler
 
@@ -80,7 +80,7 @@ def register_inplace(fname: str, func: Callable[..., Any], run: Callable[[torch.
 class NeuronArray(NdarrayMethods):
     """An array on a Neuron device, a CPU or a GPU, holding one ``torch.Tensor`` (``x._t``, never copied)."""
 
-    __slots__ = ("_t", "__weakref__")
+    __slots__ = ("_t", "_w", "__weakref__")  # _w: see ``Flags`` (set only on arrays made read-only by flag)
     __hash__ = None  # mutable, and == is elementwise
 
     def __init__(self, tensor: torch.Tensor) -> None:
@@ -165,6 +165,38 @@ class NeuronArray(NdarrayMethods):
         written by flat index where x is C-contiguous."""
         return FlatIterator(self)
 
+    @property
+    def flags(self) -> Flags:
+        """ndarray.flags: ``writeable``, ``c_contiguous``, ``f_contiguous``, ``owndata`` and ``aligned`` (also by
+        NumPy's names, ``x.flags["WRITEABLE"]``); ``x.flags.writeable = False`` makes x read-only (see
+        ``Flags``)."""
+        return Flags(self)
+
+    def _writeable(self) -> bool:
+        return not self._t.is_inference()
+
+    def _set_writeable_flag(self, value: bool) -> None:
+        _set_writeable(self, value)
+
+    def _set_read_only(self, why: str) -> None:
+        """Refuse writes from now on (``readonly_view``); ``why`` is for arrays whose flag cannot be set. A
+        tensor subclass without a wrapper of its own has no read-only form: left as it is."""
+        if type(getattr(self, self._memory_name())) is _TENSOR:
+            _set_writeable(self, False)
+
+    def _memory_name(self) -> str:
+        """The attribute holding the tensor over x's memory: ``_t`` (``_base`` for a view with negative steps)."""
+        return "_t"
+
+    def __copy__(self) -> NeuronArray:
+        """copy.copy(x): a new array of x's values (NumPy's ndarray.__copy__ copies the data), writeable."""
+        return wrap(self._t.clone())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> NeuronArray:
+        """copy.deepcopy(x): a new array of x's values, writeable (one per array within the copied object)."""
+        result = memo[id(self)] = wrap(self._t.clone())
+        return result
+
     def fill(self, value: Any) -> None:
         """ndarray.fill: every element set to ``value``, converted to x's dtype as NumPy converts it (a float
         into an integer array truncates; a Python int out of the dtype's range is NumPy's OverflowError)."""
@@ -201,7 +233,9 @@ class NeuronArray(NdarrayMethods):
                                  f"whose {t.shape[-1] * old} bytes are a multiple of {new} (strides "
                                  f"{self.strides}), as in NumPy")
         try:
-            return wrap(t.view(target))
+            # torch's dtype view of an inference tensor is not one: a read-only x gives a read-only view
+            v = t.view(target)
+            return wrap(readonly(v) if t.is_inference() else v)
         except RuntimeError as e:  # torch's own limits beyond NumPy's (the offset's alignment to the new size)
             raise ValueError(f"{what}: torch cannot view this memory so ({e}); view a copy instead") from None
 
@@ -224,10 +258,29 @@ class NeuronArray(NdarrayMethods):
 
     def __dlpack__(self, /, *, stream: Any = None, max_version: tuple[int, int] | None = None,
                    dl_device: tuple[enum.Enum, int] | None = None, copy: bool | None = None) -> Any:
+        """DLPack export, by torch. A read-only x exports DLPack 1.0's read-only flag where the consumer asks
+        for DLPack 1.0 or later (``max_version``); an older consumer cannot be told, so it gets a copy, which
+        ``copy=False`` refuses (BufferError). A lazy conjugate (torch's ``conj()`` view) exports its values, a
+        copy, which ``copy=False`` refuses too."""
         kwargs: dict[str, Any] = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
         if stream is not None:
             kwargs["stream"] = stream
-        return self._t.detach().resolve_conj().__dlpack__(**kwargs)
+        t = self._t.detach()
+        if t.is_conj() or t.is_neg():
+            if copy is False:
+                raise BufferError("__dlpack__(copy=False): x is a lazy conjugate view (torch's conj()), whose "
+                                  "values DLPack cannot describe without a copy; export with copy=None or True")
+            return t.resolve_conj().resolve_neg().__dlpack__(**kwargs)
+        if not t.is_inference() or copy:  # writeable, or a copy the consumer may write
+            return t.__dlpack__(**kwargs)
+        if max_version is None or tuple(max_version) < (1, 0):
+            if copy is False:
+                raise BufferError("__dlpack__(copy=False): x is read-only, and a consumer of a DLPack version "
+                                  f"before 1.0 (max_version={max_version}) cannot be told so; ask for DLPack 1.0 "
+                                  "(max_version=(1, 0)) or allow a copy (copy=None)")
+            kwargs["copy"] = True
+            return t.__dlpack__(**kwargs)
+        return _read_only_capsule(t.__dlpack__(**kwargs))
 
     def __dlpack_device__(self) -> tuple[enum.Enum, int]:
         return self._t.__dlpack_device__()
@@ -236,21 +289,25 @@ class NeuronArray(NdarrayMethods):
         """NumPy 2 conversion. A CPU array converts without a copy; a device array copies to the host, which
         ``copy=False`` refuses with a ValueError."""
         t = self._t.detach()
+        shared = True  # whether the ndarray is x's memory (then read-only where x is)
         if t.device.type != "cpu":
             if copy is False:
                 raise ValueError(f"np.asarray(x, copy=False): x lives on {t.device}; converting it to NumPy "
                                  "copies it to the host")
-            t = t.cpu()
+            t, shared = t.cpu(), False
         elif t.is_conj() or t.is_neg():
-            # torch's lazy conjugate/negative views have no NumPy equivalent: they must be materialized
+            # torch's lazy conjugate/negative views have no NumPy equivalent: they must be materialized. Unless
+            # a copy was asked for, the copy is read-only: a write meant for x is refused rather than lost
             if copy is False:
                 raise ValueError("np.asarray(x, copy=False): x is a lazy conjugate view; converting it copies")
-            t = t.resolve_conj().resolve_neg()
+            t, shared = t.resolve_conj().resolve_neg(), not copy
         elif copy:
-            t = t.clone()
+            t, shared = t.clone(), False
         # torch's numpy() lacks bfloat16: share the bits as ml_dtypes' bfloat16
         out = t.view(torch.uint16).numpy().view(_dtypes.PUBLIC[t.dtype]) if t.dtype is _dtypes.bfloat16 \
             else t.numpy()
+        if shared and (t.is_inference() or self._t.is_conj() or self._t.is_neg()):
+            out.flags.writeable = False  # NumPy refuses writes into a read-only x's memory, as x does
         if dtype is not None and np.dtype(dtype) != out.dtype:
             if copy is False:
                 raise ValueError(f"np.asarray(x, dtype={np.dtype(dtype)}, copy=False) needs a copy to convert "
@@ -380,15 +437,16 @@ class NeuronArray(NdarrayMethods):
             p = _indexing.plan(movable(t), _tensor_key(key))
             if p.flips and not p.indices and type(t) is torch.Tensor:
                 # NumPy's negative steps make a view; torch has no negative strides: one that remembers them
-                return _reversed(p.view if p.view.dtype is t.dtype else p.view.view(t.dtype), p.flips)
-            r = p.result()
-            r = r if r.dtype is t.dtype else r.view(t.dtype)
+                return _reversed(_retyped(p.view, t.dtype), p.flips)
+            r = _retyped(p.result(), t.dtype)
         # NumPy reads one element (an integer for every dimension, no Ellipsis) as a scalar, a copy: the swap
         # x[0], x[1] = x[1], x[0] must not see the first write in its second value
         return wrap(r.clone() if r.dim() == 0 and not has_ellipsis(key) else r)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         t = self._t
+        if t.is_inference():  # checked first: torch refuses a write into an inference tensor only after it
+            raise ValueError(read_only_message("x[key] = value"))
         if isinstance(value, NeuronArray):
             if value._t.device != t.device:
                 raise ValueError(f"x[...] = value: value is on {value._t.device}, x on {t.device}")
@@ -409,6 +467,8 @@ class NeuronArray(NdarrayMethods):
         """Overwrite every element with ``r`` (of x's shape and dtype): the in-place operators' and ``out=``'s
         one way to write a whole array (a view with negative steps writes into its base)."""
         t = self._t
+        if t.is_inference():  # before the write: torch refuses one into an inference tensor only after it
+            raise ValueError(read_only_message(operation))
         try:
             t.copy_(unaliased(r, t))  # r may be a view of x
         except RuntimeError:
@@ -642,8 +702,11 @@ class NeuronArray(NdarrayMethods):
         PROTOCOLS["register_dask"]()  # dask is in use: its chunk dispatch needs NeuronArray
         t = self._t
         if not t.is_cpu:
+            # an inference (read-only) tensor has no version counter; the memory may still change through a
+            # writeable array over it, so its token is not reused: id() of this call's tensor
+            version = ("inference", id(t)) if t.is_inference() else t._version
             return ("trn_backend.NeuronArray", str(t.device), t.data_ptr(), tuple(t.shape), t.stride(),
-                    str(t.dtype), t._version)
+                    str(t.dtype), version)
         from dask.base import normalize_token  # only dask calls this
 
         host = np.asarray(self)
@@ -654,18 +717,68 @@ builtin_bool = bool
 
 
 def _check_writable(t: torch.Tensor, operation: str) -> None:
-    """After torch refused a write into ``t``: a clear error where the reason is that ``t`` is an inference
-    tensor, as the copies that views with negative steps read are (see ``_ReversedView``)."""
+    """After torch refused a write into ``t``: NumPy's ValueError where the reason is that ``t`` is read-only
+    (an inference tensor, see ``_indexing.readonly``). torch refuses such a write only after making it, so
+    every write route checks ``is_inference()`` before writing; this is the net behind those checks."""
     if t.is_inference():
-        raise ValueError(f"{operation}: x is read-only (a torch inference tensor): the .imag of a real array is, as "
-                         "NumPy's is, and so is the copy that functions such as reshape return for a view with "
-                         "negative steps (x[::-1]), which torch cannot view; write into that view itself, or "
-                         "copy first: xp.asarray(x, copy=True)") from None
+        raise ValueError(read_only_message(operation)) from None
+
+
+def read_only_message(operation: str, what: str = "x") -> str:
+    """NumPy's words for a write into a read-only array, with the operation and the reasons it can be so."""
+    return (f"{operation}: assignment destination is read-only ({what}.flags.writeable is False: {what} is a "
+            "read-only view such as np.broadcast_to's or np.diagonal's result, the .imag of a real array, a view "
+            "of a read-only array or one made read-only by x.flags.writeable = False, or the copy that a function "
+            "which cannot view it gives of a view with negative steps (x[::-1]); write into a copy instead: "
+            "xp.asarray(x, copy=True))")
+
+
+_READ_ONLY = 1  # DLPack 1.0: DLPACK_FLAG_BITMASK_READ_ONLY in DLManagedTensorVersioned.flags
+
+
+def capsule_pointer(capsule: Any) -> tuple[str, int]:
+    """A DLPack capsule's name ("dltensor_versioned" for DLPack 1.0 and later, "dltensor" before) and the
+    address of the structure it holds (DLManagedTensorVersioned or DLManagedTensor)."""
+    import ctypes  # only DLPack's capsules need it
+
+    api = ctypes.pythonapi
+    api.PyCapsule_GetName.restype, api.PyCapsule_GetName.argtypes = ctypes.c_char_p, [ctypes.py_object]
+    api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+    api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    name = api.PyCapsule_GetName(capsule)
+    if name not in (b"dltensor", b"dltensor_versioned"):
+        raise BufferError(f"not a DLPack capsule, or one already consumed (named {name!r})")
+    return name.decode(), api.PyCapsule_GetPointer(capsule, name)
+
+
+def _read_only_capsule(capsule: Any) -> Any:
+    """A DLPack 1.0 capsule from torch with its read-only flag set. DLManagedTensorVersioned begins with the
+    version (two uint32), manager_ctx and deleter (two pointers), then the uint64 flags: at byte 24 on every
+    64-bit platform. torch sets no flag itself. A capsule of an older version cannot say read-only: an error."""
+    import ctypes
+
+    name, address = capsule_pointer(capsule)
+    if name != "dltensor_versioned":
+        raise BufferError("__dlpack__: x is read-only and torch exported a DLPack capsule without flags; export "
+                          "a copy (copy=True)")
+    flags = ctypes.c_uint64.from_address(address + 24)
+    flags.value |= _READ_ONLY
+    return capsule
+
 
 def _unsigned_item(t: torch.Tensor) -> int:
     v = int(_dtypes.compute(t).item())
     return v + 2**64 if v < 0 and t.dtype is _dtypes.uint64 else v
 
+
+
+def _retyped(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """``v`` (a ``movable`` view) as ``dtype`` again, read-only where v is: torch's dtype view of an inference
+    tensor is not one."""
+    if v.dtype is dtype:
+        return v
+    r = v.view(dtype)
+    return readonly(r) if v.is_inference() else r
 
 
 def _tensor_key(key: Any) -> Any:
@@ -701,6 +814,8 @@ def _inplace(x: NeuronArray, other: Any, fname: str) -> NeuronArray:
         fast = _INPLACE_FAST.get(fname)
         if fast is not None and fast[0] is getattr(func, "__wrapped__", func) and not (
                 OVERRIDES and handler((x, other), {})):
+            if x._t.is_inference():  # before the write, which torch refuses only after making it
+                raise ValueError(read_only_message(f"in-place {fname}"))
             try:
                 if fast[1](x._t, other):
                     return x
@@ -750,6 +865,12 @@ class _ReversedView(NeuronArray):
         # a view a function made of it, as reshape does) raises rather than being lost
         with torch.inference_mode():
             return _indexing.flipped(self._base, self._dims)
+
+    def _writeable(self) -> bool:
+        return not self._base.is_inference()
+
+    def _memory_name(self) -> str:
+        return "_base"
 
     # the metadata, without the copy that _t makes
     @property
@@ -826,6 +947,8 @@ class _ReversedView(NeuronArray):
                                 value)
 
     def _write(self, r: torch.Tensor, operation: str) -> None:
+        if self._base.is_inference():
+            raise ValueError(read_only_message(operation))
         self._base.copy_(_indexing.flipped(r, self._dims))  # a copy: r may be read from the base
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -854,6 +977,186 @@ def _reversed(base: torch.Tensor, dims: tuple[int, ...]) -> _ReversedView:
     return view
 
 
+class Flags:
+    """``x.flags``: NumPy's flagsobj for a NeuronArray, read by attribute (``x.flags.writeable``) or by NumPy's
+    names (``x.flags["WRITEABLE"]``, ``x.flags["W"]``).
+
+    Read-only arrays: ``x.flags.writeable = False`` makes x refuse every write (indexing, in-place operators,
+    ``out=``, ``fill``, ``.flat``, NumPy's functions through the host views, which are read-only ndarrays, and
+    DLPack consumers that read DLPack 1.0's read-only flag), with NumPy's ValueError "assignment destination is
+    read-only"; views of a read-only array are read-only. ``np.broadcast_to`` and ``np.diagonal`` return read-only
+    views, and the ``.imag`` of a real array is read-only, as in NumPy. Setting ``writeable = True`` again is
+    allowed where x was made read-only by a flag or is such a view (as NumPy allows it), and a ValueError where
+    x's memory itself is read-only (a view of a read-only array, a real array's ``.imag``).
+
+    The mechanism: a read-only array holds a torch inference tensor over the same memory (views of it are
+    inference tensors too), and every write route of this package checks for one before writing. torch itself
+    does not protect that memory: its own in-place operations on ``x.to_torch()`` raise only after writing, and
+    inside the caller's own ``torch.inference_mode()`` block not at all; DLPack consumers that ignore DLPack
+    1.0's read-only flag (torch does) can write too. A sharded array keeps its own read-only mark instead (the
+    writes it refuses are the same)."""
+
+    __slots__ = ("_x",)
+
+    _NAMES = {"WRITEABLE": "writeable", "W": "writeable", "C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous",
+              "CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "F": "f_contiguous",
+              "FORTRAN": "f_contiguous", "OWNDATA": "owndata", "O": "owndata", "ALIGNED": "aligned",
+              "A": "aligned", "WRITEBACKIFCOPY": "writebackifcopy", "X": "writebackifcopy"}
+
+    def __init__(self, x: NeuronArray) -> None:
+        self._x = x
+
+    @property
+    def writeable(self) -> bool:
+        return self._x._writeable()
+
+    @writeable.setter
+    def writeable(self, value: Any) -> None:
+        self._x._set_writeable_flag(builtin_bool(value))
+
+    @property
+    def c_contiguous(self) -> bool:
+        _, shape, strides, _ = _layout(self._x)
+        return _contiguous(shape, strides)
+
+    @property
+    def f_contiguous(self) -> bool:
+        _, shape, strides, _ = _layout(self._x)
+        return _contiguous(shape[::-1], strides[::-1])
+
+    @property
+    def owndata(self) -> bool:
+        """Whether x is the whole of its memory, not a view of other memory (torch's notion of a base)."""
+        t = self._x._t if type(self._x) is not _ReversedView else None
+        if t is None or type(t) is not _TENSOR or t._base is not None or t.storage_offset() or \
+                not t.is_contiguous():
+            return False
+        return t.untyped_storage().nbytes() == t.numel() * t.element_size()
+
+    @property
+    def aligned(self) -> bool:
+        return True  # torch aligns its allocations and views keep whole elements
+
+    @property
+    def writebackifcopy(self) -> bool:
+        return False
+
+    def _name(self, key: Any) -> str:
+        name = self._NAMES.get(key) if isinstance(key, str) else None
+        if name is None:
+            raise KeyError(f"x.flags[{key!r}]: unknown flag; known: {', '.join(self._NAMES)}")
+        return name
+
+    def __getitem__(self, key: str) -> bool:
+        return getattr(self, self._name(key))
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        if self._name(key) != "writeable":
+            raise ValueError(f"x.flags[{key!r}] = ...: only the WRITEABLE flag of a NeuronArray can be set")
+        self.writeable = value
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Flags):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in set(self._NAMES.values()))
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        names = ("C_CONTIGUOUS", "F_CONTIGUOUS", "OWNDATA", "WRITEABLE", "ALIGNED", "WRITEBACKIFCOPY")
+        return "".join(f"  {n} : {self[n]}\n" for n in names)
+
+
+def _contiguous(shape: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """NumPy's C-contiguity (strides in elements): axes of length 1 do not count, an empty array is."""
+    if 0 in shape:
+        return True
+    expected = 1
+    for n, s in zip(reversed(shape), reversed(strides), strict=True):
+        if n != 1:
+            if s != expected:
+                return False
+            expected *= n
+    return True
+
+
+def _set_writeable(x: NeuronArray, value: bool) -> None:
+    """``x.flags.writeable = value`` (see ``Flags``): x's tensor swapped for a read-only one over the same
+    memory, the writeable one kept in ``x._w`` to be swapped back."""
+    name = x._memory_name()
+    t = getattr(x, name)
+    if type(t) is not _TENSOR:
+        raise ValueError(f"x.flags.writeable = {value}: the writeable flag of a {type(x).__name__} (a "
+                         f"{type(t).__name__}) cannot be changed")
+    if not value:
+        if not t.is_inference():
+            x._w = t
+            setattr(x, name, readonly(t))
+        return
+    if not t.is_inference():
+        return
+    w = getattr(x, "_w", None)
+    if w is None:
+        raise ValueError("x.flags.writeable = True: cannot set WRITEABLE flag to True of this array: its memory "
+                         "is read-only (a view of a read-only array, or the .imag of a real array), as in NumPy")
+    setattr(x, name, w)
+    x._w = None
+
+
+def readonly_view(x: NeuronArray, why: str) -> NeuronArray:
+    """``x`` made read-only by its flag, so that ``x.flags.writeable = True`` may undo it, as NumPy allows for
+    its read-only views of writeable memory (np.broadcast_to's, np.diagonal's); returned for chaining. An array
+    whose flag cannot be set (a sharded one) refuses writes in its own way, saying ``why``."""
+    x._set_read_only(why)
+    return x
+
+
+# --- views as NumPy makes them: NumPy's own layout arithmetic on x's shape and strides ---
+
+def _layout(x: NeuronArray) -> tuple[torch.Tensor, tuple[int, ...], tuple[int, ...], int]:
+    """x's memory as NumPy lays it out: the tensor over it, the shape, the strides in elements (negative along
+    an axis of a view with negative steps), and the storage offset of the element at index (0, ..., 0)."""
+    if type(x) is _ReversedView:
+        t, dims = x._base, x._dims
+    else:
+        t, dims = x._t, ()
+    stride = t.stride()
+    strides = tuple(-s if d in dims else s for d, s in enumerate(stride))
+    offset = (t.storage_offset() if type(t) is _TENSOR else 0) + sum((t.shape[d] - 1) * stride[d] for d in dims
+                                                                     if t.shape[d] > 0)
+    return t, tuple(t.shape), strides, offset
+
+
+def viewable(x: Any) -> bool:
+    """Whether ``numpy_view`` can view x: a NeuronArray over a plain torch tensor (not a sharded one), or a view
+    with negative steps."""
+    return type(x) is _ReversedView or (type(x) is NeuronArray and type(x._t) is _TENSOR)
+
+
+def numpy_view(x: NeuronArray, op: Callable[[np.ndarray], np.ndarray]) -> NeuronArray:
+    """The view ``op`` (a NumPy function returning a view: np.flip, np.rot90, np.diagonal, np.reshape with
+    copy=False, ...) makes of an ndarray laid out as x, over x's memory: NumPy's own layout rules, negative
+    strides included (a ``_ReversedView`` where there are some). ``op`` runs on a one-byte stand-in with x's
+    shape and strides counted in elements: no element is read, and NumPy's errors (a copy it cannot avoid, a
+    bad axis) are raised as they are. x holds a plain tensor (callers check)."""
+    t, shape, strides, offset = _layout(x)
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
+    r = op(stand_in)
+    moved = r.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
+    return _strided(t, r.shape, r.strides, offset + moved)
+
+
+def _strided(t: torch.Tensor, shape: tuple[int, ...], strides: tuple[int, ...], start: int) -> NeuronArray:
+    """The array over t's storage with NumPy's layout (strides in elements, of any sign; ``start`` the storage
+    offset of element (0, ..., 0)): a torch view with the strides' sizes, reversed along the negative ones."""
+    if 0 in shape:  # no element: NumPy's pointer may lie anywhere (before the memory, even)
+        return wrap(t.as_strided(shape, tuple(abs(s) for s in strides), t.storage_offset()))
+    flips = tuple(d for d, (n, s) in enumerate(zip(shape, strides, strict=True)) if s < 0 and n > 1)
+    base = t.as_strided(shape, tuple(abs(s) for s in strides), start + sum((shape[d] - 1) * strides[d]
+                                                                            for d in flips))
+    return _reversed(base, flips) if flips else wrap(base)
+
+
 class FlatIterator:
     """``x.flat``: NumPy's flatiter over a NeuronArray. Reads by flat index (an int, a slice, an integer or
     boolean array) return copies, as NumPy's do; iteration yields the elements as 0-d arrays in C order; writes
@@ -880,6 +1183,8 @@ class FlatIterator:
 
     def __setitem__(self, key: Any, value: Any) -> None:
         x = self._x
+        if not x._writeable():
+            raise ValueError(read_only_message("x.flat[key] = value"))
         if type(x) is NeuronArray and x._t.is_contiguous():
             wrap(x._t.view(-1))[key] = value  # the flat view of x's memory
             return

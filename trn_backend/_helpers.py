@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from . import _device, _dtypes
-from ._array import NeuronArray, holdable, wrap
+from ._array import _READ_ONLY, NeuronArray, capsule_pointer, holdable, wrap
 from ._scalars import PY_SCALARS, as_py_scalar, check_float_to_int, float_to_int, scalar_to_tensor
 
 __all__ = [
@@ -196,3 +196,22 @@ def from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.de
     if target is _dtypes.bfloat16:  # torch.from_numpy does not know ml_dtypes' bfloat16: share its bits
         return torch.from_numpy(a.view(np.uint16)).view(target), _device.default_device(), not shareable
     return torch.from_numpy(a), _device.default_device(), not shareable
+
+
+def dlpack_facts(capsule: object) -> tuple[bool, bool]:
+    """Whether the array a DLPack capsule describes is read-only (DLPack 1.0's flag; a capsule of an older
+    version cannot say, and counts as writeable) and whether it has a negative stride, which torch cannot hold
+    (torch.from_dlpack ends the process on one). Read before torch sees the capsule: DLManagedTensorVersioned
+    has its flags at byte 24 and its DLTensor at byte 32; DLManagedTensor has the DLTensor first. In DLTensor,
+    ndim is the int32 at byte 16 and the strides pointer (NULL for a C-contiguous array) is at byte 32."""
+    import ctypes  # only from_dlpack needs it
+
+    name, address = capsule_pointer(capsule)
+    read_only = False
+    if name == "dltensor_versioned":
+        read_only = bool(ctypes.c_uint64.from_address(address + 24).value & _READ_ONLY)
+        address += 32
+    ndim = ctypes.c_int32.from_address(address + 16).value
+    strides = ctypes.c_void_p.from_address(address + 32).value
+    negative = bool(strides) and any(s < 0 for s in (ctypes.c_int64 * ndim).from_address(strides))
+    return read_only, negative

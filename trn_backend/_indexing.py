@@ -17,8 +17,25 @@ import torch
 from . import _dtypes
 from ._scalars import PY_SCALARS, as_py_scalar, convert_scalar, float_to_int
 
-__all__ = ["unaliased", "overlaps", "movable", "setitem_scalar", "assigned", "setitem", "plan", "key_parts",
+__all__ = ["readonly", "unaliased", "overlaps", "movable", "setitem_scalar", "assigned", "setitem", "plan", "key_parts",
            "has_ellipsis", "simple", "flipped", "mirrored"]
+
+
+def readonly(t: torch.Tensor) -> torch.Tensor:
+    """A tensor over ``t``'s memory (``t`` itself if it is one) that the array object treats as read-only: a
+    torch inference tensor, whose views are inference tensors too, and which every write route checks for before
+    writing (torch refuses an in-place write into one outside ``torch.inference_mode``, but only after making
+    it). Writes into ``t`` show through it. A dtype view, ``view(dtype)``, of an inference tensor is not one:
+    ``movable`` and ``NeuronArray.view`` make theirs read-only again."""
+    if t.is_inference():
+        return t
+    if t.is_conj():  # set_ sees the memory, not the lazy conjugate bit: conjugate the read-only alias again
+        return readonly(t.conj()).conj()
+    if t.is_neg():
+        t = t.resolve_neg()  # a copy of the values: read-only still, but later writes to t do not show
+    with torch.inference_mode():
+        return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), t.storage_offset(),
+                                                                  t.shape, t.stride())
 
 
 def unaliased(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
@@ -60,7 +77,10 @@ _SIGNED_TWIN = {_dtypes.uint16: torch.int16, _dtypes.uint32: torch.int32, _dtype
 
 def movable(t: torch.Tensor) -> torch.Tensor:
     twin = _SIGNED_TWIN.get(t.dtype)
-    return t if twin is None else t.view(twin)
+    if twin is None:
+        return t
+    # torch's dtype view of an inference (read-only) tensor is writable: keep it read-only
+    return readonly(t.view(twin)) if t.is_inference() else t.view(twin)
 
 
 def setitem_scalar(value: Any, t: torch.Tensor, func: str = "__setitem__") -> torch.Tensor:

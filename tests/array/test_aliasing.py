@@ -240,10 +240,23 @@ def test_out_of_bounds_indices_of_reversed_views_name_the_index_given():
     pytest.param(lambda m: np.add(1.0, 1.0, out=m), id="numpy.add(out=...)"),
 ])
 def test_writes_into_copies_of_reversed_views_raise(write, request):
-    """A function that NumPy answers with a view of a view with negative steps (reshape) returns a copy here,
-    which refuses writes rather than losing them."""
-    x = xp.asarray(np.arange(6.0))
-    m = xp.reshape(x[::-1], (2, 3))
+    """A function that NumPy answers with a view of a view with negative steps, and that cannot view it here
+    (unstack), returns a copy, which refuses writes rather than losing them."""
+    x = xp.asarray(np.arange(6.0).reshape(2, 3))
+    m = xp.unstack(x[:, ::-1])[0]
     with pytest.raises(ValueError, match=re.escape(request.node.callspec.id) + ".*negative steps.*copy=True"):
         write(m)
-    assert_same(x, np.arange(6.0))
+    assert_same(x, np.arange(6.0).reshape(2, 3))
+
+
+@pytest.mark.parametrize("write", [
+    pytest.param(lambda m: m.__setitem__(0, 1.0), id="x[key] = value"),
+    pytest.param(lambda m: m.__iadd__(1.0), id="in-place add"),
+    pytest.param(lambda m: np.add(1.0, 1.0, out=m), id="numpy.add(out=...)"),
+])
+def test_writes_into_reshaped_reversed_views_land_as_in_numpy(write):
+    """reshape of a view with negative steps is NumPy's view where NumPy makes one: writes go through."""
+    x, n = xp.asarray(np.arange(6.0)), np.arange(6.0)
+    write(xp.reshape(x[::-1], (2, 3)))
+    write(np.reshape(n[::-1], (2, 3)))
+    assert_same(x, n)

@@ -227,11 +227,42 @@ def _scalars_tensor(values: list, dtype: torch.dtype, device: torch.device) -> t
 
 def from_dlpack(x: object, /, *, device: Device = None, copy: bool | None = None) -> NeuronArray:
     """An array over the memory of any DLPack exporter (NumPy, torch, other array libraries), without a copy
-    where possible; ``device=`` moves it, which ``copy=False`` refuses."""
+    where possible; ``device=`` moves it, which ``copy=False`` refuses. As NumPy's from_dlpack: read-only memory
+    (DLPack 1.0's flag, which is asked for; a read-only NeuronArray) gives a read-only array unless a copy is
+    made; memory with negative strides, which torch cannot hold, is copied by its exporter (``copy=True``),
+    which ``copy=False`` refuses (BufferError)."""
+    from .._array import _ReversedView
+    from .._helpers import dlpack_facts
+    from .._indexing import readonly
+
     if isinstance(x, NeuronArray):
+        if type(x) is _ReversedView and not copy and (device is None or _device.same(
+                _device.normalize(device, "from_dlpack() device"), x.device)):
+            return x[...]  # the same view with negative steps, over the same memory
         t = x._t
     elif hasattr(x, "__dlpack__"):
-        t = _supported(torch.from_dlpack(x), "from_dlpack")
+        try:
+            capsule = x.__dlpack__(max_version=(1, 0))  # DLPack 1.0 capsules can say read-only
+        except TypeError:  # an exporter of an older DLPack
+            capsule = x.__dlpack__()
+        read_only, negative = dlpack_facts(capsule)
+        if negative:
+            if copy is False:
+                raise BufferError(f"from_dlpack(copy=False): the {type(x).__name__} has negative strides, which "
+                                  "torch cannot hold; pass copy=None or True to copy it")
+            try:
+                capsule = x.__dlpack__(max_version=(1, 0), copy=True)
+            except TypeError:
+                raise BufferError(f"from_dlpack(): the {type(x).__name__} has negative strides, which torch "
+                                  "cannot hold, and its exporter cannot copy (DLPack 1.0's copy=True); pass a "
+                                  "copy with non-negative strides") from None
+            read_only, negative = dlpack_facts(capsule)
+            if negative:
+                raise BufferError(f"from_dlpack(): the {type(x).__name__}'s copy still has negative strides, "
+                                  "which torch cannot hold; pass a C-contiguous copy")
+        t = _supported(torch.from_dlpack(capsule), "from_dlpack")
+        if read_only:
+            t = readonly(t)  # torch ignores the flag: NumPy's from_dlpack gives a read-only view here
     else:
         raise AttributeError(f"from_dlpack(): {type(x).__name__} has no __dlpack__ method; "
                              "use asarray instead")

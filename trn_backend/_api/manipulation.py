@@ -15,6 +15,7 @@ import numpy as np
 import torch
 
 from .. import _dtypes
+from .._array import _ReversedView, numpy_view, readonly_view
 from .._dtypes import via_compute
 from .._helpers import (
     NeuronArray,
@@ -57,14 +58,19 @@ def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
 
 
 def broadcast_to(x: NeuronArray, /, shape: tuple[int, ...]) -> NeuronArray:
-    """A view of ``x`` with ``shape``; x's axes must each be 1 or match (aligned from the right)."""
-    t = tensor(x, "broadcast_to")
+    """A read-only view of ``x`` with ``shape``, as NumPy's (its repeated elements share memory, so one write
+    would change them all; ``y.flags.writeable = True`` allows writes, as NumPy does); x's axes must each be 1 or
+    match (aligned from the right)."""
+    t = x._base if type(x) is _ReversedView else tensor(x, "broadcast_to")
     target = int_tuple(shape, "broadcast_to", "shape", minimum=0)
     trailing = target[len(target) - t.dim():]
     fits = t.dim() <= len(target) and all(d in (1, s) for d, s in zip(t.shape, trailing, strict=True))
     if not fits:
         raise ValueError(f"broadcast_to(): cannot broadcast an array of shape {tuple(t.shape)} to {target}")
-    return wrap(t.broadcast_to(target))
+    why = "broadcast_to returns a read-only view, as NumPy's: its repeated elements share memory"
+    if type(x) is _ReversedView:
+        return readonly_view(numpy_view(x, lambda a: np.broadcast_to(a, target)), why)
+    return readonly_view(wrap(t.broadcast_to(target)), why)
 
 
 def broadcast_arrays(*arrays: NeuronArray) -> tuple[NeuronArray, ...]:
@@ -119,8 +125,10 @@ def unstack(x: NeuronArray, /, *, axis: int = 0) -> tuple[NeuronArray, ...]:
 
 def reshape(x: NeuronArray, /, shape: tuple[int, ...], *, copy: bool | None = None) -> NeuronArray:
     """``x`` with a new shape (one entry may be -1); ``copy=False`` refuses (ValueError) to copy."""
-    t = tensor(x, "reshape")
+    t = x._base if type(x) is _ReversedView else tensor(x, "reshape")
     new = _resolve_shape(tuple(t.shape), int_tuple(shape, "reshape", "shape", minimum=-1))
+    if type(x) is _ReversedView:
+        return _reshaped_reversed(x, new, copy)
     if copy:
         return wrap(t.clone(memory_format=torch.contiguous_format).view(new))
     if copy is None:
@@ -130,6 +138,20 @@ def reshape(x: NeuronArray, /, shape: tuple[int, ...], *, copy: bool | None = No
     except RuntimeError:
         raise ValueError(f"reshape(copy=False): an array of shape {tuple(t.shape)} and strides {t.stride()} "
                          f"cannot be viewed as shape {new}; pass copy=None to allow a copy") from None
+
+
+def _reshaped_reversed(x: _ReversedView, new: tuple[int, ...], copy: bool | None) -> NeuronArray:
+    """reshape of a view with negative steps: NumPy's view where its strides allow one (over x's memory,
+    writes go through), else NumPy's copy, writeable and independent (which ``copy=False`` refuses)."""
+    if not copy:
+        try:
+            return numpy_view(x, lambda a: np.reshape(a, new, copy=False))
+        except ValueError:
+            if copy is False:
+                raise ValueError(f"reshape(copy=False): a view with negative steps of shape {x.shape} and strides "
+                                 f"{x.strides} cannot be viewed as shape {new}; pass copy=None to allow a copy") \
+                    from None
+    return wrap(x._t.clone().reshape(new))  # x._t is a read-only copy; its clone is the writeable one
 
 
 def _resolve_shape(old: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
@@ -148,8 +170,11 @@ def _resolve_shape(old: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, .
 
 def expand_dims(x: NeuronArray, /, axis: Axes) -> NeuronArray:
     """Insert size-1 axes at the given positions of the result (each in [-M, M), M the result's ndim)."""
-    t = tensor(x, "expand_dims")
+    t = x._base if type(x) is _ReversedView else tensor(x, "expand_dims")
     axes = _axes_tuple(axis, "expand_dims")
+    if type(x) is _ReversedView:  # NumPy's view, over x's memory
+        where = normalize_axes(axes, t.dim() + len(axes), "expand_dims")
+        return numpy_view(x, lambda a: np.expand_dims(a, where))
     for position in sorted(normalize_axes(axes, t.dim() + len(axes), "expand_dims")):
         t = t.unsqueeze(position)
     return wrap(t)
@@ -157,11 +182,13 @@ def expand_dims(x: NeuronArray, /, axis: Axes) -> NeuronArray:
 
 def squeeze(x: NeuronArray, /, axis: Axes) -> NeuronArray:
     """Remove the given axes, which must have size 1 (ValueError otherwise)."""
-    t = tensor(x, "squeeze")
+    t = x._base if type(x) is _ReversedView else tensor(x, "squeeze")
     axes = normalize_axes(_axes_tuple(axis, "squeeze"), t.dim(), "squeeze")
     for a in axes:
         if t.shape[a] != 1:
             raise ValueError(f"squeeze(): axis {a} has size {t.shape[a]}, not 1 (shape {tuple(t.shape)})")
+    if type(x) is _ReversedView:  # NumPy's view, over x's memory
+        return numpy_view(x, lambda v: np.squeeze(v, axis=axes))
     return wrap(t[tuple(0 if i in axes else slice(None) for i in range(t.dim()))])
 
 
@@ -202,21 +229,26 @@ def _repeat_counts(x: torch.Tensor, repeats: NeuronArray, axis: int) -> torch.Te
 
 def permute_dims(x: NeuronArray, /, axes: tuple[int, ...]) -> NeuronArray:
     """Reorder the axes: ``axes`` is a permutation of all of them (negative entries count from the end)."""
-    t = tensor(x, "permute_dims")
+    t = x._base if type(x) is _ReversedView else tensor(x, "permute_dims")
     order = _axes_tuple(axes, "permute_dims", "axes")
     if len(order) != t.dim():
         raise ValueError(f"permute_dims(): axes {order} must list all {t.dim()} axes of an array of shape "
                          f"{tuple(t.shape)}")
-    return wrap(t.permute(normalize_axes(order, t.dim(), "permute_dims")))
+    order = normalize_axes(order, t.dim(), "permute_dims")
+    if type(x) is _ReversedView:  # NumPy's view, over x's memory
+        return numpy_view(x, lambda a: np.transpose(a, order))
+    return wrap(t.permute(order))
 
 
 def moveaxis(x: NeuronArray, source: Axes, destination: Axes, /) -> NeuronArray:
     """Move axes to new positions, keeping the order of the others."""
-    t = tensor(x, "moveaxis")
+    t = x._base if type(x) is _ReversedView else tensor(x, "moveaxis")
     src = normalize_axes(_axes_tuple(source, "moveaxis", "source"), t.dim(), "moveaxis")
     dst = normalize_axes(_axes_tuple(destination, "moveaxis", "destination"), t.dim(), "moveaxis")
     if len(src) != len(dst):
         raise ValueError(f"moveaxis(): source {source} and destination {destination} differ in length")
+    if type(x) is _ReversedView:  # NumPy's view, over x's memory
+        return numpy_view(x, lambda a: np.moveaxis(a, src, dst))
     return wrap(torch.movedim(t, src, dst))
 
 

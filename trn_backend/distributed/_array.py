@@ -8,6 +8,7 @@ a contraction over a sharded index leaves). Collectives are torch.distributed's,
 from __future__ import annotations
 
 import dataclasses
+import operator
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,7 @@ from torch.distributed.tensor import DTensor, Partial, Placement, Replicate, Sha
 
 from .. import _dtypes
 from .._array import NeuronArray, register_wrapper, wrap
+from .._indexing import simple
 from .._overrides import public
 from ._mesh import local_device
 
@@ -112,9 +114,15 @@ def place(t: torch.Tensor, sharding: Sharding, func: str) -> DTensor:
 class ShardedNeuronArray(NeuronArray):
     """A NeuronArray partitioned over the ranks of a 1-D device mesh (``x._t`` is a DTensor). ``x.device`` is
     its ``Sharding``; ``gather()`` gives the whole array, ``local()`` this rank's block. Every namespace function
-    accepts it: most run on the blocks, the rest gather first (see ``trn_backend.distributed``)."""
+    accepts it: most run on the blocks, the rest gather first (see ``trn_backend.distributed``).
 
-    __slots__ = ()
+    ``x[::-1]`` (any negative step) is a copy, not NumPy's view: DTensor has no negative strides and no view to
+    mirror writes through. The copy is read-only (``_why`` says why), as are the views that indexing takes of
+    it, so a write meant for x is refused rather than lost; write into x with the mirrored key instead.
+    ``x.flags.writeable = False`` marks x read-only the same way (lifted by setting it True again); slices of
+    it are read-only too, but views that functions take of it (reshape, transpose) are not."""
+
+    __slots__ = ("_why",)  # set on a read-only sharded array: the reason, for the error
 
     @property
     def device(self) -> Sharding:  # type: ignore[override]
@@ -162,11 +170,54 @@ class ShardedNeuronArray(NeuronArray):
 
     # --- indexing: reads run like namespace functions (the override this package registers handles them);
     # writes go to each rank's block ---
-    __getitem__ = public(NeuronArray.__getitem__, "__getitem__")
+    _getitem = public(NeuronArray.__getitem__, "__getitem__")
+
+    def __getitem__(self, key: Any) -> NeuronArray:
+        r = self._getitem(key)
+        if isinstance(r, ShardedNeuronArray):
+            why = getattr(self, "_why", None)
+            if why is None or not simple(key):  # advanced indexing copies: writeable, as in NumPy
+                why = None
+            elif why is _BY_FLAG:  # a view of a read-only array, as in NumPy: its flag cannot be lifted
+                why = "it is a view of a read-only array"
+            if _reverses(key):
+                why = ("x[::-1] of a sharded array is a copy (DTensor has no negative strides), which refuses "
+                       "writes rather than losing them; write into x with the mirrored key instead")
+            if why is not None:
+                r._why = why
+        return r
+
+    def _writeable(self) -> bool:
+        return getattr(self, "_why", None) is None
+
+    def _set_read_only(self, why: str) -> None:
+        self._why = why
+
+    def _set_writeable_flag(self, value: bool) -> None:
+        """``x.flags.writeable = value``: a mark on this array object (DTensor has no read-only form), which
+        only a flag set so may lift; views taken while it is set are not marked (unlike a plain array's)."""
+        why = getattr(self, "_why", None)
+        if not value:
+            if why is None:
+                self._why = _BY_FLAG
+        elif why is _BY_FLAG:
+            self._why = None
+        elif why is not None:
+            raise ValueError(f"x.flags.writeable = True: cannot set WRITEABLE flag to True of this array: {why}")
+
+    def _check_writeable(self, operation: str) -> None:
+        why = getattr(self, "_why", None)
+        if why is not None:
+            raise ValueError(f"{operation}: assignment destination is read-only: {why}")
+
+    def _write(self, r: torch.Tensor, operation: str) -> None:
+        self._check_writeable(operation)
+        NeuronArray._write(self, r, operation)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         """Write in place: into every rank's copy of a replicated array; into a partitioned one through the whole
         array (gathered, written, each rank's block copied back). A pending sum is resolved first."""
+        self._check_writeable("x[key] = value")
         if self._t.placements[0].is_partial():
             self._t = redistribute(self._t, Replicate())
         key = tuple(map(_whole, key)) if type(key) is tuple else _whole(key)
@@ -199,6 +250,17 @@ class ShardedNeuronArray(NeuronArray):
         return f"ShardedNeuronArray({values}, dtype={_dtypes.name(self.dtype)}, device={self.device!r})"
 
     __str__ = __repr__
+
+
+_BY_FLAG = "it was made read-only by x.flags.writeable = False"
+
+
+def _reverses(key: Any) -> bool:
+    """Whether an indexing key holds a slice with a negative step."""
+    for k in key if type(key) is tuple else (key,):
+        if isinstance(k, slice) and k.step is not None and operator.index(k.step) < 0:
+            return True
+    return False
 
 
 def _whole(x: Any) -> Any:

@@ -265,11 +265,14 @@ def on_host(x: NeuronArray) -> bool:
 
 class _Views:
     """The NeuronArrays of a call replaced by NumPy views of their memory (``np.asarray(x)``); ``found`` counts
-    them."""
+    them. A view is writeable exactly where the NeuronArray is; an array that NumPy cannot view (a lazy conjugate,
+    torch's ``conj()``) is a read-only copy, so that NumPy refuses a write into it rather than losing it.
+    ``read_only`` says why each read-only view is so, for the error."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self.found = 0
+        self.read_only: list[str] = []
 
     def convert(self, value: Any) -> Any:
         """``value`` with every NeuronArray replaced, searched through tuples, lists and dicts; a NeuronArray
@@ -280,7 +283,14 @@ class _Views:
                                 "np.asarray(x) copies x to the host, where NumPy runs it; docs/numpy.md lists "
                                 "the functions that run on the device")
             self.found += 1
-            return np.asarray(value)
+            a = np.asarray(value)
+            if not a.flags.writeable:
+                t = value._t
+                self.read_only.append(
+                    f"a NeuronArray of shape {value.shape} is a lazy conjugate (torch's conj()), which NumPy sees "
+                    "as a read-only copy; resolve it first: xp.asarray(x, copy=True)" if t.is_conj() or t.is_neg()
+                    else f"a NeuronArray of shape {value.shape} is read-only (x.flags.writeable is False)")
+            return a
         if isinstance(value, (tuple, list)):
             items = [self.convert(v) for v in value]
             if all(a is b for a, b in zip(items, value, strict=True)):
@@ -318,7 +328,13 @@ def run_on_host(name: str, call: Callable[..., Any], args: tuple[Any, ...], kwar
         raise TypeError(f"{name} has no NeuronArray implementation, and its NeuronArray argument is not one the "
                         "host fallback converts (like= is handled only by the functions docs/numpy.md lists; "
                         "arrays are searched for in tuples, lists and dicts)")
-    result = call(*new_args, **new_kwargs)
+    try:
+        result = call(*new_args, **new_kwargs)
+    except ValueError as e:
+        if views.read_only and "read-only" in str(e):  # NumPy's own refusal: say which array and why
+            why = "; ".join(dict.fromkeys(views.read_only))
+            raise ValueError(f"{name}: assignment destination is read-only (NumPy: {e}): {why}") from None
+        raise
     out = kwargs.get("out")
     return result if out is None else _as_out(result, out, new_kwargs["out"])
 

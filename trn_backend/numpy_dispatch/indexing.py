@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .. import _dtypes
-from .._array import wrap
+from .._array import numpy_view, readonly_view, viewable, wrap
 from .._helpers import normalize_axis
 from ._common import A, _as, _flat, _promoted, _shape, _to_end
 from ._registry import as_array, device_of, implements, xp
@@ -153,8 +153,19 @@ def diagflat(v: A, k: int = 0) -> A:
 
 @implements(np.diagonal, arrays="a")
 def diagonal(a: A, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A:
-    """numpy.diagonal: the diagonal over any two axes, appended as the last axis."""
-    return xp.linalg.diagonal(_to_end(a, axis1, axis2), offset=offset)
+    """numpy.diagonal: the diagonal over any two axes, appended as the last axis; a read-only view of a, as
+    NumPy's (``d.flags.writeable = True`` allows writes into a, as NumPy does; of a sharded array: a copy)."""
+    if not viewable(a):  # a copy (sharded): read-only still, so that a write meant for a is refused
+        return readonly_view(xp.linalg.diagonal(_to_end(a, axis1, axis2), offset=offset),
+                             "numpy.diagonal of a sharded array is a copy, read-only as NumPy's view is")
+    func = "numpy.diagonal"
+    if a.ndim < 2:
+        raise ValueError(f"{func}(): needs an array of at least 2 dimensions, got shape {a.shape}")
+    i, j = normalize_axis(axis1, a.ndim, func), normalize_axis(axis2, a.ndim, func)
+    if i == j:
+        raise ValueError(f"{func}(): axis1 and axis2 cannot be the same axis ({i}) of an array of shape {a.shape}")
+    k = operator.index(offset)
+    return readonly_view(numpy_view(a, lambda d: np.diagonal(d, k, i, j)), "numpy.diagonal's view is read-only")
 
 
 @implements(np.select, sequences="condlist")

@@ -14,7 +14,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._helpers import normalize_axis
+from .._array import numpy_view, readonly_view, viewable
+from .._helpers import normalize_axes, normalize_axis
 from ._common import A, Shape, _at_least, _axis_arg, _direct, _flat, _shape
 from ._registry import implements, xp
 
@@ -135,8 +136,12 @@ def squeeze(a: A, axis: int | Sequence[int] | None = None) -> A:
 
 @implements(np.flip, arrays="m")
 def flip(m: A, axis: int | Sequence[int] | None = None) -> A:
-    """numpy.flip."""
-    return xp.flip(m, axis=_axis_arg(axis))
+    """numpy.flip: a view, as NumPy's (negative strides: writes go through to m)."""
+    if viewable(m):
+        axes = normalize_axes(_axis_arg(axis), m.ndim, "numpy.flip")
+        return numpy_view(m, lambda a: np.flip(a, axes))
+    # a sharded array: a copy (DTensor has no negative strides), read-only so that writes are refused, not lost
+    return readonly_view(xp.flip(m, axis=_axis_arg(axis)), _SHARDED_COPY.format("numpy.flip"))
 
 
 @implements(np.roll, arrays="a")
@@ -147,7 +152,8 @@ def roll(a: A, shift: int | Sequence[int], axis: int | Sequence[int] | None = No
 
 @implements(np.rot90, arrays="m")
 def rot90(m: A, k: int = 1, axes: Sequence[int] = (0, 1)) -> A:
-    """numpy.rot90: k quarter turns in the plane of axes, from the first axis toward the second."""
+    """numpy.rot90: k quarter turns in the plane of axes, from the first axis toward the second; a view, as
+    NumPy's (of a sharded array: a copy)."""
     func = "numpy.rot90"
     axes = tuple(axes)
     if len(axes) != 2:
@@ -158,12 +164,19 @@ def rot90(m: A, k: int = 1, axes: Sequence[int] = (0, 1)) -> A:
         raise ValueError(f"{func}(): axes={axes!r} out of range for an array of ndim={m.ndim}")
     first, second = (ax % m.ndim for ax in axes)
     k = operator.index(k) % 4
+    if viewable(m):  # a view, as NumPy's (writes go through to m)
+        return numpy_view(m, lambda a: np.rot90(a, k, (first, second)))
     if k == 0:
         return m[...]
+    why = _SHARDED_COPY.format("numpy.rot90")  # a sharded array: a copy, read-only as for flip
     if k == 2:
-        return xp.flip(m, axis=(first, second))
+        return readonly_view(xp.flip(m, axis=(first, second)), why)
     order = list(range(m.ndim))
     order[first], order[second] = order[second], order[first]
     if k == 1:
-        return xp.permute_dims(xp.flip(m, axis=second), tuple(order))
-    return xp.flip(xp.permute_dims(m, tuple(order)), axis=second)
+        return readonly_view(xp.permute_dims(xp.flip(m, axis=second), tuple(order)), why)
+    return readonly_view(xp.flip(xp.permute_dims(m, tuple(order)), axis=second), why)
+
+
+_SHARDED_COPY = ("{} of a sharded array is a copy (DTensor has no negative strides), which refuses writes rather "
+                 "than losing them; write into the array itself")

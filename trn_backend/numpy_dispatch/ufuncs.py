@@ -110,7 +110,22 @@ def _fallback(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dic
     own = getattr(np, ufunc.__name__, None) is ufunc  # NumPy's, or another library's (scipy.special.erf)
     name = (f"numpy.{ufunc.__name__}" if own else f"the ufunc {ufunc.__name__}") + \
         ("" if method == "__call__" else f".{method}")
+    if method == "at" and inputs and isinstance(inputs[0], A):
+        _check_at_target(inputs[0], name)
     return _as_neuron_arrays(name, run_on_host(name, getattr(ufunc, method), inputs, kwargs))
+
+
+def _check_at_target(x: A, name: str) -> None:
+    """``ufunc.at`` writes into its first operand, and NumPy's own does not always check that it is writeable
+    (complex arrays): checked here, before the host view is handed over (a lazy conjugate's is a copy)."""
+    t = x._t
+    if t.is_conj() or t.is_neg():
+        raise ValueError(f"{name}: assignment destination is read-only: a NeuronArray of shape {x.shape} is a "
+                         "lazy conjugate (torch's conj()), which NumPy sees as a read-only copy; resolve it first: "
+                         "xp.asarray(x, copy=True)")
+    if not x.flags.writeable:
+        raise ValueError(f"{name}: assignment destination is read-only: a NeuronArray of shape {x.shape} is "
+                         "read-only (x.flags.writeable is False)")
 
 
 def _as_neuron_arrays(name: str, result: Any) -> Any:
