@@ -175,6 +175,11 @@ class NeuronArray(NdarrayMethods):
     def _writeable(self) -> bool:
         return not self._t.is_inference()
 
+    def _check_writeable(self, operation: str, what: str = "x") -> None:
+        """NumPy's ValueError where the array is read-only, raised before a write route does any other work."""
+        if not self._writeable():
+            raise ValueError(read_only_message(operation, what))
+
     def _set_writeable_flag(self, value: bool) -> None:
         _set_writeable(self, value)
 
@@ -200,6 +205,7 @@ class NeuronArray(NdarrayMethods):
     def fill(self, value: Any) -> None:
         """ndarray.fill: every element set to ``value``, converted to x's dtype as NumPy converts it (a float
         into an integer array truncates; a Python int out of the dtype's range is NumPy's OverflowError)."""
+        self._check_writeable("x.fill(value)")  # first, as NumPy: before the value is converted
         if isinstance(value, NeuronArray):
             if value.ndim != 0:
                 raise ValueError(f"x.fill(value): value must be a scalar or a 0-d array, got shape {value.shape}")
@@ -331,6 +337,10 @@ class NeuronArray(NdarrayMethods):
     def _scalar(self, kind: str) -> Any:
         if self._t.numel() != 1:
             raise TypeError(f"{kind}() needs an array with exactly one element, got shape {self.shape}")
+        if self._t.dim() and kind in _ZERO_D_CONVERSIONS:
+            # NumPy 2 and the standard convert only 0-d arrays to numbers (x.item() and bool() take any size-1 array)
+            raise TypeError(f"{kind}() needs a 0-dimensional array, got shape {self.shape}: only 0-d arrays convert "
+                            "to Python scalars (as in NumPy); use x.item() or x.reshape(())")
         if self._t.dtype in _dtypes.COMPUTE:
             return _unsigned_item(self._t)
         return self._t.item()
@@ -345,6 +355,9 @@ class NeuronArray(NdarrayMethods):
         return element._scalar("item")
 
     def __bool__(self) -> bool:
+        if self._t.numel() != 1:  # NumPy's ValueError (an ambiguous truth value), for an empty array too
+            raise ValueError(f"bool() of an array of shape {self.shape} is ambiguous: it needs exactly one element; "
+                             "use xp.any(x) or xp.all(x)")
         return builtin_bool(self._scalar("bool"))
 
     def __int__(self) -> int:
@@ -766,6 +779,10 @@ def _read_only_capsule(capsule: Any) -> Any:
     return capsule
 
 
+# The Python conversions NumPy 2 allows only on 0-d arrays (int(), float(), complex(), operator.index(), round()).
+_ZERO_D_CONVERSIONS = frozenset({"int", "float", "complex", "index", "round"})
+
+
 def _unsigned_item(t: torch.Tensor) -> int:
     v = int(_dtypes.compute(t).item())
     return v + 2**64 if v < 0 and t.dtype is _dtypes.uint64 else v
@@ -809,13 +826,12 @@ def _inplace(x: NeuronArray, other: Any, fname: str) -> NeuronArray:
     """``x op= other``: the fast path where it applies, else the namespace's function and its result written
     into x, cast back to x's dtype within its kind (NumPy's rule)."""
     func = OPERATORS[fname]
+    x._check_writeable(f"in-place {fname}")  # first, as NumPy: before the operands' dtypes are looked at
     # exact type: the in-place operators of a registered subclass (sharded arrays) take the general path
     if type(x) is NeuronArray:
         fast = _INPLACE_FAST.get(fname)
         if fast is not None and fast[0] is getattr(func, "__wrapped__", func) and not (
                 OVERRIDES and handler((x, other), {})):
-            if x._t.is_inference():  # before the write, which torch refuses only after making it
-                raise ValueError(read_only_message(f"in-place {fname}"))
             try:
                 if fast[1](x._t, other):
                     return x
@@ -1142,6 +1158,11 @@ def numpy_view(x: NeuronArray, op: Callable[[np.ndarray], np.ndarray]) -> Neuron
     t, shape, strides, offset = _layout(x)
     stand_in = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape, strides)
     r = op(stand_in)
+    if not isinstance(r, np.ndarray):  # NumPy read the one element of a 0-d array (np.flip's m[()]): a copy
+        if stand_in.ndim:
+            raise TypeError(f"{getattr(op, '__name__', op)!r} read an element of a {stand_in.ndim}-d array where a "
+                            "view was expected")
+        return wrap(t.as_strided((), (), offset).clone())
     moved = r.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
     return _strided(t, r.shape, r.strides, offset + moved)
 
@@ -1185,6 +1206,16 @@ class FlatIterator:
         x = self._x
         if not x._writeable():
             raise ValueError(read_only_message("x.flat[key] = value"))
+        if type(key) is int:  # NumPy's flatiter reports any failure to store one item as this ValueError
+            try:
+                self._set(key, value)
+            except OverflowError as e:
+                raise ValueError(f"x.flat[{key}] = value: error setting a single item of the array: {e}") from e
+            return
+        self._set(key, value)
+
+    def _set(self, key: Any, value: Any) -> None:
+        x = self._x
         if type(x) is NeuronArray and x._t.is_contiguous():
             wrap(x._t.view(-1))[key] = value  # the flat view of x's memory
             return

@@ -230,8 +230,16 @@ def test_python_conversions(dtype):
     else:
         with pytest.raises(TypeError, match="only integer arrays"):
             operator.index(one)
-    with pytest.raises(TypeError, match="exactly one element"):
-        bool(from_numpy(np.ones(2, dtype=dtype)))
+    # NumPy 2: bool() of several elements or none is an ambiguous truth value (ValueError); the numbers convert
+    # only from 0-d arrays (TypeError for a one-element 1-d array), bool() from any one-element array
+    for shape in ((2,), (0,)):
+        with pytest.raises(ValueError, match="ambiguous"):
+            bool(from_numpy(np.ones(shape, dtype=dtype)))
+    single = from_numpy(np.ones(1, dtype=dtype))
+    assert bool(single) is True
+    for convert in ((complex,) if dtype.startswith("complex") else (int, float, complex)):
+        with pytest.raises(TypeError, match="0-dimensional"):
+            convert(single)
 
 
 def test_uint64_scalar_conversion():

@@ -143,13 +143,48 @@ TABLE: tuple[Difference, ...] = (
         "docs/numpy.md, What dispatch does (out= takes NeuronArrays) and What it does not do (no silent "
         "device-to-host copies)"),
     Difference(
-        "*", "a namespace function (the array API) on a bool operand, or ordering complex operands",
-        lambda c: c.source == "namespace" and ("bool" in c.dtypes or (
-            c.name in ORDERING and bool({"complex64", "complex128"} & set(c.dtypes)))),
+        "*", "a namespace function (the array API) or an operator of the array object on a bool operand, or "
+             "ordering complex operands",
+        lambda c: c.source in ("namespace", "operator") and ("bool" in c.dtypes or (
+            c.name in ORDERING and (bool({"complex64", "complex128"} & set(c.dtypes))
+                                    or any(type(a) is complex for a in c.args)))),
         "TypeError where NumPy computes on bool (add, sum, sign, ... of bools) or orders complex numbers",
         "raises:TypeError",
-        "README/docs: trn_backend is an array API namespace; the standard defines its arithmetic on numeric "
-        "dtypes only, and array-api-strict raises TypeError the same way"),
+        "docs/numpy.md, Where the answers differ: the namespace and the operators are the array API standard's, "
+        "which defines arithmetic on numeric dtypes only and no order of complex numbers (array-api-strict "
+        "raises TypeError the same way)"),
+    Difference(
+        frozenset({"matmul"}), "an operator with a Python list operand ([[1.0, 2.0]] @ x)",
+        lambda c: c.source == "operator" and any(isinstance(a, list) for a in c.args),
+        "TypeError where NumPy converts the list to an array",
+        "raises:TypeError",
+        "docs/numpy.md, Where the answers differ: the operators take arrays and Python scalars, as the array API "
+        "standard's do; np.matmul(list, x) converts lists"),
+    Difference(
+        frozenset({"round"}), "round() of a 0-d array",
+        lambda c: c.source == "operator",
+        "a Python number, as round() of a NumPy scalar gives, where a 0-d ndarray has no __round__",
+        "reference",
+        "docs/usage.md, dtypes: a 0-d array behaves like a number where Python asks for one (reductions return "
+        "0-d arrays where NumPy returns scalars)"),
+    Difference(
+        "*", "a NumPy function writing into a lazy conjugate (trn_backend.from_torch(t.conj())): np.copyto, a "
+             "ufunc's out=",
+        lambda c: c.kind == "write" and "lazy_conj" in c.layouts and bool(c.args) and c.args[0] in (
+            "itself", "slice", "reversed", "reshape", "ravel", "transpose", "swapaxes", "expand_dims", "squeeze",
+            "moveaxis", "flip", "rot90", "diagonal", "broadcast_to", "asarray", "x.T") and c.name in (
+            "copyto", "add out=", "negative out="),
+        "ValueError: NumPy sees a lazy conjugate as a read-only copy of its values, where NumPy's array is plain",
+        "raises:ValueError",
+        "docs/numpy.md, Writeability and views (Lazy conjugates): NumPy cannot see torch's conjugate bit, so a NumPy "
+        "function writing into such an array raises instead of writing into a copy"),
+    Difference(
+        frozenset({"np.from_dlpack"}), "a write through np.from_dlpack of a view with negative steps",
+        lambda c: c.kind == "write" and "reversed" in c.layouts,
+        "ValueError (the export is a read-only copy) where NumPy's export is a view the write goes through",
+        "raises:ValueError",
+        "docs/numpy.md, Writeability and views: torch has no negative strides, so such a view exports a "
+        "read-only copy"),
     Difference(
         "*", "a Python int beyond 2**53 written into a floating array (fill, x[...] =, x.flat, copyto)",
         _big_int_into_float,

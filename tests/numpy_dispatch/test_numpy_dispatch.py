@@ -157,6 +157,7 @@ CASES = [
     Case(np.squeeze, (M[None, :, None],)), Case(np.squeeze, (M[None],), {"axis": 0}),
     Case(np.expand_dims, (M, (0, 3))), Case(np.broadcast_to, (V, (3, 4))),
     Case(np.broadcast_arrays, (V, M[:, :1])), Case(np.flip, (T3,)), Case(np.flip, (T3,), {"axis": (0, 2)}),
+    Case(np.unstack, (T3,), {"axis": 1}), Case(np.unstack, (V,)),
     Case(np.roll, (T3, 2)), Case(np.roll, (T3, (1, -1)), {"axis": (0, 2)}), Case(np.tile, (M, 2)),
     Case(np.tile, (V, (2, 1, 2))), Case(np.repeat, (M, 2)), Case(np.repeat, (M, [1, 0, 2]), {"axis": 0}),
     Case(np.tril, (M,)), Case(np.triu, (T3, -1)), Case(np.meshgrid, (V, W[:3])),

@@ -205,7 +205,7 @@ class ShardedNeuronArray(NeuronArray):
         elif why is not None:
             raise ValueError(f"x.flags.writeable = True: cannot set WRITEABLE flag to True of this array: {why}")
 
-    def _check_writeable(self, operation: str) -> None:
+    def _check_writeable(self, operation: str, what: str = "x") -> None:
         why = getattr(self, "_why", None)
         if why is not None:
             raise ValueError(f"{operation}: assignment destination is read-only: {why}")

@@ -250,8 +250,18 @@ def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: di
     for k, convert in entry.converters.items():
         if k in values:
             values[k] = convert(values[k], (args, kwargs), entry.name, k)
+    if out is not None:
+        check_writeable(out, entry.name)
     result = _call(entry, values)
     return result if out is None else write_out(result, out, entry.name)
+
+
+def check_writeable(out: Any, func: str) -> None:
+    """A read-only ``out=`` (a NeuronArray, or a tuple of them) is NumPy's ValueError, raised before anything is
+    computed or cast, as NumPy checks it first."""
+    for o in out if isinstance(out, tuple) else (out,):
+        if isinstance(o, NeuronArray):
+            o._check_writeable(f"{func}(out=...)", "out")
 
 
 # --- the host fallback: NumPy functions and ufuncs outside the tables ---
@@ -485,6 +495,7 @@ def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False, cast
     if not isinstance(out, NeuronArray):
         raise TypeError(f"{func}(): out= must be a NeuronArray, got {type(out).__name__} (writing a NeuronArray "
                         "result into it would copy device data to the host)")
+    check_writeable(out, func)
     if not isinstance(result, NeuronArray):
         raise TypeError(f"{func}(): out= needs a function with one array result")
     if result.device != out.device:

@@ -144,6 +144,19 @@ def flip(m: A, axis: int | Sequence[int] | None = None) -> A:
     return readonly_view(xp.flip(m, axis=_axis_arg(axis)), _SHARDED_COPY.format("numpy.flip"))
 
 
+@implements(np.unstack, arrays="x")
+def unstack(x: A, /, *, axis: int = 0) -> tuple[A, ...]:
+    """numpy.unstack: the slices along axis, views of x as NumPy's are (of a view with negative steps too)."""
+    if x.ndim == 0:
+        raise ValueError("numpy.unstack(): x must have at least one dimension, got a 0-d array")
+    axis = normalize_axis(axis, x.ndim, "numpy.unstack")
+    if x.ndim == 1:  # NumPy reads the elements, copies
+        return tuple(x[i] for i in range(x.shape[0]))
+    if viewable(x):
+        return tuple(numpy_view(x, lambda a, i=i: np.moveaxis(a, axis, 0)[i]) for i in range(x.shape[axis]))
+    return xp.unstack(x, axis=axis)
+
+
 @implements(np.roll, arrays="a")
 def roll(a: A, shift: int | Sequence[int], axis: int | Sequence[int] | None = None) -> A:
     """numpy.roll."""

@@ -21,7 +21,17 @@ import torch
 from .. import _dtypes
 from .._helpers import PY_SCALARS, NeuronArray, check_broadcastable
 from ._common import _extreme
-from ._registry import as_array, call_device, can_cast, device_of, run_on_host, to_dtype, write_out, xp
+from ._registry import (
+    as_array,
+    call_device,
+    can_cast,
+    check_writeable,
+    device_of,
+    run_on_host,
+    to_dtype,
+    write_out,
+    xp,
+)
 
 __all__ = ["UFUNCS", "REDUCE", "ACCUMULATE", "array_ufunc", "methods"]
 
@@ -149,9 +159,12 @@ def _foreign(inputs: tuple[Any, ...], out: Any) -> bool:
     return False
 
 
-def _take_out(kwargs: dict[str, Any]) -> Any:
+def _take_out(kwargs: dict[str, Any], name: str) -> Any:
     out = kwargs.pop("out", None)
-    return None if out is None or all(o is None for o in out) else out
+    if out is None or all(o is None for o in out):
+        return None
+    check_writeable(out, name)  # before the ufunc runs, as NumPy checks it
+    return out
 
 
 def _reject(kwargs: dict[str, Any], name: str) -> None:
@@ -194,7 +207,7 @@ def _finish(result: A, out: Any, name: str) -> A:
 
 
 def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
-    out = _take_out(kwargs)
+    out = _take_out(kwargs, name)
     dtype = to_dtype(kwargs.pop("dtype", None), name)
     ops = _operands(ufunc, inputs, out, dtype, name)
     if ufunc.nin == 2 and ufunc.signature is None and isinstance(ops[0], A) and isinstance(ops[1], A):
@@ -234,7 +247,7 @@ def _vecdot_axis(axis: int, ops: list[Any]) -> int:
 
 
 def _reduce(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
-    out = _take_out(kwargs)
+    out = _take_out(kwargs, name)
     dtype = to_dtype(kwargs.pop("dtype", None), name)
     axis, keepdims = kwargs.pop("axis", 0), kwargs.pop("keepdims", False)
     initial = kwargs.pop("initial", None) if ufunc not in _LOGICAL else None
@@ -253,7 +266,7 @@ def _reduce(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], na
 
 
 def _accumulate(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name: str) -> A:
-    out = _take_out(kwargs)
+    out = _take_out(kwargs, name)
     dtype = to_dtype(kwargs.pop("dtype", None), name)
     axis = kwargs.pop("axis", 0)
     _reject(kwargs, name)
