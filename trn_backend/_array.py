@@ -329,6 +329,11 @@ class NeuronArray(NdarrayMethods):
             kwargs = {**kwargs, "like": self}
         return PROTOCOLS["array_function"](func, types, args, kwargs)
 
+    def _numpy_method(self, func: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        """ndarray's method of the NumPy function ``func`` (``x.sum(...)``) on this array, through the dispatch
+        table without NumPy's own dispatch (see trn_backend._ndarray)."""
+        return PROTOCOLS["method"](func, self, args, kwargs)
+
     def __array_ufunc__(self, ufunc: Any, method: str, *inputs: Any, **kwargs: Any) -> Any:
         """NEP 13: NumPy ufuncs on NeuronArrays run on this namespace (see trn_backend.numpy_dispatch)."""
         return PROTOCOLS["array_ufunc"](ufunc, method, inputs, kwargs)

@@ -2,13 +2,14 @@
 x.sum(axis=...), x.reshape(...), x.astype(...)).
 
 Each runs the NumPy dispatch table's implementation of the NumPy function of its name (trn_backend.numpy_dispatch),
-which calls the namespace: one implementation of each rule. The method hands the call to the array's own
-``__array_function__`` directly rather than through the NumPy function, whose wrapper and protocol lookup cost
-more than the work of a small reduction; where an argument is another array type with its own
+which calls the namespace: one implementation of each rule. The method hands the call to the dispatch table
+directly (``_numpy_method``, which calls the implementation itself where the arguments need no conversion)
+rather than through the NumPy function and its protocol; where an argument is another array type with its own
 ``__array_function__``, the NumPy function runs instead, so that NumPy's protocol lets that type take part.
 NumPy's in-place methods sort and resize are left out (``fill`` and the attributes ``real``, ``imag``,
 ``strides``, ``flat`` are NeuronArray's own). ``NdarrayMethods`` is a base class of NeuronArray, which supplies
-``_t`` (the tensor), ``size`` and ``__array_function__``; ``item``, a Python conversion, is NeuronArray's own.
+``_t`` (the tensor), ``size``, ``__array_ufunc__`` and ``_numpy_method``; ``item``, a Python conversion, is
+NeuronArray's own.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ __all__ = ["NdarrayMethods"]
 
 
 def _numpy(func: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """``func(x, *args, **kwargs)`` as NumPy would run it on ``x``: the array's ``__array_function__`` with no
+    """``func(x, *args, **kwargs)`` as NumPy would run it on ``x``: the dispatch table (``_numpy_method``) with no
     other array type taking part (``__array_ufunc__`` for a ufunc), else the NumPy function itself (NumPy's
     protocol then asks each type)."""
     for a in (*args, *kwargs.values()):
@@ -31,7 +32,7 @@ def _numpy(func: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
             return func(x, *args, **kwargs)
     if isinstance(func, np.ufunc):  # conj and conjugate are ufuncs: NEP 13's entry
         return x.__array_ufunc__(func, "__call__", x, *args, **kwargs)
-    return x.__array_function__(func, (), (x, *args), kwargs)
+    return x._numpy_method(func, args, kwargs)
 
 
 class NdarrayMethods:

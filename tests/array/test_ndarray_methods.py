@@ -67,3 +67,40 @@ def test_methods_with_another_array_type_leave_the_decision_to_numpys_protocol()
     x = xp.asarray(np.ones((3, 4)))
     with pytest.raises(TypeError, match="dask"):
         x.dot(da.ones((4, 2)))
+
+
+# calls whose arguments take each road through the table: by position, by keyword, converted (dtype), out=,
+# an argument the implementation lacks at NumPy's default (where=True), and errors
+CALLS = [
+    ("sum", (0,), {}), ("sum", (), {"axis": (0, 1), "keepdims": True}), ("sum", (1, np.float32), {}),
+    ("sum", (), {"dtype": "int64"}), ("sum", (), {"where": True}), ("prod", (), {"axis": -1, "initial": 2}),
+    ("mean", (0,), {"keepdims": True}), ("std", (), {"axis": 1, "ddof": 1}), ("var", (None, None, None, 1), {}),
+    ("max", (), {"axis": 0, "initial": 7}), ("argmin", (1,), {}), ("cumsum", (), {"axis": 0, "dtype": np.float32}),
+    ("any", (), {"axis": 1}), ("all", (0,), {"keepdims": True}), ("clip", (1, 3), {}), ("round", (1,), {}),
+    ("take", ([2, 0],), {"axis": 1}), ("repeat", (2,), {"axis": 0}), ("swapaxes", (0, 1), {}),
+]
+
+
+@pytest.mark.parametrize("name, args, kwargs", CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CALLS)])
+def test_method_calls_match_numpys_methods(name, args, kwargs):
+    a = np.arange(12.0).reshape(3, 4) / 3
+    assert_same_result(getattr(xp.asarray(a), name)(*args, **kwargs), getattr(a.copy(), name)(*args, **kwargs))
+
+
+def assert_same_result(got, want):
+    assert isinstance(got, xp.NeuronArray), type(got)
+    g = np.asarray(got)
+    assert g.dtype == np.asarray(want).dtype and g.shape == np.shape(want)
+    np.testing.assert_allclose(g, want, rtol=1e-12)
+
+
+def test_method_out_and_errors_follow_numpy():
+    x = xp.asarray(np.arange(12.0).reshape(3, 4))
+    out = xp.zeros(4)
+    assert x.sum(0, out=out) is out and np.asarray(out).tolist() == [12.0, 15.0, 18.0, 21.0]
+    with pytest.raises(TypeError, match="bogus"):
+        x.sum(bogus=1)
+    with pytest.raises(TypeError, match="where"):
+        x.sum(where=np.ones((3, 4), bool))
+    with pytest.raises(TypeError):
+        x.sum(0, 1, 2, 3, 4, 5, 6, 7)

@@ -40,7 +40,7 @@ from . import (  # noqa: F401  (register the table's entries)
     sorting,
     statistics,
 )
-from ._registry import TABLE, dispatch, qualname
+from ._registry import TABLE, dispatch, method, qualname
 from .ufuncs import UFUNCS, array_ufunc, methods
 
 __all__ = ["array_function", "array_ufunc", "handled_functions", "handled_ufuncs", "markdown", "register_dask", "BEGIN",
@@ -107,4 +107,4 @@ def markdown() -> str:
 # The array object's NumPy protocols (it imports nothing above it; see _array.PROTOCOLS). ``array_function`` is
 # ``dispatch`` itself: NumPy calls it for every function, and a forwarding call would cost a frame each time.
 _array.PROTOCOLS.update(array_function=dispatch, array_ufunc=array_ufunc, register_dask=register_dask,
-                        like=creation.LIKE)
+                        like=creation.LIKE, method=method)

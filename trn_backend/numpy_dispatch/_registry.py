@@ -256,6 +256,40 @@ def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: di
     return result if out is None else write_out(result, out, entry.name)
 
 
+def method(func: Any, x: NeuronArray, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """ndarray's method of ``func``'s name on ``x`` (``x.sum(axis=0)``): the table's implementation called
+    directly where the call needs none of ``dispatch``'s work (each argument one the implementation takes by
+    keyword and none to convert), else ``dispatch``, which gives the same answer with more work."""
+    names = _METHOD_NAMES.get(func, _UNSET)
+    if names is _UNSET:
+        names = _METHOD_NAMES[func] = _positional_names(func)
+    if names is not None and len(args) < len(names):
+        entry = TABLE[func]
+        values = dict(zip(names, (x, *args), strict=False))
+        for name, value in kwargs.items():
+            if name in values or name not in entry.impl_names or (value is not None and name in entry.converters):
+                break
+            values[name] = value
+        else:
+            if all(name in entry.impl_names and (value is None or name not in entry.converters)
+                   for name, value in zip(names[1:], args, strict=False)):
+                return entry.impl(**values)
+    return dispatch(func, (), (x, *args), kwargs)
+
+
+# NumPy function -> the names of its parameters that take positions, the array first, where its implementation
+# is called all by keyword (None: ``method`` always dispatches); filled on first use
+_METHOD_NAMES: dict[Any, Any] = {}
+
+
+def _positional_names(func: Any) -> tuple[str, ...] | None:
+    entry = TABLE.get(func)
+    if entry is None or not entry.by_keyword or entry.any_keyword:
+        return None
+    names = tuple(p.name for p in entry.signature.parameters.values() if p.kind in _POSITIONAL)
+    return names if names and names[0] in entry.impl_names else None
+
+
 def check_writeable(out: Any, func: str) -> None:
     """A read-only ``out=`` (a NeuronArray, or a tuple of them) is NumPy's ValueError, raised before anything is
     computed or cast, as NumPy checks it first."""
