@@ -336,6 +336,12 @@ def vector_norm(x: NeuronArray, /, *, axis: int | tuple[int, ...] | None = None,
     t = _floating(x, "vector_norm")
     p = _order(ord, "vector_norm")
     axes = normalize_axes(axis, t.dim(), "vector_norm")
+    if p == 2 and t.is_complex():
+        # NumPy's 2-norm of complex values is sqrt(sum(re**2 + im**2)), not a sum of squared hypot(re, im):
+        # inf+nanj counts as nan there (hypot would make it inf); computed as the norm over axes and the (re, im)
+        # axis of the real view (with axes=() too: each element alone)
+        out = torch.linalg.vector_norm(torch.view_as_real(t), 2, dim=(*axes, t.dim()), keepdim=bool(keepdims))
+        return wrap(out.squeeze(-1) if keepdims else out)
     if not axes:  # the norm of each element alone (torch would read dim=() as every axis)
         return wrap((t != 0).to(_dtypes.real_of(t.dtype)) if p == 0 else torch.abs(t))
     if math.prod(t.shape[a] for a in axes) == 0 and (p < 0 or p == inf):
