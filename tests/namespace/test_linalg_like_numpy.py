@@ -114,3 +114,23 @@ def test_other_orders_of_complex_norms_still_use_the_magnitude(ord_):
     z = _complex_with_non_finite_parts("complex128")
     want = np.linalg.vector_norm(z, axis=-1, ord=ord_)
     assert_same(xp.linalg.vector_norm(from_numpy(z), axis=-1, ord=ord_), want, rtol=1e-14)
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan, complex(0, np.inf), complex(np.nan, 1)])
+def test_lstsq_raises_numpys_linalgerror_for_any_non_finite_a(bad):
+    a = np.array([[-1 + 1j, -1 - 1j], [2.0, 6.5e16 - 1j], [1.0, -1 + 1j]])
+    a[2, 0] = bad
+    b = np.array([3e229, 2.0, -3.0])
+    _numpy_raises_linalgerror(lambda: np.linalg.lstsq(a, b))
+    with pytest.raises(np.linalg.LinAlgError, match=r"lstsq\(\): SVD did not converge"):
+        np.linalg.lstsq(from_numpy(a), from_numpy(b))
+
+
+def test_lstsq_of_non_finite_b_answers_as_numpy_does():
+    # NumPy answers (no LinAlgError) when only b is non-finite; which outputs are inf or nan then depends on the
+    # BLAS, so only the answer's dtype and shape are compared
+    a, b = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]), np.array([np.inf, 1.0, 2.0])
+    want = np.linalg.lstsq(a, b)
+    got = np.linalg.lstsq(from_numpy(a), from_numpy(b))
+    assert np.asarray(got[0]).dtype == want[0].dtype and np.asarray(got[0]).shape == want[0].shape
+    assert got[2] == want[2]
