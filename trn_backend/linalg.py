@@ -3,7 +3,8 @@
 Decompositions, solvers and norms run on torch.linalg; products (matmul, tensordot, vecdot, and outer and
 matrix_power built on matmul) go through the contraction planner and the kernel layer. Integer input of the
 floating-point functions promotes to the default floating dtype, as in NumPy; bool input is a TypeError.
-Singular or non-positive-definite input is a ValueError (NumPy's LinAlgError is a ValueError too).
+Where NumPy raises numpy.linalg.LinAlgError (a ValueError) these functions raise it too: singular or
+non-positive-definite input, and decompositions that do not converge (non-finite input of svd, eigh, ...).
 """
 
 from __future__ import annotations

@@ -154,12 +154,14 @@ def test_fftshift_and_ifftshift(data, shape, dtype):
     assert_same(fft.ifftshift(from_numpy(a), axes=axes), np.fft.ifftshift(a, axes=axes))
 
 
-def test_shifting_a_0d_array_copies_it():
+def test_shifting_a_0d_array_raises_like_numpy():
     x = from_numpy(np.array(3.0))
-    for shift in (fft.fftshift, fft.ifftshift):
-        out = shift(x)
-        assert_same(out, np.array(3.0))
-        assert out._t.data_ptr() != x._t.data_ptr()
+    for shift, np_shift in ((fft.fftshift, np.fft.fftshift), (fft.ifftshift, np.fft.ifftshift)):
+        for axes in (None, ()):
+            with pytest.raises(ValueError):
+                np_shift(np.array(3.0), axes=axes)
+            with pytest.raises(ValueError, match=r"shift\(\) needs an array of at least one dimension"):
+                shift(x, axes=axes)
 
 
 # ---------------------------------------------------------------- errors

@@ -106,9 +106,12 @@ def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, st
     """A 1-D transform with the standard's signature (x, /, *, n=None, axis=-1, norm='backward')."""
     def f(x: NeuronArray, /, *, n: int | None = None, axis: int = -1,
           norm: str = "backward") -> NeuronArray:
-        t = prepare(x, name)
+        # the number of points is checked before the dtype, as in NumPy: complex input of rfft with an empty
+        # axis is the ValueError of the empty transform, not the TypeError of the dtype
+        t = tensor(x, name)
         dim = normalize_axis(axis, t.dim(), name)
         points = _points(t, dim, None if n is None else _length(n, name), halved, name)
+        t = prepare(x, name)
         return wrap(_transform(op, t, (dim,), n=points, dim=dim, norm=_norm(norm, name)))
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
@@ -121,8 +124,9 @@ def _n_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str]
     real-data transforms (real=True) need an axis to halve."""
     def f(x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str = "backward") -> NeuronArray:
+        # the sizes before the dtype, as in NumPy (see _one_dim)
+        sizes, dims = _sizes_and_axes(tensor(x, name), s, axes, halved, name)
         t = prepare(x, name)
-        sizes, dims = _sizes_and_axes(t, s, axes, halved, name)
         norm = _norm(norm, name)
         if not dims:
             if real:
@@ -190,6 +194,9 @@ def rfftfreq(n: int, /, *, d: float = 1.0, dtype: torch.dtype | None = None,
 def _shift(name: str, op: Callable[..., Tensor], doc: str) -> Callable[..., NeuronArray]:
     def f(x: NeuronArray, /, *, axes: int | Sequence[int] | None = None) -> NeuronArray:
         t = tensor(x, name)
+        if t.dim() == 0:
+            # a 0-d array has no axis to shift; NumPy raises a ValueError too (with axes=() as well)
+            raise ValueError(f"{name}() needs an array of at least one dimension, got a 0-d array")
         dims = normalize_axes(axes, t.dim(), name)
         return wrap(op(t, dim=dims) if dims else t.clone())
     f.__name__ = f.__qualname__ = name

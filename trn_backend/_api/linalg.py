@@ -3,9 +3,10 @@ functions."""
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import math
-from collections.abc import Iterator
+import re
+from collections.abc import Callable
 from typing import NamedTuple
 
 import numpy as np
@@ -96,13 +97,22 @@ def _int_arg(value: object, func: str, arg: str) -> int:
     return int(value)
 
 
-@contextlib.contextmanager
-def _linalg_errors(func: str) -> Iterator[None]:
-    """torch's LinAlgError (singular or not positive-definite input) as a ValueError naming our function."""
-    try:
-        yield
-    except torch.linalg.LinAlgError as e:
-        raise ValueError(f"{func}(): {e}") from None
+def _numpy_errors(func: Callable[..., object]) -> Callable[..., object]:
+    """``func`` with torch's LinAlgError (singular, not positive-definite, or non-converging input) raised as
+    numpy.linalg.LinAlgError naming the function: the error NumPy raises in those cases (a ValueError too), on
+    the namespace and on NumPy's entry points alike, which both run the functions of this module."""
+    name = func.__name__
+
+    @functools.wraps(func)
+    def wrapper(*args: object, **kwargs: object) -> object:
+        try:
+            return func(*args, **kwargs)
+        except torch.linalg.LinAlgError as e:
+            # torch's message names its own kernel ("torch.linalg.solve: ..."); ours names the public function
+            detail = re.sub(r"^(torch\.)?linalg\.\w+: ", "", str(e))
+            raise np.linalg.LinAlgError(f"linalg.{name}(): {detail}") from None
+
+    return wrapper
 
 
 # ---------------------------------------------------------------- decompositions and solvers
@@ -110,8 +120,7 @@ def _linalg_errors(func: str) -> Iterator[None]:
 def cholesky(x: NeuronArray, /, *, upper: bool = False) -> NeuronArray:
     """Cholesky factor (lower, or upper with upper=True) of Hermitian positive-definite matrices."""
     t = _lapack(x, "cholesky", square=True)
-    with _linalg_errors("cholesky"):
-        return wrap(torch.linalg.cholesky(t, upper=bool(upper)))
+    return wrap(torch.linalg.cholesky(t, upper=bool(upper)))
 
 
 def det(x: NeuronArray, /) -> NeuronArray:
@@ -127,10 +136,9 @@ def slogdet(x: NeuronArray, /) -> SlogdetResult:
 
 
 def inv(x: NeuronArray, /) -> NeuronArray:
-    """Inverse of square matrices; a singular matrix is a ValueError."""
+    """Inverse of square matrices; a singular matrix is a numpy.linalg.LinAlgError."""
     t = _lapack(x, "inv", square=True)
-    with _linalg_errors("inv"):
-        return wrap(torch.linalg.inv(t))
+    return wrap(torch.linalg.inv(t))
 
 
 def solve(x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
@@ -153,8 +161,7 @@ def solve(x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
     except RuntimeError:
         raise ValueError(f"solve(): the batch shapes of x1 {tuple(a.shape)} and x2 {tuple(x2.shape)} do not "
                          "broadcast") from None
-    with _linalg_errors("solve"):
-        out = torch.linalg.solve(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
+    out = torch.linalg.solve(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
     return wrap(out.squeeze(-1) if vector else out)
 
 
@@ -329,6 +336,12 @@ def vector_norm(x: NeuronArray, /, *, axis: int | tuple[int, ...] | None = None,
     t = _floating(x, "vector_norm")
     p = _order(ord, "vector_norm")
     axes = normalize_axes(axis, t.dim(), "vector_norm")
+    if p == 2 and t.is_complex():
+        # NumPy's 2-norm of complex values is sqrt(sum(re**2 + im**2)), not a sum of squared hypot(re, im):
+        # inf+nanj counts as nan there (hypot would make it inf); computed as the norm over axes and the (re, im)
+        # axis of the real view (with axes=() too: each element alone)
+        out = torch.linalg.vector_norm(torch.view_as_real(t), 2, dim=(*axes, t.dim()), keepdim=bool(keepdims))
+        return wrap(out.squeeze(-1) if keepdims else out)
     if not axes:  # the norm of each element alone (torch would read dim=() as every axis)
         return wrap((t != 0).to(_dtypes.real_of(t.dtype)) if p == 0 else torch.abs(t))
     if math.prod(t.shape[a] for a in axes) == 0 and (p < 0 or p == inf):
@@ -366,3 +379,11 @@ def matrix_norm(x: NeuronArray, /, *, keepdims: bool = False,
         raise ValueError(f"matrix_norm(): ord={ord} takes a minimum over an empty set for shape "
                          f"{tuple(t.shape)}")
     return wrap(torch.linalg.matrix_norm(t, ord=ord, dim=(-2, -1), keepdim=bool(keepdims)))
+
+
+# the one place torch's LinAlgError becomes NumPy's: every public function defined here (the products come from
+# the contraction planner, which raises no LinAlgError)
+for _name in __all__:
+    if globals()[_name].__module__ == __name__:
+        globals()[_name] = _numpy_errors(globals()[_name])
+del _name

@@ -270,6 +270,9 @@ def _check_broadcast(s1: Size, s2: Size, func: str, what: str, full1: Size, full
 
 @functools.lru_cache(maxsize=4096)
 def _vecdot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axis: int) -> Spec:
+    for shape, arg in ((sa, "x1"), (sb, "x2")):
+        if not shape:  # no axis to contract at all: NumPy's ValueError, whatever the axis
+            raise ValueError(f"vecdot(): {arg} is 0-dimensional; both arrays need at least one dimension")
     low = -min(len(sa), len(sb))
     if not low <= axis <= -1:
         raise (ValueError if axis >= 0 else IndexError)(

@@ -237,6 +237,11 @@ def lstsq(a: A, b: A, rcond: Any = None) -> tuple[A, A, np.int32, A]:
     if cutoff_ratio < 0:
         cutoff_ratio = eps
     a, rhs = _as(a, dtype), _as(b if b.ndim == 2 else xp.reshape(b, (m, 1)), dtype)
+    if not bool(xp.all(xp.isfinite(a))):
+        # LAPACK's gelsd, NumPy's solver, never converges on inf or nan in a (the SVD's own scaling fails);
+        # torch's SVD returns NaNs for some such inputs instead of raising
+        raise np.linalg.LinAlgError(f"{func}(): SVD did not converge in Linear Least Squares: a contains infs or "
+                                    "NaNs")
     x, s, rank = _svd_solve(a, rhs, cutoff_ratio)
     if rank == n and m > n:
         residuals = xp.sum(xp.square(xp.abs(rhs - xp.matmul(a, x))), axis=0)
