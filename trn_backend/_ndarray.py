@@ -27,12 +27,22 @@ def _numpy(func: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
     """``func(x, *args, **kwargs)`` as NumPy would run it on ``x``: the dispatch table (``_numpy_method``) with no
     other array type taking part (``__array_ufunc__`` for a ufunc), else the NumPy function itself (NumPy's
     protocol then asks each type)."""
-    for a in (*args, *kwargs.values()):
-        if hasattr(a, "__array_function__") and not isinstance(a, (NdarrayMethods, np.ndarray)):
-            return func(x, *args, **kwargs)
+    for values in (args, kwargs.values()):
+        for a in values:
+            foreign = _FOREIGN.get(type(a))
+            if foreign is None:
+                foreign = _FOREIGN[type(a)] = hasattr(type(a), "__array_function__") and not issubclass(
+                    type(a), (NdarrayMethods, np.ndarray))
+            if foreign:
+                return func(x, *args, **kwargs)
     if isinstance(func, np.ufunc):  # conj and conjugate are ufuncs: NEP 13's entry
         return x.__array_ufunc__(func, "__call__", x, *args, **kwargs)
     return x._numpy_method(func, args, kwargs)
+
+
+# type -> whether it is another array type with its own __array_function__ (filled as types are met: a lookup
+# that fails, for ints and None, costs more than the rest of a small method call)
+_FOREIGN: dict[type, bool] = {}
 
 
 class NdarrayMethods:

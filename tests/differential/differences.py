@@ -13,7 +13,8 @@ the drawn Case, described in ``condition``), ``differs`` what differs, ``relax``
 - ``reference``: NumPy has no answer to compare with (it raises where the reference library lacks the case);
 - ``skip``: the values are not comparable (a documented other dtype whose answer is an ulp step of it);
 - ``stable``: NumPy's reference is called with ``kind="stable"`` (our sorts are stable whatever ``kind``);
-- ``ulp``: memory after a write is compared within one unit in the last place of the dtype.
+- ``ulp``: memory after a write is compared within one unit in the last place of the dtype;
+- ``shape``: only the result's dtype and shape are compared (and that neither side raises where the other answers).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ class Case:
     kwargs: dict[str, Any] = field(default_factory=dict)
     kind: str = "call"
     source: str = "numpy"  # numpy, fallback, namespace, ufunc, operator, write
+    nonfinite: bool = False  # an array operand holds inf or nan
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,16 @@ def _big_int_into_float(case: Case) -> bool:
     """A write of a Python int that float64 cannot hold exactly (beyond 2**53) into a floating array."""
     value = case.kwargs.get("value")
     return case.kind == "write" and type(value) is int and abs(value) > 2**53 and bool(set(case.dtypes) & INEXACT)
+
+
+# the functions whose answer on inf or nan comes from a BLAS, LAPACK or FFT library (NumPy's as much as torch's)
+CONTRACTIONS = frozenset({"dot", "vdot", "vecdot", "inner", "tensordot", "matmul", "einsum", "kron", "tensorinv",
+                          "tensorsolve", "multi_dot", "matrix_power"})
+
+
+def _library_special_values(case: Case) -> bool:
+    return case.nonfinite and case.kind == "call" and (
+        case.name in CONTRACTIONS or case.name.startswith(("linalg.", "fft.")))
 
 
 def _uint64_with_signed(case: Case) -> bool:
@@ -192,6 +204,22 @@ TABLE: tuple[Difference, ...] = (
         "float32/float16/bfloat16 (the two differ by at most one unit in the last place)",
         "ulp",
         "docs/numpy.md, Where the answers differ: a Python int is rounded once to a floating dtype"),
+    Difference(
+        "*", "a product, a solve, a decomposition or an FFT with inf or nan in an operand",
+        _library_special_values,
+        "which outputs are inf and which nan (and NumPy's own answer differs between np.matmul and np.einsum on "
+        "the same data): only the dtype and shape are compared",
+        "shape",
+        "docs/numpy.md, Where the answers differ: inf and nan in products, solves and FFTs follow the library "
+        "kernels' arithmetic; tests/numpy_dispatch/test_special_values.py checks products against the textbook "
+        "formula instead"),
+    Difference(
+        frozenset({"linalg.eig", "linalg.eigvals"}), "a namespace call on a real floating matrix",
+        lambda c: c.source == "namespace" and not ({"complex64", "complex128"} & set(c.dtypes)),
+        "complex eigenvalues always, where NumPy's are real when all of them are",
+        "dtype",
+        "the array API standard's eig and eigvals return a complex floating-point array; numpy.linalg.eig on a "
+        "NeuronArray keeps NumPy's rule (docs/numpy.md, Where the answers differ)"),
     Difference(
         frozenset({"pad"}), "constant_values out of the range of an unsigned integer dtype",
         lambda c: bool(set(c.dtypes) & {"uint8", "uint16", "uint32", "uint64"}),

@@ -43,20 +43,22 @@ def check_call(entry: Entry, args: tuple, kwargs: dict, operands: list[Operand])
         op.build()
     d = types.SimpleNamespace(operands=operands)
     case = Case(entry.name, tuple(op.dtype for op in d.operands), tuple(op.layout for op in d.operands),
-                args, kwargs, source=entry.id.split(":", 1)[0])
+                args, kwargs, source=entry.id.split(":", 1)[0],
+                nonfinite=any(_nonfinite(op.value) for op in d.operands))
     relax = relaxations(case)
     np_kwargs = dict(kwargs, kind="stable") if "stable" in relax and entry.name in ("sort", "argsort") else kwargs
     note(f"{entry.id}: args={args!r} kwargs={kwargs!r}")
     want = outcome(entry.np_fn, *side(args, "np"), **side(np_kwargs, "np"))
     got = outcome(entry.xp_fn, *side(args, "xp"), **side(kwargs, "xp"))
     note(f"NumPy: {want!r}\nNeuronArray side: {got!r}")
-    if recipe.check == "shape":
+    if recipe.check == "shape" or "shape" in relax:
         # uninitialised memory, or decompositions unique only up to signs/phases: dtype and shape only
         if isinstance(want, Raised) or isinstance(got, Raised):
             assert_matches(got, want, relax=relax, what=entry.id)
         else:
             for g, w in zip(_leaves(got), _leaves(want), strict=True):
-                assert_matches(g.dtype, w.dtype, what=f"{entry.id} dtype")
+                if "dtype" not in relax:  # a documented other dtype (differences.py)
+                    assert_matches(g.dtype, w.dtype, what=f"{entry.id} dtype")
                 assert_matches(tuple(g.shape), tuple(w.shape), what=f"{entry.id} shape")
     elif recipe.check == "sorted" and not isinstance(got, Raised) and not isinstance(want, Raised):
         assert isinstance(got, xp.NeuronArray), f"{entry.id}: {type(got).__name__} where NumPy returns an ndarray"
@@ -65,6 +67,14 @@ def check_call(entry: Entry, args: tuple, kwargs: dict, operands: list[Operand])
     else:
         assert_matches(got, want, close=recipe.close, relax=relax, what=entry.id)
     assert_bases(d.operands, what=f"{entry.id} operands' memory")
+
+
+def _nonfinite(value: np.ndarray) -> bool:
+    a = np.asarray(value)
+    if a.dtype.kind in "biu":
+        return False
+    with np.errstate(invalid="ignore"):
+        return not np.isfinite(a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)).all()
 
 
 def _leaves(result):

@@ -134,3 +134,14 @@ def test_lstsq_of_non_finite_b_answers_as_numpy_does():
     got = np.linalg.lstsq(from_numpy(a), from_numpy(b))
     assert np.asarray(got[0]).dtype == want[0].dtype and np.asarray(got[0]).shape == want[0].shape
     assert got[2] == want[2]
+
+
+@pytest.mark.parametrize("bad", [np.inf, -np.inf, np.nan])
+@pytest.mark.parametrize("name", ["eig", "eigvals"])
+def test_general_eigensolvers_raise_numpys_linalgerror_for_non_finite_input(name, bad):
+    a = np.array([[1.0, bad], [0.0, 2.0]])
+    with pytest.raises(np.linalg.LinAlgError):
+        getattr(np.linalg, name)(a)
+    for run in (lambda: getattr(xp.linalg, name)(from_numpy(a)), lambda: getattr(np.linalg, name)(from_numpy(a))):
+        with pytest.raises(np.linalg.LinAlgError, match=name):
+            run()

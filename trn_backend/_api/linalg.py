@@ -197,14 +197,23 @@ def eigvalsh(x: NeuronArray, /) -> NeuronArray:
 
 
 def eig(x: NeuronArray, /) -> EigResult:
-    """Eigenvalues and eigenvectors of general square matrices, complex of x's precision."""
-    values, vectors = torch.linalg.eig(_lapack(x, "eig", square=True))
+    """Eigenvalues and eigenvectors of general square matrices, complex of x's precision; inf or nan in x is a
+    numpy.linalg.LinAlgError, as in NumPy."""
+    values, vectors = torch.linalg.eig(_finite(_lapack(x, "eig", square=True), "eig"))
     return EigResult(wrap(values), wrap(vectors))
 
 
 def eigvals(x: NeuronArray, /) -> NeuronArray:
-    """Eigenvalues of general square matrices, complex of x's precision."""
-    return wrap(torch.linalg.eigvals(_lapack(x, "eigvals", square=True)))
+    """Eigenvalues of general square matrices, complex of x's precision; inf or nan in x is a
+    numpy.linalg.LinAlgError, as in NumPy."""
+    return wrap(torch.linalg.eigvals(_finite(_lapack(x, "eigvals", square=True), "eigvals")))
+
+
+def _finite(t: Tensor, name: str) -> Tensor:
+    """``t``, where every element is finite: torch's general eigensolver refuses inf and nan with a RuntimeError."""
+    if not bool(torch.isfinite(t).all()):
+        raise np.linalg.LinAlgError(f"linalg.{name}(): the matrix holds inf or nan")
+    return t
 
 
 def _rtol(rtol: float | NeuronArray | None, t: Tensor, func: str) -> float | Tensor | None:

@@ -258,36 +258,29 @@ def dispatch(func: Any, types: Iterable[type], args: tuple[Any, ...], kwargs: di
 
 def method(func: Any, x: NeuronArray, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """ndarray's method of ``func``'s name on ``x`` (``x.sum(axis=0)``): the table's implementation called
-    directly where the call needs none of ``dispatch``'s work (each argument one the implementation takes by
-    keyword and none to convert), else ``dispatch``, which gives the same answer with more work."""
-    names = _METHOD_NAMES.get(func, _UNSET)
-    if names is _UNSET:
-        names = _METHOD_NAMES[func] = _positional_names(func)
-    if names is not None and len(args) < len(names):
-        entry = TABLE[func]
-        values = dict(zip(names, (x, *args), strict=False))
-        for name, value in kwargs.items():
-            if name in values or name not in entry.impl_names or (value is not None and name in entry.converters):
-                break
-            values[name] = value
-        else:
-            if all(name in entry.impl_names and (value is None or name not in entry.converters)
-                   for name, value in zip(names[1:], args, strict=False)):
-                return entry.impl(**values)
+    directly where the call needs none of ``dispatch``'s work (only keyword arguments, each one the
+    implementation takes and none to convert), else ``dispatch``, which gives the same answer with more work."""
+    fast = _METHOD_FAST.get(func, _UNSET)
+    if fast is _UNSET:
+        fast = _METHOD_FAST[func] = _fast_method(func)
+    if fast is not None and not args and kwargs.keys() <= fast[1]:
+        return fast[0](x, **kwargs)
     return dispatch(func, (), (x, *args), kwargs)
 
 
-# NumPy function -> the names of its parameters that take positions, the array first, where its implementation
-# is called all by keyword (None: ``method`` always dispatches); filled on first use
-_METHOD_NAMES: dict[Any, Any] = {}
+# NumPy function -> (its implementation, the keywords it takes with no conversion), where the implementation takes
+# the array first and everything else by keyword (None: ``method`` always dispatches); filled on first use
+_METHOD_FAST: dict[Any, Any] = {}
 
 
-def _positional_names(func: Any) -> tuple[str, ...] | None:
+def _fast_method(func: Any) -> tuple[Callable[..., Any], frozenset[str]] | None:
     entry = TABLE.get(func)
     if entry is None or not entry.by_keyword or entry.any_keyword:
         return None
-    names = tuple(p.name for p in entry.signature.parameters.values() if p.kind in _POSITIONAL)
-    return names if names and names[0] in entry.impl_names else None
+    first = next(iter(entry.signature.parameters.values()), None)
+    if first is None or first.kind not in _POSITIONAL or first.name not in entry.impl_names:
+        return None
+    return entry.impl, frozenset(entry.impl_names - set(entry.converters) - {first.name})
 
 
 def check_writeable(out: Any, func: str) -> None:
