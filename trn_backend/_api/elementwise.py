@@ -366,8 +366,8 @@ def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], n
     element lies on the same side of the int, so the answer for the dtype's smallest value is every element's,
     as NumPy 2 answers. None where the operands are not that case."""
     array, value = (x1, x2) if isinstance(x1, NeuronArray) else (x2, x1)
-    if not isinstance(array, NeuronArray) or not isinstance(value, int):
-        return None
+    if not isinstance(array, NeuronArray) or not isinstance(value, int) or array._t.dtype is _dtypes.bool:
+        return None  # NumPy converts an int beside a bool array to int64: beyond it, its OverflowError stands
     dtype = scalar_dtype(value, array._t.dtype, name)
     if dtype not in _dtypes.INTEGER:
         return None

@@ -26,7 +26,7 @@ import torch
 from .. import _device, _dtypes
 from .._array import wrap
 from .._helpers import float_to_int
-from .._scalars import PY_SCALARS, convert_scalar
+from .._scalars import PY_SCALARS, check_fill_int, convert_scalar
 from ._common import A, _at_least, _shape
 from ._registry import TABLE, Binder, implements, numpy_dtype, qualname, to_dtype, xp
 
@@ -120,6 +120,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     elif type(fill_value) in PY_SCALARS and dtype is not None:
         # a Python scalar converts once to the dtype, as NumPy stores it (range-checked; NumPy's own conversion
         # rounds large ints through float64, and ml_dtypes' bfloat16 refuses ints beyond int64)
+        check_fill_int(fill_value, to_dtype(dtype, "numpy.full"), "numpy.full")
         fill = wrap(convert_scalar(fill_value, dtype, dev, "numpy.full"))
     else:
         fill = _from_host(np.asarray(fill_value, dtype=_numpy_dtype(dtype)), dev, dtype is not None)
