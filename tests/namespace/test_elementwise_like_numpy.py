@@ -64,3 +64,24 @@ def test_meshgrid_keeps_each_dtype(dtypes, indexing):
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             _same(g, w)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "uint32", "int64", "uint64"])
+def test_sqrt_is_correctly_rounded(dtype):
+    """IEEE 754's square root is correctly rounded, NumPy's too (torch's vectorized CPU kernel can be an ulp
+    off: sqrt(2.0)); integers compute in float64 from their exact values."""
+    rng = np.random.default_rng(0)
+    if dtype.startswith("float"):
+        info = np.finfo(dtype)
+        mags = rng.uniform(np.log10(info.smallest_subnormal), np.log10(info.max), 5000)
+        x = np.concatenate([10.0 ** mags, [0.0, -0.0, 2.0, 3.0, np.inf, np.nan, -1.0]]).astype(dtype)
+    else:
+        x = np.concatenate([rng.integers(0, np.iinfo(dtype).max, 5000, dtype=dtype, endpoint=True),
+                            np.array([0, 2, 3, 608, 1096], dtype=dtype)])
+    with np.errstate(all="ignore"):
+        want = np.sqrt(x if dtype.startswith("float") else x.astype(np.float64))
+    got = np.asarray(xp.sqrt(xp.asarray(x)))
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    signed = ~np.isnan(want)  # the sign of zeros (a NaN's sign bit means nothing)
+    np.testing.assert_array_equal(np.signbit(got[signed]), np.signbit(want[signed]))
