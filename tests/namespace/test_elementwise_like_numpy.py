@@ -85,3 +85,16 @@ def test_sqrt_is_correctly_rounded(dtype):
     np.testing.assert_array_equal(got, want)
     signed = ~np.isnan(want)  # the sign of zeros (a NaN's sign bit means nothing)
     np.testing.assert_array_equal(np.signbit(got[signed]), np.signbit(want[signed]))
+
+
+def test_round_of_bools_is_floating():
+    """NumPy rounds bools with rint, a floating ufunc: the values as NumPy's, in the default float (the rule for
+    integer input of floating operations); other decimals are NumPy's TypeError."""
+    x = np.array([True, False])
+    got = np.round(xp.asarray(x))
+    assert got.dtype == xp.float64
+    np.testing.assert_array_equal(np.asarray(got), np.round(x))
+    with pytest.raises(TypeError):
+        np.round(x, 1)
+    with pytest.raises(TypeError, match="numpy.round"):
+        np.round(xp.asarray(x), 1)

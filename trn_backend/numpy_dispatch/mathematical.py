@@ -188,12 +188,27 @@ def cross(a: A, b: A, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: i
 
 # ---------------------------------------------------------------- rounding
 
+def rint(a: A) -> A:
+    """numpy.rint's values: half to even; integer and bool input (which NumPy's rint has no loop for) computes
+    in the default floating dtype, as every floating operation's does."""
+    if a._t.dtype in _dtypes.FLOATING:
+        return xp.round(a)
+    return xp.astype(a, _dtypes.default_float(a._t.device))
+
+
 @implements(np.round, np.around, arrays="a")
 def round(a: A, decimals: int = 0) -> A:
     """numpy.round: half to even at ``decimals`` places. Floats scale, round and unscale as NumPy does;
     integers round exactly to tens, hundreds, ... for negative decimals (NumPy's float64 detour is exact only
     below 2**53), and a result beyond the dtype wraps modulo 2**bits, as integer multiplication does."""
     decimals = operator.index(decimals)  # as a Python int: NumPy refuses 10 ** -np.int64(2)
+    if a._t.dtype is _dtypes.bool:
+        # NumPy rounds bools with the floating ufunc rint (float16 there; here, the rule for integer input of
+        # floating operations: the default float), and other decimals fail on its bool scaling
+        if decimals != 0:
+            raise TypeError(f"numpy.round(): cannot round a bool array to {decimals} decimals (NumPy's scaling "
+                            "of bools fails too); cast it to a number first")
+        return rint(a)
     if decimals == 0 or (decimals > 0 and a._t.dtype not in _dtypes.FLOATING):
         return xp.round(a) if a._t.dtype in _dtypes.FLOATING else xp.asarray(a, copy=True)
     if a._t.dtype in _dtypes.FLOATING:
