@@ -98,3 +98,20 @@ def test_round_of_bools_is_floating():
         np.round(x, 1)
     with pytest.raises(TypeError, match="numpy.round"):
         np.round(xp.asarray(x), 1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int16", "bool"])
+@pytest.mark.parametrize("make", [np.asarray, np.array])
+def test_numpy_conversion_of_complex_to_real_keeps_the_real_part(make, dtype):
+    """NumPy's asarray/array cast unsafely: the real part, with a ComplexWarning (into bool: the truth of both
+    parts, no warning); the namespace's asarray refuses, as its astype (the standard asks it to)."""
+    x = np.array([1.7 + 2j, -3.2 - 1j, 1j, 0j])
+    if dtype == "bool":
+        _same(make(xp.asarray(x), dtype=dtype, like=xp.asarray(x)), make(x, dtype=dtype))
+    else:
+        with pytest.warns(np.exceptions.ComplexWarning):
+            want = make(x, dtype=dtype)
+        with pytest.warns(np.exceptions.ComplexWarning):
+            _same(make(xp.asarray(x), dtype=dtype, like=xp.asarray(x)), want)
+        with pytest.raises(TypeError, match="imaginary part"):
+            xp.asarray(xp.asarray(x), dtype=getattr(xp, dtype))

@@ -191,6 +191,8 @@ def _converted(a: Any, dtype: torch.dtype | None, device: torch.device, copy: bo
     """``a`` as a NeuronArray on ``device``: a NeuronArray is converted on the devices; other data goes
     through NumPy, so its dtype is inferred as NumPy does ([1.0] is float64, [1] int64)."""
     if isinstance(a, A):
+        if dtype is not None and copy is not False:  # (copy=False refuses any dtype change: the namespace's error)
+            a = real_part_if_narrowing(a, dtype)  # NumPy's unsafe cast: complex to real keeps the real part
         return xp.asarray(a, dtype=dtype, device=device, copy=copy)
     # copy=False refuses data NumPy must convert (lists, other dtypes) with NumPy's own ValueError
     host = np.asarray(a, dtype=_numpy_dtype(dtype), copy=False if copy is False else None)
@@ -278,8 +280,10 @@ def astype(x: A, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A:
 
 
 def real_part_if_narrowing(x: A, dtype: Any) -> A:
-    """x, or its real part with NumPy's ComplexWarning where ``dtype`` is real and x complex."""
-    if x._t.dtype in _dtypes.COMPLEX_FLOAT and _dtypes.to_dtype(dtype) not in _dtypes.COMPLEX_FLOAT:
+    """x, or its real part with NumPy's ComplexWarning where ``dtype`` is real numeric and x complex (into bool
+    a complex number casts by its truth, both parts, without a warning in NumPy and in the namespace)."""
+    target = _dtypes.to_dtype(dtype)
+    if x._t.dtype in _dtypes.COMPLEX_FLOAT and target not in _dtypes.COMPLEX_FLOAT and target is not _dtypes.bool:
         warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
                       stacklevel=4)
         return xp.real(x)
