@@ -115,3 +115,25 @@ def test_numpy_conversion_of_complex_to_real_keeps_the_real_part(make, dtype):
             _same(make(xp.asarray(x), dtype=dtype, like=xp.asarray(x)), want)
         with pytest.raises(TypeError, match="imaginary part"):
             xp.asarray(xp.asarray(x), dtype=getattr(xp, dtype))
+
+
+INTEGERS = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "bool"]
+
+
+@pytest.mark.parametrize("dtype", INTEGERS)
+def test_logical_and_bitwise_functions_on_every_integer_dtype(dtype):
+    """torch lacks logical kernels for uint16/32/64: every logical and bitwise function answers on every integer
+    dtype as NumPy's."""
+    a = np.array([0, 1, 2, 0, 5, 0, 3], dtype=dtype)
+    if dtype == "uint64":
+        a = np.array([0, 1, 2**63, 2**64 - 1, 0, 3, 1], dtype=dtype)
+    b = a[::-1].copy()
+    _same(xp.logical_not(xp.asarray(a)), np.logical_not(a))
+    names = ["logical_and", "logical_or", "logical_xor", "bitwise_and", "bitwise_or", "bitwise_xor"]
+    for name in names:
+        _same(getattr(xp, name)(xp.asarray(a), xp.asarray(b)), getattr(np, name)(a, b))
+    if dtype != "bool":
+        shift = b % 8
+        _same(xp.bitwise_left_shift(xp.asarray(a), xp.asarray(shift)), np.left_shift(a, shift))
+        _same(xp.bitwise_right_shift(xp.asarray(a), xp.asarray(shift)), np.right_shift(a, shift))
+    _same(xp.bitwise_invert(xp.asarray(a)), np.invert(a))

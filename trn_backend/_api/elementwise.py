@@ -263,7 +263,7 @@ def sign(x: NeuronArray, /) -> NeuronArray:
 
 def logical_not(x: NeuronArray, /) -> NeuronArray:
     """Element-wise logical NOT; non-boolean input is read as its truth value."""
-    return wrap(torch.logical_not(tensor(x, "logical_not")))
+    return wrap(torch.logical_not(_truth(tensor(x, "logical_not"))))
 
 
 def real(x: NeuronArray, /) -> NeuronArray:
@@ -512,8 +512,14 @@ def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     return out
 
 
+def _truth(t: Tensor) -> Tensor:
+    """The truth values of ``t`` as bool: torch has no logical kernels for uint16, uint32 and uint64, so every
+    operand is compared with zero in its compute dtype (the same bits) first."""
+    return t if t.dtype is torch.bool else _dtypes.compute(t) != 0
+
+
 def _logical(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
-    return lambda a, b, dtype: op(a, b)
+    return lambda a, b, dtype: op(_truth(a), _truth(b))
 
 
 def _real_float(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
