@@ -137,3 +137,20 @@ def test_logical_and_bitwise_functions_on_every_integer_dtype(dtype):
         _same(xp.bitwise_left_shift(xp.asarray(a), xp.asarray(shift)), np.left_shift(a, shift))
         _same(xp.bitwise_right_shift(xp.asarray(a), xp.asarray(shift)), np.right_shift(a, shift))
     _same(xp.bitwise_invert(xp.asarray(a)), np.invert(a))
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_numpy_floor_divide_values(dtype):
+    """NumPy's floor division of floats (its divmod: -2 // inf is -1, inf // 3 NaN), which the ufunc table can
+    call; the namespace's floor_divide keeps the standard's special cases (-0 and inf there)."""
+    from trn_backend.numpy_dispatch.mathematical import floor_divide
+
+    vals = np.array([-2.0, 2.0, 0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, 7.5, -7.5, 1e300, -3.0, 3.0, 0.1])
+    x, y = (v.astype(dtype) for v in np.meshgrid(vals, vals))
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(x, y)
+    got = np.asarray(floor_divide(xp.asarray(x), xp.asarray(y)))
+    _same(got, want)
+    signed = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[signed]), np.signbit(want[signed]))
+    assert float(xp.floor_divide(xp.asarray(np.array([-2.0], dtype)), np.inf)[0]) == 0.0  # the standard's -0

@@ -188,6 +188,32 @@ def cross(a: A, b: A, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: i
 
 # ---------------------------------------------------------------- rounding
 
+def floor_divide(x1: Any, x2: Any) -> A:
+    """numpy.floor_divide's values: for floats, NumPy's divmod (the quotient of x1 - fmod(x1, x2), stepped down
+    where the remainder's sign differs from x2's, snapped to an integer), so -2 // inf is -1 and inf // 3 NaN
+    where the standard's special cases (the namespace's floor_divide) give -0 and inf. Integers as the
+    namespace's."""
+    r = xp.floor_divide(x1, x2)
+    if r._t.dtype not in _dtypes.REAL_FLOAT:
+        return r
+    a, b = (xp.astype(x, r.dtype) if isinstance(x, A) else xp.asarray(x, dtype=r.dtype, device=r.device)
+            for x in (x1, x2))
+    a, b = xp.broadcast_arrays(a, b)
+    # float16 and bfloat16 compute in float32, as NumPy's half loops
+    work = torch.float32 if r._t.dtype in _dtypes.EXTENSION_FLOAT else r._t.dtype
+    a, b = a._t.to(work), b._t.to(work)
+    mod = torch.fmod(a, b)
+    div = (a - mod) / b
+    step = (mod != 0) & ((b < 0) != (mod < 0))
+    div = torch.where(step, div - 1, div)
+    floor = torch.floor(div)
+    snapped = torch.where(div - floor > 0.5, floor + 1, floor)
+    zero = torch.copysign(torch.zeros_like(div), a / b)
+    out = torch.where(div != 0, snapped, zero)
+    out = torch.where(b == 0, a / b, out)
+    return wrap(_dtypes.cast(out, r._t.dtype))
+
+
 def rint(a: A) -> A:
     """numpy.rint's values: half to even; integer and bool input (which NumPy's rint has no loop for) computes
     in the default floating dtype, as every floating operation's does."""
