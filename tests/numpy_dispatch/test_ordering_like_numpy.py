@@ -75,3 +75,21 @@ def test_median_of_an_even_count_divides_as_numpy():
     """NumPy's mean divides the complex sum as a complex number: an infinite part makes the other one NaN."""
     data = np.array([-1 + 1j, -3 - 4j, 1 + 0j, complex(0, np.inf)])
     np.testing.assert_array_equal(np.asarray(np.median(xp.asarray(data))), np.median(data))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_cumulative_products_of_complex_infinities_as_numpy(dtype, axis):
+    """NumPy's accumulate keeps the first element and multiplies by the textbook formula; torch's complex
+    product of 0+inf j is NaN+NaN j."""
+    rng = np.random.default_rng(0)
+    specials = np.array([complex(0, np.inf), complex(np.inf, NAN), 1 + 1j, 2 - 1j, complex(1, 1e16),
+                         complex(NAN, 0), -1 + 1j, 0.5j, 3 + 0j])
+    x = rng.choice(specials, size=(3, 4, 5)).astype(dtype)
+    for want, got in ((np.cumprod(x, axis=axis), np.cumprod(xp.asarray(x), axis=axis)),
+                      (np.cumulative_prod(x, axis=axis, include_initial=True),
+                       np.cumulative_prod(xp.asarray(x), axis=axis, include_initial=True))):
+        got = np.asarray(got)
+        assert got.dtype == want.dtype
+        for part in (np.real, np.imag):
+            np.testing.assert_allclose(part(got), part(want), rtol=1e-5, equal_nan=True)
