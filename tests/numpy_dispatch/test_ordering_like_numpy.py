@@ -93,3 +93,20 @@ def test_cumulative_products_of_complex_infinities_as_numpy(dtype, axis):
         assert got.dtype == want.dtype
         for part in (np.real, np.imag):
             np.testing.assert_allclose(part(got), part(want), rtol=1e-5, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_numpy_expm1_of_complex_values(dtype):
+    """numpy.expm1's complex formula and special values (NaN + 0j gives NaN + NaN j), for the ufunc table; the
+    namespace's expm1 keeps the standard's (NaN + 0j)."""
+    from trn_backend.numpy_dispatch.mathematical import expm1
+
+    x = np.array([-1 + 1j, -3 + 6.2628126e16j, complex(NAN, 0), complex(0, np.inf), 1e-8 + 1e-8j, 2 - 0.5j,
+                  complex(np.inf, 0), complex(-np.inf, 1)], dtype=dtype)
+    want = np.expm1(x)
+    got = np.asarray(expm1(xp.asarray(x)))
+    assert got.dtype == want.dtype
+    for part in (np.real, np.imag):
+        np.testing.assert_allclose(part(got), part(want), rtol=1e-5, atol=0, equal_nan=True)
+    assert np.isnan(np.asarray(xp.expm1(xp.asarray(x)))[2].real)
+    assert np.asarray(xp.expm1(xp.asarray(x)))[2].imag == 0

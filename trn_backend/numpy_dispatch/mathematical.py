@@ -214,6 +214,17 @@ def floor_divide(x1: Any, x2: Any) -> A:
     return wrap(_dtypes.cast(out, r._t.dtype))
 
 
+def expm1(x: A) -> A:
+    """numpy.expm1's values: complex input by NumPy's formula, expm1(a) cos b - 2 sin^2(b/2) + i e^a sin b, whose
+    special values differ from the standard's (the namespace's expm1): NaN + 0j gives NaN + NaN j here."""
+    if x._t.dtype not in _dtypes.COMPLEX_FLOAT:
+        return xp.expm1(x)
+    t = x._t
+    a, b = t.real, t.imag
+    half = torch.sin(b / 2)
+    return wrap(torch.complex(torch.expm1(a) * torch.cos(b) - 2 * half * half, torch.exp(a) * torch.sin(b)))
+
+
 def rint(a: A) -> A:
     """numpy.rint's values: half to even; integer and bool input (which NumPy's rint has no loop for) computes
     in the default floating dtype, as every floating operation's does."""
