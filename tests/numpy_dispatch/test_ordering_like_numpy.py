@@ -110,3 +110,20 @@ def test_numpy_expm1_of_complex_values(dtype):
         np.testing.assert_allclose(part(got), part(want), rtol=1e-5, atol=0, equal_nan=True)
     assert np.isnan(np.asarray(xp.expm1(xp.asarray(x)))[2].real)
     assert np.asarray(xp.expm1(xp.asarray(x)))[2].imag == 0
+
+
+@pytest.mark.parametrize(("shape", "axis"), [((0, 3), -1), ((2, 0), 0), ((0, 3), 0), ((2, 0), None)])
+def test_average_over_an_empty_axis(shape, axis):
+    """NumPy's unweighted average divides a.size by the number of averages: none is its ZeroDivisionError."""
+    x = np.zeros(shape)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.average(x, axis=axis)
+    except ZeroDivisionError:
+        with pytest.raises(ZeroDivisionError, match="numpy.average"):
+            np.average(xp.asarray(x), axis=axis)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(np.asarray(np.average(xp.asarray(x), axis=axis)), want)

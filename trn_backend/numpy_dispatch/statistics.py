@@ -545,7 +545,10 @@ def average(a: A, axis: Any = None, weights: A | None = None, returned: bool = F
     axes = None if axis is None else normalize_axes(_axis_arg(axis), a.ndim, func)
     if weights is None:
         avg = xp.mean(_cast(a, _mean_dtype(a._t.dtype, a._t.device)), axis=axes, keepdims=keepdims)
-        scale = xp.full(avg.shape, a.size / builtins.max(avg.size, 1), dtype=avg._t.dtype, device=avg.device)
+        if avg.size == 0:
+            # NumPy's count of elements per average is a.size / avg.size: its ZeroDivisionError for no averages
+            raise ZeroDivisionError(f"{func}(): no averages to take (a has shape {a.shape}, the result none)")
+        scale = xp.full(avg.shape, a.size / avg.size, dtype=avg._t.dtype, device=avg.device)
     else:
         w = _average_weights(a, weights, axes, func)
         extra = ("f8",) if a._t.dtype not in _dtypes.FLOATING else ()
