@@ -284,7 +284,6 @@ def test_nanargmax_counts_nan_as_minus_infinity_as_numpy() -> None:
     (lambda a: np.nanmin(a[:0], axis=0), ValueError, r"numpy.nanmin\(\): the minimum of an empty slice"),
     (lambda a: np.nanargmax(a[:0]), ValueError, r"numpy.nanargmax\(\): the argmax of an empty slice"),
     (lambda a: np.nanargmin(a, axis=2), IndexError, "axis 2 is out of bounds"),
-    (lambda a: np.nanargmin(a + 1j), TypeError, r"numpy.nanargmin\(\): complex128 input is not supported"),
     (lambda a: np.nanvar(a, ddof=1, correction=1), ValueError, "give ddof= or correction=, not both"),
     (lambda a: np.nanmean(a, where=a > 0), TypeError, r"numpy.nanmean\(\) on NeuronArray does not support the "
                                                        "argument where="),

@@ -4,8 +4,7 @@ are in ``indexing``).
 Sorts are stable whatever ``kind`` says, which every kind allows; axis=None sorts the flattened array. partition and
 argpartition (which dask's topk and argtopk call) are stable sorts, a valid partition for every kth. lexsort
 composes stable sorts. Complex numbers order as in NumPy: by real part, then imaginary part, NaN last (the helpers
-in ``_common``). nanargmax and nanargmin raise NumPy's ValueError for all-NaN and empty slices; their complex input
-is a TypeError.
+in ``_common``). nanargmax and nanargmin raise NumPy's ValueError for all-NaN and empty slices.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from .. import _dtypes
 from .._array import wrap
@@ -29,7 +29,6 @@ from ._common import (
     _flat,
     _is_complex,
     _lexsort,
-    _refuse_complex,
     _without_nan,
 )
 from ._registry import implements, xp
@@ -132,11 +131,19 @@ def _nan_arg_extreme(which: str, a: A, axis: int | None, keepdims: bool) -> A:
     """nanargmax/nanargmin as NumPy: NaN becomes -inf (+inf) and argmax (argmin) runs; an all-NaN slice is a
     ValueError."""
     func = f"numpy.nanarg{which}"
-    _refuse_complex(a, func)
     if axis is not None:
         axis = normalize_axis(axis, a.ndim, func)
     _check_reducible(a, axis, func, f"the arg{which}")
-    filled, mask = _without_nan(a, -math.inf if which == "max" else math.inf)
+    fill = -math.inf if which == "max" else math.inf
+    if _is_complex(a._t):
+        # NumPy replaces a complex number with a NaN part by fill + 0j, then takes the lexicographic argmax
+        t = a._t
+        mask = torch.isnan(t.real) | torch.isnan(t.imag)
+        if bool(xp.any(xp.all(wrap(mask), axis=axis))):
+            raise ValueError(f"{func}(): All-NaN slice encountered")
+        filled = wrap(torch.where(mask, torch.tensor(complex(fill, 0), dtype=t.dtype, device=t.device), t))
+        return _complex_extreme(which, filled, axis, keepdims, func, arg=True)
+    filled, mask = _without_nan(a, fill)
     if mask is not None and bool(xp.any(xp.all(wrap(mask), axis=axis))):
         raise ValueError(f"{func}(): All-NaN slice encountered")
     return getattr(xp, f"arg{which}")(filled, axis=axis, keepdims=keepdims)
