@@ -154,3 +154,19 @@ def test_numpy_floor_divide_values(dtype):
     signed = ~np.isnan(want)
     np.testing.assert_array_equal(np.signbit(got[signed]), np.signbit(want[signed]))
     assert float(xp.floor_divide(xp.asarray(np.array([-2.0], dtype)), np.inf)[0]) == 0.0  # the standard's -0
+
+
+@pytest.mark.parametrize("value", [607, -1, 1.5, 0.0, 1j, True, 2**70])
+def test_logical_functions_read_a_python_scalar_as_its_truth(value):
+    """NumPy's logical functions take a Python int beside a narrow array without overflow (607 beside uint8),
+    but convert it to int64 first (beyond it, OverflowError)."""
+    a = np.array([254, 0], dtype=np.uint8)
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        try:
+            want = getattr(np, name)(value, a)
+        except OverflowError:
+            with pytest.raises(OverflowError):
+                getattr(xp, name)(value, xp.asarray(a))
+            continue
+        _same(getattr(xp, name)(value, xp.asarray(a)), want)
+        _same(getattr(xp, name)(xp.asarray(a), value), getattr(np, name)(a, value))

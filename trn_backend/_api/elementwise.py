@@ -9,6 +9,7 @@ floating dtype, as NumPy and torch do.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -566,9 +567,29 @@ bitwise_or = _binary("bitwise_or", _plain(torch.bitwise_or), "integer or boolean
 bitwise_xor = _binary("bitwise_xor", _plain(torch.bitwise_xor), "integer or boolean")
 bitwise_left_shift = _binary("bitwise_left_shift", _plain(torch.bitwise_left_shift), "integer")
 bitwise_right_shift = _binary("bitwise_right_shift", _right_shift, "integer")
-logical_and = _binary("logical_and", _logical(torch.logical_and), "any", result="bool")
-logical_or = _binary("logical_or", _logical(torch.logical_or), "any", result="bool")
-logical_xor = _binary("logical_xor", _logical(torch.logical_xor), "any", result="bool")
+def _scalar_truth(value: object, name: str) -> object:
+    """A Python scalar operand of a logical function as its truth value, as NumPy reads it: a Python int beside
+    a narrow array is no overflow there (logical_or(607, uint8 array) is True), but NumPy converts it to int64
+    first, so one beyond int64 is its OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, complex)):
+        return value
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise OverflowError(f"{name}(): Python int {value} is beyond int64, which NumPy converts it to")
+    return bool(value)
+
+
+def _logical_function(name: str, op: Callable[[Tensor, Tensor], Tensor]) -> Callable:
+    f = _binary(name, _logical(op), "any", result="bool")
+
+    @functools.wraps(f)
+    def logical(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
+        return f(_scalar_truth(x1, name), _scalar_truth(x2, name))
+    return logical
+
+
+logical_and = _logical_function("logical_and", torch.logical_and)
+logical_or = _logical_function("logical_or", torch.logical_or)
+logical_xor = _logical_function("logical_xor", torch.logical_xor)
 atan2 = _binary("atan2", _real_float(torch.atan2), "real numeric", result="float")
 copysign = _binary("copysign", _real_float(torch.copysign), "real numeric", result="float")
 hypot = _binary("hypot", _real_float(torch.hypot), "real numeric", result="float")
