@@ -69,6 +69,16 @@ def convert_scalar(value: object, dtype: torch.dtype, device: torch.device, func
     return scalar_to_tensor(value, dtype, device, func)
 
 
+def check_fill_int(value: object, dtype: torch.dtype, func: str) -> None:
+    """NumPy's full and full_like convert a Python int fill value to their default integer (int64) before
+    casting it to bool, so an int beyond int64 is an OverflowError there (``x[...] = value`` takes any int)."""
+    if dtype is _dtypes.bool and isinstance(value, int) and not isinstance(value, bool):
+        lo, hi = _dtypes.int_range(_dtypes.int64)
+        if not lo <= value <= hi:
+            raise OverflowError(f"{func}(): the fill value {value} is beyond int64, which NumPy converts a Python "
+                                "int to before casting it to bool")
+
+
 def int_value(value: bool | int | float, dtype: torch.dtype, func: str) -> int:
     """A bool, int or float as the Python int that the integer ``dtype`` stores, as ``convert_scalar`` converts
     it (without a tensor: nested lists convert each element)."""

@@ -58,6 +58,9 @@ TRANSCENDENTAL_UNARY = ("acos acosh asin asinh atan atanh cos cosh exp expm1 log
                         "tanh")
 add(EXACT_UNARY, lambda d: call(d.array()))
 add(TRANSCENDENTAL_UNARY, lambda d: call(d.array()), close=8)
+# NaN and infinities replaced: NumPy's defaults, or given values (cast to the array's dtype, as NumPy's)
+add("nan_to_num", lambda d: call(d.array(), **d.pick(({}, {"nan": 1.5, "posinf": 7.0, "neginf": -7.0},
+                                                      {"nan": -1, "posinf": 2}))))
 
 
 def binary(d: Draw) -> tuple[tuple, dict]:

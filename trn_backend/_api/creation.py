@@ -26,7 +26,7 @@ from .._helpers import (
     tensors,
     wrap,
 )
-from .._scalars import convert_scalar, int_value
+from .._scalars import check_fill_int, convert_scalar, float_to_int, int_value
 from .data_types import check_castable, convert, promoted
 
 __all__ = [
@@ -274,8 +274,10 @@ def from_dlpack(x: object, /, *, device: Device = None, copy: bool | None = None
 
 def _fill_tensor(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
     """A 0-d tensor of ``dtype`` holding a Python scalar or the value of a 0-d array (cast as ``astype`` does,
-    as NumPy and torch fill from an array); a float into an integer or bool dtype, or a complex into a real one,
-    is a TypeError rather than a silent truncation."""
+    as NumPy and torch fill from an array). A Python scalar converts as NumPy 2 converts it (``convert_scalar``:
+    a float into an integer dtype is truncated, NaN and values beyond the dtype refused; the standard leaves
+    that case unspecified); a complex into a real dtype is a TypeError rather than a silent loss of the
+    imaginary part."""
     if isinstance(value, NeuronArray):
         if value.ndim != 0:
             raise ValueError(f"{func}(): fill value must be a scalar or a 0-d array, got shape {value.shape}")
@@ -285,8 +287,7 @@ def _fill_tensor(value: object, dtype: torch.dtype, device: torch.device, func: 
         raise TypeError(f"{func}(): fill value must be a Python scalar, got {type(value).__name__}")
     if isinstance(value, complex) and dtype not in _dtypes.COMPLEX_FLOAT:
         raise TypeError(f"{func}(): cannot fill a {_dtypes.name(dtype)} array with the complex {value}")
-    if isinstance(value, float) and dtype not in _dtypes.FLOATING:
-        raise TypeError(f"{func}(): cannot fill a {_dtypes.name(dtype)} array with the float {value}")
+    check_fill_int(value, dtype, func)
     return convert_scalar(value, dtype, device, func)
 
 
@@ -382,9 +383,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     if target is _dtypes.bool:
         raise TypeError("arange(): dtype must be numeric, got bool")
     if target in _dtypes.INTEGER:
-        if not all_int:
-            raise TypeError(f"arange(): an integer dtype ({_dtypes.name(target)}) needs integer start, stop "
-                            f"and step, got {start!r}, {stop!r}, {step!r}")
+        if not all_int:  # the standard leaves this unspecified: NumPy's answer
+            return wrap(_integer_range_of_floats(start, stop, step, target, dev))
         return wrap(_integer_range(start, stop, step, target, dev))
     span = (stop - start) / step
     if not math.isfinite(span):
@@ -398,6 +398,28 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
                 return wrap(_dtypes.cast(_integer_range(start, stop, step, exact, dev), target))
     real = torch.arange(n, dtype=torch.float64, device=dev) * float(step) + float(start)
     return wrap(_dtypes.cast(real, target))
+
+
+def _integer_range_of_floats(start: float, stop: float, step: float, dtype: torch.dtype,
+                             device: torch.device) -> torch.Tensor:
+    """An integer dtype's range from a float start, stop or step, as NumPy computes it: ceil((stop - start) /
+    step) values; the first two, start and start + step, are truncated to integers, and their difference is
+    the step of the rest (so arange(-0.5, 3, 0.7, dtype=int8) is five zeros)."""
+    span = (stop - start) / step
+    if not math.isfinite(span):
+        raise ValueError(f"arange(): the range from {start} to {stop} in steps of {step} is not finite")
+    n = max(0, math.ceil(span))
+    where = "arange()"
+    first = float_to_int(float(start), _dtypes.int64, where) if isinstance(start, float) else start
+    second = start + step
+    second = float_to_int(float(second), _dtypes.int64, where) if isinstance(second, float) else second
+    delta = second - first
+    lo, hi = _dtypes.int_range(dtype)
+    if n and not (lo <= first <= hi and lo <= first + (n - 1) * delta <= hi):
+        raise OverflowError(f"arange(): values from {first} to {first + (n - 1) * delta} do not fit "
+                            f"{_dtypes.name(dtype)}")
+    values = torch.arange(n, dtype=torch.int64, device=device) * delta + first
+    return _dtypes.restore(values, dtype)
 
 
 def _integer_range(start: int, stop: int, step: int, dtype: torch.dtype,
@@ -453,7 +475,8 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
 
 
 def meshgrid(*arrays: NeuronArray, indexing: str = "xy") -> tuple[NeuronArray, ...]:
-    """Coordinate matrices of 1-D arrays of one dtype and device; 'xy' swaps the first two output axes.
+    """Coordinate matrices of 1-D arrays on one device; 'xy' swaps the first two output axes. Each output
+    keeps its array's dtype, as NumPy's (the standard asks for one dtype and leaves mixed ones unspecified).
     The outputs are new arrays (not broadcast views), as NumPy's, so they can be written to."""
     if indexing not in ("xy", "ij"):
         raise ValueError(f"meshgrid(): indexing must be 'xy' or 'ij', got {indexing!r}")
@@ -461,10 +484,19 @@ def meshgrid(*arrays: NeuronArray, indexing: str = "xy") -> tuple[NeuronArray, .
     for i, t in enumerate(ts):
         if t.dim() != 1:
             raise ValueError(f"meshgrid(): arrays[{i}] must be 1-dimensional, got shape {tuple(t.shape)}")
-        if t.dtype is not ts[0].dtype:
-            raise TypeError(f"meshgrid(): arrays must share one dtype, got {_dtypes.name(ts[0].dtype)} and "
-                            f"{_dtypes.name(t.dtype)} (arrays[{i}])")
-    return tuple(wrap(g.contiguous()) for g in torch.meshgrid(*ts, indexing=indexing)) if ts else ()
+    if not ts:
+        return ()
+    shape = [t.shape[0] for t in ts]
+    if indexing == "xy" and len(ts) > 1:
+        shape[0], shape[1] = shape[1], shape[0]
+    grids = []
+    for i, t in enumerate(ts):
+        # each array along its own output axis (the first two swapped for 'xy'), broadcast to the grid
+        axis = {0: 1, 1: 0}.get(i, i) if indexing == "xy" and len(ts) > 1 else i
+        view = [1] * len(ts)
+        view[axis] = t.shape[0]
+        grids.append(wrap(t.reshape(view).expand(shape).contiguous()))
+    return tuple(grids)
 
 
 def tril(x: NeuronArray, /, *, k: int = 0) -> NeuronArray:

@@ -9,6 +9,7 @@ floating dtype, as NumPy and torch do.
 from __future__ import annotations
 
 import builtins
+import functools
 import math
 import operator
 from collections.abc import Callable
@@ -131,7 +132,33 @@ log2 = _unary_float("log2", torch.log2)
 log10 = _unary_float("log10", torch.log10)
 sin = _unary_float("sin", torch.sin)
 sinh = _unary_float("sinh", torch.sinh)
-sqrt = _unary_float("sqrt", torch.sqrt)
+def _sqrt(t: Tensor) -> Tensor:
+    """The correctly rounded square root IEEE 754 asks for (NumPy's): torch's vectorized float64 kernel on the
+    CPU can be an ulp off (sqrt(2.0)), so one Newton step with the exact residual corrects it; narrower floats
+    compute in float64 and round once (exact: float64 holds more than twice their precision plus two)."""
+    if t.is_complex() or t.dtype not in _dtypes.FLOATING or t.device.type == "neuron":
+        return torch.sqrt(t)
+    x = t.to(torch.float64)
+    # extreme magnitudes scale by an even power of two (exact) into the range where the product below holds
+    tiny, huge = x < 1e-250, x > 1e250
+    one = torch.ones_like(x)
+    x = x * torch.where(tiny, one * 2.0**600, torch.where(huge, one * 2.0**-600, one))
+    r = torch.sqrt(x)
+    # r*r exactly as p + err (Dekker's product by Veltkamp's split), where the split cannot overflow
+    safe = (r > 1e-140) & (r < 1e140)
+    rs = torch.where(safe, r, one)
+    c = 134217729.0 * rs
+    hi = c - (c - rs)
+    lo = rs - hi
+    p = rs * rs
+    err = ((hi * hi - p) + 2 * hi * lo) + lo * lo
+    residual = (torch.where(safe, x, p) - p) - err  # x - r*r, exact near the root
+    r = torch.where(safe, rs + residual / (2 * rs), r)
+    r = r * torch.where(tiny, one * 2.0**-300, torch.where(huge, one * 2.0**300, one))
+    return r if t.dtype is torch.float64 else _dtypes.cast(r, t.dtype)
+
+
+sqrt = _unary_float("sqrt", _sqrt)
 tan = _unary_float("tan", torch.tan)
 def _tanh(t: Tensor) -> Tensor:
     out = torch.tanh(t)
@@ -237,7 +264,7 @@ def sign(x: NeuronArray, /) -> NeuronArray:
 
 def logical_not(x: NeuronArray, /) -> NeuronArray:
     """Element-wise logical NOT; non-boolean input is read as its truth value."""
-    return wrap(torch.logical_not(tensor(x, "logical_not")))
+    return wrap(torch.logical_not(_truth(tensor(x, "logical_not"))))
 
 
 def real(x: NeuronArray, /) -> NeuronArray:
@@ -366,8 +393,8 @@ def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], n
     element lies on the same side of the int, so the answer for the dtype's smallest value is every element's,
     as NumPy 2 answers. None where the operands are not that case."""
     array, value = (x1, x2) if isinstance(x1, NeuronArray) else (x2, x1)
-    if not isinstance(array, NeuronArray) or not isinstance(value, int):
-        return None
+    if not isinstance(array, NeuronArray) or not isinstance(value, int) or array._t.dtype is _dtypes.bool:
+        return None  # NumPy converts an int beside a bool array to int64: beyond it, its OverflowError stands
     dtype = scalar_dtype(value, array._t.dtype, name)
     if dtype not in _dtypes.INTEGER:
         return None
@@ -486,8 +513,14 @@ def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     return out
 
 
+def _truth(t: Tensor) -> Tensor:
+    """The truth values of ``t`` as bool: torch has no logical kernels for uint16, uint32 and uint64, so every
+    operand is compared with zero in its compute dtype (the same bits) first."""
+    return t if t.dtype is torch.bool else _dtypes.compute(t) != 0
+
+
 def _logical(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
-    return lambda a, b, dtype: op(a, b)
+    return lambda a, b, dtype: op(_truth(a), _truth(b))
 
 
 def _real_float(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
@@ -534,9 +567,29 @@ bitwise_or = _binary("bitwise_or", _plain(torch.bitwise_or), "integer or boolean
 bitwise_xor = _binary("bitwise_xor", _plain(torch.bitwise_xor), "integer or boolean")
 bitwise_left_shift = _binary("bitwise_left_shift", _plain(torch.bitwise_left_shift), "integer")
 bitwise_right_shift = _binary("bitwise_right_shift", _right_shift, "integer")
-logical_and = _binary("logical_and", _logical(torch.logical_and), "any", result="bool")
-logical_or = _binary("logical_or", _logical(torch.logical_or), "any", result="bool")
-logical_xor = _binary("logical_xor", _logical(torch.logical_xor), "any", result="bool")
+def _scalar_truth(value: object, name: str) -> object:
+    """A Python scalar operand of a logical function as its truth value, as NumPy reads it: a Python int beside
+    a narrow array is no overflow there (logical_or(607, uint8 array) is True), but NumPy converts it to int64
+    first, so one beyond int64 is its OverflowError."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, complex)):
+        return value
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        raise OverflowError(f"{name}(): Python int {value} is beyond int64, which NumPy converts it to")
+    return bool(value)
+
+
+def _logical_function(name: str, op: Callable[[Tensor, Tensor], Tensor]) -> Callable:
+    f = _binary(name, _logical(op), "any", result="bool")
+
+    @functools.wraps(f)
+    def logical(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
+        return f(_scalar_truth(x1, name), _scalar_truth(x2, name))
+    return logical
+
+
+logical_and = _logical_function("logical_and", torch.logical_and)
+logical_or = _logical_function("logical_or", torch.logical_or)
+logical_xor = _logical_function("logical_xor", torch.logical_xor)
 atan2 = _binary("atan2", _real_float(torch.atan2), "real numeric", result="float")
 copysign = _binary("copysign", _real_float(torch.copysign), "real numeric", result="float")
 hypot = _binary("hypot", _real_float(torch.hypot), "real numeric", result="float")

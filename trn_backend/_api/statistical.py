@@ -207,11 +207,36 @@ def _cumulative(x: NeuronArray, axis: int | None, dtype: object, include_initial
     target = _accumulation_dtype(t.dtype, dtype, func)
     c = _accumulator_tensor(t, target)
     out = op(c, dim=dim, dtype=c.dtype)
+    if op is torch.cumprod and c.is_complex():
+        out = _complex_products_as_numpy(c, out, dim)
     if include_initial:
         shape = list(c.shape)
         shape[dim] = 1
         out = torch.cat([torch.full(shape, identity, dtype=c.dtype, device=c.device), out], dim=dim)
     return wrap(_dtypes.restore(out, target))
+
+
+def _complex_products_as_numpy(c: Tensor, out: Tensor, dim: int) -> Tensor:
+    """Running complex products where they meet an infinity or NaN, recomputed as NumPy's: the first element
+    as it is, then each product by the textbook formula (ac - bd) + (ad + bc)j, where torch's kernel differs
+    (0+inf j times anything is NaN+NaN j there). Only the slices with a non-finite product are redone."""
+    moved, done = c.movedim(dim, -1), out.movedim(dim, -1)
+    bad = ~torch.isfinite(done).all(dim=-1)
+    if not bool(bad.any()):
+        return out
+    src = moved[bad]
+    re, im = src.real, src.imag
+    pr, pi = re[..., 0], im[..., 0]
+    parts_r, parts_i = [pr], [pi]
+    for k in range(1, src.shape[-1]):  # sequential, as NumPy's accumulate; only over the non-finite slices
+        br, bi = re[..., k], im[..., k]
+        pr, pi = pr * br - pi * bi, pr * bi + pi * br
+        parts_r.append(pr)
+        parts_i.append(pi)
+    redone = torch.complex(torch.stack(parts_r, dim=-1), torch.stack(parts_i, dim=-1))
+    done = done.clone()
+    done[bad] = redone
+    return done.movedim(-1, dim)
 
 
 def cumulative_sum(x: NeuronArray, /, *, axis: int | None = None, dtype: torch.dtype | None = None,

@@ -151,6 +151,13 @@ def _reduced_shape(a: A, axis: Any, keepdims: bool, func: str) -> Shape:
 def _extreme(which: str, a: A, axis: Any, keepdims: bool, initial: Any) -> A:
     """max/min with NumPy's ``initial``: combined with the result, and the value of an empty reduction."""
     func = f"numpy.{which}"
+    if _is_complex(a._t):
+        if initial is None:
+            return _complex_extreme(which, a, axis, keepdims, func)
+        shape = _reduced_shape(a, axis, keepdims, func)
+        if a.size == 0:
+            return xp.full(shape, initial, dtype=a.dtype, device=a.device)
+        return _complex_compare(f"{which}imum", _complex_extreme(which, a, axis, keepdims, func), initial)
     if initial is None:
         return getattr(xp, which)(a, axis=axis, keepdims=keepdims)
     shape = _reduced_shape(a, axis, keepdims, func)
@@ -225,11 +232,101 @@ def _lexsort(keys: list[A], axis: int) -> A:
 
 
 def _real_keys(keys: list[A]) -> list[A]:
-    """Complex keys as two real keys: the imaginary part, then the more significant real part."""
+    """Complex keys as the real keys of NumPy's complex order (``_complex_keys``)."""
     out = []
     for key in keys:
-        out += [xp.imag(key), xp.real(key)] if key._t.dtype in _dtypes.COMPLEX_FLOAT else [key]
+        out += _complex_keys(key._t) if key._t.dtype in _dtypes.COMPLEX_FLOAT else [key]
     return out
+
+
+# ---------------------------------------------------------------- NumPy's order of complex numbers
+# NumPy orders complex numbers lexicographically: by real part, then by imaginary part; its sorts put NaN last
+# (numpy.sort's documented extended order R+Rj < R+nanj < nan+Rj < nan+nanj), its comparisons are false with a
+# NaN part, and maximum/minimum (so max, min, argmax, argmin, ptp) propagate the first NaN. Torch has no order on
+# complex numbers, so every NumPy entry point that orders them goes through these helpers.
+
+def _complex_keys(t: torch.Tensor) -> list[A]:
+    """Real sort keys giving numpy.sort's order of the complex tensor ``t``, least significant first (lexsort's
+    order): imaginary part, real part, whether the imaginary part is NaN, whether the real part is NaN. The
+    NaN placement is the most significant (numpy.sort's groups R+Rj, R+nanj, nan+Rj, nan+nanj); within a group
+    NaN parts compare as 0, so the elements order by their other part."""
+    re, im = t.real, t.imag
+    re_nan, im_nan = torch.isnan(re), torch.isnan(im)
+    zero = torch.zeros((), dtype=re.dtype, device=t.device)
+    return [wrap(torch.where(im_nan, zero, im)), wrap(torch.where(re_nan, zero, re)),
+            wrap(im_nan.to(torch.uint8)), wrap(re_nan.to(torch.uint8))]
+
+
+def _complex_argsort(a: A, axis: int) -> A:
+    """The stable argsort of complex ``a`` along ``axis`` in numpy.sort's order."""
+    return _lexsort(_complex_keys(a._t), axis)
+
+
+def _complex_sort(a: A, axis: int) -> A:
+    return xp.take_along_axis(a, _complex_argsort(a, axis), axis=axis)
+
+
+def _complex_arg_extreme(which: str, t: torch.Tensor, dim: int, skip_nan: bool = False) -> torch.Tensor:
+    """NumPy's argmax/argmin of complex ``t`` along ``dim`` (kept, length 1): the first element with a NaN
+    part if there is one, else the first lexicographic maximum (minimum). With ``skip_nan`` (fmax/fmin's
+    reduction, so nanmax/nanmin) elements with a NaN part are passed over, and an all-NaN slice gives its
+    first element."""
+    re, im = t.real, t.imag
+    nan = torch.isnan(re) | torch.isnan(im)
+    worst = torch.tensor(-math.inf if which == "max" else math.inf, dtype=re.dtype, device=t.device)
+    best = torch.amax if which == "max" else torch.amin
+    re = torch.where(nan, worst, re)
+    candidate = (re == best(re, dim=dim, keepdim=True)) & ~nan
+    im = torch.where(candidate, im, worst)
+    hit = candidate & (im == best(im, dim=dim, keepdim=True))
+    first_nan = torch.argmax(nan.to(torch.uint8), dim=dim, keepdim=True)
+    first_hit = torch.argmax(hit.to(torch.uint8), dim=dim, keepdim=True)
+    if skip_nan:
+        return first_hit
+    return torch.where(torch.any(nan, dim=dim, keepdim=True), first_nan, first_hit)
+
+
+def _complex_extreme(which: str, a: A, axis: Any, keepdims: bool, func: str, *, arg: bool = False,
+                     skip_nan: bool = False) -> A:
+    """numpy.max/min (or, with ``arg``, argmax/argmin: one axis or None) of complex ``a`` in NumPy's order."""
+    axes = normalize_axes(_axis_arg(axis), a.ndim, func)
+    if math.prod(a.shape[i] for i in axes) == 0:
+        what = f"arg{which}" if arg else f"{which}imum"
+        raise ValueError(f"{func}(): the {what} of an empty slice (a has shape {a.shape}); there is no identity")
+    kept = [i for i in range(a.ndim) if i not in axes]
+    t = a._t.permute(tuple(kept) + tuple(axes)).reshape(*(a.shape[i] for i in kept), -1)
+    index = _complex_arg_extreme(which, t, -1, skip_nan)
+    r = index if arg else torch.take_along_dim(t, index, dim=-1)
+    shape = tuple(1 if i in axes else d for i, d in enumerate(a.shape)) if keepdims else r.shape[:-1]
+    return wrap(r.reshape(shape))
+
+
+def _complex_compare(name: str, x1: Any, x2: Any) -> A:
+    """NumPy's ufuncs less, less_equal, greater, greater_equal, maximum and minimum where an operand is
+    complex: lexicographic (real part, then imaginary part); a comparison with a NaN part is false, and
+    maximum/minimum return the first operand with a NaN part."""
+    dtype = xp.result_type(*(x for x in (x1, x2)))
+    device = next(x.device for x in (x1, x2) if isinstance(x, A))
+    a, b = (xp.astype(x, dtype) if isinstance(x, A) else xp.asarray(x, dtype=dtype, device=device)
+            for x in (x1, x2))
+    a, b = xp.broadcast_arrays(a, b)
+    ar, ai, br, bi = a._t.real, a._t.imag, b._t.real, b._t.imag
+    # NumPy's CLT/CLE/CGT/CGE: the real parts decide only where neither imaginary part is NaN
+    decided = ~(torch.isnan(ai) | torch.isnan(bi))
+    if name in ("less", "less_equal"):
+        tie = ai < bi if name == "less" else ai <= bi
+        return wrap(((ar < br) & decided) | ((ar == br) & tie))
+    if name in ("greater", "greater_equal"):
+        tie = ai > bi if name == "greater" else ai >= bi
+        return wrap(((ar > br) & decided) | ((ar == br) & tie))
+    if name not in ("maximum", "minimum"):
+        raise ValueError(f"{name}() is not an ordering of complex numbers")
+    if name == "maximum":
+        first = ((ar > br) & decided) | ((ar == br) & (ai >= bi))
+    else:
+        first = ((ar < br) & decided) | ((ar == br) & (ai <= bi))
+    first = first | torch.isnan(ar) | torch.isnan(ai)
+    return wrap(torch.where(first, a._t, b._t))
 
 
 # ---------------------------------------------------------------- the correlation core of convolve and correlate

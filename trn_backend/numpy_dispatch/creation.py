@@ -26,7 +26,7 @@ import torch
 from .. import _device, _dtypes
 from .._array import wrap
 from .._helpers import float_to_int
-from .._scalars import PY_SCALARS, convert_scalar
+from .._scalars import PY_SCALARS, check_fill_int, convert_scalar
 from ._common import A, _at_least, _shape
 from ._registry import TABLE, Binder, implements, numpy_dtype, qualname, to_dtype, xp
 
@@ -120,6 +120,7 @@ def full(shape: Any, fill_value: Any, dtype: Any = None, *, device: Any = None, 
     elif type(fill_value) in PY_SCALARS and dtype is not None:
         # a Python scalar converts once to the dtype, as NumPy stores it (range-checked; NumPy's own conversion
         # rounds large ints through float64, and ml_dtypes' bfloat16 refuses ints beyond int64)
+        check_fill_int(fill_value, to_dtype(dtype, "numpy.full"), "numpy.full")
         fill = wrap(convert_scalar(fill_value, dtype, dev, "numpy.full"))
     else:
         fill = _from_host(np.asarray(fill_value, dtype=_numpy_dtype(dtype)), dev, dtype is not None)
@@ -190,6 +191,8 @@ def _converted(a: Any, dtype: torch.dtype | None, device: torch.device, copy: bo
     """``a`` as a NeuronArray on ``device``: a NeuronArray is converted on the devices; other data goes
     through NumPy, so its dtype is inferred as NumPy does ([1.0] is float64, [1] int64)."""
     if isinstance(a, A):
+        if dtype is not None and copy is not False:  # (copy=False refuses any dtype change: the namespace's error)
+            a = real_part_if_narrowing(a, dtype)  # NumPy's unsafe cast: complex to real keeps the real part
         return xp.asarray(a, dtype=dtype, device=device, copy=copy)
     # copy=False refuses data NumPy must convert (lists, other dtypes) with NumPy's own ValueError
     host = np.asarray(a, dtype=_numpy_dtype(dtype), copy=False if copy is False else None)
@@ -277,8 +280,10 @@ def astype(x: A, dtype: Any, /, *, copy: bool = True, device: Any = None) -> A:
 
 
 def real_part_if_narrowing(x: A, dtype: Any) -> A:
-    """x, or its real part with NumPy's ComplexWarning where ``dtype`` is real and x complex."""
-    if x._t.dtype in _dtypes.COMPLEX_FLOAT and _dtypes.to_dtype(dtype) not in _dtypes.COMPLEX_FLOAT:
+    """x, or its real part with NumPy's ComplexWarning where ``dtype`` is real numeric and x complex (into bool
+    a complex number casts by its truth, both parts, without a warning in NumPy and in the namespace)."""
+    target = _dtypes.to_dtype(dtype)
+    if x._t.dtype in _dtypes.COMPLEX_FLOAT and target not in _dtypes.COMPLEX_FLOAT and target is not _dtypes.bool:
         warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
                       stacklevel=4)
         return xp.real(x)

@@ -188,12 +188,64 @@ def cross(a: A, b: A, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: i
 
 # ---------------------------------------------------------------- rounding
 
+def floor_divide(x1: Any, x2: Any) -> A:
+    """numpy.floor_divide's values: for floats, NumPy's divmod (the quotient of x1 - fmod(x1, x2), stepped down
+    where the remainder's sign differs from x2's, snapped to an integer), so -2 // inf is -1 and inf // 3 NaN
+    where the standard's special cases (the namespace's floor_divide) give -0 and inf. Integers as the
+    namespace's."""
+    r = xp.floor_divide(x1, x2)
+    if r._t.dtype not in _dtypes.REAL_FLOAT:
+        return r
+    a, b = (xp.astype(x, r.dtype) if isinstance(x, A) else xp.asarray(x, dtype=r.dtype, device=r.device)
+            for x in (x1, x2))
+    a, b = xp.broadcast_arrays(a, b)
+    # float16 and bfloat16 compute in float32, as NumPy's half loops
+    work = torch.float32 if r._t.dtype in _dtypes.EXTENSION_FLOAT else r._t.dtype
+    a, b = a._t.to(work), b._t.to(work)
+    mod = torch.fmod(a, b)
+    div = (a - mod) / b
+    step = (mod != 0) & ((b < 0) != (mod < 0))
+    div = torch.where(step, div - 1, div)
+    floor = torch.floor(div)
+    snapped = torch.where(div - floor > 0.5, floor + 1, floor)
+    zero = torch.copysign(torch.zeros_like(div), a / b)
+    out = torch.where(div != 0, snapped, zero)
+    out = torch.where(b == 0, a / b, out)
+    return wrap(_dtypes.cast(out, r._t.dtype))
+
+
+def expm1(x: A) -> A:
+    """numpy.expm1's values: complex input by NumPy's formula, expm1(a) cos b - 2 sin^2(b/2) + i e^a sin b, whose
+    special values differ from the standard's (the namespace's expm1): NaN + 0j gives NaN + NaN j here."""
+    if x._t.dtype not in _dtypes.COMPLEX_FLOAT:
+        return xp.expm1(x)
+    t = x._t
+    a, b = t.real, t.imag
+    half = torch.sin(b / 2)
+    return wrap(torch.complex(torch.expm1(a) * torch.cos(b) - 2 * half * half, torch.exp(a) * torch.sin(b)))
+
+
+def rint(a: A) -> A:
+    """numpy.rint's values: half to even; integer and bool input (which NumPy's rint has no loop for) computes
+    in the default floating dtype, as every floating operation's does."""
+    if a._t.dtype in _dtypes.FLOATING:
+        return xp.round(a)
+    return xp.astype(a, _dtypes.default_float(a._t.device))
+
+
 @implements(np.round, np.around, arrays="a")
 def round(a: A, decimals: int = 0) -> A:
     """numpy.round: half to even at ``decimals`` places. Floats scale, round and unscale as NumPy does;
     integers round exactly to tens, hundreds, ... for negative decimals (NumPy's float64 detour is exact only
     below 2**53), and a result beyond the dtype wraps modulo 2**bits, as integer multiplication does."""
     decimals = operator.index(decimals)  # as a Python int: NumPy refuses 10 ** -np.int64(2)
+    if a._t.dtype is _dtypes.bool:
+        # NumPy rounds bools with the floating ufunc rint (float16 there; here, the rule for integer input of
+        # floating operations: the default float), and other decimals fail on its bool scaling
+        if decimals != 0:
+            raise TypeError(f"numpy.round(): cannot round a bool array to {decimals} decimals (NumPy's scaling "
+                            "of bools fails too); cast it to a number first")
+        return rint(a)
     if decimals == 0 or (decimals > 0 and a._t.dtype not in _dtypes.FLOATING):
         return xp.round(a) if a._t.dtype in _dtypes.FLOATING else xp.asarray(a, copy=True)
     if a._t.dtype in _dtypes.FLOATING:

@@ -14,18 +14,21 @@ import math
 from typing import Any
 
 import numpy as np
+import torch
 
 from .._array import wrap
 from ._common import (
     A,
     _axis_arg,
     _check_reducible,
+    _complex_compare,
+    _complex_extreme,
     _direct,
     _extreme,
     _fill_nan,
     _flat,
+    _is_complex,
     _reduced_shape,
-    _refuse_complex,
     _warn,
     _without_nan,
 )
@@ -126,8 +129,9 @@ def min(a: A, axis: Any = None, keepdims: bool = False, initial: Any = None) -> 
 def _nan_extreme(which: str, a: A, axis: Any, keepdims: bool, initial: Any) -> A:
     """nanmax/nanmin: NaNs are skipped; an all-NaN slice is NaN with a warning, or ``initial`` when given."""
     func = f"numpy.nan{which}"
-    _refuse_complex(a, func)
     axis = _axis_arg(axis)
+    if _is_complex(a._t):
+        return _complex_nan_extreme(which, a, axis, keepdims, initial, func)
     shape = _reduced_shape(a, axis, keepdims, func)
     if initial is None:
         _check_reducible(a, axis, func, f"the {which}imum")
@@ -144,6 +148,24 @@ def _nan_extreme(which: str, a: A, axis: Any, keepdims: bool, initial: Any) -> A
         if bool(xp.any(all_nan)):
             _warn("All-NaN slice encountered")
             r = wrap(_fill_nan(r._t, all_nan._t, math.nan))
+    return r
+
+
+def _complex_nan_extreme(which: str, a: A, axis: Any, keepdims: bool, initial: Any, func: str) -> A:
+    """nanmax/nanmin of complex numbers as NumPy's fmax/fmin reduction: elements with a NaN part are passed
+    over, in NumPy's lexicographic order; an all-NaN slice gives a NaN, with NumPy's warning."""
+    shape = _reduced_shape(a, axis, keepdims, func)
+    if initial is None:
+        _check_reducible(a, axis, func, f"the {which}imum")
+    elif a.size == 0:
+        return xp.full(shape, initial, dtype=a._t.dtype, device=a.device)
+    r = _complex_extreme(which, a, axis, keepdims, func, skip_nan=True)
+    if initial is not None:
+        other = xp.asarray(initial, dtype=r.dtype, device=r.device)
+        better = _complex_compare("greater" if which == "max" else "less", other, r)
+        return wrap(torch.where(better._t | torch.isnan(r._t.real) | torch.isnan(r._t.imag), other._t, r._t))
+    if bool(torch.any(torch.isnan(r._t.real) | torch.isnan(r._t.imag))):
+        _warn("All-NaN slice encountered")
     return r
 
 

@@ -3,9 +3,8 @@ are in ``indexing``).
 
 Sorts are stable whatever ``kind`` says, which every kind allows; axis=None sorts the flattened array. partition and
 argpartition (which dask's topk and argtopk call) are stable sorts, a valid partition for every kth. lexsort
-composes stable sorts, complex keys ordered by real part, then imaginary part, as in NumPy. nanargmax and nanargmin
-raise NumPy's ValueError for all-NaN and empty slices; their complex input is a TypeError (NumPy orders complex
-numbers lexicographically, torch does not).
+composes stable sorts. Complex numbers order as in NumPy: by real part, then imaginary part, NaN last (the helpers
+in ``_common``). nanargmax and nanargmin raise NumPy's ValueError for all-NaN and empty slices.
 """
 
 from __future__ import annotations
@@ -15,11 +14,23 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+import torch
 
 from .. import _dtypes
 from .._array import wrap
 from .._helpers import normalize_axis
-from ._common import A, _axis, _check_reducible, _flat, _lexsort, _refuse_complex, _without_nan
+from ._common import (
+    A,
+    _axis,
+    _check_reducible,
+    _complex_argsort,
+    _complex_extreme,
+    _complex_sort,
+    _flat,
+    _is_complex,
+    _lexsort,
+    _without_nan,
+)
 from ._registry import implements, xp
 
 # ---------------------------------------------------------------- sorting
@@ -37,6 +48,8 @@ def sort(a: A, axis: int | None = -1, kind: str | None = None, stable: bool | No
     _check_kind(kind, stable, "numpy.sort")
     if axis is None:
         a, axis = _flat(a), -1
+    if _is_complex(a._t):
+        return _complex_sort(a, normalize_axis(axis, a.ndim, "numpy.sort"))
     return xp.sort(a, axis=axis, stable=True)
 
 
@@ -46,6 +59,8 @@ def argsort(a: A, axis: int | None = -1, kind: str | None = None, stable: bool |
     _check_kind(kind, stable, "numpy.argsort")
     if axis is None:
         a, axis = _flat(a), -1
+    if _is_complex(a._t):
+        return _complex_argsort(a, normalize_axis(axis, a.ndim, "numpy.argsort"))
     return xp.argsort(a, axis=axis, stable=True)
 
 
@@ -84,27 +99,31 @@ def partition(a: A, kth: Any, axis: int | None = -1) -> A:
     """numpy.partition: a sorted copy, which puts every kth element where a partition must (smaller ones
     before it, the rest after); the order inside each part is unspecified in NumPy."""
     a, axis = _sort_as_partition(a, kth, axis, "numpy.partition")
-    return xp.sort(a, axis=axis, stable=True)
+    return _complex_sort(a, axis) if _is_complex(a._t) else xp.sort(a, axis=axis, stable=True)
 
 
 @implements(np.argpartition, arrays="a")
 def argpartition(a: A, kth: Any, axis: int | None = -1) -> A:
     """numpy.argpartition: the indices that sort ``a`` (stably), a valid partition for every kth."""
     a, axis = _sort_as_partition(a, kth, axis, "numpy.argpartition")
-    return xp.argsort(a, axis=axis, stable=True)
+    return _complex_argsort(a, axis) if _is_complex(a._t) else xp.argsort(a, axis=axis, stable=True)
 
 
 # ---------------------------------------------------------------- searching
 
 @implements(np.argmax, arrays="a")
 def argmax(a: A, axis: int | None = None, keepdims: bool = False) -> A:
-    """numpy.argmax (the first NaN counts as the maximum)."""
+    """numpy.argmax (the first NaN counts as the maximum; complex numbers in NumPy's lexicographic order)."""
+    if _is_complex(a._t):
+        return _complex_extreme("max", a, axis, keepdims, "numpy.argmax", arg=True)
     return xp.argmax(a, axis=axis, keepdims=keepdims)
 
 
 @implements(np.argmin, arrays="a")
 def argmin(a: A, axis: int | None = None, keepdims: bool = False) -> A:
-    """numpy.argmin (the first NaN counts as the minimum)."""
+    """numpy.argmin (the first NaN counts as the minimum; complex numbers in NumPy's lexicographic order)."""
+    if _is_complex(a._t):
+        return _complex_extreme("min", a, axis, keepdims, "numpy.argmin", arg=True)
     return xp.argmin(a, axis=axis, keepdims=keepdims)
 
 
@@ -112,11 +131,19 @@ def _nan_arg_extreme(which: str, a: A, axis: int | None, keepdims: bool) -> A:
     """nanargmax/nanargmin as NumPy: NaN becomes -inf (+inf) and argmax (argmin) runs; an all-NaN slice is a
     ValueError."""
     func = f"numpy.nanarg{which}"
-    _refuse_complex(a, func)
     if axis is not None:
         axis = normalize_axis(axis, a.ndim, func)
     _check_reducible(a, axis, func, f"the arg{which}")
-    filled, mask = _without_nan(a, -math.inf if which == "max" else math.inf)
+    fill = -math.inf if which == "max" else math.inf
+    if _is_complex(a._t):
+        # NumPy replaces a complex number with a NaN part by fill + 0j, then takes the lexicographic argmax
+        t = a._t
+        mask = torch.isnan(t.real) | torch.isnan(t.imag)
+        if bool(xp.any(xp.all(wrap(mask), axis=axis))):
+            raise ValueError(f"{func}(): All-NaN slice encountered")
+        filled = wrap(torch.where(mask, torch.tensor(complex(fill, 0), dtype=t.dtype, device=t.device), t))
+        return _complex_extreme(which, filled, axis, keepdims, func, arg=True)
+    filled, mask = _without_nan(a, fill)
     if mask is not None and bool(xp.any(xp.all(wrap(mask), axis=axis))):
         raise ValueError(f"{func}(): All-NaN slice encountered")
     return getattr(xp, f"arg{which}")(filled, axis=axis, keepdims=keepdims)

@@ -31,6 +31,8 @@ from ._common import (
     Shape,
     _axis_arg,
     _check_sequences,
+    _complex_sort,
+    _extreme,
     _fill_nan,
     _is_complex,
     _is_floating,
@@ -359,10 +361,11 @@ def nanpercentile(a: A, q: Any, axis: Any = None, overwrite_input: bool = False,
 def _median(a: A, axis: Any, keepdims: bool, *, func: str, skip_nan: bool) -> A:
     """NumPy's median: the middle element, or the mean of the two middle ones, as NumPy's mean computes it (in
     float32 for float16 data, in float64 for integers)."""
-    _refuse_complex(a, func)
     device = a._t.device
     dtype = _mean_dtype(a._t.dtype, device)
     slices = _Slices(a, axis, func)
+    if _is_complex(a._t):
+        return _complex_median(a, slices, keepdims, func=func, skip_nan=skip_nan)
     skip_nan = skip_nan and _is_floating(a._t)
     if slices.n == 0:
         _warn("Mean of empty slice")
@@ -374,6 +377,30 @@ def _median(a: A, axis: Any, keepdims: bool, *, func: str, skip_nan: bool) -> A:
     lo, hi = _dtypes.cast(lo, accumulate), _dtypes.cast(hi, accumulate)
     middle = torch.where(n % 2 == 1, lo, (lo + hi) / 2).to(dtype)
     middle = _nan_slices(middle, s, n, skip_nan)
+    return wrap(middle.reshape(slices.shape(keepdims)))
+
+
+def _complex_median(a: A, slices: _Slices, keepdims: bool, *, func: str, skip_nan: bool) -> A:
+    """The median of complex slices as NumPy's: the middle of NumPy's lexicographic order (the mean of the two
+    middle elements for an even count); a slice holding a NaN gives its last element in that order (a NaN)."""
+    if skip_nan:
+        _refuse_complex(a, func)  # nanmedian: NumPy drops complex NaNs by a test its order does not share
+    if slices.n == 0:
+        _warn("Mean of empty slice")
+        return xp.full(slices.shape(keepdims), complex(math.nan, math.nan), dtype=a.dtype, device=a.device)
+    s = _complex_sort(wrap(slices.t), -1)._t
+    lo, hi = s[..., (slices.n - 1) // 2], s[..., slices.n // 2]
+    if slices.n % 2:
+        middle = lo
+    else:
+        # NumPy's mean divides the complex sum by the count as a complex number (Smith's algorithm, which
+        # multiplies the other part by the zero imaginary part of the divisor: inf there gives a NaN part)
+        # The sum is taken by parts: torch's complex addition can give NaN parts where NumPy's does not.
+        re, im = lo.real + hi.real, lo.imag + hi.imag
+        zero = torch.zeros((), dtype=re.dtype, device=re.device)
+        middle = torch.complex((re + im * zero) * 0.5, (im - re * zero) * 0.5)
+    last = s[..., -1]
+    middle = torch.where(torch.isnan(last.real) | torch.isnan(last.imag), last, middle)
     return wrap(middle.reshape(slices.shape(keepdims)))
 
 
@@ -391,8 +418,8 @@ def nanmedian(a: A, axis: Any = None, overwrite_input: bool = False, keepdims: b
 
 @implements(np.ptp, arrays="a")
 def ptp(a: A, axis: Any = None, keepdims: bool = False) -> A:
-    """numpy.ptp: max minus min."""
-    return xp.subtract(xp.max(a, axis=axis, keepdims=keepdims), xp.min(a, axis=axis, keepdims=keepdims))
+    """numpy.ptp: max minus min (complex numbers in NumPy's lexicographic order)."""
+    return xp.subtract(_extreme("max", a, axis, keepdims, None), _extreme("min", a, axis, keepdims, None))
 
 
 # ---------------------------------------------------------------- averages and variances
@@ -518,7 +545,10 @@ def average(a: A, axis: Any = None, weights: A | None = None, returned: bool = F
     axes = None if axis is None else normalize_axes(_axis_arg(axis), a.ndim, func)
     if weights is None:
         avg = xp.mean(_cast(a, _mean_dtype(a._t.dtype, a._t.device)), axis=axes, keepdims=keepdims)
-        scale = xp.full(avg.shape, a.size / builtins.max(avg.size, 1), dtype=avg._t.dtype, device=avg.device)
+        if avg.size == 0:
+            # NumPy's count of elements per average is a.size / avg.size: its ZeroDivisionError for no averages
+            raise ZeroDivisionError(f"{func}(): no averages to take (a has shape {a.shape}, the result none)")
+        scale = xp.full(avg.shape, a.size / avg.size, dtype=avg._t.dtype, device=avg.device)
     else:
         w = _average_weights(a, weights, axes, func)
         extra = ("f8",) if a._t.dtype not in _dtypes.FLOATING else ()
