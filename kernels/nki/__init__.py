@@ -70,9 +70,9 @@ def lnc(choice: str | None = None) -> int:
 def table(kernel: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], a_is_transposed: bool,
           programs: int, words: int = 1) -> torch.Tensor:
     """The ``table`` argument of matmul kernel ``kernel`` (int32 [programs, rows, matmul.ROW]: which unit of the
-    output, and which tiles of phase 1, each iteration of a program's loops takes) for operands of ``a_shape``
-    (A [..., M, K], or A^T [..., K, M]) and ``b_shape`` ([..., K, N]), leading word dimensions included; ``words``:
-    the split kernels' words."""
+    output, and which pieces the split kernels split, each iteration of a program's loops takes) for operands of
+    ``a_shape`` (A [..., M, K], or A^T [..., K, M]) and ``b_shape`` ([..., K, N]), leading word dimensions included;
+    ``words``: the split kernels' words."""
     from . import matmul
 
     batch = b_shape[-3] if kernel.startswith("bmm") else 1

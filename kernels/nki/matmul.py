@@ -19,8 +19,9 @@ computes is data: the host passes ``table`` (int32 [programs, rows, ROW], built 
 plan), whose row holds the unit's element offsets in A, B and the output; each iteration reads its row with one
 dynamic-offset DMA (the loop's induction value steps by ROW, so it is the row's element offset) and
 ``register_load``s the offsets into registers that every access of the body passes as ``scalar_offset`` (the split
-kernels also run one loop per operand before, each iteration splitting SPLIT_GROUP tiles; no loop is nested in
-another). Each access is one ``.ap`` on the unreshaped kernel argument with the dynamic dimension its last
+kernels also run one loop per operand before, each iteration splitting a piece, and run the units in up to three
+loops one after another; no loop is nested in another). Each access is one ``.ap`` on the unreshaped kernel
+argument with the dynamic dimension its last
 (``indirect_dim = ndim - 1``, where the offset counts elements) and ``dge_mode=hwdge`` (descriptor generation for
 dynamic addresses). Only one level of dynamic loop exists: K blocks and the tiles within a unit are static code of
 the body (K blocks per unit are bounded by the SBUF budget). Outputs written by dynamic DMAs end with a fence, a DMA
@@ -36,15 +37,18 @@ all of them fit the SBUF budget together.
 Modes (kernels/reference/ is the specification of each; the words and levels are the reference's):
 - ``matmul`` fast: bf16 operands (fp32 inputs rounded on chip, on GpSimd); native: fp32 operands (a quarter of the
   bf16 rate).
-- ``matmul_split``: dd (2 words) and bf16x6 (3 words). Phase 1 splits fp32 A and B into bf16 words once per call:
-  tiles dealt to the programs like units, SPLIT_GROUP per iteration stepped through together (each with its own
-  staging, so the engines and DMAs of different tiles overlap), each split with integer operations only, (bits +
-  0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode involved; the add exact on GpSimd, the mask on the
-  Vector Engine, the only engine with bitvec operators), into shared HBM scratch (A's words transposed on the way);
-  the programs fence their writes and meet at ``nisa.core_barrier`` (one per scratch tensor), and phase 2 multiplies
-  the words: every product of an output tile and K block in one PSUM accumulation, levels (word pairs i + j)
-  smallest first; bf16x6 evacuates PSUM every CHUNK_TILES K tiles, adds GROUP chunk sums in fp32 and combines those
-  with TwoSum. ``matmul_words`` is phase 2 alone, for words split on the host (float64 data: no fp64 on chip).
+- ``matmul_split``: dd (2 words) and bf16x6 (3 words). fp32 A and B are split into bf16 words once per call, each
+  element once, with integer operations only, (bits + 0x8000) & 0xFFFF0000 (nearest, ties away; no rounding mode
+  involved; the add exact on GpSimd, the mask on the Vector Engine, the only engine with bitvec operators), into
+  shared HBM scratch (A's words transposed on the way), in pieces (``_split_plan``): the pieces the first units read
+  before the products loop (a loop per operand; the programs fence their writes and meet at ``nisa.core_barrier``,
+  one per scratch tensor), the others during the products loop's first iterations, spread between the output
+  tiles of each K block but the last and software-pipelined over rotating staging sets, so the split runs on the
+  Vector Engine, GpSimd and DMA while the Tensor Engine multiplies; each such iteration fences and meets at the
+  barriers before it fetches the next unit's words. The products: every product of an output tile and K block in
+  one PSUM accumulation, levels (word pairs i + j) smallest first; bf16x6 evacuates PSUM every CHUNK_TILES K tiles,
+  adds GROUP chunk sums in fp32 and combines those with TwoSum. ``matmul_words`` is the products alone, for words
+  split on the host (float64 data: no fp64 on chip).
 - ``matmul_levels``: ozaki's exact level sums of digit products: PSUM accumulations of at most 256 products
   (integers below 2**24, exact in fp32), summed exactly in int32 on GpSimd per K block, out as int32 per level and K
   block; the host adds those exactly and combines the levels.
@@ -83,10 +87,13 @@ HI_MASK = -65536  # 0xFFFF0000 as int32 (kernel integers are 32-bit signed): the
 LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 XORWOW_WORDS = 6  # uint32 of GpSimd's XORWOW generator state per lane (nki.isa.rand_set_state)
 INT32_MAX = 2**31 - 1  # dynamic offsets are 32-bit registers (SDK isa register_alloc: "64x 32-bit registers")
-ROW = 16  # int32 per table row: a unit's five offsets, or the split's SPLIT_GROUP offset pairs
-SPLIT_COLUMNS = 1024  # the split: columns of one tile of 128 rows
-SPLIT_GROUP = ROW // 2  # tiles per iteration of the split's loops (a table row holds their offset pairs), each
-# with its own staging, so one tile's DMAs overlap another's arithmetic
+ROW = 16  # int32 per table row: a unit's five offsets and its iteration's pieces' offset pairs, or a piece's pair
+PIECE_LONG = 2048  # the split: elements of K per piece (what a program splits as one item: sub-tiles of 128 rows)
+PIECE_SHORT = 512  # and of M (A) or N (B) per piece; columns of a split sub-tile
+SPLIT_SETS = 9  # staging sets of the split before the products loop (three rotating thirds)
+LOOP_GROUPS = 2  # sub-tiles per group of the split inside the products loop, where the words are 2 (else 1), with
+# words + 2 groups in flight (``_split_ticker``)
+MAX_SLOTS = 2  # pieces of one operand a products-loop iteration splits, at most (ROW holds 5 + 2 * 2 * 2)
 
 
 # --- entry points (the host jits these) ---------------------------------------------------------------------
@@ -235,38 +242,71 @@ def _deal(count, programs):
     return iterations, shares
 
 
-def _unit_offsets(batch, m, k, n, a_is_transposed, programs):
-    """((iterations, rows, columns), per program per iteration the (A, B, out) element offsets of its unit and the
-    (A, B) offsets of its next unit): A as [..., K, M] (transposed) or [..., M, K], B [..., K, N], out [..., M, N],
-    each without leading word dimensions."""
+def _unit_places(batch, m, n, programs):
+    """((iterations, rows, columns), per program per iteration its unit's (entry, first row, first column)): the
+    units of the output in row-major order, dealt in equal contiguous shares (``_deal``)."""
     rows, columns = _unit_shape(batch, m, n, programs)
     units = ()
     for entry in range(batch):
         for r in _starts(m, rows):
             for c in _starts(n, columns):
-                a_offset = entry * m * k + (r if a_is_transposed else r * k)
-                units = units + ((a_offset, entry * k * n + c, entry * m * n + r * n + c),)
+                units = units + ((entry, r, c),)
     iterations, shares = _deal(len(units), programs)
-    offsets = ()
+    places = ()
     for share in shares:
+        mine = ()
+        for t in range(iterations):
+            mine = mine + (units[share[t]],)
+        places = places + (mine,)
+    return (iterations, rows, columns), places
+
+
+def _unit_offsets(batch, m, k, n, a_is_transposed, programs):
+    """((iterations, rows, columns), per program per iteration the (A, B, out) element offsets of its unit and the
+    (A, B) offsets of its next unit): A as [..., K, M] (transposed) or [..., M, K], B [..., K, N], out [..., M, N],
+    each without leading word dimensions."""
+    shape, places = _unit_places(batch, m, n, programs)
+    iterations = shape[0]
+    offsets = ()
+    for mine in places:
+        found = ()
+        for entry, r, c in mine:
+            found = found + ((entry * m * k + (r if a_is_transposed else r * k), entry * k * n + c,
+                              entry * m * n + r * n + c),)
         rows_of = ()
         for t in range(iterations):  # the unit, and where the next one lies in A and B (the last: itself)
-            after = units[share[min(t + 1, iterations - 1)]]
-            rows_of = rows_of + (units[share[t]] + (after[0], after[1]),)
+            after = found[min(t + 1, iterations - 1)]
+            rows_of = rows_of + (found[t] + (after[0], after[1]),)
         offsets = offsets + (rows_of,)
-    return (iterations, rows, columns), offsets
+    return shape, offsets
 
 
 def table_rows(kernel, batch, m, k, n, a_is_transposed, programs, words=1):
     """The rows of the ``table`` argument of ``kernel`` (matmul, bmm, ..._split with ``words``, ..._words,
     ..._levels, matmul_sr) for A [batch, M, K] (or A^T) and B [batch, K, N]: per program, one row of ROW int32
     per iteration of its loops (offsets in elements, padded with zeros): the units (A, B and out, then the next
-    unit's A and B); for the split kernels first the tiles of A and of B they split (source, scratch). The kernel
-    computes the same plan while it traces and reads only its own program's rows."""
-    _, found = _unit_offsets(batch, m, k, n, True if kernel.endswith("_split") else a_is_transposed, programs)
-    if kernel.endswith("_split"):
-        _, first = _split_offsets(batch, m, k, n, a_is_transposed, programs)
-        found = tuple(first[p] + found[p] for p in range(programs))
+    unit's A and B); for the split kernels first the pieces of A and of B split before the products (source,
+    scratch), and after each unit's offsets the pieces its iteration splits (``_split_plan``). The kernel computes
+    the same plan while it traces and reads only its own program's rows."""
+    split = kernel.endswith("_split")
+    _, found = _unit_offsets(batch, m, k, n, True if split else a_is_transposed, programs)
+    if split:
+        plan = _split_plan(batch, m, k, n, a_is_transposed, programs)
+        first = ()
+        for p in range(programs):
+            rows = ()
+            for operand in (plan[0], plan[1]):
+                for pair in operand[3][p]:
+                    rows = rows + (pair,)
+            for t in range(len(found[p])):
+                row = found[p][t]
+                for operand in (plan[0], plan[1]):
+                    start, end = operand[1]
+                    for s in range(operand[0]):
+                        row = row + (operand[4][p][t - start][s] if start <= t < end else (0, 0))
+                rows = rows + (row,)
+            first = first + (rows,)
+        found = first
     table = ()
     for p in range(programs):
         rows = ()
@@ -278,8 +318,9 @@ def table_rows(kernel, batch, m, k, n, a_is_transposed, programs, words=1):
 
 def _k_blocks(k, k_tiles, chunk):
     """(first row, rows) of each K block of at most ``k_tiles`` tiles (a multiple of ``chunk`` but the last): as
-    even as whole tiles allow, and an even number of them where there are two tiles or more (the two operand sets
-    alternate, so the last block of one unit and the first of the next use different sets)."""
+    even as whole tiles allow, and an even number of them where there are two tiles or more and whole chunks allow
+    (the two operand sets alternate, so the last block of one unit and the first of the next use different sets;
+    an odd count fetches the next unit's first block after the last block's products, ``_unit``)."""
     tiles = _tiles(k, TILE_K)
     count = _tiles(tiles, max(k_tiles, 1))
     if tiles >= 2 and count % 2:
@@ -288,6 +329,12 @@ def _k_blocks(k, k_tiles, chunk):
     blocks = ()
     for first in range(0, tiles, per_block):
         blocks = blocks + ((first * TILE_K, min(per_block * TILE_K, k - first * TILE_K)),)
+    for index in range(len(blocks) - 1, -1, -1):  # whole chunks do not always deal evenly (9 chunks under a cap
+        # of 4): then the last block of two chunks or more is cut in two
+        first, rows = blocks[index]
+        if len(blocks) % 2 and rows > chunk * TILE_K:
+            head = _tiles(_tiles(_tiles(rows, TILE_K), chunk), 2) * chunk * TILE_K
+            blocks = blocks[:index] + ((first, head), (first + head, rows - head)) + blocks[index + 1:]
     return blocks
 
 
@@ -378,33 +425,195 @@ def _fence(t, pattern, offset):
 
 
 # --- products ------------------------------------------------------------------------------------------------
-def _products(out, a, b, a_is_transposed, operand, words, has_words, table, first_row, kind, batch):
+def _no_tick(j):
+    """A K block's hook between output tiles when it splits nothing (``_split_ticker``)."""
+    return None
+
+
+def _products(out, a, b, a_is_transposed, operand, words, has_words, table, first_row, kind, batch, split=()):
     """Over this program's units, one ``nl.fori_loop`` iteration per unit: out = the sum over the kept word pairs
     of A_i @ B_j (``kind`` plain; chunked: bf16x6's chunk sums and TwoSum), rounded stochastically to bf16
     (stochastic), or ozaki's exact int32 level sums per K block (levels). ``has_words``: a and b lead with a word
-    dimension; ``first_row``: table rows before the units."""
+    dimension; ``first_row``: table rows before the units. ``split`` (the split kernels: their operands, plan and
+    layout of A): the first iterations also split pieces (``_split_plan``), so the iterations run in up to three
+    loops one after another, each with the splits its iterations do (both operands', one's, none)."""
     m, n = out.shape[-2], out.shape[-1]
     k = b.shape[-2]
     programs = _checked(table, (a, b, out))
     (iterations, rows, columns), units = _unit_offsets(batch, m, k, n, a_is_transposed, programs)
-    blocks = _blocking(m, k, n, words, operand, a.dtype, b.dtype, kind, a_is_transposed, programs)
+    reserved = split_staging_bytes(words, split[2]) if split else 0
+    blocks = _blocking(m, k, n, words, operand, a.dtype, b.dtype, kind, a_is_transposed, programs, reserved)
     tiles = _allocate(operand, words, _tiles(blocks[0][1], TILE_K), rows, columns, kind, a_is_transposed, a.dtype,
                       b.dtype)
-    registers = ()  # this unit's offsets in A, B and out, the next unit's in A and B
-    for _ in range(5):
+    registers = ()  # this unit's offsets in A, B and out, the next unit's in A and B; the pieces' (split kernels)
+    slots = (split[1][0][0], split[1][1][0]) if split else (0, 0)
+    for _ in range(5 + 2 * (slots[0] + slots[1])):
         registers = registers + ((nisa.register_alloc(),),)
     read = _row_reader(table, first_row, registers)
     word_a, word_b = (_size(a) // a.shape[0], _size(b) // b.shape[0]) if has_words else (0, 0)
     geometry = (rows, columns, words, m if a_is_transposed else k, word_a, n, word_b, n, a_is_transposed)
     first = units[nl.program_id(0)][0]
     _fetch_first(tiles, a, b, blocks, geometry, (first[0], first[1]))
+    staging = _split_staging(_loop_sets(words), words, split[2]) if split else ()
+    spans = (split[1][0][1], split[1][1][1]) if split else ((0, 0), (0, 0))
+    bounds = ()  # the iterations where the splits start or end, in order
+    for t in range(iterations + 1):
+        if t == 0 or t == iterations or t in spans[0] or t in spans[1]:
+            bounds = bounds + (t,)
+    for segment in range(len(bounds) - 1):
+        lo, hi = bounds[segment], bounds[segment + 1]
+        active = ()  # the operands whose pieces these iterations split
+        for o in range(2):
+            if spans[o][0] <= lo < spans[o][1]:
+                active = active + (o,)
 
-    def body(i):
-        read(i)
-        _unit(out, a, b, tiles, blocks, geometry, (registers[0:3], (0, 0, 0)), (registers[3:5], (0, 0)), kind)
+        def body(i, active=active):
+            read(i)
+            work = ()
+            if active:
+                jobs = ()
+                for o in active:
+                    base = 5 + 2 * (0 if o == 0 else slots[0])
+                    for s in range(slots[o]):
+                        jobs = jobs + _jobs(split[0][o], registers[base + 2 * s], registers[base + 2 * s + 1])
+                work = (jobs, staging, words, active, split[0])
+            _unit(out, a, b, tiles, blocks, geometry, (registers[0:3], (0, 0, 0)), (registers[3:5], (0, 0)), kind,
+                  work)
 
-    nl.fori_loop(0, iterations * ROW, body, step=ROW)
+        nl.fori_loop(lo * ROW, hi * ROW, body, step=ROW)
     _fence(out, [[n, min(rows, TILE_M)], [1, columns]], units[nl.program_id(0)][-1][2])
+
+
+def _split_ticker(work, section, sections, ticks):
+    """The share of an iteration's split sub-tiles (``work``) that K block ``section`` of ``sections`` does, spread
+    over the block's ``ticks`` output tiles: a function of the tick, called with -1 before the block's products
+    and with each output tile's index after it. Software-pipelined in groups of sub-tiles, one group starting per
+    tick (or several where there are more groups than ticks): a group is loaded two ticks before it starts, its
+    first rounding adds issued one tick before, and word t is masked, converted, subtracted and stored t ticks
+    after it starts (then the next word's adds), each group on its own staging sets (``words`` + 2 groups in
+    flight), so the split's instructions sit between the products' on the in-order engines and wait for little.
+    The last block's share is half the others' and leaves the last two output tiles' time for its stores (the
+    iteration publishes the words after it)."""
+    if not work:
+        return _no_tick
+    jobs, staging, words = work[0], work[1], work[2]
+    lo = section * 2 * len(jobs) // (2 * sections - 1)
+    hi = min(len(jobs), (section + 1) * 2 * len(jobs) // (2 * sections - 1))
+    period = words + 2
+    size = max(1, len(staging[0]) // period)
+    count = _tiles(hi - lo, size)
+    usable = ticks - 2 if section == sections - 1 and ticks > 2 else ticks
+    groups = ()
+    for v in range(count):
+        group = ()
+        for index in range(lo + v * size, min(hi, lo + (v + 1) * size)):
+            group = group + ((jobs[index], staging[0][(v % period) * size + (index - lo) % size]),)
+        groups = groups + (group,)
+
+    def real(v):  # the tick at which virtual tick v's stages are issued
+        if v < 0:
+            return -1
+        return min(ticks - 1, v if count <= usable else v * usable // count)
+
+    def stages(v):
+        if 0 <= v + 2 < count:
+            _split_loads(groups[v + 2])
+        if v == -2 and count > 0:
+            _split_loads(groups[0])
+        if v == -2 and count > 1:
+            _split_loads(groups[1])
+        pending = ()  # (group, word) whose word is done at this virtual tick, older groups first
+        for t in range(words - 1, -1, -1):
+            if 0 <= v - t < count:
+                pending = pending + ((groups[v - t], t),)
+        _split_words(words, pending, staging)
+        for group, t in pending:
+            if t < words - 1:
+                _split_adds(group, staging)
+        if 0 <= v + 1 < count:
+            _split_adds(groups[v + 1], staging)
+
+    def tick(j):
+        for v in range(-2, count + words - 1):
+            if real(v) == j:
+                stages(v)
+
+    return tick
+
+
+def _split_words(words, pending, staging):
+    """Word t of each (group, t) of ``pending``, whose adds are issued: masked (the word), converted to bf16, the
+    word subtracted from the rest (but the last word), stored."""
+    mask, flips = staging[1][1], staging[2]
+    for group, _ in pending:
+        for job, staged in group:
+            rows, columns = job[3], job[4]
+            nisa.tensor_tensor(dst=staged[1][0:rows, 0:columns], data1=staged[1][0:rows, 0:columns],
+                               data2=mask[0:rows, 0:columns], op=nl.bitwise_and, engine=nisa.vector_engine)
+    for group, t in pending:
+        for job, staged in group:
+            rows, columns = job[3], job[4]
+            nisa.tensor_copy(dst=staged[2][t][0:rows, 0:columns], src=staged[1][0:rows, 0:columns].view(nl.float32),
+                             engine=nisa.scalar_engine)
+    for group, t in pending:
+        if t < words - 1:
+            for job, staged in group:
+                rows, columns = job[3], job[4]
+                nisa.tensor_tensor(dst=staged[0][0:rows, 0:columns], data1=staged[0][0:rows, 0:columns],
+                                   data2=staged[1][0:rows, 0:columns].view(nl.float32), op=nl.subtract,
+                                   engine=nisa.vector_engine)
+    for group, t in pending:
+        for job, staged in group:
+            operand, (register, dst), rows, columns = job[0], job[2], job[3], job[4]
+            if operand[2]:
+                _store_transposed(operand[0], t * operand[4] + dst, staged[2][t], rows, columns, operand[5][1],
+                                  flips, staged[3][t], register)
+            else:
+                _copy(_access(operand[0], [[operand[5][1], rows], [1, columns]], t * operand[4] + dst, register),
+                      staged[2][t][0:rows, 0:columns], True)
+
+
+def _split_pipeline(words, jobs, staging):
+    """A function of the tick (-1 first, then 0, 1, ...) that splits the sub-tiles of ``jobs[tick]``, software-
+    pipelined over three thirds of the staging sets: loaded two ticks ahead, their first rounding adds issued one
+    tick ahead (see ``_split_ticker``)."""
+    part = len(staging[0]) // 3
+    groups = ()
+    for tick in range(len(jobs)):
+        group = ()
+        for index in range(len(jobs[tick])):
+            group = group + ((jobs[tick][index], staging[0][(tick % 3) * part + index % part]),)
+        groups = groups + (group,)
+
+    def tick(j):
+        if j == -1 and len(groups) > 0:
+            _split_loads(groups[0][0:part])
+        if j + 2 < len(groups):
+            _split_loads(groups[j + 2][0:part])
+        elif j == -1 and len(groups) > 1:
+            _split_loads(groups[1][0:part])
+        if j == -1 and len(groups) > 0:
+            _split_adds(groups[0][0:part], staging)
+        if j >= 0 and j + 1 < len(groups):  # the next tick's first adds, so its Vector Engine steps need not wait
+            _split_adds(groups[j + 1][0:part], staging)
+        if j >= 0 and j < len(groups):
+            group = groups[j]
+            for g0 in range(0, len(group), part):
+                if g0:  # more than a third of the sets' worth: the rest loaded here, into the same sets
+                    _split_loads(group[g0:g0 + part])
+                _split_group(words, group[g0:g0 + part], staging, g0 == 0)
+
+    return tick
+
+
+def _split_publish(work):
+    """After an iteration's splits: each scratch tensor written fenced, then a barrier about it (the next unit's
+    first K block, fetched after it, may read words another program split)."""
+    if work:
+        for o in work[3]:
+            _fence_spare(work[4][o])
+        for o in work[3]:
+            nisa.core_barrier(work[4][o][0], _programs(nl.num_programs()))
 
 
 def _checked(table, tensors):
@@ -418,9 +627,10 @@ def _checked(table, tensors):
     return programs
 
 
-def _blocking(m, k, n, words, operand, a_dtype, b_dtype, kind, a_is_transposed, programs):
-    """The K blocks of a unit: ozaki's by its level budget, others as many K tiles as SBUF holds."""
-    budget = nl.tile_size.sbuf_fmax_bytes
+def _blocking(m, k, n, words, operand, a_dtype, b_dtype, kind, a_is_transposed, programs, reserved=0):
+    """The K blocks of a unit: ozaki's by its level budget, others as many K tiles as SBUF holds (less
+    ``reserved`` bytes per partition)."""
+    budget = nl.tile_size.sbuf_fmax_bytes - reserved
     if kind == "levels":
         return _k_blocks(k, level_k_tiles(m, k, n, words, budget, programs), 1)
     width = _width(operand)
@@ -475,13 +685,25 @@ def _allocate(operand, words, block_tiles, rows, columns, kind, a_is_transposed,
     accumulators = _accumulators(kind)
     sums = ()  # the unit's running sums, and its result (a tile of its own, so the next unit's sums need not wait
     # for this one's store)
-    if accumulators:
+    if kind == "chunked":  # (s, e, group sum) per output tile, each tile its own (a tile's TwoSum does not hold up
+        # the next tile's, nor the last tile's the next unit's first)
+        running = ()
+        for _, _, _, nr in _output_tiles(rows, columns):
+            roles = ()
+            for _ in range(accumulators):
+                roles = roles + (nl.ndarray((TILE_M, nr), dtype=nl.float32, buffer=nl.sbuf),)
+            running = running + (roles,)
+        sums = (running, _result_tiles(rows, columns))
+    elif accumulators:
         sums = (nl.ndarray((TILE_M, accumulators, _tiles(rows, TILE_M), columns), dtype=nl.float32, buffer=nl.sbuf),
-                nl.ndarray((TILE_M, _tiles(rows, TILE_M), columns), dtype=nl.float32, buffer=nl.sbuf))
+                _result_tiles(rows, columns))
     extra = ()
-    if kind == "chunked":  # TwoSum's temporaries
-        for _ in range(3):
-            extra = extra + (nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.sbuf),)
+    if kind == "chunked":  # TwoSum's temporaries, two sets used by alternate output tiles (STAGING_BYTES)
+        for _ in range(2):
+            temporaries = ()
+            for _ in range(3):
+                temporaries = temporaries + (nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.sbuf),)
+            extra = extra + (temporaries,)
     if kind == "levels":  # exact int32 level sums and the conversions of PSUM accumulations, rings of 2 (a store
         # of one output tile's sum overlaps the next tile's products)
         for _ in range(2):
@@ -494,6 +716,14 @@ def _allocate(operand, words, block_tiles, rows, columns, kind, a_is_transposed,
     return sets, ring, flips, sums, extra
 
 
+def _result_tiles(rows, columns):
+    """The unit's result, a tile per 128 rows (a row's store does not hold up the next row's result)."""
+    found = ()
+    for _ in range(_tiles(rows, TILE_M)):
+        found = found + (nl.ndarray((TILE_M, columns), dtype=nl.float32, buffer=nl.sbuf),)
+    return found
+
+
 def _constant(value, columns):
     """A [128, columns] int32 tile of ``value`` (|value| <= 2**24, memset exactly on GpSimd), viewed as uint32."""
     t = nl.ndarray((TILE_K, columns), dtype=nl.int32, buffer=nl.sbuf)
@@ -501,7 +731,7 @@ def _constant(value, columns):
     return t.view(nl.uint32)
 
 
-def _unit(out, a, b, tiles, blocks, geometry, here, after, kind):
+def _unit(out, a, b, tiles, blocks, geometry, here, after, kind, work=()):
     """One unit: its K blocks (static), then its result stored (levels: per K block). ``geometry`` = (rows,
     columns, words, A's row stride, A's word size, B's row stride, B's word size, out's row stride, A given as
     A^T); the unit lies at ``here`` = ((A's, B's, out's register), (their static offsets)) and the next unit's
@@ -511,17 +741,28 @@ def _unit(out, a, b, tiles, blocks, geometry, here, after, kind):
     loads overlap products, and its work on chip (``_prepare``: transposes, roundings) follows kb's products, so
     the engines doing it overlap the next block's; the next unit's first K block is fetched and prepared last
     (its DMAs before this unit's stores, which wait for the products: DMAs are triggered in program order), and
-    this unit's first was by the unit before it (or before the loop: ``_fetch_first``)."""
+    this unit's first was by the unit before it (or before the loop: ``_fetch_first``).
+
+    ``work``: the split sub-tiles this iteration splits (the split kernels' first iterations), shared out among
+    the K blocks but the last (after each block's fetch of the next, before its products), then published
+    (``_split_publish``) before the next unit's first K block is fetched."""
     sets, ring, flips, sums, extra = tiles
     registers, statics = here
     levels = _level_pairs(geometry[2])
     chunks = 0
     count = len(blocks)
+    ahead = count > 1 and count % 2 == 0  # the next unit's first block fetched during the last (into set 0)
     for kb in range(count):
+        tick = _no_tick
         if kb + 1 < count:
             _fetch(sets[(kb + 1) % 2], a, b, blocks[kb + 1], geometry, (registers[0], registers[1]), statics)
-        elif count > 1:
+            tick = _split_ticker(work, kb, count - 1, len(_output_tiles(geometry[0], geometry[1])))
+        elif ahead:
+            _split_publish(work)
             _fetch(sets[0], a, b, blocks[0], geometry, after[0], after[1])
+        elif count == 1:
+            tick = _split_ticker(work, 0, 1, len(_output_tiles(geometry[0], geometry[1])))
+        tick(-1)
         a_tiles, b_tiles = sets[kb % 2][0], sets[kb % 2][1]
         ks = blocks[kb][1]
         if kind == "levels":
@@ -530,12 +771,13 @@ def _unit(out, a, b, tiles, blocks, geometry, here, after, kind):
                 _exact_level(out, word, a_tiles, b_tiles, levels[index], ks, geometry, ring, extra, registers[2])
         elif kind == "chunked":
             chunks = _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, chunks,
-                                       _total_chunks(blocks))
+                                       _total_chunks(blocks), tick)
         else:
-            _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, kb == 0, kb == count - 1)
-        if count > 1:  # the block fetched above: K block kb + 1, or the next unit's first
+            _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, kb == 0, kb == count - 1, tick)
+        if kb + 1 < count or ahead:  # the block fetched above: K block kb + 1, or the next unit's first
             _prepare(sets[(kb + 1) % 2], blocks[(kb + 1) % count], geometry, flips)
-    if count == 1:  # one K block: the next unit's goes into the same set, after this one's products
+    if not ahead:  # one K block (or an odd count): the next unit's first goes into set 0, after the last products
+        _split_publish(work)
         _fetch(sets[0], a, b, blocks[0], geometry, after[0], after[1])
         _prepare(sets[0], blocks[0], geometry, flips)
     if kind != "levels":
@@ -660,7 +902,7 @@ def _output_tiles(rows, columns):
     return found
 
 
-def _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, first_block, last_block):
+def _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, first_block, last_block, tick=_no_tick):
     """Every output tile of the K block in one PSUM accumulation (the ring's next bank), landed in fp32 in the
     running sums (the result tile for the last K block): copied by the Scalar Engine for the first K block, added
     by the Vector Engine for later ones."""
@@ -671,25 +913,26 @@ def _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, first_block, l
         acc = ring[index % len(ring)]
         _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, 0, _tiles(ks, TILE_K))
         cols = slice(j * TILE_N, j * TILE_N + nr)
-        part = result[0:mr, i, cols] if last_block else running[0:mr, 0, i, cols]
+        part = result[i][0:mr, cols] if last_block else running[0:mr, 0, i, cols]
         if first_block:
             nisa.activation(dst=part, op=nl.copy, data=acc[0:mr, 0:nr])
         else:
             nisa.tensor_tensor(dst=part, data1=running[0:mr, 0, i, cols], data2=acc[0:mr, 0:nr], op=nl.add,
                                engine=nisa.vector_engine)
+        tick(index)
 
 
-def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, first_chunk, chunks):
-    """bf16x6: a PSUM accumulation per chunk of CHUNK_TILES K tiles; chunk sums added GROUP at a time into
-    sums[:, 2] (fp32), each full group TwoSum-added into (sums[:, 0], sums[:, 1]) = (s, e). Returns the chunks done
-    after this K block (the count carries across the unit's static K blocks)."""
-    sums = sums[0]
+def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, first_chunk, chunks,
+                      tick=_no_tick):
+    """bf16x6: a PSUM accumulation per chunk of CHUNK_TILES K tiles; chunk sums added GROUP at a time into the
+    output tile's group sum (fp32), each full group TwoSum-added into its (s, e) (``_allocate``: a tile each,
+    per output tile). Returns the chunks done after this K block (the count carries across the unit's static K
+    blocks)."""
     found = _output_tiles(geometry[0], geometry[1])
     here = _tiles(_tiles(ks, TILE_K), CHUNK_TILES)
     for index in range(len(found)):
         i, j, mr, nr = found[index]
-        cols = slice(j * TILE_N, j * TILE_N + nr)
-        group = sums[0:mr, 2, i, cols]
+        s, e, group = sums[0][index][0][0:mr, 0:nr], sums[0][index][1][0:mr, 0:nr], sums[0][index][2][0:mr, 0:nr]
         for c in range(here):
             acc = ring[(index * here + c) % len(ring)]
             _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, c * CHUNK_TILES,
@@ -701,13 +944,14 @@ def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra,
                 nisa.tensor_tensor(dst=group, data1=group, data2=acc[0:mr, 0:nr], op=nl.add,
                                    engine=nisa.vector_engine)
             if number % GROUP == GROUP - 1 or number == chunks - 1:
-                _two_sum_into(sums[0:mr, 0, i, cols], sums[0:mr, 1, i, cols], group, number < GROUP, extra, mr, nr)
+                _two_sum_into(s, e, group, number < GROUP, extra[index % 2], mr, nr)
+        tick(index)
     return first_chunk + here
 
 
 def _two_sum_into(s, e, g, first, extra, mr, nr):
     """(s, e) += g with Knuth's TwoSum (s + e holds the sum; the error of each addition goes to e), split between
-    the Vector Engine and GpSimd (both SBUF-only here)."""
+    the Vector Engine and GpSimd (both SBUF-only here), the new s copied by the Scalar Engine."""
     if first:
         nisa.tensor_copy(dst=s, src=g, engine=nisa.gpsimd_engine)
         nisa.memset(e, 0.0, engine=nisa.gpsimd_engine)
@@ -720,7 +964,7 @@ def _two_sum_into(s, e, g, first, extra, mr, nr):
     nisa.tensor_tensor(dst=other, data1=g, data2=other, op=nl.subtract, engine=nisa.vector_engine)  # g - bb
     nisa.tensor_tensor(dst=error, data1=error, data2=other, op=nl.add, engine=nisa.gpsimd_engine)  # TwoSum error
     nisa.tensor_tensor(dst=e, data1=e, data2=error, op=nl.add, engine=nisa.vector_engine)
-    nisa.tensor_copy(dst=s, src=total, engine=nisa.gpsimd_engine)
+    nisa.tensor_copy(dst=s, src=total, engine=nisa.scalar_engine)
 
 
 def _store(out, sums, geometry, static, extra, kind, register):
@@ -730,10 +974,13 @@ def _store(out, sums, geometry, static, extra, kind, register):
     running, results = sums
     for i in range(_tiles(rows, TILE_M)):
         mr = min(TILE_M, rows - i * TILE_M)
-        result = results[0:mr, i, 0:columns]
+        result = results[i][0:mr, 0:columns]
         if kind == "chunked":
-            nisa.tensor_tensor(dst=result, data1=running[0:mr, 0, i, 0:columns], data2=running[0:mr, 1, i, 0:columns],
-                               op=nl.add, engine=nisa.vector_engine)
+            for j in range(_tiles(columns, TILE_N)):
+                nr = min(TILE_N, columns - j * TILE_N)
+                tile = running[i * _tiles(columns, TILE_N) + j]
+                nisa.tensor_tensor(dst=results[i][0:mr, j * TILE_N:j * TILE_N + nr], data1=tile[0][0:mr, 0:nr],
+                                   data2=tile[1][0:mr, 0:nr], op=nl.add, engine=nisa.vector_engine)
         dst = _access(out, [[stride, mr], [1, columns]], static + i * TILE_M * stride, register)
         if kind == "stochastic":
             _store_stochastic(dst, result, extra, mr, columns)
@@ -788,103 +1035,228 @@ def _exact_level(out, word, a_tiles, b_tiles, pairs, ks, geometry, ring, extra, 
 
 
 # --- the split kernels: words split on chip, once per call ------------------------------------------------------
-def _split_tiles(batch, rows, columns, programs):
-    """Phase 1 tiles of a [batch, rows, columns] operand: (iterations, tile rows, tile columns), per program its
-    tiles' (entry, first row, first column), SPLIT_GROUP per iteration (tiles of 128 x SPLIT_COLUMNS at most, the
-    last of each direction moved back to end at the edge; dealt like units, a short share repeating its last
-    tile)."""
-    tile_rows, tile_columns = min(rows, TILE_K), min(columns, SPLIT_COLUMNS)
-    tiles = ()
+def _pieces(batch, rows, columns, long_rows):
+    """The split's pieces of a [batch, rows, columns] fp32 operand: ((piece rows, piece columns), their (entry,
+    first row, first column)), PIECE_LONG along K and PIECE_SHORT along M or N (``long_rows``: the rows run along
+    K), the last of each direction moved back to end at the edge (overlapping pieces write the same bits)."""
+    pr = min(rows, PIECE_LONG if long_rows else PIECE_SHORT)
+    pc = min(columns, PIECE_SHORT if long_rows else PIECE_LONG)
+    found = ()
     for entry in range(batch):
-        for r in _starts(rows, tile_rows):
-            for c in _starts(columns, tile_columns):
-                tiles = tiles + ((entry, r, c),)
-    iterations, shares = _deal(len(tiles), programs)
-    iterations = _tiles(iterations, SPLIT_GROUP)
-    padded = ()
-    for share in shares:
-        padded = padded + (share + (share[-1],) * (iterations * SPLIT_GROUP - len(share)),)
-    shares = padded
-    per_program = ()
-    for share in shares:
-        mine = ()
-        for index in share:
-            mine = mine + (tiles[index],)
-        per_program = per_program + (mine,)
-    return (iterations, tile_rows, tile_columns), per_program
+        for r in _starts(rows, pr):
+            for c in _starts(columns, pc):
+                found = found + ((entry, r, c),)
+    return (pr, pc), found
 
 
-def _split_offsets(batch, m, k, n, a_is_transposed, programs):
-    """Phase 1 of the split kernels: ((A's iterations, tile rows, tile columns), (B's ...)) and per program its rows
-    of SPLIT_GROUP (source offset, scratch offset) pairs, A's tiles first. A's source is A [M, K] or A^T [K, M],
-    its scratch A^T [K, M] (a tile of A is stored transposed); B's source and scratch are [K, N]."""
-    a_rows, a_columns = (k, m) if a_is_transposed else (m, k)
-    a_shape, a_tiles = _split_tiles(batch, a_rows, a_columns, programs)
-    b_shape, b_tiles = _split_tiles(batch, k, n, programs)
-    offsets = ()
-    for p in range(programs):
-        pairs = ()
-        for entry, r, c in a_tiles[p]:
-            scratch = entry * m * k + (r * m + c if a_is_transposed else c * m + r)
-            pairs = pairs + ((entry * m * k + r * a_columns + c, scratch),)
-        for entry, r, c in b_tiles[p]:
-            pairs = pairs + ((entry * k * n + r * n + c, entry * k * n + r * n + c),)
-        rows = ()  # SPLIT_GROUP tiles' (source, scratch) pairs per row
-        for g in range(0, len(pairs), SPLIT_GROUP):
-            row = ()
-            for pair in pairs[g:g + SPLIT_GROUP]:
-                row = row + pair
-            rows = rows + (row,)
-        offsets = offsets + (rows,)
-    return (a_shape, b_shape), offsets
+def _needs(pieces, geometry, long_rows, places, extent, which):
+    """Per piece, the first products-loop iteration whose unit (of any program) reads its words: the unit's
+    [first, first + extent) of M (``which`` 1) or N (2) meets the piece's (its columns when ``long_rows``, else
+    its rows); iterations past the last when none does."""
+    width = geometry[1] if long_rows else geometry[0]
+    needs = ()
+    for entry, r, c in pieces:
+        start = c if long_rows else r
+        first = len(places[0])
+        for t in range(len(places[0])):
+            for mine in places:
+                unit = mine[t]
+                if first == len(places[0]) and unit[0] == entry and unit[which] < start + width and \
+                        start < unit[which] + extent:
+                    first = t
+        needs = needs + (first,)
+    return needs
+
+
+def _schedule(needs, programs, iterations, slots, start):
+    """Pieces (by ``needs``) to the products loop's ``slots`` per program per iteration from iteration ``start`` on,
+    earliest deadline first into the earliest slots (iteration by iteration, program by program), a piece only into
+    an iteration before the one that reads it; the others go before the loop. Returns (the pieces split before the
+    loop, per slot in order the piece it splits)."""
+    early, taken = (), ()
+    for need in range(iterations + 1):
+        for index in range(len(needs)):
+            if needs[index] == need:
+                if start + len(taken) // (programs * slots) < need:
+                    taken = taken + (index,)
+                else:
+                    early = early + (index,)
+    return early, taken
+
+
+def _slots(needs, programs, iterations, start):
+    """(slots, early pieces, loop pieces) of an operand's schedule from iteration ``start``: the fewest slots (at
+    most MAX_SLOTS) that leave no more pieces before the loop than the most slots would."""
+    best = _schedule(needs, programs, iterations, MAX_SLOTS, start)
+    chosen = (MAX_SLOTS,) + best
+    for tried in range(MAX_SLOTS - 1, 0, -1):
+        found = _schedule(needs, programs, iterations, tried, start)
+        if len(found[0]) == len(best[0]):
+            chosen = (tried,) + found
+    return chosen
+
+
+def _split_plan(batch, m, k, n, a_is_transposed, programs):
+    """Which program splits which piece of A and of B, and when: per operand (slots, first and end loop iteration
+    of its splits, piece geometry, per program the (source, scratch) offsets of its pieces split before the
+    products loop, per program per loop iteration from the first the offsets of the ``slots`` pieces it splits
+    then). A piece is split once, before the iteration whose products read its words (that unit's first K block is
+    fetched in the iteration before, after the barrier that publishes the words): the pieces the first units read
+    before the loop, the others during the products loop, in consecutive iterations per operand: both operands
+    from the first iteration, or one after the other, whichever leaves the fewest pieces before the loop and then
+    the fewest elements to split in any one iteration (each operand in the fewest slots, at most MAX_SLOTS, that
+    leave no more before the loop). Slots left over (a short share before the loop, an operand's last iteration)
+    split its first piece again into the scratch's spare entry (index ``batch``), which nothing reads. Offsets:
+    A's source is A [M, K] or A^T [K, M], its scratch A^T [K, M]; B's source and scratch are [K, N]."""
+    (iterations, rows, columns), places = _unit_places(batch, m, n, programs)
+    a_source = (k, m) if a_is_transposed else (m, k)
+    found = ()  # per operand: (geometry, pieces, needs)
+    for operand in range(2):
+        long_rows = a_is_transposed if operand == 0 else True
+        source = a_source if operand == 0 else (k, n)
+        geometry, pieces = _pieces(batch, source[0], source[1], long_rows)
+        found = found + ((geometry, pieces, _needs(pieces, geometry, long_rows, places,
+                                                   rows if operand == 0 else columns, operand + 1)),)
+    best, score = (), ()
+    for order in range(3):  # both from iteration 0; A, then B; B, then A
+        schedules, start = (), 0
+        for operand in ((0, 1) if order < 2 else (1, 0)):
+            chosen = _slots(found[operand][2], programs, iterations, start)
+            end = start + _tiles(len(chosen[2]), programs * chosen[0])
+            schedules = schedules + ((operand, start, end) + chosen,)
+            if order > 0:
+                start = end
+        if schedules[0][0] == 1:
+            schedules = (schedules[1], schedules[0])
+        heaviest = 0
+        for t in range(iterations):
+            load = 0
+            for operand, first, end, slots, _, _ in schedules:
+                if first <= t < end:
+                    load = load + slots * found[operand][0][0] * found[operand][0][1]
+            heaviest = max(heaviest, load)
+        mine = (len(schedules[0][4]) + len(schedules[1][4]), heaviest)
+        if not score or mine[0] < score[0] or (mine[0] == score[0] and mine[1] < score[1]):
+            best, score = schedules, mine
+    plans = ()
+    for operand, first, end, slots, early, taken in best:
+        geometry, pieces = found[operand][0], found[operand][1]
+        offsets = ()
+        for entry, r, c in pieces:
+            offsets = offsets + (_piece_offsets(operand, entry, r, c, batch, m, k, n, a_is_transposed),)
+        spare = (offsets[0][0], _piece_offsets(operand, batch, 0, 0, batch, m, k, n, a_is_transposed)[1])
+        count = _tiles(len(early), programs)
+        before = ()  # dealt like units; a short share's slots split into the spare entry
+        for p in range(programs):
+            mine = ()
+            for t in range(count):
+                index = p * count + t
+                mine = mine + ((offsets[early[index]] if index < len(early) else spare),)
+            before = before + (mine,)
+        during = ()
+        for p in range(programs):
+            mine = ()
+            for t in range(end - first):
+                row = ()
+                for s in range(slots):
+                    position = (t * programs + p) * slots + s
+                    row = row + ((offsets[taken[position]] if position < len(taken) else spare),)
+                mine = mine + (row,)
+            during = during + (mine,)
+        plans = plans + ((slots, (first, end), geometry, before, during),)
+    return plans
+
+
+def _piece_offsets(operand, entry, r, c, batch, m, k, n, a_is_transposed):
+    """(source, scratch) element offsets of the piece at (entry, r, c) of operand 0 (A) or 1 (B)."""
+    if operand == 1:
+        return entry * k * n + r * n + c, entry * k * n + r * n + c
+    if a_is_transposed:
+        return entry * k * m + r * m + c, entry * k * m + r * m + c
+    return entry * m * k + r * k + c, entry * k * m + c * m + r
 
 
 def _split_products(out, a, b, a_is_transposed, words, table, batch):
-    """``_products`` of fp32 A and B split on chip into ``words`` bf16 words, each element once per call: the
-    programs split their shares of A's and B's tiles (one dynamic loop each) into shared HBM scratch (A's words as
-    A^T [words, batch, K, M], B's [words, batch, K, N]), fence their writes, meet at ``nisa.core_barrier``, then
-    multiply the words."""
+    """``_products`` of fp32 A and B split on chip into ``words`` bf16 words, each element once per call, into
+    shared HBM scratch (A's words as A^T [words, batch + 1, K, M], B's [words, batch + 1, K, N]; the extra entry
+    takes the spare slots' words): the programs split the pieces the first units read (one dynamic loop per
+    operand), fence their writes and meet at ``nisa.core_barrier`` (one per scratch tensor); the products loop
+    then splits the other pieces in its first iterations, between the K blocks' products, each iteration ending
+    its splits with fences and barriers before it fetches the next unit (``_split_plan``)."""
     m, n = out.shape[-2], out.shape[-1]
     k = b.shape[-2]
     programs = _checked(table, (a, b, out))
-    a_words = nl.ndarray((words, batch, k, m), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    b_words = nl.ndarray((words, batch, k, n), dtype=nl.bfloat16, buffer=nl.shared_hbm)
-    (a_shape, b_shape), offsets = _split_offsets(batch, m, k, n, a_is_transposed, programs)
-    flips = ()  # the transposes' PSUM ring, shared by the tiles
-    if not a_is_transposed:
-        for _ in range(2):
-            flips = flips + (nl.ndarray((TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.psum),)
-    constants = (_constant(ROUND_BIAS, SPLIT_COLUMNS), _constant(HI_MASK, SPLIT_COLUMNS), flips)
-    staging = ()  # one set per tile of an iteration, so the tiles' DMAs and arithmetic overlap
-    for _ in range(SPLIT_GROUP):
-        staging = staging + (_split_staging(a_is_transposed, words, constants),)
-    registers = ()
-    for _ in range(2 * SPLIT_GROUP):
-        registers = registers + ((nisa.register_alloc(),),)
-    a_strides = (m, m) if a_is_transposed else (k, m)
+    a_words = nl.ndarray((words, batch + 1, k, m), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    b_words = nl.ndarray((words, batch + 1, k, n), dtype=nl.bfloat16, buffer=nl.shared_hbm)
+    plans = _split_plan(batch, m, k, n, a_is_transposed, programs)
+    operands = (_split_operand(a_words, a, words, not a_is_transposed, plans[0][2], (m if a_is_transposed else k, m),
+                               batch * k * m),
+                _split_operand(b_words, b, words, False, plans[1][2], (n, n), batch * k * n))
+    first = _split_before(operands, plans, words, a_is_transposed, table, batch, m, k, n)
+    _products(out, a_words, b_words, True, nl.bfloat16, words, True, table, first, _kind(words), batch,
+              (operands, plans, a_is_transposed))
 
-    def split_a(i):
-        a_read(i)
-        _split_tiles_of(a_words, batch * k * m, a, words, not a_is_transposed, a_shape[1:3], a_strides, staging,
-                        registers)
 
-    def split_b(i):
-        b_read(i)
-        _split_tiles_of(b_words, batch * k * n, b, words, False, b_shape[1:3], (n, n), staging, registers)
+def _split_operand(scratch, x, words, transpose, geometry, strides, spare):
+    """What splitting one operand's pieces needs: (scratch, source, transposed on the way, per sub-tile of a piece
+    its (source offset, scratch offset, rows, columns) from the piece's, the scratch's word size, a static region
+    of its spare entry for fences)."""
+    pr, pc = geometry
+    sr, sc = min(pr, TILE_K), min(pc, PIECE_SHORT)
+    subtiles = ()
+    for i in _starts(pr, sr):
+        for j in _starts(pc, sc):
+            scratch_offset = j * strides[1] + i if transpose else i * strides[1] + j
+            subtiles = subtiles + ((i * strides[0] + j, scratch_offset, sr, sc),)
+    return scratch, x, transpose, subtiles, _size(scratch) // words, strides, spare
 
-    a_read = _row_reader(table, 0, registers)
-    b_read = _row_reader(table, a_shape[0], registers)
-    nl.fori_loop(0, a_shape[0] * ROW, split_a, step=ROW)
-    nl.fori_loop(0, b_shape[0] * ROW, split_b, step=ROW)
-    mine = offsets[nl.program_id(0)]  # fence this program's scratch writes (a tile of each), then meet the others
-    a_region = [[m, a_shape[1]], [1, a_shape[2]]] if a_is_transposed else [[m, min(a_shape[2], TILE_K)],
-                                                                            [1, a_shape[1]]]
-    _fence(a_words, a_region, mine[a_shape[0] - 1][1])
-    _fence(b_words, [[n, b_shape[1]], [1, b_shape[2]]], mine[-1][2 * SPLIT_GROUP - 1])
-    nisa.core_barrier(a_words, _programs(programs))  # a barrier about each scratch tensor
-    nisa.core_barrier(b_words, _programs(programs))
-    _products(out, a_words, b_words, True, nl.bfloat16, words, True, table, a_shape[0] + b_shape[0], _kind(words),
-              batch)
+
+def _split_before(operands, plans, words, a_is_transposed, table, batch, m, k, n):
+    """The pieces split before the products loop: a dynamic loop per operand, a piece per iteration, its sub-tiles
+    in groups pipelined over SPLIT_SETS staging sets (``_split_pipeline``); then each program fences its scratch
+    writes and all meet at a barrier per scratch tensor. Returns the table rows they take."""
+    programs = len(plans[0][3])
+    staging = _split_staging(SPLIT_SETS, words, a_is_transposed)
+    registers = ((nisa.register_alloc(),), (nisa.register_alloc(),))
+    first = 0
+    for operand in range(2):
+        count = len(plans[operand][3][0])
+        read = _row_reader(table, first, registers)
+
+        def body(i, operand=operand, read=read):
+            read(i)
+            jobs = _jobs(operands[operand], registers[0], registers[1])
+            part = len(staging[0]) // 3
+            groups = ()
+            for g0 in range(0, len(jobs), part):
+                groups = groups + (jobs[g0:g0 + part],)
+            tick = _split_pipeline(words, groups, staging)
+            for j in range(-1, len(groups)):
+                tick(j)
+
+        nl.fori_loop(0, count * ROW, body, step=ROW)
+        first = first + count
+    for operand in range(2):
+        _fence_spare(operands[operand])
+    for operand in range(2):
+        nisa.core_barrier(operands[operand][0], _programs(programs))
+    return first
+
+
+def _fence_spare(operand):
+    """A fence of the scratch after this program's dynamic writes into it (a DMA of a static region, one row of its
+    spare entry's first piece, onto itself: it completes only after the writes before it)."""
+    scratch, strides, spare = operand[0], operand[5], operand[6]
+    _fence(scratch, [[strides[1], 1], [1, operand[3][0][3]]], spare)
+
+
+def _jobs(operand, source, scratch):
+    """The sub-tiles of the piece at the registers ``source`` and ``scratch`` (tuples of a register): (operand,
+    (source register, offset), (scratch register, offset), rows, columns) each."""
+    jobs = ()
+    for src, dst, rows, columns in operand[3]:
+        jobs = jobs + ((operand, (source, src), (scratch, dst), rows, columns),)
+    return jobs
 
 
 def _programs(count):
@@ -894,75 +1266,104 @@ def _programs(count):
     return found
 
 
-
-
-def _split_staging(a_is_transposed, words, constants):
-    """One tile's staging for the split, allocated once: (rest, bits, the bf16 words, and the shared ``constants``:
-    rounding bias, high mask, PSUM ring of 2 for transposes; then the words' transposed pieces); each word its own
-    tiles, so a word's store does not hold up the next word."""
-    rest = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.float32, buffer=nl.sbuf)
-    bits = nl.ndarray((TILE_K, SPLIT_COLUMNS), dtype=nl.uint32, buffer=nl.sbuf)
-    narrow = nl.ndarray((TILE_K, words, SPLIT_COLUMNS), dtype=nl.bfloat16, buffer=nl.sbuf)
-    backs = ()
+def _split_staging(sets, words, a_is_transposed):
+    """``sets`` staging sets for sub-tiles (rest, bits, the bf16 words, and for A's transposed stores the words'
+    128-column pieces), then the shared constants (rounding bias, high mask) and the transposes' PSUM ring of 2:
+    allocated once; each word its own tiles, so a word's store does not hold up the next word."""
+    found = ()
+    for _ in range(sets):
+        narrow, backs = (), ()
+        for _ in range(words):
+            narrow = narrow + (nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.bfloat16, buffer=nl.sbuf),)
+            if not a_is_transposed:
+                backs = backs + (nl.ndarray((TILE_K, PIECE_SHORT // TILE_K, TILE_K), dtype=nl.bfloat16,
+                                            buffer=nl.sbuf),)
+        found = found + ((nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.float32, buffer=nl.sbuf),
+                          nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.uint32, buffer=nl.sbuf), narrow, backs),)
+    flips = ()
     if not a_is_transposed:
-        backs = nl.ndarray((TILE_K, words, SPLIT_COLUMNS // TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.sbuf)
-    return rest, bits, narrow, constants[0], constants[1], constants[2], backs
+        for _ in range(2):
+            flips = flips + (nl.ndarray((TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.psum),)
+    return found, (_constant(ROUND_BIAS, PIECE_SHORT), _constant(HI_MASK, PIECE_SHORT)), flips
 
 
-def _split_tiles_of(out, word_size, x, words, transpose, shape, strides, staging, registers):
-    """The words of SPLIT_GROUP ``shape`` tiles of fp32 x (row stride strides[0]), tile g at registers[2 g]
-    elements, into out (scratch, ``word_size`` elements per word, row stride strides[1]) at registers[2 g + 1],
-    transposed when ``transpose``: w = ((bits + 0x8000) & 0xFFFF0000) as fp32 (an exact bf16), x -= w (exact), per
-    word. Step by step over the tiles (each tile its own ``staging``), so each in-order engine works on one tile
-    while the others' steps run elsewhere."""
-    rows, columns = shape
-    group = range(SPLIT_GROUP)
-    for g in group:
-        _copy(staging[g][0][0:rows, 0:columns], _access(x, [[strides[0], rows], [1, columns]], 0, registers[2 * g]),
+def _loop_sets(words):
+    """Staging sets of the split inside the products loop."""
+    return (words + 2) * (LOOP_GROUPS if words == 2 else 1)
+
+
+def split_staging_bytes(words, a_is_transposed, sets=None):
+    """SBUF bytes per partition of ``_split_staging`` (the products loop's sets unless ``sets``)."""
+    per_set = PIECE_SHORT * (4 + 4 + 2 * words) + (0 if a_is_transposed else words * PIECE_SHORT * 2)
+    return (sets or _loop_sets(words)) * per_set + 2 * PIECE_SHORT * 4
+
+
+def _split_loads(group):
+    """The fp32 sub-tiles of ``group`` ((job, staging set) pairs) into their sets' ``rest`` tiles."""
+    for job, staged in group:
+        operand, (register, src), rows, columns = job[0], job[1], job[3], job[4]
+        _copy(staged[0][0:rows, 0:columns], _access(operand[1], [[operand[5][0], rows], [1, columns]], src, register),
               True)
+
+
+def _split_adds(group, staging):
+    """The rounding adds of the next word of ``group``'s sub-tiles: bits = bits of rest + 0x8000, exact on
+    GpSimd."""
+    bias = staging[1][0]
+    for job, staged in group:
+        rows, columns = job[3], job[4]
+        nisa.tensor_tensor(dst=staged[1][0:rows, 0:columns], data1=staged[0][0:rows, 0:columns].view(nl.uint32),
+                           data2=bias[0:rows, 0:columns], op=nl.add, engine=nisa.gpsimd_engine)
+
+
+def _split_group(words, group, staging, added=False):
+    """The words of the loaded sub-tiles of ``group`` into the scratch: w = ((bits + 0x8000) & 0xFFFF0000) as fp32
+    (an exact bf16), x -= w (exact), per word; step by step over the group (each sub-tile its own staging set), so
+    each in-order engine works on one while the others' steps run elsewhere. ``added``: the first word's adds
+    were issued before (``_split_adds``)."""
+    mask = staging[1][1]
+    flips = staging[2]
     for t in range(words):
-        for g in group:
-            rest, bits, narrow, bias, mask, flips, backs = staging[g]
-            nisa.tensor_tensor(dst=bits[0:rows, 0:columns], data1=rest[0:rows, 0:columns].view(nl.uint32),
-                               data2=bias[0:rows, 0:columns], op=nl.add, engine=nisa.gpsimd_engine)
-        for g in group:
-            rest, bits, narrow, bias, mask, flips, backs = staging[g]
-            nisa.tensor_tensor(dst=bits[0:rows, 0:columns], data1=bits[0:rows, 0:columns],
+        if t or not added:
+            _split_adds(group, staging)
+        for job, staged in group:
+            rows, columns = job[3], job[4]
+            nisa.tensor_tensor(dst=staged[1][0:rows, 0:columns], data1=staged[1][0:rows, 0:columns],
                                data2=mask[0:rows, 0:columns], op=nl.bitwise_and, engine=nisa.vector_engine)
-        for g in group:
-            rest, bits, narrow, bias, mask, flips, backs = staging[g]
-            nisa.tensor_copy(dst=narrow[0:rows, t, 0:columns], src=bits[0:rows, 0:columns].view(nl.float32),
+        for job, staged in group:
+            rows, columns = job[3], job[4]
+            nisa.tensor_copy(dst=staged[2][t][0:rows, 0:columns], src=staged[1][0:rows, 0:columns].view(nl.float32),
                              engine=nisa.scalar_engine)
         if t < words - 1:
-            for g in group:
-                rest, bits, narrow, bias, mask, flips, backs = staging[g]
-                nisa.tensor_tensor(dst=rest[0:rows, 0:columns], data1=rest[0:rows, 0:columns],
-                                   data2=bits[0:rows, 0:columns].view(nl.float32), op=nl.subtract,
+            for job, staged in group:
+                rows, columns = job[3], job[4]
+                nisa.tensor_tensor(dst=staged[0][0:rows, 0:columns], data1=staged[0][0:rows, 0:columns],
+                                   data2=staged[1][0:rows, 0:columns].view(nl.float32), op=nl.subtract,
                                    engine=nisa.vector_engine)
-        for g in group:
-            rest, bits, narrow, bias, mask, flips, backs = staging[g]
-            if transpose:
-                _store_transposed(out, t * word_size, narrow, t, rows, columns, strides[1], flips, backs,
-                                  registers[2 * g + 1])
+        for job, staged in group:
+            operand, (register, dst), rows, columns = job[0], job[2], job[3], job[4]
+            if operand[2]:
+                _store_transposed(operand[0], t * operand[4] + dst, staged[2][t], rows, columns, operand[5][1],
+                                  flips, staged[3][t], register)
             else:
-                _copy(_access(out, [[strides[1], rows], [1, columns]], t * word_size, registers[2 * g + 1]),
-                      narrow[0:rows, t, 0:columns], True)
+                _copy(_access(operand[0], [[operand[5][1], rows], [1, columns]], t * operand[4] + dst, register),
+                      staged[2][t][0:rows, 0:columns], True)
 
 
-def _store_transposed(out, offset, narrow, t, rows, columns, stride, flips, backs, register):
-    """Word t of the bf16 tile narrow[rows, t, columns] stored transposed (out row c, column r; row stride
-    ``stride``), 128 columns at a time through the Tensor Engine (bf16, bit-exact from NeuronCore-v3): the whole
+def _store_transposed(out, offset, narrow, rows, columns, stride, flips, backs, register):
+    """The bf16 tile narrow[rows, columns] (a word) stored transposed (out row c, column r; row stride ``stride``),
+    128 columns at a time through the Tensor Engine (bf16, bit-exact from NeuronCore-v3) into ``backs``: the whole
     128-column pieces in one DMA, a partial last piece in another."""
     for p in range(_tiles(columns, TILE_K)):
         cr = min(TILE_K, columns - p * TILE_K)
         flip = flips[p % 2]
-        nisa.nc_transpose(dst=flip[0:cr, 0:rows], data=narrow[0:rows, t, p * TILE_K:p * TILE_K + cr],
+        nisa.nc_transpose(dst=flip[0:cr, 0:rows], data=narrow[0:rows, p * TILE_K:p * TILE_K + cr],
                           engine=nisa.tensor_engine)
-        nisa.tensor_copy(dst=backs[0:cr, t, p, 0:rows], src=flip[0:cr, 0:rows], engine=nisa.vector_engine)
+        nisa.tensor_copy(dst=backs[0:cr, p, 0:rows], src=flip[0:cr, 0:rows], engine=nisa.vector_engine)
     whole, rest = columns // TILE_K, columns % TILE_K
     if whole:
         _copy(_access(out, [[stride, TILE_K], [TILE_K * stride, whole], [1, rows]], offset, register),
-              backs[0:TILE_K, t, 0:whole, 0:rows], True)
+              backs[0:TILE_K, 0:whole, 0:rows], True)
     if rest:
         _copy(_access(out, [[stride, rest], [1, rows]], offset + whole * TILE_K * stride, register),
-              backs[0:rest, t, whole, 0:rows], True)
+              backs[0:rest, whole, 0:rows], True)
