@@ -8,7 +8,8 @@ the drawn Case, described in ``condition``), ``differs`` what differs, ``relax``
 
 - ``scalar``: where NumPy returns a NumPy or Python scalar, a 0-d NeuronArray of the same dtype and value is right;
 - ``dtype``: the result dtype is not compared; values are compared in NumPy's dtype;
-- ``raises:<Exception>``: the call may raise that exception (or a subclass) where NumPy answers;
+- ``raises:<Exception>``: the call may raise that exception (or a subclass; several joined by ``|``) where NumPy
+  answers;
 - ``unordered``: results are compared as sorted multisets (an order NumPy leaves unspecified or unsorted);
 - ``reference``: NumPy has no answer to compare with (it raises where the reference library lacks the case);
 - ``skip``: the values are not comparable (a documented other dtype whose answer is an ulp step of it);
@@ -55,7 +56,7 @@ SMALL_INTS = frozenset({"bool", "int8", "uint8", "int16", "uint16"})
 FLOATING = frozenset({
     "acos", "acosh", "asin", "asinh", "atan", "atanh", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctanh", "atan2", "arctan2", "cos", "cosh", "sin", "sinh", "tan", "tanh", "exp", "expm1", "log", "log10",
-    "log1p", "log2", "logaddexp", "sqrt", "hypot", "copysign", "nextafter", "reciprocal",
+    "log1p", "log2", "logaddexp", "sqrt", "hypot", "copysign", "nextafter", "reciprocal", "rint",
 })
 SIGNED = frozenset({"int8", "int16", "int32", "int64"})
 INTEGER = SIGNED | {"uint8", "uint16", "uint32", "uint64"}
@@ -220,6 +221,44 @@ TABLE: tuple[Difference, ...] = (
         "dtype",
         "the array API standard's eig and eigvals return a complex floating-point array; numpy.linalg.eig on a "
         "NeuronArray keeps NumPy's rule (docs/numpy.md, Where the answers differ)"),
+    Difference(
+        frozenset({"round", "around"}), "np.round of bools, or the rint ufunc (named round here, its namespace "
+                                        "function) of bool, int8, uint8, int16 or uint16: floating operations",
+        lambda c: (c.source in ("numpy", "fallback") and set(c.dtypes) == {"bool"}) or (
+            c.source == "ufunc" and bool(c.dtypes) and set(c.dtypes) <= SMALL_INTS),
+        "result dtype float64 (the default floating dtype) where NumPy gives float16",
+        "dtype",
+        "docs/numpy.md, Where the answers differ: integer input of a floating-point operation computes in the "
+        "device's default floating dtype"),
+    Difference(
+        frozenset({"floor_divide", "remainder"}), "the namespace or an operator (// and %)",
+        lambda c: c.source in ("namespace", "operator"),
+        "the standard's special cases for infinities and NaN (-2.0 // inf is -0.0, inf // 3.0 inf) where NumPy's "
+        "floor division gives -1.0 and nan",
+        "skip",
+        "docs/numpy.md, Where the answers differ: the namespace's floor_divide and remainder follow the standard's "
+        "special cases"),
+    Difference(
+        frozenset({"asarray", "astype"}), "a namespace call with a complex operand and a real dtype",
+        lambda c: c.source == "namespace" and bool({"complex64", "complex128"} & set(c.dtypes)),
+        "TypeError where NumPy keeps the real part (with a ComplexWarning)",
+        "raises:TypeError",
+        "docs/numpy.md, Where the answers differ: the namespace's asarray and astype refuse complex input into a "
+        "real dtype, a cast the standard leaves out"),
+    Difference(
+        frozenset({"asarray", "array", "astype", "full", "full_like", "asanyarray", "ascontiguousarray"}),
+        "NaN, an infinity or a float beyond an integer dtype's range converted into that integer dtype",
+        lambda c: bool(set(c.dtypes) & INEXACT) or any(isinstance(a, float | complex) for a in (
+            *c.args, *c.kwargs.values())),
+        "ValueError or OverflowError where NumPy stores a platform-dependent value with a RuntimeWarning",
+        "raises:ValueError|OverflowError",
+        "docs/numpy.md, Where the answers differ: values an integer dtype cannot hold raise"),
+    Difference(
+        frozenset({"take"}), "a namespace call without axis on an array of more than one dimension",
+        lambda c: c.source == "namespace" and c.kwargs.get("axis") is None,
+        "ValueError where NumPy takes from the flattened array",
+        "raises:ValueError",
+        "the array API standard's take: for an array of more than one dimension, providing an axis is required"),
     Difference(
         frozenset({"pad"}), "constant_values out of the range of an unsigned integer dtype",
         lambda c: bool(set(c.dtypes) & {"uint8", "uint16", "uint32", "uint64"}),

@@ -32,12 +32,13 @@ def _positions(x: torch.Tensor, indices: NeuronArray, axis: int, func: str) -> t
 
 
 def take(x: NeuronArray, indices: NeuronArray, /, *, axis: int | None = None) -> NeuronArray:
-    """Elements of ``x`` at 1-D ``indices`` along ``axis`` (which only a 1-D ``x`` may omit)."""
+    """Elements of ``x`` at 1-D ``indices`` along ``axis`` (which an ``x`` of more than one dimension must give;
+    a 0-d ``x`` without it is taken as its one element, as NumPy flattens it)."""
     t = tensor(x, "take")
     if axis is None:
-        if t.dim() != 1:
+        if t.dim() > 1:
             raise ValueError(f"take(): axis is required for an array of {t.dim()} dimensions")
-        axis = 0
+        t, axis = t.reshape(-1), 0
     axis = normalize_axis(axis, t.dim(), "take")
     if tensor(indices, "take", "indices").dim() != 1:
         raise ValueError(f"take(): indices must be 1-dimensional, got shape {indices.shape}")

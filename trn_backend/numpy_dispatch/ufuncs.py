@@ -20,7 +20,8 @@ import torch
 
 from .. import _dtypes
 from .._helpers import PY_SCALARS, NeuronArray, check_broadcastable
-from ._common import _extreme
+from . import mathematical
+from ._common import _complex_compare, _extreme
 from ._registry import (
     as_array,
     call_device,
@@ -225,7 +226,21 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
                         "numpy.floor_divide(1, x)")
     if ufunc is np.power:
         _check_integer_power(*ops, name=name)
+    if ufunc in _COMPLEX_ORDER and any(isinstance(x, complex) or (
+            isinstance(x, A) and x._t.dtype in _dtypes.COMPLEX_FLOAT) for x in ops):
+        return _finish(_complex_compare(ufunc.__name__, *ops), out, name)
+    rule = _NUMPY_RULES.get(ufunc)
+    if rule is not None:
+        return _finish(rule(*ops), out, name)
     return _finish(getattr(xp, UFUNCS[ufunc])(*ops, **extra), out, name)
+
+
+# The ufuncs that order their operands: NumPy orders complex numbers lexicographically, where the namespace (the
+# standard) has no order for them
+_COMPLEX_ORDER = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.maximum, np.minimum})
+# The ufuncs whose NumPy values differ from the namespace function's (the standard's special cases: -2 // inf is
+# -0 there and -1 in NumPy; complex expm1 of NaN; rint of integers in a floating dtype): NumPy's rule
+_NUMPY_RULES = {np.floor_divide: mathematical.floor_divide, np.expm1: mathematical.expm1, np.rint: mathematical.rint}
 
 
 def _check_integer_power(base: Any, exponent: Any, *, name: str) -> None:
@@ -288,9 +303,11 @@ def _outer(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], nam
 
 
 # The ufuncs whose call without keywords on NeuronArrays is the namespace function alone (see ``array_ufunc``):
-# not the logical ones (their operands become truth values), nor reciprocal and power (integer checks)
+# not the logical ones (their operands become truth values), nor reciprocal and power (integer checks), nor the
+# ones with NumPy's own rules (complex order, special values)
 _PLAIN: dict[np.ufunc, str] = {u: f for u, f in UFUNCS.items()
-                               if u not in _LOGICAL and u not in (np.reciprocal, np.power)}
+                               if u not in _LOGICAL and u not in (np.reciprocal, np.power)
+                               and u not in _COMPLEX_ORDER and u not in _NUMPY_RULES}
 # the gufuncs among them (matmul, vecdot): core dimensions, which the element-wise broadcast check must not see
 _CORE = frozenset(u for u in _PLAIN if u.signature is not None)
 # Python scalars: weak operands that ``_operands`` passes on as they are (exact types: NumPy scalars subclass them)
