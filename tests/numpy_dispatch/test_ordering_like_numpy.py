@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import trn_backend as xp
-from trn_backend.numpy_dispatch._common import _complex_compare
 
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -67,14 +66,15 @@ def test_empty_reduction_is_a_value_error():
 @pytest.mark.parametrize("name", ["less", "less_equal", "greater", "greater_equal", "maximum", "minimum"])
 @pytest.mark.parametrize("other", ["reversed", "int", "complex scalar", "int array"])
 def test_complex_comparisons(name, other):
-    """The lexicographic comparisons NumPy's ufuncs make (the real parts decide only where neither imaginary
-    part is NaN), as the NumPy ufuncs' complex loops."""
+    """NumPy's ordering ufuncs on complex NeuronArrays compare lexicographically (the real parts decide only where
+    neither imaginary part is NaN), as NumPy's complex loops."""
     y = {"reversed": DATA[::-1, ::-1], "int": 1, "complex scalar": 2 + 0j,
          "int array": np.arange(5, dtype=np.int16)}[other]
     yy = xp.asarray(y) if isinstance(y, np.ndarray) else y
     f = getattr(np, name)
-    np.testing.assert_array_equal(np.asarray(_complex_compare(name, xp.asarray(DATA), yy)), f(DATA, y))
-    np.testing.assert_array_equal(np.asarray(_complex_compare(name, yy, xp.asarray(DATA))), f(y, DATA))
+    for got, want in ((f(xp.asarray(DATA), yy), f(DATA, y)), (f(yy, xp.asarray(DATA)), f(y, DATA))):
+        assert isinstance(got, xp.NeuronArray)
+        np.testing.assert_array_equal(np.asarray(got), want)
 
 
 def test_median_of_an_even_count_divides_as_numpy():
@@ -133,3 +133,16 @@ def test_average_over_an_empty_axis(shape, axis):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         np.testing.assert_array_equal(np.asarray(np.average(xp.asarray(x), axis=axis)), want)
+
+
+@pytest.mark.parametrize("a, b", [([-2.0, np.inf, 3.0, -np.inf], [np.inf, 3.0, -np.inf, 2.0]),
+                                  ([7.0, -7.0], [0.0, 2.5])])
+def test_floor_divide_ufunc_is_numpys_and_the_operator_the_standards(a, b):
+    """np.floor_divide on NeuronArrays gives NumPy's values (-2 // inf is -1); the // operator keeps the array API
+    standard's special cases (-0.0 there)."""
+    x, y = xp.asarray(np.array(a)), xp.asarray(np.array(b))
+    with np.errstate(all="ignore"):
+        want = np.floor_divide(np.array(a), np.array(b))
+    np.testing.assert_array_equal(np.asarray(np.floor_divide(x, y)), want)
+    if a[0] == -2.0:
+        assert np.signbit(np.asarray(x // y)[0]) and np.asarray(x // y)[0] == 0
