@@ -215,6 +215,21 @@ TABLE: tuple[Difference, ...] = (
         "kernels' arithmetic; tests/numpy_dispatch/test_special_values.py checks products against the textbook "
         "formula instead"),
     Difference(
+        "*", "a product, a solve, a decomposition or an FFT with inf or nan in an operand",
+        _library_special_values,
+        "numpy.linalg.LinAlgError (torch's LAPACK refuses to converge) where NumPy's LAPACK answers with NaNs",
+        "raises:LinAlgError",
+        "docs/numpy.md, Where the answers differ: inf and nan in products, solves and FFTs follow the library "
+        "kernels' arithmetic"),
+    Difference(
+        frozenset({"fft.fft", "fft.ifft", "fft.rfft", "fft.irfft", "fft.hfft", "fft.ihfft", "fft.fftn", "fft.ifftn",
+                   "fft.rfftn", "fft.irfftn"}),
+        "a namespace call on a float16 operand",
+        lambda c: c.source == "namespace" and "float16" in c.dtypes,
+        "computed and returned in float32 (complex64) where NumPy returns float16 from irfft and hfft",
+        "dtype",
+        "docs/numpy.md, Where the answers differ: the namespace's FFTs compute half precision in float32"),
+    Difference(
         frozenset({"linalg.eig", "linalg.eigvals"}), "a namespace call on a real floating matrix",
         lambda c: c.source == "namespace" and not ({"complex64", "complex128"} & set(c.dtypes)),
         "complex eigenvalues always, where NumPy's are real when all of them are",

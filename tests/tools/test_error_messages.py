@@ -43,8 +43,13 @@ def test_every_fft_function_is_covered():
 @pytest.mark.parametrize("half", HALF)
 @pytest.mark.parametrize("numpy_route", [False, True], ids=["xp", "np"])
 def test_fft_of_half_precision_computes_in_float32(name, half, numpy_route):
+    """The namespace computes half-precision transforms in float32; NumPy's functions on a float16 NeuronArray
+    answer as NumPy does on float16 (its normalization factor rounded to float16, irfft and hfft in float16)."""
     x = xp.astype(xp.asarray(MATRIX), half)
     got = getattr(np.fft if numpy_route else xp.fft, name)(x)
+    if numpy_route and half == "float16" and not name.endswith("shift"):
+        assert_same(got, getattr(np.fft, name)(np.asarray(x)), rtol=1e-3)
+        return
     wide = np.asarray(xp.astype(x, xp.float32))  # the half values, exactly, in float32
     expected = getattr(np.fft, name)(wide)
     if name.endswith("shift"):
