@@ -39,6 +39,10 @@ CASES = {
         "backend.tensordot(a, b, axes=((0, 1), (0, 1)))"),
     "x @ y in precision('native'), 4x4": (
         "m = xp.asarray(rng.random((4, 4), dtype=np.float32))\nxp.precision('native').__enter__()", "m @ m"),
+    # ndarray's methods against the namespace function they reach
+    "m.sum(axis=0), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))", "m.sum(axis=0)"),
+    "xp.sum(m, axis=0), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))", "xp.sum(m, axis=0)"),
+    "m.mean(), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))", "m.mean()"),
 }
 
 PROGRAM = """\
