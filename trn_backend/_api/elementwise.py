@@ -132,33 +132,7 @@ log2 = _unary_float("log2", torch.log2)
 log10 = _unary_float("log10", torch.log10)
 sin = _unary_float("sin", torch.sin)
 sinh = _unary_float("sinh", torch.sinh)
-def _sqrt(t: Tensor) -> Tensor:
-    """The correctly rounded square root IEEE 754 asks for (NumPy's): torch's vectorized float64 kernel on the
-    CPU can be an ulp off (sqrt(2.0)), so one Newton step with the exact residual corrects it; narrower floats
-    compute in float64 and round once (exact: float64 holds more than twice their precision plus two)."""
-    if t.is_complex() or t.dtype not in _dtypes.FLOATING or t.device.type == "neuron":
-        return torch.sqrt(t)
-    x = t.to(torch.float64)
-    # extreme magnitudes scale by an even power of two (exact) into the range where the product below holds
-    tiny, huge = x < 1e-250, x > 1e250
-    one = torch.ones_like(x)
-    x = x * torch.where(tiny, one * 2.0**600, torch.where(huge, one * 2.0**-600, one))
-    r = torch.sqrt(x)
-    # r*r exactly as p + err (Dekker's product by Veltkamp's split), where the split cannot overflow
-    safe = (r > 1e-140) & (r < 1e140)
-    rs = torch.where(safe, r, one)
-    c = 134217729.0 * rs
-    hi = c - (c - rs)
-    lo = rs - hi
-    p = rs * rs
-    err = ((hi * hi - p) + 2 * hi * lo) + lo * lo
-    residual = (torch.where(safe, x, p) - p) - err  # x - r*r, exact near the root
-    r = torch.where(safe, rs + residual / (2 * rs), r)
-    r = r * torch.where(tiny, one * 2.0**-300, torch.where(huge, one * 2.0**300, one))
-    return r if t.dtype is torch.float64 else _dtypes.cast(r, t.dtype)
-
-
-sqrt = _unary_float("sqrt", _sqrt)
+sqrt = _unary_float("sqrt", torch.sqrt)
 tan = _unary_float("tan", torch.tan)
 def _tanh(t: Tensor) -> Tensor:
     out = torch.tanh(t)
