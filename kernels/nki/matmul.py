@@ -88,9 +88,12 @@ LOW_MASK = 0xFFFF  # the 16 random bits stochastic rounding adds
 XORWOW_WORDS = 6  # uint32 of GpSimd's XORWOW generator state per lane (nki.isa.rand_set_state)
 INT32_MAX = 2**31 - 1  # dynamic offsets are 32-bit registers (SDK isa register_alloc: "64x 32-bit registers")
 ROW = 16  # int32 per table row: a unit's five offsets and its iteration's pieces' offset pairs, or a piece's pair
-PIECE_LONG = 2048  # the split: elements of K per piece (what a program splits as one item: sub-tiles of 128 rows)
+PIECE_LONG = 2048  # the split: elements of K per piece of A (what a program splits as one item: sub-tiles of 128
+# rows)
+PIECE_LONG_B = 4096  # and of B (longer: fewer of B's pieces before the products loop; A's stay shorter to keep the
+# program small where A is not transposed)
 PIECE_SHORT = 512  # and of M (A) or N (B) per piece; columns of a split sub-tile
-SPLIT_SETS = 9  # staging sets of the split before the products loop (three rotating thirds)
+SPLIT_SETS = 12  # staging sets of the split before the products loop (three rotating thirds)
 LOOP_GROUPS = 2  # sub-tiles per group of the split inside the products loop, where the words are 2 (else 1), with
 # words + 2 groups in flight (``_split_ticker``)
 MAX_SLOTS = 2  # pieces of one operand a products-loop iteration splits, at most (ROW holds 5 + 2 * 2 * 2)
@@ -1035,12 +1038,14 @@ def _exact_level(out, word, a_tiles, b_tiles, pairs, ks, geometry, ring, extra, 
 
 
 # --- the split kernels: words split on chip, once per call ------------------------------------------------------
-def _pieces(batch, rows, columns, long_rows):
+def _pieces(batch, rows, columns, long_rows, long=None):
     """The split's pieces of a [batch, rows, columns] fp32 operand: ((piece rows, piece columns), their (entry,
-    first row, first column)), PIECE_LONG along K and PIECE_SHORT along M or N (``long_rows``: the rows run along
-    K), the last of each direction moved back to end at the edge (overlapping pieces write the same bits)."""
-    pr = min(rows, PIECE_LONG if long_rows else PIECE_SHORT)
-    pc = min(columns, PIECE_SHORT if long_rows else PIECE_LONG)
+    first row, first column)), ``long`` (default PIECE_LONG) along K and PIECE_SHORT along M or N (``long_rows``:
+    the rows run along K), the last of each direction moved back to end at the edge (overlapping pieces write the
+    same bits)."""
+    long = long or PIECE_LONG
+    pr = min(rows, long if long_rows else PIECE_SHORT)
+    pc = min(columns, PIECE_SHORT if long_rows else long)
     found = ()
     for entry in range(batch):
         for r in _starts(rows, pr):
@@ -1114,7 +1119,8 @@ def _split_plan(batch, m, k, n, a_is_transposed, programs):
     for operand in range(2):
         long_rows = a_is_transposed if operand == 0 else True
         source = a_source if operand == 0 else (k, n)
-        geometry, pieces = _pieces(batch, source[0], source[1], long_rows)
+        geometry, pieces = _pieces(batch, source[0], source[1], long_rows,
+                                   PIECE_LONG_B if operand else PIECE_LONG)
         found = found + ((geometry, pieces, _needs(pieces, geometry, long_rows, places,
                                                    rows if operand == 0 else columns, operand + 1)),)
     best, score = (), ()
