@@ -133,7 +133,7 @@ TABLE: tuple[Difference, ...] = (
         "docs/numpy.md, Where the answers differ: the namespace's reciprocal is floating"),
     Difference(
         "*", "a bfloat16 operand where NumPy (ml_dtypes) has no promotion or loop: NumPy raises "
-             "DTypePromotionError or gives object",
+             "DTypePromotionError, or OverflowError for a Python int beyond int64, or gives object",
         lambda c: "bfloat16" in c.dtypes,
         "trn_backend answers (bfloat16 as in JAX) where the reference raises or answers in object dtype",
         "reference",
