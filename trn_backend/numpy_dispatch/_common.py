@@ -355,7 +355,11 @@ def _correlate(a: A, v: A, mode: str) -> A:
     first and reverses the result when it swapped them, which moves the 'same' window by one for an even
     shorter length: the window below follows that."""
     dtype = _promoted(a, v)
-    full = _full_correlation(_as(a, dtype)._t, _as(v, dtype)._t, dtype)
+    return _lags(_full_correlation(_as(a, dtype)._t, _as(v, dtype)._t, dtype), a, v, mode)
+
+
+def _lags(full: torch.Tensor, a: A, v: A, mode: str) -> A:
+    """The lags of ``mode`` out of the full correlation of a and v."""
     long, short = builtins.max(a.shape[0], v.shape[0]), builtins.min(a.shape[0], v.shape[0])
     if mode == "full":
         return wrap(full)

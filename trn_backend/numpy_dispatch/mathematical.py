@@ -22,7 +22,20 @@ from .. import _dtypes
 from .._array import wrap
 from .._helpers import normalize_axes, normalize_axis
 from .._scalars import convert_scalar
-from ._common import A, _along, _as, _axis, _check_sequences, _correlate, _flat, _float_for, _mode, _promoted, _warn
+from ._common import (
+    A,
+    _along,
+    _as,
+    _axis,
+    _check_sequences,
+    _correlate,
+    _flat,
+    _float_for,
+    _lags,
+    _mode,
+    _promoted,
+    _warn,
+)
 from ._registry import can_cast, implements, xp
 
 # ---------------------------------------------------------------- sums, products, differences
@@ -313,15 +326,7 @@ def correlation(a: A, v: A, mode: str) -> A:
     dtype = _promoted(a, v)
     if dtype not in _dtypes.FLOATING or (_all_finite(a._t) and _all_finite(v._t)):
         return _correlate(a, v, mode)
-    full = _direct_full_correlation(_as(a, dtype)._t, _as(v, dtype)._t)
-    # the lags of each mode, as ``_correlate`` takes them from the full correlation
-    long, short = builtins.max(a.shape[0], v.shape[0]), builtins.min(a.shape[0], v.shape[0])
-    if mode == "full":
-        return wrap(full)
-    if mode == "valid":
-        return wrap(full[short - 1:long])
-    start = short - 1 - short // 2 if a.shape[0] >= v.shape[0] else short // 2
-    return wrap(full[start:start + long])
+    return _lags(_direct_full_correlation(_as(a, dtype)._t, _as(v, dtype)._t), a, v, mode)
 
 
 def _all_finite(t: torch.Tensor) -> bool:
