@@ -25,7 +25,11 @@ from .plan import Plan
 from .program import shape_of
 from .slicing import memory_limit_of, slicing
 
-__all__ = ["Explanation", "explain", "error_bound"]
+__all__ = ["Explanation", "explain", "error_bound", "PLACEMENTS"]
+
+# Per tensor type of sharded operands (registered by trn_backend.distributed: DTensor), what places each step of a
+# program on the mesh: placements(program, plans, tensors) -> one decision per step (str() is its line).
+PLACEMENTS: dict[type, Any] = {}
 
 _ROUTES = ("trn", "opt_einsum")
 
@@ -66,6 +70,10 @@ class Explanation:
     dominated: tuple[str, ...] = ()
     # per step, what runs each of its pre-sums ("torch.sum", "torch.matmul", "nki.matmul[dd]"), in order
     sum_implementations: tuple[tuple[str, ...], ...] = ()
+    # with sharded operands, per step the planner's placement on the mesh (trn_backend.distributed's Decision:
+    # the operands' and the result's placements, the collectives with their bytes per rank, the modelled time
+    # and what the next-best placements would cost)
+    sharding: tuple[Any, ...] = ()
 
     @property
     def flops(self) -> int:
@@ -159,6 +167,10 @@ class Explanation:
             lines.append(f"whole expression: bound {'-' if bound is None else f'{bound:.2g}'} of the expression "
                          f"on |operands|, {self.roundings} rounding(s) composed")
         lines += self.dominated
+        if self.sharding:
+            lines.append("placements on the mesh (per step: operands -> result, collectives with this rank's bytes, "
+                         "modelled time, next-best placements):")
+            lines += [f"  {i}: {d}" for i, d in enumerate(self.sharding, start=1)]
         if self.note:
             lines.append(self.note)
         return "\n".join(lines)
@@ -195,6 +207,8 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
     Neuron device with the NKI toolchain runs (its default mode, its ranking of modes for targets, the kernel
     layer's routing rule and the cost model's times), the same Explanation the device would build."""
     shapes, dtypes, operands_device, ranks = _describe(operands_or_shapes, dtype)
+    tensors = [x._t if isinstance(x, NeuronArray) else x for x in operands_or_shapes
+               if isinstance(x, (NeuronArray, torch.Tensor))]
     target = _target(device, operands_device)
     spec = parse(subscripts, shapes, "explain")
     if route not in _ROUTES:
@@ -215,7 +229,11 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
         c = compile(program, request, dtypes, target.device, result=result, out=out_dtype, ranks=ranks)
     except _precision.PrecisionError as e:  # a target no plan meets
         raise e.named("explain()") from e.__cause__
-    return _explanation(subscripts, shapes, c, target, request)
+    explanation = _explanation(subscripts, shapes, c, target, request)
+    placer = next((PLACEMENTS[type(t)] for t in tensors if type(t) in PLACEMENTS), None)
+    if placer is not None and memory_limit is None and len(tensors) == len(operands_or_shapes):
+        explanation = dataclasses.replace(explanation, sharding=placer(c.program, c.plans, tensors))
+    return explanation
 
 
 @dataclasses.dataclass(frozen=True)

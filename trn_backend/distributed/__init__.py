@@ -1,10 +1,13 @@
-"""Sharded arrays: NeuronArrays partitioned over the ranks of a 1-D device mesh, on torch.distributed's DTensor.
+"""Sharded arrays: NeuronArrays partitioned over the ranks of a device mesh (1-D, or N-D from ``mesh``), on
+torch.distributed's DTensor.
 
-``shard``, ``replicate`` and ``from_local`` make a ``ShardedNeuronArray``; its ``device`` is a ``Sharding``
-(mesh, partitioned axis, pending sum). Every namespace function accepts sharded arrays (importing this package
-registers its handler for them, see ``_dispatch``); contractions run through the planner on each rank's blocks
-(``_contract``), so an output-parallel contraction communicates nothing and a contraction over a partitioned
-index leaves a pending sum. Programs are SPMD: every rank runs the same calls, and plain arrays must hold the same
+``shard``, ``replicate`` and ``from_local`` make a ``ShardedNeuronArray``; its ``device`` is a ``Sharding`` (the
+mesh and, per mesh dimension, the partitioned axis, None or a pending sum). Every namespace function accepts
+sharded arrays (importing this package registers its handler for them, see ``_dispatch``); each contraction step
+is placed by the planner (``_strategy``: per mesh dimension, the label to partition, by modelled compute and
+communication time, ``_comm``) and runs on each rank's blocks (``_contract``). ``record()`` shows the decisions
+and modelled moves, ``count()`` the collectives torch runs, with their bytes. Programs are SPMD: every rank runs
+the same calls, and plain arrays must hold the same
 values on every rank. See docs/distributed.md.
 """
 
@@ -14,81 +17,132 @@ from . import _requires  # noqa: F401  (first: a clear ImportError on a torch wi
 
 # isort: split
 
+from typing import Any
+
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
+from torch.distributed.tensor import DTensor
 
 from .._array import NeuronArray, wrap
 from .._helpers import normalize_axis, tensor
 from .._overrides import OVERRIDES
 from ..contraction import execute as _execute
 from ..contraction import runner as _runner
+from ..contraction.explain import PLACEMENTS as _PLACEMENTS
 from . import _contract, _dispatch
-from ._array import ShardedNeuronArray, Sharding, place
-from ._mesh import check_mesh, chunk_sizes, default_mesh, local_slice
+from ._array import ShardedNeuronArray, Sharding, place, placement
+from ._mesh import check_mesh, chunk_sizes, default_mesh, local_slice, mesh, whole_group
+from ._record import Counted, Record, count, record, use_network
+from ._strategy import Decision
 
-__all__ = ["ShardedNeuronArray", "Sharding", "shard", "replicate", "from_local", "default_mesh", "local_slice"]
+__all__ = ["ShardedNeuronArray", "Sharding", "shard", "replicate", "from_local", "default_mesh", "mesh", "local_slice",
+           "einsum", "record", "count", "use_network", "Decision", "Record", "Counted"]
 
 
-def shard(x: NeuronArray, axis: int, mesh: DeviceMesh | None = None) -> ShardedNeuronArray:
+def shard(x: NeuronArray, axis: Any, mesh: DeviceMesh | None = None) -> ShardedNeuronArray:
     """``x`` partitioned along ``axis`` over ``mesh`` (default: every rank): each rank keeps its block of the
-    whole array it holds, without communication. A sharded ``x`` is redistributed."""
+    whole array it holds, without communication. On an N-D mesh ``axis`` has one entry per mesh dimension (an
+    axis, or None: whole over that dimension), e.g. ``(0, 1)`` or ``(0, None)``. A sharded ``x`` is
+    redistributed."""
     t = tensor(x, "shard")
     mesh = check_mesh(mesh, "shard")
-    target = Sharding(mesh, normalize_axis(axis, t.dim(), "shard"))
+    target = Sharding(mesh, _axis(axis, t.dim(), "shard"))
+    if target.pending:
+        raise ValueError(f"shard(): axis {axis!r} asks for a pending sum; from_local(summand, ..., "
+                         "pending=True) makes one")
     if isinstance(x, ShardedNeuronArray):
         return x.to_device(target)
     return wrap(place(t, target, "shard"))
+
+
+def _axis(axis: Any, ndim: int, func: str) -> Any:
+    if isinstance(axis, (tuple, list)):
+        return tuple(normalize_axis(a, ndim, func) if isinstance(a, int) and not isinstance(a, bool) else a
+                     for a in axis)
+    return None if axis is None else normalize_axis(axis, ndim, func)
 
 
 def replicate(x: NeuronArray, mesh: DeviceMesh | None = None) -> ShardedNeuronArray:
     """``x``, the same whole array on every rank, as a replicated sharded array (no communication). A sharded
     ``x`` is gathered."""
     t = tensor(x, "replicate")
-    target = Sharding(check_mesh(mesh, "replicate"))
+    mesh = check_mesh(mesh, "replicate")
+    target = Sharding(mesh, (None,) * mesh.ndim) if mesh.ndim > 1 else Sharding(mesh)
     if isinstance(x, ShardedNeuronArray):
         return x.to_device(target)
     return wrap(place(t, target, "replicate"))
 
 
-def from_local(local: NeuronArray, axis: int | None, mesh: DeviceMesh | None = None, *,
+def from_local(local: NeuronArray, axis: Any, mesh: DeviceMesh | None = None, *,
                pending: bool = False) -> ShardedNeuronArray:
     """The array whose block along ``axis`` each rank holds as ``local`` (blocks in rank order, sized as
     ``local_slice`` gives them; one all-gather of the shapes checks that). ``axis=None``: every rank holds the
-    whole array, or with ``pending=True`` a summand of it."""
+    whole array, or with ``pending=True`` a summand of it. On an N-D mesh ``axis`` has one entry per mesh
+    dimension: an axis partitioned over it, None (whole over it) or ``"sum"`` (a summand over it)."""
     t = tensor(local, "from_local", "local")
     if isinstance(local, ShardedNeuronArray):
         raise TypeError("from_local(): local must be a plain NeuronArray (this rank's block), got a sharded "
                         "array; its own block is local.local()")
     mesh = check_mesh(mesh, "from_local")
-    if pending and t.dtype is torch.bool:
-        raise TypeError("from_local(): a pending sum of booleans is undefined; pass integer summands")
-    if axis is None:
-        where = Partial("sum") if pending else Replicate()
-        return wrap(DTensor.from_local(t, mesh, (where,), shape=t.shape, stride=t.stride()))
-    if pending:
+    if pending and axis is not None:
         raise ValueError(f"from_local(): a pending sum has no partitioned axis; got axis={axis} with pending=True")
-    axis = normalize_axis(axis, t.dim(), "from_local")
-    shape = _global_shape(tuple(t.shape), axis, mesh)
-    return wrap(DTensor.from_local(t, mesh, (Shard(axis),), shape=torch.Size(shape),
+    sharding = Sharding(mesh, _axis(axis, t.dim(), "from_local"), pending)
+    if sharding.pending and t.dtype is torch.bool:
+        raise TypeError("from_local(): a pending sum of booleans is undefined; pass integer summands")
+    placements = placement(sharding)
+    if not any(p.is_shard() for p in placements):
+        return wrap(DTensor.from_local(t, mesh, placements, shape=t.shape, stride=t.stride()))
+    shape = _global_shape(tuple(t.shape), sharding, mesh)
+    return wrap(DTensor.from_local(t, mesh, placements, shape=torch.Size(shape),
                                    stride=_contract.global_stride(t, shape)))
 
 
-def _global_shape(local: tuple[int, ...], axis: int, mesh: DeviceMesh) -> tuple[int, ...]:
+def _global_shape(local: tuple[int, ...], sharding: Sharding, mesh: DeviceMesh) -> tuple[int, ...]:
     """The whole shape from every rank's block shape, which must be DTensor's layout of it."""
-    shapes: list[tuple[int, ...]] = [()] * mesh.size()
-    dist.all_gather_object(shapes, local, group=mesh.get_group())
-    others = {s[:axis] + s[axis + 1:] for s in shapes}
-    if len(others) != 1 or len({len(s) for s in shapes}) != 1:
-        raise ValueError(f"from_local(): the blocks' shapes must agree except along axis {axis}; the ranks hold "
-                         f"{shapes}")
-    sizes = [s[axis] for s in shapes]
-    if sizes != chunk_sizes(sum(sizes), len(sizes)):
-        raise ValueError(f"from_local(): blocks of sizes {sizes} along axis {axis}; an axis of length "
-                         f"{sum(sizes)} is split as {chunk_sizes(sum(sizes), len(sizes))} (torch.chunk's layout, "
-                         "which local_slice(n) gives each rank)")
-    return local[:axis] + (sum(sizes),) + local[axis + 1:]
+    coordinate = tuple(mesh.get_coordinate() or (0,) * mesh.ndim)
+    everyone: list[tuple[tuple[int, ...], tuple[int, ...]]] = [((), ())] * mesh.size()
+    dist.all_gather_object(everyone, (coordinate, local), group=whole_group(mesh))
+    shapes = dict(everyone)
+    split = {a: d for d, a in enumerate(sharding.axes) if isinstance(a, int)}
+    held = [s for _, s in everyone]
+    if len({len(s) for s in held}) != 1 or len({tuple(n for i, n in enumerate(s) if i not in split)
+                                                for s in held}) != 1:
+        raise ValueError(f"from_local(): the blocks' shapes must agree except along the partitioned axes "
+                         f"{sorted(split)}; the ranks hold {held}")
+    whole = list(local)
+    for a, d in split.items():
+        along = [shapes[tuple(c if e == d else 0 for e in range(mesh.ndim))][a] for c in range(mesh.size(d))]
+        rows = {tuple(shapes[k][a] for k in sorted(shapes) if k[d] == c) for c in range(mesh.size(d))}
+        if along != chunk_sizes(sum(along), len(along)) or any(len(set(r)) != 1 for r in rows):
+            raise ValueError(f"from_local(): blocks of sizes {along} along axis {a} over mesh dimension {d}; an "
+                             f"axis of length {sum(along)} is split as {chunk_sizes(sum(along), len(along))} "
+                             "(torch.chunk's layout, which local_slice(n, mesh, mesh_dim) gives each rank)")
+        whole[a] = sum(along)
+    return tuple(whole)
+
+
+def einsum(subscripts: str, /, *operands: Any, sharding: Sharding, **kwargs: Any) -> ShardedNeuronArray:
+    """``trn_backend.einsum`` with the result placed as ``sharding`` by the planner itself: its last step is
+    placed so (the step's other choices, and every earlier step's, stay the planner's), instead of being placed
+    by cost and redistributed afterwards. ``sharding``'s axes are the result's."""
+    from .. import _namespace
+
+    spec_output = subscripts.replace(" ", "").partition("->")[2]
+    if "->" not in subscripts:
+        raise ValueError("einsum(sharding=...): give the output explicitly (\"ij,jk->ik\")")
+    forced = tuple(spec_output[a] if isinstance(a, int) else a for a in _checked_axes(sharding, len(spec_output)))
+    with _contract.forcing(spec_output, forced):
+        return _namespace.einsum(subscripts, *operands, **kwargs)
+
+
+def _checked_axes(sharding: Sharding, ndim: int) -> tuple[Any, ...]:
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"einsum(): sharding must be a Sharding, got {type(sharding).__name__}")
+    for a in sharding.axes:
+        if isinstance(a, int) and not 0 <= a < ndim:
+            raise ValueError(f"einsum(): sharding axis {a} is out of range for a result of {ndim} dimensions")
+    return sharding.axes
 
 
 # Registrations, no rebinding: the namespace's public functions hand calls with sharded arguments (or device= a
@@ -98,3 +152,4 @@ OVERRIDES[Sharding] = _dispatch.call
 _execute.EXECUTORS[DTensor] = _contract.execute
 _runner.CASTS[DTensor] = _contract.cast
 _runner.READS[DTensor] = DTensor.full_tensor
+_PLACEMENTS[DTensor] = _contract.placements_of_program

@@ -29,8 +29,9 @@ from .._api import elementwise
 from .._array import NeuronArray, wrap
 from .._helpers import normalize_axes
 from .._precision import PrecisionError
-from ._array import ShardedNeuronArray, Sharding, as_dtensor, place, redistribute
+from ._array import ShardedNeuronArray, Sharding, as_dtensor, is_pending, place, redistribute
 from ._mesh import chunk_sizes
+from ._strategy import PlacementError
 
 __all__ = ["call", "GATHERED_CALLS"]
 
@@ -108,7 +109,7 @@ def call(func: Callable[..., Any], name: str, args: tuple, kwargs: dict[str, Any
                 warnings.filterwarnings("ignore", message="Found a non-scalar tensor with numel=1 and ndim!=0",
                                         category=UserWarning)
                 result = func(*args, **kwargs)
-        except PrecisionError:  # a refusal of the data, made on every rank alike (``_contract``): not a missing rule
+        except (PrecisionError, PlacementError):  # made on every rank alike (``_contract``): not a missing rule
             raise
         except Exception:  # noqa: BLE001 - DTensor has no rule for an operation here: run on whole arrays
             pass
@@ -138,8 +139,9 @@ class _SameOnEveryRank(TorchFunctionMode):
 def _has_empty_block(x: object) -> bool:
     if not isinstance(x, ShardedNeuronArray):
         return False
-    (p,) = x._t.placements
-    return p.is_shard() and not all(chunk_sizes(x.shape[p.dim], x._t.device_mesh.size()))
+    mesh = x._t.device_mesh
+    return any(p.is_shard() and not all(chunk_sizes(x.shape[p.dim], mesh.size(d)))  # type: ignore[attr-defined]
+               for d, p in enumerate(x._t.placements))
 
 
 def _mesh(args: tuple, kwargs: dict[str, Any], name: str) -> Any:
@@ -151,26 +153,30 @@ def _mesh(args: tuple, kwargs: dict[str, Any], name: str) -> Any:
     return meshes[0]
 
 
-def _reduced_partition(name: str, args: tuple, kwargs: dict[str, Any]) -> tuple[int, tuple[int, ...]] | None:
-    """For a reduction of a partitioned array over its partitioned axis: that axis and all reduced axes."""
+def _reduced_partition(name: str, args: tuple,
+                       kwargs: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """For a reduction of a partitioned array over a partitioned axis: those axes and all reduced axes."""
     if name not in STAGED or not args or not isinstance(args[0], ShardedNeuronArray):
         return None
-    (p,) = args[0]._t.placements
-    if not p.is_shard():
+    split = tuple(p.dim for p in args[0]._t.placements if p.is_shard())  # type: ignore[attr-defined]
+    if not split:
         return None
     axes = normalize_axes(kwargs.get("axis"), args[0].ndim, name)
-    return (p.dim, axes) if p.dim in axes else None
+    inside = tuple(a for a in split if a in axes)
+    return (inside, axes) if inside else None
 
 
-def _staged(name: str, x: ShardedNeuronArray, reduced: tuple[int, tuple[int, ...]], kwargs: dict[str, Any]) -> Any:
-    """The reduction over the other axes on each rank's block, then over the partitioned axis alone (a pending
+def _staged(name: str, x: ShardedNeuronArray, reduced: tuple[tuple[int, ...], tuple[int, ...]],
+            kwargs: dict[str, Any]) -> Any:
+    """The reduction over the other axes on each rank's block, then over each partitioned axis alone (a pending
     sum for sums); a count of nonzeros then adds the counts."""
     ns = _namespace  # the public functions: each step is a call on sharded arrays again
-    axis, axes = reduced
-    inner = getattr(ns, name)(x, **{**kwargs, "axis": tuple(a for a in axes if a != axis), "keepdims": True})
-    outer = getattr(ns, "sum" if name == "count_nonzero" else name)(
-        inner, **{**kwargs, "axis": axis, "keepdims": True})
-    return outer if kwargs.get("keepdims") else ns.squeeze(outer, axis=axes)
+    split, axes = reduced
+    out = getattr(ns, name)(x, **{**kwargs, "axis": tuple(a for a in axes if a not in split), "keepdims": True})
+    for axis in split:
+        out = getattr(ns, "sum" if name == "count_nonzero" else name)(out, **{**kwargs, "axis": axis,
+                                                                              "keepdims": True})
+    return out if kwargs.get("keepdims") else ns.squeeze(out, axis=axes)
 
 
 def _resolve_pending(name: str, args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
@@ -214,7 +220,7 @@ _LINEAR_DTYPES = frozenset({*_dtypes.FLOATING, _dtypes.int64, _dtypes.uint64})
 
 
 def _pending(x: object) -> bool:
-    return isinstance(x, ShardedNeuronArray) and x._t.placements[0].is_partial()
+    return isinstance(x, ShardedNeuronArray) and is_pending(x._t)
 
 
 def _whole(x: Any) -> Any:
@@ -238,10 +244,11 @@ def _normalized(x: NeuronArray, mesh: Any) -> ShardedNeuronArray:
     t = x._t
     if not isinstance(t, DTensor):
         return wrap(as_dtensor(t, mesh))
-    (p,) = t.placements
-    if type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op == "sum"):
+    if all(type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op == "sum") for p in t.placements):
         return x
-    return wrap(redistribute(t, Replicate()))
+    return wrap(redistribute(t, tuple(p if type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op
+                                                                           == "sum") else Replicate()
+                                      for p in t.placements)))
 
 
 def _placed(x: NeuronArray, target: Sharding, name: str) -> ShardedNeuronArray:

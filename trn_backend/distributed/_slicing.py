@@ -11,6 +11,7 @@ every slice of its own blocks, see ``_contract``). Without sharded operands or a
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
@@ -24,7 +25,8 @@ from ..contraction.parse import Spec
 from ..contraction.plan import result_dtype
 from ..contraction.program import shape_of
 from . import _contract
-from ._mesh import default_mesh
+from ._array import as_dtensor, is_partitioned, is_pending
+from ._mesh import default_mesh, whole_group
 
 __all__ = ["contract"]
 
@@ -38,20 +40,23 @@ def contract(request: Request | None, spec: Spec, ts: list[torch.Tensor], limit:
     shape = shape_of(spec.output, list(zip(spec.inputs, (tuple(t.shape) for t in ts), strict=True)))
     mesh = next((t.device_mesh for t in ts if isinstance(t, DTensor)), None) or default_mesh()
     dtype = result_dtype(tuple(t.dtype for t in ts), "contract")
-    dts, label = _contract.localize(ts, spec.inputs, dtype, spec.subscripts, mesh)
+    if any(isinstance(t, DTensor) and (is_partitioned(t) or is_pending(t)) for t in ts):
+        dts, chosen = _contract.localize(ts, spec.inputs, spec.output, dtype, spec.subscripts, mesh)
+        placements, spread = chosen.output, False
+    else:  # whole operands on every rank share the slices out: the result is a pending sum of their parts
+        dts, placements, spread = [as_dtensor(t, mesh) for t in ts], _contract.summands(mesh), True
     blocks = [t.to_local() for t in dts]
-    # whole operands on every rank share the slices out; partitioned or pending ones each contract their own
-    spread = label is None and not any(t.placements[0].is_partial() for t in dts)
     shapes = tuple(tuple(b.shape) for b in blocks)
     path, sliced = _decided(slicing.slicing(spec, shapes, limit, optimize), mesh)
     if dist.is_initialized() and dist.get_rank() != 0:
         progress = False  # one bar, not one per rank
-    pending = spread or _contract.pending(dts, label, spec.output)
+    pending = any(p.is_partial() for p in placements)
     c = compile(programs.sliced(spec, shapes, path, sliced), request, tuple(b.dtype for b in blocks), blocks[0].device,
                 result=dtype, out=out, ranks=mesh.size() if pending else 1)
-    share = (mesh.size(), mesh.get_local_rank()) if spread else (1, 0)
+    coordinate = mesh.get_coordinate() or [0] * mesh.ndim
+    share = (mesh.size(), int(np.ravel_multi_index(tuple(coordinate), tuple(mesh.shape)))) if spread else (1, 0)
     held = runner.partial(c, blocks, progress=progress, share=share)
-    return runner.finish(c, _contract.finish(held, dts, label, spec.output, shape, summand=spread), dts)
+    return runner.finish(c, _contract.finish(held, mesh, placements, shape), dts)
 
 
 def _decided(choice: tuple[slicing.Path, tuple[str, ...]],
@@ -60,7 +65,7 @@ def _decided(choice: tuple[slicing.Path, tuple[str, ...]],
     if mesh is None or mesh.size() == 1:
         return choice
     box = [choice]
-    group = mesh.get_group()
-    dist.broadcast_object_list(box, src=dist.get_global_rank(group, 0), group=group)
+    group = whole_group(mesh)
+    dist.broadcast_object_list(box, src=int(mesh.mesh.flatten()[0]), group=group)
     return box[0]
 
