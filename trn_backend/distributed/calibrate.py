@@ -189,10 +189,12 @@ def _rank_main(rank: int, p: int, store_path: str, result_path: str, sizes: Sequ
         group = dist.group.WORLD
         kinds = [k for k in KINDS if k != "all_to_all" or _probe_all_to_all(group)]
         fns = _collectives()
+        # rounding to a multiple of p can map small sizes to one buffer: each is timed once
+        numels = {kind: sorted({_numel(kind, size, p) for size in sizes}) for kind in kinds}
         times = torch.zeros(len(kinds), len(sizes), reps, dtype=torch.float64)
         for i, kind in enumerate(kinds):
-            for j, size in enumerate(sizes):
-                x = torch.ones(_numel(kind, size, p), dtype=torch.float64)
+            for j, numel in enumerate(numels[kind]):
+                x = torch.ones(numel, dtype=torch.float64)
                 _wait(fns[kind](x, group))  # warm-up: the first call of a shape sets up buffers
                 for r in range(reps):
                     # the barrier lines the ranks up, so each repetition times the collective, not the skew of
@@ -204,8 +206,8 @@ def _rank_main(rank: int, p: int, store_path: str, result_path: str, sizes: Sequ
         # the collective ends when its slowest rank does
         dist.all_reduce(times, op=dist.ReduceOp.MAX, group=group)
         if rank == 0:
-            samples = {kind: [[p, 8 * _numel(kind, size, p), statistics.median(times[i, j].tolist())]
-                              for j, size in enumerate(sizes)]
+            samples = {kind: [[p, 8 * numel, statistics.median(times[i, j].tolist())]
+                              for j, numel in enumerate(numels[kind])]
                        for i, kind in enumerate(kinds)}
             Path(result_path).write_text(json.dumps({"samples": samples, "all_to_all": "all_to_all" in kinds}))
         # no rank tears gloo down while another still talks to it (that aborts the other)
