@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test test-slow fuzz lint bench calibrate conformance precision-report docs wheel-smoke clean
+.PHONY: demo test test-slow fuzz lint bench calibrate calibrate-network conformance precision-report docs wheel-smoke clean
 
 # Each install stage says what it installs before pip runs (quietly, without its progress bars), and how large
 # the environment is after it. Downloads come from pip's cache where it has them.
@@ -85,6 +85,11 @@ bench: $(VENV)/.installed-bench
 # on a CUDA host: python benchmarks/calibrate_modes.py --device cuda --write-package-table
 calibrate: $(VENV)/.installed-test
 	$(PY) benchmarks/calibrate_modes.py --write-package-table
+
+# the gloo collectives' alpha-beta constants and this machine's matmul rate, which the sharded planner prices
+# placements by (the gloo-cpu entry of trn_backend/data/interconnects.json)
+calibrate-network: $(VENV)/.installed-test
+	$(PY) -m trn_backend.distributed.calibrate --ranks 2 4
 
 conformance: $(VENV)/.installed-test
 	$(EDITABLE) $(PIP) install -q -e ".[test,conformance]"

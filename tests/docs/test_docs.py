@@ -6,10 +6,10 @@ The fence's info string after ``python`` says how:
 - nothing: executed in this process, in a fresh namespace;
 - ``subprocess``: in a fresh interpreter (for blocks that set up process state first, e.g. SciPy's environment
   variable, which counts only before SciPy's first import);
-- ``torchrun``: as 2 ranks on gloo on the CPU (the distributed examples). Each rank is started as torchrun starts
-  its workers, a process with RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT set, without torchrun's own launcher
-  process, which would add seconds per block (tests/distributed/test_distributed.py runs the example under real
-  torchrun);
+- ``torchrun``: as 2 ranks on gloo on the CPU (the distributed examples); ``torchrun-4`` as 4 (a 2x2 mesh).
+  Each rank is started as torchrun starts its workers, a process with RANK, WORLD_SIZE, MASTER_ADDR and
+  MASTER_PORT set, without torchrun's own launcher process, which would add seconds per block
+  (tests/distributed/test_distributed.py runs the example under real torchrun);
 - ``no-run``: only compiled, for a block that needs hardware this machine lacks (the text next to it says why).
 
 Other languages (sh, text) are not run. A block that raises, or a program that exits non-zero, fails its case.
@@ -31,8 +31,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))
-RUN_MODES = ("in-process", "subprocess", "torchrun", "no-run")
-TORCHRUN_RANKS = 2
+RUN_MODES = ("in-process", "subprocess", "torchrun", "torchrun-4", "no-run")
+TORCHRUN_RANKS = {"torchrun": 2, "torchrun-4": 4}
 SUBPROCESS_TIMEOUT_S = 120
 FENCE = re.compile(r"^```(?P<lang>[^\s`]*)[ \t]*(?P<info>[^`]*?)\s*$")
 
@@ -86,11 +86,11 @@ def run_block(block: Block, workdir: Path) -> None:
     if block.mode == "in-process":
         exec(code, {"__name__": "__main__"})
         return
-    if block.mode not in ("subprocess", "torchrun"):
+    if block.mode not in ("subprocess", *TORCHRUN_RANKS):
         raise ValueError(f"{block.id}: unknown run mode {block.info!r} on the fence; known: {', '.join(RUN_MODES)}")
     script = workdir / "snippet.py"
     script.write_text(f"# {block.id}\n{block.code}")
-    ranks = TORCHRUN_RANKS if block.mode == "torchrun" else 1
+    ranks = TORCHRUN_RANKS.get(block.mode, 1)
     for rank, (code, out) in enumerate(_run_ranks(script, ranks)):
         who = f"{block.id} (rank {rank} of {ranks})" if ranks > 1 else block.id
         assert code == 0, f"{who} exited with {code}:\n{out[-6000:]}"

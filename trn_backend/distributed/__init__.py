@@ -32,12 +32,13 @@ from ..contraction import runner as _runner
 from ..contraction.explain import PLACEMENTS as _PLACEMENTS
 from . import _contract, _dispatch
 from ._array import ShardedNeuronArray, Sharding, place, placement
+from ._comm import Link
 from ._mesh import check_mesh, chunk_sizes, default_mesh, local_slice, mesh, whole_group
 from ._record import Counted, Record, count, record, use_network
 from ._strategy import Decision
 
 __all__ = ["ShardedNeuronArray", "Sharding", "shard", "replicate", "from_local", "default_mesh", "mesh", "local_slice",
-           "einsum", "record", "count", "use_network", "Decision", "Record", "Counted"]
+           "einsum", "record", "count", "use_network", "Link", "Decision", "Record", "Counted"]
 
 
 def shard(x: NeuronArray, axis: Any, mesh: DeviceMesh | None = None) -> ShardedNeuronArray:
