@@ -1,7 +1,8 @@
 """Every public namespace function on sharded arrays: it matches NumPy or raises TypeError/ValueError.
 
 Each case is called on sharded inputs (partitioned along rows, along columns with an empty block, pending
-sums, and mixed with plain arrays) on 3 ranks of a threaded process group, and on the NumPy arrays; results
+sums, and mixed with plain arrays) on 3 ranks of a threaded process group, and on a 2x2 mesh of 4 ranks (rows
+and columns partitioned over its two dimensions, or summands over one), and on the NumPy arrays; results
 are gathered and compared (dtype, shape, values). A coverage test checks that every public function has a case.
 """
 
@@ -285,15 +286,35 @@ def test_every_public_function_has_a_case():
 
 # --- the sweep ---
 
-VARIANTS = ("rows", "cols", "pending", "mixed")
+VARIANTS = ("rows", "cols", "pending", "mixed", "grid", "grid-pending")
+# the grid variants run on a 2x2 mesh of 4 ranks: rows over its first dimension and columns over its second, or
+# every rank holding a summand over the second dimension
+GRID = (2, 2)
+
+
+def _world(variant: str) -> int:
+    return 4 if variant.startswith("grid") else WORLD
+
+
+def _mesh(variant: str) -> Any:
+    return td.mesh(GRID) if variant.startswith("grid") else td.default_mesh()
 
 
 def _sharded_inputs(variant: str, rank: int) -> types.SimpleNamespace:
-    mesh = td.default_mesh()
+    mesh = _mesh(variant)
     out = {}
     for name, a in INPUTS.items():
         x = xp.asarray(a)
-        if variant == "pending" and a.dtype != bool:
+        if variant == "grid":
+            out[name] = td.shard(x, (0, 1) if x.ndim > 1 else (0, None), mesh)
+        elif variant == "grid-pending":
+            if a.dtype == bool:
+                out[name] = td.shard(x, (0, None), mesh)
+                continue
+            # the first column of ranks holds a - c, the second c: the summands add up to a exactly
+            c = xp.asarray(np.ones_like(a) * (3 if a.dtype.kind in "iu" else 0.25))
+            out[name] = td.from_local(x - c if mesh.get_coordinate()[1] == 0 else c, (None, "sum"), mesh)
+        elif variant == "pending" and a.dtype != bool:
             # rank 0 holds a - (WORLD - 1) c, the others c: the summands add up to a exactly
             c = xp.asarray(np.ones_like(a) * (3 if a.dtype.kind in "iu" else 0.25))
             out[name] = td.from_local(x - (WORLD - 1) * c if rank == 0 else c, None, mesh, pending=True)
@@ -305,7 +326,9 @@ def _sharded_inputs(variant: str, rank: int) -> types.SimpleNamespace:
 
 
 def _sharding(variant: str) -> dict:
-    mesh = td.default_mesh()
+    mesh = _mesh(variant)
+    if variant.startswith("grid"):
+        return {"device": td.Sharding(mesh, (0, None) if variant == "grid" else (None, "sum"))}
     return {"device": td.Sharding(mesh, None if variant == "pending" else 0, variant == "pending")}
 
 
@@ -375,7 +398,7 @@ def _same(got: Any, want: Any) -> bool:
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_namespace_on_sharded_arrays(variant):
     before = _dispatch.GATHERED_CALLS.copy()
-    ranks = spmd(WORLD, lambda rank: _outcomes(variant, rank), timeout=120)
+    ranks = spmd(_world(variant), lambda rank: _outcomes(variant, rank), timeout=180)
     reference = _reference()
     wrong, raised, plain = [], [], []
     for (name, kind, got), want in zip(ranks[0], reference, strict=True):

@@ -248,3 +248,25 @@ def test_the_network_is_data():
     with pytest.raises(ValueError, match="unknown interconnect 'nvlink'"):
         with td.use_network("nvlink"):
             pass
+
+
+def test_writes_into_arrays_on_a_grid():
+    """x[key] = v and in-place operators on a 2x2 mesh: into partitioned arrays (through the whole array, each
+    rank's block copied back) and pending sums (resolved first), as NumPy writes."""
+    def body(rank: int) -> list:
+        mesh = td.mesh((2, 2))
+        x = td.shard(xp.asarray(A), (0, 1), mesh)
+        x[1:5, 2] = -1.0
+        pending = td.from_local(xp.asarray(A / 2), (None, "sum"), mesh)
+        pending += 1.0
+        y = td.shard(xp.asarray(A), (1, 0), mesh)
+        y *= 2
+        return [np.asarray(x), x.device.axes, np.asarray(pending), pending.device.axes, np.asarray(y), y.device.axes]
+
+    x, x_axes, pending, p_axes, y, y_axes = spmd(4, body)[0]
+    expected = A.copy()
+    expected[1:5, 2] = -1.0
+    np.testing.assert_array_equal(x, expected)
+    np.testing.assert_allclose(pending, A + 1.0)
+    np.testing.assert_allclose(y, 2 * A)
+    assert x_axes == (0, 1) and p_axes == (None, None) and y_axes == (1, 0)
