@@ -163,6 +163,8 @@ def redistribute(t: DTensor, target: Placement | Sequence[Placement]) -> DTensor
     the communication model predicts); each move is recorded where a ``td.record()`` block records."""
     mesh = t.device_mesh
     after = (target,) if isinstance(target, Placement) else tuple(target)
+    if len(after) != mesh.ndim:
+        raise ValueError(f"redistribute: {len(after)} placement(s) {after} for a {mesh.ndim}-dimensional mesh")
     if tuple(t.placements) == after:
         return t
     coordinate = mesh.get_coordinate() or [0] * mesh.ndim

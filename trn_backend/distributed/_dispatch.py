@@ -29,7 +29,7 @@ from .._api import elementwise
 from .._array import NeuronArray, wrap
 from .._helpers import normalize_axes
 from .._precision import PrecisionError
-from ._array import ShardedNeuronArray, Sharding, as_dtensor, is_pending, place, redistribute
+from ._array import ShardedNeuronArray, Sharding, as_dtensor, is_pending, place, redistribute, replicated
 from ._mesh import chunk_sizes
 from ._strategy import PlacementError
 
@@ -132,7 +132,7 @@ class _SameOnEveryRank(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         if getattr(func, "__name__", None) in _VALUE_METHODS and args and isinstance(args[0], DTensor):
-            args = (redistribute(args[0], Replicate()).to_local(), *args[1:])
+            args = (redistribute(args[0], replicated(args[0].device_mesh)).to_local(), *args[1:])
         return func(*args, **(kwargs or {}))
 
 
