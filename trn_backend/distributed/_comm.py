@@ -33,7 +33,7 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 from .. import _dtypes
 
 __all__ = ["KINDS", "Link", "Network", "Move", "link", "network", "moves", "local_shape", "describe",
-           "wire_dtype", "seconds"]
+           "wire_dtype", "regressors", "seconds"]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -51,16 +51,26 @@ class Link:
     basis: str  # "measured ..." or "published ..."
 
 
+def regressors(kind: str, p: int, n_bytes: float) -> tuple[float, float]:
+    """The coefficients (a, b) of one collective's modelled time, T = a alpha + b beta: a counts the steps, b the
+    bytes each rank sends (the table of the module docstring)."""
+    steps = float(p - 1)
+    if kind == "all_gather":
+        return steps, steps * n_bytes
+    if kind in ("reduce_scatter", "all_to_all"):
+        return steps, steps / p * n_bytes
+    if kind == "all_reduce":
+        # a reduce-scatter, then an all-gather of the reduced blocks (Rabenseifner's algorithm in the ring form)
+        return 2.0 * steps, 2.0 * steps / p * n_bytes
+    raise ValueError(f"unknown collective kind {kind!r}; expected one of {KINDS}")
+
+
 def seconds(kind: str, ranks: int, nbytes: int, link: Link) -> float:
     """The modelled time of one collective of ``kind`` over ``ranks`` ranks, each handing in ``nbytes``."""
     if ranks <= 1:
         return 0.0
-    p, a, b = ranks, link.alpha[kind], link.beta[kind]
-    if kind == "all_gather":
-        return (p - 1) * a + (p - 1) * nbytes * b
-    if kind == "all_reduce":
-        return 2 * (p - 1) * a + 2 * (p - 1) / p * nbytes * b
-    return (p - 1) * a + (p - 1) / p * nbytes * b
+    a, b = regressors(kind, ranks, nbytes)
+    return a * link.alpha[kind] + b * link.beta[kind]
 
 
 @functools.cache

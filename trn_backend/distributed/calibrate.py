@@ -1,18 +1,8 @@
 """Calibration of the alpha-beta communication model on this machine: gloo collectives between CPU processes.
 
-The model prices one collective over a group of ``p`` ranks, each handing in a buffer of ``n`` bytes, with a
-per-step latency ``alpha`` (seconds) and a per-byte cost ``beta`` (seconds per byte), as the ring and pairwise
-algorithms of Thakur, Rabenseifner and Gropp, "Optimization of Collective Communication Operations in MPICH"
-(International Journal of High Performance Computing Applications 19(1), 2005) cost them:
-
-==============  ================================================  ======================================
-kind            T(p, n)                                           n is
-==============  ================================================  ======================================
-all_gather      (p-1) alpha + (p-1) n beta                        each rank's block (the output is p n)
-reduce_scatter  (p-1) alpha + (p-1)/p n beta                      each rank's whole buffer (output n/p)
-all_reduce      2 (p-1) alpha + 2 (p-1)/p n beta                  the buffer
-all_to_all      (p-1) alpha + (p-1)/p n beta                      each rank's whole buffer
-==============  ================================================  ======================================
+The model (``_comm``: the ring and pairwise costs of Thakur, Rabenseifner and Gropp, IJHPCA 2005) prices one
+collective over ``p`` ranks, each handing in ``n`` bytes, as ``a alpha + b beta`` with ``(a, b) =
+_comm.regressors(kind, p, n)``: alpha a latency per step (seconds), beta a cost per byte.
 
 ``python -m trn_backend.distributed.calibrate [--ranks 2 4] [--out PATH] [--quick]`` spawns ``p`` gloo processes
 for each ``p`` given and times, on every rank, torch.distributed's functional collectives as DTensor issues them,
@@ -43,9 +33,10 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from ._comm import KINDS, regressors
+
 __all__ = ["KINDS", "regressors", "modelled_seconds", "fit_alpha_beta", "residuals", "calibrate", "main"]
 
-KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "data" / "interconnects.json"
 ENTRY = "gloo-cpu"
 
@@ -61,21 +52,7 @@ COLLECTIVE_TIMEOUT_S = 60.0  # a lost rank fails the others after this long, not
 RUN_TIMEOUT_S = 900.0  # the whole run of one group size
 
 
-# --- the model: pure functions ---
-
-def regressors(kind: str, p: int, n_bytes: float) -> tuple[float, float]:
-    """The coefficients (a, b) of the model's time of one collective, T = a alpha + b beta: a counts the steps,
-    b the bytes each rank sends (see the module's table)."""
-    steps = float(p - 1)
-    if kind == "all_gather":
-        return steps, steps * n_bytes
-    if kind in ("reduce_scatter", "all_to_all"):
-        return steps, steps / p * n_bytes
-    if kind == "all_reduce":
-        # a reduce-scatter, then an all-gather of the reduced blocks (Rabenseifner's algorithm in the ring form)
-        return 2.0 * steps, 2.0 * steps / p * n_bytes
-    raise ValueError(f"unknown collective kind {kind!r}; expected one of {KINDS}")
-
+# --- the model (``_comm``'s formulas, one place) ---
 
 def modelled_seconds(kind: str, p: int, n_bytes: float, alpha: float, beta: float) -> float:
     """The model's time in seconds of one ``kind`` collective over ``p`` ranks, each handing in ``n_bytes``."""
