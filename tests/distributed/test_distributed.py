@@ -397,11 +397,14 @@ def test_sliced_contraction_spreads_slices_over_ranks(world):
         inner = xp.contract("ab,bc,cd->ad", operands[0], td.shard(operands[1], 1), operands[2], memory_limit=12)
         # cotengra's choice made to differ per rank: every rank must end up with the first rank's
         decided = _slicing._decided((((0, 1),) * rank, ("m",) * rank), td.default_mesh())
-        return [comms(mode), spread.device.pending, rows.device.axis, inner.device.pending, decided] + [
-            np.asarray(r) for r in (spread, rows, inner)]
+        # a limit that needs no slicing: every rank computes the whole (replicated, not a sum of copies)
+        unsliced = xp.contract("ab,bc,cd->ad", *operands, memory_limit=10**6)
+        return [comms(mode), spread.device.pending, rows.device.axis, inner.device.pending, decided,
+                unsliced.device] + [np.asarray(r) for r in (spread, rows, inner, unsliced)]
 
-    for mode, pending, axis, inner_pending, decided, *results in spmd(world, body):
+    for mode, pending, axis, inner_pending, decided, unsliced, *results in spmd(world, body):
         assert mode == {} and pending and axis == 0 and inner_pending and decided == ((), ())
+        assert not unsliced.pending and unsliced.axis is None
         for r in results:
             np.testing.assert_allclose(r, CHAIN, rtol=1e-12)
 
@@ -421,7 +424,7 @@ def _gloo_body(rank: int) -> None:
     with CommDebugMode() as mode:
         qia = xp.contract("Qmn,mi,na->Qia", qmn, xp.asarray(C), xp.asarray(V))
     assert comms(mode) == {} and qia.device.axis == 0
-    gram = xp.einsum("Qia,Qjb->iajb", qia, qia)
+    gram = td.einsum("Qia,Qjb->iajb", qia, qia, sharding=td.Sharding(mesh, None, pending=True))
     with CommDebugMode() as mode:
         rows = gram.resolve(axis=0)
     assert comms(mode) == {"reduce_scatter_tensor": 1} and rows.device.axis == 0

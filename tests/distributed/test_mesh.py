@@ -270,3 +270,28 @@ def test_writes_into_arrays_on_a_grid():
     np.testing.assert_allclose(pending, A + 1.0)
     np.testing.assert_allclose(y, 2 * A)
     assert x_axes == (0, 1) and p_axes == (None, None) and y_axes == (1, 0)
+
+
+def test_sliced_contractions_on_a_grid():
+    """contract(..., memory_limit=) on a 2x2 mesh: with a partitioned operand each rank contracts the slices of
+    its blocks; with whole operands the four ranks share the slices out (a pending sum of their parts), and where
+    the limit needs no slicing every rank computes the whole (replicated, not a sum of four copies); NumPy's
+    values in every case."""
+    x4, y30, z4 = RNG.normal(size=(4, 30)), RNG.normal(size=(30, 30)), RNG.normal(size=(30, 4))
+    expected = x4 @ y30 @ z4
+
+    def body(rank: int) -> list:
+        mesh = td.mesh((2, 2))
+        out = []
+        for limit in (20, 1000):  # slices j or k / no slicing
+            x = td.shard(xp.asarray(x4), (0, None), mesh)
+            blocks = xp.contract("ij,jk,kl->il", x, xp.asarray(y30), xp.asarray(z4), memory_limit=limit)
+            whole = xp.contract("ij,jk,kl->il", xp.asarray(x4), xp.asarray(y30), xp.asarray(z4),
+                                memory_limit=limit)
+            out.append((np.asarray(blocks), np.asarray(whole), whole.device.axes))
+        return out
+
+    for (sliced_blocks, sliced_whole, sliced_axes), (blocks, whole, axes) in spmd(4, body):
+        for got in (sliced_blocks, sliced_whole, blocks, whole):
+            np.testing.assert_allclose(got, expected, atol=1e-12)
+        assert sliced_axes == ("sum",) and axes == (None,)  # plain operands: the world's 1-D mesh

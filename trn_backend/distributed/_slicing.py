@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
-from torch.distributed.tensor import DTensor
+from torch.distributed.tensor import DTensor, Replicate
 
 from .._precision import Request
 from ..contraction import program as programs
@@ -48,6 +48,8 @@ def contract(request: Request | None, spec: Spec, ts: list[torch.Tensor], limit:
     blocks = [t.to_local() for t in dts]
     shapes = tuple(tuple(b.shape) for b in blocks)
     path, sliced = _decided(slicing.slicing(spec, shapes, limit, optimize), mesh)
+    if spread and not sliced:  # nothing to share out (the limit needs no slicing): every rank computes it all
+        placements, spread = tuple(Replicate() for _ in placements), False
     if dist.is_initialized() and dist.get_rank() != 0:
         progress = False  # one bar, not one per rank
     pending = any(p.is_partial() for p in placements)
