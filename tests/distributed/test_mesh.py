@@ -295,3 +295,28 @@ def test_sliced_contractions_on_a_grid():
         for got in (sliced_blocks, sliced_whole, blocks, whole):
             np.testing.assert_allclose(got, expected, atol=1e-12)
         assert sliced_axes == ("sum",) and axes == (None,)  # plain operands: the world's 1-D mesh
+
+
+@pytest.mark.parametrize("mode", ["native", "fast", "dd", "bf16x6", "ozaki", "kahan"])
+def test_pending_operands_whose_summands_cancel_keep_the_bound(mode):
+    """A pending float32 operand whose two summands are 1e6 times larger than their sum: a contraction with it
+    stays within its reported bound of the exact product of the array (the sum, rounded to float32) and y, in
+    units of |x||y| (exact rational arithmetic as the oracle). Multiplying the summands instead (each rank its
+    own, then adding the products) was off by 1.6e-2 of that under native, against a bound of 3.9e-6."""
+    from fractions import Fraction
+
+    g = np.random.default_rng(1)
+    small, big, y = g.random(64).astype(np.float32), (g.random(64) * 1e6).astype(np.float32), \
+        g.random(64).astype(np.float32)
+    summands = (big, (small - big).astype(np.float32))
+    x = (summands[0].astype(np.float64) + summands[1]).astype(np.float32)  # the array: the sum, as float32
+    exact = sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(x, y, strict=True))
+    scale = float(np.sum(np.abs(x.astype(np.float64)) * y))
+
+    def body(rank: int) -> list:
+        pending = td.from_local(xp.asarray(summands[rank]), None, td.default_mesh(), pending=True)
+        r = xp.einsum("i,i->", pending, xp.asarray(y), precision=mode)
+        return [float(r), xp.explain("i,i->", pending, xp.asarray(y), precision=mode).bound]
+
+    for got, bound in spmd(2, body):
+        assert abs(Fraction(got) - exact) <= Fraction(bound) * Fraction(scale), (got, float(exact), bound)

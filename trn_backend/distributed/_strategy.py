@@ -7,7 +7,8 @@ For one step (``inputs -> output`` on operands placed as they come), every mesh 
   others are whole over that dimension; the result is partitioned along it where the output keeps it, else a
   pending sum (the label is contracted);
 - nothing: every operand whole over that dimension (all-gathers, all-reduces), the result replicated;
-- a pending operand kept pending (the step is linear in it), the others whole: the result a pending sum.
+- a pending operand kept pending (the step is linear in it), the others whole: the result a pending sum. Only for
+  integer data: a floating pending operand is resolved first (see ``_decide``).
 
 A label is partitioned over at most one dimension, and only where every operand holding it holds it once and not
 broadcast from size 1. The modelled time of an assignment is the compute of the largest block (its FLOPs at the
@@ -115,8 +116,12 @@ def _decide(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...],
     usable = [c for c in dict.fromkeys("".join(inputs)) if c in sizes and all(
         labels.count(c) <= 1 for labels in inputs)]
     options: list[list[object]] = []
+    # A floating pending operand is resolved before the product: the step's bound is in units of its operands,
+    # and a rank's summand can be far larger than their sum (summands that cancel); rounded products of the
+    # summands would not be within it. Integer summands stay pending (their products add exactly, modulo 2^n).
+    exact = not (dtype.is_floating_point or dtype.is_complex)
     for d in range(len(mesh_shape)):
-        keep = [(_KEEP, i) for i, p in enumerate(placements) if isinstance(p[d], Partial)]
+        keep = [(_KEEP, i) for i, p in enumerate(placements) if isinstance(p[d], Partial)] if exact else []
         options.append([None, *usable, *keep])
     scored = []
     for order, choice in enumerate(itertools.product(*options)):
