@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import threading
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import torch
 from torch.distributed.tensor import DTensor
-from torch.distributed.tensor.debug import CommDebugMode
 
 from . import _comm
 
@@ -122,22 +122,28 @@ _KINDS = {
 }
 
 
-class _Counting(CommDebugMode):
-    """CommDebugMode (its counts stay available) that also records each collective's input bytes."""
+@functools.cache
+def _counting() -> type:
+    """CommDebugMode (its counts stay available) that also records each collective's input bytes. Built on first
+    use: importing torch's debug tools has import effects of its own (it rebinds a torch function), which a
+    program that never counts should not get."""
+    from torch.distributed.tensor.debug import CommDebugMode
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.collectives: list[Counted] = []
+    class Counting(CommDebugMode):
+        def __init__(self) -> None:
+            super().__init__()
+            self.collectives: list[Counted] = []
 
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        if not isinstance(func, torch._ops.HigherOrderOperator) and not any(t is DTensor for t in types):
-            name = func._overloadpacket.__name__
-            if name in _KINDS and str(func._overloadpacket).split(".")[0] in ("_c10d_functional", "c10d"):
-                first = args[0] if args else None
-                buffers = first if isinstance(first, (list, tuple)) else [first]
-                nbytes = sum(_bytes(b) for b in buffers)
-                self.collectives.append(Counted(_KINDS[name], nbytes))
-        return super().__torch_dispatch__(func, types, args, kwargs)
+        def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+            if not isinstance(func, torch._ops.HigherOrderOperator) and not any(t is DTensor for t in types):
+                name = func._overloadpacket.__name__
+                if name in _KINDS and str(func._overloadpacket).split(".")[0] in ("_c10d_functional", "c10d"):
+                    first = args[0] if args else None
+                    buffers = first if isinstance(first, (list, tuple)) else [first]
+                    self.collectives.append(Counted(_KINDS[name], sum(_bytes(b) for b in buffers)))
+            return super().__torch_dispatch__(func, types, args, kwargs)
+
+    return Counting
 
 
 def _bytes(b: Any) -> int:
@@ -152,7 +158,7 @@ def _bytes(b: Any) -> int:
 def count() -> Iterator[list[Counted]]:
     """The collectives torch.distributed runs in the block on this rank, each with the bytes this rank hands in
     (a list, filled as they run). Collectives of DTensor and of torch.distributed's functions alike."""
-    mode = _Counting()
+    mode = _counting()()
     with mode:
         yield mode.collectives
 
