@@ -62,6 +62,18 @@ def spmd(world_size: int, body: Callable[[int], Any], timeout: float = 60.0) -> 
     return [results[r] for r in range(world_size)]
 
 
+def raised(cases: list[Callable[[], Any]]) -> list[str]:
+    """Each case called: "no error", or the TypeError, ValueError or IndexError it raised as "Kind: message"."""
+    out = []
+    for case in cases:
+        try:
+            case()
+            out.append("no error")
+        except (TypeError, ValueError, IndexError) as e:
+            out.append(f"{type(e).__name__}: {e}")
+    return out
+
+
 def gloo(world_size: int, body: Callable[[int], None], store_path: str, timeout: float = 90.0) -> None:
     """``body(rank)`` in ``world_size`` spawned processes joined in a gloo process group (collectives time out
     after 30 s, so a lost rank fails the others fast); a failing rank's traceback is raised here."""

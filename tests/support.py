@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from hypothesis import strategies as st
@@ -97,3 +99,16 @@ def einsum_structures(draw, labels: str, max_operands: int = 4) -> tuple[list[st
     present = sorted(set("".join(terms)))
     output = "".join(draw(st.permutations(present))[:draw(st.integers(0, len(present)))])
     return terms, shapes, output
+
+
+def numpy_integer_store(value: object, dtype: str) -> int | type[Exception]:
+    """What NumPy's rule makes of the Python scalar ``value`` stored into the integer ``dtype``: the int stored,
+    or the exception type NumPy raises (NaN: ValueError; an infinity or a value out of range: OverflowError)."""
+    if isinstance(value, float):
+        if math.isnan(value):
+            return ValueError
+        if math.isinf(value):
+            return OverflowError
+        value = int(value)
+    info = np.iinfo(dtype)
+    return int(value) if info.min <= value <= info.max else OverflowError  # type: ignore[operator]

@@ -16,7 +16,7 @@ from torch.distributed.tensor.debug import CommDebugMode
 
 import trn_backend as xp
 import trn_backend.distributed as td
-from tests.distributed_support import gloo, spmd
+from tests.distributed_support import gloo, raised, spmd
 from trn_backend import kernels
 from trn_backend.contraction import slicing
 from trn_backend.distributed import _mesh, _slicing
@@ -114,14 +114,7 @@ def test_bad_arguments_raise_clear_errors():
             lambda: td.from_local(xp.asarray(A > 0), None, pending=True),
             lambda: td.from_local(td.shard(x, 0), 0), lambda: td.Sharding(mesh, 0, pending=True),
         ]
-        out = []
-        for case in cases:
-            try:
-                case()
-                out.append("no error")
-            except (TypeError, ValueError, IndexError) as e:
-                out.append(f"{type(e).__name__}: {e}")
-        return out
+        return raised(cases)
 
     messages = spmd(2, body)[0]
     expected = [("IndexError", "shard(): axis 2 is out of bounds"), ("TypeError", "shard() expects x"),

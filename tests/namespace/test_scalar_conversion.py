@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import trn_backend as xp
-from tests.support import assert_same
+from tests.support import assert_same, numpy_integer_store
 
 DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32",
           "float64", "complex64", "complex128"]
@@ -73,14 +73,7 @@ def expected(value: object, dtype: str) -> object:
         rounded = [part if isinstance(part, float) and not math.isfinite(part) else
                    _round_exact(Fraction(part), real) for part in parts]
         return complex(*rounded) if dtype.startswith("complex") else rounded[0]
-    info = np.iinfo(dtype)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ValueError
-        if math.isinf(value):
-            return OverflowError
-        value = int(value)
-    return int(value) if info.min <= value <= info.max else OverflowError
+    return numpy_integer_store(value, dtype)
 
 
 def _as_expected_array(value: object, dtype: str, shape: tuple[int, ...]) -> np.ndarray:

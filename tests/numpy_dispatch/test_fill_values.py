@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import trn_backend as xp
-from tests.support import assert_same
+from tests.support import assert_same, numpy_integer_store
 
 INTS = ["int8", "int16", "int64", "uint8", "uint16", "uint64"]
 VALUES = [300, -1, 1.5, -2.5, 255.9, math.nan, math.inf, 2**64, 2**63, 70000, 0]
@@ -33,14 +33,8 @@ def _numpy(f, *args, **kwargs) -> Any:
 
 def _python_rule(value: Any, dtype: str) -> type[Exception] | None:
     """The error NumPy raises storing the Python scalar ``value`` into ``dtype`` (None where it fits)."""
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ValueError
-        if math.isinf(value):
-            return OverflowError
-        value = int(value)
-    info = np.iinfo(dtype)
-    return None if info.min <= value <= info.max else OverflowError
+    stored = numpy_integer_store(value, dtype)
+    return stored if isinstance(stored, type) else None
 
 
 @pytest.mark.parametrize("dtype", INTS)

@@ -11,7 +11,7 @@ import contextlib
 import dataclasses
 import functools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -162,6 +162,3 @@ def count() -> Iterator[list[Counted]]:
     with mode:
         yield mode.collectives
 
-
-def total(collectives: Sequence[Counted]) -> int:
-    return sum(c.nbytes for c in collectives)
