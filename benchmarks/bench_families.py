@@ -35,6 +35,23 @@ The instances (``--quick``: smaller ones, a subset of families, for a smoke run)
 - peps: the norm network <psi|psi> of a random 5 x 5 PEPS of bond 3 (quimb's ``PEPS.rand``; float64, quimb's
   dtype).
 
+``--heldout``: a second instance set, with other seeds and larger sizes, kept apart from the one above (which
+tuning looks at) to check that a speed-up carries over to workloads it was not tuned on:
+
+- lattice3d: open 3-D lattices contracted to a scalar: 4 x 4 x 4 with bonds of 2 (float32), 4 x 4 x 3 with bonds
+  of 2 or 3 (float64). Greedy paths on 3-D lattices make intermediates of 1e8 to 1e9 elements, so these two take
+  their path from opt_einsum's random-greedy with 128 trials (trial r seeded with r: deterministic).
+- mps_bond128: the inner product of two MPS of 20 sites, bond 128, physical dimensions 2 to 4 (complex128).
+- qaoa: QAOA MaxCut of a 24-node 3-regular graph at p=2 (graph seed 7, angles quimb.seed_rand(7); complex128).
+- circuit: quimb amplitudes of random circuits (seeds 11 and 12): 18 qubits x 10 layers simplified, and 13
+  qubits x 10 layers unsimplified (both complex128).
+- peps: PEPS norms, 4 x 5 of bond 3 and 4 x 4 of bond 4 (``PEPS.rand(..., seed=7)``; float64).
+- random_hypernetwork: as above with 45 tensors (seed 13) and 50 tensors (seed 12) (float64).
+- outer: contractions whose steps are outer products: 'abc,abd,abe->abcde' (a Hadamard product over a, b with an
+  outer product over c, d, e; float64); 'ab,cd,bd,ac->' on an explicit path whose first step is the outer product
+  ab,cd->abcd (sides 40, float32); and a network of two disconnected random networks with two open indices each,
+  whose last step is the outer product of the two (float64).
+
 Generated operands are standard normal (real and imaginary parts for complex dtypes), each tensor scaled by
 d**(-1/(2c)) per contracted index of size d shared by c operands, so random-sign growth cancels and the results
 stay in range; quimb's networks keep quimb's data. Before timing, each backend's result is compared with the
@@ -48,8 +65,10 @@ medians of per-repetition ratios (robust to load changes on a shared machine), a
 and ctg_trn, against ctg_torch. Summary: geometric means of the ratios (all instances, real ones, complex ones)
 and the largest ratio. The JSON in benchmarks/results/ keeps every sample. A measurement, not a test.
 
-    python benchmarks/bench_families.py [--reps 11] [--only mps,peps] [--quick] [--no-numpy]
+    python benchmarks/bench_families.py [--reps 11] [--only mps,peps] [--quick] [--heldout] [--no-numpy]
                                         [--out benchmarks/results/bench_families.json]
+
+(``--heldout`` writes benchmarks/results/bench_families_heldout.json unless ``--out`` says otherwise.)
 """
 
 from __future__ import annotations
@@ -88,7 +107,9 @@ BACKENDS = ("torch", "trn", "trn_expr", "oe_expr", "ctg_torch", "ctg_trn", "nump
 PAIRS = (("trn_expr", "ctg_torch"), ("ctg_trn", "ctg_torch"))
 FAMILIES = ("matrix_chain", "tree", "lattice", "random_network", "random_hypernetwork", "random_regular", "mps",
             "mera", "qaoa", "circuit", "peps")
+HELDOUT_FAMILIES = ("lattice3d", "mps_bond128", "qaoa", "circuit", "peps", "random_hypernetwork", "outer")
 PATH_SOURCE = "opt_einsum greedy"
+RANDOM_GREEDY_SOURCE = "opt_einsum random-greedy, 128 trials (trial r seeded with r)"
 SAMPLE_S = 0.02  # calls shorter than this are repeated within a sample, so each sample lasts about this long
 
 
@@ -111,10 +132,11 @@ def _operands(eq: str, shapes: list[tuple[int, ...]], dtype: str, seed: int) -> 
     return arrays
 
 
-def _generated(family: str, name: str, eq: str, shapes: object, dtype: str, params: str) -> dict:
+def _generated(family: str, name: str, eq: str, shapes: object, dtype: str, params: str, seed: int = 0) -> dict:
     shapes = [tuple(int(d) for d in s) for s in shapes]
-    return dict(family=family, name=name, eq=eq, arrays=_operands(eq, shapes, dtype, seed=0), dtype=dtype,
-                source=f"einsum_benchmark.generators.{params}", data="standard normal, scaled per contracted index")
+    return dict(family=family, name=name, eq=eq, arrays=_operands(eq, shapes, dtype, seed=seed), dtype=dtype,
+                source=f"einsum_benchmark.generators.{params}",
+                data=f"standard normal (seed {seed}), scaled per contracted index")
 
 
 def _from_quimb(family: str, name: str, tn: qtn.TensorNetwork, source: str) -> dict:
@@ -229,7 +251,97 @@ def _family(family: str, quick: bool) -> list[dict]:
     raise ValueError(f"unknown family {family!r}")
 
 
-def instances(families: tuple[str, ...], quick: bool) -> list[dict]:
+def _disconnected(seed_a: int, seed_b: int, n: int) -> tuple[str, list[tuple[int, ...]]]:
+    """Two random connected networks of ``n`` tensors each, two open indices each, on disjoint indices: one
+    disconnected network whose output is the outer product of the two networks' outputs."""
+    eqs = [gen.random.connected_network(n, 3.0, number_of_output_indices=2, min_axis_size=2, max_axis_size=5,
+                                        seed=seed) for seed in (seed_a, seed_b)]
+    (eq_a, shapes_a), (eq_b, shapes_b) = eqs
+    used = {ix for ix in eq_a if ix not in ",->"}
+    symbols: dict[str, str] = {}
+    fresh = (oe.get_symbol(i) for i in range(10**6))
+    for ix in (ix for ix in eq_b if ix not in ",->"):
+        if ix not in symbols:
+            symbols[ix] = next(c for c in fresh if c not in used)
+    eq_b = "".join(symbols.get(c, c) for c in eq_b)
+    (in_a, out_a), (in_b, out_b) = eq_a.split("->"), eq_b.split("->")
+    return f"{in_a},{in_b}->{out_a}{out_b}", [*shapes_a, *shapes_b]
+
+
+def _heldout(family: str) -> list[dict]:
+    """The held-out instances of one family: other seeds and larger sizes than ``_family``'s."""
+    g = gen
+    if family == "lattice3d":
+        out = []
+        for dims, d_max, dtype in (((4, 4, 4), 2, "float32"), ((4, 4, 3), 3, "float64")):
+            eq, shapes = g.structured.lattice(dims, d_min=2, d_max=d_max, seed=7)
+            side = "x".join(map(str, dims))
+            inst = _generated(family, f"{side} lattice, bonds 2-{d_max}", eq, shapes, dtype,
+                              f"structured.lattice({dims}, d_min=2, d_max={d_max}, seed=7)", seed=7)
+            out.append(dict(inst, optimize=oe.path_random.RandomGreedy(max_repeats=128),
+                            path_source=RANDOM_GREEDY_SOURCE))
+        return out
+    if family == "mps_bond128":
+        eq, shapes = g.quantum_computing.matrix_product_state(n=20, phys_dim_min=2, phys_dim_max=4, bond_dim=128,
+                                                              seed=5)
+        return [_generated(family, "MPS inner product, 20 sites, bond 128", eq, shapes, "complex128",
+                           "quantum_computing.matrix_product_state(n=20, phys_dim_min=2, phys_dim_max=4, "
+                           "bond_dim=128, seed=5)", seed=5)]
+    if family == "qaoa":
+        quimb.seed_rand(7)
+        eq, arrays = g.quantum_computing.maxcut(n=24, reg=3, p=2, seed=7)
+        arrays = [np.ascontiguousarray(a) for a in arrays]
+        return [dict(family=family, name="QAOA MaxCut, 24 nodes, p=2", eq=eq, arrays=arrays,
+                     dtype=str(arrays[0].dtype), data="quimb's own (angles: quimb.seed_rand(7))",
+                     source="einsum_benchmark.generators.quantum_computing.maxcut(n=24, reg=3, p=2, seed=7)")]
+    if family == "circuit":
+        return [_from_quimb(family, "circuit 18 qubits x 10 layers, simplified",
+                            _circuit(18, 10, "ADCRS", "complex128", 11),
+                            "quimb Circuit(18), 10 random layers (seed 11), amplitude_tn('0' * 18, "
+                            "dtype='complex128')"),
+                _from_quimb(family, "circuit 13 qubits x 10 layers, raw", _circuit(13, 10, "", "complex128", 12),
+                            "quimb Circuit(13), 10 random layers (seed 12), amplitude_tn('0' * 13, "
+                            "simplify_sequence='', dtype='complex128')")]
+    if family == "peps":
+        return [_from_quimb(family, f"PEPS norm {rows}x{cols}, bond {bond}",
+                            qtn.PEPS.rand(rows, cols, bond_dim=bond, seed=7, dtype="float64").make_norm(),
+                            f"quimb PEPS.rand({rows}, {cols}, bond_dim={bond}, seed=7).make_norm()")
+                for rows, cols, bond in ((4, 5, 3), (4, 4, 4))]
+    if family == "random_hypernetwork":
+        out = []
+        for n, seed in ((45, 13), (50, 12)):
+            eq, shapes = g.random.connected_hypernetwork(n, 3.0, max_tensor_order=8, max_edge_order=3,
+                                                         number_of_output_indices=3, min_axis_size=2,
+                                                         max_axis_size=4, seed=seed)
+            out.append(_generated(family, f"hypernetwork of {n} (seed {seed}), edges of order <= 3", eq, shapes,
+                                  "float64", f"random.connected_hypernetwork({n}, 3.0, max_tensor_order=8, "
+                                  f"max_edge_order=3, number_of_output_indices=3, min_axis_size=2, max_axis_size=4, "
+                                  f"seed={seed})", seed=seed))
+        return out
+    if family == "outer":
+        eq = "abc,abd,abe->abcde"
+        shapes = [(16, 16, 10)] * 3
+        hadamard = dict(family=family, name="Hadamard over ab, outer over c,d,e", eq=eq,
+                        arrays=_operands(eq, shapes, "float64", seed=17), dtype="float64",
+                        source=f"{eq!r}, shapes {shapes}", data="standard normal (seed 17)")
+        eq = "ab,cd,bd,ac->"
+        square = dict(family=family, name="'ab,cd,bd,ac->', outer product first, sides 40", eq=eq,
+                      arrays=_operands(eq, [(40, 40)] * 4, "float32", seed=18), dtype="float32",
+                      source=f"{eq!r}, sides 40", data="standard normal (seed 18), scaled per contracted index",
+                      optimize=[(0, 1), (0, 1), (0, 1)],
+                      path_source="explicit: ab,cd->abcd (an outer product), then abcd,bd->ac, then ac,ac->")
+        eq, shapes = _disconnected(21, 22, 20)
+        disjoint = _generated(family, "two disconnected networks of 20, outer product last", eq, shapes, "float64",
+                              "random.connected_network(20, 3.0, number_of_output_indices=2, min_axis_size=2, "
+                              "max_axis_size=5, seed=21 and seed=22) on disjoint indices, outputs concatenated",
+                              seed=19)
+        return [hadamard, square, disjoint]
+    raise ValueError(f"unknown held-out family {family!r}")
+
+
+def instances(families: tuple[str, ...], quick: bool, heldout: bool = False) -> list[dict]:
+    if heldout:
+        return [inst for family in families for inst in _heldout(family)]
     return [inst for family in families for inst in _family(family, quick)]
 
 
@@ -320,13 +432,13 @@ def _ratio(a: list[float], b: list[float]) -> float:
 
 def measure(inst: dict, reps: int, backends: tuple[str, ...]) -> dict:
     eq, arrays = inst["eq"], inst["arrays"]
-    path, info = oe.contract_path(eq, *arrays, optimize="greedy")
+    path, info = oe.contract_path(eq, *arrays, optimize=inst.get("optimize", "greedy"))
     calls = _callables(eq, path, arrays, backends)
     errors, check = _check(inst, path, calls)  # also the warm-up call of each backend
     row = {
         "family": inst["family"], "name": inst["name"], "dtype": inst["dtype"],
         "complex": bool(np.iscomplexobj(arrays[0])), "tensors": len(arrays), "steps": len(path),
-        "path_source": PATH_SOURCE, "flops": float(info.opt_cost),
+        "path_source": inst.get("path_source", PATH_SOURCE), "flops": float(info.opt_cost),
         "largest_intermediate": float(info.largest_intermediate), "source": inst["source"], "data": inst["data"],
         "subscripts": eq if len(eq) < 80 else eq[:77] + "...", "errors": errors, "check": check,
     }
@@ -408,16 +520,25 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=11)
     parser.add_argument("--only", default="", help="comma-separated families: " + ",".join(FAMILIES))
     parser.add_argument("--quick", action="store_true", help="one small instance per family, for a smoke run")
+    parser.add_argument("--heldout", action="store_true",
+                        help="the held-out instance set (other seeds, larger sizes): " + ",".join(HELDOUT_FAMILIES))
     parser.add_argument("--no-numpy", action="store_true", help="leave out the numpy backend")
-    parser.add_argument("--out", type=Path, default=RESULTS / "bench_families.json")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="default: benchmarks/results/bench_families.json (bench_families_heldout.json with "
+                             "--heldout)")
     args = parser.parse_args()
-    families = tuple(f.strip() for f in args.only.split(",") if f.strip()) or FAMILIES
-    unknown = set(families) - set(FAMILIES)
+    if args.heldout and args.quick:
+        parser.error("--heldout has no --quick form")
+    known = HELDOUT_FAMILIES if args.heldout else FAMILIES
+    out = args.out or RESULTS / ("bench_families_heldout.json" if args.heldout else "bench_families.json")
+    families = tuple(f.strip() for f in args.only.split(",") if f.strip()) or known
+    unknown = set(families) - set(known)
     if unknown:
-        parser.error(f"unknown families {sorted(unknown)}; choose from {', '.join(FAMILIES)}")
+        parser.error(f"unknown families {sorted(unknown)}; choose from {', '.join(known)}")
+    load_start = os.getloadavg()
     backends = tuple(b for b in BACKENDS if not (args.no_numpy and b == "numpy"))
     rows = []
-    for inst in instances(families, args.quick):
+    for inst in instances(families, args.quick, args.heldout):
         rows.append(r := measure(inst, args.reps, backends))
         trouble = [*r["errors"], *r["check"]["disagree"]]
         ratios = ", ".join(f"{b} {x:.2f}" for b, x in r.get("over_torch", {}).items())
@@ -428,11 +549,12 @@ def main() -> None:
         opt_einsum=oe.__version__, cotengra=ctg.__version__, quimb=quimb.__version__,
         einsum_benchmark=importlib.metadata.version("einsum_benchmark"), trn_backend=str(Path(xp.__file__).parent),
         precision_mode="default (native on the CPU)", path_source=PATH_SOURCE, quick=args.quick,
+        heldout=args.heldout, load_average_start=load_start, load_average_end=os.getloadavg(),
         cotengra_call="cotengra.einsum_expression(eq, *shapes, optimize=path) built once, called on the arrays "
                       "(implementation 'auto': autoray's tensordot/einsum of the arrays' backend)",
         note="times: medians over interleaved repetitions (each repetition runs every backend once, rotating the "
              "order); ratios: medians of per-repetition ratios; every backend gets the same data and path")
-    save(args.out, meta, rows, table(rows, summ), summary=summ)
+    save(out, meta, rows, table(rows, summ), summary=summ)
 
 
 if __name__ == "__main__":
