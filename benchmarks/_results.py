@@ -52,3 +52,14 @@ def save(out: Path, meta: dict, rows: list, table: str | None = None, **more: ob
     if table is not None:
         print(f"\n{table}")
     print(f"\nwritten to {out}")
+
+
+def fixed_hash_seed() -> None:
+    """Re-run this script with PYTHONHASHSEED=0 unless it already has it: str hashes (and so the iteration order
+    of sets of index names inside path finders such as opt_einsum's random-greedy) then repeat between runs, so
+    the same instance gets the same contraction path in a later run. Call before any work is done."""
+    import sys
+
+    if os.environ.get("PYTHONHASHSEED") != "0":
+        os.environ["PYTHONHASHSEED"] = "0"
+        os.execv(sys.executable, [sys.executable, *sys.argv])

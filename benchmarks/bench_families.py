@@ -40,7 +40,8 @@ tuning looks at) to check that a speed-up carries over to workloads it was not t
 
 - lattice3d: open 3-D lattices contracted to a scalar: 4 x 4 x 4 with bonds of 2 (float32), 4 x 4 x 3 with bonds
   of 2 or 3 (float64). Greedy paths on 3-D lattices make intermediates of 1e8 to 1e9 elements, so these two take
-  their path from opt_einsum's random-greedy with 128 trials (trial r seeded with r: deterministic).
+  their path from opt_einsum's random-greedy with 128 trials (trial r seeded with r; the script re-runs itself
+  with PYTHONHASHSEED=0, so the path is the same on every run).
 - mps_bond128: the inner product of two MPS of 20 sites, bond 128, physical dimensions 2 to 4 (complex128).
 - qaoa: QAOA MaxCut of a 24-node 3-regular graph at p=2 (graph seed 7, angles quimb.seed_rand(7); complex128).
 - circuit: quimb amplitudes of random circuits (seeds 11 and 12): 18 qubits x 10 layers simplified, and 13
@@ -83,6 +84,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import argparse
 import collections
 import gc
+import hashlib
 import importlib.metadata
 import math
 import statistics
@@ -97,7 +99,7 @@ import opt_einsum as oe
 import quimb
 import quimb.tensor as qtn
 import torch
-from _results import run_metadata, save
+from _results import fixed_hash_seed, run_metadata, save
 
 import trn_backend as xp
 
@@ -441,6 +443,7 @@ def measure(inst: dict, reps: int, backends: tuple[str, ...]) -> dict:
         "path_source": inst.get("path_source", PATH_SOURCE), "flops": float(info.opt_cost),
         "largest_intermediate": float(info.largest_intermediate), "source": inst["source"], "data": inst["data"],
         "subscripts": eq if len(eq) < 80 else eq[:77] + "...", "errors": errors, "check": check,
+        "path_digest": hashlib.sha1(repr((eq, [tuple(p) for p in path])).encode()).hexdigest()[:12],
     }
     if "torch" not in calls:
         return row
@@ -529,6 +532,8 @@ def main() -> None:
     args = parser.parse_args()
     if args.heldout and args.quick:
         parser.error("--heldout has no --quick form")
+    if args.heldout:
+        fixed_hash_seed()  # the 3-D lattices' random-greedy paths otherwise change between runs
     known = HELDOUT_FAMILIES if args.heldout else FAMILIES
     out = args.out or RESULTS / ("bench_families_heldout.json" if args.heldout else "bench_families.json")
     families = tuple(f.strip() for f in args.only.split(",") if f.strip()) or known
@@ -549,7 +554,8 @@ def main() -> None:
         opt_einsum=oe.__version__, cotengra=ctg.__version__, quimb=quimb.__version__,
         einsum_benchmark=importlib.metadata.version("einsum_benchmark"), trn_backend=str(Path(xp.__file__).parent),
         precision_mode="default (native on the CPU)", path_source=PATH_SOURCE, quick=args.quick,
-        heldout=args.heldout, load_average_start=load_start, load_average_end=os.getloadavg(),
+        heldout=args.heldout, pythonhashseed=os.environ.get("PYTHONHASHSEED"), load_average_start=load_start,
+        load_average_end=os.getloadavg(),
         cotengra_call="cotengra.einsum_expression(eq, *shapes, optimize=path) built once, called on the arrays "
                       "(implementation 'auto': autoray's tensordot/einsum of the arrays' backend)",
         note="times: medians over interleaved repetitions (each repetition runs every backend once, rotating the "
