@@ -79,6 +79,9 @@ bench: $(VENV)/.installed-bench
 	$(PY) benchmarks/bench_sliced.py
 	$(PY) benchmarks/bench_selection.py
 	$(PY) benchmarks/bench_families.py
+	$(PY) benchmarks/bench_families.py --heldout
+	$(PY) benchmarks/bench_autoray.py
+	$(PY) benchmarks/bench_layouts.py
 	$(PY) benchmarks/calibrate_modes.py
 
 # Only the precision modes' cost table that target_forward_error= ranks modes by (trn_backend/data/mode_costs.json);
