@@ -140,17 +140,34 @@ def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[
         _CALLED.add((kernel, mode, a.dtype, bmkn))
         if routed is not None:
             return _run_nki(kernel, a, b, mode, params)
-    if mode == "native" and not params and a.is_floating_point():  # with params: native's own TypeError
-        # real floating point native is ``reference.native``'s torch.matmul, which on two 2-D (3-D, one batch
-        # size) operands is exactly ATen's mm (bmm): called directly, without matmul's dispatch
-        if kernel == "bmm":
-            return a.bmm(b)
-        if a.shape[0] == 1 == b.shape[1]:
-            # a dot product: torch's mm runs [1, K] x [K, 1] as one unthreaded dot, its gemv is threaded (6x
-            # faster at K = 5e6 on 2 cores); any summation order is within native's bound
-            return torch.mv(a, b[:, 0]).unsqueeze(1)
-        return a.mm(b)
+    if mode == "native" and not params:  # with params: native's own TypeError
+        # floating-point native is ``reference.native``'s torch.matmul, which on two 2-D (3-D, one batch size)
+        # operands of one dtype is exactly ATen's mm (bmm): called directly, without matmul's dispatch; complex
+        # products then get native's textbook inf/nan entries (one check of the product)
+        if a.is_floating_point():
+            if kernel == "bmm":
+                return _blas_layout(a).bmm(_blas_layout(b))
+            if a.shape[0] == 1 == b.shape[1]:
+                # a dot product: torch's mm runs [1, K] x [K, 1] as one unthreaded dot, its gemv is threaded (6x
+                # faster at K = 5e6 on 2 cores); any summation order is within native's bound
+                return torch.mv(a, b[:, 0]).unsqueeze(1)
+            return a.mm(b)
+        if a.is_complex() and a.dtype is b.dtype:
+            if kernel == "bmm":
+                a, b = _blas_layout(a), _blas_layout(b)
+                return reference.textbook_specials(a.bmm(b), a, b)
+            return reference.textbook_specials(a.mm(b), a, b)
     return _implementation(mode)(a, b, **params)
+
+
+def _blas_layout(t: torch.Tensor) -> torch.Tensor:
+    """A bmm operand whose matrices a GEMM can read as they are (unit stride along rows or columns): ``t``
+    itself, or else one contiguous copy. torch's CPU bmm would copy such an operand one matrix at a time, inside
+    its loop over the batch (a [B, M, K] view of a [M, K, B] tensor, batch stride 1: 5x slower at 128**3)."""
+    stride, shape = t.stride(), t.shape
+    if stride[2] == 1 or stride[1] == 1 or shape[2] == 1 or shape[1] == 1:
+        return t
+    return t.contiguous()
 
 
 def _run_nki(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:

@@ -45,7 +45,7 @@ from ._common import (
 from ._dd import dd
 from ._fast import fast
 from ._kahan import kahan
-from ._native import _multiply_sum, native
+from ._native import _multiply_sum, native, textbook_specials
 from ._ozaki import (
     EXACT_CHUNK,
     _digits,
@@ -61,7 +61,7 @@ __all__ = [
     "BF16X6_CHUNK", "BF16X6_GROUP", "BLOCK_FRACTION", "DIGIT_GROWTH", "EXACT_CHUNK", "MAX_SLICES",
     "MIN_BLOCK_ELEMENTS", "MODES", "OZAKI_RANGE", "PASSES", "SLICE_BITS", "U_FP32", "U_FP64", "UNDERFLOW_ALLOWANCE",
     "UNDERFLOW_TERM", "PrecisionError", "PrecisionWarning", "bf16x6", "dd", "exact_levels", "fast", "gamma",
-    "kahan", "native", "ozaki", "ozaki_default_slices", "ozaki_error", "ozaki_slices", "sr",
+    "kahan", "native", "ozaki", "ozaki_default_slices", "ozaki_error", "ozaki_slices", "sr", "textbook_specials",
     "_NARROW_BITS", "_WARNED", "_Plan", "_digits", "_ldexp",
     "_multiply_sum", "_nearest_bf16", "_operands", "_scaled", "_stochastic_round", "_words",
 ]

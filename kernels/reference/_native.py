@@ -13,36 +13,41 @@ def native(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The operand dtype and the device's own arithmetic; integer and bool products are exact (modular for
     integers, logical for bool, as in NumPy)."""
     if a.is_complex():
-        return _textbook_specials(torch.matmul(a, b), a, b)
+        return textbook_specials(torch.matmul(a, b), a, b)
     if a.is_floating_point():
         return torch.matmul(a, b)
     return _exact(a, b)
 
 
-def _textbook_specials(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A complex product ``c`` with the entries an inf or nan input feeds set as IEEE arithmetic on the textbook
-    formula sets them (Re = sum ar br - ai bi, Im = sum ar bi + ai br: NumPy's and Python's ``inf+nanj`` for
-    (inf+0j)(1+0j)). torch's complex GEMM makes all of them nan+nanj; four real products keep the pattern,
-    and the emulated modes, which are four real products, give it too."""
-    if _no_special_values(a, b):
+def textbook_specials(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """A complex product ``c = a @ b`` with the entries an inf or nan input feeds set as IEEE arithmetic on the
+    textbook formula sets them (Re = sum ar br - ai bi, Im = sum ar bi + ai br: NumPy's and Python's ``inf+nanj``
+    for (inf+0j)(1+0j)). torch's complex GEMM makes all of them nan+nanj; four real products keep the pattern,
+    and the emulated modes, which are four real products, give it too.
+
+    The check costs one sum of the product, not of the operands: a GEMM adds every term a_ik b_kj into c_ij, and
+    a term with an inf or nan factor is inf or nan whatever the other factor (inf * 0 is nan), as is any sum
+    holding one, so an inf or nan operand entry that feeds an entry of c leaves that entry non-finite; a finite
+    sum of c proves every entry finite and nothing to fix. Entries that overflow from finite operands also answer
+    "not finite", a false alarm that only sends the call to its exact per-row check. Where the operands have
+    fewer entries than the product (an expanding step), their sums are the cheaper proof, as sound: a sum is inf
+    or nan whenever a term is, so finite sums prove every operand entry finite."""
+    if c.numel() <= a.numel() + b.numel():
+        if cmath.isfinite(c.sum().item()):
+            return c
+    elif cmath.isfinite((a.sum() + b.sum()).item()):
         return c
     # view_as_real reinterprets memory, which torch refuses on a lazy conjugate view (vecdot's conj(x1))
     a, b = (x.resolve_conj().resolve_neg() for x in (a, b))
     # both parts at once, as reals (complex isfinite is several passes)
     rows = torch.isfinite(torch.view_as_real(a)).flatten(-2).all(-1)
     cols = torch.isfinite(torch.view_as_real(b)).all(-1).all(-2)
+    if bool(rows.all()) and bool(cols.all()):
+        return c  # finite operands: c's inf entries are overflows, which the textbook formula shares
     # contiguous parts: a GEMM of every other float (the .real view's stride 2) is about 8x slower
     ar, ai, br, bi = (x.contiguous() for x in (a.real, a.imag, b.real, b.imag))
     textbook = torch.complex(torch.matmul(ar, br) - torch.matmul(ai, bi), torch.matmul(ar, bi) + torch.matmul(ai, br))
     return torch.where(rows.unsqueeze(-1) & cols.unsqueeze(-2), c, textbook)
-
-
-def _no_special_values(a: torch.Tensor, b: torch.Tensor) -> bool:
-    """Whether both operands are surely free of inf and nan, from one sum of each (a single pass and no
-    temporaries, unlike isfinite): a sum is inf or nan whenever a term is (inf + x is inf, inf - inf and nan + x
-    are nan), so a finite sum proves every term finite. Finite operands whose sum overflows answer False: a
-    false alarm, which only sends the caller to its exact per-row check."""
-    return cmath.isfinite(a.sum().item() + b.sum().item())
 
 
 def _exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:

@@ -232,7 +232,7 @@ def test_special_values_on_a_grid_follow_the_textbook_formula(mode, dtype):
 @settings(max_examples=60)
 @given(st.integers(2, 9), st.integers(1, 9), st.integers(1, 9), st.data())
 def test_one_special_value_anywhere_in_complex_operands_is_found(m, k, n, data):
-    """Native complex products look for inf/nan with one cheap test of both operands and patch only then: a
+    """Native complex products look for inf/nan with one cheap test of the product and patch only then: a
     single special part at any position of either operand, among finite entries, must still give the
     textbook pattern in its row (or column), and the finite entries their plain values."""
     g = torch.Generator().manual_seed(m * 100 + k * 10 + n)
