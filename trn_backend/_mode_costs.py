@@ -44,6 +44,9 @@ NATIVE_PASSES = 4  # an fp32 Tensor Engine pass costs four bf16 passes (kernels.
 CALIBRATED = ("fast", "dd", "bf16x6", "kahan")
 
 _planted: dict[str, Any] | None = None
+# how many times ``plant`` has swapped the table: what caches of target-based choices key by (a table planted
+# later may rank the modes differently)
+generation = 0
 
 
 def _passes(name: str, slices: int | None) -> int:
@@ -65,8 +68,9 @@ def plant(replacement: dict[str, Any] | None) -> dict[str, Any] | None:
     """Use ``replacement`` (the layout of data/mode_costs.json; None: the committed table) from now on, and return
     the one planted before. For tests and what-if comparisons; ``_precision.planted_costs`` also clears the
     selection caches."""
-    global _planted
+    global _planted, generation
     previous, _planted = _planted, replacement
+    generation += 1
     basis.cache_clear()
     return previous
 

@@ -318,7 +318,26 @@ def request_of(mode: object, target_forward_error: object, target_relative_error
     device default."""
     if mode is None and target_forward_error is None and target_relative_error is None:
         return _ACTIVE.get()
-    return _setting(mode, target_forward_error, {}, func, target_relative_error)
+    # the same arguments make the same request: kept by their types and values (True and 1 hash alike but are
+    # not the same argument), so a repeated call skips the checks; a refusal is not kept (it names ``func``)
+    key = (mode.__class__, mode, target_forward_error.__class__, target_forward_error,
+           target_relative_error.__class__, target_relative_error)
+    try:
+        found = _CALL_REQUESTS.get(key, _UNSEEN)
+    except TypeError:  # an unhashable argument: checked (and refused) below
+        found = key = None
+    if found is not _UNSEEN and key is not None:
+        return found
+    made = _setting(mode, target_forward_error, {}, func, target_relative_error)
+    if key is not None:
+        if len(_CALL_REQUESTS) >= 4096:
+            _CALL_REQUESTS.clear()
+        _CALL_REQUESTS[key] = made
+    return made
+
+
+_CALL_REQUESTS: dict[tuple, Request | None] = {}
+_UNSEEN = object()
 
 
 def reporting(request: Request | None) -> contextlib.AbstractContextManager[list[Check] | None]:
@@ -418,6 +437,7 @@ REDUCED_INPUT_UNIT = {"high": 2.0**-10, "medium": 2.0**-7}
 # (torch.get_float32_matmul_precision wraps it: twice the time, on every step of a network)
 REDUCIBLE = frozenset((torch.float32, torch.complex64))
 _float32_matmul_precision = getattr(torch._C, "_get_float32_matmul_precision", torch.get_float32_matmul_precision)
+float32_matmul_precision: Callable[[], str] = _float32_matmul_precision
 
 
 def default_plan_reusable(a: torch.dtype, b: torch.dtype | None = None) -> bool:

@@ -29,7 +29,7 @@ from .._helpers import (
 from .._precision import Request
 from . import paths
 from .axes import canonical_axes, is_int, tensordot_spec
-from .compiler import COMPILED, cacheable, compile
+from .compiler import COMPILED, cache_key, cacheable, compile
 from .execute import EXECUTORS, execute
 from .front import entry_point
 from .parse import Spec, parse, symbol
@@ -78,29 +78,30 @@ def einsum_tensors(request: Request | None, subscripts: str, ts: list[torch.Tens
                    result: torch.dtype | None = None, out: torch.dtype | None = None) -> torch.Tensor:
     """``einsum`` on torch tensors (validated, on one device); ``result``: the dtype to compute the result in
     (numpy.einsum's dtype=), ``out``: the dtype to deliver it in (out='s)."""
-    if len(ts) == 2 and (request is None or request.mode is not None) and optimize.__class__ is str and \
+    if len(ts) == 2 and (request is None or request.relative is None) and optimize.__class__ is str and \
             optimize in paths.OPTIMIZERS and result is None and out is None:
         # the common call (each step opt_einsum's loop sends as an einsum): two plain operands, found by subscripts,
         # shapes, dtypes, device and request in one lookup
         a, b = ts
         if not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS):
             key = ("einsum2", subscripts, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device,
-                   request)
+                   request if request is None or request.mode is not None else cache_key(request))
             found = _get(key)
             if found is None:
                 shapes = (a.shape, b.shape)
                 program = paths.program(parse(subscripts, shapes), shapes, optimize)
                 found = COMPILED.put(key, compile(program, request, (a.dtype, b.dtype), a.device))
             single = found.single
-            return execute(single, ts) if single is not None else run(found, ts)
+            # a checked call (a forward target) goes through ``run``, which vouches for the result
+            return execute(single, ts) if single is not None and not found.checked else run(found, ts)
     shapes = tuple(t.shape for t in ts)
     optimize_key = paths.check_optimize(optimize)  # a wrong choice is an error even where there is no path
     dtypes = tuple(t.dtype for t in ts)
     sharded = ranks_of(ts)
     key = None
     if optimize_key is not None and sharded == 1 and cacheable(request):
-        key = ("einsum", subscripts, shapes, dtypes, ts[0].device if ts else None, optimize_key, request, result,
-               out)
+        key = ("einsum", subscripts, shapes, dtypes, ts[0].device if ts else None, optimize_key, cache_key(request),
+               result, out)
         found = COMPILED.get(key)
         if found is not None:
             return run(found, ts)
@@ -152,10 +153,11 @@ def matmul(request: Request | None, x1: NeuronArray, x2: NeuronArray, /) -> Neur
     if type(x1) is NeuronArray and type(x2) is NeuronArray:
         t1, t2 = x1._t, x2._t
         if t1.is_cpu and t2.is_cpu and type(t1) is _TENSOR and type(t2) is _TENSOR and \
-                (request is None or request.mode is not None):
-            # the common call (the @ operator): plain tensors on the CPU under the device default or a mode, whose
-            # compiled program is found by shapes, dtypes and request in one lookup
-            found = _get(("matmul", t1.shape, t2.shape, t1.dtype, t2.dtype, _CPU, request, None))
+                (request is None or request.relative is None):
+            # the common call (the @ operator): plain tensors on the CPU under the device default, a mode or a
+            # forward target, whose compiled program is found by shapes, dtypes and request in one lookup
+            found = _get(("matmul", t1.shape, t2.shape, t1.dtype, t2.dtype, _CPU,
+                          request if request is None or request.mode is not None else cache_key(request), None))
             if found is not None and found.call is not None:
                 # the program is one kernel call on the operands as they are: what ``run`` would call. The
                 # kernel layer routes it (config.nki) and counts it, as on every call
@@ -211,9 +213,10 @@ def _one_step(kind: str, a: torch.Tensor, b: torch.Tensor, extra: object, spec_o
               spec_args: tuple, request: Request | None) -> torch.Tensor:
     """The one-step program of a binary front door: from the fast path where it may be kept, else validated
     (``spec_of(*spec_args)`` raises the front door's errors), compiled and run."""
-    if (request is None or request.mode is not None) and \
+    if (request is None or request.relative is None) and \
             (not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS)):
-        key = (kind, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device, request, extra)
+        key = (kind, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device,
+               request if request is None or request.mode is not None else cache_key(request), extra)
         found = _get(key)
         if found is None:
             program = _program(spec_of(*spec_args), (tuple(a.shape), tuple(b.shape)))
@@ -222,7 +225,7 @@ def _one_step(kind: str, a: torch.Tensor, b: torch.Tensor, extra: object, spec_o
         if call is not None:  # one kernel call on the operands as they are (see ``matmul``)
             return call[0](a, b, call[1])
         single = found.single
-        return execute(single, (a, b)) if single is not None else run(found, (a, b))
+        return execute(single, (a, b)) if single is not None and not found.checked else run(found, (a, b))
     program = _program(spec_of(*spec_args), (tuple(a.shape), tuple(b.shape)))
     return run(compile(program, request, (a.dtype, b.dtype), a.device, ranks=ranks_of((a, b))), (a, b))
 

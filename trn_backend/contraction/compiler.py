@@ -38,7 +38,8 @@ from .parse import ELLIPSIS_LABELS
 from .plan import Plan, entry, result_dtype
 from .program import Program
 
-__all__ = ["Rounding", "Compiled", "compile", "WIDE", "COMPILED", "ProgramCache", "cacheable"]
+__all__ = ["Rounding", "Compiled", "compile", "WIDE", "COMPILED", "ProgramCache", "cacheable", "cache_key",
+           "NOT_KEPT"]
 
 # where a narrower dtype's expression is carried between steps so that it is rounded once, at the end
 WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
@@ -83,7 +84,8 @@ class Compiled:
     relative: float | None = None
     final_check: float | None = None
     single: Plan | None = None
-    # (kernel function, mode) where running the call is that kernel on the two operands as they are
+    # (kernel function, mode) where running the call is that kernel on the two operands as they are, with
+    # nothing to check afterwards (no target)
     call: tuple[Callable[..., torch.Tensor], str] | None = None
 
     @property
@@ -214,8 +216,10 @@ def _assemble(program: Program, request: _precision.Request | None, dtypes: tupl
             program.steps[0].operands == tuple(range(program.operands)) and program.steps[0].perm is None:
         single = plans[0]
     checked = request is not None and request.mode is None  # a target: values must stay in their dtype's range
+    # a checked call's one step is run by ``run``, which vouches for its result: no kernel call to make directly
     return Compiled(program, request, device, dtypes, result, compute, acc, out, casts, tuple(plans),
-                    tuple(roundings), ranks, checked, None, None, single, _kernel_call(single, program))
+                    tuple(roundings), ranks, checked, None, None, single,
+                    None if checked else _kernel_call(single, program))
 
 
 def _kernel_call(plan: Plan | None, program: Program) -> tuple[Callable[..., torch.Tensor], str] | None:
@@ -358,8 +362,25 @@ COMPILED = ProgramCache()
 
 
 def cacheable(request: _precision.Request | None) -> bool:
-    """Whether a compiled program for this request may be kept in ``COMPILED``: the device default and modes,
-    whose choice depends on nothing but the key. (Native float32's bound also depends on torch's float32 matmul
-    precision, which may change between calls, but running a step never reads its bound, and explain() and
-    targets compile afresh.) Targets compile per call: their choice also depends on the cost tables."""
-    return request is None or request.mode is not None
+    """Whether a compiled program for this request may be kept in ``COMPILED`` (under ``cache_key``): all but
+    relative targets, whose a posteriori check runs on every call."""
+    return request is None or request.relative is None
+
+
+NOT_KEPT = object()  # ``cache_key`` of a request whose compiled programs are not kept
+
+
+def cache_key(request: _precision.Request | None) -> object:
+    """What a compiled program's cache key holds for its precision request: the request itself for the device
+    default and modes, whose choice depends on nothing else in the key. (Native float32's bound also depends on
+    torch's float32 matmul precision, which may change between calls, but running a step never reads its bound,
+    and explain() compiles afresh.) A forward target's choice also reads the mode-cost table in force and torch's
+    float32 matmul precision (which decides whether native's bound holds): both are part of its key. Relative
+    targets: ``NOT_KEPT``."""
+    if request is None or request.mode is not None:
+        return request
+    if request.relative is not None:
+        return NOT_KEPT
+    from .. import _mode_costs
+
+    return request, _mode_costs.generation, _precision.float32_matmul_precision()

@@ -53,7 +53,9 @@ def entry_point(name: str, *, key: str | None = None, takes_precision: bool = Tr
                               kwargs.pop("target_relative_error", None))
                     own = _precision.request_of(*chosen, name)
                     try:
-                        if chosen == (None, None, None):  # given as the defaults: the block's request, its report
+                        # given as the defaults (the block's request, its report), or no relative target (no
+                        # report of the call's own)
+                        if own is None or own.relative is None or chosen == (None, None, None):
                             return body(own, *args, **kwargs)
                         with _precision.reporting(own):
                             return body(own, *args, **kwargs)

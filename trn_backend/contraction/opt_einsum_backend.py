@@ -52,7 +52,7 @@ from .._precision import Request
 from . import paths, runner, slicing
 from .api import einsum_operands, einsum_tensors, ranks_of, tensordot_tensors
 from .axes import canonical_axes
-from .compiler import COMPILED, Compiled, cacheable, compile
+from .compiler import COMPILED, Compiled, cache_key, cacheable, compile
 from .execute import execute
 from .front import entry_point
 from .parse import parse
@@ -127,12 +127,13 @@ def tensordot(request: Request | None, x: object, y: object, axes: int | tuple[A
         _adapt()
     if type(x) is NeuronArray and type(y) is NeuronArray:
         a, b = x._t, y._t
-        if a.is_cpu and b.is_cpu and (request is None or request.mode is not None) and type(a) is _TENSOR and \
+        if a.is_cpu and b.is_cpu and (request is None or request.relative is None) and type(a) is _TENSOR and \
                 type(b) is _TENSOR and canonical_axes(axes) is axes:
             # every step of a network: plain CPU tensors, axes as opt_einsum passes them (checked first: 1.0 and
             # True hash like 1), its compiled program found in one lookup (``api.tensordot_tensors``' own key)
-            found = _get(("tensordot", a.shape, b.shape, a.dtype, b.dtype, _CPU, request, axes))
-            if found is not None and found.single is not None:
+            found = _get(("tensordot", a.shape, b.shape, a.dtype, b.dtype, _CPU,
+                          request if request is None or request.mode is not None else cache_key(request), axes))
+            if found is not None and found.single is not None and not found.checked:
                 return wrap(execute(found.single, (a, b)))
         if (a.is_cpu and b.is_cpu) or a.device == b.device:  # nothing to convert
             return wrap(tensordot_tensors(request, a, b, axes))
@@ -293,7 +294,7 @@ def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs:
         if cacheable(request) and ranks == 1 and (optimize is False or paths.check_optimize(optimize, "contract")
                                                    is not None):
             key = ("contract", subscripts, shapes, dtypes, device, optimize if optimize is False else
-                   paths.check_optimize(optimize, "contract"), bool(use_blas), out_dtype, request)
+                   paths.check_optimize(optimize, "contract"), bool(use_blas), out_dtype, cache_key(request))
         c = COMPILED.get(key) if key is not None else None
         if c is None:
             c = compile(_opt_einsum_program(subscripts, shapes, optimize, use_blas), request, dtypes, device,
@@ -370,11 +371,11 @@ class Expression:
     def _compiled(self, shapes: tuple[tuple[int, ...], ...], request: Request | None,
                   dtypes: tuple[torch.dtype, ...], device: torch.device, out: torch.dtype | None,
                   ranks: int) -> Compiled:
-        """The program compiled for this call: kept for the device default and modes (``cacheable``), per shapes,
-        dtypes, device, out dtype and request; compiled per call under a target."""
+        """The program compiled for this call: kept (``cacheable``) per shapes, dtypes, device, out dtype and
+        request (``cache_key``); compiled per call under a relative target."""
         if not cacheable(request) or ranks > 1:
             return compile(self._program(shapes), request, dtypes, device, out=out, ranks=ranks)
-        key = (shapes, dtypes, device, out, request)
+        key = (shapes, dtypes, device, out, cache_key(request))
         found = self._compiled_programs.get(key)
         if found is None:
             if len(self._compiled_programs) >= 64:
