@@ -831,9 +831,11 @@ def _inplace(x: NeuronArray, other: Any, fname: str) -> NeuronArray:
     """``x op= other``: the fast path where it applies, else the namespace's function and its result written
     into x, cast back to x's dtype within its kind (NumPy's rule)."""
     func = OPERATORS[fname]
-    x._check_writeable(f"in-place {fname}")  # first, as NumPy: before the operands' dtypes are looked at
     # exact type: the in-place operators of a registered subclass (sharded arrays) take the general path
     if type(x) is NeuronArray:
+        # read-only first, as NumPy: before the operands' dtypes are looked at (``_check_writeable``, inline)
+        if x._t.is_inference():
+            raise ValueError(read_only_message(f"in-place {fname}"))
         fast = _INPLACE_FAST.get(fname)
         if fast is not None and fast[0] is getattr(func, "__wrapped__", func) and not (
                 OVERRIDES and handler((x, other), {})):
@@ -843,6 +845,8 @@ def _inplace(x: NeuronArray, other: Any, fname: str) -> NeuronArray:
             except RuntimeError:
                 _check_writable(x._t, f"in-place {fname}")
                 raise
+    else:
+        x._check_writeable(f"in-place {fname}")
     if not isinstance(other, _OPERANDS):
         return _foreign(fname, other)
     dtype = x._t.dtype

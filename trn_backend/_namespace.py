@@ -34,6 +34,7 @@ from ._precision import (  # noqa: F401
     select_precision,
 )
 from .contraction import contract, contract_expression, einsum, error_bound, explain  # noqa: F401
+from .contraction.api import matmul_operator as _matmul_operator
 from .contraction.multi import multi_einsum  # noqa: F401
 
 # The dtype objects are NumPy's (``trn_backend.float32 == np.float32``); float16 and bfloat16 (ml_dtypes' type, as
@@ -73,7 +74,7 @@ _array.OPERATORS.update(
     add=add, subtract=subtract, multiply=multiply, divide=divide, floor_divide=floor_divide,  # noqa: F405
     remainder=remainder, pow=pow, bitwise_and=bitwise_and, bitwise_or=bitwise_or,  # noqa: F405
     bitwise_xor=bitwise_xor, bitwise_left_shift=bitwise_left_shift,  # noqa: F405
-    bitwise_right_shift=bitwise_right_shift, matmul=matmul, less=less, less_equal=less_equal,  # noqa: F405
+    bitwise_right_shift=bitwise_right_shift, matmul=_matmul_operator(matmul), less=less, less_equal=less_equal,  # noqa: F405
     greater=greater, greater_equal=greater_equal, equal=equal, not_equal=not_equal,  # noqa: F405
     negative=negative, positive=positive, abs=abs, bitwise_invert=bitwise_invert,  # noqa: F405
     result_type=result_type,  # noqa: F405

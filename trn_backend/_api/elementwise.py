@@ -287,7 +287,8 @@ def _scalar_fits(t: Tensor, value: object, fast: _Fast) -> bool:
 
 def _same_layout(t1: Tensor, t2: Tensor, fast: _Fast) -> bool:
     """Two arrays torch's function takes as they are: one fast dtype, one shape, one device."""
-    return t1.dtype is t2.dtype and t1.dtype in fast.dtypes and t1.shape == t2.shape and t1.device == t2.device
+    return t1.dtype is t2.dtype and t1.dtype in fast.dtypes and t1.shape == t2.shape and (
+        t1.is_cpu and t2.is_cpu or t1.device == t2.device)  # two CPU tensors: no device objects to compare
 
 
 def _with_fast_path(name: str, general: Callable, fast: _Fast, doc: str) -> Callable:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import torch
 
-from .. import _device, _dtypes
+from .. import _device, _dtypes, _precision
 from .._helpers import (
     PY_SCALARS,
     NeuronArray,
@@ -38,7 +38,7 @@ from .program import Program, single
 from .runner import run
 
 __all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors",
-           "vecdot_tensors", "ranks_of", "matmul", "tensordot", "vecdot"]
+           "vecdot_tensors", "ranks_of", "matmul", "matmul_operator", "tensordot", "vecdot"]
 
 
 @entry_point("einsum()")
@@ -151,22 +151,49 @@ def tensordot(request: Request | None, x1: NeuronArray, x2: NeuronArray, /,
 def matmul(request: Request | None, x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
     """Matrix product with the standard's 1-D promotion and batch broadcasting (the ``@`` operator)."""
     if type(x1) is NeuronArray and type(x2) is NeuronArray:
-        t1, t2 = x1._t, x2._t
-        if t1.is_cpu and t2.is_cpu and type(t1) is _TENSOR and type(t2) is _TENSOR and \
-                (request is None or request.relative is None):
-            # the common call (the @ operator): plain tensors on the CPU under the device default, a mode or a
-            # forward target, whose compiled program is found by shapes, dtypes and request in one lookup
-            found = _get(("matmul", t1.shape, t2.shape, t1.dtype, t2.dtype, _CPU,
-                          request if request is None or request.mode is not None else cache_key(request), None))
-            if found is not None and found.call is not None:
-                # the program is one kernel call on the operands as they are: what ``run`` would call. The
-                # kernel layer routes it (config.nki) and counts it, as on every call
-                kernel, mode = found.call
-                result = _new(NeuronArray)  # ``wrap``, inline
-                result._t = kernel(t1, t2, mode)
-                return result
+        t = _kept_call(x1._t, x2._t, request)
+        if t is not None:
+            result = _new(NeuronArray)  # ``wrap``, inline
+            result._t = t
+            return result
     t1, t2 = _operands(x1, x2, "matmul")
     return wrap(matmul_tensors(request, t1, t2))
+
+
+def _kept_call(t1: torch.Tensor, t2: torch.Tensor, request: Request | None) -> torch.Tensor | None:
+    """matmul's commonest call, or None where it is not that call: plain tensors on the CPU under the device
+    default, a mode or a forward target, whose compiled program is kept (found by shapes, dtypes and request in
+    one lookup) and is one kernel call on the operands as they are (``Compiled.call``, what ``run`` would call;
+    the kernel layer routes it, by config.nki, and counts it, as on every call)."""
+    if t1.is_cpu and t2.is_cpu and type(t1) is _TENSOR and type(t2) is _TENSOR and \
+            (request is None or request.relative is None):
+        found = _get(("matmul", t1.shape, t2.shape, t1.dtype, t2.dtype, _CPU,
+                      request if request is None or request.mode is not None else cache_key(request), None))
+        if found is not None and found.call is not None:
+            kernel, mode = found.call
+            return kernel(t1, t2, mode)
+    return None
+
+
+def matmul_operator(public: Callable[..., NeuronArray]) -> Callable[[object, object], NeuronArray]:
+    """The ``@`` operator's function: ``public`` (the namespace's ``matmul``), with the commonest call
+    (``_kept_call``) made without the public wrapper and front door, which have nothing to do for two plain
+    NeuronArrays: no registered type takes part, no keywords, the request is the block's."""
+    active = _precision.active_setting
+
+    def matmul_op(x1: object, x2: object) -> NeuronArray:
+        if type(x1) is NeuronArray and type(x2) is NeuronArray:
+            try:
+                t = _kept_call(x1._t, x2._t, active())
+            except _precision.PrecisionError as e:
+                raise e.named("matmul()") from e.__cause__
+            if t is not None:
+                result = _new(NeuronArray)
+                result._t = t
+                return result
+        return public(x1, x2)
+
+    return matmul_op
 
 
 @entry_point("vecdot()")
