@@ -58,6 +58,11 @@ def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]
     of their dtype and Python scalars as weak scalars, as in NEP 50: 0-d tensors of the dtype each combines to with
     the arrays' dtype, on their device."""
     values = list(operands)
+    if all(type(x) is NeuronArray for x in values):  # the common call: arrays only
+        ts = [x._t for x in values]
+        if not all(t.is_cpu for t in ts):  # CPU tensors share their device: no device objects to compare
+            check_same_device(ts, func, "operands")
+        return ts
     if any(isinstance(x, np.generic) for x in values):
         device = next((x._t.device for x in values if isinstance(x, NeuronArray)), None) or _device.default_device()
         values = [numpy_scalar(x, device, func) if isinstance(x, np.generic) else x for x in values]
