@@ -293,13 +293,14 @@ def _rect_total(scaled: _Scaled, plan: _Plan, bs, ms, ns, slices: int, groups, u
 
 
 def _exact_errors(slices: int, k: int, groups) -> bool:
-    """Whether the TwoSum errors of the groups' sums add exactly: every value is a multiple of the finest unit
-    2**(-8 (s + 1)), and the errors (each at most 2**-53 of a partial sum, which is at most the bounds' total)
-    stay below 2**53 of it."""
+    """Whether the TwoSum errors add exactly, in the groups' Sum2 here and in the levels' Sum2 it stands in for:
+    every value is a multiple of the finest unit 2**(-8 (s + 1)), each error is at most 2**-53 of a partial sum
+    (at most the bounds' total, S), and the errors' partial sums stay below 2**53 units (so the result is the exact
+    total rounded once, both ways). Else ozaki keeps the levels' route."""
     total = sum(k * _window_bound(r[0], r[1]) * _window_bound(r[2], r[3]) << (SLICE_BITS * (slices + 1 - (
         r[0] + r[1] + r[2] + r[3] - 2))) for g in groups for r in g)
-    return len(groups) * total <= 2**105
-
+    errors = max(len(groups) - 1, prefix_start(slices, k) - 2, 1)
+    return 2 * errors * total <= 2**106
 
 
 def _scaled_pair(scaled: _Scaled, bs, ms, ns, ks) -> torch.Tensor:
