@@ -176,9 +176,10 @@ def _finest(group) -> int:
     return max(r[0] + r[1] + r[2] + r[3] - 2 for r in group)
 
 
-# Elements of one operand piece whose digits are made at once: the remainders and windows of a piece stay in the
-# CPU's cache (a pass over a tensor beyond it runs at memory speed, several times slower).
-_PIECE = 2**14
+# Elements of one operand piece whose windows are made at once: its rounded multiples and windows stay in the CPU's
+# cache (a pass over a tensor beyond it runs at memory speed, several times slower), and each pass is large enough
+# for torch's threads and its call overhead.
+_PIECE = 2**16
 # Window elements of one K-piece where the output is thin (a K-block's windows are then made and used piece by piece)
 _WINDOWS = 2**19
 
@@ -213,11 +214,17 @@ def _pieces(n: int, size: int) -> list[slice]:
     return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
+def _piece(scaled: _Scaled, job) -> None:
+    x, e, e_range, windows = job
+    _fill_windows(x if e is None else _scaled_piece(scaled, x, e, e_range), windows)
+
+
 def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: float, sums: list,
-                pair: torch.Tensor | None) -> None:
+                pair: torch.Tensor | None, size: int = _PIECE) -> None:
     """Add one K-block pair's group sums to ``sums``: every group's windows of A's block side by side along K
-    (A's [b, m, r k]) and B's scaled to the group's unit ([b, r k, n]), made piece by piece, then one float64
-    GEMM per group. ``pair``: the scaled pair of a plan's one block (else the pieces are scaled here)."""
+    (A's [b, m, r k]) and B's scaled to the group's unit ([b, r k, n]), made piece by piece (of about ``size``
+    elements), then one float64 GEMM per group. ``pair``: the scaled pair of a plan's one block (else the pieces
+    are scaled here)."""
     a, b = scaled.a[bs, ms, ks], scaled.b[bs, ks, ns]
     e, f = scaled.e[bs, ms], scaled.f[bs, :, ns]
     if pair is not None:
@@ -228,23 +235,25 @@ def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: floa
     rights = [b.new_empty(batch, len(g) * k, n, dtype=torch.float64) for g in groups]
     rects = [(index, r, rect) for index, g in enumerate(groups) for r, rect in enumerate(g)]
     finest = [_finest(g) for g in groups]
+    jobs = []
     # A's pieces: batches, rows and columns of about _PIECE elements
-    rows = max(1, _PIECE // k)
+    rows = max(1, size // k)
     for bp in _pieces(batch, max(1, rows // m)):
         for mp in _pieces(m, rows):
-            for kp in _pieces(k, _PIECE):
-                x = a[bp, mp, kp] if pair is not None else _scaled_piece(scaled, a[bp, mp, kp], e[bp, mp],
-                                                                          scaled.e_range)
-                _fill_windows(x, [(i0, width, 1.0, lefts[index][bp, mp, r * k + kp.start:r * k + kp.stop])
-                                  for index, r, (i0, width, _, _) in rects])
+            for kp in _pieces(k, size):
+                jobs.append((a[bp, mp, kp], None if pair is not None else e[bp, mp], scaled.e_range,
+                             [(i0, width, 1.0, lefts[index][bp, mp, r * k + kp.start:r * k + kp.stop])
+                              for index, r, (i0, width, _, _) in rects]))
     # B's pieces: batches and rows (K indices) of about _PIECE elements
-    rows = max(1, _PIECE // n)
+    rows = max(1, size // n)
     for bp in _pieces(batch, max(1, rows // k)):
         for kp in _pieces(k, rows):
-            x = b[bp, kp] if pair is not None else _scaled_piece(scaled, b[bp, kp], f[bp], scaled.f_range)
-            _fill_windows(x, [(j0, height, 2.0 ** (SLICE_BITS * (finest[index] - (i0 + width + j0 + height - 2))),
-                               rights[index][bp, r * k + kp.start:r * k + kp.stop])
-                              for index, r, (i0, width, j0, height) in rects])
+            jobs.append((b[bp, kp], None if pair is not None else f[bp], scaled.f_range,
+                         [(j0, height, 2.0 ** (SLICE_BITS * (finest[index] - (i0 + width + j0 + height - 2))),
+                           rights[index][bp, r * k + kp.start:r * k + kp.stop])
+                          for index, r, (i0, width, j0, height) in rects]))
+    for job in jobs:
+        _piece(scaled, job)
     for index in range(len(groups)):
         sums[index] = _mac(sums[index], lefts[index], rights[index],
                            unit * 2.0 ** (SLICE_BITS * (slices + 1 - finest[index])))
@@ -271,14 +280,15 @@ def _rect_total(scaled: _Scaled, plan: _Plan, bs, ms, ns, slices: int, groups, u
     batch, m, n = (bs.stop - bs.start, ms.stop - ms.start, ns.stop - ns.start)
     per_k = batch * (m + n) * sum(map(len, groups))  # window elements per K index
     piece = max(1, _WINDOWS // per_k)
+    size = max(1, min(_PIECE, plan.budget // 4))  # a piece's temporaries: a small part of the plan's budget
     for ks in plan.depth:
         if piece < ks.stop - ks.start and 8 * batch * m * n * len(groups) <= piece * per_k:
             # a thin output (a dot product): K in pieces whose windows stay in cache, each piece's GEMMs at once
             for start in range(ks.start, ks.stop, piece):
                 _group_sums(scaled, bs, ms, ns, slice(start, min(ks.stop, start + piece)), slices, groups, unit,
-                            sums, None)
+                            sums, None, size)
         else:
-            _group_sums(scaled, bs, ms, ns, ks, slices, groups, unit, sums, pair)
+            _group_sums(scaled, bs, ms, ns, ks, slices, groups, unit, sums, pair, size)
     total = sums[0]
     if len(sums) == 1:
         return total
