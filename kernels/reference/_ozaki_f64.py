@@ -346,6 +346,14 @@ def magnitude(pair: torch.Tensor, scaled: _Scaled) -> torch.Tensor:
     return torch.bmm(magnitudes[:na].view(scaled.a.shape), magnitudes[na:].view(scaled.b.shape))
 
 
+def _takes_rectangles(slices: int, k: int, start: int, groups) -> bool:
+    """Whether the rectangles' route runs: where it vouches for the same bits and needs fewer GEMMs than the
+    prefix (s) and the levels below it ((start - 1)(start - 2) / 2) take; with as many, the prefix's nested bands
+    make the operands' digits in fewer passes."""
+    return (groups is not None and _exact_errors(slices, k, groups)
+            and sum(map(len, groups)) < slices + (start - 1) * (start - 2) // 2)
+
+
 def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
     """acc + alpha x @ y (alpha a power of two: exact on these integers)."""
     if acc is None:
@@ -389,7 +397,7 @@ def product(scaled: _Scaled, slices: int, dtype: torch.dtype, pair: torch.Tensor
     n = scaled.b.shape[2]
     start = prefix_start(slices, k)
     groups = rectangles(slices, k)
-    if groups is not None and not _exact_errors(slices, k, groups):
+    if not _takes_rectangles(slices, k, start, groups):
         groups = None
     # float64 copies held per element of a block or tile, at most: the kept digits and scaled values of the
     # smaller block (s + 1), the streamed block, its digit, truncation, windows and kept digits (2 start - 1), the

@@ -39,6 +39,9 @@ def test_rectangles_cover_every_kept_pair_once_and_sum_exactly(slices, k):
 
 def test_rectangles_need_fewer_gemms_where_the_levels_took_many():
     assert sum(map(len, _ozaki_f64.rectangles(8, 512))) == 11  # the levels and prefix: 18
+    assert _ozaki_f64._takes_rectangles(8, 512, _ozaki_f64.prefix_start(8, 512), _ozaki_f64.rectangles(8, 512))
+    # float32's 4 slices: the prefix alone, 4 GEMMs either way: the prefix's bands stay
+    assert not _ozaki_f64._takes_rectangles(4, 4096, 2, _ozaki_f64.rectangles(4, 4096))
 
 
 def _window_cases():
@@ -70,6 +73,13 @@ def _operands(batch, m, k, n, dtype, spread, seed):
     return torch.from_numpy(a).to(dtype), torch.from_numpy(b).to(dtype)
 
 
+def _rectangles_wherever_exact(patch: pytest.MonkeyPatch) -> None:
+    """The rectangles' route wherever it vouches for the bits (not only where it needs fewer GEMMs)."""
+    exact = _ozaki_f64._exact_errors
+    patch.setattr(_ozaki_f64, "_takes_rectangles",
+                  lambda slices, k, start, groups: groups is not None and exact(slices, k, groups))
+
+
 shapes = st.tuples(st.one_of(st.none(), st.integers(1, 3)), st.integers(1, 40), st.integers(1, 300),
                    st.integers(1, 40))
 
@@ -81,25 +91,33 @@ def test_rectangles_give_the_levels_bits(shape, dtype, spread, seed, slices):
     """The rectangles' route against the prefix-and-levels route and the fp32 engine chunks, one block and blocked
     (small plans, pieces and K-pieces), bit for bit."""
     a, b = _operands(*shape, dtype, spread, seed)
-    got = reference.ozaki(a, b, slices=slices)
+    with pytest.MonkeyPatch.context() as patch:
+        _rectangles_wherever_exact(patch)
+        got = reference.ozaki(a, b, slices=slices)
+        with pytest.MonkeyPatch.context() as small:
+            small.setattr(reference._common, "MIN_BLOCK_ELEMENTS", 2**8)
+            small.setattr(_ozaki_f64, "_PIECE", 37)
+            small.setattr(_ozaki_f64, "_WINDOWS", 2**9)
+            assert torch.equal(got, reference.ozaki(a, b, slices=slices))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_ozaki_f64, "rectangles", lambda s, k: None)
         assert torch.equal(got, reference.ozaki(a, b, slices=slices))
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(reference._ozaki, "_FLOAT64_GEMMS", ())
         assert torch.equal(got, reference.ozaki(a, b, slices=slices))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(reference._common, "MIN_BLOCK_ELEMENTS", 2**8)
-        patch.setattr(_ozaki_f64, "_PIECE", 37)
-        patch.setattr(_ozaki_f64, "_WINDOWS", 2**9)
-        assert torch.equal(got, reference.ozaki(a, b, slices=slices))
+    assert torch.equal(got, reference.ozaki(a, b, slices=slices))  # the default choice of route
 
 
 @pytest.mark.parametrize("k", [20000, 3 * 10**5])
 def test_thin_products_in_k_pieces_give_the_levels_bits(k):
     """A dot product runs its K-blocks in pieces whose windows stay in cache: the same bits."""
     a, b = _operands(None, 1, k, 1, torch.float64, 4, 0)
-    got = reference.ozaki(a, b)
+    with pytest.MonkeyPatch.context() as patch:
+        _rectangles_wherever_exact(patch)
+        calls, rect_total = [], _ozaki_f64._rect_total
+        patch.setattr(_ozaki_f64, "_rect_total", lambda *args, **kwargs: calls.append(1) or rect_total(*args, **kwargs))
+        got = reference.ozaki(a, b)
+        assert calls  # the rectangles' route ran
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_ozaki_f64, "rectangles", lambda s, k: None)
         assert torch.equal(got, reference.ozaki(a, b))
@@ -110,7 +128,9 @@ def test_wide_exponents_and_nonfinite_entries_give_the_levels_bits():
     a *= 2.0 ** torch.arange(-300, 300, 20, dtype=torch.float64)[:, None]  # rows across float64's range
     b *= 2.0 ** torch.arange(-1000, 1000, 100, dtype=torch.float64)  # columns too
     a[0, 0, 0], b[1, 3, 2], a[1, 5, 1] = float("inf"), float("nan"), -float("inf")
-    got = reference.ozaki(a, b)
+    with pytest.MonkeyPatch.context() as patch:
+        _rectangles_wherever_exact(patch)
+        got = reference.ozaki(a, b)
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(_ozaki_f64, "rectangles", lambda s, k: None)
         expected = reference.ozaki(a, b)
