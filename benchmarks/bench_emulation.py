@@ -4,14 +4,14 @@ Per case (1024x4096x1024 float32 and float64, and a batched float32 product) and
 ozaki(slices=4), kahan, against native): time relative to native (each repetition runs every mode once, the order
 rotating; medians of per-repetition ratios) and the peak extra memory of one call, relative to inputs + output.
 Data: uniform in [-1, 1) (signed, so sums cancel; its dynamic range lets ozaki run the 4 slices asked for, which
-the JSON records; normal data needs 5). A measurement, not a test.
+the JSON records; normal data needs 5). A measurement, not a test. Every case records the load average
+(os.getloadavg) before and after it runs: the machine may be shared.
 
 Further cases time one route each against native (same interleaving and medians, no memory column):
 ``ozaki_f64_512`` (a 512x512x512 float64 product in ozaki at its default slices), ``dfmp2_ozaki`` (a DF-MP2
 energy in float64 through trn_backend.einsum: the integrals (ia|jb) = sum_Q B_Qia B_Qjb, then the energy
 contraction sum (ia|jb) t_iajb with t = (ia|jb) / denominator; both contractions in ozaki against both in native),
-``small_batched`` and ``small_batched_8x32`` (dd and bf16x6 on batched small float32 products). Each case records
-the load average (os.getloadavg) before and after it runs.
+``small_batched`` and ``small_batched_8x32`` (dd and bf16x6 on batched small float32 products).
 
 Peak extra memory is measured by ``peak_extra_bytes``: torch's profiler records every CPU allocation and free
 (size and time) inside the call; their running sum's maximum, less the result's own bytes, is the most the call
@@ -141,6 +141,7 @@ def run_dfmp2(reps: int) -> dict:
 
 
 def run_case(case: str, reps: int) -> dict:
+    load_before = os.getloadavg()
     a, b = _operands(case)
     calls = {mode: _call(mode, a, b) for mode in MODES}
     operand_bytes = sum(x.untyped_storage().nbytes() for x in (a, b))
@@ -159,6 +160,7 @@ def run_case(case: str, reps: int) -> dict:
     flat = (a[0], b[0]) if a.dim() == 3 else (a, b)
     return {"shape": [None if CASES[case][0] is None else CASES[case][0], *CASES[case][1:4]],
             "dtype": str(CASES[case][4]), "ozaki_slices_ran": reference.ozaki_slices(*flat, 4),
+            "load_average": {"before": load_before, "after": os.getloadavg()},
             "modes": {mode: {"seconds": samples[mode], "median_seconds": statistics.median(samples[mode]),
                              "median_ratio": statistics.median(ratios[mode]), "ratios": ratios[mode],
                              **memory[mode]} for mode in names}}
