@@ -13,6 +13,11 @@ below ``start`` is its pairs' GEMMs (its integer sum is far below 2**53) and one
 by a power of two changes no rounding of any of it, as long as every count stays in float64's normal range.
 float32 operands take s = 4: their prefix is all of it (start = 2) up to K = 8159.
 
+The route that runs (``rectangles``, below) needs fewer GEMMs still: windows of consecutive digits of A against
+windows of B, each pair of windows one exact float64 GEMM of a whole rectangle of digit pairs (s = 8 at K = 512:
+11 GEMMs where the prefix and levels take 18), the windows made in cache-sized pieces. The prefix and level route
+(_block_sums, _tile_total) stays where the rectangles cannot vouch for exactness (K beyond 2**37).
+
 The larger operand is cut into tiles (the product is computed as (B^T A^T)^T where B is the larger); the smaller
 one's digits are made per tile and kept, the larger one's streamed into bands (_block_sums). Blocks and tiles are
 1/share of the plan's budget, since the digits, bands and the tile's level sums take several float64 copies.
@@ -20,12 +25,13 @@ one's digits are made per tile and kept, the larger one's streamed into bands (_
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torch
 
 from ..bounds import SLICE_BITS
-from ._common import _ldexp, _Plan, _round_to, _Scaled, _two_sum
+from ._common import _ldexp, _Plan, _ranges, _round_to, _Scaled, _two_sum
 
 _RADIX = 2.0**SLICE_BITS
 
@@ -87,6 +93,226 @@ def _block_sums(a: torch.Tensor, b: torch.Tensor, slices: int, start: int, alpha
                                alpha * 2.0 ** (SLICE_BITS * (slices + 1 - level)))
 
 
+# --- Rectangles: the digit pairs in few float64 GEMMs ------------------------------------------------------------
+# The kept pairs (i, j), i + j <= s + 1, cut into rectangles of consecutive digits of A (i0 .. i0 + a - 1) and of
+# B (j0 .. j0 + b - 1): a window of digits is one integer, W = sum_t q_t 2**(8 (i0 + a - 1 - t)), and one GEMM of
+# the two windows gives every pair of the rectangle at its weight, exactly where K max|W_A| max|W_B| <= 2**53.
+# Rectangles join into groups whose products add exactly in one float64 sum (their windows side by side along K,
+# B's scaled to the group's unit: one GEMM per group). The groups' exact sums, added by TwoSum with the errors in
+# an exact float64 sum (every value is a multiple of the finest unit and the errors stay far below 2**53 of it),
+# give the exact total rounded once: the value the level sums' Sum2 gives (its error sum is exact for the same
+# reason), so the same bits in fewer passes.
+
+
+def _window_bound(start: int, length: int) -> int:
+    """The largest |window| of digits start .. start + length - 1: |q_1| <= 2**8, later ones <= 2**7."""
+    return sum((2**8 if t == 1 else 2**7) << (SLICE_BITS * (start + length - 1 - t))
+               for t in range(start, start + length))
+
+
+@functools.cache
+def rectangles(slices: int, k: int) -> tuple[tuple[tuple[int, int, int, int], ...], ...] | None:
+    """The groups of rectangles (i0, a, j0, b) that cover the kept digit pairs once, each rectangle exact in one
+    float64 GEMM over K and each group exact in one float64 sum, coarsest group first; None where not even one
+    digit pair sums exactly (K beyond 2**37)."""
+    limit = 2**53
+
+    def fits(i0: int, a: int, j0: int, b: int) -> bool:
+        return k * _window_bound(i0, a) * _window_bound(j0, b) <= limit
+
+    @functools.cache
+    def cover(i0: int, a: int, j: int):
+        """Fewest rectangles covering rows i0 .. i0 + a - 1 from column j to each row's last, s + 1 - i."""
+        if j > slices + 1 - i0:
+            return ()
+        last_width = slices + 1 - (i0 + a - 1)
+        options = [_joined(cover(i0, c, j), cover(i0 + c, a - c, j)) for c in range(1, a)]
+        if j > last_width:
+            options.append(cover(i0, a - 1, j))
+        else:
+            rects, j0 = [], j
+            while j0 <= last_width:
+                b = max((b for b in range(1, last_width - j0 + 2) if fits(i0, a, j0, b)), default=0)
+                if b == 0:
+                    break
+                rects.append((i0, a, j0, b))
+                j0 += b
+            else:
+                options.append(_joined(tuple(rects), cover(i0, a - 1, last_width + 1) if a > 1 else ()))
+        options = [o for o in options if o is not None and sum(r[1] * r[3] for r in o) == _count(slices, i0, a, j)]
+        return min(options, key=len, default=None)
+
+    rects = cover(1, slices, 1)
+    if rects is None:
+        return None
+    # finest first (the level i + j of a rectangle's last pair), each group as long as its sum stays exact
+    rects = sorted(rects, key=lambda r: (-(r[0] + r[1] + r[2] + r[3]), r))
+    groups, current, total, finest = [], [], 0, None
+    for r in rects:
+        level = r[0] + r[1] + r[2] + r[3] - 2
+        bound = k * _window_bound(r[0], r[1]) * _window_bound(r[2], r[3])
+        if current and total + (bound << (SLICE_BITS * (finest - level))) <= limit:
+            current.append(r)
+            total += bound << (SLICE_BITS * (finest - level))
+        else:
+            if current:
+                groups.append(tuple(current))
+            current, total, finest = [r], bound, level
+    groups.append(tuple(current))
+    return tuple(reversed(groups))
+
+
+def _joined(first, second):
+    return None if first is None or second is None else first + second
+
+
+def _count(slices: int, i0: int, a: int, j: int) -> int:
+    """The kept pairs of rows i0 .. i0 + a - 1 from column j on."""
+    return sum(max(0, slices + 2 - i - j) for i in range(i0, i0 + a))
+
+
+def _finest(group) -> int:
+    """The level of a group's finest pair (its unit: 2**(-8 level))."""
+    return max(r[0] + r[1] + r[2] + r[3] - 2 for r in group)
+
+
+# Elements of one operand piece whose windows are made at once: its rounded multiples and windows stay in the CPU's
+# cache (a pass over a tensor beyond it runs at memory speed, several times slower), and each pass is large enough
+# for torch's threads and its call overhead.
+_PIECE = 2**16
+# Window elements of one K-piece where the output is thin (a K-block's windows are then made and used piece by piece)
+_WINDOWS = 2**19
+
+
+def _scaled_piece(scaled: _Scaled, x: torch.Tensor, e: torch.Tensor, e_range: tuple[int, int]) -> torch.Tensor:
+    """A piece of an operand scaled by 2**-e, in float64 (a new tensor): as _scaled_pair makes it (exact)."""
+    if max(-e_range[0], e_range[1]) <= 1022:  # _ldexp's one factor
+        return torch.mul(x, torch.exp2(-e.double()))
+    return _ldexp(x.double(), -e)
+
+
+def _fill_windows(x: torch.Tensor, windows: list[tuple[int, int, float, torch.Tensor]]) -> None:
+    """Write the windows of digits of x (scaled, float64, |x| < 1) into their places: (start, length, shift, out)
+    puts shift W(start, length) into ``out``. The first t digits make the integer N_t = round(2**(8 t) x) (each
+    digit rounds 2**8 times the previous remainder, and 2**8 N_{t-1} is even, so the ties go the same way), so
+    W = N_{start+length-1} - 2**(8 length) N_{start-1} with N_0 = 0: every value exact (integers, and shift a
+    power of two)."""
+    needed = {t for start, length, _, _ in windows for t in (start - 1, start + length - 1)} - {0}
+    rounded = {t: torch.mul(x, _RADIX**t).round_() for t in needed}
+    for start, length, shift, out in windows:
+        last = rounded[start + length - 1]
+        if start == 1:
+            torch.mul(last, shift, out=out)
+        else:
+            torch.add(last, rounded[start - 1], alpha=-(_RADIX**length), out=out)
+            if shift != 1.0:
+                out.mul_(shift)
+
+
+def _pieces(n: int, size: int) -> list[slice]:
+    step = max(1, size)
+    return [slice(i, min(n, i + step)) for i in range(0, n, step)]
+
+
+def _piece(scaled: _Scaled, job) -> None:
+    x, e, e_range, windows = job
+    _fill_windows(x if e is None else _scaled_piece(scaled, x, e, e_range), windows)
+
+
+def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: float, sums: list,
+                pair: torch.Tensor | None, size: int = _PIECE) -> None:
+    """Add one K-block pair's group sums to ``sums``: every group's windows of A's block side by side along K
+    (A's [b, m, r k]) and B's scaled to the group's unit ([b, r k, n]), made piece by piece (of about ``size``
+    elements), then one float64 GEMM per group. ``pair``: the scaled pair of a plan's one block (else the pieces
+    are scaled here)."""
+    a, b = scaled.a[bs, ms, ks], scaled.b[bs, ks, ns]
+    e, f = scaled.e[bs, ms], scaled.f[bs, :, ns]
+    if pair is not None:
+        a, b = pair[:a.numel()].view(a.shape), pair[a.numel():].view(b.shape)
+    batch, m, k = a.shape
+    n = b.shape[2]
+    lefts = [a.new_empty(batch, m, len(g) * k, dtype=torch.float64) for g in groups]
+    rights = [b.new_empty(batch, len(g) * k, n, dtype=torch.float64) for g in groups]
+    rects = [(index, r, rect) for index, g in enumerate(groups) for r, rect in enumerate(g)]
+    finest = [_finest(g) for g in groups]
+    jobs = []
+    # A's pieces: batches, rows and columns of about _PIECE elements
+    rows = max(1, size // k)
+    for bp in _pieces(batch, max(1, rows // m)):
+        for mp in _pieces(m, rows):
+            for kp in _pieces(k, size):
+                jobs.append((a[bp, mp, kp], None if pair is not None else e[bp, mp], scaled.e_range,
+                             [(i0, width, 1.0, lefts[index][bp, mp, r * k + kp.start:r * k + kp.stop])
+                              for index, r, (i0, width, _, _) in rects]))
+    # B's pieces: batches and rows (K indices) of about _PIECE elements
+    rows = max(1, size // n)
+    for bp in _pieces(batch, max(1, rows // k)):
+        for kp in _pieces(k, rows):
+            jobs.append((b[bp, kp], None if pair is not None else f[bp], scaled.f_range,
+                         [(j0, height, 2.0 ** (SLICE_BITS * (finest[index] - (i0 + width + j0 + height - 2))),
+                           rights[index][bp, r * k + kp.start:r * k + kp.stop])
+                          for index, r, (i0, width, j0, height) in rects]))
+    for job in jobs:
+        _piece(scaled, job)
+    for index in range(len(groups)):
+        sums[index] = _mac(sums[index], lefts[index], rights[index],
+                           unit * 2.0 ** (SLICE_BITS * (slices + 1 - finest[index])))
+        lefts[index] = rights[index] = None
+
+
+def _square_tiles(plan: _Plan, batch: int, m: int, k: int, n: int) -> None:
+    """The rectangles' tiling within the plan's budget: tiles about square (each operand's windows are made once
+    per tile of the other's side, so neither is remade many times), K-blocks as deep as the budget allows (fewer,
+    larger GEMMs). Blocking changes no bit here: every sum is exact."""
+    budget = plan.budget
+    side = max(1, math.isqrt(budget))
+    plan.rows = _ranges(m, side if n > side else budget // max(1, n))
+    plan.cols = _ranges(n, budget // plan.rows[0].stop)
+    mb, nb = plan.rows[0].stop, plan.cols[0].stop
+    plan.batches = _ranges(batch, budget // (mb * nb))
+    plan.depth = _ranges(k, budget // (plan.batches[0].stop * max(mb, nb)))
+
+
+def _rect_total(scaled: _Scaled, plan: _Plan, bs, ms, ns, slices: int, groups, unit: float,
+                pair: torch.Tensor | None = None) -> torch.Tensor:
+    """One output tile's exact total of the kept digit pairs rounded once (float64), as _tile_total gives it."""
+    sums: list = [None] * len(groups)
+    batch, m, n = (bs.stop - bs.start, ms.stop - ms.start, ns.stop - ns.start)
+    per_k = batch * (m + n) * sum(map(len, groups))  # window elements per K index
+    piece = max(1, _WINDOWS // per_k)
+    size = max(1, min(_PIECE, plan.budget // 4))  # a piece's temporaries: a small part of the plan's budget
+    for ks in plan.depth:
+        if piece < ks.stop - ks.start and 8 * batch * m * n * len(groups) <= piece * per_k:
+            # a thin output (a dot product): K in pieces whose windows stay in cache, each piece's GEMMs at once
+            for start in range(ks.start, ks.stop, piece):
+                _group_sums(scaled, bs, ms, ns, slice(start, min(ks.stop, start + piece)), slices, groups, unit,
+                            sums, None, size)
+        else:
+            _group_sums(scaled, bs, ms, ns, ks, slices, groups, unit, sums, pair, size)
+    total = sums[0]
+    if len(sums) == 1:
+        return total
+    flat = [x.view(-1) for x in sums]
+    for piece in _pieces(flat[0].numel(), _PIECE):  # TwoSum's passes on pieces that stay in cache
+        hi, lo = flat[0][piece], None
+        for part in flat[1:]:
+            hi, err = _two_sum(hi, part[piece])
+            lo = err if lo is None else lo.add_(err)
+        torch.add(hi, lo, out=flat[0][piece])
+    return total
+
+
+def _exact_errors(slices: int, k: int, groups) -> bool:
+    """Whether the TwoSum errors add exactly, in the groups' Sum2 here and in the levels' Sum2 it stands in for:
+    every value is a multiple of the finest unit 2**(-8 (s + 1)), each error is at most 2**-53 of a partial sum
+    (at most the bounds' total, S), and the errors' partial sums stay below 2**53 units (so the result is the exact
+    total rounded once, both ways). Else ozaki keeps the levels' route."""
+    total = sum(k * _window_bound(r[0], r[1]) * _window_bound(r[2], r[3]) << (SLICE_BITS * (slices + 1 - (
+        r[0] + r[1] + r[2] + r[3] - 2))) for g in groups for r in g)
+    errors = max(len(groups) - 1, prefix_start(slices, k) - 2, 1)
+    return 2 * errors * total <= 2**106
+
+
 def _scaled_pair(scaled: _Scaled, bs, ms, ns, ks) -> torch.Tensor:
     """[A' block | B' block], flat, float64: the scaled values of ``_Scaled`` (exact)."""
     a, b = scaled.a[bs, ms, ks], scaled.b[bs, ks, ns]
@@ -118,6 +344,14 @@ def magnitude(pair: torch.Tensor, scaled: _Scaled) -> torch.Tensor:
     na = scaled.a.numel()
     magnitudes = pair.float().abs_()
     return torch.bmm(magnitudes[:na].view(scaled.a.shape), magnitudes[na:].view(scaled.b.shape))
+
+
+def _takes_rectangles(slices: int, k: int, start: int, groups) -> bool:
+    """Whether the rectangles' route runs: where it vouches for the same bits and needs fewer GEMMs than the
+    prefix (s) and the levels below it ((start - 1)(start - 2) / 2) take; with as many, the prefix's nested bands
+    make the operands' digits in fewer passes."""
+    return (groups is not None and _exact_errors(slices, k, groups)
+            and sum(map(len, groups)) < slices + (start - 1) * (start - 2) // 2)
 
 
 def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -162,13 +396,21 @@ def product(scaled: _Scaled, slices: int, dtype: torch.dtype, pair: torch.Tensor
     batch, m, k = scaled.a.shape
     n = scaled.b.shape[2]
     start = prefix_start(slices, k)
+    groups = rectangles(slices, k)
+    if not _takes_rectangles(slices, k, start, groups):
+        groups = None
     # float64 copies held per element of a block or tile, at most: the kept digits and scaled values of the
     # smaller block (s + 1), the streamed block, its digit, truncation, windows and kept digits (2 start - 1), the
     # tile's sums, Sum2's pair and temporaries (start + 6). The plan's blocks and tiles are 1/(16 share) of inputs
     # and output, of which the memory bound allows twice the bytes. (Blocks that depend on the dtype change no bit:
     # every sum here is exact.)
     share = math.ceil(8 * (slices + 3 * start + 6) / (2 * 16 * dtype.itemsize))
+    if groups is not None:  # the rectangles' route: remainders of both blocks, one group's windows, the sums
+        copies = sum(map(len, groups)) + len(groups) + 3  # every group's windows, the sums, TwoSum's
+        share = math.ceil(8 * copies / (2 * 16 * dtype.itemsize))
     plan = _Plan(batch, m, k, n, share=share)
+    if groups is not None:
+        _square_tiles(plan, batch, m, k, n)
     if not one_block(plan):
         pair = None
     (e_low, e_high), (f_low, f_high) = scaled.e_range, scaled.f_range
@@ -182,7 +424,8 @@ def product(scaled: _Scaled, slices: int, dtype: torch.dtype, pair: torch.Tensor
     unit = 2.0**unit_exponent if direct else 2.0 ** (-SLICE_BITS * (slices + 1))
     tiles = list(plan.tiles())
     for bs, ms, ns in tiles:
-        total = _tile_total(scaled, plan, bs, ms, ns, slices, start, unit, pair)
+        total = (_tile_total(scaled, plan, bs, ms, ns, slices, start, unit, pair) if groups is None
+                 else _rect_total(scaled, plan, bs, ms, ns, slices, groups, unit, pair))
         e, f = scaled.e[bs, ms], scaled.f[bs, :, ns]
         if not direct:
             total = _ldexp(total, e + f)
