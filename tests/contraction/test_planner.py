@@ -266,7 +266,7 @@ def test_paths_keep_broadcast_batched_intermediates_unpermuted():
     ("matmul", [(5, 7), (7, 3)]), ("matmul", [(1, 9), (9, 1)]), ("bmm", [(4, 5, 7), (4, 7, 3)]),
 ])
 def test_native_kernel_calls_match_the_reference_bit_for_bit(kernel, shapes, dtype):
-    """The kernel layer runs real floating-point native steps as mm / bmm (mv for a dot product) directly: the
+    """The kernel layer runs floating-point native steps as mm / bmm (dot for a dot product) directly: the
     same results as ``reference.native``, each call counted."""
     g = torch.Generator().manual_seed(0)
     a, b = ((torch.randn(s, generator=g, dtype=torch.float64) * 8).to(dtype) for s in shapes)
@@ -277,7 +277,7 @@ def test_native_kernel_calls_match_the_reference_bit_for_bit(kernel, shapes, dty
     assert calls == {(kernel, "native"): 1}
     want = reference.native(a, b)
     assert got.shape == want.shape and got.dtype == want.dtype
-    if shapes[0][0] == 1 and dtype.is_floating_point:  # mv: another summation order, within native's bound
+    if shapes[0][0] == 1 and dtype.is_floating_point:  # dot: another summation order, within native's bound
         torch.testing.assert_close(got.double(), want.double(), rtol=0.05, atol=2.0)
     else:
         assert torch.equal(got, want)
