@@ -27,7 +27,9 @@ them by (shapes, dtypes, device, request), so a repeated call costs one lookup b
 from __future__ import annotations
 
 import dataclasses
+import importlib
 import math
+import sys
 from collections.abc import Callable, Hashable, Sequence
 
 import torch
@@ -381,6 +383,10 @@ def cache_key(request: _precision.Request | None) -> object:
         return request
     if request.relative is not None:
         return NOT_KEPT
-    from .. import _mode_costs
+    costs = sys.modules.get(_MODE_COSTS)
+    if costs is None:  # loaded on the first target-based choice, not with the package
+        costs = importlib.import_module(_MODE_COSTS)
+    return request, costs.generation, _precision.float32_matmul_precision()
 
-    return request, _mode_costs.generation, _precision.float32_matmul_precision()
+
+_MODE_COSTS = "trn_backend._mode_costs"
