@@ -6,6 +6,7 @@ Imported by the scripts as a sibling module (``python benchmarks/<script>.py`` p
 from __future__ import annotations
 
 import datetime
+import gc
 import json
 import os
 import platform
@@ -30,6 +31,27 @@ def interleaved_seconds(calls: dict[str, Callable[[], object]], reps: int) -> di
             start = time.perf_counter()
             calls[name]()
             samples[name].append(time.perf_counter() - start)
+    return samples
+
+
+def interleaved_ms(calls: dict[str, Callable[[], object]], reps: int, inner: int) -> dict[str, list[float]]:
+    """Per entry, ``reps`` samples in ms per call, each the mean of ``inner`` calls, interleaved as
+    ``interleaved_seconds`` interleaves them; before each sample the previous entry's threads get 10 ms to go idle
+    and the garbage is collected, and no collection runs inside a sample (it would land on that entry alone)."""
+    names = list(calls)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for rep in range(reps):
+        for name in names[rep % len(names):] + names[:rep % len(names)]:
+            time.sleep(0.01)
+            gc.collect()
+            gc.disable()
+            try:
+                start = time.perf_counter()
+                for _ in range(inner):
+                    calls[name]()
+                samples[name].append((time.perf_counter() - start) / inner * 1e3)
+            finally:
+                gc.enable()
     return samples
 
 

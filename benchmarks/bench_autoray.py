@@ -45,7 +45,6 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
-import gc  # noqa: E402
 import hashlib  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
@@ -61,7 +60,7 @@ import opt_einsum as oe  # noqa: E402
 import quimb  # noqa: E402
 import quimb.tensor as qtn  # noqa: E402
 import torch  # noqa: E402
-from _results import fixed_hash_seed, run_metadata, save  # noqa: E402
+from _results import fixed_hash_seed, interleaved_ms, run_metadata, save  # noqa: E402
 
 import trn_backend as xp  # noqa: E402
 
@@ -192,25 +191,6 @@ def _check(ref: np.ndarray, calls: dict[str, Callable]) -> tuple[dict, dict]:
     return errors, check
 
 
-def _time(calls: dict[str, Callable], reps: int, inner: int) -> dict[str, list[float]]:
-    """Per form, ``reps`` samples (ms per call, each the mean of ``inner`` calls), interleaved."""
-    names = tuple(calls)
-    samples: dict[str, list[float]] = {f: [] for f in names}
-    for r in range(reps):
-        for f in names[r % len(names):] + names[:r % len(names)]:
-            time.sleep(0.01)
-            gc.collect()
-            gc.disable()
-            try:
-                t0 = time.perf_counter()
-                for _ in range(inner):
-                    calls[f]()
-                samples[f].append((time.perf_counter() - t0) / inner * 1e3)
-            finally:
-                gc.enable()
-    return samples
-
-
 def measure(inst: dict, reps: int) -> dict:
     tn = inst["tn"]
     eq, output_inds = _equation(tn)
@@ -234,7 +214,7 @@ def measure(inst: dict, reps: int) -> dict:
     inner = max(1, min(20, round(SAMPLE_S / max(time.perf_counter() - t0, 1e-6))))
     for c in calls.values():  # warm-up
         c()
-    samples = _time(calls, reps, inner)
+    samples = interleaved_ms(calls, reps, inner)
     ratios = {lib: statistics.median(a / b for a, b in zip(samples[f"{lib}:trn"], samples[f"{lib}:torch"],
                                                             strict=True))
               for lib in LIBRARIES if f"{lib}:trn" in samples and f"{lib}:torch" in samples}

@@ -83,7 +83,6 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse
 import collections
-import gc
 import hashlib
 import importlib.metadata
 import math
@@ -99,7 +98,7 @@ import opt_einsum as oe
 import quimb
 import quimb.tensor as qtn
 import torch
-from _results import fixed_hash_seed, run_metadata, save
+from _results import fixed_hash_seed, interleaved_ms, run_metadata, save
 
 import trn_backend as xp
 
@@ -408,26 +407,6 @@ def _check(inst: dict, path: list, calls: dict[str, Callable]) -> tuple[dict, di
     return errors, check
 
 
-def _time(calls: dict[str, Callable], reps: int, inner: int) -> dict[str, list[float]]:
-    """Per backend, ``reps`` samples (ms per call, each the mean of ``inner`` calls), interleaved."""
-    names = tuple(calls)
-    samples: dict[str, list[float]] = {b: [] for b in names}
-    for r in range(reps):
-        order = names[r % len(names):] + names[:r % len(names)]
-        for b in order:
-            time.sleep(0.01)  # let the previous backend's threads go idle
-            gc.collect()
-            gc.disable()  # a collection inside one backend's sample would land on that backend alone
-            try:
-                t0 = time.perf_counter()
-                for _ in range(inner):
-                    calls[b]()
-                samples[b].append((time.perf_counter() - t0) / inner * 1e3)
-            finally:
-                gc.enable()
-    return samples
-
-
 def _ratio(a: list[float], b: list[float]) -> float:
     return statistics.median(x / y for x, y in zip(a, b, strict=True))
 
@@ -451,7 +430,7 @@ def measure(inst: dict, reps: int, backends: tuple[str, ...]) -> dict:
     calls["torch"]()
     once = time.perf_counter() - t0
     inner = max(1, min(20, round(SAMPLE_S / max(once, 1e-6))))
-    samples = _time(calls, reps, inner)
+    samples = interleaved_ms(calls, reps, inner)
     row.update(
         reps=reps, calls_per_sample=inner, median_ms={b: statistics.median(s) for b, s in samples.items()},
         min_ms={b: min(s) for b, s in samples.items()},

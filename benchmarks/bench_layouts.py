@@ -35,7 +35,6 @@ os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "4")
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import argparse  # noqa: E402
-import gc  # noqa: E402
 import math  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -45,7 +44,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 import opt_einsum as oe  # noqa: E402
 import torch  # noqa: E402
-from _results import run_metadata, save  # noqa: E402
+from _results import interleaved_ms, run_metadata, save  # noqa: E402
 
 import trn_backend as xp  # noqa: E402
 
@@ -114,24 +113,6 @@ def _check(ref: np.ndarray, eps: float, calls: dict[str, Callable]) -> tuple[dic
     return errors, check
 
 
-def _time(calls: dict[str, Callable], reps: int, inner: int) -> dict[str, list[float]]:
-    names = tuple(calls)
-    samples: dict[str, list[float]] = {f: [] for f in names}
-    for r in range(reps):
-        for f in names[r % len(names):] + names[:r % len(names)]:
-            time.sleep(0.01)
-            gc.collect()
-            gc.disable()
-            try:
-                t0 = time.perf_counter()
-                for _ in range(inner):
-                    calls[f]()
-                samples[f].append((time.perf_counter() - t0) / inner * 1e3)
-            finally:
-                gc.enable()
-    return samples
-
-
 def measure(case: dict, reps: int) -> dict:
     rng = np.random.default_rng(0)
     arrays = []
@@ -154,7 +135,7 @@ def measure(case: dict, reps: int) -> dict:
     inner = max(1, min(20, round(SAMPLE_S / max(time.perf_counter() - t0, 1e-6))))
     for c in calls.values():
         c()
-    samples = _time(calls, reps, inner)
+    samples = interleaved_ms(calls, reps, inner)
 
     def ratio(a: str, b: str) -> float:
         return statistics.median(x / y for x, y in zip(samples[a], samples[b], strict=True))
