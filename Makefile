@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test test-slow fuzz lint bench calibrate calibrate-network conformance precision-report docs wheel-smoke clean
+.PHONY: demo test test-slow fuzz lint typecheck bench calibrate calibrate-network conformance precision-report docs wheel-smoke clean
 
 # Each install stage says what it installs before pip runs (quietly, without its progress bars), and how large
 # the environment is after it. Downloads come from pip's cache where it has them.
@@ -62,6 +62,11 @@ fuzz: $(VENV)/.installed-test
 lint: $(VENV)/.installed-test
 	$(PIP) install -q ruff
 	$(VENV)/bin/ruff check trn_backend kernels tests benchmarks conformance examples
+
+# mypy on trn_backend (kernels/ through the trn_backend/kernels link); settings in pyproject.toml
+typecheck: $(VENV)/.installed-test
+	$(PIP) install -q "mypy>=1.10,<3"
+	$(VENV)/bin/mypy
 
 # the benchmarks' extras on top of the test ones (bench_families.py's generators and quimb)
 $(VENV)/.installed-bench: $(VENV)/.installed-test pyproject.toml
