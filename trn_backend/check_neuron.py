@@ -793,8 +793,9 @@ def dma_source(run_bytes: int, partition_bytes: int) -> torch.Tensor:
     return src
 
 
-def measure_dma(where: Where, launch_s: float) -> list[dict[str, float]]:
-    """One row per (run length, transfer size): the dma_runs kernel's median time less the warm launch."""
+def measure_dma(where: Where, launch_s: float, problems: list[str] | None = None) -> list[dict[str, float]]:
+    """One row per (run length, transfer size): the dma_runs kernel's median time less the warm launch. A time not
+    above the launch is left out, said in ``problems``."""
     rows = []
     for partition_bytes in DMA_PARTITION_BYTES:
         for run_bytes in DMA_RUN_BYTES:
@@ -804,6 +805,11 @@ def measure_dma(where: Where, launch_s: float) -> list[dict[str, float]]:
             if not torch.equal(arrived, src[:, :, 0, 0].T):
                 raise RuntimeError(f"dma_runs with runs of {run_bytes} B returned wrong data")
             seconds = median_seconds(lambda src=on_device: run_probe("dma_runs", where.device, src))
+            if seconds <= launch_s:
+                if problems is not None:
+                    problems.append(f"dma: runs of {_kib(run_bytes)}, {_kib(partition_bytes)} per partition took "
+                                    f"{cost.format_seconds(seconds)}, not above the launch: left out")
+                continue
             rows.append({"run_bytes": run_bytes, "bytes": DMA_PARTITIONS * partition_bytes,
                          "transfers": DMA_TRANSFERS, "seconds": seconds - launch_s, "kernel_s": seconds})
     return rows
@@ -881,7 +887,7 @@ def measure(where: Where, generation: str) -> Measured:
     if not where.measured:
         return measured
     steps = (("launch", lambda: measure_launch(where)),
-             ("dma", lambda: measure_dma(where, measured.launch["warm_s"])),
+             ("dma", lambda: measure_dma(where, measured.launch["warm_s"], measured.problems)),
              ("compile", lambda: measure_compile(where, generation, measured.launch["warm_s"])),
              ("kernels", lambda: measure_kernels(where, measured.launch["warm_s"], measured.problems)))
     for name, step in steps:
@@ -894,7 +900,14 @@ def measure(where: Where, generation: str) -> Measured:
             measured.problems.append(f"{name}: could not run: {type(e).__name__}: {e}")
             continue
         if name == "compile":
-            measured.compile, measured.tensor = found
+            measured.compile, tensor = found
+            if tensor["seconds"] > 0:
+                measured.tensor = tensor
+            else:
+                measured.problems.append(
+                    f"tensor engine: nki.matmul[fast] {'x'.join(map(str, tensor['bmkn'][1:]))} took "
+                    f"{cost.format_seconds(tensor['seconds'] + measured.launch['warm_s'])}, not above the launch: "
+                    "left out")
         else:
             setattr(measured, name, found)
     return measured
@@ -921,7 +934,7 @@ def measurement_lines(where: Where, measured: Measured) -> list[str]:
     for run, rows in by_run.items():
         shown = ", ".join(f"{_kib(r['bytes'] // DMA_PARTITIONS)} per partition {fmt(r['seconds'] / r['transfers'])}"
                           f" per transfer ({r['bytes'] * r['transfers'] / r['seconds'] / 1e9:.3g} GB/s)"
-                          for r in rows if r["seconds"] > 0)
+                          for r in rows)
         lines.append(f"  DMA HBM -> SBUF, runs of {_kib(run)}: {shown or absent}")
     compiled = {tuple(r["bmkn"]): r for r in measured.compile}
     for bmkn in COMPILE_SHAPES:
@@ -933,7 +946,7 @@ def measurement_lines(where: Where, measured: Measured) -> list[str]:
     largest = "x".join(map(str, COMPILE_SHAPES[-1][1:]))
     lines.append(f"  Tensor Engine efficiency, nki.matmul[fast] {largest}: " + (
         f"{fmt(tensor['seconds'])} measured (less the launch) against {fmt(tensor['tensor_s'])} modelled at the "
-        f"full rate: {tensor['tensor_s'] / tensor['seconds']:.1%}" if tensor and tensor["seconds"] > 0 else absent))
+        f"full rate: {tensor['tensor_s'] / tensor['seconds']:.1%}" if tensor else absent))
     if not measured.kernels:
         lines.append(f"  our kernels in every mode at {len(KERNEL_SHAPES)} shapes (less the launch): {absent}")
     for kernel, bmkn in KERNEL_SHAPES:

@@ -315,28 +315,58 @@ def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, 
     assert "; 6 device assumptions verified" in out
     # the calibration measurements ran (on the CPU's clock) and went into the file
     assert "LNC (logical NeuronCore config): 1 (NEURON_LOGICAL_NC_CONFIG=1)" in out
-    # every measurement ran; on the CPU's clock a DMA or kernel time may not stand above the launch probe's (then
-    # it reads "not measured (see below)"), but none reads the CPU model's "not measured (CPU model)"
+    # every measurement ran; none reads the CPU model's "not measured (CPU model)"
     assert "not measured (CPU model)" not in out and "launch of the smallest kernel: first call " in out
     data = json.loads(path.read_text())
     assert data["device"]["measured"] is True and data["lnc"]["value"] == 1
     assert set(data["launch"]) == {"cold_s", "warm_s"}
-    assert sorted((r["run_bytes"], r["bytes"], r["transfers"]) for r in data["dma"]) == \
-        [(256, 65536, 4), (256, 131072, 4), (512, 65536, 4), (512, 131072, 4)]
+    # On the CPU's clock, and more so on a busy machine, a DMA, Tensor Engine or kernel time may not stand above
+    # the launch probe's: such a time is left out and said below the table, never dropped silently. So each
+    # probe is either a row or a "left out" problem, whatever the load.
+    problems = data["problems"]
+    assert all(p.endswith(", not above the launch: left out") for p in problems), problems
+    assert out.count("not measured (see below)") <= len(problems)
+    assert all(f"  {p}" in out.splitlines() for p in problems)
+    per_partition = {512: "512 B", 1024: "1 KiB"}
+    dma = [f"dma: runs of {r['run_bytes']} B, {per_partition[r['bytes'] // 128]} per partition" for r in data["dma"]]
+    left_out = [p.split(" took ")[0] for p in problems]
+    assert sorted(x for x in dma + left_out if x.startswith("dma: ")) == [
+        "dma: runs of 256 B, 1 KiB per partition", "dma: runs of 256 B, 512 B per partition",
+        "dma: runs of 512 B, 1 KiB per partition", "dma: runs of 512 B, 512 B per partition"]
+    assert all(r["transfers"] == 4 for r in data["dma"])
     assert [r["bmkn"] for r in data["compile"]] == [[1, 128, 128, 128], [1, 128, 256, 256]]
     assert data["compile"][0]["instructions"] < data["compile"][1]["instructions"]
-    assert data["tensor"]["bmkn"] == [1, 128, 256, 256] and data["tensor"]["tensor_s"] > 0
-    # our kernels, every mode at each shape (the sr kernel is matmul only), at the runtime's LNC; on the CPU's
-    # clock a tiny kernel may not take longer than the launch probe: such a time is left out, and said
+    assert (data["tensor"] is None) == ("tensor engine: nki.matmul[fast] 128x256x256" in left_out)
+    assert data["tensor"] is None or (data["tensor"]["bmkn"] == [1, 128, 256, 256] and data["tensor"]["tensor_s"] > 0)
+    # our kernels, every mode at each shape (the sr kernel is matmul only), at the runtime's LNC
     expected = [f"nki.matmul[{mode}] 3x5x7" for mode in ("fast", "native", "dd", "bf16x6", "ozaki", "sr")] + [
         f"nki.bmm[{mode}] 2x3x5x7" for mode in ("fast", "native", "dd", "bf16x6", "ozaki")]
     rows = [f"nki.{r['kernel']}[{r['mode']}] {'x'.join(map(str, r['bmkn'][1 if r['kernel'] == 'matmul' else 0:]))}"
             for r in data["kernels"]]
-    left_out = [p.removeprefix("kernels: ").split(" took ")[0] for p in data["problems"]]
-    assert sorted(rows + left_out) == sorted(expected)
-    assert all(p.startswith("kernels: ") and p.endswith(", not above the launch: left out") for p in data["problems"])
+    assert sorted(rows + [x.removeprefix("kernels: ") for x in left_out if x.startswith("kernels: ")]) == \
+        sorted(expected)
     assert all(r["lnc"] == 1 and r["a_transposed"] is False and r["seconds"] > 0 for r in data["kernels"])
     assert all(g["ok"] and g["lnc"] == 1 for g in data["gate"])
+
+
+def test_a_time_not_above_the_launch_is_left_out_and_said(monkeypatch, capsys, tmp_path):
+    # a launch probe slower than everything (as on a busy machine): every DMA, Tensor Engine and kernel time is
+    # left out, and each "not measured (see below)" has its reason below
+    _the_cpu_as_a_device(monkeypatch)
+    monkeypatch.setattr(check_neuron, "cast_counts", lambda switch, seed, on_gpsimd: {"up": 0, "down": 1, "other": 0})
+    monkeypatch.setattr(check_neuron, "measure_launch", lambda where: {"cold_s": 1e6, "warm_s": 1e6})
+    path = tmp_path / "measured.json"
+    main(["check-neuron", "--json", str(path)])
+    out = capsys.readouterr().out
+    data = json.loads(path.read_text())
+    assert data["dma"] == [] and data["tensor"] is None and data["kernels"] == []
+    problems = data["problems"]
+    assert len([p for p in problems if p.startswith("dma: ")]) == 4
+    assert len([p for p in problems if p.startswith("tensor engine: ")]) == 1
+    assert len([p for p in problems if p.startswith("kernels: ")]) == 11
+    assert all(p.endswith(", not above the launch: left out") and f"  {p}" in out.splitlines() for p in problems)
+    assert "  DMA HBM -> SBUF, runs of 256 B: not measured (see below)" in out
+    assert "  Tensor Engine efficiency, nki.matmul[fast] 128x256x256: not measured (see below)" in out
 
 
 def test_our_kernels_are_timed_in_every_mode(monkeypatch):

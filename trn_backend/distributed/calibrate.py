@@ -187,10 +187,20 @@ def _rank_main(rank: int, p: int, store_path: str, result_path: str, sizes: Sequ
                               for j, numel in enumerate(numels[kind])]
                        for i, kind in enumerate(kinds)}
             Path(result_path).write_text(json.dumps({"samples": samples, "all_to_all": "all_to_all" in kinds}))
-        # no rank tears gloo down while another still talks to it (that aborts the other)
-        dist.barrier(group)
+        _leave_together(store, rank, p, group)
     finally:
         dist.destroy_process_group()
+
+
+def _leave_together(store: Any, rank: int, p: int, group: Any) -> None:
+    """Returns once every rank has finished its gloo traffic. A rank that tears gloo down while another still
+    reads from it aborts that one (SIGABRT, "terminate called without an active exception"), and a gloo barrier
+    alone does not prevent it: its last message may still be in flight to a peer when the barrier returns here.
+    So each rank, once its barrier has returned (it has received all it will receive), says so in the file store,
+    which is outside gloo's sockets, and waits until all ranks have said so."""
+    dist.barrier(group)
+    store.set(f"left/{rank}", "1")
+    store.wait([f"left/{r}" for r in range(p)], datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
 
 
 def _run_group(p: int, sizes: Sequence[int], reps: int) -> dict[str, Any]:
