@@ -20,6 +20,7 @@ from torch.testing._internal.distributed.multi_threaded_pg import (
 )
 
 import trn_backend.distributed as td  # noqa: F401  (wraps the namespace before any rank starts)
+from trn_backend.distributed._mesh import leave_together
 
 _LOCK = threading.Lock()  # one simulated world at a time
 
@@ -95,5 +96,7 @@ def _gloo_rank(rank: int, world_size: int, body: Callable[[int], None], store_pa
                             timeout=datetime.timedelta(seconds=30))
     try:
         body(rank)
-    finally:
-        dist.destroy_process_group()
+    except BaseException:
+        dist.destroy_process_group()  # the others time out, and the error reaches the parent
+        raise
+    leave_together(store, datetime.timedelta(seconds=30))

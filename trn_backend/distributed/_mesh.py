@@ -83,22 +83,35 @@ def _init_world() -> None:
 
 
 def _end_world() -> None:
-    """Wait for every rank, then end the group (a rank that tears gloo down while another still talks to it
-    aborts that one). A rank that died makes the barrier time out: the exit then goes on without it."""
+    """End the group this package started, once every rank is done with it (``leave_together``). A rank that died
+    makes the wait time out: the exit then goes on without it."""
     if not dist.is_initialized():
         return
     try:
-        if dist.get_world_size() > 1 and dist.get_backend() == "gloo":
-            dist.monitored_barrier(timeout=END_TIMEOUT)
-        elif dist.get_world_size() > 1:
-            dist.barrier()
-        dist.destroy_process_group()
+        store = dist.distributed_c10d._get_default_store() if dist.get_world_size() > 1 else None
+        leave_together(store, END_TIMEOUT)
     except RuntimeError:
         pass
     _MESHES.clear()
 
 
 END_TIMEOUT = datetime.timedelta(seconds=30)
+
+
+def leave_together(store: dist.Store | None, timeout: datetime.timedelta) -> None:
+    """Ends the default process group once every rank has finished its traffic on it. A rank that tears gloo down
+    while a peer still reads from it aborts the peer (SIGABRT, "terminate called without an active exception"), and
+    a barrier alone does not prevent that: its last message may still be on its way to a peer when the barrier
+    returns here. So each rank, once its barrier has returned (it has received all it will receive), says so in
+    ``store`` (the group's rendezvous store, outside gloo's connections) and waits until all ranks have said so.
+    ``store`` None: a world of one process, nothing to wait for."""
+    size = dist.get_world_size()
+    if store is not None and size > 1:
+        dist.barrier()
+        rank = dist.get_rank()
+        store.set(f"trn_backend/left/{rank}", "1")
+        store.wait([f"trn_backend/left/{r}" for r in range(size)], timeout)
+    dist.destroy_process_group()
 
 
 def check_mesh(mesh: object, func: str) -> DeviceMesh:

@@ -34,6 +34,7 @@ import torch
 import torch.distributed as dist
 
 from ._comm import KINDS, regressors
+from ._mesh import leave_together
 
 __all__ = ["KINDS", "regressors", "modelled_seconds", "fit_alpha_beta", "residuals", "calibrate", "main"]
 
@@ -187,20 +188,11 @@ def _rank_main(rank: int, p: int, store_path: str, result_path: str, sizes: Sequ
                               for j, numel in enumerate(numels[kind])]
                        for i, kind in enumerate(kinds)}
             Path(result_path).write_text(json.dumps({"samples": samples, "all_to_all": "all_to_all" in kinds}))
-        _leave_together(store, rank, p, group)
-    finally:
+        leave_together(store, datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
+    except BaseException:
+        # a failing rank ends its group at once (its peers time out), and the error reaches the parent
         dist.destroy_process_group()
-
-
-def _leave_together(store: Any, rank: int, p: int, group: Any) -> None:
-    """Returns once every rank has finished its gloo traffic. A rank that tears gloo down while another still
-    reads from it aborts that one (SIGABRT, "terminate called without an active exception"), and a gloo barrier
-    alone does not prevent it: its last message may still be in flight to a peer when the barrier returns here.
-    So each rank, once its barrier has returned (it has received all it will receive), says so in the file store,
-    which is outside gloo's sockets, and waits until all ranks have said so."""
-    dist.barrier(group)
-    store.set(f"left/{rank}", "1")
-    store.wait([f"left/{r}" for r in range(p)], datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
+        raise
 
 
 def _run_group(p: int, sizes: Sequence[int], reps: int) -> dict[str, Any]:
