@@ -235,13 +235,13 @@ def mul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -
         raise ValueError(f"kernels.mul needs broadcastable operands, got {tuple(a.shape)} x {tuple(b.shape)}")
     _implementation(mode)
     if mode != "native":
-        reference._operands(a, b, mode)  # the emulated modes' TypeError for integer and bool operands
+        reference._common._operands(a, b, mode)  # the emulated modes' TypeError for integer and bool operands
     CALLS["mul", mode] += 1
     dtype = a.dtype
     if dtype.is_floating_point or dtype.is_complex:
-        if mode == "sr" and dtype in reference._NARROW_BITS:
+        if mode == "sr" and dtype in reference._common._NARROW_BITS:
             product = torch.mul(a.float(), b.float())  # exact: at most 2 * 11 significand bits
-            return reference._stochastic_round(product, dtype, params.get("generator"))
+            return reference._sr._stochastic_round(product, dtype, params.get("generator"))
         return torch.mul(a, b)
     if dtype is torch.bool:
         return torch.logical_and(a, b)

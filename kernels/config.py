@@ -34,6 +34,9 @@ class Config:
 
     @property
     def nki(self) -> str:
+        """Where contraction steps may run NKI kernels: ``"auto"`` (the default) on a Neuron device where the NKI
+        toolchain is installed; ``"off"`` never; ``"model"`` CPU steps too, on the CPU model of the NeuronCore
+        (slow: for tests, and for seeing the routing without a device). Environment: ``TRN_BACKEND_NKI``."""
         return self._nki
 
     @nki.setter
@@ -44,6 +47,10 @@ class Config:
 
     @property
     def nki_min_flops(self) -> float | None:
+        """Steps with fewer FLOPs run torch on the device, the others the NKI kernel. ``None`` (the default): the
+        cost model's rule, its threshold for the mode (where the modelled kernel time equals the launch overhead),
+        and a first call per shape that runs the kernel only where it outweighs its compile. Environment:
+        ``TRN_BACKEND_NKI_MIN_FLOPS``."""
         return self._nki_min_flops
 
     @nki_min_flops.setter

@@ -116,7 +116,7 @@ def assigned(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 # advanced dimensions moved to the front (where torch's order is NumPy's), flips for the negative steps, and a
 # move of the advanced dimensions to NumPy's place for them. ---
 
-class _Plan(NamedTuple):
+class _IndexSteps(NamedTuple):
     """A key as torch operations: the result is ``view[indices]`` (the advanced dimensions, of ``shape``, then
     the basic ones), flipped along ``flips``, with the advanced dimensions moved to position ``at``."""
 
@@ -156,9 +156,9 @@ def setitem(t: torch.Tensor, key: Any, v: torch.Tensor) -> None:
         p.view.copy_(v)
 
 
-def plan(t: torch.Tensor, key: Any) -> _Plan:
+def plan(t: torch.Tensor, key: Any) -> _IndexSteps:
     if simple(key):  # (reads of simple keys return before planning)
-        return _Plan(t[key], (), (), (), 0)
+        return _IndexSteps(t[key], (), (), (), 0)
     parts, consumed = key_parts(t, key)
     # NumPy: beside an array or a boolean scalar (a 0-d mask), integers are advanced indices too; alone, 0-d
     # integer arrays are integers
@@ -209,14 +209,14 @@ def plan(t: torch.Tensor, key: Any) -> _Plan:
             advanced_parts.append(i)
     view = t[tuple(basic_key)]
     if not indices:
-        return _Plan(view, (), (), tuple(flipped), 0)
+        return _IndexSteps(view, (), (), tuple(flipped), 0)
     shape = _broadcast_indices(list(indices.values()))
     basic = [j for j in range(n) if j not in indices]
     flips = tuple(len(shape) + basic.index(j) for j in flipped)
     # NumPy keeps the advanced dimensions in place when nothing (a slice, None, Ellipsis) separates their
     # indices in the key, and puts them first otherwise
     adjacent = advanced_parts == list(range(advanced_parts[0], advanced_parts[-1] + 1))
-    return _Plan(view.permute(list(indices) + basic), tuple(i.expand(shape) for i in indices.values()), shape,
+    return _IndexSteps(view.permute(list(indices) + basic), tuple(i.expand(shape) for i in indices.values()), shape,
                  flips, min(indices) if adjacent else 0)
 
 

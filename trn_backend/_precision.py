@@ -26,12 +26,11 @@ from typing import Any
 import torch
 
 from . import _device, _dtypes, kernels
+from .errors import PrecisionError
 from .kernels import bounds, reference
 
 # the bounds this registry publishes under its own names (their mathematics: kernels/bounds.py)
 from .kernels.bounds import U_BF16, U_FP32, U_FP64, compose, gamma, share, split_representation, sum_bound  # noqa: F401
-
-PrecisionError = reference.PrecisionError
 
 
 @dataclasses.dataclass(frozen=True)
@@ -244,11 +243,15 @@ def request(mode: str | None, params: tuple[tuple[str, object], ...], target: fl
 class Check:
     """One contraction run under target_relative_error= (a binary step, or an expression of several rounding
     steps checked as a whole): each mode tried, in order, with its a posteriori bound on max |C^ - C| / |C|; the
-    last one produced the result (or missed, and raised)."""
+    last one produced the result (or missed, and raised). ``last_precision_report()`` returns these."""
 
+    #: the contraction checked (a step's subscripts, or the whole expression's)
     subscripts: str
+    #: its contracted length (the product of the summed axes' sizes)
     K: int
+    #: the target_relative_error= it had to meet
     target: float
+    #: each mode tried, in order: (its label, e.g. ``ozaki(slices=4)``, its a posteriori bound)
     tried: tuple[tuple[str, float], ...]
 
     @property
@@ -258,10 +261,13 @@ class Check:
 
     @property
     def estimate(self) -> float:
+        """The a posteriori bound of the last mode run, on max |C^ - C| / |C|."""
         return self.tried[-1][1]
 
     @property
     def met(self) -> bool:
+        """Whether the last mode's bound meets the target: False only in the report of a call that raised
+        PrecisionError."""
         return self.estimate <= self.target
 
 

@@ -11,6 +11,7 @@ import importlib
 
 from docutils import nodes
 from docutils.statemachine import StringList
+from sphinx.pycode import ModuleAnalyzer
 from sphinx.util.docutils import SphinxDirective
 
 
@@ -22,13 +23,19 @@ class TrnApi(SphinxDirective):
         module = importlib.import_module(self.arguments[0])
         public_name = self.options.get("public", "trn_backend")
         public = importlib.import_module(public_name)
+        # a constant's documentation is the string after its assignment in the defining module (a float's own
+        # docstring would describe the float type)
+        attribute_docs = ModuleAnalyzer.for_module(module.__name__).find_attr_docs()
         lines = []
         for name in module.__all__:
             value = getattr(public, name)
-            kind = "autoclass" if isinstance(value, type) else "autofunction" if callable(value) else "autodata"
-            lines += [f".. {kind}:: {public_name}.{name}", ""]
-            if kind == "autodata":
-                lines += ["   :annotation:", ""]
+            if isinstance(value, type) or callable(value):
+                lines += [f".. {'autoclass' if isinstance(value, type) else 'autofunction'}:: {public_name}.{name}", ""]
+                continue
+            doc = attribute_docs.get(("", name))
+            if not doc:
+                raise self.error(f"{module.__name__}.{name}: a public constant without a docstring after it")
+            lines += [f".. py:data:: {public_name}.{name}", f"   :value: {value!r}", "", *(f"   {d}" for d in doc)]
         container = nodes.section()
         self.state.nested_parse(StringList(lines, source=self.arguments[0]), self.content_offset, container)
         return container.children

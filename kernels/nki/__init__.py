@@ -205,8 +205,8 @@ def split_product(a_scaled: torch.Tensor, b_scaled: torch.Tensor, words: int) ->
         return _call_matmul(f"{kernel}_split", None, a_arg, _dense(b_scaled), transposed, words, words=words)
     from .. import reference
 
-    a_words = _dense(torch.stack(reference._words(a_scaled, words)))
-    b_words = _dense(torch.stack(reference._words(b_scaled, words)))
+    a_words = _dense(torch.stack(reference._common._words(a_scaled, words)))
+    b_words = _dense(torch.stack(reference._common._words(b_scaled, words)))
     return _call_matmul(f"{kernel}_words", None, a_words, b_words, False)
 
 

@@ -28,42 +28,21 @@ from ..bounds import (
     ozaki_error,
 )
 from ._bf16x6 import bf16x6
-from ._common import (
-    _NARROW_BITS,
-    _WARNED,
-    BLOCK_FRACTION,
-    MIN_BLOCK_ELEMENTS,
-    PrecisionError,
-    PrecisionWarning,
-    _ldexp,
-    _nearest_bf16,
-    _operands,
-    _Plan,
-    _scaled,
-    _words,
-)
+from ._common import BLOCK_FRACTION, MIN_BLOCK_ELEMENTS, PrecisionError, PrecisionWarning
 from ._dd import dd
 from ._fast import fast
 from ._kahan import kahan
-from ._native import _multiply_sum, native, textbook_specials
-from ._ozaki import (
-    EXACT_CHUNK,
-    _digits,
-    exact_levels,
-    ozaki,
-    ozaki_slices,
-)
-from ._sr import _stochastic_round, sr
+from ._native import native, textbook_specials
+from ._ozaki import EXACT_CHUNK, exact_levels, ozaki, ozaki_slices
+from ._sr import sr
 
-# The names this package publishes: the modes and their constants and errors, and the private pieces the kernel
-# layer (kernels/__init__, nki/), the contraction layer and the tests reach (listed so no import looks unused).
+# The names this package publishes: the modes, their constants, and the errors (defined in trn_backend.errors).
+# The kernel layer and the tests reach the modes' private pieces in the modules that define them.
 __all__ = [
     "BF16X6_CHUNK", "BF16X6_GROUP", "BLOCK_FRACTION", "DIGIT_GROWTH", "EXACT_CHUNK", "MAX_SLICES",
     "MIN_BLOCK_ELEMENTS", "MODES", "OZAKI_RANGE", "PASSES", "SLICE_BITS", "U_FP32", "U_FP64", "UNDERFLOW_ALLOWANCE",
     "UNDERFLOW_TERM", "PrecisionError", "PrecisionWarning", "bf16x6", "dd", "exact_levels", "fast", "gamma",
     "kahan", "native", "ozaki", "ozaki_default_slices", "ozaki_error", "ozaki_slices", "sr", "textbook_specials",
-    "_NARROW_BITS", "_WARNED", "_Plan", "_digits", "_ldexp",
-    "_multiply_sum", "_nearest_bf16", "_operands", "_scaled", "_stochastic_round", "_words",
 ]
 
 MODES = {

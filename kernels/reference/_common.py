@@ -17,34 +17,11 @@ import warnings
 
 import torch
 
+from ...errors import PrecisionError, PrecisionWarning
 from ..bounds import UNDERFLOW_TERM, bits, magnitude_pass_growth, small_terms_are_safe, underflow_floor
 
 _WARNED: set[str] = set()
 _NARROW_BITS = {torch.bfloat16: 8, torch.float16: 11}  # significand bits of the sub-fp32 formats
-
-
-class PrecisionWarning(UserWarning):
-    """A precision mode ran as a cheaper one because the operands leave nothing more to gain."""
-
-    __module__ = "trn_backend.kernels.reference"  # where it is published: the name warnings and tracebacks show
-
-
-class PrecisionError(ValueError):
-    """A precision mode or target that cannot be honoured (operands whose range a mode cannot vouch for, a target
-    no mode reaches). The message starts with the function that raised it; the front doors (einsum, matmul, ...)
-    rename it to the function the user called."""
-
-    __module__ = "trn_backend.kernels.reference"  # where it is published: the name tracebacks show
-
-    def __init__(self, message: str, func: str = "kernels") -> None:
-        super().__init__(f"{func}: {message}")
-        self.message = message
-
-    def named(self, func: str) -> PrecisionError:
-        """The same error, as raised by ``func`` (the cause travels along)."""
-        renamed = PrecisionError(self.message, func)
-        renamed.__cause__ = self.__cause__
-        return renamed
 
 
 def _operands(a: torch.Tensor, b: torch.Tensor, mode: str) -> tuple[torch.Tensor, torch.Tensor]:
@@ -221,7 +198,7 @@ def _ranges(n: int, size: int, align: int = 1) -> list[slice]:
     return [slice(i, min(n, i + step)) for i in range(0, n, step)]
 
 
-class _Plan:
+class Tiling:
     """Output tiles (batch, row and column ranges) and K-blocks of [B, M, K] x [B, K, N]. ``align``: K-blocks are
     multiples of it (bf16x6's chunk groups); ``share``: blocks and tiles of 1/share of that (ozaki's, whose digits
     and level sums take several float64 copies of each), never less than MIN_BLOCK_ELEMENTS."""
@@ -334,7 +311,7 @@ class _Scaled:
     ``ranges`` (ozaki, which needs only the scales) the first pass is left out: blocks are then float64 and the
     underflow certificate is decided by ``certify``."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: _Plan, words: int = 0, ranges: bool = True) -> None:
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: Tiling, words: int = 0, ranges: bool = True) -> None:
         self.a, self.b, self.plan, self.k = a, b, plan, a.shape[-1]
         self.unscaled = self.bit_split = False
         self.underflow_safe = None  # None: decided by certify

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from ._common import _batched, _mac, _operands, _Plan, _round_to
+from ._common import Tiling, _batched, _mac, _operands, _round_to
 from ._native import native
 
 
@@ -18,7 +18,7 @@ def kahan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a3, b3, restore = _batched(a, b)
     if 0 in (*a3.shape, b3.shape[-1]):
         return torch.matmul(a, b)
-    plan = _Plan(*a3.shape, b3.shape[-1])
+    plan = Tiling(*a3.shape, b3.shape[-1])
     out = a3.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
     for bs, ms, ns in plan.tiles():
         total = None

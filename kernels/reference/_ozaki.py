@@ -10,6 +10,7 @@ from ..bounds import MAX_SLICES, SLICE_BITS, ozaki_default_slices, ozaki_error
 from . import _ozaki_f64
 from ._common import (
     PrecisionError,
+    Tiling,
     _batched,
     _dense,
     _emulated,
@@ -17,7 +18,6 @@ from ._common import (
     _level,
     _NonFinite,
     _operands,
-    _Plan,
     _round_to,
     _Scaled,
     _single_word,
@@ -93,7 +93,7 @@ def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor, dense: bool = True) -> tuple
     a3, b3, restore = _batched(a, b)
     if dense:
         a3, b3, restore = _dense(a3, b3, restore)
-    return _Scaled(a3, b3, _Plan(*a3.shape, b3.shape[-1]), ranges=False), restore
+    return _Scaled(a3, b3, Tiling(*a3.shape, b3.shape[-1]), ranges=False), restore
 
 
 def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) -> int:

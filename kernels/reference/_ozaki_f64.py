@@ -31,7 +31,7 @@ import math
 import torch
 
 from ..bounds import SLICE_BITS
-from ._common import _ldexp, _Plan, _ranges, _round_to, _Scaled, _two_sum
+from ._common import Tiling, _ldexp, _ranges, _round_to, _Scaled, _two_sum
 
 _RADIX = 2.0**SLICE_BITS
 
@@ -260,7 +260,7 @@ def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: floa
         lefts[index] = rights[index] = None
 
 
-def _square_tiles(plan: _Plan, batch: int, m: int, k: int, n: int) -> None:
+def _square_tiles(plan: Tiling, batch: int, m: int, k: int, n: int) -> None:
     """The rectangles' tiling within the plan's budget: tiles about square (each operand's windows are made once
     per tile of the other's side, so neither is remade many times), K-blocks as deep as the budget allows (fewer,
     larger GEMMs). Blocking changes no bit here: every sum is exact."""
@@ -273,7 +273,7 @@ def _square_tiles(plan: _Plan, batch: int, m: int, k: int, n: int) -> None:
     plan.depth = _ranges(k, budget // (plan.batches[0].stop * max(mb, nb)))
 
 
-def _rect_total(scaled: _Scaled, plan: _Plan, bs, ms, ns, slices: int, groups, unit: float,
+def _rect_total(scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, groups, unit: float,
                 pair: torch.Tensor | None = None) -> torch.Tensor:
     """One output tile's exact total of the kept digit pairs rounded once (float64), as _tile_total gives it."""
     sums: list = [None] * len(groups)
@@ -329,7 +329,7 @@ def _scaled_pair(scaled: _Scaled, bs, ms, ns, ks) -> torch.Tensor:
 _EVERYTHING = slice(None)
 
 
-def one_block(plan: _Plan) -> bool:
+def one_block(plan: Tiling) -> bool:
     """Whether the plan has one tile and one K-block."""
     return len(plan.batches) == len(plan.rows) == len(plan.cols) == len(plan.depth) == 1
 
@@ -361,7 +361,7 @@ def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, alpha: floa
     return acc.baddbmm_(x, y, alpha=alpha)
 
 
-def _tile_total(scaled: _Scaled, plan: _Plan, bs, ms, ns, slices: int, start: int, unit: float,
+def _tile_total(scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, start: int, unit: float,
                 pair: torch.Tensor | None = None) -> torch.Tensor:
     """One output tile's Sum2 of the exact level sums (float64), the integer sums of digit products counted in
     ``unit``s (a power of two in place of 2**(-8 (s + 1)); no count leaves float64's normal range). ``pair``: the
@@ -408,7 +408,7 @@ def product(scaled: _Scaled, slices: int, dtype: torch.dtype, pair: torch.Tensor
     if groups is not None:  # the rectangles' route: remainders of both blocks, one group's windows, the sums
         copies = sum(map(len, groups)) + len(groups) + 3  # every group's windows, the sums, TwoSum's
         share = math.ceil(8 * copies / (2 * 16 * dtype.itemsize))
-    plan = _Plan(batch, m, k, n, share=share)
+    plan = Tiling(batch, m, k, n, share=share)
     if groups is not None:
         _square_tiles(plan, batch, m, k, n)
     if not one_block(plan):

@@ -15,12 +15,12 @@ import torch
 
 from ..bounds import BF16X6_GROUP
 from ._common import (
+    Tiling,
     _batched,
     _dense,
     _engine_sum,
     _ldexp,
     _mac,
-    _Plan,
     _round_to,
     _Scaled,
     _single_word,
@@ -45,7 +45,7 @@ def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: 
     hooked = fused is not None or engine is not torch.matmul
     if not hooked and finish is None:
         a3, b3, restore = _dense(a3, b3, restore)
-    plan = _Plan(*a3.shape, b3.shape[-1], align=chunk or 1)
+    plan = Tiling(*a3.shape, b3.shape[-1], align=chunk or 1)
     scaled = _Scaled(a3, b3, plan, words=0 if hooked or finish is not None else words)
     if hooked:
         scaled.certify(mode)

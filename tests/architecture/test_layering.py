@@ -20,7 +20,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Module-name prefixes by layer, bottom to top (the longest matching prefix decides).
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("kernels", ("trn_backend.kernels",)),
+    # the errors module imports nothing: every layer, the kernels included, raises its classes
+    ("kernels", ("trn_backend.kernels", "trn_backend.errors")),
     ("base", ("trn_backend._config", "trn_backend._device", "trn_backend._dtypes", "trn_backend._precision",
               "trn_backend._mode_costs", "trn_backend._neuron_front", "trn_backend._overrides",
               "trn_backend._caches")),

@@ -16,9 +16,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trn_backend.kernels import reference
 
 from trn_backend import _precision, kernels
+from trn_backend.kernels import reference
 
 _spec = importlib.util.spec_from_file_location(
     "bench_emulation", Path(__file__).parents[2] / "benchmarks" / "bench_emulation.py")
@@ -62,11 +62,12 @@ def run(mode: str, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
 
 
 def test_the_plan_blocks_small_products_when_lowered(small_blocks):
-    plan = reference._Plan(1, 200, 300, 160)
+    plan = reference._common.Tiling(1, 200, 300, 160)
     assert len(list(plan.tiles())) > 1 and len(plan.depth) > 1
-    chunked = reference._Plan(1, 64, 3000, 48, align=256)
+    chunked = reference._common.Tiling(1, 64, 3000, 48, align=256)
     assert len(chunked.depth) > 3 and {ks.start % 256 for ks in chunked.depth} == {0}
-    assert len(reference._Plan(1, 64, 3000, 48, share=4).depth) > 3 * len(reference._Plan(1, 64, 3000, 48).depth)
+    tiling = reference._common.Tiling
+    assert len(tiling(1, 64, 3000, 48, share=4).depth) > 3 * len(tiling(1, 64, 3000, 48).depth)
 
 
 # 'range' in float32 only: float64 operands take the float64 scaled path whatever their range ('cancel' covers it)
@@ -257,7 +258,7 @@ def test_ozaki_float64_route_gives_the_fp32_engine_levels_bits(slices, k, start,
     a = torch.rand(2, 9, k, generator=g, dtype=torch.float64) * 2 - 1
     b = torch.randint(-2**15, 2**15, (2, k, 5), generator=g).double() / 2**15  # 16 bits: later digits 0
     a[0, 0, :4] = torch.tensor([1 - 2**-10, -(1 - 2**-10), 0.5 / 256, 0.5])  # first digits 256 and -256, then 128s
-    assert {256.0, -256.0, 128.0} <= set(torch.cat([d.flatten() for d in reference._digits(a, slices)]).tolist())
+    assert {256.0, -256.0, 128.0} <= set(torch.cat([d.flatten() for d in reference._ozaki._digits(a, slices)]).tolist())
     for x, y in ((a, b), (b.mT, a.mT)):
         assert reference.ozaki_slices(x, y, slices) == slices
         got = reference.ozaki(x, y, slices=slices)

@@ -9,6 +9,7 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from trn_backend.kernels import reference
 from trn_backend.kernels.reference import _ozaki_f64
 
@@ -55,7 +56,7 @@ def test_windows_are_the_digits_sums(case):
     g = np.random.default_rng(seed)
     x = torch.from_numpy((g.random(300) * 2 - 1) * 2.0 ** g.integers(-60, 1, 300))
     x[:4] = torch.tensor([1 - 2**-10, -(1 - 2**-10), 0.5 / 256, 0.5], dtype=torch.float64)  # digits of +-256, 128
-    digits = reference._digits(x, slices)
+    digits = reference._ozaki._digits(x, slices)
     windows = [(i0, a) for i0 in range(1, slices + 1) for a in range(1, slices + 2 - i0)]
     outs = [torch.empty_like(x) for _ in windows]
     _ozaki_f64._fill_windows(x.clone(), [(i0, a, 2.0**-16, out) for (i0, a), out in zip(windows, outs, strict=True)])

@@ -17,9 +17,9 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trn_backend.kernels import reference
 
 from trn_backend import _precision, kernels
+from trn_backend.kernels import reference
 
 KS = (16, 512, 4096)
 KINDS = ("normal", "uniform", "cancel")
@@ -325,7 +325,7 @@ def test_float64_operands_are_rounded_to_bf16_once():
 
 def test_bf16_operands_run_split_modes_as_fast_and_warn_once():
     a, b = (t.to(torch.bfloat16) for t in operands("normal", 16, torch.float32))
-    reference._WARNED.discard("dd")
+    reference._common._WARNED.discard("dd")
     with pytest.warns(reference.PrecisionWarning, match="'dd' runs as 'fast'"):
         first = kernels.matmul(a, b, "dd")
     with warnings.catch_warnings():
@@ -404,7 +404,7 @@ def test_word_split_rounds_to_nearest_ties_away(values):
     (|x| <= 1, subnormals included) is the exact nearest bf16, ties away from zero, and both paths agree."""
     x = torch.tensor(values, dtype=torch.float32)
     expected = [_nearest_ties_away(v) for v in values]
-    assert reference._nearest_bf16(x).tolist() == expected
-    assert reference._nearest_bf16(x.double()).tolist() == expected
+    assert reference._common._nearest_bf16(x).tolist() == expected
+    assert reference._common._nearest_bf16(x.double()).tolist() == expected
     ties = torch.tensor([1 + 2**-8, -(1 + 3 * 2**-8), 2.0**-130 * (1 + 2**-8)], dtype=torch.float32)
-    assert reference._nearest_bf16(ties).tolist() == [_nearest_ties_away(v) for v in ties.tolist()]
+    assert reference._common._nearest_bf16(ties).tolist() == [_nearest_ties_away(v) for v in ties.tolist()]

@@ -19,10 +19,10 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from trn_backend.kernels.nki import toolchain
 
 from trn_backend import _device, check_neuron, config, kernels
 from trn_backend.__main__ import main
+from trn_backend.kernels.nki import toolchain
 
 # two small cases (a matmul and a bmm) for the tests of failure paths: every mode still runs on each
 SMALL = (check_neuron.Case("matmul", 1, 128, 128, 128), check_neuron.Case("bmm", 2, 64, 130, 96))

@@ -9,6 +9,7 @@ rounding of a contraction, without running it). ``front.ENTRY_POINTS`` lists eve
 
 from __future__ import annotations
 
+from .._precision import Check
 from . import opt_einsum_backend
 from .api import einsum, matmul, tensordot, vecdot
 from .compiler import COMPILED
@@ -19,6 +20,6 @@ from .opt_einsum_backend import Expression, contract, contract_expression
 from .plan import Plan
 
 __all__ = ["einsum", "tensordot", "matmul", "vecdot", "contract", "contract_expression", "multi_einsum", "explain",
-           "error_bound", "Explanation", "Expression", "Plan", "ENTRY_POINTS", "COMPILED"]
+           "error_bound", "Explanation", "Check", "Expression", "Plan", "ENTRY_POINTS", "COMPILED"]
 
 opt_einsum_backend.register()

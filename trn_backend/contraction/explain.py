@@ -39,40 +39,46 @@ class Explanation:
     """The steps of one contraction and every rounding it makes: ``str()`` gives the table, the fields give the
     numbers."""
 
+    #: the contraction, with its output written out (``"ij,jk->ik"``)
     subscripts: str
+    #: the operands' shapes
     shapes: Shapes
-    dtype: np.dtype  # the result's, as x.dtype spells it
+    #: the result's dtype, as ``x.dtype`` spells it
+    dtype: np.dtype
+    #: the contraction path: per step, the positions of the operands it contracts (opt_einsum's convention)
     path: tuple[tuple[int, ...], ...]
+    #: per step, its plan (trn_backend.contraction.Plan): subscripts, kernel, (B, M, K, N), mode and bound
     steps: tuple[Plan, ...]
-    # per step: what runs it ("torch.matmul", "nki.matmul[fast]", "-" without a kernel), and for steps with an NKI
-    # kernel the cost model's estimate on trn2 (kernels.nki.cost.Estimate: .seconds, .program_instructions,
-    # .compile_seconds, ...); a step whose first call runs torch until the kernel is compiled has both
+    #: per step: what runs it ("torch.matmul", "nki.matmul[fast]", "-" without a kernel); a step whose first call
+    #: runs torch until its kernel is compiled has both (see ``compiled_implementations``)
     implementations: tuple[str, ...] = ()
+    #: per step with an NKI kernel, the cost model's estimate on trn2 (kernels.nki.cost.Estimate: .seconds,
+    #: .program_instructions, .compile_seconds, ...); None for the other steps
     modelled: tuple[object, ...] = ()
-    # per step: what runs it once its kernel is compiled (the implementation of a step's later calls)
+    #: per step: what runs it once its kernel is compiled (the implementation of a step's later calls)
     compiled_implementations: tuple[str, ...] = ()
-    # what a target ranked the modes by ("cpu calibration, benchmarks <date>", "trn2 cost model", "pass count
-    # (no calibration for mps)"); None where no target chose them (an explicit mode, or the device default)
+    #: what a target ranked the modes by ("cpu calibration, benchmarks <date>", "trn2 cost model", "pass count
+    #: (no calibration for mps)"); None where no target chose them (an explicit mode, or the device default)
     cost_basis: str | None = None
-    # every rounding of the call, in order (casts, pre-sums, products, sums over ranks and slices, the final
-    # rounding), each with its bound in units of its own absolute value
+    #: every rounding of the call, in order (casts, pre-sums, products, sums over ranks and slices, the final
+    #: rounding), each with its bound in units of its own absolute value
     rounding_steps: tuple[Rounding, ...] = ()
-    # what the route makes of the whole: opt_einsum's own loop runs each call as an expression of its own; and
-    # how many of ``steps`` each of its calls has
+    #: what the route makes of the whole (opt_einsum's own loop runs each call as an expression of its own)
     note: str | None = None
+    #: with ``route="opt_einsum"``, how many of ``steps`` each of opt_einsum's calls has
     call_steps: tuple[int, ...] = ()
-    # the device type the plan is for where explain(device=...) named one ("neuron", "cuda", ...); ``preview``:
-    # a Neuron device's plan shown on a machine without its toolchain (the routing of one that has it)
+    #: the device type the plan is for where explain(device=...) named one ("neuron", "cuda", ...)
     device: str | None = None
+    #: a Neuron device's plan shown on a machine without its toolchain (the routing of one that has it)
     preview: bool = False
-    # per step run by an NKI kernel whose mode another mode dominates on Trainium: one line saying which
-    # (trn_backend._neuron_front.step_note)
+    #: per step run by an NKI kernel whose mode another mode dominates on Trainium: one line saying which
+    #: (trn_backend._neuron_front.step_note)
     dominated: tuple[str, ...] = ()
-    # per step, what runs each of its pre-sums ("torch.sum", "torch.matmul", "nki.matmul[dd]"), in order
+    #: per step, what runs each of its pre-sums ("torch.sum", "torch.matmul", "nki.matmul[dd]"), in order
     sum_implementations: tuple[tuple[str, ...], ...] = ()
-    # with sharded operands, per step the planner's placement on the mesh (trn_backend.distributed's Decision:
-    # the operands' and the result's placements, the collectives with their bytes per rank, the modelled time
-    # and what the next-best placements would cost)
+    #: with sharded operands, per step the planner's placement on the mesh (trn_backend.distributed's Decision:
+    #: the operands' and the result's placements, the collectives with their bytes per rank, the modelled time
+    #: and what the next-best placements would cost)
     sharding: tuple[Any, ...] = ()
 
     @property
@@ -104,6 +110,8 @@ class Explanation:
 
     @property
     def kernel_calls(self) -> int:
+        """How many kernel calls the contraction makes: one per step with a kernel (one per entry of a looped batch
+        axis), and one per pre-sum that runs as a kernel."""
         return sum(1 if p.loop is None else p.loop[1] for p in self.steps if p.kernel is not None) + len(
             self._kernel_sums())
 

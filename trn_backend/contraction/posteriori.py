@@ -103,12 +103,12 @@ def _magnitude(kernel, a: torch.Tensor, b: torch.Tensor, K: int) -> tuple[torch.
     where the entries are exact zeros. The rows of |A| and columns of |B| are scaled by powers of two to at
     most 1 first (exact; ozaki's scaling) and tiny nonzero magnitudes raised to _FLOOR, so neither range nor
     underflow limits the pass."""
-    a_scaled, e, b_scaled, f = reference._scaled(a.abs(), b.abs())
+    a_scaled, e, b_scaled, f = reference._common._scaled(a.abs(), b.abs())
     a_up = torch.where(a_scaled != 0, a_scaled.clamp(min=_FLOOR), 0.0)
     b_up = torch.where(b_scaled != 0, b_scaled.clamp(min=_FLOOR), 0.0)
     fast = kernel(a_up, b_up, "fast")
     bound = _precision.error_bound("fast", torch.float64, K)
-    return reference._ldexp(fast / (1 - bound), e + f), fast == 0
+    return reference._common._ldexp(fast / (1 - bound), e + f), fast == 0
 
 
 def _special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:

@@ -30,13 +30,10 @@ from collections.abc import Sequence
 import torch
 from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 
+from ..errors import PlacementError
 from . import _comm
 
 __all__ = ["Decision", "decide", "Forced", "PlacementError"]
-
-
-class PlacementError(ValueError):
-    """No placement of a step gives what the caller forced (raised on every rank alike)."""
 
 
 Placements = tuple[Placement, ...]

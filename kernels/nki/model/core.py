@@ -33,14 +33,11 @@ import ml_dtypes
 import numpy as np
 from numpy.lib.array_utils import byte_bounds
 
+from ....errors import ModelError, RegisterUseError
+
 __all__ = ["Target", "TARGETS", "Core", "Launch", "Allocation", "Tensor", "Buffer", "ModelError", "current",
            "running", "target_from_environment", "runtime_lnc", "LNC_VARIABLE", "VirtualRegister", "RegisterUseError",
            "IndirectView", "access_pattern", "compile_time_int", "register_int"]
-
-
-class ModelError(RuntimeError):
-    """A kernel broke a documented hardware rule; the message names the rule (the NKI compiler or the hardware
-    would reject the kernel, or compute garbage)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -689,11 +686,6 @@ class Tensor:
 # --- virtual registers and NkiTensor.ap (dynamic offsets; the loops that hand them out: loops.py) ---------------
 
 INT32_MIN, INT32_MAX = -2**31, 2**31 - 1  # registers are 32-bit (SDK isa register_alloc: "64x 32-bit registers")
-
-
-class RegisterUseError(ModelError, TypeError):
-    """A kernel used a VirtualRegister's value while it is being traced (a TypeError under NKI's tracer, SDK isa
-    VirtualRegister note)."""
 
 
 class VirtualRegister:
