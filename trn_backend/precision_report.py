@@ -326,6 +326,9 @@ def run(args: argparse.Namespace) -> int:
     if generation is not None:
         print(_model_note(generation))
     print(table(rows, costs, generation or "trn2"))
+    if dtype not in (torch.bfloat16, torch.float16) and any(r.mode == "sr" for r in rows):
+        print(f"\nsr equals fast on {args.dtype} outputs, bit for bit: sr rounds stochastically only where an fp32 "
+              "result is rounded to a bf16/fp16 output, so here there is nothing to round at random")
     K = max(args.k)
     plot(rows, args.png, f"{args.dtype} {args.inputs} inputs, {args.size}xK @ Kx{args.size}", costs,
          f"accuracy / cost on a {generation} NeuronCore, {args.size}x{K} @ {K}x{args.size} {args.dtype}")

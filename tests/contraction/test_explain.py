@@ -127,3 +127,15 @@ def test_sr_steps_on_nki_are_modelled_as_the_fast_passes_they_run(shapes):
         fast = xp.explain(subscripts, *shapes, dtype=xp.float32, precision="fast")
     assert sr.implementations[0].endswith("[sr]")
     assert sr.modelled[0].seconds == fast.modelled[0].seconds > 0
+
+
+def test_explain_says_where_sr_equals_fast_and_why():
+    """sr differs from fast only where an fp32 result is rounded to a bf16/fp16 output: explain() says so on every
+    other step, and on a bf16 step says nothing (the two then differ)."""
+    a = xp.ones((8, 8), dtype=xp.float32)
+    text = str(xp.explain("ij,jk->ik", a, a, precision="sr"))
+    assert "step 1: sr equals fast here, bit for bit: sr rounds stochastically only a bf16/fp16 result, and this " \
+           "step's is float32" in text
+    assert "sr equals fast" not in str(xp.explain("ij,jk->ik", a, a, precision="fast"))
+    b = xp.ones((8, 8), dtype=xp.bfloat16)
+    assert "sr equals fast" not in str(xp.explain("ij,jk->ik", b, b, precision="sr"))

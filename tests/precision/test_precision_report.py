@@ -38,6 +38,10 @@ def test_cli_with_a_device_model_adds_modelled_columns_and_the_frontier_panel(tm
         if mode == "fast":
             assert vs_fast == "1.0x"
     assert image.imread(png).shape[2] in (3, 4)
+    # float32 outputs: sr's rows are fast's, and the report says why
+    by_mode = {(r[0], r[1]): r[2:6] for r in rows}
+    assert all(by_mode[("sr", K)] == by_mode[("fast", K)] for K in ("16", "512"))
+    assert "\nsr equals fast on float32 outputs, bit for bit: sr rounds stochastically only where" in out
 
 
 def test_figure_has_the_frontier_panel_only_with_costs():

@@ -175,6 +175,7 @@ class Explanation:
             lines.append(f"whole expression: bound {'-' if bound is None else f'{bound:.2g}'} of the expression "
                          f"on |operands|, {self.roundings} rounding(s) composed")
         lines += self.dominated
+        lines += self._sr_as_fast()
         if self.sharding:
             lines.append("placements on the mesh (per step: operands -> result, collectives with this rank's bytes, "
                          "modelled time, next-best placements):")
@@ -182,6 +183,14 @@ class Explanation:
         if self.note:
             lines.append(self.note)
         return "\n".join(lines)
+
+    def _sr_as_fast(self) -> list[str]:
+        """A line per step run in sr whose result is not bf16/fp16: there sr is fast, bit for bit, on every
+        device (stochastic rounding applies only where an fp32 result is rounded to a narrower output)."""
+        return [f"step {i}: sr equals fast here, bit for bit: sr rounds stochastically only a bf16/fp16 result, and "
+                f"this step's is {_dtypes.name(p.dtype)}, so there is nothing to round at random"
+                for i, p in enumerate(self.steps, start=1)
+                if p.resolved is not None and p.resolved.mode == "sr" and p.dtype not in (torch.bfloat16, torch.float16)]
 
     def __repr__(self) -> str:
         return (f"Explanation({self.subscripts!r}, steps={len(self.steps)}, flops={self.flops:.3g}, "
