@@ -59,7 +59,8 @@ def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]
     the arrays' dtype, on their device."""
     values = list(operands)
     if all(type(x) is NeuronArray for x in values):  # the common call: arrays only
-        ts = [x._t for x in values]
+        # each a NeuronArray (checked just above; a cast would cost a call on every einsum)
+        ts = [x._t for x in values]  # type: ignore[attr-defined]
         if not all(t.is_cpu for t in ts):  # CPU tensors share their device: no device objects to compare
             check_same_device(ts, func, "operands")
         return ts
@@ -89,11 +90,12 @@ def einsum_tensors(request: Request | None, subscripts: str, ts: list[torch.Tens
         # shapes, dtypes, device and request in one lookup
         a, b = ts
         if not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS):
-            key = ("einsum2", subscripts, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device,
-                   request if request is None or request.mode is not None else cache_key(request))
+            key: tuple | None = ("einsum2", subscripts, a.shape, b.shape, a.dtype, b.dtype,
+                                 _CPU if a.is_cpu else a.device,
+                                 request if request is None or request.mode is not None else cache_key(request))
             found = _get(key)
             if found is None:
-                shapes = (a.shape, b.shape)
+                shapes: tuple[torch.Size, ...] = (a.shape, b.shape)
                 program = paths.program(parse(subscripts, shapes), shapes, optimize)
                 found = COMPILED.put(key, compile(program, request, (a.dtype, b.dtype), a.device))
             single = found.single
@@ -131,7 +133,8 @@ def ranks_of(ts: Sequence[torch.Tensor]) -> int:
     """The number of ranks sharded operands (a registered executor's: DTensor) are spread over; 1 for none."""
     if not EXECUTORS:
         return 1
-    return max((t.device_mesh.size() for t in ts if type(t) in EXECUTORS), default=1)
+    # the executors' tensor types are DTensors (registered by trn_backend.distributed), which have a device_mesh
+    return max((t.device_mesh.size() for t in ts if type(t) in EXECUTORS), default=1)  # type: ignore[attr-defined]
 
 
 def _device_of(ts: Sequence[torch.Tensor]) -> torch.device:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import TypeGuard
 
 import numpy as np
 import torch
@@ -17,9 +18,10 @@ from .plan import result_dtype
 __all__ = ["canonical_axes", "is_int", "tensordot_spec"]
 
 Size = tuple[int, ...]
+Axes = int | tuple[tuple[int, ...], tuple[int, ...]]  # canonical axes (``canonical_axes``)
 
 
-def canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]]:
+def canonical_axes(axes: object) -> Axes:
     """``axes`` as an int or a pair of int tuples; anything else is a TypeError naming it."""
     if type(axes) is tuple and len(axes) == 2 and type(axes[0]) is tuple and type(axes[1]) is tuple and \
             all(type(i) is int for i in axes[0] + axes[1]):
@@ -29,19 +31,20 @@ def canonical_axes(axes: object) -> int | tuple[tuple[int, ...], tuple[int, ...]
     if isinstance(axes, Sequence) and not isinstance(axes, str) and len(axes) == 2:
         pair = tuple(tuple(x) if isinstance(x, Sequence) and not isinstance(x, str) else (x,) for x in axes)
         if all(is_int(i) for side in pair for i in side):
-            return tuple(tuple(int(i) for i in side) for side in pair)
+            first, second = (tuple(int(i) for i in side) for side in pair)  # two sides: len(axes) == 2
+            return first, second
     raise TypeError(f"tensordot(): axes must be an int or a pair of sequences of ints, got {axes!r}")
 
 
-def is_int(x: object) -> bool:
+def is_int(x: object) -> TypeGuard[int | np.integer]:
     """An int or NumPy integer, not a bool."""
     return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
 
 
 @functools.lru_cache(maxsize=4096)
-def tensordot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: object) -> Spec:
-    """The labels of tensordot(x1, x2, axes) on operands of these shapes and dtypes, validated (errors name the
-    axes and sizes)."""
+def tensordot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: Axes) -> Spec:
+    """The labels of tensordot(x1, x2, axes) on operands of these shapes and dtypes (``axes`` canonical),
+    validated (errors name the axes and sizes)."""
     result_dtype((da, db), "tensordot")
     if isinstance(axes, int):
         if not 0 <= axes <= min(len(sa), len(sb)):

@@ -133,7 +133,9 @@ def compile(program: Program, request: _precision.Request | None, dtypes: Sequen
             blocked = next((r for r in compiled.roundings if r.bound is None), None)
             if blocked is not None:
                 raise _precision.PrecisionError(_no_rounding(blocked, request), "contraction")
-            if request.target is not None and compiled.bound > request.target:
+            bound = compiled.bound
+            assert bound is not None  # no rounding lacks a bound (refused just above), so their composition has one
+            if request.target is not None and bound > request.target:
                 costs = ", ".join(f"{r.what} costs {r.bound:.3g}" for r in compiled.roundings)
                 raise _precision.PrecisionError(
                     f"no mode reaches target_forward_error={request.target:g} for {program.spec.subscripts!r}: "
@@ -143,6 +145,7 @@ def compile(program: Program, request: _precision.Request | None, dtypes: Sequen
         return compiled
     if request.relative is not None:
         return _for_relative(program, request, dtypes, device, result, out, ranks)
+    assert request.target is not None  # a request holds a mode or one target; neither a mode nor relative here
     return _for_target(program, request, request.target, dtypes, device, result, out, ranks, carry)
 
 
@@ -178,9 +181,9 @@ def _assemble(program: Program, request: _precision.Request | None, dtypes: tupl
         if base.kernel is None:
             resolved = None
         elif base.kernel == "mul":  # one product per entry: its bound is the dtype's, whatever the mode
-            moded = inexact and request is not None and request.mode is not None
             resolved = _precision.Resolved(request.mode, request.params, bounds.product_bound(compute, stochastic)) \
-                if moded else _precision.Resolved("native", (), bounds.product_bound(compute) if inexact else None)
+                if inexact and request is not None and request.mode is not None else \
+                _precision.Resolved("native", (), bounds.product_bound(compute) if inexact else None)
         else:
             resolved = choose(base.dtype, base.bmkn[2], base.bmkn)
         plan = found.with_modes(resolved, sums)
@@ -188,8 +191,10 @@ def _assemble(program: Program, request: _precision.Request | None, dtypes: tupl
         if not inexact:
             continue
         for letter, s in zip("ab", [s for s in plan.sums if s is not None], strict=False):
+            assert s.resolved is not None  # each pre-sum was given its mode (``choose``) above
             roundings.append(Rounding(f"{number}{letter}", f"{readable(s.subscripts)}", s.resolved.bound, True))
         if plan.kernel is not None:
+            assert resolved is not None  # a step with a kernel was resolved above
             what = readable(plan.subscripts) if plan.kernel != "mul" else \
                 f"elementwise product {readable(plan.subscripts)}"
             roundings.append(Rounding(str(number), what, resolved.bound, plan.kernel != "mul"))
@@ -257,6 +262,7 @@ def _for_target(program: Program, request: _precision.Request, target: float, dt
             reasons.append(f"{where}, {blocked.what} is not a rounding any bound describes")
             continue
         cost = _precision.compose(r.bound for r in fixed)
+        assert cost is not None  # every fixed rounding has a bound (``blocked`` above), so their composition has one
         budget = (target - cost) / (1 + cost)  # (1 + target) / (1 + cost) - 1, without its cancellation
         if not budget > 0 or (chosen and not _precision.share(budget, len(chosen)) > 0):
             listed = ", ".join(f"{r.what} {r.bound:.3g}" for r in fixed if r.bound)
@@ -265,9 +271,14 @@ def _for_target(program: Program, request: _precision.Request, target: float, dt
                            f"{cost:.3g}; the target is {target:g}")
             continue
         share = _precision.share(budget, len(chosen)) if chosen else budget
+
+        # a def, not a lambda: mypy cannot infer a lambda with the extra ``share`` parameter as a Chooser
+        def choose(dtype: torch.dtype, K: int, bmkn: tuple[int, int, int, int],
+                   share: float = share) -> _precision.Resolved:
+            return _precision.select(dtype, K, share, device, bmkn)
+
         try:
-            return _assemble(program, request, dtypes, device, result, compute, out, ranks,
-                             lambda dtype, K, bmkn, share=share: _precision.select(dtype, K, share, device, bmkn))
+            return _assemble(program, request, dtypes, device, result, compute, out, ranks, choose)
         except _precision.PrecisionError:
             reasons.append(f"{where}, {_short_of(layout, share, device)}")
     raise _precision.PrecisionError(
@@ -285,7 +296,8 @@ def _short_of(layout: Compiled, share: float, device: torch.device) -> str:
     for number, plan in enumerate(layout.plans, start=1):
         for p in [s for s in plan.sums if s is not None] + ([plan] if plan.kernel not in (None, "mul") else []):
             best = _precision.best_available(p.dtype, p.bmkn[2], device, p.bmkn)
-            if best is not None and best.bound > share:
+            # best_available picks among bounded modes only: ``best.bound is not None`` always holds
+            if best is not None and best.bound is not None and best.bound > share:
                 return (f"step {number} ({readable(p.subscripts)}, K={p.bmkn[2]}) needs {share:.3g} and the best "
                         f"available bound is {best.bound:.3g}, from {best.label}")
     return f"each product and pre-sum needs {share:.3g}"
@@ -295,6 +307,7 @@ def _for_relative(program: Program, request: _precision.Request, dtypes: tuple[t
                   device: torch.device, result: torch.dtype, out: torch.dtype, ranks: int) -> Compiled:
     """Under a relative target: one rounding is checked where it runs (``posteriori``), several as a whole."""
     target = request.relative
+    assert target is not None  # compile() routes only relative targets here
     if ranks > 1:
         raise _precision.PrecisionError(
             "target_relative_error= is not available for sharded operands (the a posteriori check needs the "
@@ -310,8 +323,11 @@ def _for_relative(program: Program, request: _precision.Request, dtypes: tuple[t
         plain = _assemble(program, request, dtypes, device, result, result, out, ranks, start)
         plan = plain.plans[0]
         if plan.kernel == "mul":
+            assert plan.resolved is not None  # _assemble resolves every "mul" step
+            # the pre-sums keep their modes (there are none here: a product and a pre-sum would be two roundings)
+            sums = tuple(None if s is None else s.resolved for s in plan.sums)
             plan = entry(*_step_key(program, result)).with_modes(
-                dataclasses.replace(plan.resolved, target_relative_error=target), plan.sums)
+                dataclasses.replace(plan.resolved, target_relative_error=target), sums)
             plain = dataclasses.replace(plain, plans=(plan,), single=plan if plain.single is not None else None)
         return plain
     # several roundings: the whole expression, carried in float64 and checked once; its plans are the first

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import torch
 
@@ -22,7 +23,7 @@ __all__ = ["execute", "EXECUTORS"]
 EXECUTORS: dict[type, Callable[[Plan, Sequence[torch.Tensor]], torch.Tensor]] = {}
 
 
-def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
+def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """Run ``plan``; the only arithmetic outside the kernel is diagonal extraction and single-operand sums."""
     if EXECUTORS:
         for t in tensors:
@@ -55,7 +56,7 @@ def execute(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) 
     return out
 
 
-def _general(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...]) -> torch.Tensor:
+def _general(plan: Plan, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """Every other step (see ``Plan.direct``): diagonals, sums and broadcasts of the operands (already in the
     plan's dtype: the runner casts them, each cast a rounding the program counts), then the kernel call with its
     mode's parameters or a posteriori check; the result before the output layout."""
@@ -74,7 +75,8 @@ def _general(plan: Plan, tensors: list[torch.Tensor] | tuple[torch.Tensor, ...])
         if op.shape is not None:
             t = t.reshape(op.shape)
         ops.append(t)
-    r = plan.resolved
+    # read below only where the plan has a kernel: the compiler gives each kernel step its mode (``with_modes``)
+    r = cast(_precision.Resolved, plan.resolved)
     if plan.kernel is None:
         out = ops[0]
     elif plan.kernel == "mul":
@@ -104,6 +106,8 @@ def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
     are left out, as ``posteriori`` does. No mode does better than one rounding, so there is nothing to escalate
     to: a miss raises."""
     r = plan.resolved
+    # ``_general`` calls this for a checked ``mul`` step only: it carries its mode and relative target
+    assert r is not None and r.target_relative_error is not None
     real = plan.dtype.to_real() if plan.dtype.is_complex else plan.dtype
     stochastic = r.mode == "sr" and real in (torch.bfloat16, torch.float16)
     # complex: the textbook product's normwise error is sqrt(5) u (Brent, Percival, Zimmermann 2007), and both
@@ -137,7 +141,7 @@ def _presum(t: torch.Tensor, dims: tuple[int, ...], plan: Plan) -> torch.Tensor:
     torch's sum in the operand's dtype, whose error any order of summation keeps within native's bound
     gamma_Ks(u); other modes run [R, Ks] @ ones[Ks, 1] through the kernel layer (a posteriori checked under a
     relative target), so the sum has the mode's bound like any contraction."""
-    r = plan.resolved
+    r = cast(_precision.Resolved, plan.resolved)  # the compiler gives each pre-sum plan its mode (``with_modes``)
     if r.mode == "native" and r.target_relative_error is None:
         return _sum(t, dims)
     kept = [d for d in range(t.dim()) if d not in dims]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import opt_einsum
@@ -273,6 +273,7 @@ def _target(device: object, operands_device: torch.device) -> _Target:
     if device is None:
         return _Target(operands_device)
     kind = _device.device_type(device, "explain()")
+    assert isinstance(device, (torch.device, str))  # device_type refuses anything else (TypeError)
     if kind not in kernels.NEURON_DEVICE_TYPES:
         return _Target(device if isinstance(device, torch.device) else torch.device(device), kind)
     from ..kernels.nki import toolchain
@@ -316,8 +317,9 @@ def _dominated(plans: Sequence[Plan], compiled: Sequence[str]) -> tuple[str, ...
     for i, (p, impl) in enumerate(zip(plans, compiled, strict=True), start=1):
         if p.kernel is None or not impl.startswith("nki."):
             continue
+        assert p.resolved is not None  # the compiler resolves every step with a kernel
         line = _neuron_front.step_note(i, p.resolved.mode, p.dtype, p.bmkn[2], p.resolved.bound,
-                                       p.resolved.kwargs.get("slices"))
+                                       _slices(p.resolved))
         if line is not None:
             lines.append(line)
     return tuple(lines)
@@ -331,6 +333,8 @@ def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch
     _, contraction_list = opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=optimize,
                                                    einsum_call=True)
     terms = list(zip(shapes, dtypes, strict=True))
+    plans: list[Plan]
+    first: Compiled | None
     plans, rows, first, path, sizes = [], [], None, [], []
     for inds, _, einsum_str, _, _ in contraction_list:
         taken = [terms.pop(x) for x in inds]  # in the order of einsum_str's inputs, as opt_einsum passes them
@@ -347,6 +351,7 @@ def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch
         sizes.append(len(c.plans))
         terms.append((tuple(shape_of(call.output, list(zip(call.inputs, call_shapes, strict=True)))), c.out))
         path.append(tuple(sorted(inds)))
+    assert first is not None  # opt_einsum's contraction list has a call for every contraction (one operand too)
     targeted = request is not None and request.mode is None
     note = (f"opt_einsum.contract(backend='trn') runs its loop itself: each of its {len(contraction_list)} "
             "call(s) (tensordot or einsum) is an expression of its own, " +
@@ -387,14 +392,16 @@ def error_bound(mode: str, dtype: object, K: int | str, /, *shapes: object, rank
     if not isinstance(K, str):
         if shapes:
             raise TypeError("error_bound(): operand shapes go with subscripts, not with a contracted length K")
-        return _precision.error_bound(mode, dtype, K, ranks=ranks, **params)
+        # (any dtype spelling: _precision.error_bound converts it, ``_check_problem``; its annotation names torch's)
+        return _precision.error_bound(mode, cast(torch.dtype, dtype), K, ranks=ranks, **params)
     with _precision.precision(mode, **params):
         explanation = explain(K, *shapes, optimize=optimize, dtype=dtype)
     bound = explanation.bound
     if ranks == 1 or bound is None or not explanation.roundings:
         return bound
     # the partial results of the ranks are summed as the sharded engine sums them: see _precision.error_bound
-    return _precision.compose([bound, _precision.error_bound(mode, dtype, 0, ranks=ranks, **params)])
+    return _precision.compose([bound, _precision.error_bound(mode, cast(torch.dtype, dtype), 0, ranks=ranks,
+                                                             **params)])
 
 
 def _cost_basis(dtype: torch.dtype, device: torch.device, request: _precision.Request | None) -> str | None:
@@ -409,6 +416,7 @@ def _implementation(p: Plan, device: torch.device, compiled: bool | None = None,
     ``kernels.implementation``)."""
     if p.kernel is None:
         return "-"
+    assert p.resolved is not None  # the compiler resolves every step with a kernel
     if p.loop is None:
         return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs,
                                       compiled, preview)
@@ -424,8 +432,10 @@ def _estimate(p: Plan, implementation: str) -> object:
         return None
     from ..kernels.nki import cost
 
+    # an NKI implementation: a step with a kernel, which the compiler resolves
+    assert p.kernel is not None and p.resolved is not None
     return cost.modelled(p.kernel, cost.runs_as(p.resolved.mode), p.bmkn, float64=p.dtype is torch.float64,
-                         slices=p.resolved.kwargs.get("slices"))
+                         slices=_slices(p.resolved))
 
 
 def _describe(operands: Sequence[object], dtype: object
@@ -480,7 +490,8 @@ def _modelled_text(p: Plan, estimate) -> str:
     """An NKI step's modelled trn2 time and its Tensor Engine passes (bf16 passes; native runs one fp32 pass)."""
     if estimate is None:
         return "-"
-    slices = p.resolved.kwargs.get("slices") or reference.ozaki_default_slices(p.dtype)
+    assert p.resolved is not None  # an estimate: an NKI step, with a kernel and its mode
+    slices = _slices(p.resolved) or reference.ozaki_default_slices(p.dtype)
     passes = _precision.MODES[p.resolved.mode].passes(slices)
     work = "one fp32 pass" if passes is None else f"{passes} bf16 pass{'es' if passes > 1 else ''}"
     from ..kernels.nki import cost
@@ -495,10 +506,16 @@ def _bound_text(p: Plan) -> str:
 
 def _sum_implementation(p: Plan, device: torch.device, preview: bool = False) -> str:
     """A pre-sum runs torch's sum under native, else the mode's matmul with a vector of ones."""
+    assert p.resolved is not None  # the compiler resolves every pre-sum
     if p.resolved.mode == "native":
         return "torch.sum"
     return kernels.implementation("matmul", p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs,
                                   preview=preview)
+
+
+def _slices(r: _precision.Resolved) -> int | None:
+    """ozaki's slice count (None for the other modes), an int: ``_precision`` checks mode parameters."""
+    return cast("int | None", r.kwargs.get("slices"))
 
 
 def _shape_text(shape: tuple[int, ...]) -> str:

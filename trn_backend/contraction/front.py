@@ -20,13 +20,16 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
 
 from .. import _precision
 
 __all__ = ["entry_point", "ENTRY_POINTS"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+# a body: the request first, then the public function's own parameters
+Body = Callable[Concatenate[_precision.Request | None, P], R]
 
 ENTRY_POINTS: dict[str, Callable[..., Any]] = {}
 
@@ -35,11 +38,23 @@ _active = _precision.active_setting
 _Error = _precision.PrecisionError
 
 
-def entry_point(name: str, *, key: str | None = None, takes_precision: bool = True) -> Callable[[F], F]:
+@overload
+def entry_point(name: str, *, key: str | None = None,
+                takes_precision: Literal[False]) -> Callable[[Body[P, R]], Callable[P, R]]: ...
+
+
+# the door also takes the precision keywords, which a ParamSpec cannot add: its other parameters go unchecked
+@overload
+def entry_point(name: str, *, key: str | None = None,
+                takes_precision: bool = True) -> Callable[[Body[P, R]], Callable[..., R]]: ...
+
+
+def entry_point(name: str, *, key: str | None = None,
+                takes_precision: bool = True) -> Callable[[Callable[..., R]], Callable[..., R]]:
     """Make ``body(request, *args, **kwargs)`` the public ``name`` (see the module docstring), listed in
     ``ENTRY_POINTS`` as ``key`` (default: ``name``; several functions may share a name in errors)."""
 
-    def decorate(body: F) -> F:
+    def decorate(body: Callable[..., R]) -> Callable[..., R]:
         if takes_precision:
             @functools.wraps(body)
             def door(*args: Any, **kwargs: Any) -> Any:
@@ -75,7 +90,7 @@ def entry_point(name: str, *, key: str | None = None, takes_precision: bool = Tr
 
         door.__signature__ = _public_signature(body, takes_precision)  # type: ignore[attr-defined]
         ENTRY_POINTS[key or name] = door
-        return door  # type: ignore[return-value]
+        return door
 
     return decorate
 

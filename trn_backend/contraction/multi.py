@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
+from typing import cast
 
 import torch
 
@@ -36,7 +37,8 @@ def multi_einsum(request: Request | None, *contractions: Sequence[object]) -> li
         outs = _run_group(request, unpacked[members[0]][0], [unpacked[i][1] for i in members])
         for i, out in zip(members, outs, strict=True):
             results[i] = out
-    return [wrap(r) for r in results]
+    # every contraction is in one group, whose results fill its places
+    return [wrap(r) for r in cast("list[torch.Tensor]", results)]
 
 
 def _run_group(request: Request | None, spec: Spec, operands: list[tuple[torch.Tensor, ...]]) -> list[torch.Tensor]:

@@ -86,8 +86,10 @@ def to_trn(x: object) -> NeuronArray:
 
 def _operands(operands: tuple[object, ...], func: str) -> list[torch.Tensor]:
     """Operands as tensors: arrays through ``to_trn``, Python scalars as weak scalars (``einsum_operands``)."""
-    if all(type(x) is NeuronArray for x in operands) and len({x._t.device for x in operands}) <= 1:
-        return [x._t for x in operands]  # every step of a network: nothing to convert or check
+    # every step of a network, nothing to convert or check: NeuronArrays only (all() checks that first, which
+    # the checker cannot follow; a cast would cost a call per step)
+    if all(type(x) is NeuronArray for x in operands) and len({x._t.device for x in operands}) <= 1:  # type: ignore[attr-defined]
+        return [x._t for x in operands]  # type: ignore[attr-defined]
     return einsum_operands([x if isinstance(x, PY_SCALARS) else to_trn(x) for x in operands], func)
 
 

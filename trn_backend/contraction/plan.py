@@ -243,7 +243,7 @@ def _sums(subscripts: str, dtype: torch.dtype, operands) -> tuple[Plan | None, .
     none sums anything inexactly: see ``Plan.sums``."""
     if not (dtype.is_floating_point or dtype.is_complex):
         return ()
-    sums = []
+    sums: list[Plan | None] = []
     for op, labels, sizes in operands:
         ks = math.prod(sizes[labels[d]] for d in op.summed)
         if ks <= 1:  # a sum of at most one term is exact
@@ -366,7 +366,7 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
     B, M, K, N = math.prod(map(size, batch)), math.prod(map(size, rows)), math.prod(map(size, g.contracted)), \
         math.prod(map(size, cols))
     kernel = "bmm" if batch and B != 1 else "matmul"
-    lead = (B,) if kernel == "bmm" else ()
+    lead: tuple[int, ...] = (B,) if kernel == "bmm" else ()
     loop = None
     if spread:
         shared, broadcast = math.prod(map(size, g.batch)), math.prod(map(size, spread))

@@ -23,6 +23,7 @@ estimate never vouches for arithmetic that left its range. K = 0 gives exact zer
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
@@ -36,14 +37,17 @@ __all__ = ["run"]
 def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """The kernel call of ``plan`` on operands in kernel layout, checked against the plan's relative target
     and rerun one rung up the ladder while the estimate misses; the modes tried are recorded (a ``Check``)."""
+    start = plan.resolved
+    # the runner sends only a checked plan here: a kernel step whose mode carries the relative target
+    assert plan.kernel is not None and start is not None and start.target_relative_error is not None
     kernel = getattr(kernels, plan.kernel)
-    K, target = plan.bmkn[2], plan.resolved.target_relative_error
+    K, target = plan.bmkn[2], start.target_relative_error
     if K == 0 or a.numel() == 0 or b.numel() == 0:  # an empty sum, or an empty result: exact, nothing to check
-        _precision.record(_precision.Check(plan.subscripts, K, target, ((plan.resolved.label, 0.0),)))
-        return kernel(a, b, plan.resolved.mode, **plan.resolved.kwargs)
+        _precision.record(_precision.Check(plan.subscripts, K, target, ((start.label, 0.0),)))
+        return kernel(a, b, start.mode, **start.kwargs)
     scale, zero = _magnitude(kernel, a, b, K)
     special = _special(a, b)
-    resolved: _precision.Resolved | None = plan.resolved
+    resolved: _precision.Resolved | None = start
     tried, error = [], None
     while resolved is not None:
         try:
@@ -76,9 +80,14 @@ def _terms(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> tuple[f
     real = dtype.to_real() if dtype.is_complex else dtype
     underflow = (K + 1) * torch.finfo(real).smallest_normal * torch.finfo(real).eps  # (K + 1) * 2 * eta
     if dtype is not torch.float32 or resolved.mode == "native":  # native float32 sums in float32: no refinement
+        # a checked mode has a bound: the check starts at one that publishes it (``_checked``), escalates to others
+        assert resolved.bound is not None
         return resolved.bound, 0.0, underflow
     u = _precision.U_FP32
-    return _precision.error_bound(resolved.mode, torch.float64, K, **resolved.kwargs), u / (1 - u), underflow
+    params: dict[str, Any] = resolved.kwargs  # the mode's own parameters (slices, generator), never ``ranks``
+    bound = _precision.error_bound(resolved.mode, torch.float64, K, **params)
+    assert bound is not None  # every mode publishes a float64 bound
+    return bound, u / (1 - u), underflow
 
 
 def _escalate(resolved: _precision.Resolved, dtype: torch.dtype, K: int, device: torch.device,
@@ -108,6 +117,7 @@ def _magnitude(kernel, a: torch.Tensor, b: torch.Tensor, K: int) -> tuple[torch.
     b_up = torch.where(b_scaled != 0, b_scaled.clamp(min=_FLOOR), 0.0)
     fast = kernel(a_up, b_up, "fast")
     bound = _precision.error_bound("fast", torch.float64, K)
+    assert bound is not None  # fast publishes a float64 bound
     return reference._common._ldexp(fast / (1 - bound), e + f), fast == 0
 
 

@@ -24,6 +24,7 @@ import dataclasses
 import functools
 import math
 import time
+import typing
 from collections.abc import Callable, Iterator, Sequence
 
 import torch
@@ -67,13 +68,17 @@ def run(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded |
     """The result of ``c`` on ``tensors`` (the operands, of ``c.dtypes``; with ``preset``, the steps ``fold``
     computed, whose operands may then be None), in ``c.out``."""
     if c.single is not None and preset is None:  # one step on the operands as they are (``Compiled.single``)
-        held = execute(c.single, tensors)
-        if c.checked and c.request.target is not None:
-            _vouch(c, tensors, held)
+        given = typing.cast(Sequence[torch.Tensor], tensors)  # without ``preset``, every operand is given
+        held = execute(c.single, given)
+        if c.checked and c.request is not None and c.request.target is not None:  # checked: there is a request
+            _vouch(c, given, held)
         return held
     if c.relative is not None:
-        return _checked(c, tensors)
-    operands = tensors if preset is None else [*preset.operands, *(t for t in tensors if t is not None)]
+        # relative targets are checked as a whole, never folded (no ``preset``): every operand is given
+        return _checked(c, typing.cast(Sequence[torch.Tensor], tensors))
+    # every operand: all given without ``preset``; else the given ones and the constants the folded steps read
+    operands = typing.cast(Sequence[torch.Tensor], tensors) if preset is None else \
+        [*preset.operands, *(t for t in tensors if t is not None)]
     return finish(c, partial(c, tensors, preset=preset, progress=progress), operands)
 
 
@@ -85,13 +90,17 @@ def fold(c: Compiled, tensors: Sequence[torch.Tensor | None]) -> Folded:
     done = set(known)
     for step, plan in zip(c.program.steps, c.plans, strict=True):
         if all(i in known for i in step.operands):
-            registers[step.register] = _step(step, plan, [registers[i] for i in step.operands])
+            # every operand is known: given, or computed by an earlier step
+            args = typing.cast("list[torch.Tensor]", [registers[i] for i in step.operands])
+            registers[step.register] = _step(step, plan, args)
             known.add(step.register)
             done.add(step.register)
     needed = {i for step in c.program.steps if step.register not in done for i in step.operands if i in known}
     if c.program.result in done:
         needed.add(c.program.result)
-    return Folded({i: registers[i] for i in needed}, frozenset(done), tuple(t for t in tensors if t is not None))
+    # the needed registers are known: given or computed
+    folded = typing.cast("dict[int, torch.Tensor]", {i: registers[i] for i in needed})
+    return Folded(folded, frozenset(done), tuple(t for t in tensors if t is not None))
 
 
 def partial(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded | None = None,
@@ -113,8 +122,11 @@ def partial(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Fold
         args = [registers[i] for i in step.operands]
         for i in step.operands:
             registers[i] = None  # each register is read once: free it as soon as it is consumed
-        registers[step.register] = _step(step, plan, args) if not shared else _shared_step(step, plan, args)
-    return registers[c.program.result]
+        # each step reads registers filled before it (operands, preset or earlier steps' results): a dataflow fact
+        # the checker cannot see, and a cast would cost a call per step
+        registers[step.register] = \
+            _step(step, plan, args) if not shared else _shared_step(step, plan, args)  # type: ignore[arg-type]
+    return registers[c.program.result]  # type: ignore[return-value]  # the last step fills the result register
 
 
 def _cast_operands(c: Compiled, tensors: Sequence[torch.Tensor | None]) -> list[torch.Tensor | None]:
@@ -152,10 +164,12 @@ def finish(c: Compiled, held: torch.Tensor, operands: Sequence[torch.Tensor]) ->
     relative target whose only rounding is this one, its ``Check``."""
     if held.dtype is not c.out:
         held = cast(held, c.out, c.checked, "the result")
-    if c.checked and c.request.target is not None:
+    if c.checked and c.request is not None and c.request.target is not None:  # checked: there is a request
         _vouch(c, operands, held)
     if c.final_check is not None:
         rounding = c.final
+        # compile sets final_check only where the call's one rounding is the final one, with a bound
+        assert rounding is not None and rounding.bound is not None
         check = _precision.Check(c.program.spec.subscripts, c.program.contracted, c.final_check,
                                  ((rounding.what, rounding.bound),))
         _precision.record(check)
@@ -243,7 +257,8 @@ def _finite(t: torch.Tensor) -> bool:
 def _checked(c: Compiled, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """``c`` checked as a whole (``whole.checked``): forward targets carried in float64, and native float64 on
     magnitudes, each compiled from the same program."""
-    program, device = c.program, c.device
+    program, device, relative = c.program, c.device, c.relative
+    assert relative is not None  # ``run`` comes here for a relative target only
 
     def forward(request: _precision.Request, ts: Sequence[torch.Tensor]) -> tuple[torch.Tensor, float | None, str]:
         dtypes = tuple(t.dtype for t in ts)
@@ -258,7 +273,7 @@ def _checked(c: Compiled, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 
     spec = program.spec
     sizes = label_sizes(zip(spec.inputs, (t.shape for t in tensors), strict=True))
-    return whole.checked(spec.subscripts, forward, tensors, sizes, spec.output, c.relative, c.out)
+    return whole.checked(spec.subscripts, forward, tensors, sizes, spec.output, relative, c.out)
 
 
 # --- sliced programs ---
@@ -305,7 +320,8 @@ def _sum_slices(c: Compiled, registers: list[torch.Tensor | None], progress: boo
     digit = {label: i for i, label in enumerate(order.indices)}
     leaves = []
     for i, labels in enumerate(program.spec.inputs):
-        base, front = _leading(labels, registers[i], program.sliced, program.varies[i])
+        # sliced programs are never folded (no preset): every operand is given
+        base, front = _leading(labels, typing.cast(torch.Tensor, registers[i]), program.sliced, program.varies[i])
         leaves.append((base, tuple(digit[label] for label in front)))
         registers[i] = base if not front else None
     # each step as (its register, the registers it reads, its plan, its permute): what a slice runs, with no
@@ -314,7 +330,8 @@ def _sum_slices(c: Compiled, registers: list[torch.Tensor | None], progress: boo
     sizes = program.sizes_of_labels
     for k in order.constant_steps:
         register, operands, plan, perm = work[k]
-        out = execute(plan, [registers[i] for i in operands])
+        # a constant step reads operands given whole, or constant steps run before it
+        out = execute(plan, typing.cast("list[torch.Tensor]", [registers[i] for i in operands]))
         registers[register] = out if perm is None else out.permute(perm)
     acc = c.acc
     add = torch.Tensor.logical_or_ if c.compute is torch.bool else torch.Tensor.add_
@@ -333,9 +350,11 @@ def _sum_slices(c: Compiled, registers: list[torch.Tensor | None], progress: boo
             registers[i] = base[tuple(value[d] for d in digits)]
         for k in order.stale_steps[p]:
             register, operands, plan, perm = work[k]
-            out = execute(plan, [registers[i] for i in operands])
+            # a stale step reads registers this slice filled (its leaves indexed, steps run in order): a dataflow
+            # fact the checker cannot see, and a cast would cost a call per step of every slice
+            out = execute(plan, [registers[i] for i in operands])  # type: ignore[misc]
             registers[register] = out if perm is None else out.permute(perm)
-        out = registers[result]
+        out = registers[result]  # type: ignore[assignment]  # as above: the result register is filled
         add(parts[tuple(value[d] for d in outer_digits)], out if out.dtype is acc else _widened(out, acc))
         if bar is not None:
             bar.update()

@@ -93,6 +93,7 @@ def checked(subscripts: str, run: Runner, tensors: Sequence[torch.Tensor], sizes
             f"): the best a posteriori estimate reached is {best:.3g} (tried: "
             f"{', '.join(f'{m} {e:.3g}' for m, e in tried) or 'none'}); |C| is too small against the expression "
             "on |operands| for this dtype, or underflows it", "contraction") from error
+    assert result is not None  # met: the try that met the target rounded its result
     return result
 
 

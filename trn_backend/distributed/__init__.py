@@ -17,21 +17,21 @@ from . import _requires  # noqa: F401  (first: a clear ImportError on a torch wi
 
 # isort: split
 
-from typing import Any
+from typing import Any, cast
 
 import torch
 import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh
 from torch.distributed.tensor import DTensor
 
-from .._array import NeuronArray, wrap
+from .._array import NeuronArray
 from .._helpers import normalize_axis, tensor
 from .._overrides import OVERRIDES
 from ..contraction import execute as _execute
 from ..contraction import runner as _runner
 from ..contraction.explain import PLACEMENTS as _PLACEMENTS
 from . import _contract, _dispatch
-from ._array import ShardedNeuronArray, Sharding, place, placement
+from ._array import ShardedNeuronArray, Sharding, place, placement, wrap_dtensor
 from ._comm import Link
 from ._mesh import check_mesh, chunk_sizes, default_mesh, local_slice, mesh, whole_group
 from ._record import Counted, Record, count, record, use_network
@@ -54,7 +54,7 @@ def shard(x: NeuronArray, axis: Any, mesh: DeviceMesh | None = None) -> ShardedN
                          "pending=True) makes one")
     if isinstance(x, ShardedNeuronArray):
         return x.to_device(target)
-    return wrap(place(t, target, "shard"))
+    return wrap_dtensor(place(t, target, "shard"))
 
 
 def _axis(axis: Any, ndim: int, func: str) -> Any:
@@ -72,7 +72,7 @@ def replicate(x: NeuronArray, mesh: DeviceMesh | None = None) -> ShardedNeuronAr
     target = Sharding(mesh, (None,) * mesh.ndim) if mesh.ndim > 1 else Sharding(mesh)
     if isinstance(x, ShardedNeuronArray):
         return x.to_device(target)
-    return wrap(place(t, target, "replicate"))
+    return wrap_dtensor(place(t, target, "replicate"))
 
 
 def from_local(local: NeuronArray, axis: Any, mesh: DeviceMesh | None = None, *,
@@ -93,10 +93,10 @@ def from_local(local: NeuronArray, axis: Any, mesh: DeviceMesh | None = None, *,
         raise TypeError("from_local(): a pending sum of booleans is undefined; pass integer summands")
     placements = placement(sharding)
     if not any(p.is_shard() for p in placements):
-        return wrap(DTensor.from_local(t, mesh, placements, shape=t.shape, stride=t.stride()))
+        return wrap_dtensor(DTensor.from_local(t, mesh, placements, shape=t.shape, stride=t.stride()))
     shape = _global_shape(tuple(t.shape), sharding, mesh)
-    return wrap(DTensor.from_local(t, mesh, placements, shape=torch.Size(shape),
-                                   stride=_contract.global_stride(t, shape)))
+    return wrap_dtensor(DTensor.from_local(t, mesh, placements, shape=torch.Size(shape),
+                                           stride=_contract.global_stride(t, shape)))
 
 
 def _global_shape(local: tuple[int, ...], sharding: Sharding, mesh: DeviceMesh) -> tuple[int, ...]:
@@ -134,7 +134,9 @@ def einsum(subscripts: str, /, *operands: Any, sharding: Sharding, **kwargs: Any
         raise ValueError("einsum(sharding=...): give the output explicitly (\"ij,jk->ik\")")
     forced = tuple(spec_output[a] if isinstance(a, int) else a for a in _checked_axes(sharding, len(spec_output)))
     with _contract.forcing(spec_output, forced):
-        return _namespace.einsum(subscripts, *operands, **kwargs)
+        # sharded operands make a sharded result (its last step placed as forced; plain operands alone would make
+        # a plain one, which this function is not for)
+        return cast(ShardedNeuronArray, _namespace.einsum(subscripts, *operands, **kwargs))
 
 
 def _checked_axes(sharding: Sharding, ndim: int) -> tuple[Any, ...]:
@@ -151,6 +153,7 @@ def _checked_axes(sharding: Sharding, ndim: int) -> tuple[Any, ...]:
 OVERRIDES[ShardedNeuronArray] = _dispatch.call
 OVERRIDES[Sharding] = _dispatch.call
 _execute.EXECUTORS[DTensor] = _contract.execute
-_runner.CASTS[DTensor] = _contract.cast
-_runner.READS[DTensor] = DTensor.full_tensor
+# (the registries are keyed by tensor type: these functions get DTensors only, which the checker cannot express)
+_runner.CASTS[DTensor] = _contract.cast  # type: ignore[assignment]
+_runner.READS[DTensor] = DTensor.full_tensor  # type: ignore[assignment]
 _PLACEMENTS[DTensor] = _contract.placements_of_program

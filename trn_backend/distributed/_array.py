@@ -8,8 +8,8 @@ a contraction over a sharded index leaves). Collectives are torch.distributed's,
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast, overload
 
 import numpy as np
 import torch
@@ -24,7 +24,7 @@ from . import _comm, _record
 from ._mesh import local_device
 
 __all__ = ["PENDING", "Sharding", "ShardedNeuronArray", "sharding_of", "placement", "axes_of", "is_pending",
-           "is_partitioned", "replicated", "redistribute", "as_dtensor", "place"]
+           "is_partitioned", "replicated", "redistribute", "as_dtensor", "place", "wrap_dtensor"]
 
 
 PENDING = "sum"  # a mesh dimension over which the array is a pending sum (DTensor's Partial("sum"))
@@ -127,8 +127,7 @@ def placement(sharding: Sharding) -> tuple[Placement, ...]:
 
 def axes_of(placements: Sequence[Placement]) -> tuple[int | str | None, ...]:
     """Per mesh dimension, the axis a placement partitions, None (replicated) or ``PENDING``."""
-    return tuple(p.dim if isinstance(p, Shard) else PENDING if p.is_partial() else None  # type: ignore[attr-defined]
-                 for p in placements)
+    return tuple(p.dim if isinstance(p, Shard) else PENDING if p.is_partial() else None for p in placements)
 
 
 def sharding_of(t: DTensor) -> Sharding:
@@ -226,6 +225,8 @@ class ShardedNeuronArray(NeuronArray):
     it are read-only too, but views that functions take of it (reshape, transpose) are not."""
 
     __slots__ = ("_why",)  # set on a read-only sharded array: the reason, for the error
+    _t: DTensor  # what ``wrap`` makes of a DTensor (``register_wrapper`` below)
+    _why: str | None
 
     @property
     def device(self) -> Sharding:  # type: ignore[override]
@@ -252,7 +253,7 @@ class ShardedNeuronArray(NeuronArray):
         target = _checked(Sharding(self._t.device_mesh, axis), self.ndim, "redistribute")
         if target.pending:
             raise ValueError(f"redistribute(): a target cannot be a pending sum, got axis={axis!r}")
-        return wrap(redistribute(self._t, placement(target)))
+        return wrap_dtensor(redistribute(self._t, placement(target)))
 
     def resolve(self, axis: Any = None) -> ShardedNeuronArray:
         """Pending sums resolved: by all-reduces (``axis`` None: the partitions over other mesh dimensions are
@@ -262,8 +263,15 @@ class ShardedNeuronArray(NeuronArray):
         if axis is None:
             if not is_pending(self._t):
                 return self
-            return wrap(redistribute(self._t, tuple(Replicate() if p.is_partial() else p for p in self._t.placements)))
+            return wrap_dtensor(redistribute(self._t, tuple(Replicate() if p.is_partial() else p
+                                                            for p in self._t.placements)))
         return self.redistribute(axis)
+
+    @overload
+    def to_device(self, device: Sharding, /, *, stream: int | Any | None = None) -> ShardedNeuronArray: ...
+
+    @overload
+    def to_device(self, device: Any, /, *, stream: int | Any | None = None) -> NeuronArray: ...
 
     def to_device(self, device: Any, /, *, stream: int | Any | None = None) -> NeuronArray:
         """To another ``Sharding`` of the same mesh (redistributed), or gathered onto a device (a plain array)."""
@@ -273,7 +281,7 @@ class ShardedNeuronArray(NeuronArray):
             if device == self.device:
                 return self
             if device.mesh != self._t.device_mesh or device.pending:
-                return wrap(place(self.gather()._t, device, "to_device"))
+                return wrap_dtensor(place(self.gather()._t, device, "to_device"))
             return self.redistribute(device.axes if len(device.axes) > 1 else device.axis)
         return self.gather().to_device(device)
 
@@ -408,3 +416,5 @@ def _checked(sharding: Sharding, ndim: int, func: str, out_of_range: type[Except
 
 
 register_wrapper(DTensor, ShardedNeuronArray)
+# ``wrap`` typed for a DTensor, which it makes a ShardedNeuronArray (the registration above): the same function
+wrap_dtensor = cast(Callable[[DTensor], ShardedNeuronArray], wrap)

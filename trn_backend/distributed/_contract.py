@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import threading
+import typing
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -70,11 +71,12 @@ def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> DTensor:
     except PrecisionError as e:  # this rank's blocks are beyond the mode: every rank must know before going on
         out, refusal = None, e
     _agree(refusal, dts[0].device_mesh, blocks[0].device, plan.subscripts)
+    assert out is not None  # _agree raised where this rank refused
     return finish(out, dts[0].device_mesh, chosen.output, plan.shape)
 
 
-def decision(tensors: Sequence[torch.Tensor], inputs: Sequence[str], output: str, dtype: torch.dtype, what: str,
-             mesh: DeviceMesh | None = None) -> tuple[DeviceMesh, _strategy.Decision]:
+def decision(tensors: Sequence[torch.Tensor | _Placed], inputs: Sequence[str], output: str, dtype: torch.dtype,
+             what: str, mesh: DeviceMesh | None = None) -> tuple[DeviceMesh, _strategy.Decision]:
     """The mesh of the sharded operands and the planner's placement of the step (without running it)."""
     mesh = mesh or next(t.device_mesh for t in tensors if isinstance(t, DTensor))
     for t in tensors:
@@ -123,6 +125,10 @@ class _Placed:
     """A stand-in for a step's operand in a dry run: its global shape and placements (a DTensor's own, else
     replicated)."""
 
+    shape: tuple[int, ...]
+    placements: tuple[Placement, ...]
+    device_mesh: DeviceMesh
+
     def __init__(self, t: Any, shape: Sequence[int], mesh: DeviceMesh,
                  placements: tuple[Placement, ...] | None = None) -> None:
         if isinstance(t, _Placed):
@@ -158,7 +164,7 @@ def cast(t: DTensor, dtype: torch.dtype) -> DTensor:
     rounding of each rank's summand is not the rounding of the sum."""
     if is_pending(t):
         t = redistribute(t, tuple(Replicate() if p.is_partial() else p for p in t.placements))
-    return _dtypes.cast(t, dtype)
+    return typing.cast(DTensor, _dtypes.cast(t, dtype))  # torch's ops on a DTensor make a DTensor
 
 
 def finish(out: torch.Tensor, mesh: DeviceMesh, placements: Sequence[Placement], shape: Sequence[int]) -> DTensor:
@@ -187,7 +193,8 @@ def _local_plan(plan: Plan, inputs: tuple[str, ...], output: str, blocks: list[t
     # each pre-sum of the blocks under the mode resolved for the global one (its bound, for the longer global
     # sum, covers the block's)
     # (a block may sum fewer terms than the whole: one term is exact, and has no pre-sum plan)
-    sums = tuple(None if mine is None else dataclasses.replace(mine, resolved=theirs.resolved)
+    # where a block sums (more than one term), the whole sums more: ``theirs`` is a plan too
+    sums = tuple(None if mine is None else dataclasses.replace(mine, resolved=typing.cast(Plan, theirs).resolved)
                  for mine, theirs in zip(base.sums, plan.sums, strict=True)) if base.sums else ()
     if base.kernel is None:
         return dataclasses.replace(base, sums=sums)
@@ -201,7 +208,8 @@ def _dtensor(local: torch.Tensor, mesh: DeviceMesh, where: tuple[Placement, ...]
 def global_stride(local: torch.Tensor, shape: Sequence[int]) -> tuple[int, ...]:
     """Strides of a tensor of the global ``shape`` laid out in the dimension order of ``local``'s (a permuted
     block stays a permuted array, as DTensor expects)."""
-    order = sorted(range(local.dim()), key=lambda d: (-local.stride(d), d))
+    # (mypy types this lambda before it knows d is an int, and takes stride()'s tuple overload)
+    order = sorted(range(local.dim()), key=lambda d: (-local.stride(d), d))  # type: ignore[operator]
     strides = [0] * local.dim()
     step = 1
     for d in reversed(order):

@@ -18,7 +18,7 @@ from __future__ import annotations
 import collections
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from torch.distributed.tensor import DTensor, Partial, Replicate, Shard
 from torch.distributed.tensor.experimental import implicit_replication
@@ -26,10 +26,10 @@ from torch.overrides import TorchFunctionMode
 
 from .. import _dtypes, _namespace
 from .._api import elementwise
-from .._array import NeuronArray, wrap
+from .._array import NeuronArray
 from .._helpers import normalize_axes
 from .._precision import PrecisionError
-from ._array import ShardedNeuronArray, Sharding, as_dtensor, is_pending, place, redistribute, replicated
+from ._array import ShardedNeuronArray, Sharding, as_dtensor, is_pending, place, redistribute, replicated, wrap_dtensor
 from ._mesh import chunk_sizes
 from ._strategy import PlacementError
 
@@ -140,6 +140,7 @@ def _has_empty_block(x: object) -> bool:
     if not isinstance(x, ShardedNeuronArray):
         return False
     mesh = x._t.device_mesh
+    # (is_shard() means a Shard, which has a dim; the checker cannot narrow by it)
     return any(p.is_shard() and not all(chunk_sizes(x.shape[p.dim], mesh.size(d)))  # type: ignore[attr-defined]
                for d, p in enumerate(x._t.placements))
 
@@ -243,15 +244,15 @@ def _normalized(x: NeuronArray, mesh: Any) -> ShardedNeuronArray:
     other than a block, a replica or a pending sum (a pending maximum, say) resolved."""
     t = x._t
     if not isinstance(t, DTensor):
-        return wrap(as_dtensor(t, mesh))
+        return wrap_dtensor(as_dtensor(t, mesh))
     if all(type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op == "sum") for p in t.placements):
-        return x
-    return wrap(redistribute(t, tuple(p if type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op
-                                                                           == "sum") else Replicate()
-                                      for p in t.placements)))
+        return cast(ShardedNeuronArray, x)  # an array over a DTensor is a ShardedNeuronArray (``wrap_dtensor``)
+    return wrap_dtensor(redistribute(t, tuple(p if type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op
+                                                                                   == "sum") else Replicate()
+                                              for p in t.placements)))
 
 
 def _placed(x: NeuronArray, target: Sharding, name: str) -> ShardedNeuronArray:
     if isinstance(x, ShardedNeuronArray):
         return x.to_device(target)
-    return wrap(place(x._t, target, name))
+    return wrap_dtensor(place(x._t, target, name))

@@ -30,6 +30,7 @@ def default_mesh() -> DeviceMesh:
     if not dist.is_initialized():
         _init_world()
     group = dist.group.WORLD
+    assert group is not None  # the default group exists once torch.distributed is initialized (just above)
     mesh = _MESHES.get(group)
     if mesh is None:
         mesh = _MESHES[group] = DeviceMesh.from_group(group, _device.default_device().type)

@@ -40,6 +40,8 @@ Placements = tuple[Placement, ...]
 # a forced result, per mesh dimension: a label partitioned over it, None (replicated) or "sum" (pending)
 Forced = tuple[str | None, ...]
 _KEEP = "keep"  # the option "a pending operand stays pending" (with the operand's index)
+# one mesh dimension's option: replicated (None), a label partitioned over it, or (_KEEP, a pending operand's index)
+Choice = str | tuple[str, int] | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,7 +114,7 @@ def _decide(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...],
              if n != 1}
     usable = [c for c in dict.fromkeys("".join(inputs)) if c in sizes and all(
         labels.count(c) <= 1 for labels in inputs)]
-    options: list[list[object]] = []
+    options: list[list[Choice]] = []
     # A floating pending operand is resolved before the product: the step's bound is in units of its operands,
     # and a rank's summand can be far larger than their sum (summands that cancel); rounded products of the
     # summands would not be within it. Integer summands stay pending (their products add exactly, modulo 2^n).
@@ -140,7 +142,7 @@ def _decide(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...],
     return dataclasses.replace(best, alternatives=alternatives, forced=forced is not None)
 
 
-def _assignment(choice: Sequence[object], inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...],
+def _assignment(choice: Sequence[Choice], inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...],
                 placements: tuple[Placements, ...]) -> tuple[tuple[Placements, ...], Placements]:
     """The operands' placements and the result's for one assignment of the mesh dimensions."""
     operands: list[list[Placement]] = [[] for _ in inputs]
@@ -156,13 +158,13 @@ def _assignment(choice: Sequence[object], inputs: tuple[str, ...], output: str, 
             result.append(Partial("sum"))
         else:
             for labels, shape, ops in zip(inputs, shapes, operands, strict=True):
-                k = labels.find(c)  # type: ignore[arg-type]
+                k = labels.find(c)
                 ops.append(Shard(k) if k >= 0 and shape[k] != 1 else Replicate())
-            result.append(Shard(output.index(c)) if c in output else Partial("sum"))  # type: ignore[operator]
+            result.append(Shard(output.index(c)) if c in output else Partial("sum"))
     return tuple(map(tuple, operands)), tuple(result)
 
 
-def _score(choice: Sequence[object], plan: tuple[tuple[Placements, ...], Placements], inputs: tuple[str, ...],
+def _score(choice: Sequence[Choice], plan: tuple[tuple[Placements, ...], Placements], inputs: tuple[str, ...],
            output: str, shapes: tuple[tuple[int, ...], ...], placements: tuple[Placements, ...], dtype: torch.dtype,
            mesh_shape: tuple[int, ...], coordinate: tuple[int, ...], network: _comm.Network,
            sizes: dict[str, int], order: int) -> tuple[tuple[float, int, int, int], Decision]:
