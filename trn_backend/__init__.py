@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import sys as _sys
 
+import torch.distributed as _dist
+
 # numpy_dispatch registers NumPy's protocols with the array object; _autoray registers trn_backend with autoray
 # (where it is installed)
 from . import _array, _autoray, numpy_dispatch  # noqa: F401
@@ -21,13 +23,22 @@ __version__ = "0.1.0"  # the distribution's version too (pyproject.toml reads it
 _array.PROTOCOLS["namespace"] = _sys.modules[__name__]  # what x.__array_namespace__() answers
 
 
-def _sliced_over_ranks(*args: object) -> object:
+def _sliced_over_ranks(request: object, spec: object, ts: list, *args: object) -> object:
     """``contract(..., memory_limit=)`` with sharded operands or in a process group: the ranks share the slices.
-    trn_backend.distributed (torch.distributed, DTensor) is imported on the first such call, not with the package;
-    it answers None where neither holds and the slices then run here."""
+    trn_backend.distributed (torch.distributed, DTensor) is imported only for such a call, so a process that never
+    shards never registers sharded types (every public function would then look for them among its arguments).
+    None where neither holds: the slices then run here."""
+    # a DTensor exists only once torch's DTensor module is imported: without it, no operand can be one
+    # (a loop: this module's ``any`` is the namespace's)
+    dtensor = _sys.modules.get("torch.distributed.tensor")
+    sharded = False
+    for t in ts if dtensor is not None else ():
+        sharded = sharded or isinstance(t, dtensor.DTensor)
+    if not sharded and not (_dist.is_available() and _dist.is_initialized()):
+        return None
     from .distributed import _slicing as over_ranks
 
-    return over_ranks.contract(*args)
+    return over_ranks.contract(request, spec, ts, *args)
 
 
 _slicing.OVER_RANKS.append(_sliced_over_ranks)

@@ -77,3 +77,24 @@ def test_importing_the_package_and_then_distributed_rebinds_nothing():
     assert report["filters_kept"]
     assert report["add_kept"]
     assert report["registered"]
+
+
+SLICED = '''
+import json, sys
+import numpy as np
+import trn_backend as xp
+from trn_backend import _overrides
+a = xp.asarray(np.arange(64.0).reshape(8, 8))
+r = xp.contract("ij,jk,kl->il", a, a, a, memory_limit=64)
+want = np.arange(64.0).reshape(8, 8)
+print(json.dumps({"right": bool(np.array_equal(np.asarray(r), want @ want @ want)),
+                  "distributed": "trn_backend.distributed" in sys.modules, "overrides": len(_overrides.OVERRIDES)}))
+'''
+
+
+def test_a_sliced_contraction_in_a_process_that_never_shards_registers_no_sharded_types():
+    # Without sharded operands or a process group the slices run here: the sharded-array adapter is not imported,
+    # so no public function starts looking for sharded types among its arguments.
+    done = subprocess.run([sys.executable, "-c", SLICED], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"right": True, "distributed": False, "overrides": 0}
