@@ -23,7 +23,8 @@ import torch
 from .kernels import NEURON_DEVICE_TYPES as NEURON_TYPES
 
 ENV_VAR = "TRN_BACKEND_DEVICE"
-NEURON_INSTALL = 'pip install "trn-backend[neuron]" --extra-index-url https://pip.repos.neuron.amazonaws.com'
+# the toolchain the "neuron" extra names, from the Neuron package index (PyPI holds placeholders of these names)
+NEURON_INSTALL = "pip install torch-neuronx neuronx-cc nki --extra-index-url https://pip.repos.neuron.amazonaws.com"
 VALID_FORMS = ("'cpu', 'cuda', 'cuda:N', 'neuron' or 'xla' (Trainium; also with ':N'), 'meta', "
                "or a torch.device")
 

@@ -17,7 +17,7 @@ import torch
 import trn_backend as xp
 from trn_backend import _device, fft
 
-INSTALL = 'pip install "trn-backend[neuron]" --extra-index-url https://pip.repos.neuron.amazonaws.com'
+INSTALL = "pip install torch-neuronx neuronx-cc nki --extra-index-url https://pip.repos.neuron.amazonaws.com"
 
 
 @pytest.fixture(autouse=True)
