@@ -47,6 +47,21 @@ def test_opt_einsum_version_is_the_pinned_series():
     assert dispatch.has_backend("trn")
 
 
+def test_the_replaced_opt_einsum_functions_have_the_signatures_they_are_replaced_for():
+    """The one replacement of opt_einsum's code (docs/contractions.md): the private functions it stands in for
+    still take what the replacements forward, on the installed opt_einsum."""
+    import inspect
+
+    from opt_einsum import sharing
+    from opt_einsum.contract import ContractExpression
+
+    assert list(inspect.signature(opt_einsum_backend._opt_einsum_memoize).parameters) == \
+        ["key", "fn", "args", "kwargs"]
+    assert list(inspect.signature(opt_einsum_backend._opt_einsum_constants).parameters) == ["self", "backend"]
+    assert callable(sharing.get_sharing_cache) and "_evaluated_constants" in \
+        inspect.getsource(ContractExpression.evaluate_constants)
+
+
 # Run in a fresh interpreter: importing trn_backend leaves opt_einsum's memo and constants folding alone; another
 # backend's call keeps them, and so do trn_backend's own contract and contract_expression, which run opt_einsum's
 # path themselves; the first use of "trn" by opt_einsum's own loop (FIRST_USE) replaces both.
