@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import functools
 import json
 import math
 import os
@@ -38,6 +39,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import TypedDict, cast
 
 import numpy as np
 import torch
@@ -110,7 +112,7 @@ def run_kernel(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str) -> torc
 run_gate = run_kernel  # the gate's call: the same route (tests swap one without the other)
 
 
-def run_probe(kernel: str, device: torch.device, *args: torch.Tensor) -> torch.Tensor:
+def run_probe(kernel: str, device: torch.device, *args: torch.Tensor | bool) -> torch.Tensor:
     """Kernel ``kernel`` of kernels/nki/probes.py on ``args`` (on the device, or simulated for CPU tensors)."""
     return nki.call(kernel, device, None, *args, module="probes")
 
@@ -334,12 +336,19 @@ def modelled_seconds(case: Case, mode: str, generation: str) -> float:
     return cost.modelled(case.kernel, kernel_mode, case.bmkn, generation, case.a_transposed).seconds
 
 
+def _fp32_bound(mode: str, K: int) -> float:
+    """The published bound of ``mode`` on a length-K float32 contraction (_precision.error_bound)."""
+    bound = _precision.error_bound(mode, torch.float32, K)
+    assert bound is not None  # None only where none is published: native bf16/fp16 and integers, never float32
+    return bound
+
+
 def check(case: Case, mode: str, where: Where, generation: str, seed: Sequence[int]) -> Row:
     """Run ``case`` in ``mode`` through the NKI route on inputs from ``seed``, compare with float64, and time it
     (measured on a device, modelled on the CPU). A row fails with its reason when the kernel raises or the route
     did not run; the other cases still run."""
     a, b = operands(case, np.random.default_rng(seed))
-    bound = _precision.error_bound(mode, torch.float32, case.K)
+    bound = _fp32_bound(mode, case.K)
     try:
         da, db = _on(where, a, b, case)
         with _routed(where):
@@ -412,7 +421,7 @@ def gate_mode(mode: str, where: Where, seed: int) -> Gate:
     host combination; ozaki's kernel is its level sums), against float64; for sr also the sr kernel itself. The
     first failure (a raise, a missed NKI route, an error beyond the bound) ends the mode's gate."""
     lnc = None
-    runs = []
+    runs: list[tuple[str, float, float]] = []
     what = mode
     try:
         lnc = nki.lnc()
@@ -426,8 +435,7 @@ def gate_mode(mode: str, where: Where, seed: int) -> Gate:
             if not calls[f"nki.{kernel}", mode]:
                 return Gate(mode, lnc, tuple(runs), f"{what}: the NKI route did not run (kernels.{kernel} ran "
                                                     f"{mode} without nki.{kernel})")
-            runs.append((what, componentwise_error(c.cpu(), a, b), _precision.error_bound(mode, torch.float32,
-                                                                                          case.K)))
+            runs.append((what, componentwise_error(c.cpu(), a, b), _fp32_bound(mode, case.K)))
             if not runs[-1][1] <= runs[-1][2]:  # NaN fails too
                 break
             if mode == "sr" and kernel == "matmul":  # the kernel layer runs fast's kernel for float results
@@ -748,22 +756,67 @@ def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
 
 # --- measurements: the cost model's calibration inputs ---
 
+# The measurement file's records (plain dicts: they go to JSON as they are; kernels/nki/calibrate.py reads them)
+
+class _Lnc(TypedDict):
+    value: int | None  # None on the CPU: no runtime applies it
+    how: str
+
+
+class _Launch(TypedDict):
+    cold_s: float
+    warm_s: float
+
+
+class _DmaRow(TypedDict):
+    run_bytes: int
+    bytes: int
+    transfers: int
+    seconds: float
+    kernel_s: float
+
+
+class _CompileRow(TypedDict):
+    kernel: str
+    mode: str
+    bmkn: list[int]
+    instructions: int
+    first_s: float
+    warm_s: float
+    tensor_s: float
+
+
+class _TensorEfficiency(TypedDict):
+    bmkn: list[int]
+    seconds: float
+    tensor_s: float
+
+
+class _KernelRow(TypedDict):
+    kernel: str
+    mode: str
+    bmkn: list[int]
+    lnc: int
+    a_transposed: bool
+    seconds: float
+
+
 @dataclasses.dataclass
 class Measured:
     """What check-neuron measured for the cost model's calibration, in the measurement file's terms
     (kernels/nki/calibrate.py): empty or None where nothing was measured (the CPU model, or a probe that failed:
     ``problems`` says which and why)."""
 
-    lnc: dict[str, object]
-    launch: dict[str, float] | None = None
-    dma: list[dict[str, float]] = dataclasses.field(default_factory=list)
-    compile: list[dict[str, object]] = dataclasses.field(default_factory=list)
-    tensor: dict[str, object] | None = None
-    kernels: list[dict[str, object]] = dataclasses.field(default_factory=list)
+    lnc: _Lnc
+    launch: _Launch | None = None
+    dma: list[_DmaRow] = dataclasses.field(default_factory=list)
+    compile: list[_CompileRow] = dataclasses.field(default_factory=list)
+    tensor: _TensorEfficiency | None = None
+    kernels: list[_KernelRow] = dataclasses.field(default_factory=list)
     problems: list[str] = dataclasses.field(default_factory=list)
 
 
-def logical_cores(where: Where, generation: str) -> dict[str, object]:
+def logical_cores(where: Where, generation: str) -> _Lnc:
     """The runtime's logical NeuronCore configuration (LNC) and where it comes from: NEURON_LOGICAL_NC_CONFIG, else
     the generation's default (2 on trn2: SDK neuron-runtime/explore/device-memory.rst; 1 on trn1, which has no
     LNC=2, assumed). On the CPU there is no runtime to apply it: value None, the setting still said."""
@@ -777,7 +830,7 @@ def logical_cores(where: Where, generation: str) -> dict[str, object]:
     return {"value": value if where.measured else None, "how": how}
 
 
-def measure_launch(where: Where) -> dict[str, float]:
+def measure_launch(where: Where) -> _Launch:
     """The smallest kernel's first call (compile and load) and warm median: the launch."""
     x = torch.ones(LAUNCH_SHAPE).to(where.device)
     cold, warm = first_and_median(lambda: run_probe("launch", where.device, x))
@@ -793,10 +846,10 @@ def dma_source(run_bytes: int, partition_bytes: int) -> torch.Tensor:
     return src
 
 
-def measure_dma(where: Where, launch_s: float, problems: list[str] | None = None) -> list[dict[str, float]]:
+def measure_dma(where: Where, launch_s: float, problems: list[str] | None = None) -> list[_DmaRow]:
     """One row per (run length, transfer size): the dma_runs kernel's median time less the warm launch. A time not
     above the launch is left out, said in ``problems``."""
-    rows = []
+    rows: list[_DmaRow] = []
     for partition_bytes in DMA_PARTITION_BYTES:
         for run_bytes in DMA_RUN_BYTES:
             src = dma_source(run_bytes, partition_bytes)
@@ -804,7 +857,7 @@ def measure_dma(where: Where, launch_s: float, problems: list[str] | None = None
             arrived = run_probe("dma_runs", where.device, on_device).cpu()
             if not torch.equal(arrived, src[:, :, 0, 0].T):
                 raise RuntimeError(f"dma_runs with runs of {run_bytes} B returned wrong data")
-            seconds = median_seconds(lambda src=on_device: run_probe("dma_runs", where.device, src))
+            seconds = median_seconds(functools.partial(run_probe, "dma_runs", where.device, on_device))
             if seconds <= launch_s:
                 if problems is not None:
                     problems.append(f"dma: runs of {_kib(run_bytes)}, {_kib(partition_bytes)} per partition took "
@@ -815,18 +868,17 @@ def measure_dma(where: Where, launch_s: float, problems: list[str] | None = None
     return rows
 
 
-def measure_compile(where: Where, generation: str, launch_s: float) -> tuple[list[dict[str, object]],
-                                                                                dict[str, object]]:
+def measure_compile(where: Where, generation: str, launch_s: float) -> tuple[list[_CompileRow], _TensorEfficiency]:
     """Per COMPILE_SHAPES: nki.matmul[fast]'s first call and warm median on fresh bf16 operands, with the kernel's
     instruction count (counted on the CPU model); and from the largest, the Tensor Engine measurement: its warm
     time less the launch against the modelled Tensor Engine time at efficiency 1."""
-    rows = []
+    rows: list[_CompileRow] = []
     generator = torch.Generator().manual_seed(len(COMPILE_SHAPES))
     for bmkn in COMPILE_SHAPES:
         _, m, k, n = bmkn
         a = torch.randn(m, k, generator=generator).bfloat16().to(where.device)
         b = torch.randn(k, n, generator=generator).bfloat16().to(where.device)
-        first, warm = first_and_median(lambda a=a, b=b: run_nki("matmul", a, b, "fast"))
+        first, warm = first_and_median(functools.partial(run_nki, "matmul", a, b, "fast"))
         # the Tensor Engine time at efficiency 1 (the fit's unit), whatever calibration is active
         modelled = cost.modelled("matmul", "fast", bmkn, generation, calibration=UNIT_EFFICIENCY)
         rows.append({"kernel": "matmul", "mode": "fast", "bmkn": list(bmkn),
@@ -856,11 +908,11 @@ def _timed_call(kernel: str, mode: str, a: torch.Tensor, b: torch.Tensor,
     return lambda: run_nki(kernel, da, db, mode)
 
 
-def measure_kernels(where: Where, launch_s: float, problems: list[str] | None = None) -> list[dict[str, object]]:
+def measure_kernels(where: Where, launch_s: float, problems: list[str] | None = None) -> list[_KernelRow]:
     """Per KERNEL_SHAPES and KERNEL_MODES (sr: matmul only): our kernel's median time less the warm launch, with
     the LNC it launched at and A's layout (not a transposed view): the rows the cost model's calibration compares
     with cost.modelled. A time not above the launch is left out, said in ``problems``."""
-    rows = []
+    rows: list[_KernelRow] = []
     generator = torch.Generator().manual_seed(len(KERNEL_SHAPES))
     lnc = nki.lnc()
     for kernel, bmkn in KERNEL_SHAPES:
@@ -886,10 +938,17 @@ def measure(where: Where, generation: str) -> Measured:
     measured = Measured(logical_cores(where, generation))
     if not where.measured:
         return measured
-    steps = (("launch", lambda: measure_launch(where)),
-             ("dma", lambda: measure_dma(where, measured.launch["warm_s"], measured.problems)),
-             ("compile", lambda: measure_compile(where, generation, measured.launch["warm_s"])),
-             ("kernels", lambda: measure_kernels(where, measured.launch["warm_s"], measured.problems)))
+
+    def launch_s() -> float:
+        """The warm launch, which the steps after the launch subtract (they run only where it was measured)."""
+        assert measured.launch is not None  # the loop below skips them otherwise
+        return measured.launch["warm_s"]
+
+    steps: tuple[tuple[str, Callable[[], object]], ...] = (
+        ("launch", lambda: measure_launch(where)),
+        ("dma", lambda: measure_dma(where, launch_s(), measured.problems)),
+        ("compile", lambda: measure_compile(where, generation, launch_s())),
+        ("kernels", lambda: measure_kernels(where, launch_s(), measured.problems)))
     for name, step in steps:
         if name != "launch" and measured.launch is None:
             measured.problems.append(f"{name}: not measured (it subtracts the launch, which did not run)")
@@ -899,15 +958,14 @@ def measure(where: Where, generation: str) -> Measured:
         except Exception as e:  # informational: the rest still runs, the problem is reported
             measured.problems.append(f"{name}: could not run: {type(e).__name__}: {e}")
             continue
-        if name == "compile":
-            measured.compile, tensor = found
+        if name == "compile":  # the step's two results: measure_compile's
+            measured.compile, tensor = cast(tuple[list[_CompileRow], _TensorEfficiency], found)
             if tensor["seconds"] > 0:
                 measured.tensor = tensor
             else:
                 measured.problems.append(
                     f"tensor engine: nki.matmul[fast] {'x'.join(map(str, tensor['bmkn'][1:]))} took "
-                    f"{cost.format_seconds(tensor['seconds'] + measured.launch['warm_s'])}, not above the launch: "
-                    "left out")
+                    f"{cost.format_seconds(tensor['seconds'] + launch_s())}, not above the launch: left out")
         else:
             setattr(measured, name, found)
     return measured
@@ -950,10 +1008,10 @@ def measurement_lines(where: Where, measured: Measured) -> list[str]:
     if not measured.kernels:
         lines.append(f"  our kernels in every mode at {len(KERNEL_SHAPES)} shapes (less the launch): {absent}")
     for kernel, bmkn in KERNEL_SHAPES:
-        rows = [r for r in measured.kernels if r["kernel"] == kernel and tuple(r["bmkn"]) == tuple(bmkn)]
-        if rows:
-            lines.append(f"  nki.{kernel} {_gate_shape(kernel, bmkn)} at LNC={rows[0]['lnc']} (less the launch): "
-                         + ", ".join(f"{r['mode']} {fmt(r['seconds'])}" for r in rows))
+        timed = [r for r in measured.kernels if r["kernel"] == kernel and tuple(r["bmkn"]) == tuple(bmkn)]
+        if timed:
+            lines.append(f"  nki.{kernel} {_gate_shape(kernel, bmkn)} at LNC={timed[0]['lnc']} (less the launch): "
+                         + ", ".join(f"{r['mode']} {fmt(r['seconds'])}" for r in timed))
     lines += [f"  {problem}" for problem in measured.problems]
     return lines
 

@@ -69,6 +69,7 @@ import json
 import math
 import os
 from collections.abc import Mapping
+from typing import cast
 
 import torch
 
@@ -279,7 +280,7 @@ class Estimate:
     @property
     def bound_by(self) -> str:
         """The busiest engine (the schedule's ``seconds`` can exceed its busy time: stalls)."""
-        return max(self.engine_seconds, key=self.engine_seconds.get)
+        return max(self.engine_seconds, key=self.engine_seconds.__getitem__)
 
     @property
     def busiest_seconds(self) -> float:
@@ -584,8 +585,9 @@ def schedule(run, generation: Generation, calibration: Calibration | None = None
             raise ValueError(f"cost model: the physical cores of a launch reach different numbers of barriers "
                              f"(next barrier per core, None for none: {at}); a core_barrier must appear in every "
                              "core's program")
-        arrival = max(t for _, t in stops)
-        for core, (i, t) in zip(cores, stops, strict=True):
+        reached = cast(list[tuple[int, float]], stops)  # no core's stop is None (checked above)
+        arrival = max(t for _, t in reached)
+        for core, (i, t) in zip(cores, reached, strict=True):
             core.release(t, arrival + core.seconds[core.kind_of[i]])
     return Schedule(tuple(core.end for core in cores), tuple(tuple(core.busy) for core in cores),
                     tuple(tuple(core.stall) for core in cores), tuple(max(core.dge_busy, default=0.0)
@@ -684,8 +686,8 @@ def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     else:
         raise ValueError(f"no NKI kernel {kernel!r} for mode {mode!r}")
     # the plan's table (which unit each loop iteration takes): its values are data, never read when counting
-    plan = table(name, args[0].shape, args[1].shape, a_is_transposed, lnc, args[3] if name.endswith("_split") else 1)
-    plan = plan.numpy()
+    plan = table(name, args[0].shape, args[1].shape, a_is_transposed, lnc,
+                 args[3] if name.endswith("_split") else 1).numpy()
     fn = jitted(name, "model")
     with model.targeting(generation), model.counting_only():
         fn[lnc](*args, plan)

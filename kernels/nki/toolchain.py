@@ -59,7 +59,8 @@ def detect() -> tuple[tuple[ModuleType, ModuleType, ModuleType] | None, str]:
         return None, (f"{version} installed but older than {MINIMUM[0]}.{MINIMUM[1]}: ignored (the kernels need "
                       "NKI 0.6 or newer, Neuron 2.32+)")
     try:
-        modules = tuple(importlib.import_module(m) for m in ("nki", "nki.language", "nki.isa"))
+        modules = (importlib.import_module("nki"), importlib.import_module("nki.language"),
+                   importlib.import_module("nki.isa"))
     except ImportError as e:
         return None, f"{version} installed but does not import ({e}): ignored"
     return modules, f"{version} (distribution nki)"
@@ -106,8 +107,9 @@ def kernels_on(choice: str, module: str = "matmul") -> ModuleType:
     name = f"{__package__}.{module}__{choice}"
     if name not in sys.modules:
         spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(f"{module}.py"))
+        assert spec is not None and spec.loader is not None  # a .py file: the source file loader
         copy = importlib.util.module_from_spec(spec)
         sys.modules[name] = copy
         spec.loader.exec_module(copy)
-        copy.nki, copy.nl, copy.nisa = bound[:3]
+        copy.nki, copy.nl, copy.nisa = bound[:3]  # type: ignore[attr-defined]  # the copy's globals, rebound
     return sys.modules[name]

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import math
 import warnings
+from collections.abc import Iterator
 
 import torch
 
@@ -143,6 +144,7 @@ def _engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor], engine
     for level in range(n + 1, 1, -1):
         part = engine(*_level(a_words, b_words, level))
         total = part if total is None else total + part
+    assert total is not None  # n >= 1 words: level 2 at least ran
     return total
 
 
@@ -219,13 +221,13 @@ class Tiling:
         kb = budget // (self.batches[0].stop * max(mb, nb))
         self.depth = _ranges(k, kb, align)
 
-    def tiles(self):
+    def tiles(self) -> Iterator[tuple[slice, slice, slice]]:
         return ((bs, ms, ns) for bs in self.batches for ms in self.rows for ns in self.cols)
 
-    def a_blocks(self):
+    def a_blocks(self) -> Iterator[tuple[slice, slice, slice]]:
         return ((bs, ms, ks) for bs in self.batches for ms in self.rows for ks in self.depth)
 
-    def b_blocks(self):
+    def b_blocks(self) -> Iterator[tuple[slice, slice, slice]]:
         return ((bs, ks, ns) for bs in self.batches for ks in self.depth for ns in self.cols)
 
 
@@ -314,7 +316,7 @@ class _Scaled:
     def __init__(self, a: torch.Tensor, b: torch.Tensor, plan: Tiling, words: int = 0, ranges: bool = True) -> None:
         self.a, self.b, self.plan, self.k = a, b, plan, a.shape[-1]
         self.unscaled = self.bit_split = False
-        self.underflow_safe = None  # None: decided by certify
+        self.underflow_safe: bool | None = None  # None: decided by certify
         if ranges:
             magnitudes = a.abs(), b.abs()
             self._ranges(magnitudes, words)
@@ -491,6 +493,7 @@ def _magnitude(scaled: _Scaled, bs, ms, ns) -> torch.Tensor:
     magnitude = None
     for ks in scaled.plan.depth:
         magnitude = _mac(magnitude, scaled.block_a(bs, ms, ks).float().abs(), scaled.block_b(bs, ks, ns).float().abs())
+    assert magnitude is not None  # K > 0: the plan has a K-block
     return magnitude
 
 
@@ -522,6 +525,7 @@ def _has_terms(scaled: _Scaled, bs, ms, ns) -> torch.Tensor:
     count = None
     for ks in scaled.plan.depth:
         count = _mac(count, (scaled.block_a(bs, ms, ks) != 0).float(), (scaled.block_b(bs, ks, ns) != 0).float())
+    assert count is not None  # K > 0: the plan has a K-block
     return count > 0
 
 

@@ -18,11 +18,13 @@ def kahan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     a3, b3, restore = _batched(a, b)
     if 0 in (*a3.shape, b3.shape[-1]):
         return torch.matmul(a, b)
-    plan = Tiling(*a3.shape, b3.shape[-1])
+    batch, m, k = a3.shape
+    plan = Tiling(batch, m, k, b3.shape[-1])
     out = a3.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
     for bs, ms, ns in plan.tiles():
         total = None
         for ks in plan.depth:
             total = _mac(total, a3[bs, ms, ks].double(), b3[bs, ks, ns].double())
+        assert total is not None  # K > 0: the plan has a K-block
         out[bs, ms, ns] = _round_to(total, a.dtype)
     return restore(out)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterable
 
 import torch
 
@@ -48,16 +49,19 @@ def _chunk_sums(x: torch.Tensor, y: torch.Tensor, chunk: int):
         yield torch.matmul(x[..., start:start + step, :, :], y[..., start:start + step, :, :])
 
 
-def _sum2(parts) -> torch.Tensor:
+def _sum2(parts: Iterable[torch.Tensor]) -> torch.Tensor:
     """Ogita-Rump-Oishi Sum2: the parts added with TwoSum into a (hi, lo) pair, rounded once at the end;
     error <= u |sum| + gamma_{n-1}**2 sum |part|."""
-    hi = lo = None
+    hi: torch.Tensor | None = None
+    lo: torch.Tensor | None = None
     for part in parts:
         if hi is None:
             hi, lo = part, torch.zeros_like(part)
         else:
+            assert lo is not None  # set with hi
             hi, err = _two_sum(hi, part)
             lo = lo + err
+    assert hi is not None and lo is not None  # parts is never empty: slices >= 1 gives level 2
     return hi + lo
 
 
@@ -88,12 +92,15 @@ def _needed_slices(scaled: _Scaled, slices: int, magnitude: torch.Tensor | None 
     return needed
 
 
-def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor, dense: bool = True) -> tuple[_Scaled, object]:
-    """ozaki's blocking and scaled operands, in [B, M, K] form (``dense``: laid out by _dense)."""
+def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor,
+                  dense: bool = True) -> tuple[_Scaled, Callable[[torch.Tensor], torch.Tensor]]:
+    """ozaki's blocking and scaled operands, in [B, M, K] form (``dense``: laid out by _dense), with the function
+    that gives a [B, M, N] result the caller's shape."""
     a3, b3, restore = _batched(a, b)
     if dense:
         a3, b3, restore = _dense(a3, b3, restore)
-    return _Scaled(a3, b3, Tiling(*a3.shape, b3.shape[-1]), ranges=False), restore
+    batch, m, k = a3.shape
+    return _Scaled(a3, b3, Tiling(batch, m, k, b3.shape[-1]), ranges=False), restore
 
 
 def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) -> int:
@@ -106,7 +113,8 @@ def ozaki_slices(a: torch.Tensor, b: torch.Tensor, slices: int | None = None) ->
     try:
         return _needed_slices(_ozaki_scaled(a, b, dense=a.device.type in _FLOAT64_GEMMS)[0], s)
     except _NonFinite:  # ozaki runs on the finite entries (see _emulated)
-        return ozaki_slices(*(torch.where(torch.isfinite(x), x, 0) for x in (a, b)), s)
+        finite_a, finite_b = (torch.where(torch.isfinite(x), x, 0) for x in (a, b))
+        return ozaki_slices(finite_a, finite_b, s)
 
 
 def _check_slices(slices: object) -> int:

@@ -58,13 +58,16 @@ def _block_sums(a: torch.Tensor, b: torch.Tensor, slices: int, start: int, alpha
     the prefix's pairs with r_j is complete with digit i = s + 1 - j: its GEMM runs at once and the band is
     dropped, and so is r_j unless a level below the prefix needs it (as A's digits below start - 1 are kept for
     those levels). The bands reaching down to i = 1 are the nested truncations, one tensor updated in place."""
-    kept = [None]
+    kept: dict[int, torch.Tensor] = {}  # r_j by j, dropped once no GEMM needs it
     for j in range(1, slices + 1):  # exact, as _digits
-        kept.append(torch.round(b.mul_(_RADIX)))
+        kept[j] = torch.round(b.mul_(_RADIX))
         if j < slices:
             b.sub_(kept[j])
     low = start - 2
-    raw, scratch, truncation, windows = [None], None, None, {}
+    raw: dict[int, torch.Tensor] = {}  # A's digits q_i, i <= low, for the levels below the prefix
+    scratch: torch.Tensor | None = None
+    truncation: torch.Tensor | None = None
+    windows: dict[int, torch.Tensor] = {}
     for i in range(1, slices + 1):
         a.mul_(_RADIX)
         digit = torch.round(a) if i <= low or i == 1 else torch.round(a, out=scratch)
@@ -72,10 +75,10 @@ def _block_sums(a: torch.Tensor, b: torch.Tensor, slices: int, start: int, alpha
         if i < slices:
             a.sub_(digit)
         if i <= low:
-            raw.append(digit)
+            raw[i] = digit
         j = slices + 1 - i
         if j >= start - 1:  # Band_j = 2**8 Band_{j+1} + q_i, down to q_1
-            if i == 1:
+            if truncation is None:  # i == 1 (the bands are i = 1 .. s + 2 - start)
                 truncation = digit.clone() if low else digit
             else:
                 torch.add(digit, truncation, alpha=_RADIX, out=truncation)
@@ -86,7 +89,7 @@ def _block_sums(a: torch.Tensor, b: torch.Tensor, slices: int, start: int, alpha
             if i == slices + 1 - w:
                 sums["prefix"] = _mac(sums.get("prefix"), windows.pop(w), kept[w], alpha)
         if j > low:
-            kept[j] = None
+            del kept[j]
     for level in range(start - 1, 1, -1):
         for j in range(1, level):
             sums[level] = _mac(sums.get(level), raw[level - j], kept[j],
@@ -147,7 +150,9 @@ def rectangles(slices: int, k: int) -> tuple[tuple[tuple[int, int, int, int], ..
         return None
     # finest first (the level i + j of a rectangle's last pair), each group as long as its sum stays exact
     rects = sorted(rects, key=lambda r: (-(r[0] + r[1] + r[2] + r[3]), r))
-    groups, current, total, finest = [], [], 0, None
+    groups: list[tuple[tuple[int, int, int, int], ...]] = []
+    current: list[tuple[int, int, int, int]] = []
+    total, finest = 0, None
     for r in rects:
         level = r[0] + r[1] + r[2] + r[3] - 2
         bound = k * _window_bound(r[0], r[1]) * _window_bound(r[2], r[3])
@@ -255,9 +260,9 @@ def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: floa
     for job in jobs:
         _piece(scaled, job)
     for index in range(len(groups)):
-        sums[index] = _mac(sums[index], lefts[index], rights[index],
-                           unit * 2.0 ** (SLICE_BITS * (slices + 1 - finest[index])))
-        lefts[index] = rights[index] = None
+        left, right = lefts.pop(0), rights.pop(0)  # the lists let go of each group's windows
+        sums[index] = _mac(sums[index], left, right, unit * 2.0 ** (SLICE_BITS * (slices + 1 - finest[index])))
+        del left, right  # before the next group's GEMM
 
 
 def _square_tiles(plan: Tiling, batch: int, m: int, k: int, n: int) -> None:
@@ -294,10 +299,10 @@ def _rect_total(scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, groups, 
         return total
     flat = [x.view(-1) for x in sums]
     for piece in _pieces(flat[0].numel(), _PIECE):  # TwoSum's passes on pieces that stay in cache
-        hi, lo = flat[0][piece], None
-        for part in flat[1:]:
+        hi, lo = _two_sum(flat[0][piece], flat[1][piece])  # two sums at least (len(sums) > 1)
+        for part in flat[2:]:
             hi, err = _two_sum(hi, part[piece])
-            lo = err if lo is None else lo.add_(err)
+            lo.add_(err)
         torch.add(hi, lo, out=flat[0][piece])
     return total
 

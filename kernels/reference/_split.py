@@ -45,7 +45,8 @@ def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: 
     hooked = fused is not None or engine is not torch.matmul
     if not hooked and finish is None:
         a3, b3, restore = _dense(a3, b3, restore)
-    plan = Tiling(*a3.shape, b3.shape[-1], align=chunk or 1)
+    batch, m, k = a3.shape
+    plan = Tiling(batch, m, k, b3.shape[-1], align=chunk or 1)
     scaled = _Scaled(a3, b3, plan, words=0 if hooked or finish is not None else words)
     if hooked:
         scaled.certify(mode)
@@ -99,6 +100,7 @@ def _plain(scaled: _Scaled, bs, ms, ns, words: int) -> torch.Tensor:
         total = None
         for level in range(words + 1, 1, -1):
             total = _levels(total, a_words, b_words, words, k, level)
+        assert total is not None  # words >= 1: level 2 at least ran
         return total
     levels: dict[int, torch.Tensor] = {}
     for ks in depth:
@@ -140,7 +142,9 @@ class _Sum2Chunks:
 
     def __init__(self, group: int) -> None:
         self.group, self.count = group, 0
-        self.hi = self.lo = self.partial = None
+        self.hi: torch.Tensor | None = None  # the Sum2 pair: both None before the first group sum
+        self.lo: torch.Tensor | None = None
+        self.partial: torch.Tensor | None = None  # the sum of the open group's chunks
 
     def add(self, sums: torch.Tensor) -> None:
         """The next chunk sums, [b, c, m, n] for c chunks in K order."""
@@ -156,7 +160,11 @@ class _Sum2Chunks:
             return
         for c in range(count):
             part = sums[:, c]
-            self.partial = part if self.count % self.group == 0 else self.partial.add_(part)
+            if self.count % self.group == 0:
+                self.partial = part
+            else:
+                assert self.partial is not None  # set at the group's first chunk
+                self.partial = self.partial.add_(part)
             self.count += 1
             if self.count % self.group == 0:
                 self._sum2(self.partial)
@@ -165,12 +173,15 @@ class _Sum2Chunks:
         if self.hi is None:
             self.hi, self.lo = part, torch.zeros_like(part)
         else:
+            assert self.lo is not None  # set with hi
             self.hi, err = _two_sum(self.hi, part)
             self.lo.add_(err)
 
     def result(self) -> torch.Tensor:
         if self.count % self.group:
+            assert self.partial is not None  # the open group has a chunk
             self._sum2(self.partial)
+        assert self.hi is not None and self.lo is not None  # K > 0: some group sum went in
         return self.hi + self.lo
 
 
@@ -191,5 +202,6 @@ def _chunked(scaled: _Scaled, bs, ms, ns, words: int, chunk: int) -> torch.Tenso
             for level in range(words + 1, 1, -1):
                 sums = _levels(sums, a_words, b_words, words, chunk, level)
             del a_words, b_words  # before the next piece's are made
+            assert sums is not None  # words >= 1: level 2 at least ran
             state.add(sums.view(bs.stop - bs.start, -1, *sums.shape[1:]))
     return state.result()

@@ -18,6 +18,7 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from types import FrameType
 from typing import Any
 
 import numpy as np
@@ -135,7 +136,7 @@ def _promoted(*operands: Any) -> torch.dtype:
     return _dtypes.to_dtype(np.result_type(*described), "numpy result dtype")
 
 
-def _as(x: A, dtype: torch.dtype) -> A:
+def _as(x: A, dtype: torch.dtype | np.dtype) -> A:
     return xp.astype(x, dtype, copy=False)
 
 
@@ -228,6 +229,7 @@ def _lexsort(keys: list[A], axis: int) -> A:
         else:
             ranked = xp.argsort(xp.take_along_axis(key, order, axis=axis), axis=axis, stable=True)
             order = xp.take_along_axis(order, ranked, axis=axis)
+    assert order is not None  # keys is never empty (lexsort refuses no keys)
     return order
 
 
@@ -392,6 +394,7 @@ def _warn(message: str, category: type[Warning] = RuntimeWarning) -> None:
     """``warnings.warn`` (a RuntimeWarning unless ``category`` says otherwise) attributed to the first frame
     outside trn_backend (the user's NumPy call), as NumPy's own warnings are: DeprecationWarning is shown by
     default only where it names the caller's code."""
+    frame: FrameType | None
     frame, level = sys._getframe(0), 1
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
         frame, level = frame.f_back, level + 1

@@ -17,7 +17,7 @@ import functools
 import inspect
 import keyword
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 import torch
@@ -100,7 +100,7 @@ def _given_function(signature: inspect.Signature) -> Callable[..., dict[str, Any
         if p.kind is _P.POSITIONAL_ONLY and (i + 1 == len(params) or params[i + 1].kind is not _P.POSITIONAL_ONLY):
             spelled.append("/")
     source = f"def _bind_call({', '.join(spelled)}):\n    _given = {{}}\n" + "\n".join(body) + "\n    return _given\n"
-    scope = {"_unset": _UNSET, "_novalue": np._NoValue}
+    scope: dict[str, Any] = {"_unset": _UNSET, "_novalue": np._NoValue}
     exec(source, scope)  # noqa: S102 - generated from the signature's parameter names, checked above
     return scope["_bind_call"]
 
@@ -166,8 +166,8 @@ def _entry(np_func: Callable[..., Any], impl: Callable[..., Any], arrays: frozen
     converters = {}
     for p in params:  # by the implementation's names: a NumPy **kwargs entry (einsum's dtype) converts too
         np_param = signature.parameters.get(p.name)
-        star = np_param is not None and np_param.kind is _P.VAR_POSITIONAL
-        converter = _converter(p.name in arrays, p.name in sequences, p.name in dtypes, p.name in weak, star)
+        starred = np_param is not None and np_param.kind is _P.VAR_POSITIONAL
+        converter = _converter(p.name in arrays, p.name in sequences, p.name in dtypes, p.name in weak, starred)
         if converter is not None:
             converters[p.name] = converter
     # parameters before *args, and positional-only ones, cannot be passed by keyword (a namespace function
@@ -493,6 +493,10 @@ def as_arrays(values: Iterable[Any], device: torch.device, *, weak: bool = False
     return tuple([as_array(v, device, weak=weak) for v in values])
 
 
+@overload
+def to_dtype(value: None, func: str, arg: str = "dtype") -> None: ...
+@overload
+def to_dtype(value: Any, func: str, arg: str = "dtype") -> torch.dtype: ...
 def to_dtype(value: Any, func: str, arg: str = "dtype") -> torch.dtype | None:
     """A NumPy dtype spelling (``np.float64``, ``"float32"``, ``np.dtype``, ``float``) or a torch dtype as the
     tensor dtype the implementations work in; None stays None."""
@@ -508,7 +512,7 @@ def numpy_dtype(dtype: torch.dtype) -> np.dtype:
 @functools.cache  # a few dtypes and castings; NumPy's answer costs microseconds a call
 def can_cast(src: torch.dtype, dst: torch.dtype, casting: str = "same_kind") -> bool:
     """NumPy's casting rule between two namespace dtypes."""
-    return bool(np.can_cast(numpy_dtype(src), numpy_dtype(dst), casting))
+    return bool(np.can_cast(numpy_dtype(src), numpy_dtype(dst), casting))  # type: ignore[arg-type]  # any str: NumPy checks it
 
 
 def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False, casting: str = "same_kind") -> NeuronArray:

@@ -31,7 +31,7 @@ from ._common import A
 from ._registry import as_arrays, can_cast, device_of, implements, write_out
 
 
-def _einsum_operands(operands: Sequence[Any]) -> tuple[str, list[Any]]:
+def _einsum_operands(operands: Sequence[Any]) -> tuple[str, Sequence[Any]]:
     """Subscripts and operands of either einsum form: ``("ij,jk", a, b)`` or ``(a, [0, 1], b, [1, 2])``."""
     if operands and isinstance(operands[0], str):
         return operands[0], list(operands[1:])
@@ -67,6 +67,7 @@ def einsum(request: Request | None, *operands: Any, out: Any = None, optimize: A
                 raise TypeError(f"numpy.einsum(): cannot cast {_dtypes.name(o.dtype)} to {_dtypes.name(result)} "
                                 f"under casting={casting!r}")
     if out_dtype is not None and not can_cast(result, out_dtype, casting):  # before the work, not after it
+        assert result is not None  # out= gives a result dtype above
         raise TypeError(f"numpy.einsum(): cannot write a {_dtypes.name(result)} result into out of dtype "
                         f"{_dtypes.name(out_dtype)} under NumPy's {casting} casting"
                         + ("; pass casting='same_kind' to round into out" if casting == "safe" else ""))

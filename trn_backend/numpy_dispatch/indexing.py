@@ -83,11 +83,12 @@ def ravel_multi_index(multi_index: Sequence[A], dims: Any, mode: Any = "raise", 
         coords.append(_index_mode(xp.astype(index, _dtypes.int64), d, m, axis))
     if not coords:
         raise ValueError("numpy.ravel_multi_index(): dims must name at least one dimension")
-    coords = xp.broadcast_arrays(*coords)
+    broadcast = xp.broadcast_arrays(*coords)
     slowest_first = range(len(dims)) if order == "C" else reversed(range(len(dims)))
     flat = None
     for axis in slowest_first:  # Horner's rule
-        flat = coords[axis] if flat is None else xp.add(xp.multiply(flat, dims[axis]), coords[axis])
+        flat = broadcast[axis] if flat is None else xp.add(xp.multiply(flat, dims[axis]), broadcast[axis])
+    assert flat is not None  # dims is not empty (checked above)
     return flat
 
 

@@ -397,9 +397,11 @@ def _pad_constant(array: A, widths: list[tuple[int, int]], values: Any, empty: b
 
     def blocks(x: A, ax: int, w: tuple[int, int]) -> tuple[A, A]:
         if fills is None:
-            return tuple(xp.empty(_block_shape(x, ax, n), dtype=x._t.dtype, device=x.device) for n in w)
-        return tuple(xp.broadcast_to(_fill(v, x, func), _block_shape(x, ax, n)) for v, n in zip(fills[ax], w,
-                                                                                                  strict=True))
+            before, after = (xp.empty(_block_shape(x, ax, n), dtype=x._t.dtype, device=x.device) for n in w)
+        else:
+            before, after = (xp.broadcast_to(_fill(v, x, func), _block_shape(x, ax, n))
+                             for v, n in zip(fills[ax], w, strict=True))
+        return before, after
     return _pad_each_axis(array, widths, blocks)
 
 
@@ -417,7 +419,8 @@ def _fill(value: Any, like: A, func: str) -> A:
 
 def _edge_blocks(x: A, axis: int, widths: tuple[int, int]) -> tuple[A, A]:
     ends = (x[_along(axis, slice(0, 1))], x[_along(axis, slice(-1, None))])
-    return tuple(xp.broadcast_to(e, _block_shape(x, axis, n)) for e, n in zip(ends, widths, strict=True))
+    before, after = (xp.broadcast_to(e, _block_shape(x, axis, n)) for e, n in zip(ends, widths, strict=True))
+    return before, after
 
 
 def _wrap_blocks(x: A, axis: int, widths: tuple[int, int]) -> tuple[A, A]:
@@ -500,8 +503,9 @@ def _stat_blocks(x: A, axis: int, widths: tuple[int, int], lengths: tuple[Any, A
         raise ValueError(f"{func}(): stat_length of 0 yields no value for padding")
     chunks = (x[_along(axis, slice(0, counts[0]))], x[_along(axis, slice(n - counts[1], n))])
     stats = [_statistic(chunk, axis, mode) for chunk in chunks]
-    return tuple(xp.broadcast_to(_as_pad_value(s, x._t.dtype), _block_shape(x, axis, w))
-                 for s, w in zip(stats, widths, strict=True))
+    before, after = (xp.broadcast_to(_as_pad_value(s, x._t.dtype), _block_shape(x, axis, w))
+                     for s, w in zip(stats, widths, strict=True))
+    return before, after
 
 
 def _statistic(chunk: A, axis: int, mode: str) -> A:

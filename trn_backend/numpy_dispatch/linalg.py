@@ -252,13 +252,14 @@ def lstsq(a: A, b: A, rcond: Any = None) -> tuple[A, A, np.int32, A]:
 
 def _linalg_dtype(a: A, b: A, func: str) -> torch.dtype:
     """NumPy linalg's common dtype: integers and booleans as float64, float32 only if nothing needs more."""
-    dtype = None
+    dtype: torch.dtype | None = None
     for x in (a, b):
         d = x._t.dtype
         if d in _dtypes.EXTENSION_FLOAT:
             raise TypeError(f"{func}(): array type {_dtypes.name(d)} is unsupported in linalg")
         d = d if d in _dtypes.FLOATING else _float_for(x.device)
         dtype = d if dtype is None else _dtypes.promote(dtype, d)
+    assert dtype is not None  # the loop ran for a and b
     return dtype
 
 

@@ -209,12 +209,12 @@ def floor_divide(x1: Any, x2: Any) -> A:
     r = xp.floor_divide(x1, x2)
     if r._t.dtype not in _dtypes.REAL_FLOAT:
         return r
-    a, b = (xp.astype(x, r.dtype) if isinstance(x, A) else xp.asarray(x, dtype=r.dtype, device=r.device)
-            for x in (x1, x2))
-    a, b = xp.broadcast_arrays(a, b)
+    arr1, arr2 = (xp.astype(x, r.dtype) if isinstance(x, A) else xp.asarray(x, dtype=r.dtype, device=r.device)
+                  for x in (x1, x2))
+    arr1, arr2 = xp.broadcast_arrays(arr1, arr2)
     # float16 and bfloat16 compute in float32, as NumPy's half loops
     work = torch.float32 if r._t.dtype in _dtypes.EXTENSION_FLOAT else r._t.dtype
-    a, b = a._t.to(work), b._t.to(work)
+    a, b = arr1._t.to(work), arr2._t.to(work)
     mod = torch.fmod(a, b)
     div = (a - mod) / b
     step = (mod != 0) & ((b < 0) != (mod < 0))

@@ -9,6 +9,7 @@ the axes by default, squeeze removing every length-1 axis; reshape and ravel are
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 from collections.abc import Sequence
 
@@ -66,8 +67,8 @@ def transpose(a: A, axes: Sequence[int] | None = None) -> A:
 
 @implements(np.moveaxis, arrays="a")
 def moveaxis(a: A, source: int | Sequence[int], destination: int | Sequence[int]) -> A:
-    """numpy.moveaxis."""
-    return xp.moveaxis(a, source, destination)
+    """numpy.moveaxis (NumPy takes any sequence of axes: a range, an ndarray)."""
+    return xp.moveaxis(a, _axis_arg(source), _axis_arg(destination))
 
 
 @implements(np.swapaxes, arrays="a")
@@ -126,7 +127,7 @@ def expand_dims(a: A, axis: int | Sequence[int]) -> A:
 
 
 @implements(np.squeeze, arrays="a")
-def squeeze(a: A, axis: int | Sequence[int] | None = None) -> A:
+def squeeze(a: A, axis: int | tuple[int, ...] | None = None) -> A:
     """numpy.squeeze: every length-1 axis by default."""
     axes = tuple(i for i, d in enumerate(a.shape) if d == 1) if axis is None else axis
     return xp.squeeze(a, axis=axes)
@@ -153,8 +154,13 @@ def unstack(x: A, /, *, axis: int = 0) -> tuple[A, ...]:
     if x.ndim == 1:  # NumPy reads the elements, copies
         return tuple(x[i] for i in range(x.shape[0]))
     if viewable(x):
-        return tuple(numpy_view(x, lambda a, i=i: np.moveaxis(a, axis, 0)[i]) for i in range(x.shape[axis]))
+        return tuple(numpy_view(x, functools.partial(_moved_slice, axis=axis, i=i)) for i in range(x.shape[axis]))
     return xp.unstack(x, axis=axis)
+
+
+def _moved_slice(a: np.ndarray, axis: int, i: int) -> np.ndarray:
+    """Slice i of ``a`` along ``axis`` (unstack's view of one slice)."""
+    return np.moveaxis(a, axis, 0)[i]
 
 
 @implements(np.roll, arrays="a")

@@ -138,10 +138,10 @@ def _nan_arg_extreme(which: str, a: A, axis: int | None, keepdims: bool) -> A:
     if _is_complex(a._t):
         # NumPy replaces a complex number with a NaN part by fill + 0j, then takes the lexicographic argmax
         t = a._t
-        mask = torch.isnan(t.real) | torch.isnan(t.imag)
-        if bool(xp.any(xp.all(wrap(mask), axis=axis))):
+        has_nan = torch.isnan(t.real) | torch.isnan(t.imag)
+        if bool(xp.any(xp.all(wrap(has_nan), axis=axis))):
             raise ValueError(f"{func}(): All-NaN slice encountered")
-        filled = wrap(torch.where(mask, torch.tensor(complex(fill, 0), dtype=t.dtype, device=t.device), t))
+        filled = wrap(torch.where(has_nan, torch.tensor(complex(fill, 0), dtype=t.dtype, device=t.device), t))
         return _complex_extreme(which, filled, axis, keepdims, func, arg=True)
     filled, mask = _without_nan(a, fill)
     if mask is not None and bool(xp.any(xp.all(wrap(mask), axis=axis))):

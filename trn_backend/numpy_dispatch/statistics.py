@@ -51,7 +51,7 @@ def _public(dtype: torch.dtype) -> np.dtype:
     return _dtypes.PUBLIC[dtype]
 
 
-def _on(device: torch.device, dtype: np.dtype | torch.dtype) -> torch.dtype:
+def _on(device: torch.device, dtype: np.dtype | type[np.generic] | torch.dtype) -> torch.dtype:
     """NumPy's result dtype as the tensor dtype on ``device``: float64 and complex128 narrow to float32 and
     complex64 where the device has no float64."""
     t = _dtypes.to_dtype(dtype)
@@ -734,12 +734,12 @@ def _bin_edges(a: A, bins: Any, range: Any, func: str) -> tuple[A, torch.dtype]:
         if np.issubdtype(bin_type, np.integer):
             bin_type = np.result_type(bin_type, float)
         # bins + 1 values from NumPy's own linspace: the same edges, so values on an edge fall in the same bin
-        edges = np.linspace(first, last, count + 1, endpoint=True, dtype=bin_type)
-        if np.any(edges[:-1] >= edges[1:]):
+        host_edges = np.linspace(first, last, count + 1, endpoint=True, dtype=bin_type)
+        if np.any(host_edges[:-1] >= host_edges[1:]):
             raise ValueError(f"{func}(): {count} bins are too many for the range [{first}, {last}]: they are not "
                              "all of finite size")
         dtype = _on(a._t.device, bin_type)
-        return xp.asarray(edges.astype(_public(dtype)), device=a.device), dtype
+        return xp.asarray(host_edges.astype(_public(dtype)), device=a.device), dtype
     edges = bins if isinstance(bins, A) else as_array(bins, a.device)
     if edges.ndim != 1:
         raise ValueError(f"{func}(): bins must be 1-d when an array, got shape {edges.shape}")

@@ -13,6 +13,7 @@ into the NeuronArrays); it is a TypeError naming the device for arrays elsewhere
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -240,7 +241,8 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
 _COMPLEX_ORDER = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.maximum, np.minimum})
 # The ufuncs whose NumPy values differ from the namespace function's (the standard's special cases: -2 // inf is
 # -0 there and -1 in NumPy; complex expm1 of NaN; rint of integers in a floating dtype): NumPy's rule
-_NUMPY_RULES = {np.floor_divide: mathematical.floor_divide, np.expm1: mathematical.expm1, np.rint: mathematical.rint}
+_NUMPY_RULES: dict[np.ufunc, Callable[..., A]] = {np.floor_divide: mathematical.floor_divide,
+                                                   np.expm1: mathematical.expm1, np.rint: mathematical.rint}
 
 
 def _check_integer_power(base: Any, exponent: Any, *, name: str) -> None:

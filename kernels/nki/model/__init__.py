@@ -90,6 +90,8 @@ class Kernel:
     launches it with LNC=1, ``kernel[lnc](...)`` with ``lnc`` (``kernel[lnc]`` is a ``Launcher``); the launch must
     match the runtime's LNC (``runtime_lnc()``), as on the device."""
 
+    __name__: str  # the kernel function's, as functools.update_wrapper copies it
+
     def __init__(self, fn) -> None:
         self.fn = fn
         self.last_run: Launch | None = None
@@ -222,7 +224,9 @@ def _check_control_flow(name: str, launch: Launch) -> None:
             theirs = flows[p][i] if i < len(flows[p]) else None
             if mine == theirs:
                 continue
-            kind = (mine or theirs)[0]
+            either = mine or theirs
+            assert either is not None  # they differ: not both None
+            kind = either[0]
             raise ModelError(
                 f"{name}: the programs of an LNC={launch.lnc} launch run different dynamic control flow: "
                 f"{_describe(flows[0], i, 0, kind)}, {_describe(flows[p], i, p, kind)}. Control flow that differs "

@@ -163,7 +163,8 @@ class Core:
               writes: tuple = ()) -> None:
         """Count an instruction; ``reads`` and ``writes`` are the tensors it reads and writes (their allocations
         order the instructions in the cost model's schedule)."""
-        self.events[(engine, instruction, *details)] += 1
+        key = (engine, instruction, *details)  # not starred in the subscript: mypy reads that as 3.11 syntax
+        self.events[key] += 1
         self.issued.append(f"{engine} {instruction}")
         self.trace.append((engine, instruction, details, tuple(t.alloc.serial for t in reads),
                            tuple(t.alloc.serial for t in writes)))
@@ -912,15 +913,15 @@ class IndirectView(Tensor):
         return value
 
     @property
-    def data(self) -> np.ndarray:
+    def data(self) -> np.ndarray:  # type: ignore[override]  # resolved per use (the slot: base only)
         return self._resolve()[0]
 
     @property
-    def written(self) -> np.ndarray:
+    def written(self) -> np.ndarray:  # type: ignore[override]  # resolved per use (the slot: base only)
         return self._resolve()[1]
 
     @property
-    def state(self) -> np.ndarray | None:
+    def state(self) -> np.ndarray | None:  # type: ignore[override]  # resolved per use (the slot: base only)
         return self._resolve()[2]
 
     @property

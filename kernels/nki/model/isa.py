@@ -317,6 +317,7 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None) -> None:
     _same_layout(dst, data2, instruction)
     x, y = _read(data1, "data1", instruction, dst.shape), _read(data2, "data2", instruction, dst.shape)
     if x is not None:
+        assert y is not None  # _read gives both or neither (the core's arithmetic switch)
         if op.bitwise:
             if not all(t.dtype.kind in "iu" for t in (data1, data2)):
                 raise ModelError(f"{instruction}: {op!r} needs integer operands (view floats with .view)")
@@ -445,6 +446,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
     s, mv = _read(stationary, "stationary", instruction), _read(moving, "moving", instruction)
     values = None
     if s is not None:
+        assert mv is not None  # _read gives both or neither (the core's arithmetic switch)
         values = dst.data.astype(np.float32) if add else np.zeros((m, n), np.float32)
         s32, m32 = s.astype(np.float32), mv.astype(np.float32)
         for i in range(k):  # fp32 accumulation in K order: product rounded to fp32 (exact for bf16), then added
