@@ -20,13 +20,31 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from .. import _precision
 
 __all__ = ["entry_point", "ENTRY_POINTS"]
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
+R_co = TypeVar("R_co", covariant=True)
+Body = Callable[Concatenate[_precision.Request | None, P], R]
+
+
+class Door(Protocol[P, R_co]):
+    """What a checker sees of a door: the body's parameters after the request; a call that gives a precision
+    keyword is checked for its result type only (a ParamSpec cannot gain keyword parameters, PEP 612)."""
+
+    @overload
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+    @overload
+    def __call__(self, *args: Any, precision: str | None, **kwargs: Any) -> R_co: ...
+    @overload
+    def __call__(self, *args: Any, target_forward_error: float | None, **kwargs: Any) -> R_co: ...
+    @overload
+    def __call__(self, *args: Any, target_relative_error: float | None, **kwargs: Any) -> R_co: ...
+
 
 ENTRY_POINTS: dict[str, Callable[..., Any]] = {}
 
@@ -35,11 +53,18 @@ _active = _precision.active_setting
 _Error = _precision.PrecisionError
 
 
-def entry_point(name: str, *, key: str | None = None, takes_precision: bool = True) -> Callable[[F], F]:
+@overload
+def entry_point(name: str, *, key: str | None = None,
+                takes_precision: Literal[True] = True) -> Callable[[Body[P, R]], Door[P, R]]: ...
+@overload
+def entry_point(name: str, *, key: str | None = None,
+                takes_precision: Literal[False]) -> Callable[[Body[P, R]], Callable[P, R]]: ...
+def entry_point(name: str, *, key: str | None = None,
+                takes_precision: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Make ``body(request, *args, **kwargs)`` the public ``name`` (see the module docstring), listed in
     ``ENTRY_POINTS`` as ``key`` (default: ``name``; several functions may share a name in errors)."""
 
-    def decorate(body: F) -> F:
+    def decorate(body: Callable[..., Any]) -> Callable[..., Any]:
         if takes_precision:
             @functools.wraps(body)
             def door(*args: Any, **kwargs: Any) -> Any:
@@ -75,7 +100,7 @@ def entry_point(name: str, *, key: str | None = None, takes_precision: bool = Tr
 
         door.__signature__ = _public_signature(body, takes_precision)  # type: ignore[attr-defined]
         ENTRY_POINTS[key or name] = door
-        return door  # type: ignore[return-value]
+        return door
 
     return decorate
 
