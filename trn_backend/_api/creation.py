@@ -108,7 +108,7 @@ def from_torch(tensor: torch.Tensor, /) -> NeuronArray:
     return wrap(holdable(tensor, "from_torch()"))
 
 
-def asarray(obj: object, /, *, dtype: torch.dtype | None = None, device: Device = None,
+def asarray(obj: object, /, *, dtype: _dtypes.DType | None = None, device: Device = None,
             copy: bool | None = None) -> NeuronArray:
     """Convert arrays, tensors, NumPy data, DLPack or buffer objects, Python scalars and nested sequences.
 
@@ -303,23 +303,23 @@ def _filled(fill: Callable[..., torch.Tensor], shape: Shape, dtype: object, devi
                      device=dev))
 
 
-def empty(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def empty(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An uninitialized array (default dtype: the device's default float)."""
     return _filled(torch.empty, shape, dtype, device, "empty")
 
 
-def zeros(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def zeros(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An array of zeros (default dtype: the device's default float)."""
     return _filled(torch.zeros, shape, dtype, device, "zeros")
 
 
-def ones(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def ones(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An array of ones (default dtype: the device's default float)."""
     return _filled(torch.ones, shape, dtype, device, "ones")
 
 
 def full(shape: Shape, fill_value: bool | int | float | complex | NeuronArray, *,
-         dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+         dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An array filled with ``fill_value`` (a Python scalar, or a 0-d array as in NumPy and torch); without
     ``dtype``, the default dtype of a scalar's kind, or a 0-d array's dtype."""
     dev = _device_arg(device, "full")
@@ -339,26 +339,26 @@ def _like(x: NeuronArray, dtype: object, device: Device, func: str) -> tuple[tup
     return tuple(t.shape), _dtype_arg(dtype, func, t.dtype), dev
 
 
-def empty_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def empty_like(x: NeuronArray, /, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An uninitialized array with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "empty_like")
     return wrap(torch.empty(shape, dtype=dtype, device=dev))
 
 
-def zeros_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def zeros_like(x: NeuronArray, /, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """Zeros with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "zeros_like")
     return wrap(torch.zeros(shape, dtype=dtype, device=dev))
 
 
-def ones_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def ones_like(x: NeuronArray, /, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """Ones with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "ones_like")
     return wrap(torch.ones(shape, dtype=dtype, device=dev))
 
 
 def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
-              dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+              dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """``fill_value`` with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "full_like")
     return _full(shape, fill_value, dtype, dev, "full_like")
@@ -367,7 +367,7 @@ def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
 # ---------------------------------------------------------------- ranges and grids
 
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
-           dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+           dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """Values ``start + i*step`` in ``[start, stop)``, ``ceil((stop-start)/step)`` of them (none if the signs
     differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern), and rounded once from
     there to a floating dtype."""
@@ -435,7 +435,7 @@ def _integer_range(start: int, stop: int, step: int, dtype: torch.dtype,
     return _dtypes.restore(values, dtype)
 
 
-def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: torch.dtype | None = None,
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: _dtypes.DType | None = None,
         device: Device = None) -> NeuronArray:
     """Ones on the ``k``-th diagonal, zeros elsewhere (any dtype: built as a mask and cast)."""
     rows = int_arg(n_rows, "eye", "n_rows", minimum=0)
@@ -449,7 +449,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: torch.d
 
 
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
-             dtype: torch.dtype | None = None, device: Device = None, endpoint: bool = True) -> NeuronArray:
+             dtype: _dtypes.DType | None = None, device: Device = None, endpoint: bool = True) -> NeuronArray:
     """``num`` evenly spaced values from ``start`` to ``stop`` (excluded when ``endpoint=False``), computed in
     double precision and rounded once to ``dtype``; an integer dtype takes their floor, bool their nonzero-ness, as
     in NumPy."""

@@ -164,7 +164,7 @@ irfftn = _n_dim("irfftn", torch.fft.irfftn, _complex_input, True,
 
 # ---------------------------------------------------------------- frequencies and shifts
 
-def _freq_args(n: object, d: object, dtype: torch.dtype | None, device: object,
+def _freq_args(n: object, d: object, dtype: _dtypes.DType | None, device: object,
                func: str) -> tuple[int, float, torch.dtype, torch.device]:
     n = _length(n, func)
     if isinstance(d, NeuronArray) and d.ndim == 0 and d._t.dtype in _dtypes.REAL_FLOAT + _dtypes.INTEGER:
@@ -177,14 +177,14 @@ def _freq_args(n: object, d: object, dtype: torch.dtype | None, device: object,
     return n, float(d), dtype, device
 
 
-def fftfreq(n: int, /, *, d: float = 1.0, dtype: torch.dtype | None = None,
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None,
             device: torch.device | None = None) -> NeuronArray:
     """Sample frequencies of an n-point transform with sample spacing d: [0, 1, ..., -1] / (d*n)."""
     n, d, dtype, device = _freq_args(n, d, dtype, device, "fftfreq")
     return wrap(torch.fft.fftfreq(n, d, dtype=dtype, device=device))
 
 
-def rfftfreq(n: int, /, *, d: float = 1.0, dtype: torch.dtype | None = None,
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None,
              device: torch.device | None = None) -> NeuronArray:
     """Sample frequencies of rfft's n//2 + 1 outputs (the Nyquist frequency counted positive)."""
     n, d, dtype, device = _freq_args(n, d, dtype, device, "rfftfreq")

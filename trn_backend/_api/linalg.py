@@ -323,7 +323,7 @@ def diagonal(x: NeuronArray, /, *, offset: int = 0) -> NeuronArray:
     return wrap(torch.diagonal(t, _int_arg(offset, "diagonal", "offset"), -2, -1).clone())
 
 
-def trace(x: NeuronArray, /, *, offset: int = 0, dtype: torch.dtype | None = None) -> NeuronArray:
+def trace(x: NeuronArray, /, *, offset: int = 0, dtype: _dtypes.DType | None = None) -> NeuronArray:
     """Sum of the offset diagonal of each matrix, with sum's dtype rules (small integers accumulate in 64
     bits)."""
     t = _matrices(tensor(x, "trace"), "trace")
