@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -85,7 +86,7 @@ def _number(value: object, func: str, arg: str, kinds: tuple[type, ...]) -> bool
     if isinstance(value, bool) or not isinstance(value, kinds):
         names = "/".join(k.__name__ for k in kinds)
         raise TypeError(f"{func}(): {arg} must be a Python {names}, got {type(value).__name__}")
-    return value
+    return cast("bool | int | float | complex", value)  # one of kinds, which are numbers (checked just above)
 
 
 def _scalars_dtype(values: Sequence[object], device: torch.device) -> torch.dtype:
@@ -144,7 +145,7 @@ def _source_tensor(obj: object, copy: bool | None) -> tuple[torch.Tensor, torch.
         t = _supported(torch.from_dlpack(obj), "asarray")
         return t, t.device, False
     try:  # before other sequences: bytes, bytearray and memoryview are sequences too
-        view = memoryview(obj)
+        view = memoryview(obj)  # type: ignore[arg-type]  # any object: what is no buffer raises TypeError
     except TypeError:
         if isinstance(obj, Sequence) and not isinstance(obj, str):
             return None
@@ -326,7 +327,7 @@ def full(shape: Shape, fill_value: bool | int | float | complex | NeuronArray, *
     if isinstance(fill_value, NeuronArray):
         default = fill_value._t.dtype
     else:
-        fill_value = as_py_scalar(fill_value)  # anything but a Python scalar is refused by _fill_tensor
+        fill_value = as_py_scalar(fill_value)  # type: ignore[assignment]  # no scalar: _fill_tensor refuses it
         default = _scalars_dtype([fill_value], dev)
     return _full(_shape_arg(shape, "full"), fill_value, _dtype_arg(dtype, "full", default), dev, "full")
 
@@ -371,7 +372,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     """Values ``start + i*step`` in ``[start, stop)``, ``ceil((stop-start)/step)`` of them (none if the signs
     differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern), and rounded once from
     there to a floating dtype."""
-    start, stop, step = (None if v is None else _number(v, "arange", a, (int, float))
+    # each an int or a float (_number of (int, float)); only stop may be None
+    start, stop, step = (None if v is None else _number(v, "arange", a, (int, float))  # type: ignore[assignment]
                          for v, a in ((start, "start"), (stop, "stop"), (step, "step")))
     if stop is None:
         start, stop = 0, start
@@ -385,7 +387,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     if target in _dtypes.INTEGER:
         if not all_int:  # the standard leaves this unspecified: NumPy's answer
             return wrap(_integer_range_of_floats(start, stop, step, target, dev))
-        return wrap(_integer_range(start, stop, step, target, dev))
+        return wrap(_integer_range(start, stop, step, target, dev))  # type: ignore[arg-type]  # all_int: ints
     span = (stop - start) / step
     if not math.isfinite(span):
         raise ValueError(f"arange(): the range from {start} to {stop} in steps of {step} is not finite")
@@ -395,7 +397,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         for exact in (_dtypes.int64, _dtypes.uint64):
             lo, hi = _dtypes.int_range(exact)
             if lo <= min(ends) and max(ends) <= hi:
-                return wrap(_dtypes.cast(_integer_range(start, stop, step, exact, dev), target))
+                return wrap(_dtypes.cast(_integer_range(start, stop, step,  # type: ignore[arg-type]  # all_int: ints
+                                                        exact, dev), target))
     real = torch.arange(n, dtype=torch.float64, device=dev) * float(step) + float(start)
     return wrap(_dtypes.cast(real, target))
 
@@ -468,7 +471,8 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
         start, stop = (_dtypes.round_int(v, target, "linspace") if type(v) is int else v for v in (start, stop))
     wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
     kind = complex if wide is _dtypes.complex128 else float
-    values = torch.linspace(kind(start), kind(stop), num + (not endpoint), dtype=wide, device=dev)[:num]
+    values = torch.linspace(kind(start), kind(stop),  # type: ignore[arg-type]  # float: no complex (check_castable)
+                            num + (not endpoint), dtype=wide, device=dev)[:num]
     if target in _dtypes.INTEGER:
         values = values.floor()
     return wrap(_dtypes.cast(values, target))
