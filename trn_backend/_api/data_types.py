@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -149,7 +150,7 @@ def result_type(*arrays_and_dtypes: NeuronArray | _dtypes.DType | bool | int | f
     return _dtypes.PUBLIC[promoted(arrays_and_dtypes, "result_type")]
 
 
-def promoted(items: tuple | list, func: str) -> torch.dtype:
+def promoted(items: Sequence[object], func: str) -> torch.dtype:
     """Promote arrays, dtypes, NumPy scalars (strong: their dtype) and Python scalars (weak); at least one array,
     dtype or NumPy scalar is required."""
     strong: list[torch.dtype] = []
