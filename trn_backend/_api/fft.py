@@ -4,6 +4,7 @@ functions."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import torch
 
@@ -17,6 +18,21 @@ __all__ = [
 
 Tensor = torch.Tensor
 _NORMS = ("backward", "ortho", "forward")
+
+
+# the generated functions' signatures, the standard's (the checker holds each generated f to its protocol)
+class OneDimTransform(Protocol):
+    def __call__(self, x: NeuronArray, /, *, n: int | None = None, axis: int = -1,
+                 norm: str = "backward") -> NeuronArray: ...
+
+
+class NDimTransform(Protocol):
+    def __call__(self, x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+                 norm: str = "backward") -> NeuronArray: ...
+
+
+class Shift(Protocol):
+    def __call__(self, x: NeuronArray, /, *, axes: int | Sequence[int] | None = None) -> NeuronArray: ...
 
 
 # ---------------------------------------------------------------- argument checks
@@ -102,7 +118,7 @@ def _transform(op: Callable[..., Tensor], t: Tensor, dims: Sequence[int], **kwar
 
 
 def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool,
-             doc: str) -> Callable[..., NeuronArray]:
+             doc: str) -> OneDimTransform:
     """A 1-D transform with the standard's signature (x, /, *, n=None, axis=-1, norm='backward')."""
     def f(x: NeuronArray, /, *, n: int | None = None, axis: int = -1,
           norm: str = "backward") -> NeuronArray:
@@ -119,7 +135,7 @@ def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, st
 
 
 def _n_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool,
-           doc: str, *, real: bool = False) -> Callable[..., NeuronArray]:
+           doc: str, *, real: bool = False) -> NDimTransform:
     """An n-D transform with the standard's signature (x, /, *, s=None, axes=None, norm='backward'); the
     real-data transforms (real=True) need an axis to halve."""
     def f(x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
@@ -191,7 +207,7 @@ def rfftfreq(n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None,
     return wrap(torch.fft.rfftfreq(n, d, dtype=dtype, device=device))
 
 
-def _shift(name: str, op: Callable[..., Tensor], doc: str) -> Callable[..., NeuronArray]:
+def _shift(name: str, op: Callable[..., Tensor], doc: str) -> Shift:
     def f(x: NeuronArray, /, *, axes: int | Sequence[int] | None = None) -> NeuronArray:
         t = tensor(x, name)
         if t.dim() == 0:
