@@ -529,7 +529,7 @@ def best_available(dtype: torch.dtype, K: int, device: torch.device,
     return min((r for r in found if r.bound is not None), key=lambda r: cast(float, r.bound), default=None)
 
 
-def select_precision(dtype: torch.dtype, K: int, target: float, *, device: torch.device | str = "cpu",
+def select_precision(dtype: _dtypes.DType, K: int, target: float, *, device: torch.device | str = "cpu",
                      bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
     """The cheapest mode on ``device`` (default: the CPU) whose bound meets ``target`` (units of ``|A||B|``), for a
     step of sizes ``bmkn`` = (B, M, K, N) (default (1, 1024, K, 1024), the calibration's M and N). Candidates:
