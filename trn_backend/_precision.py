@@ -511,7 +511,7 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: s
             return candidate
         # best is a candidate with a bound (those without are skipped above)
         best = candidate if best is None or candidate.bound < cast(float, best.bound) else best
-    assert best is not None  # the ladder ends with kahan, which has a bound for every floating dtype
+    assert best is not None  # the ladder's last rung (float64 on the host) has a bound for every floating dtype
     raise PrecisionError(f"no mode reaches {what}={target:g} for {_dtypes.name(dtype)} with K={K}; the best "
                          f"available bound is {best.bound:.3g}, from {best.label}", "select_precision")
 
