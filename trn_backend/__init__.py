@@ -8,6 +8,8 @@ one planner into the kernel layer under a precision mode (``precision``, ``error
 from __future__ import annotations
 
 import sys as _sys
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Any as _Any
 
 import torch.distributed as _dist
 
@@ -18,12 +20,15 @@ from ._namespace import *  # noqa: F403  (the public namespace, assembled there)
 from ._namespace import __array_api_version__, __array_namespace_info__  # noqa: F401
 from .contraction import slicing as _slicing
 
+if _TYPE_CHECKING:
+    import torch as _torch
+
 __version__ = "0.1.0"  # the distribution's version too (pyproject.toml reads it from here); CHANGELOG.md
 
 _array.PROTOCOLS["namespace"] = _sys.modules[__name__]  # what x.__array_namespace__() answers
 
 
-def _sliced_over_ranks(request: object, spec: object, ts: list, *args: object) -> object:
+def _sliced_over_ranks(request: _Any, spec: _Any, ts: list[_torch.Tensor], *args: _Any) -> _torch.Tensor | None:
     """``contract(..., memory_limit=)`` with sharded operands or in a process group: the ranks share the slices.
     trn_backend.distributed (torch.distributed, DTensor) is imported only for such a call, so a process that never
     shards never registers sharded types (every public function would then look for them among its arguments).
@@ -32,8 +37,9 @@ def _sliced_over_ranks(request: object, spec: object, ts: list, *args: object) -
     # (a loop: this module's ``any`` is the namespace's)
     dtensor = _sys.modules.get("torch.distributed.tensor")
     sharded = False
-    for t in ts if dtensor is not None else ():
-        sharded = sharded or isinstance(t, dtensor.DTensor)
+    if dtensor is not None:
+        for t in ts:
+            sharded = sharded or isinstance(t, dtensor.DTensor)
     if not sharded and not (_dist.is_available() and _dist.is_initialized()):
         return None
     from .distributed import _slicing as over_ranks

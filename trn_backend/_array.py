@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -25,10 +25,10 @@ from ._overrides import OVERRIDES, handler
 SUPPORTED_API_VERSIONS = ("2023.12", "2024.12", "2025.12")
 
 # Tensor subclasses that wrap into a NeuronArray subclass (the distributed package registers DTensor here).
-_WRAPPERS: dict[type, type] = {}
+_WRAPPERS: dict[type, type[NeuronArray]] = {}
 
 
-def register_wrapper(tensor_type: type, array_type: type) -> None:
+def register_wrapper(tensor_type: type, array_type: type[NeuronArray]) -> None:
     _WRAPPERS[tensor_type] = array_type
 
 
@@ -81,7 +81,8 @@ class NeuronArray(NdarrayMethods):
     """An array on a Neuron device, a CPU or a GPU, holding one ``torch.Tensor`` (``x._t``, never copied)."""
 
     __slots__ = ("_t", "_w", "__weakref__")  # _w: see ``Flags`` (set only on arrays made read-only by flag)
-    __hash__ = None  # mutable, and == is elementwise
+    __hash__ = None  # type: ignore[assignment]  # mutable, and == is elementwise: unhashable, as ndarray
+    _w: torch.Tensor | None
 
     def __init__(self, tensor: torch.Tensor) -> None:
         self._t = holdable(tensor, "NeuronArray")
@@ -400,7 +401,8 @@ class NeuronArray(NdarrayMethods):
             if self._t.dtype in _dtypes.COMPLEX_FLOAT:
                 raise TypeError("round() of a complex array is undefined; take .real or abs first")
             return round(self._scalar("round"))
-        return np.round(self, ndigits)
+        # numpy.round runs NeuronArray's __array_function__ (NEP 18), which answers a NeuronArray
+        return cast(NeuronArray, np.round(self, ndigits))
 
     def __format__(self, spec: str) -> str:
         """A 0-d array formats as its value (``f"{x:.6f}"``), as NumPy's; other arrays take only an empty spec."""
@@ -665,22 +667,22 @@ class NeuronArray(NdarrayMethods):
     def __imatmul__(self, other: Any, /) -> NeuronArray:
         return _inplace(self, other, "matmul")
 
-    def __lt__(self, other: Any, /) -> NeuronArray:  # type: ignore[override]
+    def __lt__(self, other: Any, /) -> NeuronArray:
         if not isinstance(other, _OPERANDS):
             return _foreign("less", other)
         return OPERATORS["less"](self, other)
 
-    def __le__(self, other: Any, /) -> NeuronArray:  # type: ignore[override]
+    def __le__(self, other: Any, /) -> NeuronArray:
         if not isinstance(other, _OPERANDS):
             return _foreign("less_equal", other)
         return OPERATORS["less_equal"](self, other)
 
-    def __gt__(self, other: Any, /) -> NeuronArray:  # type: ignore[override]
+    def __gt__(self, other: Any, /) -> NeuronArray:
         if not isinstance(other, _OPERANDS):
             return _foreign("greater", other)
         return OPERATORS["greater"](self, other)
 
-    def __ge__(self, other: Any, /) -> NeuronArray:  # type: ignore[override]
+    def __ge__(self, other: Any, /) -> NeuronArray:
         if not isinstance(other, _OPERANDS):
             return _foreign("greater_equal", other)
         return OPERATORS["greater_equal"](self, other)
@@ -883,6 +885,8 @@ class _ReversedView(NeuronArray):
     reads see every later write into x; writes go into the base, their key mirrored (``_indexing.mirrored``)."""
 
     __slots__ = ("_base", "_dims")
+    _base: torch.Tensor
+    _dims: tuple[int, ...]
 
     @property
     def _t(self) -> torch.Tensor:  # type: ignore[override]
@@ -923,13 +927,13 @@ class _ReversedView(NeuronArray):
 
     @property
     def T(self) -> NeuronArray:
-        return self._moved(NeuronArray.T.fget(wrap(self._base)), [1, 0])
+        return self._moved(NeuronArray.T.fget(wrap(self._base)), [1, 0])  # type: ignore[attr-defined]  # a property
 
     @property
     def mT(self) -> NeuronArray:
         order = list(range(self._base.dim()))
         order[-2:] = order[:-3:-1]
-        return self._moved(NeuronArray.mT.fget(wrap(self._base)), order)
+        return self._moved(NeuronArray.mT.fget(wrap(self._base)), order)  # type: ignore[attr-defined]  # a property
 
     def _part(self, which: str) -> NeuronArray:
         return _reversed(getattr(self._base, which), self._dims)
@@ -1149,7 +1153,7 @@ def _layout(x: NeuronArray) -> tuple[torch.Tensor, tuple[int, ...], tuple[int, .
     strides = tuple(-s if d in dims else s for d, s in enumerate(stride))
     offset = (t.storage_offset() if type(t) is _TENSOR else 0) + sum((t.shape[d] - 1) * stride[d] for d in dims
                                                                      if t.shape[d] > 0)
-    return t, tuple(t.shape), strides, offset
+    return t, tuple(t.shape), strides, offset  # type: ignore[return-value]  # storage_offset(): SymInt only if traced
 
 
 def viewable(x: Any) -> bool:

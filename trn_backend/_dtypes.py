@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import ml_dtypes
 import numpy as np
@@ -40,6 +41,10 @@ float32 = torch.float32
 float64 = torch.float64
 complex64 = torch.complex64
 complex128 = torch.complex128
+
+# What a dtype argument of the namespace may be (``to_dtype`` reads it): a NumPy dtype (``trn_backend.float32``), a
+# type or name NumPy reads as one (``np.float32``, ``float``, ``"float32"``), or a torch dtype
+DType = np.dtype[Any] | type | str | torch.dtype
 
 SIGNED_INT = (int8, int16, int32, int64)
 UNSIGNED_INT = (uint8, uint16, uint32, uint64)
@@ -188,7 +193,7 @@ def round_int(value: int, dtype: torch.dtype, func: str) -> int:
 
 def name(dtype: torch.dtype | np.dtype) -> str:
     """The dtype's name (``float32``); NumPy dtypes name themselves."""
-    return NAMES.get(dtype, str(dtype))
+    return NAMES.get(dtype, str(dtype))  # type: ignore[arg-type]  # a NumPy dtype is no key: it names itself
 
 
 def kind_rank(dtype: torch.dtype) -> int:
@@ -273,7 +278,7 @@ def to_dtype(dtype: object, func: str = "dtype") -> torch.dtype:
     if dtype is None or isinstance(dtype, (int, float, complex)):  # np.dtype(None) is float64: not a dtype here
         raise TypeError(f"{func}: {dtype!r} is not a dtype (use e.g. trn_backend.float32)")
     try:
-        np_dtype = np.dtype(dtype)
+        np_dtype = np.dtype(dtype)  # type: ignore[call-overload]  # any object: what is no dtype raises TypeError
     except TypeError:
         raise TypeError(f"{func}: {dtype!r} is not a dtype (use e.g. trn_backend.float32)") from None
     found = TORCH_OF_PUBLIC.get(np_dtype)

@@ -94,11 +94,11 @@ def binary_operands(x1: object, x2: object, func: str, *, broadcast: bool = Fals
     a1, a2 = isinstance(x1, NeuronArray), isinstance(x2, NeuronArray)
     if a1 is not a2:  # the array beside a scalar; a NumPy one joins its device as a 0-d array
         if isinstance(x1, np.generic):
-            x1, a1 = numpy_scalar(x1, x2._t.device, func), True
+            x1, a1 = numpy_scalar(x1, x2._t.device, func), True  # type: ignore[attr-defined]  # a2: x2 is an array
         elif isinstance(x2, np.generic):
-            x2, a2 = numpy_scalar(x2, x1._t.device, func), True
+            x2, a2 = numpy_scalar(x2, x1._t.device, func), True  # type: ignore[attr-defined]  # a1: x1 is an array
     if a1 and a2:
-        t1, t2 = x1._t, x2._t
+        t1, t2 = x1._t, x2._t  # type: ignore[attr-defined]  # a1 and a2: both are arrays
         if t1.device != t2.device:
             check_same_device((t1, t2), func, "x1 and x2")
         s1, s2 = t1.shape, t2.shape
@@ -106,11 +106,11 @@ def binary_operands(x1: object, x2: object, func: str, *, broadcast: bool = Fals
             check_broadcastable(s1, s2, func)
         dtype = _dtypes.promote(t1.dtype, t2.dtype)
     elif a1 and isinstance(x2, PY_SCALARS):
-        t1 = x1._t
+        t1 = x1._t  # type: ignore[attr-defined]  # a1: an array
         dtype = scalar_dtype(x2, _floating(t1) if floating else t1.dtype, func, t1.device)
         t2 = scalar_to_tensor(x2, dtype, t1.device, func)
     elif a2 and isinstance(x1, PY_SCALARS):
-        t2 = x2._t
+        t2 = x2._t  # type: ignore[attr-defined]  # a2: an array
         dtype = scalar_dtype(x1, _floating(t2) if floating else t2.dtype, func, t2.device)
         t1 = scalar_to_tensor(x1, dtype, t2.device, func)
     else:
@@ -212,6 +212,6 @@ def dlpack_facts(capsule: object) -> tuple[bool, bool]:
         read_only = bool(ctypes.c_uint64.from_address(address + 24).value & _READ_ONLY)
         address += 32
     ndim = ctypes.c_int32.from_address(address + 16).value
-    strides = ctypes.c_void_p.from_address(address + 32).value
+    strides = ctypes.c_void_p.from_address(address + 32).value or 0  # NULL reads as None
     negative = bool(strides) and any(s < 0 for s in (ctypes.c_int64 * ndim).from_address(strides))
     return read_only, negative

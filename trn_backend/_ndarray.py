@@ -14,11 +14,14 @@ NeuronArray's own.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from . import _dtypes
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["NdarrayMethods"]
 
@@ -49,6 +52,12 @@ class NdarrayMethods:
     """ndarray's methods as the NumPy functions of the same names, called on the array."""
 
     __slots__ = ()
+
+    if TYPE_CHECKING:  # what NeuronArray supplies (see the module docstring)
+        _t: torch.Tensor
+
+        @property
+        def size(self) -> int: ...
 
     def all(self, *args: Any, **kwargs: Any) -> Any:
         """numpy.all(x, ...) as ndarray's method."""
@@ -176,7 +185,8 @@ class NdarrayMethods:
         if order not in ("K", "A", "C"):
             raise ValueError(f"x.astype(): order={order!r} cannot be met: NeuronArrays are C-ordered")
         target = _dtypes.to_dtype(dtype, "x.astype() dtype")
-        if casting != "unsafe" and not np.can_cast(_dtypes.public(self._t.dtype), _dtypes.public(target), casting):
+        if casting != "unsafe" and not np.can_cast(_dtypes.public(self._t.dtype), _dtypes.public(target),
+                                                    casting):  # type: ignore[arg-type]  # NumPy checks the name
             raise TypeError(f"x.astype(): cannot cast {_dtypes.name(self._t.dtype)} to {_dtypes.name(target)} under "
                             f"casting={casting!r}")
         # NumPy's unsafe cast (complex to real keeps the real part)

@@ -59,7 +59,7 @@ class Point:
 def dominates(x: Point, y: Point) -> bool:
     """Whether ``x`` dominates ``y``: no slower and no less accurate, strictly better in one; a point with an
     unknown time or bound is incomparable."""
-    if None in (x.seconds, x.bound, y.seconds, y.bound):
+    if x.seconds is None or x.bound is None or y.seconds is None or y.bound is None:
         return False
     return x.seconds <= y.seconds and x.bound <= y.bound and (x.seconds < y.seconds or x.bound < y.bound)
 

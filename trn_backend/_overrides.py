@@ -11,13 +11,18 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar, cast
 
 __all__ = ["OVERRIDES", "Handler", "public", "handler"]
 
 # handler(func, name, args, kwargs): runs ``func`` (the namespace's own function, ``name`` its public name, such
 # as "linalg.matmul") on arguments one of which has the handler's type
 Handler = Callable[[Callable[..., Any], str, tuple, dict], Any]
+
+# a public function's own type: its wrapper has its parameters, name and docstring, so a checker sees the public
+# function as the implementation (a TypeVar, not ParamSpec and TypeVar: those would drop the overloads of a callable
+# protocol such as contraction.front.Door)
+F = TypeVar("F", bound=Callable[..., Any])
 
 # argument type (exactly; subclasses register themselves) -> its handler
 OVERRIDES: dict[type, Handler] = {}
@@ -41,7 +46,7 @@ def handler(args: tuple, kwargs: dict[str, Any]) -> Handler | None:
     return None
 
 
-def public(func: Callable[..., Any], name: str) -> Callable[..., Any]:
+def public(func: F, name: str) -> F:
     """``func`` as the namespace exports it under ``name``: called directly unless ``OVERRIDES`` has a type
     among the arguments (see ``handler``). Without registered types the cost is one truth test and one call;
     ``func``'s name, docstring and signature are the wrapper's (``inspect.signature`` follows ``__wrapped__``)."""
@@ -51,7 +56,8 @@ def public(func: Callable[..., Any], name: str) -> Callable[..., Any]:
     if positional and len(positional) + len(keywords) == len(params) and func.__name__.isidentifier() and \
             not {func.__name__, *positional, *(p.name for p in keywords)} & _TEMPLATE_NAMES and \
             not any(p.name.startswith("_default_") for p in keywords):
-        return _exact(func, name, positional, keywords)
+        # the exec'd wrapper has func's parameters, defaults and name (the template in _exact)
+        return cast(F, _exact(func, name, positional, keywords))
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -61,7 +67,7 @@ def public(func: Callable[..., Any], name: str) -> Callable[..., Any]:
                 return found(func, name, args, kwargs)
         return func(*args, **kwargs)
 
-    return wrapper
+    return cast(F, wrapper)  # wraps(func): func's name and docstring; it takes func's arguments and passes them on
 
 
 # A function whose parameters are required positional-only ones, then keyword-only ones (the element-wise
@@ -87,7 +93,7 @@ def {function}({params}, /{keyword_params}):
 
 def _exact(func: Callable[..., Any], name: str, positional: list[str], keywords: list[inspect.Parameter]) \
         -> Callable[..., Any]:
-    scope = {"func": func, "public_name": name, "handler": handler, "OVERRIDES": OVERRIDES}
+    scope: dict[str, Any] = {"func": func, "public_name": name, "handler": handler, "OVERRIDES": OVERRIDES}
     params = ", ".join(positional)
     keyword_params, given, defaults = [], [], []
     for i, p in enumerate(keywords):

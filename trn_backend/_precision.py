@@ -21,7 +21,7 @@ import functools
 import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -120,7 +120,8 @@ def _bound(name: str, dtype: torch.dtype, K: int, slices: int | None) -> float |
         return bounds.complex_native(real, K)
     if name == "kahan":
         return bounds.complex_kahan(real, K)
-    return bounds.complex_of_real(MODES[name].bound(real, K, **kwargs), real)
+    # only native lacks a bound (on bf16 and fp16), and native took its own branch above
+    return bounds.complex_of_real(cast(float, MODES[name].bound(real, K, **kwargs)), real)
 
 
 # --- argument checks ---
@@ -147,7 +148,7 @@ def _mode(mode: object, params: dict[str, Any], func: str) -> tuple[str, tuple[t
         raise TypeError(f"{func}: a precision mode is a string such as 'dd', got {type(mode).__name__}")
     match = _SPELLING.fullmatch(mode)
     name = match and ALIASES.get(match[1], match[1])
-    if name not in MODES:
+    if match is None or name not in MODES:  # (no match leaves name None, which is not in MODES)
         what = "unknown precision mode" if match else "malformed precision mode"
         raise ValueError(f"{func}: {what} {mode!r}; known: {_spellings()}")
     spelled: dict[str, Any] = {}
@@ -197,7 +198,7 @@ def _check_problem(dtype: object, K: object, func: str) -> tuple[torch.dtype, in
     except TypeError:
         raise TypeError(f"{func}: dtype must be a dtype such as trn_backend.float32, got {dtype!r}") from None
     try:
-        k = operator.index(K)
+        k = operator.index(K)  # type: ignore[arg-type]  # any object: what has no __index__ raises TypeError
     except TypeError:
         raise TypeError(f"{func}: K must be an int, got {type(K).__name__}") from None
     if isinstance(K, bool) or k < 0:
@@ -294,7 +295,7 @@ def _setting(mode: object, target: object, params: dict[str, Any], func: str,
 @contextlib.contextmanager
 def _activate(request: Request) -> Iterator[list[Check] | None]:
     token = _ACTIVE.set(request)
-    report = None if request.relative is None else []
+    report: list[Check] | None = None if request.relative is None else []
     report_token = None if report is None else _REPORT.set(report)
     try:
         yield report
@@ -326,6 +327,7 @@ def request_of(mode: object, target_forward_error: object, target_relative_error
         return _ACTIVE.get()
     # the same arguments make the same request: kept by their types and values (True and 1 hash alike but are
     # not the same argument), so a repeated call skips the checks; a refusal is not kept (it names ``func``)
+    key: tuple[object, ...] | None  # None: an unhashable argument
     key = (mode.__class__, mode, target_forward_error.__class__, target_forward_error,
            target_relative_error.__class__, target_relative_error)
     try:
@@ -333,7 +335,7 @@ def request_of(mode: object, target_forward_error: object, target_relative_error
     except TypeError:  # an unhashable argument: checked (and refused) below
         found = key = None
     if found is not _UNSEEN and key is not None:
-        return found
+        return found  # type: ignore[return-value]  # not the _UNSEEN sentinel: a value of _CALL_REQUESTS
     made = _setting(mode, target_forward_error, {}, func, target_relative_error)
     if key is not None:
         if len(_CALL_REQUESTS) >= 4096:
@@ -410,7 +412,7 @@ def _resolved(name: str, params: tuple[tuple[str, object], ...], dtype: torch.dt
     return Resolved(name, tuple(sorted(kwargs.items())), _bound(name, dtype, K, kwargs.get("slices")))
 
 
-def _ladder() -> Iterator[tuple[str, tuple[tuple[str, object], ...]]]:
+def _ladder() -> Iterator[tuple[str, tuple[tuple[str, int], ...]]]:
     """Every (mode, params) a target may pick, in LADDER order (ozaki by slice count)."""
     for name in LADDER:
         if name == "ozaki":
@@ -513,7 +515,9 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: s
             continue
         if candidate.bound <= target:
             return candidate
-        best = candidate if best is None or candidate.bound < best.bound else best
+        # best is a candidate with a bound (those without are skipped above)
+        best = candidate if best is None or candidate.bound < cast(float, best.bound) else best
+    assert best is not None  # the ladder's last rung (float64 on the host) has a bound for every floating dtype
     raise PrecisionError(f"no mode reaches {what}={target:g} for {_dtypes.name(dtype)} with K={K}; the best "
                          f"available bound is {best.bound:.3g}, from {best.label}", "select_precision")
 
@@ -528,10 +532,10 @@ def best_available(dtype: torch.dtype, K: int, device: torch.device,
     real = dtype.to_real() if dtype.is_complex else dtype
     found = [_resolved(name, params, dtype, K)
              for name, params in _ranking(kind, real, _flops(K, bmkn), _native_ok(kind, dtype))]
-    return min((r for r in found if r.bound is not None), key=lambda r: r.bound, default=None)
+    return min((r for r in found if r.bound is not None), key=lambda r: cast(float, r.bound), default=None)
 
 
-def select_precision(dtype: torch.dtype, K: int, target: float, *, device: torch.device | str = "cpu",
+def select_precision(dtype: _dtypes.DType, K: int, target: float, *, device: torch.device | str = "cpu",
                      bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
     """The cheapest mode on ``device`` (default: the CPU) whose bound meets ``target`` (units of ``|A||B|``), for a
     step of sizes ``bmkn`` = (B, M, K, N) (default (1, 1024, K, 1024), the calibration's M and N). Candidates:
@@ -651,6 +655,7 @@ def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str 
         return mode_for(request, dtype, K, device)
     if request.target is not None:
         return select(dtype, K, request.target, device, bmkn)
+    assert request.relative is not None  # a request holds a mode or one target: here, the relative one
     return relative_start(dtype, K, request.relative, device, bmkn)
 
 

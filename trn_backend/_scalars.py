@@ -65,7 +65,7 @@ def convert_scalar(value: object, dtype: torch.dtype, device: torch.device, func
         raise TypeError(f"{func}(): cannot store the complex value {value} in a {_dtypes.name(dtype)} array; "
                         "store its .real or .imag")
     if dtype in _dtypes.INTEGER:
-        value = int_value(value, dtype, func)
+        value = int_value(value, dtype, func)  # type: ignore[arg-type]  # not complex: refused above for this dtype
     return scalar_to_tensor(value, dtype, device, func)
 
 

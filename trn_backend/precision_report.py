@@ -19,6 +19,7 @@ import statistics
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -95,7 +96,8 @@ def measure(ks: Sequence[int] = KS, *, size: int = 256, dtype: torch.dtype = tor
             resolved = _precision.resolve(dtype, K, a.device, precision=mode)
             call = functools.partial(reference.MODES[mode], a, b, **resolved.kwargs)
             error = np.abs(call().cpu().numpy().astype(exact.dtype) - exact) / np.where(scale > 0, scale, 1)
-            label, slices = resolved.label, resolved.kwargs.get("slices", 0)
+            # ozaki's slice count, an int (_precision checks it); 0 for the modes without one
+            label, slices = resolved.label, cast(int, resolved.kwargs.get("slices", 0))
             if mode == "ozaki":  # the kernel adds slices where the data's dynamic range needs them
                 slices = reference.ozaki_slices(a, b, slices)
                 label += "" if f"={slices})" in label else f" ran {slices}"

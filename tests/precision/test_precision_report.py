@@ -8,10 +8,10 @@ import re
 import pytest
 import torch
 from matplotlib import image
-from trn_backend.kernels.nki import cost
 
 from trn_backend import precision_report as report
 from trn_backend.__main__ import main
+from trn_backend.kernels.nki import cost
 
 SMALL = ["--size", "16", "--k", "16", "512", "--repeats", "1"]  # as the report's test in test_precision_modes.py
 

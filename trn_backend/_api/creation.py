@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import numpy as np
 import torch
@@ -85,7 +86,7 @@ def _number(value: object, func: str, arg: str, kinds: tuple[type, ...]) -> bool
     if isinstance(value, bool) or not isinstance(value, kinds):
         names = "/".join(k.__name__ for k in kinds)
         raise TypeError(f"{func}(): {arg} must be a Python {names}, got {type(value).__name__}")
-    return value
+    return cast("bool | int | float | complex", value)  # one of kinds, which are numbers (checked just above)
 
 
 def _scalars_dtype(values: Sequence[object], device: torch.device) -> torch.dtype:
@@ -108,7 +109,7 @@ def from_torch(tensor: torch.Tensor, /) -> NeuronArray:
     return wrap(holdable(tensor, "from_torch()"))
 
 
-def asarray(obj: object, /, *, dtype: torch.dtype | None = None, device: Device = None,
+def asarray(obj: object, /, *, dtype: _dtypes.DType | None = None, device: Device = None,
             copy: bool | None = None) -> NeuronArray:
     """Convert arrays, tensors, NumPy data, DLPack or buffer objects, Python scalars and nested sequences.
 
@@ -144,7 +145,7 @@ def _source_tensor(obj: object, copy: bool | None) -> tuple[torch.Tensor, torch.
         t = _supported(torch.from_dlpack(obj), "asarray")
         return t, t.device, False
     try:  # before other sequences: bytes, bytearray and memoryview are sequences too
-        view = memoryview(obj)
+        view = memoryview(obj)  # type: ignore[arg-type]  # any object: what is no buffer raises TypeError
     except TypeError:
         if isinstance(obj, Sequence) and not isinstance(obj, str):
             return None
@@ -303,30 +304,30 @@ def _filled(fill: Callable[..., torch.Tensor], shape: Shape, dtype: object, devi
                      device=dev))
 
 
-def empty(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def empty(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An uninitialized array (default dtype: the device's default float)."""
     return _filled(torch.empty, shape, dtype, device, "empty")
 
 
-def zeros(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def zeros(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An array of zeros (default dtype: the device's default float)."""
     return _filled(torch.zeros, shape, dtype, device, "zeros")
 
 
-def ones(shape: Shape, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def ones(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An array of ones (default dtype: the device's default float)."""
     return _filled(torch.ones, shape, dtype, device, "ones")
 
 
 def full(shape: Shape, fill_value: bool | int | float | complex | NeuronArray, *,
-         dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+         dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An array filled with ``fill_value`` (a Python scalar, or a 0-d array as in NumPy and torch); without
     ``dtype``, the default dtype of a scalar's kind, or a 0-d array's dtype."""
     dev = _device_arg(device, "full")
     if isinstance(fill_value, NeuronArray):
         default = fill_value._t.dtype
     else:
-        fill_value = as_py_scalar(fill_value)  # anything but a Python scalar is refused by _fill_tensor
+        fill_value = as_py_scalar(fill_value)  # type: ignore[assignment]  # no scalar: _fill_tensor refuses it
         default = _scalars_dtype([fill_value], dev)
     return _full(_shape_arg(shape, "full"), fill_value, _dtype_arg(dtype, "full", default), dev, "full")
 
@@ -339,26 +340,26 @@ def _like(x: NeuronArray, dtype: object, device: Device, func: str) -> tuple[tup
     return tuple(t.shape), _dtype_arg(dtype, func, t.dtype), dev
 
 
-def empty_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def empty_like(x: NeuronArray, /, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """An uninitialized array with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "empty_like")
     return wrap(torch.empty(shape, dtype=dtype, device=dev))
 
 
-def zeros_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def zeros_like(x: NeuronArray, /, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """Zeros with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "zeros_like")
     return wrap(torch.zeros(shape, dtype=dtype, device=dev))
 
 
-def ones_like(x: NeuronArray, /, *, dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+def ones_like(x: NeuronArray, /, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """Ones with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "ones_like")
     return wrap(torch.ones(shape, dtype=dtype, device=dev))
 
 
 def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
-              dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+              dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """``fill_value`` with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "full_like")
     return _full(shape, fill_value, dtype, dev, "full_like")
@@ -367,11 +368,12 @@ def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
 # ---------------------------------------------------------------- ranges and grids
 
 def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
-           dtype: torch.dtype | None = None, device: Device = None) -> NeuronArray:
+           dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
     """Values ``start + i*step`` in ``[start, stop)``, ``ceil((stop-start)/step)`` of them (none if the signs
     differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern), and rounded once from
     there to a floating dtype."""
-    start, stop, step = (None if v is None else _number(v, "arange", a, (int, float))
+    # each an int or a float (_number of (int, float)); only stop may be None
+    start, stop, step = (None if v is None else _number(v, "arange", a, (int, float))  # type: ignore[assignment]
                          for v, a in ((start, "start"), (stop, "stop"), (step, "step")))
     if stop is None:
         start, stop = 0, start
@@ -385,7 +387,7 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
     if target in _dtypes.INTEGER:
         if not all_int:  # the standard leaves this unspecified: NumPy's answer
             return wrap(_integer_range_of_floats(start, stop, step, target, dev))
-        return wrap(_integer_range(start, stop, step, target, dev))
+        return wrap(_integer_range(start, stop, step, target, dev))  # type: ignore[arg-type]  # all_int: ints
     span = (stop - start) / step
     if not math.isfinite(span):
         raise ValueError(f"arange(): the range from {start} to {stop} in steps of {step} is not finite")
@@ -395,7 +397,8 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         for exact in (_dtypes.int64, _dtypes.uint64):
             lo, hi = _dtypes.int_range(exact)
             if lo <= min(ends) and max(ends) <= hi:
-                return wrap(_dtypes.cast(_integer_range(start, stop, step, exact, dev), target))
+                return wrap(_dtypes.cast(_integer_range(start, stop, step,  # type: ignore[arg-type]  # all_int: ints
+                                                        exact, dev), target))
     real = torch.arange(n, dtype=torch.float64, device=dev) * float(step) + float(start)
     return wrap(_dtypes.cast(real, target))
 
@@ -435,7 +438,7 @@ def _integer_range(start: int, stop: int, step: int, dtype: torch.dtype,
     return _dtypes.restore(values, dtype)
 
 
-def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: torch.dtype | None = None,
+def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: _dtypes.DType | None = None,
         device: Device = None) -> NeuronArray:
     """Ones on the ``k``-th diagonal, zeros elsewhere (any dtype: built as a mask and cast)."""
     rows = int_arg(n_rows, "eye", "n_rows", minimum=0)
@@ -449,7 +452,7 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: torch.d
 
 
 def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
-             dtype: torch.dtype | None = None, device: Device = None, endpoint: bool = True) -> NeuronArray:
+             dtype: _dtypes.DType | None = None, device: Device = None, endpoint: bool = True) -> NeuronArray:
     """``num`` evenly spaced values from ``start`` to ``stop`` (excluded when ``endpoint=False``), computed in
     double precision and rounded once to ``dtype``; an integer dtype takes their floor, bool their nonzero-ness, as
     in NumPy."""
@@ -468,7 +471,8 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
         start, stop = (_dtypes.round_int(v, target, "linspace") if type(v) is int else v for v in (start, stop))
     wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
     kind = complex if wide is _dtypes.complex128 else float
-    values = torch.linspace(kind(start), kind(stop), num + (not endpoint), dtype=wide, device=dev)[:num]
+    values = torch.linspace(kind(start), kind(stop),  # type: ignore[arg-type]  # float: no complex (check_castable)
+                            num + (not endpoint), dtype=wide, device=dev)[:num]
     if target in _dtypes.INTEGER:
         values = values.floor()
     return wrap(_dtypes.cast(values, target))

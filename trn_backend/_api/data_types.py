@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -71,7 +72,7 @@ def convert(t: torch.Tensor, dtype: torch.dtype, device: torch.device, copy: boo
     return out
 
 
-def astype(x: NeuronArray, dtype: torch.dtype, /, *, copy: bool = True,
+def astype(x: NeuronArray, dtype: _dtypes.DType, /, *, copy: bool = True,
            device: torch.device | str | None = None) -> NeuronArray:
     """Cast to ``dtype`` (and optionally move); ``copy=False`` returns ``x`` itself when nothing changes.
 
@@ -87,7 +88,7 @@ def astype(x: NeuronArray, dtype: torch.dtype, /, *, copy: bool = True,
     return wrap(convert(t, target, dev, True, "astype"))
 
 
-def can_cast(from_: np.dtype | NeuronArray, to: np.dtype, /) -> bool:
+def can_cast(from_: _dtypes.DType | NeuronArray, to: _dtypes.DType, /) -> bool:
     """Within a kind, True iff the standard's promotion table promotes ``from_`` with ``to`` to ``to``. Across
     kinds, which the standard leaves to the library, NumPy's "safe" rule answers (bool to any dtype, integers to
     floating and complex, real floating to complex), as these dtypes are NumPy's."""
@@ -98,7 +99,7 @@ def can_cast(from_: np.dtype | NeuronArray, to: np.dtype, /) -> bool:
     return _dtypes.PROMOTION_TABLE.get((src, dst)) is dst
 
 
-def finfo(type: torch.dtype | NeuronArray, /) -> finfo_object:  # noqa: A002 - the standard's name
+def finfo(type: _dtypes.DType | NeuronArray, /) -> finfo_object:  # noqa: A002 - the standard's name
     """Limits of a floating dtype; a complex dtype describes its real component (and reports that dtype)."""
     dtype = _dtype_of(type, "finfo", "type")
     if dtype not in _dtypes.FLOATING:
@@ -114,7 +115,7 @@ def _finfo(dtype: torch.dtype) -> finfo_object:
                         smallest_normal=float(fi.smallest_normal), dtype=_dtypes.PUBLIC[dtype])
 
 
-def iinfo(type: torch.dtype | NeuronArray, /) -> iinfo_object:  # noqa: A002 - the standard's name
+def iinfo(type: _dtypes.DType | NeuronArray, /) -> iinfo_object:  # noqa: A002 - the standard's name
     """Limits of an integer dtype (computed here: torch.iinfo lacks uint16/32/64 in some versions)."""
     dtype = _dtype_of(type, "iinfo", "type")
     if dtype not in _dtypes.INTEGER:
@@ -124,7 +125,7 @@ def iinfo(type: torch.dtype | NeuronArray, /) -> iinfo_object:  # noqa: A002 - t
     return iinfo_object(bits=dtype.itemsize * 8, max=hi, min=lo, dtype=_dtypes.PUBLIC[dtype])
 
 
-def isdtype(dtype: torch.dtype, kind: torch.dtype | str | tuple[torch.dtype | str, ...]) -> bool:
+def isdtype(dtype: _dtypes.DType, kind: _dtypes.DType | str | tuple[_dtypes.DType | str, ...]) -> bool:
     """Whether ``dtype`` is ``kind`` (a dtype), of ``kind`` (a kind name), or of any entry of a tuple."""
     dtype = _dtypes.to_dtype(dtype, "isdtype() dtype")
     kinds = kind if isinstance(kind, tuple) else (kind,)
@@ -143,13 +144,13 @@ def _is_kind(dtype: torch.dtype, kind: object) -> bool:
                     f"got {type(kind).__name__}")
 
 
-def result_type(*arrays_and_dtypes: NeuronArray | np.dtype | bool | int | float | complex) -> np.dtype:
+def result_type(*arrays_and_dtypes: NeuronArray | _dtypes.DType | bool | int | float | complex) -> np.dtype:
     """The dtype the standard's promotion gives its arguments; Python scalars are weak (follow the arrays), NumPy
     scalars strong (0-d arrays of their dtype, as in NEP 50)."""
     return _dtypes.PUBLIC[promoted(arrays_and_dtypes, "result_type")]
 
 
-def promoted(items: tuple | list, func: str) -> torch.dtype:
+def promoted(items: Sequence[object], func: str) -> torch.dtype:
     """Promote arrays, dtypes, NumPy scalars (strong: their dtype) and Python scalars (weak); at least one array,
     dtype or NumPy scalar is required."""
     strong: list[torch.dtype] = []

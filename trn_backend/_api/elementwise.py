@@ -13,7 +13,7 @@ import functools
 import math
 import operator
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -44,20 +44,29 @@ __all__ = [
 
 Tensor = torch.Tensor
 
+# the generated functions' types, with the standard's positional-only parameters
+Unary = Callable[[NeuronArray], NeuronArray]
+Binary = Callable[[NeuronArray | complex, NeuronArray | complex], NeuronArray]
+
 
 def _to_floating(t: Tensor) -> Tensor:
     """Integer and boolean input of a floating-point function computes in the default floating dtype."""
     return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float(t.device))
 
 
-def _define(name: str, impl: Callable, doc: str, binary: bool) -> Callable:
+def _define_unary(name: str, impl: Unary, doc: str) -> Unary:
     """Give a generated function the standard's name, positional-only signature and a docstring."""
-    if binary:
-        def f(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
-            return impl(x1, x2)
-    else:
-        def f(x: NeuronArray, /) -> NeuronArray:
-            return impl(x)
+    def f(x: NeuronArray, /) -> NeuronArray:
+        return impl(x)
+    f.__name__ = f.__qualname__ = name
+    f.__doc__ = doc
+    return f
+
+
+def _define_binary(name: str, impl: Binary, doc: str) -> Binary:
+    """Give a generated function the standard's name, positional-only signature and a docstring."""
+    def f(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
+        return impl(x1, x2)
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
@@ -65,15 +74,14 @@ def _define(name: str, impl: Callable, doc: str, binary: bool) -> Callable:
 
 # ---------------------------------------------------------------- unary
 
-def _unary_float(name: str, op: Callable[[Tensor], Tensor], *, real_only: bool = False) -> Callable:
+def _unary_float(name: str, op: Callable[[Tensor], Tensor], *, real_only: bool = False) -> Unary:
     """A floating-point function: integers promote to the default float, complex is rejected if real_only."""
     def impl(x: NeuronArray) -> NeuronArray:
         t = tensor(x, name)
         if real_only and t.dtype in _dtypes.COMPLEX_FLOAT:
             raise TypeError(f"{name}() needs a real-valued dtype, got {_dtypes.name(t.dtype)}")
         return wrap(op(_to_floating(t)))
-    return _define(name, impl, f"Element-wise {name} (floating-point; integers promote to the default float).",
-                   binary=False)
+    return _define_unary(name, impl, f"Element-wise {name} (floating-point; integers promote to the default float).")
 
 
 def _acos(t: Tensor) -> Tensor:
@@ -172,14 +180,14 @@ signbit = _unary_float("signbit", torch.signbit, real_only=True)
 
 
 def _unary_numeric(name: str, op: Callable[[Tensor], Tensor], category: str = "numeric",
-                   returns_bool: bool = False) -> Callable:
+                   returns_bool: bool = False) -> Unary:
     """A same-dtype function; unsigned types go through their compute dtype and wrap back."""
     def impl(x: NeuronArray) -> NeuronArray:
         t = tensor(x, name)
         _dtypes.check(t.dtype, category, name)
         out = op(_dtypes.compute(t))
         return wrap(out if returns_bool else _dtypes.restore(out, t.dtype))
-    return _define(name, impl, f"Element-wise {name} ({category} dtypes).", binary=False)
+    return _define_unary(name, impl, f"Element-wise {name} ({category} dtypes).")
 
 
 def _integral_identity(op: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
@@ -273,7 +281,7 @@ class _Fast(NamedTuple):
     scalars, complex or out-of-range scalars, other devices) takes the general path."""
 
     op: Callable[..., Tensor]  # torch's function, which takes a Python scalar on either side
-    inplace: Callable[[Tensor, object], Tensor]  # torch's in-place method
+    inplace: Callable[[Tensor, Any], Tensor]  # torch's in-place method: a tensor or a scalar _scalar_fits admits
     dtypes: frozenset[torch.dtype]
     cuda_scalars: bool
 
@@ -281,7 +289,8 @@ class _Fast(NamedTuple):
 def _scalar_fits(t: Tensor, value: object, fast: _Fast) -> bool:
     """Whether torch combines the Python scalar ``value``, as it is, with ``t`` as the general path would."""
     bounds = _dtypes.WEAK_SCALARS.get((t.dtype, type(value)))
-    return (bounds is not None and t.dtype in fast.dtypes and bounds[0] <= value <= bounds[1]
+    # bounds is found only for the int and float keys of WEAK_SCALARS, so value is a number where it compares
+    return (bounds is not None and t.dtype in fast.dtypes and bounds[0] <= value <= bounds[1]  # type: ignore[operator]
             and (t.is_cpu or (fast.cuda_scalars and t.is_cuda)))
 
 
@@ -291,7 +300,7 @@ def _same_layout(t1: Tensor, t2: Tensor, fast: _Fast) -> bool:
         t1.is_cpu and t2.is_cpu or t1.device == t2.device)  # two CPU tensors: no device objects to compare
 
 
-def _with_fast_path(name: str, general: Callable, fast: _Fast, doc: str) -> Callable:
+def _with_fast_path(name: str, general: Binary, fast: _Fast, doc: str) -> Binary:
     """``general`` (a binary function) behind the fast path of ``fast``; the in-place operator of the same name
     gets the in-place form (``register_inplace``)."""
     op = fast.op
@@ -318,7 +327,7 @@ def _with_fast_path(name: str, general: Callable, fast: _Fast, doc: str) -> Call
         elif not _scalar_fits(t, other, fast):
             return False
         else:
-            u = other
+            u = other  # type: ignore[assignment]  # a Python int or float (_scalar_fits), which torch takes as u
         fast.inplace(t, u)
         return True
 
@@ -330,7 +339,7 @@ def _with_fast_path(name: str, general: Callable, fast: _Fast, doc: str) -> Call
 
 def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], category: str,
             result: str = "same", doc: str = "", compare: Callable[[int, int], bool] | None = None,
-            fast: _Fast | None = None) -> Callable:
+            fast: _Fast | None = None) -> Binary:
     """A binary function: promote, check the category, compute, and bring unsigned results back.
 
     result: "same" (the promoted dtype, wrapped back from the compute dtype), "bool" (comparisons) or
@@ -360,7 +369,7 @@ def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], cate
     doc = f"Element-wise {name} ({category} dtypes, standard type promotion).{doc}"
     if fast is not None:
         return _with_fast_path(name, impl, fast, doc)
-    return _define(name, impl, doc, binary=True)
+    return _define_binary(name, impl, doc)
 
 
 def _beyond_range(x1: object, x2: object, compare: Callable[[int, int], bool], name: str) -> NeuronArray | None:
@@ -542,7 +551,7 @@ bitwise_or = _binary("bitwise_or", _plain(torch.bitwise_or), "integer or boolean
 bitwise_xor = _binary("bitwise_xor", _plain(torch.bitwise_xor), "integer or boolean")
 bitwise_left_shift = _binary("bitwise_left_shift", _plain(torch.bitwise_left_shift), "integer")
 bitwise_right_shift = _binary("bitwise_right_shift", _right_shift, "integer")
-def _scalar_truth(value: object, name: str) -> object:
+def _scalar_truth(value: NeuronArray | complex, name: str) -> NeuronArray | complex:
     """A Python scalar operand of a logical function as its truth value, as NumPy reads it: a Python int beside
     a narrow array is no overflow there (logical_or(607, uint8 array) is True), but NumPy converts it to int64
     first, so one beyond int64 is its OverflowError."""
@@ -553,7 +562,7 @@ def _scalar_truth(value: object, name: str) -> object:
     return bool(value)
 
 
-def _logical_function(name: str, op: Callable[[Tensor, Tensor], Tensor]) -> Callable:
+def _logical_function(name: str, op: Callable[[Tensor, Tensor], Tensor]) -> Binary:
     f = _binary(name, _logical(op), "any", result="bool")
 
     @functools.wraps(f)
@@ -587,7 +596,7 @@ def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A00
     return result if result is not x else wrap(t.clone())
 
 
-def _bound(b: object, t: Tensor, arg: str, to_int: Callable[[float], int]) -> NeuronArray | complex:
+def _bound(b: NeuronArray | float, t: Tensor, arg: str, to_int: Callable[[float], int]) -> NeuronArray | complex:
     """A clip bound in x's dtype: arrays (and NumPy scalars, 0-d arrays of their dtype) are cast, a float bound on
     integer x rounds inward, and a bound beyond integer x's range is held at it."""
     if isinstance(b, np.generic):

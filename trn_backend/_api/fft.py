@@ -4,6 +4,7 @@ functions."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import torch
 
@@ -17,6 +18,21 @@ __all__ = [
 
 Tensor = torch.Tensor
 _NORMS = ("backward", "ortho", "forward")
+
+
+# the generated functions' signatures, the standard's (the checker holds each generated f to its protocol)
+class OneDimTransform(Protocol):
+    def __call__(self, x: NeuronArray, /, *, n: int | None = None, axis: int = -1,
+                 norm: str = "backward") -> NeuronArray: ...
+
+
+class NDimTransform(Protocol):
+    def __call__(self, x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
+                 norm: str = "backward") -> NeuronArray: ...
+
+
+class Shift(Protocol):
+    def __call__(self, x: NeuronArray, /, *, axes: int | Sequence[int] | None = None) -> NeuronArray: ...
 
 
 # ---------------------------------------------------------------- argument checks
@@ -102,7 +118,7 @@ def _transform(op: Callable[..., Tensor], t: Tensor, dims: Sequence[int], **kwar
 
 
 def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool,
-             doc: str) -> Callable[..., NeuronArray]:
+             doc: str) -> OneDimTransform:
     """A 1-D transform with the standard's signature (x, /, *, n=None, axis=-1, norm='backward')."""
     def f(x: NeuronArray, /, *, n: int | None = None, axis: int = -1,
           norm: str = "backward") -> NeuronArray:
@@ -119,7 +135,7 @@ def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, st
 
 
 def _n_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool,
-           doc: str, *, real: bool = False) -> Callable[..., NeuronArray]:
+           doc: str, *, real: bool = False) -> NDimTransform:
     """An n-D transform with the standard's signature (x, /, *, s=None, axes=None, norm='backward'); the
     real-data transforms (real=True) need an axis to halve."""
     def f(x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
@@ -164,7 +180,7 @@ irfftn = _n_dim("irfftn", torch.fft.irfftn, _complex_input, True,
 
 # ---------------------------------------------------------------- frequencies and shifts
 
-def _freq_args(n: object, d: object, dtype: torch.dtype | None, device: object,
+def _freq_args(n: object, d: object, dtype: _dtypes.DType | None, device: object,
                func: str) -> tuple[int, float, torch.dtype, torch.device]:
     n = _length(n, func)
     if isinstance(d, NeuronArray) and d.ndim == 0 and d._t.dtype in _dtypes.REAL_FLOAT + _dtypes.INTEGER:
@@ -177,21 +193,21 @@ def _freq_args(n: object, d: object, dtype: torch.dtype | None, device: object,
     return n, float(d), dtype, device
 
 
-def fftfreq(n: int, /, *, d: float = 1.0, dtype: torch.dtype | None = None,
+def fftfreq(n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None,
             device: torch.device | None = None) -> NeuronArray:
     """Sample frequencies of an n-point transform with sample spacing d: [0, 1, ..., -1] / (d*n)."""
     n, d, dtype, device = _freq_args(n, d, dtype, device, "fftfreq")
     return wrap(torch.fft.fftfreq(n, d, dtype=dtype, device=device))
 
 
-def rfftfreq(n: int, /, *, d: float = 1.0, dtype: torch.dtype | None = None,
+def rfftfreq(n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None,
              device: torch.device | None = None) -> NeuronArray:
     """Sample frequencies of rfft's n//2 + 1 outputs (the Nyquist frequency counted positive)."""
     n, d, dtype, device = _freq_args(n, d, dtype, device, "rfftfreq")
     return wrap(torch.fft.rfftfreq(n, d, dtype=dtype, device=device))
 
 
-def _shift(name: str, op: Callable[..., Tensor], doc: str) -> Callable[..., NeuronArray]:
+def _shift(name: str, op: Callable[..., Tensor], doc: str) -> Shift:
     def f(x: NeuronArray, /, *, axes: int | Sequence[int] | None = None) -> NeuronArray:
         t = tensor(x, name)
         if t.dim() == 0:

@@ -25,7 +25,7 @@ class Devices(tuple):
 
     __slots__ = ()
 
-    def __add__(self, other: object) -> tuple | list:  # type: ignore[override]
+    def __add__(self, other: tuple | list) -> tuple | list:  # type: ignore[override]
         if isinstance(other, list):
             return list(self) + other
         return tuple.__add__(self, other)

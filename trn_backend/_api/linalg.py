@@ -271,13 +271,14 @@ def matrix_power(x: NeuronArray, n: int, /) -> NeuronArray:
         return wrap(eye.expand(t.shape).clone())
     base = inv(wrap(_as_floating(t, "matrix_power", "x"))) if n < 0 else wrap(t)
     n = abs(n)
-    result = None
+    result: NeuronArray | None = None
     while n:
         if n & 1:
             result = base if result is None else matmul(result, base)
         n >>= 1
         if n:
             base = matmul(base, base)
+    assert result is not None  # n >= 1 has a set bit, so the loop multiplied at least once
     # n = 1 would hand back x itself; the result is always a new array
     return result if result._t is not x._t else wrap(result._t.clone())
 
@@ -323,7 +324,7 @@ def diagonal(x: NeuronArray, /, *, offset: int = 0) -> NeuronArray:
     return wrap(torch.diagonal(t, _int_arg(offset, "diagonal", "offset"), -2, -1).clone())
 
 
-def trace(x: NeuronArray, /, *, offset: int = 0, dtype: torch.dtype | None = None) -> NeuronArray:
+def trace(x: NeuronArray, /, *, offset: int = 0, dtype: _dtypes.DType | None = None) -> NeuronArray:
     """Sum of the offset diagonal of each matrix, with sum's dtype rules (small integers accumulate in 64
     bits)."""
     t = _matrices(tensor(x, "trace"), "trace")
@@ -384,7 +385,7 @@ def matrix_norm(x: NeuronArray, /, *, keepdims: bool = False,
     if ord in (2, -2, "nuc"):  # singular values
         _half_refused(t, "matrix_norm")
     m, n = t.shape[-2], t.shape[-1]
-    if {-1: n, -2: min(m, n), -inf: m}.get(ord) == 0:
+    if {-1: n, -2: min(m, n), -inf: m}.get(ord) == 0:  # type: ignore[arg-type]  # a str ord is simply no key
         raise ValueError(f"matrix_norm(): ord={ord} takes a minimum over an empty set for shape "
                          f"{tuple(t.shape)}")
     return wrap(torch.linalg.matrix_norm(t, ord=ord, dim=(-2, -1), keepdim=bool(keepdims)))

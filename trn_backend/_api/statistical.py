@@ -114,7 +114,7 @@ def _fast_reduce(x: object, axis: Axis, keepdims: bool, func: str, op: Callable[
     return None if dims is _GENERAL else wrap(op(t, dim=dims, keepdim=builtins.bool(keepdims)))
 
 
-def sum(x: NeuronArray, /, *, axis: Axis = None, dtype: torch.dtype | None = None,  # noqa: A001
+def sum(x: NeuronArray, /, *, axis: Axis = None, dtype: _dtypes.DType | None = None,  # noqa: A001
         keepdims: bool = False) -> NeuronArray:
     """Sum over ``axis`` (all axes by default) in the standard's accumulation dtype; the empty sum is 0."""
     if dtype is None:
@@ -124,7 +124,7 @@ def sum(x: NeuronArray, /, *, axis: Axis = None, dtype: torch.dtype | None = Non
     return _sum_or_prod(x, axis, dtype, keepdims, "sum", torch.sum)
 
 
-def prod(x: NeuronArray, /, *, axis: Axis = None, dtype: torch.dtype | None = None,
+def prod(x: NeuronArray, /, *, axis: Axis = None, dtype: _dtypes.DType | None = None,
          keepdims: bool = False) -> NeuronArray:
     """Product over ``axis`` (all axes by default) in the standard's accumulation dtype; empty product 1."""
     return _sum_or_prod(x, axis, dtype, keepdims, "prod", torch.prod)
@@ -239,13 +239,13 @@ def _complex_products_as_numpy(c: Tensor, out: Tensor, dim: int) -> Tensor:
     return done.movedim(-1, dim)
 
 
-def cumulative_sum(x: NeuronArray, /, *, axis: int | None = None, dtype: torch.dtype | None = None,
+def cumulative_sum(x: NeuronArray, /, *, axis: int | None = None, dtype: _dtypes.DType | None = None,
                    include_initial: bool = False) -> NeuronArray:
     """Running sum along ``axis`` (required for ndim > 1); include_initial prepends the empty sum 0."""
     return _cumulative(x, axis, dtype, include_initial, "cumulative_sum", torch.cumsum, 0)
 
 
-def cumulative_prod(x: NeuronArray, /, *, axis: int | None = None, dtype: torch.dtype | None = None,
+def cumulative_prod(x: NeuronArray, /, *, axis: int | None = None, dtype: _dtypes.DType | None = None,
                     include_initial: bool = False) -> NeuronArray:
     """Running product along ``axis`` (required for ndim > 1); include_initial prepends the identity 1."""
     return _cumulative(x, axis, dtype, include_initial, "cumulative_prod", torch.cumprod, 1)

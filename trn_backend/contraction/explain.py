@@ -190,7 +190,8 @@ class Explanation:
         return [f"step {i}: sr equals fast here, bit for bit: sr rounds stochastically only a bf16/fp16 result, and "
                 f"this step's is {_dtypes.name(p.dtype)}, so there is nothing to round at random"
                 for i, p in enumerate(self.steps, start=1)
-                if p.resolved is not None and p.resolved.mode == "sr" and p.dtype not in (torch.bfloat16, torch.float16)]
+                if p.resolved is not None and p.resolved.mode == "sr"
+                and p.dtype not in (torch.bfloat16, torch.float16)]
 
     def __repr__(self) -> str:
         return (f"Explanation({self.subscripts!r}, steps={len(self.steps)}, flops={self.flops:.3g}, "

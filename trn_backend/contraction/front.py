@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable
-from typing import Any, Concatenate, Literal, ParamSpec, TypeVar, overload
+from typing import Any, Concatenate, Literal, ParamSpec, Protocol, TypeVar, overload
 
 from .. import _precision
 
@@ -28,8 +28,23 @@ __all__ = ["entry_point", "ENTRY_POINTS"]
 
 P = ParamSpec("P")
 R = TypeVar("R")
-# a body: the request first, then the public function's own parameters
+R_co = TypeVar("R_co", covariant=True)
 Body = Callable[Concatenate[_precision.Request | None, P], R]
+
+
+class Door(Protocol[P, R_co]):
+    """What a checker sees of a door: the body's parameters after the request; a call that gives a precision
+    keyword is checked for its result type only (a ParamSpec cannot gain keyword parameters, PEP 612)."""
+
+    @overload
+    def __call__(self, *args: P.args, **kwargs: P.kwargs) -> R_co: ...
+    @overload
+    def __call__(self, *args: Any, precision: str | None, **kwargs: Any) -> R_co: ...
+    @overload
+    def __call__(self, *args: Any, target_forward_error: float | None, **kwargs: Any) -> R_co: ...
+    @overload
+    def __call__(self, *args: Any, target_relative_error: float | None, **kwargs: Any) -> R_co: ...
+
 
 ENTRY_POINTS: dict[str, Callable[..., Any]] = {}
 
@@ -40,21 +55,16 @@ _Error = _precision.PrecisionError
 
 @overload
 def entry_point(name: str, *, key: str | None = None,
-                takes_precision: Literal[False]) -> Callable[[Body[P, R]], Callable[P, R]]: ...
-
-
-# the door also takes the precision keywords, which a ParamSpec cannot add: its other parameters go unchecked
+                takes_precision: Literal[True] = True) -> Callable[[Body[P, R]], Door[P, R]]: ...
 @overload
 def entry_point(name: str, *, key: str | None = None,
-                takes_precision: bool = True) -> Callable[[Body[P, R]], Callable[..., R]]: ...
-
-
+                takes_precision: Literal[False]) -> Callable[[Body[P, R]], Callable[P, R]]: ...
 def entry_point(name: str, *, key: str | None = None,
-                takes_precision: bool = True) -> Callable[[Callable[..., R]], Callable[..., R]]:
+                takes_precision: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Make ``body(request, *args, **kwargs)`` the public ``name`` (see the module docstring), listed in
     ``ENTRY_POINTS`` as ``key`` (default: ``name``; several functions may share a name in errors)."""
 
-    def decorate(body: Callable[..., R]) -> Callable[..., R]:
+    def decorate(body: Callable[..., Any]) -> Callable[..., Any]:
         if takes_precision:
             @functools.wraps(body)
             def door(*args: Any, **kwargs: Any) -> Any:

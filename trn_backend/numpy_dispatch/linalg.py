@@ -129,7 +129,7 @@ def _general_eig(a: A, func: str, vectors: bool) -> Any:
     a = _floating(a)
     if not bool(xp.all(xp.isfinite(a))):
         raise np.linalg.LinAlgError(f"{func}(): the array must not contain infs or NaNs")
-    result = xp.linalg.eig(a) if vectors else xp.linalg.eigvals(a)
+    result: Any = xp.linalg.eig(a) if vectors else xp.linalg.eigvals(a)  # an EigResult, or the eigenvalues alone
     values = result.eigenvalues if vectors else result
     if a._t.dtype in _dtypes.COMPLEX_FLOAT or bool(xp.any(xp.imag(values) != 0)):
         return result
