@@ -1,7 +1,7 @@
 """Benchmark: the emulated precision modes' time and peak extra memory on the CPU reference (kernels/reference/).
 
 Per case (1024x4096x1024 float32 and float64, and a batched float32 product) and mode (fast, dd, bf16x6,
-ozaki(slices=4), kahan, against native): time relative to native (each repetition runs every mode once, the order
+ozaki(slices=4), fp64, against native): time relative to native (each repetition runs every mode once, the order
 rotating; medians of per-repetition ratios) and the peak extra memory of one call, relative to inputs + output.
 Data: uniform in [-1, 1) (signed, so sums cancel; its dynamic range lets ozaki run the 4 slices asked for, which
 the JSON records; normal data needs 5). A measurement, not a test. Every case records the load average
@@ -46,7 +46,7 @@ CASES = {  # name: (batch or None, M, K, N, dtype)
     "float64": (None, 1024, 4096, 1024, torch.float64),
     "batched": (8, 256, 2048, 256, torch.float32),
 }
-MODES = {"native": {}, "fast": {}, "dd": {}, "bf16x6": {}, "ozaki": {"slices": 4}, "kahan": {}}
+MODES = {"native": {}, "fast": {}, "dd": {}, "bf16x6": {}, "ozaki": {"slices": 4}, "fp64": {}}
 # name: (batch or None, M, K, N, dtype, {mode: kwargs}), timed only
 ROUTE_CASES = {
     "ozaki_f64_512": (None, 512, 512, 512, torch.float64, {"native": {}, "ozaki": {}}),

@@ -1,7 +1,7 @@
 """Benchmark: what each emulated precision mode costs against native on the CPU reference, per shape family.
 
 Per case (batched small matrices, skinny products, K = 1, a large K, square and mid-size products; float32 and
-float64 data, uniform in [-1, 1)) every mode (fast, dd, bf16x6, ozaki with 4 slices, kahan for reference) runs
+float64 data, uniform in [-1, 1)) every mode (fast, dd, bf16x6, ozaki with 4 slices, fp64 for reference) runs
 as a direct call of ``trn_backend.kernels.reference.MODES[mode](a, b)`` next to native's. Each repetition runs
 every mode once, the order rotating; a mode's cost is the median over repetitions of its time over native's in
 the same repetition. The target of a mode is its bf16 pass count (``reference.PASSES``; ozaki counts the slices
@@ -46,7 +46,7 @@ CASES = {
     "mid": ("mid-size", None, 1024, 4096, 1024),
 }
 DTYPES = {"float32": torch.float32, "float64": torch.float64}
-MODES = {"fast": {}, "dd": {}, "bf16x6": {}, "ozaki": {"slices": 4}, "kahan": {}}
+MODES = {"fast": {}, "dd": {}, "bf16x6": {}, "ozaki": {"slices": 4}, "fp64": {}}
 FIXED_CALLS = 3  # the per-call cost a mode may add to its passes, in native calls of the same product
 EXPLICIT = {"batched48": {"dd": 3.5, "bf16x6": 6.6, "ozaki": 12.0}}
 # The four-index transform: every step contracts a 48^4 tensor with a 48 x 48 matrix (K = 48).
@@ -85,7 +85,7 @@ def _row(samples: dict[str, list[float]], targets: dict[str, float | None]) -> d
 
 
 def _target(case: str, mode: str, slices: int) -> float | None:
-    if mode == "kahan":
+    if mode == "fp64":
         return None  # a float64 product on the host: shown for reference, no pass count
     explicit = EXPLICIT.get(case, {}).get(mode)
     if explicit is not None:

@@ -8,7 +8,7 @@ float64, at a few sizes (M, K, N). Per size, each repetition runs every
 mode once, in an order rotated between repetitions, and a mode's cost is the median over repetitions of its time
 divided by native's time in the same repetition (robust to load changes on a shared machine). ozaki runs at a few
 slice counts (selection interpolates others linearly in the pass count s(s+1)/2 + 1); without --quick one more
-count is measured at one size and compared with that interpolation (the "ozaki fit check"). float64 kahan is
+count is measured at one size and compared with that interpolation (the "ozaki fit check"). float64 fp64 is
 native's float64 product itself (its rounding to float64 is the identity), so it is not timed: its cost is 1.
 
 Every sample and the metadata go to benchmarks/results/calibrate_modes_<device>.json. The table the package ships,
@@ -57,7 +57,7 @@ SAMPLE_S = 0.02  # small products repeat within one sample until it takes about 
 
 def modes(device: str, dtype: torch.dtype) -> list[tuple[str, dict]]:
     """(label, kernel parameters) of every mode on the ladder, native first."""
-    plain = ["native", "fast", "dd", "bf16x6"] + (["kahan"] if dtype is torch.float32 else [])
+    plain = ["native", "fast", "dd", "bf16x6"] + (["fp64"] if dtype is torch.float32 else [])
     return [(m, {}) for m in plain] + [(f"ozaki(slices={s})", {"slices": s}) for s in SLICES[device]]
 
 
@@ -121,8 +121,8 @@ def entry(rows: list[dict], dtype: str) -> dict:
     labels = [lb for lb in rows[0]["relative"] if lb != "native"]
     out = {"flops": [r["flops"] for r in rows], "sizes": [r["size"] for r in rows],
            "modes": {lb: [round(r["relative"][lb], 4) for r in rows] for lb in labels}}
-    if "kahan" not in out["modes"]:  # float64: kahan is native's product (see the module docstring)
-        out["modes"]["kahan"] = [1.0] * len(rows)
+    if "fp64" not in out["modes"]:  # float64: fp64 is native's product (see the module docstring)
+        out["modes"]["fp64"] = [1.0] * len(rows)
     return out
 
 

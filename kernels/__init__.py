@@ -203,7 +203,7 @@ def matmul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any
     if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
         raise ValueError(f"kernels.matmul needs [M, K] x [K, N], got {tuple(sa)} x {tuple(sb)}")
     if mode not in reference.MODES:
-        _implementation(mode)  # the error naming the known modes
+        mode = reference.renamed(mode, "kernels.matmul")  # a former name, or the error naming the known modes
     return _run("matmul", a, b, mode, params)
 
 
@@ -213,7 +213,7 @@ def bmm(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -
     if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0] or sa[2] != sb[1]:
         raise ValueError(f"kernels.bmm needs [B, M, K] x [B, K, N], got {tuple(sa)} x {tuple(sb)}")
     if mode not in reference.MODES:
-        _implementation(mode)  # the error naming the known modes
+        mode = reference.renamed(mode, "kernels.bmm")  # a former name, or the error naming the known modes
     return _run("bmm", a, b, mode, params)
 
 

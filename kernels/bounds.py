@@ -186,7 +186,7 @@ def ozaki_bound(dtype: torch.dtype, K: int, slices: int | None = None) -> float:
     return rounded(ozaki_error(s), dtype, U_FP64)
 
 
-def kahan_bound(dtype: torch.dtype, K: int) -> float:
+def fp64_bound(dtype: torch.dtype, K: int) -> float:
     return rounded(gamma(K, U_FP64), dtype, U_FP64)
 
 
@@ -197,8 +197,8 @@ def complex_native(real: torch.dtype, K: int) -> float:
     return math.sqrt(2) * gamma(K + 2, unit(real))
 
 
-def complex_kahan(real: torch.dtype, K: int) -> float:
-    """kahan on complex operands: Higham's complex inner product bound in float64, then the rounding to the
+def complex_fp64(real: torch.dtype, K: int) -> float:
+    """fp64 on complex operands: Higham's complex inner product bound in float64, then the rounding to the
     output dtype."""
     return rounded(math.sqrt(2) * gamma(K + 2, U_FP64), real, U_FP64)
 

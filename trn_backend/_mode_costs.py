@@ -14,10 +14,10 @@ costs of one basis matters) and the ``text`` that ``explain()`` shows:
   mode's NKI kernel at one representative size, ``NEURON_SIZE`` (Tensor-Engine-bound for every mode there, the
   regime where the choice matters; each model run takes up to a second, so it runs once per mode, on first use).
   ozaki is modelled at ``NEURON_OZAKI_SLICES`` and scaled by the pass count to other slice counts (the model's
-  time per pass varies by under 10% between 1 and 8 slices). kahan, a float64 product on the host, comes last.
+  time per pass varies by under 10% between 1 and 8 slices). fp64, a float64 product on the host, comes last.
 - pass count (a device type with no entry, or a dtype its entry lacks): bf16 Tensor Engine passes
   (``kernels.reference.PASSES``, the registry's ``_precision.MODES[m].passes``), native counting as one fp32 pass,
-  ``NATIVE_PASSES`` bf16 passes; kahan last.
+  ``NATIVE_PASSES`` bf16 passes; fp64 last.
 
 This module is loaded, and the table read, on the first target-based choice (importing trn_backend does neither).
 """
@@ -41,7 +41,7 @@ NEURON_SIZE = (1, 2048, 2048, 2048)
 NEURON_OZAKI_SLICES = 4
 NATIVE_PASSES = 4  # an fp32 Tensor Engine pass costs four bf16 passes (kernels.nki.cost.FP32_MATMUL_FACTOR)
 # the modes a calibration entry must hold (native is 1 by definition; ozaki as "ozaki(slices=s)" at any counts)
-CALIBRATED = ("fast", "dd", "bf16x6", "kahan")
+CALIBRATED = ("fast", "dd", "bf16x6", "fp64")
 
 _planted: dict[str, Any] | None = None
 # how many times ``plant`` has swapped the table: what caches of target-based choices key by (a table planted
@@ -104,7 +104,7 @@ class Basis:
                 return at_size[name]
         elif self.kind == "cost model":
             def one(name: str, slices: int | None) -> float:
-                if name == "kahan":
+                if name == "fp64":
                     return math.inf  # off the bf16 engine: a float64 product on the host, the last resort
                 if name == "ozaki":
                     reference = _modelled("ozaki", self.float64, NEURON_OZAKI_SLICES)
@@ -112,7 +112,7 @@ class Basis:
                 return _modelled(name, self.float64, None)
         else:
             def one(name: str, slices: int | None) -> float:
-                if name == "kahan":
+                if name == "fp64":
                     return math.inf  # as above
                 return NATIVE_PASSES if name == "native" else _passes(name, slices)
         return [one(name, slices) for name, slices in modes]

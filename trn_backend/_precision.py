@@ -89,15 +89,15 @@ MODES: dict[str, Mode] = {m.name: m for m in (
     Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
          "ozaki", reference.PASSES["ozaki"], bounds.ozaki_bound, params=("slices",), float64_working=True,
          refuses=True),
-    Mode("kahan", "promotion to float64 on the host, rounded to the output dtype", "kahan", reference.PASSES["kahan"],
-         bounds.kahan_bound, aliases=("fp64",), float64_working=True),
+    Mode("fp64", "promotion to float64 on the host, rounded to the output dtype", "fp64", reference.PASSES["fp64"],
+         bounds.fp64_bound, float64_working=True),
 )}
 ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}
 # The modes a target may pick, ranked by their cost on the step's device (``_ranking``); this order breaks ties.
 # sr never appears: its stochastic rounding removes bias but does not shrink the error bound. native joins
 # wherever its bound is honest: not for bf16/fp16 (no bound), not under TF32 or bf16 GEMMs (``_native_ok``), and
 # not on Neuron until the precision of fp32 nc_matmul is measured on the hardware.
-LADDER = ("native", "fast", "dd", "bf16x6", "ozaki", "kahan")
+LADDER = ("native", "fast", "dd", "bf16x6", "ozaki", "fp64")
 # The precision of fp32 nc_matmul (and PSUM's accumulation of it) is not documented: check-neuron measures it on
 # the device (docs/trainium.md, "What is verified where": the hardware row, not yet run). Until it confirms
 # native's bound gamma_K(u_fp32), targets never pick native on Neuron; set True once it has.
@@ -118,8 +118,8 @@ def _bound(name: str, dtype: torch.dtype, K: int, slices: int | None) -> float |
     real = dtype.to_real()
     if name == "native":
         return bounds.complex_native(real, K)
-    if name == "kahan":
-        return bounds.complex_kahan(real, K)
+    if name == "fp64":
+        return bounds.complex_fp64(real, K)
     # only native lacks a bound (on bf16 and fp16), and native took its own branch above
     return bounds.complex_of_real(cast(float, MODES[name].bound(real, K, **kwargs)), real)
 
@@ -147,7 +147,10 @@ def _mode(mode: object, params: dict[str, Any], func: str) -> tuple[str, tuple[t
     if not isinstance(mode, str):
         raise TypeError(f"{func}: a precision mode is a string such as 'dd', got {type(mode).__name__}")
     match = _SPELLING.fullmatch(mode)
-    name = match and ALIASES.get(match[1], match[1])
+    if match is not None and match[1] in reference.RENAMED:  # a former name: warns, runs the mode
+        name: str | None = reference.renamed(match[1], func)
+    else:
+        name = match and ALIASES.get(match[1], match[1])
     if match is None or name not in MODES:  # (no match leaves name None, which is not in MODES)
         what = "unknown precision mode" if match else "malformed precision mode"
         raise ValueError(f"{func}: {what} {mode!r}; known: {_spellings()}")
@@ -539,7 +542,7 @@ def select_precision(dtype: _dtypes.DType, K: int, target: float, *, device: tor
                      bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
     """The cheapest mode on ``device`` (default: the CPU) whose bound meets ``target`` (units of ``|A||B|``), for a
     step of sizes ``bmkn`` = (B, M, K, N) (default (1, 1024, K, 1024), the calibration's M and N). Candidates:
-    native (where its bound holds), fast, dd, bf16x6, ozaki (1..16 slices), kahan; never sr. Costs come from the
+    native (where its bound holds), fast, dd, bf16x6, ozaki (1..16 slices), fp64; never sr. Costs come from the
     device's calibration table (CPU, CUDA), the trn2 cost model (Neuron), else the bf16 pass count
     (docs/precision.md). An impossible target raises ValueError naming the best bound."""
     dtype, K = _check_problem(dtype, K, "select_precision")
@@ -592,7 +595,7 @@ def error_bound(mode: str, dtype: torch.dtype, K: int, *, ranks: int = 1, **para
 
     ``ranks``: K partitioned over that many ranks of a sharded contraction, each rank's product a summand of a
     pending sum. Summing the R summands adds gamma_{R-1} of their magnitudes (at most (1 + b) |A||B|) in the
-    dtype the sum is held in: float64 for the modes that work in float64 (kahan, ozaki; the sharded engine
+    dtype the sum is held in: float64 for the modes that work in float64 (fp64, ozaki; the sharded engine
     resolves them in float64 and rounds once), the output dtype otherwise; sqrt(2) more for complex parts."""
     dtype, K = _check_problem(dtype, K, "error_bound")
     if isinstance(ranks, bool) or not isinstance(ranks, int) or ranks < 1:

@@ -28,7 +28,7 @@ from . import _device, _precision
 from .kernels import reference
 from .kernels.nki import cost
 
-MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "kahan")
+MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "fp64")
 KS = (16, 512, 4096)
 DEVICE_KERNEL = "matmul"  # the report's products are 2-D: one nki.matmul[mode] call each
 NO_DEVICE_KERNEL = "host fp64: no device kernel"
@@ -109,8 +109,8 @@ def measure(ks: Sequence[int] = KS, *, size: int = 256, dtype: torch.dtype = tor
 
 def host_only(mode: str, dtype: torch.dtype) -> bool:
     """Whether ``mode`` on ``dtype`` data runs on the host, so that no NKI kernel time models it.
-    kahan sums in float64 on the host; the NeuronCore has no float64 arithmetic, so native float64 is host-side too."""
-    return mode == "kahan" or (mode == "native" and dtype is torch.float64)
+    fp64 sums in float64 on the host; the NeuronCore has no float64 arithmetic, so native float64 is host-side too."""
+    return mode == "fp64" or (mode == "native" and dtype is torch.float64)
 
 
 def modelled(rows: Sequence[Row], *, size: int, dtype: torch.dtype, generation: str) -> list[cost.Estimate | None]:
@@ -199,7 +199,7 @@ def _point_label(row: Row, ratio: float | None) -> str:
 
 def _frontier_panel(ax, rows: Sequence[Row], costs: Sequence[cost.Estimate | None], title: str) -> None:
     """Measured max error against modelled kernel time at the report's largest K, one point per mode, log-log,
-    with the line through the Pareto-optimal modes; host-only modes (kahan) are a horizontal line, off the frontier."""
+    with the line through the Pareto-optimal modes; host-only modes (fp64) are a horizontal line, off the frontier."""
     K = max(r.K for r in rows)
     ratios = relative_to_fast(rows, costs)
     at_k = [(r, c, q) for r, c, q in zip(rows, costs, ratios, strict=True) if r.K == K]
@@ -300,7 +300,7 @@ def _model_note(generation: str) -> str:
     return (f"modelled: one nki.{DEVICE_KERNEL}[mode] call on a {generation} NeuronCore (kernels/nki/cost.py: "
             "engines overlap, the busiest sets the time; no launch overhead),\n"
             "ozaki with the slices it ran; vs fast = time / fast's at the same K; vector busy = the Vector "
-            "Engine's share of the time; kahan sums in float64 on the host: no device kernel, no modelled time\n")
+            "Engine's share of the time; fp64 sums in float64 on the host: no device kernel, no modelled time\n")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -243,8 +243,8 @@ def trn2_seconds(steps: list, dtype: np.dtype) -> tuple[float | None, str]:
     total = 0.0
     for p in steps:
         mode = p.resolved.mode
-        if mode == "kahan":
-            return None, "kahan: a host float64 GEMM"
+        if mode == "fp64":
+            return None, "fp64: a host float64 GEMM"
         if mode == "native" and dtype == np.float64:
             return None, "trn2 has no float64 arithmetic"
         seconds = _modelled(p.kernel, mode, p.bmkn, dtype == np.float64, p.resolved.kwargs.get("slices"))

@@ -477,7 +477,7 @@ class _Scaled:
                 raise PrecisionError(f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
                                      "or columns of B hold entries so much smaller than their largest (beyond "
                                      "about 2**88 between the two operands) that their bf16 split underflows; "
-                                     "use precision='kahan'")
+                                     "use precision='fp64'")
 
 
 def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

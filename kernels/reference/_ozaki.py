@@ -88,7 +88,7 @@ def _needed_slices(scaled: _Scaled, slices: int, magnitude: torch.Tensor | None 
     needed = next((s for s in range(slices, MAX_SLICES + 1) if ozaki_error(s, rho) <= budget), None)
     if needed is None:
         raise PrecisionError(f"mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
-                             f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='kahan'")
+                             f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='fp64'")
     return needed
 
 

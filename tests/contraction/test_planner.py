@@ -151,15 +151,15 @@ def test_each_binary_step_resolves_its_own_k(monkeypatch):
     a, b, c = (xp.NeuronArray(torch.randn(s)) for s in ((2, 16), (16, 700), (700, 3)))
     xp.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)])
     assert seen == [16, 700]
-    # with a target, on the CPU, native's bound meets it at K = 16 but kahan is needed at K = 700; resolving from
-    # the product of the contracted sizes (16 * 700) would give kahan twice
+    # with a target, on the CPU, native's bound meets it at K = 16 but fp64 is needed at K = 700; resolving from
+    # the product of the contracted sizes (16 * 700) would give fp64 twice
     target = 3e-5
     assert [_precision.select_precision(F32, K, target).mode for K in (16, 700, 16 * 700)] == [
-        "native", "kahan", "kahan"]
+        "native", "fp64", "fp64"]
     seen.clear()
     with kernels.count_calls() as calls:
         xp.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)], target_forward_error=target)
-    assert seen == [16, 700] and calls == {("matmul", "native"): 1, ("matmul", "kahan"): 1}
+    assert seen == [16, 700] and calls == {("matmul", "native"): 1, ("matmul", "fp64"): 1}
 
 
 def test_single_operand_results_are_views_where_numpy_would_allow():

@@ -28,7 +28,7 @@ def _normal(*shape, dtype=np.float32, seed=0):
 
 @pytest.fixture(params=["calibration", "pass count"])
 def basis(request):
-    """What targets rank the modes by: the committed CPU calibration (native, then kahan, win on the CPU), or no
+    """What targets rank the modes by: the committed CPU calibration (native, then fp64, win on the CPU), or no
     calibration (bf16 pass counts, as on a device without one: the emulated modes win where their bounds allow)."""
     if request.param == "calibration":
         yield request.param
@@ -45,10 +45,10 @@ def _chain():
 # --- per-step resolution ---
 
 def test_each_step_resolves_its_mode_from_its_own_K(basis):
-    # target 1e-4: on the CPU, K = 16 runs native and K = 4096 kahan (native's bound there is 2.4e-4); by pass
+    # target 1e-4: on the CPU, K = 16 runs native and K = 4096 fp64 (native's bound there is 2.4e-4); by pass
     # count dd and bf16x6. The product of the contracted sizes would put the first step on the second mode too.
     target = 1e-4
-    first, second = {"calibration": ("native", "kahan"), "pass count": ("dd", "bf16x6")}[basis]
+    first, second = {"calibration": ("native", "fp64"), "pass count": ("dd", "bf16x6")}[basis]
     assert [select_precision(f32, K, target).mode for K in (16, 4096, 16 * 4096)] == [first, second, second]
     a, b, c = _chain()
     with kernels.count_calls() as calls:
@@ -63,7 +63,7 @@ def test_each_step_resolves_its_mode_from_its_own_K(basis):
 def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bound():
     e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float32,
                    target_forward_error=1e-4)
-    assert [p.resolved.mode for p in e.steps] == ["native", "kahan"]
+    assert [p.resolved.mode for p in e.steps] == ["native", "fp64"]
     for p, K in zip(e.steps, (16, 4096), strict=True):
         assert p.resolved.bound == error_bound(p.resolved.mode, f32, K) and f"{p.resolved.bound:.2g}" in str(e)
     e64 = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float64,
@@ -133,7 +133,7 @@ def test_multi_einsum_resolves_one_mode_per_group_from_its_K(basis):
         xp.multi_einsum(*small, precision="fast")
         with xp.precision("dd"):
             xp.multi_einsum(*large)
-    first, second = {"calibration": ("native", "kahan"), "pass count": ("dd", "bf16x6")}[basis]
+    first, second = {"calibration": ("native", "fp64"), "pass count": ("dd", "bf16x6")}[basis]
     expected = collections.Counter({("bmm", first): 1, ("bmm", second): 1, ("matmul", first): 1, ("bmm", "fast"): 1})
     expected["bmm", "dd"] += 1  # the large group under precision("dd")
     assert calls == expected
@@ -201,7 +201,7 @@ def test_benign_products_stay_on_the_cheapest_mode_with_one_extra_fast_pass(basi
 
 
 @pytest.mark.parametrize(("dtype", "target", "first", "then"), [
-    (np.float32, 1e-4, {"calibration": "native", "pass count": "dd"}, {"calibration": ["kahan"]}),
+    (np.float32, 1e-4, {"calibration": "native", "pass count": "dd"}, {"calibration": ["fp64"]}),
     (np.float64, 1e-13, {"calibration": "native", "pass count": "native"},
      {"calibration": ["ozaki(slices=7)", "ozaki(slices=8)"], "pass count": ["ozaki(slices=7)", "ozaki(slices=8)"]}),
 ])
@@ -233,7 +233,7 @@ def test_an_unreachable_target_names_the_best_estimate():
         xp.matmul(from_numpy(a.astype(np.float32)), from_numpy(b.astype(np.float32)), target_relative_error=1e-9)
 
 
-@pytest.mark.parametrize("mode", ["fast", "dd", "bf16x6", "ozaki3", "ozaki5", "kahan"])
+@pytest.mark.parametrize("mode", ["fast", "dd", "bf16x6", "ozaki3", "ozaki5", "fp64"])
 def test_float32_results_are_their_float64_results_rounded_once(mode):
     """What the float32 estimate relies on (see contraction/posteriori.py), bit for bit, specials included."""
     a, b = _normal(2, 8, 700, seed=5)._t, _normal(2, 700, 6, seed=6)._t
@@ -273,7 +273,7 @@ def test_the_context_collects_a_report_and_nests():
         with xp.precision(target_relative_error=1e-2) as inner:
             xp.matmul(x, y)
         assert xp.last_precision_report() is inner and [c.target for c in inner] == [1e-2]
-        xp.einsum("ij,jk->ik", x, y, precision="kahan")  # per call overrides the block
+        xp.einsum("ij,jk->ik", x, y, precision="fp64")  # per call overrides the block
         xp.matmul(x, y)
     assert xp.last_precision_report() is report and [c.target for c in report] == [1e-3, 1e-3]
     with xp.precision(target_relative_error=1e-3) as exact:
@@ -389,10 +389,10 @@ def test_folded_constants_are_refolded_when_the_mode_changes(call):
     exact = A @ B @ C
     with xp.precision("fast"):
         fast = to_numpy(expr(c, **kwargs))
-    with xp.precision("kahan"), kernels.count_calls() as calls:
-        kahan = to_numpy(expr(c, **kwargs))
-    assert calls == {("matmul", "kahan"): 2}  # the constant step is folded again, under kahan
-    assert np.max(np.abs(fast - exact)) > 1e-3 and np.max(np.abs(kahan - exact)) < 1e-10
+    with xp.precision("fp64"), kernels.count_calls() as calls:
+        fp64 = to_numpy(expr(c, **kwargs))
+    assert calls == {("matmul", "fp64"): 2}  # the constant step is folded again, under fp64
+    assert np.max(np.abs(fast - exact)) > 1e-3 and np.max(np.abs(fp64 - exact)) < 1e-10
     with xp.precision("fast"), kernels.count_calls() as calls:
         assert np.array_equal(to_numpy(expr(c, **kwargs)), fast)  # and the fast fold is reused as it was
     assert calls == {("matmul", "fast"): 1}
@@ -414,19 +414,19 @@ def test_shared_intermediates_are_shared_only_under_the_same_mode():
     with oe.shared_intermediates() as cache:
         with xp.precision("fast"):
             fast = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
-        with xp.precision("kahan"), kernels.count_calls() as calls:
-            kahan = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
-        assert calls == {("matmul", "kahan"): 1}
-        with xp.precision("kahan"), kernels.count_calls() as calls:
+        with xp.precision("fp64"), kernels.count_calls() as calls:
+            fp64 = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
+        assert calls == {("matmul", "fp64"): 1}
+        with xp.precision("fp64"), kernels.count_calls() as calls:
             again = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
-        assert calls == {} and np.array_equal(again, kahan)  # shared within one mode
+        assert calls == {} and np.array_equal(again, fp64)  # shared within one mode
         with xp.precision(target_relative_error=1e-9) as report:
             oe.contract("ij,jk->ik", a, b, backend="trn")
         with xp.precision(target_relative_error=1e-9) as reused:
             oe.contract("ij,jk->ik", a, b, backend="trn")
         assert reused == report and len(report) == 1  # a shared result reports its check again
     assert oe.sharing.count_cached_ops(cache)["tensordot"] == 3
-    assert np.max(np.abs(fast - A @ B)) > 1e-3 and np.max(np.abs(kahan - A @ B)) < 1e-10
+    assert np.max(np.abs(fast - A @ B)) > 1e-3 and np.max(np.abs(fp64 - A @ B)) < 1e-10
 
 
 def test_other_backends_share_intermediates_as_opt_einsum_does():

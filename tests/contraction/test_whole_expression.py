@@ -24,7 +24,7 @@ import trn_backend as xp
 from tests.support import einsum_structures, from_numpy, to_numpy
 from trn_backend import kernels
 
-MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "kahan")
+MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "fp64")
 LABELS = "abcd"
 # exponent ranges of the data families (entries are +-(1 + m/8) * 2**e): products of up to four entries stay
 # inside the dtype's range for "wide", and fall into its subnormal range for "tiny"
@@ -152,14 +152,14 @@ def test_a_sum_inside_one_operand_runs_under_the_mode():
     a = from_numpy(np.full((50, 3), 1 + 2.0**-12, dtype=np.float32))
     b = from_numpy(np.ones(3, dtype=np.float32))
     with kernels.count_calls() as calls:
-        got = xp.einsum("ij,j->j", a, b, precision="kahan")
-    assert ("matmul", "kahan") in calls
+        got = xp.einsum("ij,j->j", a, b, precision="fp64")
+    assert ("matmul", "fp64") in calls
     assert to_numpy(got).tolist() == [np.float32(50 * (1 + 2.0**-12))] * 3
-    e = xp.explain("ij,j->j", a, b, precision="kahan")
+    e = xp.explain("ij,j->j", a, b, precision="fp64")
     assert "ij->j (sum i)" in str(e) and "(1, 3, 50, 1)" in str(e)
-    # kahan works in float64: the sum and the product are carried in float64, then rounded once to float32
+    # fp64 works in float64: the sum and the product are carried in float64, then rounded once to float32
     assert [r.row for r in e.rounding_steps] == ["1a", "1", "out"]
-    assert e.bound == pytest.approx(xp.error_bound("kahan", xp.float32, "ij,j->j", (50, 3), (3,)))
+    assert e.bound == pytest.approx(xp.error_bound("fp64", xp.float32, "ij,j->j", (50, 3), (3,)))
     assert e.kernel_calls == sum(calls.values()) == 2 and e.flops == 2 * 3 * 50 + 3  # the sum, then the product
     assert xp.explain("ij,j->j", a, b).kernel_calls == 1  # native sums with torch's sum: no kernel call
     # fast rounds each entry to bf16 (1 + 2**-12 becomes 1): the sum is the mode's, not float32's
@@ -189,7 +189,7 @@ def test_a_forward_target_is_shared_among_the_steps():
     assert all(p.bound <= 6e-6 / 3 * (1 + 1e-9) for p in e3.steps)
 
 
-@pytest.mark.parametrize("mode", ["native", "dd", "kahan"])
+@pytest.mark.parametrize("mode", ["native", "dd", "fp64"])
 def test_a_sliced_contraction_counts_its_slice_sum(mode):
     pytest.importorskip("cotengra")
     rng = np.random.default_rng(3)
@@ -281,7 +281,7 @@ def test_two_ranks_count_their_sum_in_the_whole_expression(mode_or_target):
 
 
 def test_two_ranks_carry_float64_where_their_float32_sum_cannot_meet_the_target():
-    """1e-7 for float32 on 2 ranks: in float32 the product (kahan, 6e-8) and the sum over ranks (6e-8) together
+    """1e-7 for float32 on 2 ranks: in float32 the product (fp64, 6e-8) and the sum over ranks (6e-8) together
     miss it, so the partitioned call carries float64: the summands are float64, their sum too, and only the
     result is rounded to float32 (6e-8), on the blocks as they are (nothing gathered), within the target."""
     import trn_backend.distributed as td

@@ -464,7 +464,7 @@ def test_the_df_mp2_example_under_torchrun(ranks, mesh):
 
 
 def test_sharded_sums_keep_the_published_bound_for_their_ranks():
-    """K partitioned over 2 ranks: kahan and ozaki sum the ranks' float64 summands before their one rounding
+    """K partitioned over 2 ranks: fp64 and ozaki sum the ranks' float64 summands before their one rounding
     (rounding each summand to float32 first reached 1.06e-7 > u at K = 16); every mode stays within
     error_bound(..., ranks=2), which adds the pending sum's own rounding."""
     g = np.random.default_rng(11)  # positive data: |C| = |A||B|, where rounding twice shows most
@@ -473,7 +473,7 @@ def test_sharded_sums_keep_the_published_bound_for_their_ranks():
         np.float32)
     exact = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    modes = ("native", "fast", "dd", "bf16x6", "ozaki", "kahan")
+    modes = ("native", "fast", "dd", "bf16x6", "ozaki", "fp64")
 
     def body(rank: int) -> list:
         x = td.shard(xp.asarray(a), 1)
@@ -485,13 +485,13 @@ def test_sharded_sums_keep_the_published_bound_for_their_ranks():
             results.append((r.device.pending, comms(mode_comms), np.asarray(r)))
         return results
 
-    assert np.max(np.abs(twice - exact) / scale) > xp.error_bound("kahan", xp.float32, 16)  # what it fixes
+    assert np.max(np.abs(twice - exact) / scale) > xp.error_bound("fp64", xp.float32, 16)  # what it fixes
     for mode, (pending, collectives, got) in zip(modes, spmd(2, body)[0], strict=True):
         assert got.dtype == np.float32
-        assert pending == (mode not in ("ozaki", "kahan"))  # float64 summands are resolved at once
+        assert pending == (mode not in ("ozaki", "fp64"))  # float64 summands are resolved at once
         if not pending:
             assert collectives == {"all_reduce": 1}
         bound = xp.error_bound(mode, xp.float32, 16, ranks=2)
         assert np.all(np.abs(got - exact) <= bound * scale), mode
-    assert xp.error_bound("kahan", xp.float32, 16, ranks=2) < 1.0000001 * xp.error_bound("kahan", xp.float32, 16)
+    assert xp.error_bound("fp64", xp.float32, 16, ranks=2) < 1.0000001 * xp.error_bound("fp64", xp.float32, 16)
     assert xp.error_bound("fast", xp.float32, 16, ranks=8) > xp.error_bound("fast", xp.float32, 16)

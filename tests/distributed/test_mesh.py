@@ -150,11 +150,11 @@ def test_the_alpha_beta_formulas():
     assert _comm.seconds("all_reduce", 1, 1000, link) == 0
 
 
-@pytest.mark.parametrize("mode", ["native", "dd", "ozaki", "kahan"])
+@pytest.mark.parametrize("mode", ["native", "dd", "ozaki", "fp64"])
 def test_sums_over_ranks_stay_within_the_bound_on_a_2d_mesh(mode):
     """K partitioned over one mesh dimension and the rows over the other, the step forced reduce-parallel: the
     result is within error_bound(mode, float32, K, ranks=4) of the exact product (float64 holds every product of
-    two float32 values and these sums of 32 of them to 1e-16), and kahan and ozaki add the ranks' float64
+    two float32 values and these sums of 32 of them to 1e-16), and fp64 and ozaki add the ranks' float64
     summands before their one rounding to float32."""
     g = np.random.default_rng(5)
     a, b = g.random((16, 32)).astype(np.float32), g.random((32, 8)).astype(np.float32)
@@ -167,7 +167,7 @@ def test_sums_over_ranks_stay_within_the_bound_on_a_2d_mesh(mode):
         return [np.asarray(r), r.device.pending, r.dtype]
 
     got, pending, dtype = spmd(4, body)[0]
-    assert dtype == xp.float32 and pending == (mode not in ("ozaki", "kahan"))
+    assert dtype == xp.float32 and pending == (mode not in ("ozaki", "fp64"))
     bound = xp.error_bound(mode, xp.float32, 32, ranks=4)
     assert np.all(np.abs(got - exact) <= bound * exact)
 
@@ -290,7 +290,7 @@ def test_sliced_contractions_on_a_grid():
         assert sliced_axes == ("sum",) and axes == (None,)  # plain operands: the world's 1-D mesh
 
 
-@pytest.mark.parametrize("mode", ["native", "fast", "dd", "bf16x6", "ozaki", "kahan"])
+@pytest.mark.parametrize("mode", ["native", "fast", "dd", "bf16x6", "ozaki", "fp64"])
 def test_pending_operands_whose_summands_cancel_keep_the_bound(mode):
     """A pending float32 operand whose two summands are 1e6 times larger than their sum: a contraction with it
     stays within its reported bound of the exact product of the array (the sum, rounded to float32) and y, in

@@ -54,7 +54,7 @@ def test_fast_on_nki_keeps_the_reference_scaling():
 def test_what_never_routes_to_nki():
     cpu = torch.device("cpu")
     with config.set(nki="model", nki_min_flops=0):
-        assert kernels.implementation("matmul", "kahan", torch.float32, cpu, BIG) == "torch.matmul"  # host fp64
+        assert kernels.implementation("matmul", "fp64", torch.float32, cpu, BIG) == "torch.matmul"  # host fp64
         assert kernels.implementation("matmul", "native", torch.float64, cpu, BIG) == "torch.matmul"  # no fp64
         assert kernels.implementation("matmul", "dd", torch.float64, cpu, BIG) == "nki.matmul[dd]"
         assert kernels.implementation("bmm", "ozaki", torch.float64, cpu, BIG, {"slices": 6}) == "nki.bmm[ozaki]"

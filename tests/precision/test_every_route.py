@@ -51,7 +51,7 @@ from trn_backend import contraction
 
 mpmath.mp.dps = 60
 LABELS = "abcd"
-MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "kahan")
+MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "fp64")
 FORWARD = (1e-2, 1e-4, 1e-6, 1e-7, 1e-10, 1e-13)
 RELATIVE = (1e-2, 1e-5, 1e-7, 1e-10)
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -677,7 +677,7 @@ def _f32(*values) -> np.ndarray:
 CHAIN = ("ij,jk,kl->il", [_f32(1, 2.0**-30).reshape(1, 2), _f32(1 + 2.0**-22, 1, 1, -1).reshape(2, 2),
                           _f32(1, -1).reshape(2, 1)])
 LEFT_TO_RIGHT = {"optimize": [(0, 1), (0, 1)]}
-# complex64 products whose textbook float32 result is 1.84 u off (the sqrt(5) u class), above kahan's K = 1 bound
+# complex64 products whose textbook float32 result is 1.84 u off (the sqrt(5) u class), above fp64's K = 1 bound
 Z1, Z2 = (np.array([-0.7185139060020447 + 0.6203960180282593j], np.complex64),
           np.array([-0.704086422920227 - 0.8082969784736633j], np.complex64))
 WITNESSES = {
@@ -730,14 +730,14 @@ WITNESSES = {
         "mk,kn->mn", [_f32(1e-25, 1e-25).reshape(1, 2), _f32(3e-25, 1e-20).reshape(2, 1)],
         {"target_forward_error": 1e-2}, must_meet=False)),
     # 5. complex products with nothing to contract
-    "complex Hadamard under kahan": (_einsum, Case("i,i->i", [Z1, Z2], {"precision": "kahan"})),
+    "complex Hadamard under fp64": (_einsum, Case("i,i->i", [Z1, Z2], {"precision": "fp64"})),
     "complex outer product under a target": (_tensordot, Case(
         "a,e->ae", [Z1, Z2], {"target_forward_error": 1e-7}, extra={"axes": ([], [])}, must_meet=True)),
     # 6. a sharded one-operand sum under a float64 mode: each rank's partial sum rounded to float32, then their
-    # sum, was 1.04e-7 off against kahan's 6e-8
-    "sharded sum under kahan": (_einsum, Case(
+    # sum, was 1.04e-7 off against fp64's 6e-8
+    "sharded sum under fp64": (_einsum, Case(
         "ij->j", [np.array([[1.0, 1.0], [2.0**-24, -(2.0**-25)], [2.0**-25, 2.0**-26], [2.0**-26, 1.0]],
-                           np.float32)], {"precision": "kahan"}, "sharded")),
+                           np.float32)], {"precision": "fp64"}, "sharded")),
     # and the opposite fault, a target that carrying float64 meets: 1e-7 on float32 data with a pre-sum, or sliced
     "1e-7 with a pre-sum": (_einsum, Case(
         "ij,j->j", [_f32(1, 2, 3, 4).reshape(2, 2), _f32(1, 2)], {"target_forward_error": 1e-7}, must_meet=True)),

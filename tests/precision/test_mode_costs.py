@@ -36,15 +36,15 @@ def _table(device="cpu", **modes) -> dict:
 
 # costs where the emulated modes are cheaper than native (as on a device with a fast bf16 engine), and where they
 # are not (as on the CPU)
-EMULATION_WINS = dict(fast=0.1, dd=0.3, bf16x6=0.6, kahan=50.0, **{"ozaki(slices=2)": 0.4, "ozaki(slices=4)": 1.1})
-CPU_LIKE = dict(fast=1.5, dd=3.0, bf16x6=6.0, kahan=2.0, **{"ozaki(slices=2)": 10.0, "ozaki(slices=4)": 20.0})
+EMULATION_WINS = dict(fast=0.1, dd=0.3, bf16x6=0.6, fp64=50.0, **{"ozaki(slices=2)": 0.4, "ozaki(slices=4)": 1.1})
+CPU_LIKE = dict(fast=1.5, dd=3.0, bf16x6=6.0, fp64=2.0, **{"ozaki(slices=2)": 10.0, "ozaki(slices=4)": 20.0})
 
 
 # --- the committed table ---
 
 def test_the_committed_table_gives_the_required_cpu_choices():
     assert select_precision(f32, 1024, 1e-4).mode == "native"
-    assert select_precision(f32, 1024, 1e-7).mode == "kahan"
+    assert select_precision(f32, 1024, 1e-7).mode == "fp64"
     cpu = _mode_costs.table()["devices"]["cpu"]
     for dtype in ("float32", "float64"):  # every mode on the ladder, ozaki at two slice counts at least
         modes = cpu[dtype]["modes"]
@@ -76,14 +76,14 @@ def test_ranking_follows_a_planted_tables_costs():
         assert select_precision(f32, 16, 1e-4).mode == "dd"
         assert select_precision(f32, 512, 2e-5).mode == "bf16x6"
         assert select_precision(f32, 4096, 1e-5).label == "ozaki(slices=3)"  # 7 passes: about 0.7
-        assert select_precision(f32, 1024, 1e-7).label == "ozaki(slices=4)"  # 1.1: kahan costs 50
+        assert select_precision(f32, 1024, 1e-7).label == "ozaki(slices=4)"  # 1.1: fp64 costs 50
         assert select_precision(f64, 4096, 1e-12).label == "native"  # ozaki(6) is extrapolated to 2.2
-    with _precision.planted_costs(_table(fast=2.0, dd=3.0, bf16x6=0.5, kahan=0.9, **{"ozaki(slices=2)": 9.0})):
+    with _precision.planted_costs(_table(fast=2.0, dd=3.0, bf16x6=0.5, fp64=0.9, **{"ozaki(slices=2)": 9.0})):
         assert select_precision(f32, 16, 1e-2).mode == "bf16x6"  # the cheapest of all, and it meets 1e-2
         assert select_precision(f32, 1024, 1e-4).mode == "bf16x6"
-        assert select_precision(f32, 1024, 1e-7).mode == "kahan"
+        assert select_precision(f32, 1024, 1e-7).mode == "fp64"
         ranking = _precision._ranking("cpu", f32, 1e7, True)
-        assert [r[0] for r in ranking[:5]] == ["bf16x6", "kahan", "native", "fast", "dd"]
+        assert [r[0] for r in ranking[:5]] == ["bf16x6", "fp64", "native", "fast", "dd"]
     assert select_precision(f32, 16, 1e-2).mode == "native"  # the committed table is back
 
 
@@ -118,8 +118,8 @@ def test_a_device_without_an_entry_falls_back_to_the_pass_count():
         assert _precision.cost_basis(f32, "cuda") == "cuda calibration, benchmarks 2026-01-02"
         assert _precision.cost_basis(torch.float16, "cuda") == "pass count (no float16 calibration for cuda)"
         basis = _mode_costs.basis("cpu", f32)
-        passes = {m: basis.cost(m, 3, 1e9) for m in ("native", "fast", "dd", "bf16x6", "ozaki", "kahan")}
-        assert passes == {"native": 4, "fast": 1, "dd": 3, "bf16x6": 6, "ozaki": 7, "kahan": math.inf}
+        passes = {m: basis.cost(m, 3, 1e9) for m in ("native", "fast", "dd", "bf16x6", "ozaki", "fp64")}
+        assert passes == {"native": 4, "fast": 1, "dd": 3, "bf16x6": 6, "ozaki": 7, "fp64": math.inf}
         assert select_precision(f32, 16, 1e-4).mode == "dd"  # 3 passes, before native's 4
         assert select_precision(f64, 4096, 1e-12).mode == "native"  # 4 passes, before ozaki(6)'s 22
     assert _mode_costs.NATIVE_PASSES == cost.FP32_MATMUL_FACTOR
@@ -170,7 +170,7 @@ def test_neuron_ranking_follows_the_cost_model_and_leaves_native_out(planted_mod
                                       (("fast", None), ("dd", None), ("bf16x6", None), ("ozaki", 4))}
     assert select_precision(f64, 1024, 1e-12, device=device).label == "ozaki(slices=6)"  # no float64 on Neuron
     assert {c[3] for c in calls} == {False, True}  # float64 data: the float64 (words) kernels' costs
-    assert select_precision(f32, 1024, 1e-7, device=device).label == "ozaki(slices=4)"  # kahan (host) comes last
+    assert select_precision(f32, 1024, 1e-7, device=device).label == "ozaki(slices=4)"  # fp64 (host) comes last
     assert next_mode(select_precision(f32, 64, 1e-2, device=device), f32, 64, device=device).mode != "native"
     with precision(target_forward_error=1e-4):
         assert resolve(f32, 1024, torch.device(device)).mode == "bf16x6"
@@ -185,7 +185,7 @@ def test_the_real_cost_model_ranks_by_tensor_engine_passes():
     ranking = [r for r in _precision._ranking("xla", f32, 1e9, False)]
     order = [r[0] if r[0] != "ozaki" else f"ozaki{r[1][0][1]}" for r in ranking]
     assert order.index("fast") < order.index("dd") < order.index("bf16x6") < order.index("ozaki4")
-    assert order[-1] == "kahan" and "native" not in order
+    assert order[-1] == "fp64" and "native" not in order
     assert select_precision(f32, 4096, 1e-5, device="xla").label == "ozaki(slices=3)"
 
 
@@ -197,8 +197,8 @@ def test_native_is_no_candidate_on_cuda_under_tf32():
         try:
             assert select_precision(f32, 4096, 1e-3, device="cuda").mode == "native"
             torch.set_float32_matmul_precision("high")  # TF32: 10-bit significands, far outside native's bound
-            assert select_precision(f32, 4096, 1e-3, device="cuda").mode == "kahan"  # the next cheapest
-            assert select_precision(torch.complex64, 4096, 1e-3, device="cuda").mode == "kahan"
+            assert select_precision(f32, 4096, 1e-3, device="cuda").mode == "fp64"  # the next cheapest
+            assert select_precision(torch.complex64, 4096, 1e-3, device="cuda").mode == "fp64"
             assert select_precision(f64, 4096, 1e-12, device="cuda").mode == "native"  # float64 has no TF32
             assert not _precision._native_ok("cpu", f32)  # "high" may mean bf16 GEMMs in oneDNN
         finally:
@@ -256,8 +256,8 @@ def test_the_calibration_script_merges_its_entry_on_request_and_the_table_loads(
     assert set(written["devices"]) == {"cpu", "cuda"}  # the other device's entry is kept
     cpu = written["devices"]["cpu"]
     assert cpu["quick"] and cpu["float32"]["flops"] == [2 * 8 * 16 * 8, 2 * 16 * 32 * 16]
-    assert set(cpu["float32"]["modes"]) == {"fast", "dd", "bf16x6", "kahan", "ozaki(slices=1)", "ozaki(slices=2)"}
-    assert cpu["float64"]["modes"]["kahan"] == [1.0, 1.0]  # float64 kahan is native's product
+    assert set(cpu["float32"]["modes"]) == {"fast", "dd", "bf16x6", "fp64", "ozaki(slices=1)", "ozaki(slices=2)"}
+    assert cpu["float64"]["modes"]["fp64"] == [1.0, 1.0]  # float64 fp64 is native's product
     results = json.loads((tmp_path / "out.json").read_text())
     assert len(results["results"]) == 4 and all(len(s) == 2 for s in results["results"][0]["samples_ms"].values())
     with _precision.planted_costs(written):

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from trn_backend import _precision, kernels
 
-MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "kahan")
+MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "fp64")
 
 # Entries are a sign times 0 or a magnitude in [1e-3, 4] (moderate ranges inside a row), times 10**(s + d_i)
 # for row i of A and 10**(-s + e_j) for column j of B: each row and column anywhere in 1e-300..1e300, while

@@ -29,7 +29,7 @@ def test_cli_with_a_device_model_adds_modelled_columns_and_the_frontier_panel(tm
     rows = [_cells(line) for line in out.splitlines() if line.startswith("| ") and header not in line]
     assert len(rows) == 2 * len(report.MODES)
     for mode, K, *_, seconds, vs_fast, bound_by, vector in rows:
-        if mode == "kahan":
+        if mode == "fp64":
             assert (seconds, vs_fast, bound_by, vector) == (report.NO_DEVICE_KERNEL, "-", "-", "-")
             continue
         assert re.fullmatch(r"\d[\d.]* (ns|us|ms|s)", seconds), (mode, K, seconds)
@@ -47,7 +47,7 @@ def test_cli_with_a_device_model_adds_modelled_columns_and_the_frontier_panel(tm
 def test_figure_has_the_frontier_panel_only_with_costs():
     rows = report.measure((16, 64), size=8, repeats=1)
     costs = report.modelled(rows, size=8, dtype=torch.float32, generation="trn1")
-    assert [c is None for c in costs] == [r.mode == "kahan" for r in rows]
+    assert [c is None for c in costs] == [r.mode == "fp64" for r in rows]
     assert len(report.figure(rows, "error", costs, "frontier").axes) == 2
     assert len(report.figure(rows, "error").axes) == 1
     ratios = report.relative_to_fast(rows, costs)
@@ -61,8 +61,8 @@ def test_device_model_choices_are_the_cost_models_generations(capsys):
 
 
 def test_host_only_modes():
-    assert report.host_only("kahan", torch.float32) and report.host_only("native", torch.float64)
-    assert not any(report.host_only(m, torch.float32) for m in report.MODES if m != "kahan")
+    assert report.host_only("fp64", torch.float32) and report.host_only("native", torch.float64)
+    assert not any(report.host_only(m, torch.float32) for m in report.MODES if m != "fp64")
 
 
 @pytest.mark.parametrize(("points", "front"), [

@@ -134,4 +134,4 @@ def test_the_docs_table_is_current():
 def test_sizes_and_modes():
     assert front.SIZES == (1024, 2048, 4096, 8192)
     assert set(front.MODES) == {"fast", "native", "dd", "bf16x6", "ozaki", "sr"}
-    assert front.step_note(1, "kahan", torch.float32, 64, 1e-8) is None  # no kernel: not on the front
+    assert front.step_note(1, "fp64", torch.float32, 64, 1e-8) is None  # no kernel: not on the front

@@ -12,7 +12,7 @@ The roundings of a call, in the order they happen (``Compiled.roundings``; expla
 - the final rounding to the result's dtype (or out='s), where the steps computed in a wider one.
 
 The dtype the steps compute in: the result dtype by default and under modes that work in their dtype; float64
-(complex128) under modes that work in float64 (kahan, ozaki), so that the expression is rounded once, at the end;
+(complex128) under modes that work in float64 (fp64, ozaki), so that the expression is rounded once, at the end;
 under a forward target, the result dtype where its share of the target allows, else float64 carried between the
 steps. A target is split so that the roundings the dtypes fix (casts, elementwise products, sums, the final
 rounding) are paid first and the rest is shared among the products and pre-sums, each the cheapest mode meeting
@@ -122,7 +122,7 @@ def compile(program: Program, request: _precision.Request | None, dtypes: Sequen
         compute = result
         if request is not None and request.mode is not None and inexact and \
                 _precision.MODES[request.mode].float64_working:
-            compute = WIDE[result]  # kahan and ozaki work in float64: the expression is rounded once, at the end
+            compute = WIDE[result]  # fp64 and ozaki work in float64: the expression is rounded once, at the end
         values = out if compute is not out else None
 
         def choose(dtype: torch.dtype, K: int, bmkn: tuple[int, int, int, int]) -> _precision.Resolved:

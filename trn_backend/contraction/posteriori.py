@@ -3,7 +3,7 @@ entry relative to |C|, and rerun under the next mode (``next_mode``: the cheapes
 bound) until the bound meets the target.
 
 A mode's published bound b (units of |A||B|, output rounding included) gives |C^ - C| <= b S, S = |A||B|. A real
-float32 result of an emulated mode or kahan is that mode's result on the same values as float64, rounded once to
+float32 result of an emulated mode or fp64 is that mode's result on the same values as float64, rounded once to
 float32 (splits, digits and accumulations do not depend on the storage dtype;
 tests/contraction/test_precision_paths.py checks it bit for bit), so there the error is at most b64 S + u |C64| <=
 b64 S + u/(1-u) |C^| with the mode's float64 bound b64: the output rounding counts relative to |C|, not |A||B|.

@@ -217,7 +217,7 @@ def _vouch(c: Compiled, operands: Sequence[torch.Tensor], result: torch.Tensor) 
       stays inf or turns nan: no contraction step makes it finite again);
     - nonzero values of the result below the normal range of its dtype, where rounding is no longer relative.
 
-    Not checked: product terms that underflow inside a native or kahan step while the result stays normal (the
+    Not checked: product terms that underflow inside a native or fp64 step while the result stays normal (the
     bound assumes none; telling them from exact zeros needs the expression on |operands|, a second run)."""
     if not (result.dtype.is_floating_point or result.dtype.is_complex):
         return

@@ -156,7 +156,7 @@ def _agree(refusal: PrecisionError | None, mesh: DeviceMesh, device: torch.devic
         raise refusal
     if int(flag.item()):
         raise PrecisionError(f"another rank's blocks of {what!r} are beyond what the mode can vouch for (it raised "
-                             "there, with the reason); use precision='kahan'", "contraction")
+                             "there, with the reason); use precision='fp64'", "contraction")
 
 
 def cast(t: DTensor, dtype: torch.dtype) -> DTensor:

@@ -1,4 +1,4 @@
-"""Mode kahan (alias fp64): one product in float64 on the host, rounded to the operand dtype."""
+"""Mode fp64 (formerly "kahan"): one product in float64 on the host, rounded to the operand dtype."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from ._common import Tiling, _batched, _mac, _operands, _round_to
 from ._native import native
 
 
-def kahan(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def fp64(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Promotion to float64 (complex128) on the host, one product there, rounded to the operand dtype. Real
     operands run tile by tile and K-block by K-block (float64 copies of one block at a time; any summation order
     keeps gamma_K)."""
-    a, b = _operands(a, b, "kahan")
+    a, b = _operands(a, b, "fp64")
     if a.is_complex():
         return native(a.to(torch.complex128), b.to(torch.complex128)).to(a.dtype)
     a3, b3, restore = _batched(a, b)
