@@ -6,7 +6,7 @@ PIP    := $(PY) -m pip
 # torch first, pinned: 2.13.0 is the CPU build on local disk; any other request pulls a multi-GB CUDA build.
 TORCH  := torch==2.13.0
 
-.PHONY: demo test test-slow fuzz lint typecheck bench calibrate calibrate-network conformance precision-report docs wheel-smoke clean
+.PHONY: demo test test-slow fuzz lint format typecheck bench calibrate calibrate-network conformance precision-report docs wheel-smoke clean
 
 # Each install stage says what it installs before pip runs (quietly, without its progress bars), and how large
 # the environment is after it. Downloads come from pip's cache where it has them.
@@ -59,13 +59,22 @@ test-slow: $(VENV)/.installed-test
 fuzz: $(VENV)/.installed-test
 	TRN_TEST_RANDOMIZE=1 TRN_FUZZ_EXAMPLES=$${TRN_FUZZ_EXAMPLES:-300} TRN_FUZZ_SHRINK=1 $(PY) -m pytest -q -n 2 tests/differential
 
-lint: $(VENV)/.installed-test
-	$(PIP) install -q ruff
-	$(VENV)/bin/ruff check trn_backend kernels tests benchmarks conformance examples
+# ruff (lint, and the format check) and mypy, pinned in the "lint" extra; `make format` rewrites the layout
+PYTHON_DIRS := trn_backend kernels tests benchmarks conformance examples docs/_ext
+$(VENV)/.installed-lint: $(VENV)/.installed-test pyproject.toml
+	$(STAGE) "lint extras: ruff (lint and format) and mypy"
+	$(EDITABLE) $(PIP) install -q -e ".[test,lint]"
+	touch $@
 
-# mypy on trn_backend (kernels/ through the trn_backend/kernels link); settings in pyproject.toml
-typecheck: $(VENV)/.installed-test
-	$(PIP) install -q "mypy>=1.10,<3"
+lint: $(VENV)/.installed-lint
+	$(VENV)/bin/ruff check $(PYTHON_DIRS)
+	$(VENV)/bin/ruff format --check $(PYTHON_DIRS)
+
+format: $(VENV)/.installed-lint
+	$(VENV)/bin/ruff format $(PYTHON_DIRS)
+
+# mypy on trn_backend (kernels/ through the trn_backend/kernels link) and tests/typing; settings in pyproject.toml
+typecheck: $(VENV)/.installed-lint
 	$(VENV)/bin/mypy
 
 # the benchmarks' extras on top of the test ones (bench_families.py's generators and quimb)

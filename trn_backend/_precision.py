@@ -246,7 +246,7 @@ def request(mode: str | None, params: tuple[tuple[str, object], ...], target: fl
 @dataclasses.dataclass(frozen=True)
 class Check:
     """One contraction run under target_relative_error= (a binary step, or an expression of several rounding
-    steps checked as a whole): each mode tried, in order, with its a posteriori bound on max |C^ - C| / |C|; the
+    steps checked as a whole): each mode tried, in order, with its a posteriori bound on ``max |C^ - C| / |C|``; the
     last one produced the result (or missed, and raised). ``last_precision_report()`` returns these."""
 
     #: the contraction checked (a step's subscripts, or the whole expression's)
@@ -265,7 +265,7 @@ class Check:
 
     @property
     def estimate(self) -> float:
-        """The a posteriori bound of the last mode run, on max |C^ - C| / |C|."""
+        """The a posteriori bound of the last mode run, on ``max |C^ - C| / |C|``."""
         return self.tried[-1][1]
 
     @property

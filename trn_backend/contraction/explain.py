@@ -98,7 +98,7 @@ class Explanation:
 
     @property
     def bound(self) -> float | None:
-        """The bound of the whole call, in units of the same expression on |operands|: every rounding's
+        """The bound of the whole call, in units of the same expression on ``|operands|``: every rounding's
         composed (``_precision.compose``; docs/precision.md, "Whole expressions"). 0 when nothing rounds (exact
         integer contractions), None where a rounding publishes no bound."""
         return _precision.compose(r.bound for r in self.rounding_steps)
