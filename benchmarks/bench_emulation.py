@@ -15,7 +15,7 @@ contraction sum (ia|jb) t_iajb with t = (ia|jb) / denominator; both contractions
 
 Peak extra memory is measured by ``peak_extra_bytes``: torch's profiler records every CPU allocation and free
 (size and time) inside the call; their running sum's maximum, less the result's own bytes, is the most the call
-held at once beyond its inputs and output. tests/kernels/test_emulation_memory.py uses the same helper.
+held at once beyond its inputs and output. tests/kernels/test_reference_common.py uses the same helper.
 
     python benchmarks/bench_emulation.py [--reps 3] [--only float32,batched,ozaki_f64_512] [--out results/x.json]
 """

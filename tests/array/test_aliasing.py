@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import trn_backend as xp
-from tests.array.test_setitem import _slices, numpy_keys, spelled
+from tests.array.test_indexing import _slices, numpy_keys, spelled
 from tests.support import assert_same, from_numpy, to_numpy
 
 DTYPES = ("int64", "uint32", "float32", "bool")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import given
@@ -182,3 +183,27 @@ def test_floats_round_once(source, target, data):
         assert values_of(xp.asarray(values, dtype=dtype)) == expected
         assert values_of(xp.full((1,), values[0], dtype=dtype)) == expected[:1]
         assert values_of(xp.zeros(1, dtype=dtype) + values[0]) == expected[:1]
+
+
+def _nearest(value: float, dtype) -> float:
+    """The value of ``dtype`` (16 bits) nearest to ``value``, ties to even, found exactly with fractions among the
+    neighbours of a nearby value."""
+    from fractions import Fraction
+
+    bits = int(np.array([value], dtype=np.float32).astype(dtype).view(np.uint16)[0])
+    candidates = [float(np.array([bits + step], dtype=np.uint16).view(dtype)[0]) for step in range(-2, 3)]
+    return min(candidates, key=lambda c: (abs(Fraction(c) - Fraction(value)),
+                                          int(np.array([c], dtype=dtype).view(np.uint16)[0]) & 1))
+
+
+@pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])
+def test_python_floats_into_half_dtypes_round_once(dtype) -> None:
+    # just above ties of float16 and bfloat16: float32 would round them onto the tie first
+    values = [1 + 2**-11 + 2**-40, 1 + 2**-8 + 2**-40, -(1 + 2**-11 + 2**-40)]
+    expected = np.array([_nearest(v, dtype) for v in values]).astype(dtype)
+    np.testing.assert_array_equal(np.asarray(xp.asarray(values, dtype=dtype)), expected)
+    np.testing.assert_array_equal(np.asarray(xp.full(3, values[0], dtype=dtype)), np.full(3, expected[0]))
+    np.testing.assert_array_equal(np.asarray(xp.zeros(1, dtype=dtype) + values[0]), expected[:1])
+    z = xp.zeros(1, dtype=dtype)
+    z[0] = values[0]
+    np.testing.assert_array_equal(np.asarray(z), expected[:1])

@@ -16,7 +16,7 @@ import tomllib
 import torch
 
 import trn_backend as xp
-from tests.support import to_numpy
+from tests.support import from_numpy, to_numpy
 from trn_backend import kernels, testing
 from trn_backend.contraction import COMPILED, opt_einsum_backend
 
@@ -382,3 +382,80 @@ def test_expression_with_einsum_keywords_runs_through_opt_einsum():
     expr = xp.contract_expression("ij,jk->ik", (2, 3), (3, 4), order="F")
     with pytest.raises(TypeError, match="order"):
         expr(xp.ones((2, 3)), xp.ones((3, 4)))
+
+
+# --- precision through opt_einsum: the context, folded constants, shared intermediates ---
+
+def _uniform(m, k, n, dtype, seed=0):
+    g = np.random.default_rng(seed)
+    return g.uniform(0.5, 1, (m, k)).astype(dtype), g.uniform(0.5, 1, (k, n)).astype(dtype)
+
+
+def test_opt_einsum_direct_calls_follow_the_context(basis):
+    a, b = _uniform(8, 32, 8, np.float32)
+    with xp.precision(target_relative_error=1e-3) as report:
+        oe.contract("ij,jk->ik", from_numpy(a), from_numpy(b), backend="trn")
+    assert [c.mode for c in report] == [{"calibration": "native", "pass count": "dd"}[basis]]
+
+
+def _chain_operands():
+    g = np.random.default_rng(7)
+    return g.standard_normal((20, 300)), g.standard_normal((300, 20)), g.standard_normal((20, 300))
+
+
+@pytest.mark.parametrize("call", ["opt_einsum", "trn_backend"])
+def test_folded_constants_are_refolded_when_the_mode_changes(call):
+    A, B, C = _chain_operands()
+    a, b, c = (xp.asarray(x, dtype=xp.float64) for x in (A, B, C))
+    make = oe.contract_expression if call == "opt_einsum" else xp.contract_expression
+    expr = make("ij,jk,kl->il", a, b, c.shape, constants=[0, 1])
+    kwargs = {"backend": "trn"} if call == "opt_einsum" else {}
+    exact = A @ B @ C
+    with xp.precision("fast"):
+        fast = to_numpy(expr(c, **kwargs))
+    with xp.precision("fp64"), kernels.count_calls() as calls:
+        fp64 = to_numpy(expr(c, **kwargs))
+    assert calls == {("matmul", "fp64"): 2}  # the constant step is folded again, under fp64
+    assert np.max(np.abs(fast - exact)) > 1e-3 and np.max(np.abs(fp64 - exact)) < 1e-10
+    with xp.precision("fast"), kernels.count_calls() as calls:
+        assert np.array_equal(to_numpy(expr(c, **kwargs)), fast)  # and the fast fold is reused as it was
+    assert calls == {("matmul", "fast"): 1}
+
+
+def test_reused_constant_steps_appear_in_every_precision_report():
+    A, B, C = _chain_operands()
+    a, b, c = (xp.asarray(x, dtype=xp.float64) for x in (A, B, C))
+    expr = oe.contract_expression("ij,jk,kl->il", a, b, c.shape, constants=[0, 1])
+    for _ in range(2):  # the first call folds the constants, the second reuses the fold
+        with xp.precision(target_relative_error=1e-9) as report:
+            expr(c, backend="trn")
+        assert [check.K for check in report] == [300, 20] and all(check.met for check in report)
+
+
+def test_shared_intermediates_are_shared_only_under_the_same_mode():
+    A, B, _ = _chain_operands()
+    a, b = xp.asarray(A, dtype=xp.float64), xp.asarray(B, dtype=xp.float64)
+    with oe.shared_intermediates() as cache:
+        with xp.precision("fast"):
+            fast = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
+        with xp.precision("fp64"), kernels.count_calls() as calls:
+            fp64 = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
+        assert calls == {("matmul", "fp64"): 1}
+        with xp.precision("fp64"), kernels.count_calls() as calls:
+            again = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
+        assert calls == {} and np.array_equal(again, fp64)  # shared within one mode
+        with xp.precision(target_relative_error=1e-9) as report:
+            oe.contract("ij,jk->ik", a, b, backend="trn")
+        with xp.precision(target_relative_error=1e-9) as reused:
+            oe.contract("ij,jk->ik", a, b, backend="trn")
+        assert reused == report and len(report) == 1  # a shared result reports its check again
+    assert oe.sharing.count_cached_ops(cache)["tensordot"] == 3
+    assert np.max(np.abs(fast - A @ B)) > 1e-3 and np.max(np.abs(fp64 - A @ B)) < 1e-10
+
+
+def test_other_backends_share_intermediates_as_opt_einsum_does():
+    A, B, _ = _chain_operands()
+    with oe.shared_intermediates() as cache:
+        first = oe.contract("ij,jk->ik", A, B, backend="numpy")
+        assert oe.contract("ij,jk->ik", A, B, backend="numpy") is first
+    assert oe.sharing.count_cached_ops(cache)["tensordot"] == 1

@@ -3,18 +3,16 @@ batching, and target_relative_error's a posteriori checks, with every error path
 
 from __future__ import annotations
 
-import collections
 import threading
 from fractions import Fraction
 
 import numpy as np
-import opt_einsum as oe
 import pytest
 import torch
 
 import trn_backend as xp
 from tests.support import from_numpy, to_numpy
-from trn_backend import _precision, kernels
+from trn_backend import kernels
 from trn_backend._precision import error_bound, select_precision
 
 f32, f64 = torch.float32, torch.float64
@@ -24,17 +22,6 @@ STEPS = [(0, 1), (0, 1)]
 
 def _normal(*shape, dtype=np.float32, seed=0):
     return from_numpy(np.random.default_rng(seed).standard_normal(shape).astype(dtype))
-
-
-@pytest.fixture(params=["calibration", "pass count"])
-def basis(request):
-    """What targets rank the modes by: the committed CPU calibration (native, then fp64, win on the CPU), or no
-    calibration (bf16 pass counts, as on a device without one: the emulated modes win where their bounds allow)."""
-    if request.param == "calibration":
-        yield request.param
-    else:
-        with _precision.planted_costs({}):
-            yield request.param
 
 
 def _chain():
@@ -75,89 +62,6 @@ def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bou
     with xp.precision(target_relative_error=1e-3):
         checked = xp.explain("ij,jk->ik", (8, 512), (512, 8))
     assert checked.steps[0].resolved.target_relative_error == 1e-3 and "native, checked to rel 0.001" in str(checked)
-
-
-# --- multi_einsum ---
-
-def _pair(seed, m=4, k=8, n=3, dtype=np.float64):
-    return _normal(m, k, dtype=dtype, seed=seed), _normal(k, n, dtype=dtype, seed=seed + 100)
-
-
-def test_multi_einsum_runs_a_group_of_identical_contractions_as_one_bmm():
-    group = [("ij,jk->ik", *_pair(i)) for i in range(6)]
-    rest = [("ij,jk->ik", *_pair(10, m=5)),  # another shape
-            ("ij,kj->ik", _normal(4, 8, seed=11), _normal(3, 8, seed=12)),  # other subscripts
-            ("ij,jk->ik", *_pair(13, dtype=np.float32))]  # another dtype
-    contractions = [group[0], rest[0], *group[1:4], rest[1], *group[4:], rest[2]]
-    with kernels.count_calls() as calls:
-        out = xp.multi_einsum(*contractions)
-    assert calls == {("bmm", "native"): 1, ("matmul", "native"): 3}
-    assert len(out) == len(contractions)
-    for got, (subscripts, *ops) in zip(out, contractions, strict=True):
-        expected = xp.einsum(subscripts, *ops)
-        assert isinstance(got, xp.NeuronArray) and got.dtype == expected.dtype and got.shape == expected.shape
-        np.testing.assert_allclose(to_numpy(got), to_numpy(expected), rtol=1e-5 if got.dtype == xp.float32
-                                   else 1e-13)
-
-
-@pytest.mark.parametrize("dtype", [np.int64, np.uint16, np.uint32, np.uint64, np.int8, np.complex128])
-def test_multi_einsum_is_exact_like_einsum(dtype):
-    g = np.random.default_rng(4)
-    ops = [(from_numpy(g.integers(0, 50, (3, 5)).astype(dtype)), from_numpy(g.integers(0, 50, (5, 2)).astype(dtype)))
-           for _ in range(3)]
-    out = xp.multi_einsum(*(("ij,jk", a, b) for a, b in ops))
-    for got, (a, b) in zip(out, ops, strict=True):
-        assert got.dtype == a.dtype
-        np.testing.assert_array_equal(to_numpy(got), to_numpy(xp.einsum("ij,jk", a, b)))
-
-
-def test_multi_einsum_groups_paths_batches_and_single_operands():
-    chains = [(CHAIN, _normal(3, 4, seed=i), _normal(4, 5, seed=i + 1), _normal(5, 2, seed=i + 2))
-              for i in range(3)]
-    batched = [("...ij,...jk->...ik", _normal(2, 4, 5, seed=i), _normal(2, 5, 3, seed=i + 7)) for i in range(3)]
-    diagonals = [("ii->i", _normal(4, 4, seed=i)) for i in range(2)]
-    with kernels.count_calls() as calls:
-        out = xp.multi_einsum(*chains, *batched, *diagonals)
-    assert calls == {("bmm", "native"): 3}  # two steps for the chains, one for the batched products
-    for got, (subscripts, *ops) in zip(out, chains + batched + diagonals, strict=True):
-        np.testing.assert_allclose(to_numpy(got), np.einsum(subscripts, *map(to_numpy, ops)), rtol=1e-5)
-    assert xp.multi_einsum() == []
-
-
-def test_multi_einsum_resolves_one_mode_per_group_from_its_K(basis):
-    small = [("ij,jk->ik", *_pair(i, k=16, dtype=np.float32)) for i in range(3)]
-    large = [("ij,jk->ik", *_pair(i, k=4096, dtype=np.float32)) for i in range(2)]
-    lone = ("ij,jk->ik", *_pair(9, k=16, n=5, dtype=np.float32))
-    with kernels.count_calls() as calls:
-        xp.multi_einsum(*small, *large, lone, target_forward_error=1e-4)
-        xp.multi_einsum(*small, precision="fast")
-        with xp.precision("dd"):
-            xp.multi_einsum(*large)
-    first, second = {"calibration": ("native", "fp64"), "pass count": ("dd", "bf16x6")}[basis]
-    expected = collections.Counter({("bmm", first): 1, ("bmm", second): 1, ("matmul", first): 1, ("bmm", "fast"): 1})
-    expected["bmm", "dd"] += 1  # the large group under precision("dd")
-    assert calls == expected
-    with xp.precision(target_relative_error=0.5) as report:  # a group is checked as one product
-        xp.multi_einsum(*small)
-    assert [(c.subscripts[0], c.K) for c in report] == [("a", 16)] and report[0].met
-
-
-@pytest.mark.parametrize(("call", "error", "match"), [
-    (lambda a: xp.multi_einsum("ij", a), TypeError, r"each contraction as a tuple .*contraction 0 is a str"),
-    (lambda a: xp.multi_einsum(()), TypeError, "contraction 0 is empty"),
-    (lambda a: xp.multi_einsum(("ij", a), (a, "ij")), TypeError, "contraction 1 is a tuple starting with NeuronArray"),
-    (lambda a: xp.multi_einsum(["ij,jk", a, np.ones((3, 3))]), TypeError,
-     r"multi_einsum\(\) expects operand 1 of contraction 0 to be a NeuronArray, got ndarray"),
-    (lambda a: xp.multi_einsum(("ij", a), ("ij,jk", a, _normal(2, 3))), ValueError,
-     r"multi_einsum\(\): index 'j' has size 3 in operand 0 .* \(contraction 1\)"),
-    (lambda a: xp.multi_einsum(("ij", a), precision="dd", target_forward_error=1e-3), ValueError,
-     r"multi_einsum\(\): give a precision mode or one target"),
-    (lambda a: xp.multi_einsum(("ij,jk", a, a), ("ij,jk", a, a), precision="quad"), ValueError,
-     "unknown precision mode 'quad'"),
-])
-def test_multi_einsum_errors(call, error, match):
-    with pytest.raises(error, match=match):
-        call(_normal(3, 3))
 
 
 # --- target_relative_error ---
@@ -363,75 +267,3 @@ def test_a_zero_length_contraction_under_a_relative_target_gives_zeros():
 def test_target_relative_error_errors(call, error, match):
     with pytest.raises(error, match=match):
         call(_normal(3, 3))
-
-
-def test_opt_einsum_direct_calls_follow_the_context(basis):
-    a, b = _uniform(8, 32, 8, np.float32)
-    with xp.precision(target_relative_error=1e-3) as report:
-        oe.contract("ij,jk->ik", from_numpy(a), from_numpy(b), backend="trn")
-    assert [c.mode for c in report] == [{"calibration": "native", "pass count": "dd"}[basis]]
-
-
-# --- cached intermediates follow the precision in force ---
-
-def _chain_operands():
-    g = np.random.default_rng(7)
-    return g.standard_normal((20, 300)), g.standard_normal((300, 20)), g.standard_normal((20, 300))
-
-
-@pytest.mark.parametrize("call", ["opt_einsum", "trn_backend"])
-def test_folded_constants_are_refolded_when_the_mode_changes(call):
-    A, B, C = _chain_operands()
-    a, b, c = (xp.asarray(x, dtype=xp.float64) for x in (A, B, C))
-    make = oe.contract_expression if call == "opt_einsum" else xp.contract_expression
-    expr = make("ij,jk,kl->il", a, b, c.shape, constants=[0, 1])
-    kwargs = {"backend": "trn"} if call == "opt_einsum" else {}
-    exact = A @ B @ C
-    with xp.precision("fast"):
-        fast = to_numpy(expr(c, **kwargs))
-    with xp.precision("fp64"), kernels.count_calls() as calls:
-        fp64 = to_numpy(expr(c, **kwargs))
-    assert calls == {("matmul", "fp64"): 2}  # the constant step is folded again, under fp64
-    assert np.max(np.abs(fast - exact)) > 1e-3 and np.max(np.abs(fp64 - exact)) < 1e-10
-    with xp.precision("fast"), kernels.count_calls() as calls:
-        assert np.array_equal(to_numpy(expr(c, **kwargs)), fast)  # and the fast fold is reused as it was
-    assert calls == {("matmul", "fast"): 1}
-
-
-def test_reused_constant_steps_appear_in_every_precision_report():
-    A, B, C = _chain_operands()
-    a, b, c = (xp.asarray(x, dtype=xp.float64) for x in (A, B, C))
-    expr = oe.contract_expression("ij,jk,kl->il", a, b, c.shape, constants=[0, 1])
-    for _ in range(2):  # the first call folds the constants, the second reuses the fold
-        with xp.precision(target_relative_error=1e-9) as report:
-            expr(c, backend="trn")
-        assert [check.K for check in report] == [300, 20] and all(check.met for check in report)
-
-
-def test_shared_intermediates_are_shared_only_under_the_same_mode():
-    A, B, _ = _chain_operands()
-    a, b = xp.asarray(A, dtype=xp.float64), xp.asarray(B, dtype=xp.float64)
-    with oe.shared_intermediates() as cache:
-        with xp.precision("fast"):
-            fast = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
-        with xp.precision("fp64"), kernels.count_calls() as calls:
-            fp64 = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
-        assert calls == {("matmul", "fp64"): 1}
-        with xp.precision("fp64"), kernels.count_calls() as calls:
-            again = to_numpy(oe.contract("ij,jk->ik", a, b, backend="trn"))
-        assert calls == {} and np.array_equal(again, fp64)  # shared within one mode
-        with xp.precision(target_relative_error=1e-9) as report:
-            oe.contract("ij,jk->ik", a, b, backend="trn")
-        with xp.precision(target_relative_error=1e-9) as reused:
-            oe.contract("ij,jk->ik", a, b, backend="trn")
-        assert reused == report and len(report) == 1  # a shared result reports its check again
-    assert oe.sharing.count_cached_ops(cache)["tensordot"] == 3
-    assert np.max(np.abs(fast - A @ B)) > 1e-3 and np.max(np.abs(fp64 - A @ B)) < 1e-10
-
-
-def test_other_backends_share_intermediates_as_opt_einsum_does():
-    A, B, _ = _chain_operands()
-    with oe.shared_intermediates() as cache:
-        first = oe.contract("ij,jk->ik", A, B, backend="numpy")
-        assert oe.contract("ij,jk->ik", A, B, backend="numpy") is first
-    assert oe.sharing.count_cached_ops(cache)["tensordot"] == 1

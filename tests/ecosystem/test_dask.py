@@ -12,6 +12,7 @@ import dask
 import dask.array as da
 import numpy as np
 import pytest
+import torch
 from dask.base import tokenize
 
 import trn_backend as xp
@@ -229,3 +230,23 @@ def test_partition_checks_kth():
         np.partition(xp.asarray(np.arange(4.0)), 4)
     with pytest.raises(TypeError, match="integer"):
         np.argpartition(xp.asarray(np.arange(4.0)), 1.5)
+
+
+COMPLEX = np.array([[1 + 2j, 3 - 1j], [0.5j, 2.0]])
+
+
+def test_dask_reductions_of_complex_chunks() -> None:
+    d = da.from_array(xp.asarray(COMPLEX), chunks=1)
+    with dask.config.set(scheduler="threads"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+        np.testing.assert_allclose(np.asarray(d.var().compute()), np.var(COMPLEX))
+        np.testing.assert_allclose(np.asarray(d.std().compute()), np.std(COMPLEX))
+        np.testing.assert_array_equal(np.asarray(da.tril(d).compute()), np.tril(COMPLEX))
+
+
+def test_dask_tokens_of_device_arrays_do_not_copy_to_the_host() -> None:
+    x = xp.NeuronArray(torch.empty(4, device="meta"))  # a device with no host copy at all
+    token = x.__dask_tokenize__()
+    assert token == x.__dask_tokenize__()
+    x._t.add_(1)  # an in-place write bumps torch's version counter, and so the token
+    assert token != x.__dask_tokenize__()

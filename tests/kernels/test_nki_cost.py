@@ -314,7 +314,7 @@ def test_a_compact_record_prices_as_the_run_it_records(monkeypatch):
 
 def test_compile_time_follows_the_program_not_the_work():
     """The static loops (tiles within a block) unroll; whole rows of blocks, whole N blocks and whole K blocks are
-    dynamic loops: the program does not grow with M, N or K (tests/kernels/test_nki_kernels.py checks K)."""
+    dynamic loops: the program does not grow with M, N or K (tests/kernels/test_nki_matmul.py checks K)."""
     small = cost.modelled("matmul", "fast", (1, 512, 512, 512))
     large = cost.modelled("matmul", "fast", (1, 2048, 2048, 2048))
     counted = cost._counted("matmul", "fast", (1, 512, 512, 512), "trn2", False, False, None, small.cores)

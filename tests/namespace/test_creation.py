@@ -423,3 +423,9 @@ def test_linspace_into_integer_bool_and_half_dtypes_as_numpy(dtype, start, stop,
     # integers take the floor (NumPy 2), bool the nonzero-ness, float16 one rounding from the float64 values
     expected = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)
     assert_same(xp.linspace(start, stop, num, endpoint=endpoint, dtype=dtype), expected)
+
+
+def test_numpy_long_long_arrays_convert() -> None:
+    a = np.array([2**63], dtype="Q")  # 'Q' equals uint64 but torch.from_numpy refuses it
+    np.testing.assert_array_equal(np.asarray(xp.asarray(a)), a)
+    np.testing.assert_array_equal(np.asarray(xp.asarray(np.array([-5], dtype="q"))), [-5])

@@ -1,4 +1,5 @@
-"""0-d arrays where the creation functions take a number, as NumPy takes them."""
+"""0-d arrays where a function takes a number (the creation functions' sizes, counts and fill values,
+axes, repeats, shifts, spacings and clip's bounds), as NumPy takes them."""
 
 from __future__ import annotations
 
@@ -35,3 +36,20 @@ def test_arrays_that_are_not_numbers_are_refused() -> None:
         xp.zeros(xp.asarray(2.0))
     with pytest.raises(ValueError, match="full.*0-d"):
         xp.full(3, xp.asarray([1.0, 2.0]))
+
+
+def test_clip_with_a_0d_float_bound_rounds_inward_on_integers() -> None:
+    a = np.arange(5, dtype=np.int16)
+    x = xp.asarray(a)
+    np.testing.assert_array_equal(np.asarray(xp.clip(x, xp.asarray(np.array(2.7)))), np.asarray(xp.clip(x, 2.7)))
+    np.testing.assert_array_equal(np.asarray(xp.clip(x, max=xp.asarray(np.array(2.7)))), [0, 1, 2, 2, 2])
+
+
+def test_0d_integer_arrays_as_axes_counts_and_shifts() -> None:
+    a = np.arange(6.0).reshape(2, 3)
+    x, i1 = xp.asarray(a), xp.asarray(1)
+    np.testing.assert_array_equal(np.asarray(xp.sum(x, axis=i1)), a.sum(axis=1))
+    assert xp.expand_dims(x, axis=i1).shape == (2, 1, 3)
+    np.testing.assert_array_equal(np.asarray(xp.repeat(x, xp.asarray(2), axis=1)), np.repeat(a, 2, axis=1))
+    np.testing.assert_array_equal(np.asarray(xp.roll(x, i1)), np.roll(a, 1))
+    np.testing.assert_array_equal(np.asarray(xp.fft.fftfreq(4, d=xp.asarray(0.5))), np.fft.fftfreq(4, d=0.5))

@@ -15,7 +15,7 @@ constants=, shared intermediates). Each result is compared with the exact one:
   of the exact entry (opt_einsum's own loop promises what ``explain(route="opt_einsum")`` says: each call is its
   own expression);
 - gradual underflow and overflow are outside relative bounds (for every kind of floating point analysis):
-  results of the subnormal-product family get the allowance of ``test_whole_expression`` for product terms that
+  results of the subnormal-product family get the allowance of ``test_whole`` for product terms that
   underflow; under a target, a result must be finite and zero or normal, or refused (the "huge" family's
   products overflow);
 - a ``PrecisionError`` is a refusal, never a wrong answer: accepted, except where a plan exists that meets the
@@ -273,7 +273,7 @@ def _mp(x: Fraction) -> mpmath.mpf:
 
 def _allowance(case: Case, promised: np.dtype) -> mpmath.mpf:
     """What gradual underflow of product terms may add beyond relative bounds (as
-    ``test_whole_expression.allowance``): the smallest normal of the narrowest dtype involved per scalar
+    ``test_whole.allowance``): the smallest normal of the narrowest dtype involved per scalar
     rounding, carried by the largest entries and every label size. Only the subnormal-product family gets it (a
     result below the normal range raises under a target: the entries this test reaches are checked as they
     are)."""

@@ -13,7 +13,7 @@ from trn_backend import precision_report as report
 from trn_backend.__main__ import main
 from trn_backend.kernels.nki import cost
 
-SMALL = ["--size", "16", "--k", "16", "512", "--repeats", "1"]  # as the report's test in test_precision_modes.py
+SMALL = ["--size", "16", "--k", "16", "512", "--repeats", "1"]  # as the report's test in test_precision.py
 
 
 def _cells(line: str) -> list[str]:

@@ -214,3 +214,9 @@ def test_the_environment_variable_is_checked_at_import(imports_under_the_variabl
     last_line = run.stderr.strip().splitlines()[-1]
     assert last_line.startswith("ValueError: "), run.stderr
     assert re.search(expected, last_line), last_line
+
+
+def test_device_types_this_build_lacks_are_value_errors() -> None:
+    for name in ("xpu", "mps", "hpu"):
+        with pytest.raises(ValueError, match=f"'{name}' is a {name} device"):
+            xp.zeros(2, device=name)

@@ -1,5 +1,6 @@
 """NumPy ufuncs on NeuronArray (NEP 13) against NumPy on ndarrays: every handled ufunc over hypothesis-drawn
-shapes and dtypes, reduce, accumulate, outer, out=, dtype=, mixed inputs and the refusals.
+shapes and dtypes, reduce, accumulate, outer, out=, dtype=, mixed inputs and the refusals; ufuncs from outside
+the table (SciPy's) through the host fallback of trn_backend/numpy_dispatch/ufuncs.py.
 
 Known differences, pinned here: integer input of a floating-point ufunc computes in float32 (NumPy: float64, or
 float16 for 8-bit integers); uint64 with a signed integer array is a TypeError (NumPy: float64).
@@ -7,19 +8,23 @@ float16 for 8-bit integers); uint64 with a signed integer array is a TypeError (
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 import warnings
 from typing import Any
 
 import numpy as np
 import pytest
+import scipy.special
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import trn_backend as xp
-from tests.support import INT_NAMES, NUMERIC_NAMES, REAL_NAMES, from_numpy, to_numpy
+from tests.support import INT_NAMES, NUMERIC_NAMES, REAL_NAMES, arrays, from_numpy, shapes, to_numpy
 from trn_backend.numpy_dispatch import handled_ufuncs
 from trn_backend.numpy_dispatch.ufuncs import _PLAIN as PLAIN
 from trn_backend.numpy_dispatch.ufuncs import ACCUMULATE, REDUCE, UFUNCS
@@ -327,7 +332,7 @@ def test_outer_matches_numpy(ufunc) -> None:
 
 
 def test_methods_numpy_itself_refuses_stay_refused() -> None:
-    # methods and ufuncs outside the table run NumPy on the host view (tests/numpy_dispatch/test_numpy_fallback.py);
+    # methods and ufuncs outside the table run NumPy on the host view (tests/numpy_dispatch/test_registry.py);
     # what NumPy refuses for ndarrays it refuses here too
     a = from_numpy(np.arange(4.0))
     with pytest.raises(TypeError, match="not allowed|outer"):
@@ -456,3 +461,70 @@ def test_a_call_without_keywords_is_the_general_call(ufunc) -> None:
                 assert plain == general
             else:
                 np.testing.assert_array_equal(np.asarray(plain[1]), np.asarray(general[1]))
+
+
+# ---------------------------------------------------------------- ufuncs from outside the table
+
+def _equal(ours: xp.NeuronArray, theirs: np.ndarray) -> None:
+    assert isinstance(ours, xp.NeuronArray)
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_array_equal(to_numpy(ours), theirs)
+
+
+# SciPy's ufuncs themselves: with SCIPY_ARRAY_API=1 (set for the whole test run) scipy.special.erf is SciPy's
+# array-API wrapper around them (test_scipy_ufuncs_without_the_array_api_switch covers the public names without it)
+FOREIGN = [scipy.special._ufuncs.erf, scipy.special._ufuncs.gamma, scipy.special._ufuncs.expit,
+           scipy.special._ufuncs.fresnel, np.cbrt, np.modf, np.frexp]
+
+
+@pytest.mark.parametrize("ufunc", FOREIGN, ids=lambda u: u.__name__)
+@given(st.sampled_from(FLOAT_NAMES).flatmap(lambda d: arrays(d, shapes(), elements=st.floats(-30, 30, width=32))))
+def test_foreign_ufuncs_return_neuron_arrays_with_numpys_values(ufunc, a):
+    from trn_backend.numpy_dispatch.ufuncs import UFUNCS
+
+    assert ufunc not in UFUNCS
+    ours, theirs = ufunc(from_numpy(a)), ufunc(a)
+    if ufunc.nout == 1:
+        ours, theirs = (ours,), (theirs,)
+    assert isinstance(ours, tuple) and len(ours) == len(theirs)
+    for o, t in zip(ours, theirs, strict=True):
+        assert o.device == torch.device("cpu")
+        _equal(o, np.asarray(t))
+
+
+def test_foreign_ufunc_methods_out_and_unholdable_results():
+    a = np.linspace(0.1, 2.0, 6)
+    x = from_numpy(a)
+    _equal(np.logaddexp2.reduce(x), np.asarray(np.logaddexp2.reduce(a)))
+    out = from_numpy(np.zeros(6))
+    assert scipy.special._ufuncs.erf(x, out=out) is out
+    _equal(out, scipy.special._ufuncs.erf(a))
+    doubled = np.frompyfunc(lambda v: 2 * v, 1, 1)  # an object-dtype result
+    with pytest.raises(TypeError, match="computed a object result, which a NeuronArray cannot hold"):
+        doubled(x)
+
+
+def test_foreign_ufuncs_on_arrays_off_the_host_are_refused_by_name(monkeypatch):
+    from trn_backend.numpy_dispatch import _registry
+
+    monkeypatch.setattr(_registry, "on_host", lambda array: False)  # as if x lived on an accelerator
+    with pytest.raises(TypeError, match=r"^the ufunc fresnel is not supported on NeuronArray on device cpu"):
+        scipy.special._ufuncs.fresnel(xp.asarray([1.0]))
+    with pytest.raises(TypeError, match=r"^numpy.cbrt is not supported on NeuronArray on device cpu"):
+        np.cbrt(xp.asarray([1.0]))
+
+
+def test_scipy_ufuncs_without_the_array_api_switch():
+    """Without SCIPY_ARRAY_API, scipy.special.erf is a NumPy ufunc: the result is a NeuronArray computed on the
+    host (with it, SciPy's own array-API wrapper returns a NeuronArray too: the test above)."""
+    program = (
+        "import numpy as np, scipy.special, trn_backend as xp\n"
+        "assert isinstance(scipy.special.erf, np.ufunc)\n"
+        "x = xp.asarray(np.linspace(0.0, 2.0, 5))\n"
+        "y = scipy.special.erf(x)\n"
+        "assert type(y) is xp.NeuronArray and y.device == x.device, type(y)\n"
+        "np.testing.assert_array_equal(np.asarray(y), scipy.special.erf(np.linspace(0.0, 2.0, 5)))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "SCIPY_ARRAY_API"}
+    proc = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr

@@ -1,15 +1,19 @@
-"""NEP 35: NumPy's creation functions called with ``like=`` a NeuronArray give NeuronArrays on that array's device,
-with NumPy's dtypes and values; the ``*_like`` functions take ``shape=`` and ``order=`` (dask passes both)."""
+"""NumPy's array creation routines (trn_backend/numpy_dispatch/creation.py). NEP 35: NumPy's creation functions
+called with ``like=`` a NeuronArray give NeuronArrays on that array's device, with NumPy's dtypes and values; the
+``*_like`` functions take ``shape=`` and ``order=`` (dask passes both) and keep what a call does not override; the
+table's cases against NumPy on the same data; astype of complex to real, and asfortranarray with ``like=``."""
 
 from __future__ import annotations
 
 import io
+import warnings
 
 import numpy as np
 import pytest
 import torch
 
 import trn_backend as xp
+from tests.numpy_dispatch.calls import T3, Case, I, M, V, W, _apply, _neuron, _numpy_tree, check, run_both
 from tests.support import assert_same, to_numpy
 from trn_backend import _dtypes
 from trn_backend.numpy_dispatch import creation
@@ -17,7 +21,7 @@ from trn_backend.numpy_dispatch import creation
 LIKE = xp.asarray(np.zeros(2, dtype=np.float32))
 
 # (id, call): call(like) builds an array; like=None is NumPy's own answer
-CASES = [
+LIKE_CASES = [
     ("empty-dtype", lambda like: np.empty((2, 3), dtype=np.int16, like=like)),
     ("zeros", lambda like: np.zeros((2, 3), like=like)),
     ("zeros-int", lambda like: np.zeros(4, np.int32, like=like)),
@@ -69,7 +73,7 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("case", "call"), CASES, ids=[case for case, _ in CASES])
+@pytest.mark.parametrize(("case", "call"), LIKE_CASES, ids=[case for case, _ in LIKE_CASES])
 def test_creation_with_like_matches_numpy(case, call):
     result, expected = call(LIKE), call(None)
     assert isinstance(result, xp.NeuronArray) and result.device == LIKE.device
@@ -181,7 +185,7 @@ def test_like_functions_take_shape_and_order(fill):
 ON_META = xp.NeuronArray(torch.empty((2,), dtype=torch.float32, device="meta"))
 
 
-@pytest.mark.parametrize(("case", "call"), CASES, ids=[case for case, _ in CASES])
+@pytest.mark.parametrize(("case", "call"), LIKE_CASES, ids=[case for case, _ in LIKE_CASES])
 def test_results_land_on_likes_device(case, call):
     result, expected = call(ON_META), call(None)
     assert result.device.type == "meta"
@@ -202,3 +206,65 @@ def test_numpys_default_float_is_the_devices_where_no_dtype_is_given(monkeypatch
     assert np.zeros(2, dtype=np.float64, like=ON_META).dtype == np.float64
     assert np.asarray(np.arange(2.0), dtype=np.float64, like=ON_META).dtype == np.float64
     assert np.arange(3, like=ON_META).dtype == np.int64
+
+
+# ---------------------------------------------------------------- the table, and creation from a prototype
+
+CASES = [
+    Case(np.tril, (M,)), Case(np.triu, (T3, -1)), Case(np.meshgrid, (V, W[:3])),
+    Case(np.meshgrid, (V, W[:3]), {"indexing": "ij"}), Case(np.zeros_like, (M,)),
+    Case(np.zeros_like, (I,), {"dtype": np.float32, "shape": (2, 2)}), Case(np.ones_like, (I,), {"dtype": "uint16"}),
+    Case(np.full_like, (M, 7.0)), Case(np.full_like, (I, 3), {"shape": 5}), Case(np.empty_like, (M,), post=np.shape),
+    Case(np.copy, (T3,)), Case(np.astype, (M, np.int32)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_agrees_with_numpy(case: Case) -> None:
+    ours, theirs = run_both(case.func, *case.args, **case.kwargs)
+    if case.post is not None:
+        ours = _apply(case, _numpy_tree(ours))
+        theirs = _apply(case, theirs)
+        check(_neuron(ours), theirs, dtype=case.dtype, atol=case.atol)
+    else:
+        check(ours, theirs, dtype=case.dtype, atol=case.atol)
+
+
+def test_creation_from_a_prototype_keeps_what_is_not_overridden() -> None:
+    on_meta = xp.NeuronArray(torch.empty((2, 3), dtype=torch.int32, device="meta"))
+    for func, extra in ((np.zeros_like, ()), (np.ones_like, ()), (np.empty_like, ()), (np.full_like, (7,))):
+        r = func(on_meta, *extra)
+        assert (r.shape, r.dtype, r.device.type) == ((2, 3), xp.int32, "meta")
+        r = func(on_meta, *extra, dtype=np.float32, shape=(4,))
+        assert (r.shape, r.dtype, r.device.type) == ((4,), xp.float32, "meta")
+        r = func(on_meta, *extra, dtype="int64", device="cpu")
+        assert (r.shape, r.dtype, r.device.type) == ((2, 3), xp.int64, "cpu")
+
+
+COMPLEX = np.array([[1 + 2j, 3 - 1j], [0.5j, 2.0]])
+
+
+def test_ndarray_astype_and_np_astype_cast_complex_to_real_as_numpy() -> None:
+    z = xp.asarray(COMPLEX)
+    for cast in (lambda a: a.astype(np.float32), lambda a: np.astype(a, np.float32)):
+        with pytest.warns(np.exceptions.ComplexWarning):
+            ours = cast(z)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
+            theirs = cast(COMPLEX)
+        np.testing.assert_array_equal(np.asarray(ours), theirs)
+        assert ours.dtype == theirs.dtype
+    with pytest.raises(TypeError, match="imaginary"):  # the standard's astype still refuses
+        xp.astype(z, xp.float32)
+
+
+@pytest.mark.parametrize("data", [[[1, 2, 3], [4, 5, 6]], np.arange(24.0).reshape(2, 3, 4), 5, [1.5, 2.5],
+                                  xp.asarray(np.arange(6).reshape(2, 3))])
+def test_asfortranarray_with_like_is_a_fortran_ordered_neuron_array(data: object) -> None:
+    like = xp.asarray(np.zeros(2))
+    got = np.asfortranarray(data, like=like)
+    expected = np.asfortranarray(np.asarray(data))
+    assert isinstance(got, xp.NeuronArray) and got.device == like.device
+    assert_same(got, expected)
+    assert np.asarray(got).flags.f_contiguous
+    assert np.asfortranarray([1, 2], dtype=np.float32, like=like).dtype == np.float32

@@ -529,3 +529,16 @@ def test_complex_array_into_bool_is_nonzero():
     x = from_numpy(np.zeros(3, dtype=bool))
     x[...] = from_numpy(value)
     assert_same(x, a)
+
+
+def test_numpy_scalars_assign_as_strong_values() -> None:
+    ours, theirs = xp.zeros(2, dtype=xp.uint8), np.zeros(2, dtype=np.uint8)
+    ours[0] = theirs[0] = np.int64(-3)  # a NumPy scalar is cast like an array, not range-checked like an int
+    np.testing.assert_array_equal(np.asarray(ours), theirs)
+    f = xp.zeros(1, dtype=xp.float32)
+    with pytest.warns(np.exceptions.ComplexWarning):
+        f[0] = np.complex128(2 + 3j)
+    assert float(f[0]) == 2.0
+    b = xp.zeros(1, dtype=xp.bfloat16)
+    b[0] = np.float32(1.5)
+    assert float(b[0]) == 1.5

@@ -7,7 +7,6 @@ integers (small values: NumPy's integer quantiles subtract neighbours in the int
 
 from __future__ import annotations
 
-import re
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -19,6 +18,22 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import trn_backend as xp
+from tests.numpy_dispatch.calls import (
+    CPLX,
+    T3,
+    Case,
+    I,
+    M,
+    _apply,
+    _neuron,
+    _numpy_tree,
+    _small,
+    agrees,
+    array_and_axis,
+    check,
+    check_statistics,
+    run_both,
+)
 from tests.support import from_numpy, to_numpy
 from trn_backend.numpy_dispatch import handled_functions
 from trn_backend.numpy_dispatch.statistics import QUANTILE_METHODS
@@ -42,51 +57,6 @@ REGISTERED = (
     "numpy.nanargmax", "numpy.nanargmin", "numpy.nancumprod", "numpy.nancumsum", "numpy.nanmax", "numpy.nanmean",
     "numpy.nanmedian", "numpy.nanmin", "numpy.nanpercentile", "numpy.nanprod", "numpy.nanquantile",
     "numpy.nanstd", "numpy.nansum", "numpy.nanvar", "numpy.percentile", "numpy.quantile")
-
-
-def _rtol(dtype: np.dtype) -> float:
-    return {"f": {2: 1e-2, 4: 2e-5}, "c": {8: 2e-5}}.get(dtype.kind, {}).get(dtype.itemsize, 1e-10)
-
-
-def check(ours: Any, theirs: Any) -> None:
-    """ours (NeuronArrays, or tuples of them) equals NumPy's answer in dtype, shape and values."""
-    if isinstance(theirs, tuple):
-        assert isinstance(ours, tuple) and len(ours) == len(theirs)
-        for o, t in zip(ours, theirs, strict=True):
-            check(o, t)
-        return
-    assert isinstance(ours, xp.NeuronArray), type(ours)
-    got, expected = to_numpy(ours), np.asarray(theirs)
-    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (got.shape, expected.shape)
-    if got.dtype.kind in "fc":
-        np.testing.assert_allclose(got, expected, rtol=_rtol(got.dtype), atol=1e-12, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, expected)
-
-
-def _neuron(value: Any) -> Any:
-    return from_numpy(value) if isinstance(value, np.ndarray) else value
-
-
-def numpy_quietly(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, list[str]]:
-    """NumPy's answer and the messages of its RuntimeWarnings other than floating-point errors (which torch
-    does not report)."""
-    with warnings.catch_warnings(record=True) as caught, np.errstate(all="ignore"):
-        warnings.simplefilter("always")
-        result = func(*args, **kwargs)
-    return result, sorted({str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)})
-
-
-def agrees(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """func on NeuronArrays gives NumPy's result on ndarrays, with the same RuntimeWarnings."""
-    expected, numpy_warnings = numpy_quietly(func, *args, **kwargs)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        ours = func(*(_neuron(a) for a in args), **{k: _neuron(v) for k, v in kwargs.items()})
-    assert sorted({str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)}) == numpy_warnings
-    check(ours, expected)
-    return ours
 
 
 def test_every_function_is_registered() -> None:
@@ -168,8 +138,9 @@ def test_quantile_with_weights_matches_numpy() -> None:
 
 def test_quantile_takes_q_as_a_neuron_array() -> None:
     q = np.array([0.2, 0.8])
-    check(np.quantile(from_numpy(F64), from_numpy(q), axis=0), np.quantile(F64, q, axis=0))
-    check(np.quantile(F64, from_numpy(q), axis=0), np.quantile(F64, q, axis=0))  # the data moves to q's device
+    check_statistics(np.quantile(from_numpy(F64), from_numpy(q), axis=0), np.quantile(F64, q, axis=0))
+    # the data moves to q's device
+    check_statistics(np.quantile(F64, from_numpy(q), axis=0), np.quantile(F64, q, axis=0))
 
 
 def test_quantile_writes_out() -> None:
@@ -215,84 +186,6 @@ def test_quantile_errors_are_clear(call: Callable[[Any], Any], error: type, mess
         call(from_numpy(F64[0]))
 
 
-# ---------------------------------------------------------------- nan-reductions
-
-NAN_REDUCTIONS = [np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanstd, np.nanmax, np.nanmin]
-
-
-@pytest.mark.parametrize("func", NAN_REDUCTIONS, ids=lambda f: f.__name__)
-@pytest.mark.parametrize("data", DATA, ids=str)
-@pytest.mark.parametrize("axis", AXES, ids=str)
-def test_nan_reductions_match_numpy(func: Callable[..., Any], data: str, axis: Any) -> None:
-    agrees(func, DATA[data], axis=axis)
-    agrees(func, DATA[data], axis=axis, keepdims=True)
-
-
-@pytest.mark.parametrize("func", [np.nanargmax, np.nanargmin, np.nancumsum, np.nancumprod],
-                         ids=lambda f: f.__name__)
-@pytest.mark.parametrize("data", DATA, ids=str)
-@pytest.mark.parametrize("axis", [None, 0, -1])
-def test_nan_arg_and_cumulative_functions_match_numpy(func: Callable[..., Any], data: str, axis: Any) -> None:
-    agrees(func, DATA[data] / (8 if func is np.nancumprod and data != "int8" else 1), axis=axis)
-
-
-def test_nan_reduction_dtypes_follow_numpy() -> None:
-    for dtype in (np.int32, np.int8, np.uint8, np.bool_):
-        a = (I64 % 3).astype(dtype)
-        for func in (np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanmax, np.nancumsum):
-            agrees(func, a, axis=0)
-    agrees(np.nansum, I64, dtype=np.float32)
-    agrees(np.nansum, WITH_NAN_NO_EMPTY, axis=1, initial=10.0)
-    agrees(np.nanprod, WITH_NAN_NO_EMPTY, axis=1, initial=2.0)
-    agrees(np.nancumsum, WITH_NAN_NO_EMPTY, axis=2, dtype=np.float32)
-    agrees(np.nanmax, WITH_NAN, axis=1, initial=0.5)  # all-NaN slices give initial, without a warning
-    agrees(np.nanmin, np.zeros((0, 3)), axis=0, initial=1.0)
-
-
-def test_nan_variance_options_match_numpy() -> None:
-    for ddof in (0, 1, 2):
-        agrees(np.nanvar, WITH_NAN_NO_EMPTY, axis=1, ddof=ddof)
-        agrees(np.nanstd, WITH_NAN_NO_EMPTY, axis=(0, 2), ddof=ddof, keepdims=True)
-    agrees(np.nanvar, WITH_NAN_NO_EMPTY, axis=0, correction=1)
-    agrees(np.nanvar, I64, axis=0, ddof=1)
-    agrees(np.nanvar, np.array([[np.nan, 3.0], [1.0, 2.0]]), axis=1, ddof=1)  # dof <= 0: NaN and a warning
-
-
-def test_complex_nan_reductions_follow_numpy() -> None:
-    c = WITH_NAN_NO_EMPTY + 1j * F64[::-1]
-    for func in (np.nansum, np.nanprod, np.nanmean, np.nanvar, np.nanstd):
-        agrees(func, c, axis=1)
-    agrees(np.nancumsum, c, axis=0)
-
-
-def test_all_nan_slices_of_nan_reductions() -> None:
-    for func in (np.nanmax, np.nanmin, np.nanmean, np.nanvar, np.nanstd, np.nansum, np.nanprod):
-        agrees(func, WITH_NAN, axis=1)
-    for func in (np.nanargmax, np.nanargmin):
-        with pytest.raises(ValueError, match=rf"numpy.{func.__name__}\(\): All-NaN slice encountered"):
-            func(from_numpy(WITH_NAN), axis=1)
-        check(func(from_numpy(WITH_NAN), axis=0), func(WITH_NAN, axis=0))
-
-
-def test_nanargmax_counts_nan_as_minus_infinity_as_numpy() -> None:
-    agrees(np.nanargmax, np.array([np.nan, -np.inf, -np.inf]))
-    agrees(np.nanargmin, np.array([np.nan, np.inf]))
-
-
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda a: np.nanmax(a[:0]), ValueError, r"numpy.nanmax\(\): the maximum of an empty slice"),
-    (lambda a: np.nanmin(a[:0], axis=0), ValueError, r"numpy.nanmin\(\): the minimum of an empty slice"),
-    (lambda a: np.nanargmax(a[:0]), ValueError, r"numpy.nanargmax\(\): the argmax of an empty slice"),
-    (lambda a: np.nanargmin(a, axis=2), IndexError, "axis 2 is out of bounds"),
-    (lambda a: np.nanvar(a, ddof=1, correction=1), ValueError, "give ddof= or correction=, not both"),
-    (lambda a: np.nanmean(a, where=a > 0), TypeError, r"numpy.nanmean\(\) on NeuronArray does not support the "
-                                                       "argument where="),
-])
-def test_nan_reduction_errors_are_clear(call: Callable[[Any], Any], error: type, message: str) -> None:
-    with pytest.raises(error, match=message):
-        call(from_numpy(F64[0]))
-
-
 # ---------------------------------------------------------------- average, cov, corrcoef
 
 @pytest.mark.parametrize("data", ["float64", "float32", "int64"])
@@ -319,13 +212,13 @@ def test_average_errors_are_clear(call: Callable[[Any], Any], error: type, messa
         call(from_numpy(F64[0]))
 
 
-M = rng.standard_normal((3, 6))
+MV = rng.standard_normal((3, 6))
 Y = rng.standard_normal((2, 6))
 FW = np.array([1, 2, 0, 3, 1, 1])
 AW = rng.random(6)
 
 
-@pytest.mark.parametrize("m", [M, M.astype(np.float32), rng.integers(0, 5, (3, 6)), M + 1j * M[::-1], M[0]],
+@pytest.mark.parametrize("m", [MV, MV.astype(np.float32), rng.integers(0, 5, (3, 6)), MV + 1j * MV[::-1], MV[0]],
                          ids=["float64", "float32", "int64", "complex128", "1-d"])
 def test_cov_and_corrcoef_match_numpy(m: np.ndarray) -> None:
     for options in ({}, {"rowvar": False}, {"bias": True}, {"ddof": 0}, {"fweights": FW}, {"aweights": AW},
@@ -344,7 +237,7 @@ def test_cov_edge_cases_match_numpy() -> None:
     agrees(np.corrcoef, np.array([1.0, 2.0, 4.0]))  # cov / cov
     agrees(np.cov, np.array([[1.0], [2.0]]))  # one observation: degrees of freedom <= 0
     agrees(np.cov, np.zeros((0, 3)))
-    agrees(np.cov, M, dtype=np.float32)
+    agrees(np.cov, MV, dtype=np.float32)
 
 
 @pytest.mark.parametrize(("call", "error", "message"), [
@@ -360,7 +253,7 @@ def test_cov_edge_cases_match_numpy() -> None:
 ])
 def test_cov_errors_are_clear(call: Callable[[Any], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
-        call(from_numpy(M))
+        call(from_numpy(MV))
 
 
 # ---------------------------------------------------------------- histogram, bincount
@@ -463,7 +356,55 @@ def test_results_are_neuron_arrays() -> None:
         assert isinstance(r, xp.NeuronArray), type(r)
 
 
-def test_warnings_point_at_the_caller() -> None:
-    with pytest.warns(RuntimeWarning, match=re.escape("All-NaN slice encountered")) as record:
-        np.nanmax(from_numpy(WITH_NAN), axis=1)
-    assert record[0].filename == __file__
+CASES = [
+    Case(np.ptp, (M,), {"axis": 1}), Case(np.mean, (M,)), Case(np.mean, (M,), {"axis": (0, 1), "keepdims": True}),
+    Case(np.mean, (CPLX, 0)), Case(np.mean, (I,)), Case(np.mean, (I,), {"dtype": np.float64}),
+    Case(np.var, (M,), {"ddof": 1}), Case(np.var, (M,), {"axis": 0, "correction": 1}),
+    Case(np.std, (T3,), {"axis": 1}), Case(np.std, (I,)),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=str)
+def test_agrees_with_numpy(case: Case) -> None:
+    ours, theirs = run_both(case.func, *case.args, **case.kwargs)
+    if case.post is not None:
+        ours = _apply(case, _numpy_tree(ours))
+        theirs = _apply(case, theirs)
+        check(_neuron(ours), theirs, dtype=case.dtype, atol=case.atol)
+    else:
+        check(ours, theirs, dtype=case.dtype, atol=case.atol)
+
+
+@settings(max_examples=40)
+@given(data=array_and_axis(("float32", "float64", "complex128"), elements=_small), ddof=st.integers(0, 1),
+       func=st.sampled_from([np.mean, np.var, np.std]))
+def test_moments_match_numpy(data, ddof, func) -> None:
+    a, axis = data
+    kwargs = {"axis": axis} if func is np.mean else {"axis": axis, "ddof": ddof}
+    ours, theirs = run_both(func, a, **kwargs)
+    check(ours, theirs, atol=1e-5)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_median_of_an_even_count_divides_as_numpy():
+    """NumPy's mean divides the complex sum as a complex number: an infinite part makes the other one NaN."""
+    data = np.array([-1 + 1j, -3 - 4j, 1 + 0j, complex(0, np.inf)])
+    np.testing.assert_array_equal(np.asarray(np.median(xp.asarray(data))), np.median(data))
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize(("shape", "axis"), [((0, 3), -1), ((2, 0), 0), ((0, 3), 0), ((2, 0), None)])
+def test_average_over_an_empty_axis(shape, axis):
+    """NumPy's unweighted average divides a.size by the number of averages: none is its ZeroDivisionError."""
+    x = np.zeros(shape)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.average(x, axis=axis)
+    except ZeroDivisionError:
+        with pytest.raises(ZeroDivisionError, match="numpy.average"):
+            np.average(xp.asarray(x), axis=axis)
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        np.testing.assert_array_equal(np.asarray(np.average(xp.asarray(x), axis=axis)), want)

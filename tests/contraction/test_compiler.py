@@ -10,10 +10,10 @@ import copy
 import numpy as np
 import pytest
 import torch
-from trn_backend.kernels import count_calls
 
 import trn_backend as xp
 from trn_backend import _precision
+from trn_backend.kernels import count_calls
 
 EMULATION_WINS = dict(fast=0.1, dd=0.3, bf16x6=0.6, fp64=50.0, **{"ozaki(slices=2)": 0.4, "ozaki(slices=4)": 1.1})
 
