@@ -577,12 +577,6 @@ def test_basic_keys_read_as_numpy_with_copies_of_single_elements(shape, key):
 SURFACE_DTYPES = INT_NAMES + FLOAT_NAMES + COMPLEX_NAMES + ("bool", "uint16", "uint32", "uint64")
 
 
-def _equal(ours: xp.NeuronArray, theirs: np.ndarray) -> None:
-    assert isinstance(ours, xp.NeuronArray)
-    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
-    np.testing.assert_array_equal(to_numpy(ours), theirs)
-
-
 # slicings of a 3-d array whose NumPy views have the same strides as torch's (positive steps, transposes)
 VIEWS = [
     lambda a: a,
@@ -599,8 +593,8 @@ VIEWS = [
 @given(st.sampled_from(SURFACE_DTYPES).flatmap(lambda d: arrays(d, shapes())))
 def test_real_and_imag_read_as_numpy(a):
     x = from_numpy(a)
-    _equal(x.real, a.real)
-    _equal(x.imag, a.imag)
+    assert_same(x.real, a.real)
+    assert_same(x.imag, a.imag)
 
 
 @given(st.sampled_from(COMPLEX_NAMES).flatmap(lambda d: arrays(d, shapes(min_dims=2))), st.sampled_from(VIEWS[:4]))
@@ -611,12 +605,12 @@ def test_the_parts_of_a_complex_array_are_views_that_write_through(a, view):
     part_a[...] = 1.5
     view(x).imag[...] = -2.0
     view(expected).imag[...] = -2.0
-    _equal(x, expected)
+    assert_same(x, expected)
     x.real = 3.0  # the setters, as NumPy's
     expected.real = 3.0
     x.imag = xp.asarray(4.0)
     expected.imag = 4.0
-    _equal(x, expected)
+    assert_same(x, expected)
 
 
 def test_parts_of_a_view_with_negative_steps_write_into_its_base():
@@ -626,7 +620,7 @@ def test_parts_of_a_view_with_negative_steps_write_into_its_base():
     expected[::-1].real[0] = 9.0
     x[::-1].imag[1] = 8.0
     expected[::-1].imag[1] = 8.0
-    _equal(x, expected)
+    assert_same(x, expected)
     assert x[::-1].real.strides == expected[::-1].real.strides
 
 
@@ -670,7 +664,7 @@ def test_fill_converts_as_numpy_does(dtype, shape, value):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert x.fill(value) is None
-    _equal(x, a)
+    assert_same(x, a)
 
 
 def test_fill_writes_through_views_and_takes_0d_arrays():
@@ -678,7 +672,7 @@ def test_fill_writes_through_views_and_takes_0d_arrays():
     x, expected = from_numpy(a), a.copy()
     x[:, ::-1][0].fill(xp.asarray(5.0))
     expected[:, ::-1][0].fill(5.0)
-    _equal(x, expected)
+    assert_same(x, expected)
     with pytest.raises(ValueError, match=r"scalar or a 0-d array, got shape \(2,\)"):
         x.fill(xp.asarray([1.0, 2.0]))
 
@@ -774,12 +768,12 @@ def test_strides_of_broadcasts_and_negative_steps():
 def test_flat_reads_as_numpy(a, data):
     x = from_numpy(a)
     assert len(x.flat) == len(a.flat)
-    _equal(x.flat.copy(), a.flat.copy())
+    assert_same(x.flat.copy(), a.flat.copy())
     if a.size:
         i = data.draw(st.integers(-a.size, a.size - 1))
-        _equal(x.flat[i], np.asarray(a.flat[i]))
+        assert_same(x.flat[i], np.asarray(a.flat[i]))
         s = data.draw(st.slices(a.size))
-        _equal(x.flat[s], a.flat[s])
+        assert_same(x.flat[s], a.flat[s])
     elements = list(x.flat)
     assert all(type(e) is xp.NeuronArray and e.shape == () for e in elements)
     np.testing.assert_array_equal(np.array([to_numpy(e) for e in elements], dtype=a.dtype).reshape(-1),
@@ -794,12 +788,12 @@ def test_flat_reads_are_copies_and_writes_go_into_any_layout():
     assert to_numpy(x)[0, 1] == 1.0  # a copy, as NumPy's flatiter returns
     x.flat[[0, 5]] = 7.0
     expected.flat[[0, 5]] = 7.0
-    _equal(x, expected)
+    assert_same(x, expected)
     x.T.flat[1] = -3.0  # strided, and reversed: written through x's own indexing
     expected.T.flat[1] = -3.0
     x[:, ::-1].flat[1:3] = 4.0
     expected[:, ::-1].flat[1:3] = 4.0
-    _equal(x, expected)
+    assert_same(x, expected)
     with pytest.raises(IndexError):
         x.T.flat[6] = 1.0
 
@@ -816,7 +810,7 @@ def test_from_torch_and_to_torch_share_memory(a):
         assert x[(0,) * t.dim()].item() == 0  # a write through the tensor is seen by the array
         x[...] = xp.ones(x.shape, dtype=x.dtype)
         assert bool((t == 1).all())  # and the other way
-    _equal(xp.from_torch(torch.from_numpy(a)), a)
+    assert_same(xp.from_torch(torch.from_numpy(a)), a)
 
 
 def test_the_torch_bridge_refuses_what_it_cannot_share():

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import trn_backend as xp
+from tests.support import assert_same
 
 # arguments for the methods that need some; every other method is called with none
 ARGUMENTS = {"clip": (0, 3), "repeat": (2,), "reshape": (4, 3), "searchsorted": (3.5,), "swapaxes": (0, 1),
@@ -84,14 +85,7 @@ CALLS = [
 @pytest.mark.parametrize("name, args, kwargs", CALLS, ids=[f"{c[0]}-{i}" for i, c in enumerate(CALLS)])
 def test_method_calls_match_numpys_methods(name, args, kwargs):
     a = np.arange(12.0).reshape(3, 4) / 3
-    assert_same_result(getattr(xp.asarray(a), name)(*args, **kwargs), getattr(a.copy(), name)(*args, **kwargs))
-
-
-def assert_same_result(got, want):
-    assert isinstance(got, xp.NeuronArray), type(got)
-    g = np.asarray(got)
-    assert g.dtype == np.asarray(want).dtype and g.shape == np.shape(want)
-    np.testing.assert_allclose(g, want, rtol=1e-12)
+    assert_same(getattr(xp.asarray(a), name)(*args, **kwargs), getattr(a.copy(), name)(*args, **kwargs), rtol=1e-12)
 
 
 def test_method_out_and_errors_follow_numpy():

@@ -1,15 +1,15 @@
 """The one comparison of a call on NeuronArrays with the same call on ndarrays (NumPy 2 is the reference).
 
-tests/support.py's ``assert_same`` has the policy this follows (dtype and shape always, values exact unless a
-tolerance is stated, NaNs in the same places) but takes one NeuronArray result; a drawn call here can raise,
-return tuples, scalars, Python values or an ndarray (itself a finding), and must also be checked for what it did
-to its operands' memory. So this module applies the same policy to any outcome:
+Arrays are compared by tests/support.py's ``assert_same_array``, the policy of ``assert_same`` (dtype and shape
+always, values exact unless a tolerance is stated, NaNs in the same places); a drawn call here can also raise,
+return tuples, scalars, Python values or an ndarray (itself a finding), and must be checked for what it did to its
+operands' memory. So this module takes any outcome:
 
 - an exception: NumPy's class or a subclass of it, on both sides or neither (unless differences.py relaxes it);
 - a NeuronArray against an ndarray: through np.asarray, the same dtype, shape and values; values exact except for
   the inexact results of the entry points the recipes mark ``close`` (transcendental functions, reductions summed
-  in another order, decompositions), which get a tolerance of ``close`` units of their dtype's eps, relative and
-  scaled by the largest finite magnitude of the answer;
+  in another order, decompositions), which get assert_same's ``ulps=close, scaled=True``: ``close`` units of their
+  dtype's eps, relative and of the largest finite magnitude of the answer;
 - an ndarray where NumPy returns one for NeuronArray input: a finding (the result should be a NeuronArray);
 - tuples and lists element by element; other values (Python scalars, dtypes, shapes) by equality;
 - afterwards, the base arrays of every operand, exactly: a write lands in the same places on both sides, and an
@@ -22,10 +22,10 @@ import warnings
 from typing import Any
 
 import hypothesis
-import ml_dtypes
 import numpy as np
 
 import trn_backend as xp
+from tests.support import assert_same_array, eps, is_inexact
 
 from .draws import Operand
 
@@ -85,43 +85,13 @@ def side(obj: Any, which: str) -> Any:
     return obj
 
 
-def _eps(dtype: np.dtype) -> float:
-    if dtype == np.dtype(ml_dtypes.bfloat16):
-        return float(ml_dtypes.finfo(ml_dtypes.bfloat16).eps)
-    return float(np.finfo(dtype).eps)
-
-
-def _plain(a: np.ndarray) -> np.ndarray:
-    """bfloat16 as float32 (exact), which NumPy's testing functions handle."""
-    return a.astype(np.float32) if a.dtype == np.dtype(ml_dtypes.bfloat16) else a
-
-
-def _inexact(dtype: np.dtype) -> bool:
-    """Floating or complex, bfloat16 included (NumPy gives ml_dtypes' bfloat16 the kind "V")."""
-    return dtype.kind in "fc" or dtype == np.dtype(ml_dtypes.bfloat16)
-
-
 def assert_arrays(got: np.ndarray, want: np.ndarray, *, close: float | None, relax: set[str], what: str) -> None:
-    if "dtype" in relax and got.dtype != want.dtype and _inexact(got.dtype) and _inexact(want.dtype):
+    if "dtype" in relax and got.dtype != want.dtype and is_inexact(got.dtype) and is_inexact(want.dtype):
         # a documented other result dtype: both compared in the narrower of the two, within two of its eps more
         # than the operation's own (the extra rounding)
-        narrow = got.dtype if _eps(got.dtype) >= _eps(want.dtype) else want.dtype
+        narrow = got.dtype if eps(got.dtype) >= eps(want.dtype) else want.dtype
         got, want, close = got.astype(narrow), want.astype(narrow), (close or 0.0) + 2.0
-    assert got.dtype == want.dtype, f"{what}: dtype {got.dtype}, NumPy {want.dtype}"
-    assert got.shape == want.shape, f"{what}: shape {got.shape}, NumPy {want.shape}"
-    g, w = _plain(got), _plain(want)
-    if close is None or not _inexact(want.dtype):
-        np.testing.assert_array_equal(g, w, err_msg=what, strict=True)
-        return
-    eps = _eps(want.dtype)
-    finite = np.abs(w[np.isfinite(w)])
-    atol = close * eps * max(1.0, float(finite.max(initial=0.0)))
-    for part in ((np.real, np.imag) if want.dtype.kind == "c" else (lambda v: v,)):
-        pg, pw = part(g), part(w)
-        same = (pg == pw) | (np.isnan(pg) & np.isnan(pw))
-        with np.errstate(invalid="ignore", over="ignore"):
-            near = np.abs(pg.astype(np.float64) - pw.astype(np.float64)) <= atol + close * eps * np.abs(pw)
-        assert (same | near).all(), f"{what}: values differ beyond {close} eps:\n got {g}\nwant {w}"
+    assert_same_array(got, want, ulps=close, scaled=close is not None, what=what)
 
 
 # What assert_matches answers where a documented difference decided the comparison (else None).

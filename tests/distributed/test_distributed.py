@@ -17,6 +17,7 @@ from torch.distributed.tensor.debug import CommDebugMode
 import trn_backend as xp
 import trn_backend.distributed as td
 from tests.distributed_support import gloo, raised, spmd
+from tests.support import assert_same_array
 from trn_backend import kernels
 from trn_backend.contraction import slicing
 from trn_backend.distributed import _mesh, _slicing
@@ -37,12 +38,6 @@ def comms(mode: CommDebugMode) -> dict[str, int]:
     return {str(op).split(".")[-1]: n for op, n in mode.get_comm_counts().items() if n}
 
 
-def close(x: xp.NeuronArray, expected: np.ndarray) -> bool:
-    got = np.asarray(x)
-    return got.shape == expected.shape and got.dtype == expected.dtype and np.allclose(got, expected, rtol=1e-12,
-                                                                                       atol=1e-12)
-
-
 # --- world of one process, no launcher ---
 
 def test_default_mesh_starts_a_world_of_one_process():
@@ -52,7 +47,8 @@ def test_default_mesh_starts_a_world_of_one_process():
         assert (mesh.size(), dist.get_world_size(), dist.get_backend()) == (1, 1, "gloo")
         x = td.shard(xp.asarray(A), 0)
         assert x.device == td.Sharding(mesh, 0) and x.sharding.axis == 0
-        assert close(x @ xp.asarray(B), A @ B) and close(x.gather(), A) and close(x.local(), A)
+        for got, want in ((x @ xp.asarray(B), A @ B), (x.gather(), A), (x.local(), A)):
+            assert_same_array(np.asarray(got), want, rtol=1e-12, atol=1e-12)
         assert td.default_mesh() is mesh
     finally:
         dist.destroy_process_group()

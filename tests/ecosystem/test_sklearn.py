@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 import trn_backend as xp
+from tests.support import assert_same_array
 
 
 def _import_sklearn_with_scipy_array_api():
@@ -62,10 +63,8 @@ DTYPES = [np.float64, np.float32]
 # float32 reductions in torch and NumPy sum in different orders; float64 agrees to near rounding.
 RTOL = {np.float64: 1e-9, np.float32: 2e-4}
 ATOL = {np.float64: 1e-10, np.float32: 2e-5}
-
-
-def close(actual, expected, dtype) -> None:
-    np.testing.assert_allclose(np.asarray(actual), np.asarray(expected), rtol=RTOL[dtype], atol=ATOL[dtype])
+# assert_same_array's keywords for a result of each dtype (the reference rounded to it)
+COMPARE = {dtype: {"dtype": np.dtype(dtype).name, "rtol": RTOL[dtype], "atol": ATOL[dtype]} for dtype in DTYPES}
 
 
 def on_trn(result, expected_dtype) -> np.ndarray:
@@ -108,8 +107,8 @@ def test_lda_predict_and_proba(dispatch, dtype):
     ref = LinearDiscriminantAnalysis().fit(X, y)
     lda = LinearDiscriminantAnalysis().fit(Xt, yt)
     np.testing.assert_array_equal(on_trn(lda.predict(Xt), np.int64), ref.predict(X))
-    close(on_trn(lda.predict_proba(Xt), dtype), ref.predict_proba(X), dtype)
-    close(on_trn(lda.coef_, dtype), ref.coef_, dtype)
+    assert_same_array(on_trn(lda.predict_proba(Xt), dtype), ref.predict_proba(X), **COMPARE[dtype])
+    assert_same_array(on_trn(lda.coef_, dtype), ref.coef_, **COMPARE[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -119,9 +118,9 @@ def test_pca_full_svd(dispatch, dtype):
     expected = ref.fit_transform(X)
     pca = PCA(n_components=3, svd_solver="full")
     # scikit-learn flips signs deterministically (svd_flip), so components match NumPy's, not just up to sign.
-    close(on_trn(pca.fit_transform(Xt), dtype), expected, dtype)
-    close(on_trn(pca.explained_variance_, dtype), ref.explained_variance_, dtype)
-    close(on_trn(pca.components_, dtype), ref.components_, dtype)
+    assert_same_array(on_trn(pca.fit_transform(Xt), dtype), expected, **COMPARE[dtype])
+    assert_same_array(on_trn(pca.explained_variance_, dtype), ref.explained_variance_, **COMPARE[dtype])
+    assert_same_array(on_trn(pca.components_, dtype), ref.components_, **COMPARE[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -129,8 +128,8 @@ def test_ridge_svd(dispatch, dtype):
     (X, _, t), (Xt, _, tt) = data(dtype)
     ref = Ridge(alpha=0.5, solver="svd").fit(X, t)
     ridge = Ridge(alpha=0.5, solver="svd").fit(Xt, tt)
-    close(on_trn(ridge.coef_, dtype), ref.coef_, dtype)
-    close(on_trn(ridge.predict(Xt), dtype), ref.predict(X), dtype)
+    assert_same_array(on_trn(ridge.coef_, dtype), ref.coef_, **COMPARE[dtype])
+    assert_same_array(on_trn(ridge.predict(Xt), dtype), ref.predict(X), **COMPARE[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -139,8 +138,8 @@ def test_scalers(dispatch, dtype, scaler):
     (X, _, _), (Xt, _, _) = data(dtype)
     ref = scaler().fit(X)
     fitted = scaler().fit(Xt)
-    close(on_trn(fitted.transform(Xt), dtype), ref.transform(X), dtype)
-    close(on_trn(fitted.inverse_transform(fitted.transform(Xt)), dtype), X, dtype)
+    assert_same_array(on_trn(fitted.transform(Xt), dtype), ref.transform(X), **COMPARE[dtype])
+    assert_same_array(on_trn(fitted.inverse_transform(fitted.transform(Xt)), dtype), X, **COMPARE[dtype])
 
 
 def test_label_binarizer_and_encoder(dispatch):
@@ -171,8 +170,8 @@ def test_euclidean_distances(dispatch, dtype):
     (X, _, _), (Xt, _, _) = data(dtype)
     expected = euclidean_distances(X, X[:7])
     # The |x|^2 - 2xy + |y|^2 expansion cancels near zero distance: compare with an absolute floor there.
-    np.testing.assert_allclose(on_trn(euclidean_distances(Xt, Xt[:7, ...]), dtype), expected,
-                               rtol=RTOL[dtype], atol=1e-3 if dtype == np.float32 else 1e-6)
+    assert_same_array(on_trn(euclidean_distances(Xt, Xt[:7, ...]), dtype), expected, dtype=np.dtype(dtype).name,
+                      rtol=RTOL[dtype], atol=1e-3 if dtype == np.float32 else 1e-6)
 
 
 # --- dispatch off: scikit-learn's NumPy code converts NeuronArrays with np.asarray ---
@@ -189,7 +188,7 @@ def test_logistic_regression_on_numpy_path(no_dispatch, dtype):
     ref = LogisticRegression().fit(X, y)
     model = LogisticRegression().fit(Xt, yt)
     np.testing.assert_array_equal(host(model.predict(Xt), np.int64), ref.predict(X))
-    close(host(model.coef_, dtype), ref.coef_, dtype)
+    assert_same_array(host(model.coef_, dtype), ref.coef_, **COMPARE[dtype])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -198,7 +197,7 @@ def test_kmeans_on_numpy_path(no_dispatch, dtype):
     ref = KMeans(n_clusters=3, n_init=2, random_state=0).fit(X)
     model = KMeans(n_clusters=3, n_init=2, random_state=0).fit(Xt)
     np.testing.assert_array_equal(host(model.labels_, np.int32), ref.labels_)
-    close(host(model.cluster_centers_, dtype), ref.cluster_centers_, dtype)
+    assert_same_array(host(model.cluster_centers_, dtype), ref.cluster_centers_, **COMPARE[dtype])
 
 
 @pytest.mark.parametrize("solver", ["cholesky", "svd"])
@@ -206,12 +205,13 @@ def test_ridge_on_numpy_path(no_dispatch, solver):
     (X, _, t), (Xt, _, tt) = data(np.float64)
     ref = Ridge(alpha=0.5, solver=solver).fit(X, t)
     model = Ridge(alpha=0.5, solver=solver).fit(Xt, tt)
-    close(host(model.coef_, np.float64), ref.coef_, np.float64)
-    close(host(model.predict(Xt), np.float64), ref.predict(X), np.float64)
+    assert_same_array(host(model.coef_, np.float64), ref.coef_, **COMPARE[np.float64])
+    assert_same_array(host(model.predict(Xt), np.float64), ref.predict(X), **COMPARE[np.float64])
 
 
 def test_scaler_and_metrics_on_numpy_path(no_dispatch):
     (X, y, t), (Xt, yt, tt) = data(np.float32)
-    close(host(StandardScaler().fit_transform(Xt), np.float32), StandardScaler().fit_transform(X), np.float32)
+    assert_same_array(host(StandardScaler().fit_transform(Xt), np.float32),
+                      StandardScaler().fit_transform(X), **COMPARE[np.float32])
     assert accuracy_score(yt, xp.asarray(np.roll(y, 2))) == accuracy_score(y, np.roll(y, 2))
     assert r2_score(tt, xp.asarray(t * 0.5)) == pytest.approx(r2_score(t, t * 0.5), rel=1e-6)

@@ -8,12 +8,7 @@ import numpy as np
 import pytest
 
 import trn_backend as xp
-
-
-def _same(got, want):
-    got = np.asarray(got)
-    assert got.dtype == np.asarray(want).dtype
-    np.testing.assert_array_equal(got, want)
+from tests.support import assert_same
 
 
 @pytest.mark.parametrize("bounds", [(2.5,), (0.5, 3), (-0.5, 3, 0.7), (3.2, -1, -0.9), (1, 7.5, 2)])
@@ -22,16 +17,16 @@ def test_arange_of_floats_into_an_integer_dtype(bounds, dtype):
     if dtype == "uint32" and bounds == (3.2, -1, -0.9):
         pytest.skip("NumPy wraps the negative value into uint32")
     like = xp.asarray([1])
-    _same(xp.arange(*bounds, dtype=getattr(xp, dtype)), np.arange(*bounds, dtype=dtype))
-    _same(np.arange(*bounds, dtype=dtype, like=like), np.arange(*bounds, dtype=dtype))
+    assert_same(xp.arange(*bounds, dtype=getattr(xp, dtype)), np.arange(*bounds, dtype=dtype))
+    assert_same(np.arange(*bounds, dtype=dtype, like=like), np.arange(*bounds, dtype=dtype))
 
 
 @pytest.mark.parametrize(("dtype", "fill"), [("int16", 2.5), ("uint64", 1e-310), ("int8", -3.9), ("bool", 0.5),
                                              ("bool", 2**63 - 1), ("float32", 2**63)])
 def test_full_like_converts_as_numpy(dtype, fill):
     x = np.zeros(3, dtype=dtype)
-    _same(xp.full_like(xp.asarray(x), fill), np.full_like(x, fill))
-    _same(np.full_like(xp.asarray(x), fill), np.full_like(x, fill))
+    assert_same(xp.full_like(xp.asarray(x), fill), np.full_like(x, fill))
+    assert_same(np.full_like(xp.asarray(x), fill), np.full_like(x, fill))
 
 
 @pytest.mark.parametrize("value", [2**63, -(2**63) - 1, 2**64 - 1])
@@ -50,8 +45,8 @@ def test_an_int_beyond_int64_beside_a_bool_array_overflows(value):
 
 def test_an_int_beyond_an_integer_dtype_still_compares_exactly():
     x = np.array([1, -2], dtype=np.int8)
-    _same(np.equal(xp.asarray(x), 2**64 - 1), np.equal(x, 2**64 - 1))
-    _same(np.less(xp.asarray(x), 2**63), np.less(x, 2**63))
+    assert_same(np.equal(xp.asarray(x), 2**64 - 1), np.equal(x, 2**64 - 1))
+    assert_same(np.less(xp.asarray(x), 2**63), np.less(x, 2**63))
 
 
 @pytest.mark.parametrize("indexing", ["xy", "ij"])
@@ -63,7 +58,7 @@ def test_meshgrid_keeps_each_dtype(dtypes, indexing):
                 np.meshgrid(*map(xp.asarray, arrays), indexing=indexing)):
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
-            _same(g, w)
+            assert_same(g, w)
 
 
 @pytest.mark.parametrize("dtype", ["float64", "float32", "float16", "uint32", "int64", "uint64"])

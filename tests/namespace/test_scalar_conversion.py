@@ -133,18 +133,7 @@ def _check(call, value: object, dtype: str, want: object, shape: tuple[int, ...]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", np.exceptions.ComplexWarning)
         got = call(value)
-    _same(got, _as_expected_array(want, dtype, shape))
-
-
-def _same(got: xp.NeuronArray, want: np.ndarray) -> None:
-    """assert_same, and for bfloat16 (which torch cannot hand to NumPy) the same exact comparison of the values
-    widened to float64 (exact: every bfloat16 is a float64)."""
-    if want.dtype != np.dtype(ml_dtypes.bfloat16):
-        assert_same(got, want)
-        return
-    host = np.asarray(got)
-    assert host.dtype == want.dtype and host.shape == want.shape
-    np.testing.assert_array_equal(host.astype(np.float64), want.astype(np.float64))
+    assert_same(got, _as_expected_array(want, dtype, shape))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -207,7 +196,7 @@ def test_named_cases() -> None:
     # bfloat16 of an int beyond int64: ml_dtypes refuses it, x[...] = did not
     x = xp.zeros(2, dtype=xp.bfloat16)
     x.fill(2**64 - 1)
-    _same(x, np.full(2, 2.0**64, dtype=ml_dtypes.bfloat16))
+    assert_same(x, np.full(2, 2.0**64, dtype=ml_dtypes.bfloat16))
     # float32 of (2**24 + 1) * 2**40 + 1: above the tie, so up; through float64 it lands on the tie and rounds to
     # even, down (NumPy's answer)
     v = 16777217 * 2**40 + 1

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import strategies as st
 
 import trn_backend as xp
-from tests.support import DTYPE_NAMES, arrays, from_numpy, shapes, to_numpy
+from tests.support import DTYPE_NAMES, arrays, assert_same_results, from_numpy, shapes, to_numpy
 
 rng = np.random.default_rng(1234)
 M = rng.standard_normal((3, 4))
@@ -55,33 +55,6 @@ def _neuron(value: Any) -> Any:
     return value
 
 
-def _rtol(dtype: np.dtype) -> float:
-    return 2e-5 if dtype in (np.float32, np.complex64) else 1e-10
-
-
-def check(ours: Any, theirs: Any, *, dtype: str | None = None, atol: float = 0.0) -> None:
-    """ours (NeuronArrays) equals theirs (NumPy's answer): arrays by dtype (or the ``dtype`` we document
-    instead), shape and values; tuples and lists element by element; Python values exactly."""
-    if isinstance(theirs, (tuple, list)):
-        assert isinstance(ours, (tuple, list)), type(ours)
-        assert len(ours) == len(theirs)
-        for o, t in zip(ours, theirs, strict=True):
-            check(o, t, dtype=dtype, atol=atol)
-        return
-    if not isinstance(theirs, (np.ndarray, np.generic)):
-        assert not isinstance(ours, xp.NeuronArray) and ours == theirs, (ours, theirs)
-        return
-    assert isinstance(ours, xp.NeuronArray), type(ours)
-    got, expected = to_numpy(ours), np.asarray(theirs)
-    assert got.dtype == np.dtype(dtype or expected.dtype), (got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (got.shape, expected.shape)
-    if got.dtype.kind in "fc":
-        np.testing.assert_allclose(got, expected.astype(got.dtype), rtol=_rtol(got.dtype), atol=atol,
-                                   equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, expected)
-
-
 def run_both(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -91,6 +64,22 @@ def run_both(func: Callable[..., Any], *args: Any, **kwargs: Any) -> tuple[Any, 
 
 
 DEVICE = xp.asarray(np.zeros(1)).device
+
+# Tolerances of answers computed in another order than NumPy's (sums, factorizations, transforms: torch's float32
+# sums are pairwise), relative, by the result's dtype; assert_same keeps integer and bool results exact.
+OTHER_ORDER = {"float32": 2e-5, "complex64": 2e-5, "float64": 1e-10, "complex128": 1e-10}
+# the statistics add float16's (NumPy's float16 medians and quantiles interpolate in float16), with atol=1e-12
+STATISTICS = {"float16": 1e-2, **OTHER_ORDER}
+
+
+def assert_on_device(ours: Any) -> None:
+    """Every NeuronArray of an answer is on DEVICE: inputs live on the default device, so running the tests with
+    TRN_BACKEND_DEVICE=cuda checks the routines there."""
+    if isinstance(ours, (tuple, list)):
+        for o in ours:
+            assert_on_device(o)
+    elif isinstance(ours, xp.NeuronArray):
+        assert ours.device == DEVICE, ours.device
 
 
 def nd(value: Any) -> Any:
@@ -104,24 +93,6 @@ def nd(value: Any) -> Any:
     return value
 
 
-def same(ours: Any, theirs: Any, *, rtol: float = 1e-12, atol: float = 0.0) -> None:
-    """ours (NeuronArrays on DEVICE) equals theirs (NumPy's answer): dtype, shape, values; tuples element-wise."""
-    if isinstance(theirs, (tuple, list)):
-        assert isinstance(ours, (tuple, list)) and len(ours) == len(theirs), (type(ours), ours)
-        for o, t in zip(ours, theirs, strict=True):
-            same(o, t, rtol=rtol, atol=atol)
-        return
-    assert isinstance(ours, xp.NeuronArray), type(ours)
-    assert ours.device == DEVICE, ours.device
-    got, expected = to_numpy(ours), np.asarray(theirs)
-    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (got.shape, expected.shape)
-    if got.dtype.kind in "fc":
-        np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, expected)
-
-
 def both(func: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     """(func on NeuronArrays, func on the ndarrays); NumPy's warnings are silenced for its own call only."""
     with warnings.catch_warnings():
@@ -130,9 +101,12 @@ def both(func: Any, *args: Any, **kwargs: Any) -> tuple[Any, Any]:
     return func(*nd(args), **nd(kwargs)), theirs
 
 
-def agree(func: Any, *args: Any, rtol: float = 1e-12, atol: float = 0.0, **kwargs: Any) -> None:
+def agree(func: Any, *args: Any, rtol: Any = None, atol: Any = 0.0, nan_parts: bool = True, **kwargs: Any) -> None:
+    """func on NeuronArrays gives NumPy's answer on the ndarrays (assert_same's policy: exact unless ``rtol`` is
+    given), every NeuronArray of it on DEVICE."""
     ours, theirs = both(func, *args, **kwargs)
-    same(ours, theirs, rtol=rtol, atol=atol)
+    assert_on_device(ours)
+    assert_same_results(ours, theirs, rtol=rtol, atol=atol, nan_parts=nan_parts)
 
 
 def raises_like_numpy(exc: type[BaseException], func: Any, *args: Any, match: str | None = None,
@@ -142,27 +116,6 @@ def raises_like_numpy(exc: type[BaseException], func: Any, *args: Any, match: st
         func(*args, **kwargs)
     with pytest.raises(exc, match=match):
         func(*nd(args), **nd(kwargs))
-
-
-def _statistics_rtol(dtype: np.dtype) -> float:
-    return {"f": {2: 1e-2, 4: 2e-5}, "c": {8: 2e-5}}.get(dtype.kind, {}).get(dtype.itemsize, 1e-10)
-
-
-def check_statistics(ours: Any, theirs: Any) -> None:
-    """ours (NeuronArrays, or tuples of them) equals NumPy's answer in dtype, shape and values."""
-    if isinstance(theirs, tuple):
-        assert isinstance(ours, tuple) and len(ours) == len(theirs)
-        for o, t in zip(ours, theirs, strict=True):
-            check_statistics(o, t)
-        return
-    assert isinstance(ours, xp.NeuronArray), type(ours)
-    got, expected = to_numpy(ours), np.asarray(theirs)
-    assert got.dtype == expected.dtype, (got.dtype, expected.dtype)
-    assert got.shape == expected.shape, (got.shape, expected.shape)
-    if got.dtype.kind in "fc":
-        np.testing.assert_allclose(got, expected, rtol=_statistics_rtol(got.dtype), atol=1e-12, equal_nan=True)
-    else:
-        np.testing.assert_array_equal(got, expected)
 
 
 def _neuron_array(value: Any) -> Any:
@@ -185,7 +138,7 @@ def agrees(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         warnings.simplefilter("always")
         ours = func(*(_neuron_array(a) for a in args), **{k: _neuron_array(v) for k, v in kwargs.items()})
     assert sorted({str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)}) == numpy_warnings
-    check_statistics(ours, expected)
+    assert_same_results(ours, expected, rtol=STATISTICS, atol=1e-12)
     return ours
 
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import trn_backend as xp
-from tests.numpy_dispatch.calls import M52, M52B, SQ, Case, I, M, N, _apply, _neuron, _numpy_tree, check, run_both
-from tests.support import from_numpy, to_numpy
+from tests.numpy_dispatch.calls import M52, M52B, OTHER_ORDER, SQ, Case, I, M, N, _apply, _neuron, _numpy_tree, run_both
+from tests.support import assert_same, assert_same_results, from_numpy, to_numpy
 from trn_backend import kernels
 
 rng = np.random.default_rng(1234)
@@ -28,9 +28,8 @@ def test_agrees_with_numpy(case: Case) -> None:
     if case.post is not None:
         ours = _apply(case, _numpy_tree(ours))
         theirs = _apply(case, theirs)
-        check(_neuron(ours), theirs, dtype=case.dtype, atol=case.atol)
-    else:
-        check(ours, theirs, dtype=case.dtype, atol=case.atol)
+        ours = _neuron(ours)
+    assert_same_results(ours, theirs, dtype=case.dtype, rtol=OTHER_ORDER, atol=case.atol)
 
 
 # ---------------------------------------------------------------- einsum on the engine
@@ -41,7 +40,7 @@ def test_einsum_runs_on_the_kernel_layer() -> None:
         result = np.einsum("ij,jk->ik", a, b)
     assert isinstance(result, xp.NeuronArray)
     assert sum(calls.values()) == 1 and all(mode == "native" for _, mode in calls)
-    check(result, M @ N)
+    assert_same_results(result, M @ N, rtol=OTHER_ORDER)
 
 
 def test_einsum_optimize_follows_the_path() -> None:
@@ -52,7 +51,7 @@ def test_einsum_optimize_follows_the_path() -> None:
         with kernels.count_calls() as calls:
             result = np.einsum("ij,jk,kl->il", *ops, optimize=optimize)
         assert sum(calls.values()) == 2
-        check(result, np.einsum("ij,jk,kl->il", *map(to_numpy, ops)))
+        assert_same_results(result, np.einsum("ij,jk,kl->il", *map(to_numpy, ops)), rtol=OTHER_ORDER)
 
 
 def test_einsum_per_call_precision_reaches_the_kernel() -> None:
@@ -68,7 +67,7 @@ def test_einsum_respects_the_precision_context() -> None:
         result = np.einsum("ij,jk->ik", a, b)
     assert {mode for _, mode in calls} == {"dd"}
     scale = (np.abs(M) @ np.abs(N)).max()
-    np.testing.assert_allclose(to_numpy(result), M @ N, rtol=0, atol=1e-5 * scale)
+    assert_same(result, M @ N, dtype="float32", rtol=0.0, atol=1e-5 * scale)
     with xp.precision("fast"), kernels.count_calls() as calls:
         np.einsum("ij,jk->ik", a, b)
     assert {mode for _, mode in calls} == {"fast"}
@@ -76,6 +75,7 @@ def test_einsum_respects_the_precision_context() -> None:
 
 def test_einsum_dtype_argument() -> None:
     a = from_numpy(I.astype(np.int32))
-    check(np.einsum("ij->j", a, dtype=np.int64), np.einsum("ij->j", I.astype(np.int32), dtype=np.int64))
+    assert_same_results(np.einsum("ij->j", a, dtype=np.int64), np.einsum("ij->j", I.astype(np.int32), dtype=np.int64),
+                        rtol=OTHER_ORDER)
     with pytest.raises(TypeError, match="casting='safe'"):
         np.einsum("ij->j", from_numpy(M), dtype=np.float32)

@@ -22,12 +22,11 @@ from tests.numpy_dispatch.calls import (
     _neuron,
     _numpy_tree,
     agree,
-    check,
     nd,
     raises_like_numpy,
     run_both,
 )
-from tests.support import from_numpy
+from tests.support import assert_same_results, from_numpy
 
 rng = np.random.default_rng(7)
 
@@ -47,20 +46,20 @@ def test_agrees_with_numpy(case: Case) -> None:
     if case.post is not None:
         ours = _apply(case, _numpy_tree(ours))
         theirs = _apply(case, theirs)
-        check(_neuron(ours), theirs, dtype=case.dtype, atol=case.atol)
-    else:
-        check(ours, theirs, dtype=case.dtype, atol=case.atol)
+        ours = _neuron(ours)
+    assert_same_results(ours, theirs, dtype=case.dtype, atol=case.atol)
 
 
 def test_where_with_python_scalars_follows_numpy() -> None:
     c = np.array([True, False, True])
     for x, y in ((1, 2), (1, 2.0), (True, 2), (1, 1j), (True, False), (0.5, 2)):
-        check(np.where(from_numpy(c), x, y), np.where(c, x, y))
-    check(np.where(from_numpy(np.array([0, 3, 0])), 1, 2), np.where(np.array([0, 3, 0]), 1, 2))
+        assert_same_results(np.where(from_numpy(c), x, y), np.where(c, x, y))
+    assert_same_results(np.where(from_numpy(np.array([0, 3, 0])), 1, 2), np.where(np.array([0, 3, 0]), 1, 2))
     i8 = np.array([1, 2, 3], np.int8)
-    check(np.where(from_numpy(c), from_numpy(i8), 1), np.where(c, i8, 1))  # the scalar is weak beside an array
-    check(np.where(from_numpy(c)), np.where(c))
-    check(np.where(from_numpy(np.array([[0, 1], [2, 0]]))), np.where(np.array([[0, 1], [2, 0]])))
+    # the scalar is weak beside an array
+    assert_same_results(np.where(from_numpy(c), from_numpy(i8), 1), np.where(c, i8, 1))
+    assert_same_results(np.where(from_numpy(c)), np.where(c))
+    assert_same_results(np.where(from_numpy(np.array([[0, 1], [2, 0]]))), np.where(np.array([[0, 1], [2, 0]])))
 
 
 # ---------------------------------------------------------------- diagonals

@@ -16,6 +16,7 @@ import trn_backend as xp
 from tests.numpy_dispatch.calls import (
     CPLX,
     M24,
+    OTHER_ORDER,
     SPD,
     SQ,
     STACK_SPD,
@@ -33,13 +34,12 @@ from tests.numpy_dispatch.calls import (
     _apply,
     _neuron,
     _numpy_tree,
+    assert_on_device,
     both,
-    check,
     raises_like_numpy,
     run_both,
-    same,
 )
-from tests.support import arrays
+from tests.support import arrays, assert_same_array, assert_same_results
 
 rng = np.random.default_rng(7)
 
@@ -81,9 +81,8 @@ def test_agrees_with_numpy(case: Case) -> None:
     if case.post is not None:
         ours = _apply(case, _numpy_tree(ours))
         theirs = _apply(case, theirs)
-        check(_neuron(ours), theirs, dtype=case.dtype, atol=case.atol)
-    else:
-        check(ours, theirs, dtype=case.dtype, atol=case.atol)
+        ours = _neuron(ours)
+    assert_same_results(ours, theirs, dtype=case.dtype, rtol=OTHER_ORDER, atol=case.atol)
 
 
 @st.composite
@@ -101,14 +100,14 @@ def contraction_operands(draw):
 @given(ops=contraction_operands())
 def test_contractions_match_numpy(ops) -> None:
     a, b = ops
-    check(*run_both(np.einsum, "...ij,jk->...ik", a, b))
-    check(*run_both(np.dot, a, b))
-    check(*run_both(np.tensordot, a, b, axes=1))
-    check(*run_both(np.inner, a, b.T))
-    check(*run_both(np.outer, a, b))
-    check(*run_both(np.kron, b, b))
-    check(*run_both(np.matmul, a, b))
-    check(*run_both(np.vdot, b, b))
+    assert_same_results(*run_both(np.einsum, "...ij,jk->...ik", a, b), rtol=OTHER_ORDER)
+    assert_same_results(*run_both(np.dot, a, b), rtol=OTHER_ORDER)
+    assert_same_results(*run_both(np.tensordot, a, b, axes=1), rtol=OTHER_ORDER)
+    assert_same_results(*run_both(np.inner, a, b.T), rtol=OTHER_ORDER)
+    assert_same_results(*run_both(np.outer, a, b), rtol=OTHER_ORDER)
+    assert_same_results(*run_both(np.kron, b, b), rtol=OTHER_ORDER)
+    assert_same_results(*run_both(np.matmul, a, b), rtol=OTHER_ORDER)
+    assert_same_results(*run_both(np.vdot, b, b), rtol=OTHER_ORDER)
 
 
 # ---------------------------------------------------------------- lstsq
@@ -129,14 +128,16 @@ DEFICIENT = np.outer(rng.standard_normal(5), rng.standard_normal(3))
 def test_lstsq(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     (x, residuals, rank, s), expected = both(np.linalg.lstsq, *args, **kwargs)
-    same((x, residuals, s), (expected[0], expected[1], expected[3]), rtol=1e-9, atol=1e-12)
+    assert_on_device((x, residuals, s))
+    assert_same_results((x, residuals, s), (expected[0], expected[1], expected[3]), rtol=1e-9, atol=1e-12)
     assert type(rank) is type(expected[2]) and rank == expected[2]
 
 
 def test_lstsq_in_float32() -> None:
     a, b = TALL.astype(np.float32), rng.standard_normal((6, 2)).astype(np.float32)
     (x, residuals, rank, s), expected = both(np.linalg.lstsq, a, b)
-    same((x, residuals, s), (expected[0], expected[1], expected[3]), rtol=2e-4, atol=1e-5)
+    assert_on_device((x, residuals, s))
+    assert_same_results((x, residuals, s), (expected[0], expected[1], expected[3]), rtol=2e-4, atol=1e-5)
     assert rank == expected[2]
 
 
@@ -170,7 +171,7 @@ def test_eig_and_eigvals_are_neuron_arrays_with_numpys_values(matrix: np.ndarray
     assert isinstance(values, xp.NeuronArray) and values.device == a.device
     assert values.dtype == theirs.dtype and values.shape == theirs.shape
     tol = 1e-5 if theirs.dtype in (np.float32, np.complex64) else 1e-12
-    np.testing.assert_allclose(_sorted_values(np.asarray(values)), _sorted_values(theirs), rtol=tol, atol=tol)
+    assert_same_array(_sorted_values(np.asarray(values)), _sorted_values(theirs), rtol=tol, atol=tol)
     w, v = np.linalg.eig(a)
     assert isinstance(w, xp.NeuronArray) and isinstance(v, xp.NeuronArray)
     assert w.dtype == theirs.dtype and v.dtype == np.linalg.eig(matrix).eigenvectors.dtype

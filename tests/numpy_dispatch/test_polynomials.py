@@ -21,4 +21,5 @@ I = rng.integers(-5, 6, (3, 4))
     (np.array([1.0, -2.0]), 3.0),
 ])
 def test_polyval(case: tuple[np.ndarray, Any]) -> None:
-    agree(np.polyval, *case)
+    # Horner's rule, with fused multiply-adds on some devices
+    agree(np.polyval, *case, rtol=1e-12)

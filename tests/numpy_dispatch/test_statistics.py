@@ -20,6 +20,8 @@ from hypothesis.extra import numpy as hnp
 import trn_backend as xp
 from tests.numpy_dispatch.calls import (
     CPLX,
+    OTHER_ORDER,
+    STATISTICS,
     T3,
     Case,
     I,
@@ -30,11 +32,9 @@ from tests.numpy_dispatch.calls import (
     _small,
     agrees,
     array_and_axis,
-    check,
-    check_statistics,
     run_both,
 )
-from tests.support import from_numpy, to_numpy
+from tests.support import assert_same, assert_same_results, from_numpy
 from trn_backend.numpy_dispatch import handled_functions
 from trn_backend.numpy_dispatch.statistics import QUANTILE_METHODS
 
@@ -138,16 +138,18 @@ def test_quantile_with_weights_matches_numpy() -> None:
 
 def test_quantile_takes_q_as_a_neuron_array() -> None:
     q = np.array([0.2, 0.8])
-    check_statistics(np.quantile(from_numpy(F64), from_numpy(q), axis=0), np.quantile(F64, q, axis=0))
+    assert_same_results(np.quantile(from_numpy(F64), from_numpy(q), axis=0), np.quantile(F64, q, axis=0),
+                        rtol=STATISTICS, atol=1e-12)
     # the data moves to q's device
-    check_statistics(np.quantile(F64, from_numpy(q), axis=0), np.quantile(F64, q, axis=0))
+    assert_same_results(np.quantile(F64, from_numpy(q), axis=0), np.quantile(F64, q, axis=0),
+                        rtol=STATISTICS, atol=1e-12)
 
 
 def test_quantile_writes_out() -> None:
     out = from_numpy(np.zeros((4, 5)))
     result = np.median(from_numpy(F64), axis=0, out=out)
     assert result is out
-    np.testing.assert_allclose(to_numpy(out), np.median(F64, axis=0))
+    assert_same(out, np.median(F64, axis=0), rtol=1e-7)
 
 
 def test_all_nan_slices_warn_and_give_nan() -> None:
@@ -370,9 +372,8 @@ def test_agrees_with_numpy(case: Case) -> None:
     if case.post is not None:
         ours = _apply(case, _numpy_tree(ours))
         theirs = _apply(case, theirs)
-        check(_neuron(ours), theirs, dtype=case.dtype, atol=case.atol)
-    else:
-        check(ours, theirs, dtype=case.dtype, atol=case.atol)
+        ours = _neuron(ours)
+    assert_same_results(ours, theirs, dtype=case.dtype, rtol=OTHER_ORDER, atol=case.atol)
 
 
 @settings(max_examples=40)
@@ -382,7 +383,7 @@ def test_moments_match_numpy(data, ddof, func) -> None:
     a, axis = data
     kwargs = {"axis": axis} if func is np.mean else {"axis": axis, "ddof": ddof}
     ours, theirs = run_both(func, a, **kwargs)
-    check(ours, theirs, atol=1e-5)
+    assert_same_results(ours, theirs, atol=1e-5, rtol=OTHER_ORDER)
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
