@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 # Runs in a fresh interpreter: the test process has imported the distributed package already.
@@ -68,6 +70,7 @@ print(json.dumps({"package": package, "changed": rebound(after, snapshot()),
 '''
 
 
+@pytest.mark.heavy
 def test_importing_the_package_and_then_distributed_rebinds_nothing():
     done = subprocess.run([sys.executable, "-c", CODE], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert done.returncode == 0, done.stderr
@@ -82,6 +85,7 @@ def test_importing_the_package_and_then_distributed_rebinds_nothing():
 SLICED = '''
 import json, sys
 import numpy as np
+import pytest
 import trn_backend as xp
 from trn_backend import _overrides
 a = xp.asarray(np.arange(64.0).reshape(8, 8))
@@ -92,6 +96,7 @@ print(json.dumps({"right": bool(np.array_equal(np.asarray(r), want @ want @ want
 '''
 
 
+@pytest.mark.heavy
 def test_a_sliced_contraction_in_a_process_that_never_shards_registers_no_sharded_types():
     # Without sharded operands or a process group the slices run here: the sharded-array adapter is not imported,
     # so no public function starts looking for sharded types among its arguments.

@@ -68,6 +68,7 @@ def test_from_dlpack_of_negative_strides_copies(view):
         xp.from_dlpack(view(a), copy=False)
 
 
+@pytest.mark.heavy
 def test_from_dlpack_of_negative_strides_never_ends_the_process():
     """torch.from_dlpack aborts (a C++ terminate) on a negative stride: run in a child so a regression fails
     this test rather than the session."""

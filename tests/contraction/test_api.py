@@ -70,12 +70,14 @@ EXAMPLES = int(os.environ.get("TRN_EINSUM_EXAMPLES", "150"))
 OPTIMIZE = st.sampled_from(("auto", "greedy", "optimal", False))
 
 
+@pytest.mark.heavy
 @settings(max_examples=EXAMPLES)
 @given(expressions(), st.sampled_from(DTYPES), OPTIMIZE, st.data())
 def test_matches_numpy(expr, dtype, optimize, data):
     _check(expr, dtype, optimize, data)
 
 
+@pytest.mark.heavy
 @settings(max_examples=EXAMPLES // 2)
 @given(expressions(), st.sampled_from(DTYPES), OPTIMIZE, st.data())
 def test_matches_numpy_with_broadcast_batching_everywhere(expr, dtype, optimize, data):

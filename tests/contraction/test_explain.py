@@ -90,6 +90,7 @@ def test_cli(capsys):
         main(["explain", "ij", "2xq"])
 
 
+@pytest.mark.heavy
 def test_python_dash_m():
     done = subprocess.run([sys.executable, "-m", "trn_backend", "explain", "ij,jk,kl->il", "64x64", "64x64",
                            "64x64"], capture_output=True, text=True, timeout=120)
@@ -97,6 +98,7 @@ def test_python_dash_m():
     assert "total: 2 kernel call(s)" in done.stdout
 
 
+@pytest.mark.heavy
 def test_python_dash_m_takes_generated_symbols():
     """opt_einsum's symbols past the letters ('×', '÷', U+2003) on the command line, in UTF-8."""
     done = subprocess.run([sys.executable, "-m", "trn_backend", "explain", "a×,×÷,÷\u2003->a\u2003", "2x3", "3x4",
@@ -150,6 +152,7 @@ BIG = ((4096, 4096), (4096, 4096))  # 1.4e11 FLOPs: above every mode's routing t
 SMALL = ((256, 300), (300, 128))
 
 
+@pytest.mark.heavy
 @PREVIEW
 def test_a_big_float32_step_previews_its_nki_kernel():
     e = xp.explain("ij,jk->ik", *BIG, dtype=xp.float32, device="neuron")
@@ -168,6 +171,7 @@ def test_a_big_float32_step_previews_its_nki_kernel():
     assert here.steps[0].resolved.mode == "native" and here.modelled == (None,) and here.device is None
 
 
+@pytest.mark.heavy
 @PREVIEW
 def test_a_tiny_step_previews_the_torch_reference():
     e = xp.explain("ij,jk->ik", (8, 16), (16, 4), dtype=xp.float32, device="neuron", precision="dd")
@@ -178,6 +182,7 @@ def test_a_tiny_step_previews_the_torch_reference():
     assert c.compiled_implementations == ("torch.matmul",) and c.modelled == (None,)
 
 
+@pytest.mark.heavy
 @PREVIEW
 @pytest.mark.parametrize("precision", ["fast", "dd", "ozaki"])
 def test_the_preview_is_what_the_cpu_model_routes(precision):
@@ -195,6 +200,7 @@ def test_the_preview_is_what_the_cpu_model_routes(precision):
     assert lines[1].startswith("device: neuron") and lines[:1] + lines[2:] == str(model).splitlines()
 
 
+@pytest.mark.heavy
 @PREVIEW
 def test_the_default_rule_agrees_with_the_cpu_model_on_a_big_step():
     with kernels.first_calls():
@@ -207,6 +213,7 @@ def test_the_default_rule_agrees_with_the_cpu_model_on_a_big_step():
         assert "torch.matmul (first call)" in str(preview) and "then nki.matmul[fast]: " in str(preview)
 
 
+@pytest.mark.heavy
 @PREVIEW
 @pytest.mark.parametrize("device", ["neuron", "neuron:0", "xla", "xla:1", torch.device("xla"), torch.device("xla", 0)])
 def test_every_spelling_of_a_neuron_device_previews_it(device):
@@ -231,6 +238,7 @@ def test_other_devices_and_none():
         xp.explain("ij,jk->ik", *SMALL, device=3)
 
 
+@pytest.mark.heavy
 @PREVIEW
 def test_a_target_is_ranked_by_the_trn2_cost_model_in_the_preview():
     e = xp.explain("ij,jk->ik", *SMALL, dtype=xp.float32, device="neuron", target_forward_error=1e-4)
@@ -272,6 +280,7 @@ def test_a_step_dominated_only_if_fp32_is_accurate_says_it_depends(monkeypatch):
     assert fast.dominated == () and here.dominated == ()
 
 
+@pytest.mark.heavy
 @PREVIEW
 def test_sr_is_priced_as_the_fast_kernel_it_runs():
     # sr's float32 results have nothing to round: the kernel layer runs fast's kernel, and the note prices that

@@ -95,6 +95,7 @@ FIRST_USE = [
 ]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("first_use", FIRST_USE)
 def test_opt_einsum_internals_are_replaced_on_the_first_use_of_trn(first_use):
     done = subprocess.run([sys.executable, "-c", FRESH.format(first_use=first_use)], cwd=Path(__file__).parents[2],

@@ -207,6 +207,7 @@ def test_without_tqdm_no_automatic_bar_and_asking_for_one_is_an_error(capsys, mo
         contract(CHAIN, A, B, C, D, memory_limit=18, progress=True)
 
 
+@pytest.mark.heavy
 def test_tqdm_disable_in_the_environment_turns_the_bar_off():
     # tqdm reads TQDM_DISABLE when it is imported: a fresh process
     code = ("import numpy as np, trn_backend as xp\n"

@@ -42,6 +42,7 @@ def results() -> dict[str, str]:
     return out
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("case", ORDER)
 def test_dlpack(case: str) -> None:
     outcome = results()[case]

@@ -429,11 +429,13 @@ def _gloo_body(rank: int) -> None:
     np.testing.assert_allclose(np.asarray(sliced), CHAIN, rtol=1e-12)
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(120)
 def test_two_gloo_processes(tmp_path):
     gloo(2, _gloo_body, str(tmp_path / "store"))
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(150)
 @pytest.mark.parametrize(("ranks", "mesh"), [(2, []), (4, ["--mesh", "2x2"])])
 def test_the_df_mp2_example_under_torchrun(ranks, mesh):

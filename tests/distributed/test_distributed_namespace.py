@@ -395,6 +395,7 @@ def _same(got: Any, want: Any) -> bool:
     return np.array_equal(got, want)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_namespace_on_sharded_arrays(variant):
     before = _dispatch.GATHERED_CALLS.copy()

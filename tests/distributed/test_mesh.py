@@ -40,6 +40,7 @@ def measured(call):
     return result, [(m.issued, m.nbytes) for m, _, _ in rec.moves if m.kind], [(c.kind, c.nbytes) for c in counted]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("shape", [(2, 2), (2, 4)])
 def test_predicted_bytes_equal_counted_bytes_on_every_route(shape):
     """Every pair of placements of A and B on the mesh, through each contraction entry point, then gathered,

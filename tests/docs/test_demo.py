@@ -51,6 +51,7 @@ def rows(water: chemistry.Calculation) -> dict[chemistry.Setting, chemistry.Row]
     return {s: water.run(s, model=False) for s in SETTINGS}
 
 
+@pytest.mark.heavy
 def test_water_problem_is_pyscfs(water: chemistry.Calculation) -> None:
     p = water.problem
     assert p.factors.shape == (84, 24, 24)  # cc-pVDZ-RI and cc-pVDZ for H2O
@@ -58,6 +59,7 @@ def test_water_problem_is_pyscfs(water: chemistry.Calculation) -> None:
     assert -0.21 < p.e_reference < -0.19  # DF-MP2/cc-pVDZ of water, frozen core: about -0.2016 Eh
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("setting", SETTINGS, ids=IDS)
 def test_energy_within_its_bound(rows: dict, setting: chemistry.Setting) -> None:
     """|E - E_PySCF| <= the bound carried from each step's error_bound (examples/demo_stages/accuracy.py), plus
@@ -66,6 +68,7 @@ def test_energy_within_its_bound(rows: dict, setting: chemistry.Setting) -> None
     assert abs(row.error) <= row.bound, (setting, row.error, row.bound)
 
 
+@pytest.mark.heavy
 def test_exact_settings_within_1e9(rows: dict) -> None:
     exact = {s for s, r in rows.items() if r.bound <= EXACT}
     # native float64 and the modes that reach float64 accuracy are among them: the check is not empty
@@ -75,6 +78,7 @@ def test_exact_settings_within_1e9(rows: dict) -> None:
         assert abs(rows[s].error) <= EXACT, (s, rows[s].error)
 
 
+@pytest.mark.heavy
 def test_bf16_modes_really_round_to_bf16(rows: dict) -> None:
     """fast rounds its inputs to bf16 (relative 2**-9): on water that moves the energy by about 1 mEh, far more
     than float32 storage does. A fast that silently ran native would fail this."""
@@ -83,6 +87,7 @@ def test_bf16_modes_really_round_to_bf16(rows: dict) -> None:
     assert rows[chemistry.Setting(FLOAT32, "sr")].energy == fast.energy  # float32 output: sr is fast
 
 
+@pytest.mark.heavy
 def test_step_bounds_are_error_bound(water: chemistry.Calculation) -> None:
     """The bounds the energy bound starts from are the published ones: error_bound(mode, dtype, K) for each call
     opt_einsum makes (a mode that works in float64 computes a call in float64 and rounds it once: the same
@@ -94,6 +99,7 @@ def test_step_bounds_are_error_bound(water: chemistry.Calculation) -> None:
                 assert bound == pytest.approx(expected, rel=1e-12), (setting, p.subscripts)
 
 
+@pytest.mark.heavy
 def test_targets_pick_steps_that_meet_them(water: chemistry.Calculation, rows: dict) -> None:
     for setting in (s for s in SETTINGS if s.target is not None):
         steps = [p for plan in water.plans(setting) for p in plan.steps]
@@ -101,6 +107,7 @@ def test_targets_pick_steps_that_meet_them(water: chemistry.Calculation, rows: d
         assert rows[setting].modes == tuple(p.resolved.label for p in steps)
 
 
+@pytest.mark.heavy
 def test_trn2_model_of_the_steps(water: chemistry.Calculation) -> None:
     modelled = water.run(chemistry.Setting(FLOAT32, "bf16x6"))
     assert modelled.trn2_seconds is not None and modelled.trn2_seconds > 0
@@ -108,6 +115,7 @@ def test_trn2_model_of_the_steps(water: chemistry.Calculation) -> None:
     assert water.run(chemistry.Setting(FLOAT64, "native")).trn2_seconds is None  # no float64 on trn2
 
 
+@pytest.mark.heavy
 def test_numpy_formula_on_neuron_arrays(water: chemistry.Calculation, rows: dict) -> None:
     p = water.problem
     arrays = (p.factors, p.c_occ, p.c_vir, p.e_occ, p.e_vir)
@@ -136,6 +144,7 @@ def test_network_same_amplitude_on_every_backend() -> None:
     assert abs(state[bits] - timings[0].value) <= 1e-12 * np.abs(state).max()
 
 
+@pytest.mark.heavy
 def test_demo_main_writes_png_and_report(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     spec = importlib.util.spec_from_file_location("trn_demo_main", EXAMPLES / "demo.py")
     demo = importlib.util.module_from_spec(spec)

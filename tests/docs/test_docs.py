@@ -132,6 +132,7 @@ def _free_port() -> int:
 BLOCKS = python_blocks()
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(SUBPROCESS_TIMEOUT_S + 30)
 @pytest.mark.parametrize("block", BLOCKS, ids=[b.id for b in BLOCKS])
 def test_documented_python_runs(block, tmp_path):

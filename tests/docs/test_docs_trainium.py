@@ -13,6 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "trainium.md"
 
 
+@pytest.mark.heavy
 def test_python_blocks_run():
     blocks = re.findall(r"```python\n(.*?)```", DOC.read_text(), flags=re.S)
     assert blocks

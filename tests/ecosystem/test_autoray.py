@@ -172,6 +172,7 @@ def test_cotengra_hyper_optimizer_path():
     assert_same(result, np.einsum(EQ, *arrays), rtol=1e-12)
 
 
+@pytest.mark.heavy
 def test_imports_without_autoray():
     code = "import sys; sys.modules['autoray'] = None; import trn_backend; print(trn_backend.NeuronArray.__name__)"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -78,6 +78,7 @@ def test_what_never_routes_to_nki():
         assert kernels.implementation("matmul", "fast", torch.float32, cpu, BIG) == "torch.matmul"
 
 
+@pytest.mark.heavy
 def test_neuron_devices_route_only_with_the_real_toolchain(monkeypatch):
     device = torch.device("xla", 0)
     assert kernels.implementation("matmul", "fast", torch.float32, device, BIG) == "torch.matmul"  # no nki here
@@ -96,6 +97,7 @@ def test_neuron_devices_route_only_with_the_real_toolchain(monkeypatch):
         assert kernels.implementation("matmul", "fast", torch.float32, device, BIG) == "torch.matmul"
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["fast", "native"])
 def test_default_threshold_is_where_the_modelled_kernel_time_reaches_the_launch_overhead(mode):
     flops = cost.default_min_flops(mode)

@@ -77,6 +77,7 @@ def cpu_model_file(tmp_path_factory):
     return path
 
 
+@pytest.mark.heavy
 def test_a_cpu_model_file_calibrates_to_the_defaults(cpu_model_file, tmp_path, capsys):
     out = tmp_path / "calibration.json"
     assert main(["check-neuron", "--calibrate", str(cpu_model_file), "--calibration-out", str(out)]) == 0
@@ -91,6 +92,7 @@ def test_a_cpu_model_file_calibrates_to_the_defaults(cpu_model_file, tmp_path, c
     assert f"the cost model reads it where TRN_BACKEND_NKI_CALIBRATION={out}" in printed
 
 
+@pytest.mark.heavy
 def test_the_calibration_file_defaults_to_the_current_directory(cpu_model_file, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     data = json.loads(cpu_model_file.read_text())

@@ -36,6 +36,7 @@ def test_modelled_time_is_within_15_percent_of_the_published_measurement(point):
     assert abs(modelled / point.published_s - 1) <= TOLERANCE, (point.name, modelled, point.published_s)
 
 
+@pytest.mark.heavy
 def test_the_bound_engine_matches_the_published_account():
     """The tutorial's first three kernels are memory-bound, its last and the hand kernel Tensor-Engine-bound."""
     assert {p.name: fixtures.estimate(p, cost.Calibration()).bound_by for p in fixtures.POINTS} == {
@@ -312,6 +313,7 @@ def test_a_compact_record_prices_as_the_run_it_records(monkeypatch):
     assert direct == compact and compact.seconds > compact.busiest_seconds > 0
 
 
+@pytest.mark.heavy
 def test_compile_time_follows_the_program_not_the_work():
     """The static loops (tiles within a block) unroll; whole rows of blocks, whole N blocks and whole K blocks are
     dynamic loops: the program does not grow with M, N or K (tests/kernels/test_nki_matmul.py checks K)."""
@@ -344,6 +346,7 @@ def test_the_active_calibration_is_the_defaults_or_the_named_file_read_at_each_c
     assert cost.calibration() == cost.Calibration(launch_s=1e-3, source="trn2 bench 2026-11-01")
 
 
+@pytest.mark.heavy
 def test_importing_the_cost_model_reads_no_calibration_file():
     environment = {**os.environ, cost.CALIBRATION_VARIABLE: "/nonexistent/calibration.json"}
     subprocess.run([sys.executable, "-c", "import trn_backend.kernels.nki.cost"], check=True, cwd=ROOT,

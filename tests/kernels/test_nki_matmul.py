@@ -69,6 +69,7 @@ def layout(a: torch.Tensor, transposed: bool) -> torch.Tensor:
     return a.mT.contiguous().mT if transposed else a
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", ["fast", "native"])
 @pytest.mark.parametrize("i", range(len(TRIPLES)))
 def test_matmul_within_bound_and_agrees_with_the_reference_mode(mode, i, chain):
@@ -111,6 +112,7 @@ def test_fast_rounds_fp32_inputs_on_chip_exactly_like_bf16_inputs(chain):
     assert torch.equal(on_chip, host)
 
 
+@pytest.mark.heavy
 def test_cross_block_sums_are_fp32(monkeypatch):
     """K spread over several K blocks (native: 16 K tiles per block here): block partials add in fp32 SBUF, on the
     Vector Engine, once per output tile and later K block."""
@@ -124,6 +126,7 @@ def test_cross_block_sums_are_fp32(monkeypatch):
     assert run.instructions("vector", "tensor_tensor") == 4 * 2 * (len(blocks) - 1)  # output tiles x later blocks
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("transposed", [True, False])
 def test_each_operand_tile_is_loaded_once_per_unit(transposed, monkeypatch):
     """Units of 500 x 750 (M = 1000 and N = 1500 cut evenly): each loads its rows of A and columns of B once, over
@@ -148,6 +151,7 @@ def test_each_operand_tile_is_loaded_once_per_unit(transposed, monkeypatch):
     assert run.banks_peak <= 8 and run.sbuf_peak <= TRN2_SBUF
 
 
+@pytest.mark.heavy
 def test_smaller_sbuf_of_trn1_is_respected():
     a, b = operands((700, 3000), (3000, 600), 13)
     with model.targeting("trn1"):
@@ -197,6 +201,7 @@ def test_operand_loads_stream_runs_of_at_least_1_kib(mode, transposed):
         assert not short, moved
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("transposed", [True, False])
 @pytest.mark.parametrize("mode", ["fast", "native"])
 def test_modelled_utilization_at_4096_on_trn2(mode, transposed):
@@ -298,6 +303,7 @@ def program(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, in
     return cost.modelled(kernel, mode, bmkn, "trn2", transposed, float64).program_instructions
 
 
+@pytest.mark.heavy
 @settings(max_examples=12)
 @given(mode=st.sampled_from(PROGRAM_MODES), rows=st.integers(2, 6), columns=st.integers(1, 3),
        transposed=st.booleans())
@@ -373,6 +379,7 @@ def test_several_k_blocks_and_units_give_the_exact_product_at_lnc_1_and_2(mode, 
     at_each_lnc(check)
 
 
+@pytest.mark.heavy
 @settings(max_examples=10)
 @given(mode=st.sampled_from(tuple(KERNELS)), batch=st.integers(1, 3), rows=st.integers(1, 2),
        edge=st.integers(0, 130), k=st.integers(1, 150), n=st.integers(1, 1200), transposed=st.booleans(),
@@ -392,6 +399,7 @@ def test_several_rows_of_blocks_give_the_exact_product_at_lnc_1_and_2(mode, batc
     at_each_lnc(check)
 
 
+@pytest.mark.heavy
 @settings(max_examples=6)
 @given(batch=st.integers(1, 3), edge=st.integers(1, 130), n=st.integers(1, 1200), seed=st.integers(0, 2**16))
 def test_the_words_and_levels_kernels_over_several_rows_of_blocks(batch, edge, n, seed):
@@ -424,6 +432,7 @@ BUDGET_MODES = [("fast", False), ("native", False), ("dd", False), ("bf16x6", Fa
                 ("bf16x6", True), ("ozaki", False), ("sr", False)]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("shape_class", sorted(SHAPE_CLASSES))
 @pytest.mark.parametrize("mode", BUDGET_MODES, ids=[f"{m}{'-float64' if f else ''}" for m, f in BUDGET_MODES])
 def test_sbuf_and_psum_budgets_hold_with_loop_tiles_live_for_the_whole_loop(mode, shape_class):
@@ -540,6 +549,7 @@ def on_nki(a: torch.Tensor, b: torch.Tensor, mode: str) -> torch.Tensor:
     return c
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize("k", KS)
 @pytest.mark.parametrize("mode", ["dd", "bf16x6", "ozaki"])
@@ -560,6 +570,7 @@ def test_within_bound_and_equal_to_the_reference_up_to_addition_order(mode, k, k
         assert relative(c, a, b, ref) <= 2 * accumulation
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("mode", ["dd", "bf16x6", "ozaki", "fast"])
 def test_batches_and_float64_data(mode, dtype):
@@ -576,6 +587,7 @@ def test_batches_and_float64_data(mode, dtype):
         assert relative(c, a, b, ref) <= 2 * xp.error_bound(mode, dtype, 300)
 
 
+@pytest.mark.heavy
 def test_ozaki_with_more_slices_and_large_k():
     """slices=6 (a setting of the mode) and K beyond one K block: int32 level sums per K block, added exactly."""
     a, b = fused_operands("normal", 40, 5000, 30, 9, torch.float64)
@@ -586,6 +598,7 @@ def test_ozaki_with_more_slices_and_large_k():
     assert relative(c, a, b) <= xp.error_bound("ozaki", xp.float64, 5000, slices=6)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode, words, products, k, twosums", [("dd", 2, 3, 700, 0), ("bf16x6", 3, 6, 2100, 2)])
 def test_instruction_counts_show_the_fusion(mode, words, products, k, twosums):
     """dd issues 3 nc_matmul per (K tile, M tile, N tile), bf16x6 6; every element of A and B is split once per
@@ -621,6 +634,7 @@ def test_instruction_counts_show_the_fusion(mode, words, products, k, twosums):
     assert run.banks_peak <= 8
 
 
+@pytest.mark.heavy
 def test_sr_rounds_to_a_neighbour_unbiased_and_reproducibly():
     """Each entry lands on one of the two bf16 values around the fp32 result, up with probability equal to the
     fraction: the mean over many seeds approaches the fp32 result, unlike round to nearest's fixed bias."""
@@ -642,12 +656,14 @@ def ratios_at_4096(transposed: bool) -> dict[str, float]:
             for mode in ("native", "dd", "bf16x6")}
 
 
+@pytest.mark.heavy
 def test_native_costs_about_four_bf16_passes_at_4096():
     """fp32 operands take 4 bf16 passes on the Tensor Engine (A as the A^T view: no transposes on chip)."""
     ratio = ratios_at_4096(True)
     assert 3.7 <= ratio["native"] <= 4.01, ratio
 
 
+@pytest.mark.heavy
 def test_dd_within_its_target_at_4096():
     """The target: dd within 3.3x of fast at 4096^3 (its 3 bf16 passes, and room for the split and the unit
     boundaries): the split of the pieces the later units read runs during the products."""
@@ -655,6 +671,7 @@ def test_dd_within_its_target_at_4096():
     assert ratio["dd"] <= 3.3, ratio
 
 
+@pytest.mark.heavy
 def test_bf16x6_within_its_target_at_4096():
     """The target: bf16x6 within 6.5x of fast at 4096^3 (its 6 bf16 passes, and room for the split and the
     TwoSums)."""

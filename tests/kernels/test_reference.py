@@ -61,6 +61,7 @@ def errors(kind: str, K: int, dtype: torch.dtype) -> dict[str, float]:
     return {mode: measured(reference.MODES[mode](a, b), kind, K, dtype) for mode in ("native",) + LADDER}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("K", KS)
 @pytest.mark.parametrize("kind", KINDS)
@@ -95,6 +96,7 @@ def test_bf16x6_at_least_as_accurate_as_sgemm(kind, K, seed):
     assert err["bf16x6"] <= err["native"], err
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("K", KS)
 @pytest.mark.parametrize("kind", KINDS)
 def test_ozaki_float64_meets_1e_12_with_the_selected_slices(kind, K):

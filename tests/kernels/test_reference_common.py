@@ -71,6 +71,7 @@ def test_the_plan_blocks_small_products_when_lowered(small_blocks):
 
 
 # 'range' in float32 only: float64 operands take the float64 scaled path whatever their range ('cancel' covers it)
+@pytest.mark.heavy
 @pytest.mark.parametrize("kind, dtype", [("cancel", torch.float32), ("cancel", torch.float64),
                                          ("range", torch.float32)])
 @pytest.mark.parametrize("shape", [(200, 300, 160), (64, 3000, 48), (3, 20, 2100, 30)])
@@ -82,6 +83,7 @@ def test_blocked_modes_stay_within_their_bounds(mode, kind, shape, dtype, small_
     assert relative_error(c, a, b) <= _precision.error_bound(mode, dtype, shape[-2]), mode
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("mode", MODES)
 def test_blocked_results_agree_with_one_block(mode, monkeypatch):
     """ozaki's level sums are exact, so blocking changes no bit of them; the others add in another order (any
@@ -222,6 +224,7 @@ def _laid_out(layout: str, dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tens
     return a, b.transpose(1, 2).contiguous().transpose(1, 2)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("mode", MODES)
 def test_repeated_and_transposed_operands(mode, layout):
@@ -247,6 +250,7 @@ def test_empty_batches_give_empty_results():
         assert c.shape == (0, 3, 2) and c.dtype is torch.float32
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("slices, k, start", [(4, 700, 2), (4, 9000, 3), (5, 2100, 3), (8, 48, 6), (16, 2100, 14)])
 def test_ozaki_float64_route_gives_the_fp32_engine_levels_bits(slices, k, start, monkeypatch):
     """On the CPU ozaki's level sums run as float64 GEMMs: the levels that sum exactly in float64 (from ``start``
@@ -285,6 +289,7 @@ def test_ozaki_float64_route_is_exact_at_the_edge_of_its_prefix(k, monkeypatch):
         assert torch.equal(got, reference.ozaki(a, a.mT, slices=4))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("shape", [(96, 2048, 80), (4, 32, 1024, 24)])
 @pytest.mark.parametrize("mode", MODES + ("native",))

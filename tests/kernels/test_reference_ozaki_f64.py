@@ -85,6 +85,7 @@ shapes = st.tuples(st.one_of(st.none(), st.integers(1, 3)), st.integers(1, 40), 
                    st.integers(1, 40))
 
 
+@pytest.mark.heavy
 @settings(max_examples=30, deadline=None, derandomize=True)
 @given(shapes, st.sampled_from([torch.float32, torch.float64]), st.integers(0, 12), st.integers(0, 2**32 - 1),
        st.sampled_from([None, 3, 5]))
@@ -109,6 +110,7 @@ def test_rectangles_give_the_levels_bits(shape, dtype, spread, seed, slices):
     assert torch.equal(got, reference.ozaki(a, b, slices=slices))  # the default choice of route
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("k", [20000, 3 * 10**5])
 def test_thin_products_in_k_pieces_give_the_levels_bits(k):
     """A dot product runs its K-blocks in pieces whose windows stay in cache: the same bits."""

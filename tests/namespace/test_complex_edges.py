@@ -198,6 +198,7 @@ def _finite(dtype: str) -> st.SearchStrategy[float]:
     return magnitude.flatmap(lambda v: st.sampled_from([v, -v]))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("dtype", COMPLEX_NAMES)
 @pytest.mark.parametrize("name", ["log1p", "expm1", "log", "sqrt", "exp"])
 @given(data=st.data())

@@ -86,6 +86,7 @@ def _round_case(draw: st.DrawFn) -> tuple[str, int, list[int]]:
     return dtype, decimals, draw(st.lists(values, min_size=1, max_size=12))
 
 
+@pytest.mark.heavy
 @settings(max_examples=200)
 @given(case=_round_case())
 def test_round_of_integers_is_exact(case: tuple[str, int, list[int]]) -> None:

@@ -508,6 +508,7 @@ def test_foreign_ufuncs_on_arrays_off_the_host_are_refused_by_name(monkeypatch):
         np.cbrt(xp.asarray([1.0]))
 
 
+@pytest.mark.heavy
 def test_scipy_ufuncs_without_the_array_api_switch():
     """Without SCIPY_ARRAY_API, scipy.special.erf is a NumPy ufunc: the result is a NeuronArray computed on the
     host (with it, SciPy's own array-API wrapper returns a NeuronArray too: the test above)."""

@@ -658,6 +658,7 @@ def test_every_entry_point_has_an_adapter():
         "a contraction entry point without an adapter here is not tested for its precision promise")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(ADAPTERS))
 @given(data=st.data())
 def test_every_route_keeps_its_promise(name, data):

@@ -54,6 +54,7 @@ def test_the_committed_table_gives_the_required_cpu_choices():
     assert _precision.cost_basis(torch.complex64, torch.device("cpu")) == _precision.cost_basis(f32, "cpu")
 
 
+@pytest.mark.heavy
 def test_the_table_is_read_lazily_and_once():
     code = ("import sys, trn_backend; assert 'trn_backend._mode_costs' not in sys.modules; "
             "trn_backend.select_precision(trn_backend.float32, 64, 1e-3); "
@@ -180,6 +181,7 @@ def test_neuron_ranking_follows_the_cost_model_and_leaves_native_out(planted_mod
     assert select_precision(f64, 16, 1e-12, device=device).mode == "ozaki"  # there is still no float64
 
 
+@pytest.mark.heavy
 def test_the_real_cost_model_ranks_by_tensor_engine_passes():
     _precision._clear_choices()
     ranking = [r for r in _precision._ranking("xla", f32, 1e9, False)]

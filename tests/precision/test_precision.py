@@ -339,6 +339,7 @@ def test_error_paths(call, error, match):
 
 # --- the report ---
 
+@pytest.mark.heavy
 def test_precision_report_cli_writes_its_table_and_a_png(tmp_path, capsys):
     from matplotlib import image
 

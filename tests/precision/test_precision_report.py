@@ -20,6 +20,7 @@ def _cells(line: str) -> list[str]:
     return [cell.strip() for cell in line.strip().strip("|").split("|")]
 
 
+@pytest.mark.heavy
 def test_cli_with_a_device_model_adds_modelled_columns_and_the_frontier_panel(tmp_path, capsys):
     png = tmp_path / "report.png"
     assert main(["precision-report", *SMALL, "--device-model", "trn2", "--png", str(png)]) == 0
@@ -44,6 +45,7 @@ def test_cli_with_a_device_model_adds_modelled_columns_and_the_frontier_panel(tm
     assert "\nsr equals fast on float32 outputs, bit for bit: sr rounds stochastically only where" in out
 
 
+@pytest.mark.heavy
 def test_figure_has_the_frontier_panel_only_with_costs():
     rows = report.measure((16, 64), size=8, repeats=1)
     costs = report.modelled(rows, size=8, dtype=torch.float32, generation="trn1")

@@ -93,6 +93,7 @@ print(json.dumps([str(d) for d in (_device.neuron_device(), _device.default_devi
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize(("stack", "kind"), [("native", "neuron"), ("classic", "xla")])
 def test_neuron_and_xla_name_the_device_type_the_real_registration_makes(tmp_path, stack, kind):
     """Either name reaches the Neuron device under the device type the plugin registers with this torch: in the
@@ -200,6 +201,7 @@ def imports_under_the_variable() -> dict[str, subprocess.CompletedProcess]:
     return done
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("value", [
     pytest.param(value, marks=pytest.mark.skipif(value == "neuron" and _device.neuron_available(),
                                                  reason="the Neuron toolchain is installed here"))
