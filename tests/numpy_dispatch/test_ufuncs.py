@@ -523,3 +523,34 @@ def test_scipy_ufuncs_without_the_array_api_switch():
     env = {k: v for k, v in os.environ.items() if k != "SCIPY_ARRAY_API"}
     proc = subprocess.run([sys.executable, "-c", program], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("ufunc", sorted((u for u in UFUNCS if u.nin == 1), key=lambda u: u.__name__),
+                         ids=lambda u: u.__name__)
+@pytest.mark.parametrize("shape", [(), (3,)])
+def test_every_unary_ufunc_on_bool_answers_as_numpy(ufunc, shape):
+    """NumPy computes its unary ufuncs on bool as on 0 and 1 (abs, floor, isnan, square, ...), where the namespace
+    (numeric dtypes only) refuses bool: dispatch answers as NumPy, with NumPy's dtype where the result is bool or
+    integer, and in the default floating dtype where NumPy's loop gives float16 (docs/numpy.md). reciprocal of
+    integers, bool included, is refused (NumPy's truncates)."""
+    host = np.array([True, False, True]) if shape else np.array(True)
+    x = xp.asarray(host)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            want = ufunc(host)
+        except TypeError:
+            want = None
+    if want is None or ufunc is np.reciprocal:
+        with pytest.raises(TypeError):
+            ufunc(x)
+        return
+    got = ufunc(x)
+    assert isinstance(got, xp.NeuronArray) and got.shape == np.shape(want)
+    if np.asarray(want).dtype.kind in "biu":
+        assert_same(got, np.asarray(want))
+    else:
+        assert got.dtype == xp.float64
+        # the same values, to float16's rounding of NumPy's answer
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want, dtype=np.float64),
+                                   rtol=2 * float(np.finfo(np.float16).eps))

@@ -103,7 +103,8 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
                     return getattr(xp, fname)(a, b)
                 if (ta is A and tb in _WEAK_TYPES) or (tb is A and ta in _WEAK_TYPES):
                     return getattr(xp, fname)(a, b)
-            elif len(inputs) == 1 and type(inputs[0]) is A:
+            elif len(inputs) == 1 and type(inputs[0]) is A and (inputs[0]._t.dtype is not torch.bool
+                                                                 or ufunc not in _BOOL_LOOPS):
                 return getattr(xp, fname)(inputs[0])
     name = _NAMES.get((ufunc, method))
     if name is None:
@@ -221,7 +222,10 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
     if ufunc is np.vecdot and kwargs.get("axis") is not None:
         extra["axis"] = _vecdot_axis(kwargs.pop("axis"), ops)
     _reject(kwargs, name)
-    if ufunc is np.reciprocal and any(isinstance(x, A) and x._t.dtype in _dtypes.INTEGER for x in ops):
+    if ufunc in _BOOL_LOOPS and isinstance(ops[0], A) and ops[0]._t.dtype is torch.bool:
+        return _finish(_on_bool(ufunc, ops[0]), out, name)
+    if ufunc is np.reciprocal and any(isinstance(x, A) and (x._t.dtype in _dtypes.INTEGER or x._t.dtype is torch.bool)
+                                      for x in ops):
         # NumPy's integer reciprocal truncates (1 // x); the namespace's is floating: refuse rather than differ
         raise TypeError(f"{name}() of an integer NeuronArray is not supported; use numpy.divide(1, x) or "
                         "numpy.floor_divide(1, x)")
@@ -234,6 +238,20 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
     if rule is not None:
         return _finish(rule(*ops), out, name)
     return _finish(getattr(xp, UFUNCS[ufunc])(*ops, **extra), out, name)
+
+
+# Unary ufuncs with a loop for bool in NumPy where the namespace (the standard: numeric dtypes only) refuses bool:
+# NumPy computes them on bool as on 0 and 1, in the dtype its loop gives (bool, or int8 for conjugate and square)
+_BOOL_LOOPS = frozenset({np.absolute, np.ceil, np.floor, np.trunc, np.conjugate, np.square, np.isfinite, np.isinf,
+                         np.isnan})
+
+
+def _on_bool(ufunc: np.ufunc, x: A) -> A:
+    """``ufunc`` of a bool array as NumPy computes it: on the values 0 and 1 (int8), in the dtype of NumPy's bool
+    loop."""
+    result = getattr(xp, UFUNCS[ufunc])(xp.astype(x, _dtypes.int8))
+    want = ufunc.resolve_dtypes((np.dtype(bool), None))[-1]
+    return xp.astype(result, _dtypes.to_dtype(want, ufunc.__name__), copy=False)
 
 
 # The ufuncs that order their operands: NumPy orders complex numbers lexicographically, where the namespace (the
