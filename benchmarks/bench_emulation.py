@@ -37,9 +37,9 @@ from pathlib import Path
 import torch
 from torch._C._profiler import _EventType
 from torch.profiler import ProfilerActivity, profile
-from trn_backend.kernels import reference
 
 from trn_backend import kernels
+from trn_backend.kernels import reference
 
 CASES = {  # name: (batch or None, M, K, N, dtype)
     "float32": (None, 1024, 4096, 1024, torch.float32),

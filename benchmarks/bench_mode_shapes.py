@@ -29,9 +29,9 @@ from pathlib import Path
 
 import torch
 from _results import interleaved_seconds, run_metadata, save
-from trn_backend.kernels import reference
 
 import trn_backend as xp
+from trn_backend.kernels import reference
 
 # name: (family, batch or None, M, K, N)
 CASES = {

@@ -21,9 +21,9 @@ import pathlib
 
 import torch
 from torch.distributed.tensor import Replicate, Shard
-from trn_backend.kernels.nki import cost
 
 from trn_backend.distributed import _comm, _strategy
+from trn_backend.kernels.nki import cost
 
 NBASIS, NOCC, NAUX = 1160, 100, 3000
 NVIR = NBASIS - NOCC

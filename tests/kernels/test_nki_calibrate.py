@@ -15,10 +15,10 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from trn_backend.kernels.nki import calibrate, cost
 
 from trn_backend import check_neuron
 from trn_backend.__main__ import main
+from trn_backend.kernels.nki import calibrate, cost
 
 RUNS = (256, 512, 1024, 2048, 4096, 8192)
 PARTITION_BYTES = (4096, 16384)

@@ -17,9 +17,9 @@ from types import SimpleNamespace
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from trn_backend.kernels.nki import cost, model
 
 from tests.kernels import nki_calibration_kernels as fixtures
+from trn_backend.kernels.nki import cost, model
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -14,6 +14,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
+
 from trn_backend.kernels.nki import model
 from trn_backend.kernels.nki.model import ModelError, core
 from trn_backend.kernels.nki.model import isa as nisa

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from trn_backend.kernels import reference
-from trn_backend.kernels.nki import cost
 
 from trn_backend import _mode_costs, _precision, testing
 from trn_backend._precision import Resolved, next_mode, precision, resolve, select_precision
+from trn_backend.kernels import reference
+from trn_backend.kernels.nki import cost
 
 ROOT = Path(__file__).resolve().parents[2]
 f32, f64 = torch.float32, torch.float64

@@ -20,11 +20,11 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from trn_backend.kernels import reference
 
 import trn_backend as xp
 from tests.support import assert_same, to_numpy
 from trn_backend import _precision
+from trn_backend.kernels import reference
 
 HALF = ("float16", "bfloat16")
 MATRIX = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 2.0]])

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from trn_backend.kernels import bounds
 
 import trn_backend as xp
 from trn_backend import _neuron_front as front
 from trn_backend.__main__ import main
+from trn_backend.kernels import bounds
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "precision.md"
