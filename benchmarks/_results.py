@@ -27,7 +27,7 @@ def interleaved_seconds(calls: dict[str, Callable[[], object]], reps: int) -> di
     names = list(calls)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for rep in range(reps):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:
+        for name in names[rep % len(names) :] + names[: rep % len(names)]:
             start = time.perf_counter()
             calls[name]()
             samples[name].append(time.perf_counter() - start)
@@ -41,7 +41,7 @@ def interleaved_ms(calls: dict[str, Callable[[], object]], reps: int, inner: int
     names = list(calls)
     samples: dict[str, list[float]] = {name: [] for name in names}
     for rep in range(reps):
-        for name in names[rep % len(names):] + names[:rep % len(names)]:
+        for name in names[rep % len(names) :] + names[: rep % len(names)]:
             time.sleep(0.01)
             gc.collect()
             gc.disable()
@@ -59,9 +59,14 @@ def run_metadata(**extra: object) -> dict:
     """The machine, versions and thread settings of this run, then ``extra`` (the script's own settings)."""
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "machine": platform.processor() or platform.machine(), "python": platform.python_version(),
-        "torch": torch.__version__, "numpy": np.__version__, "cpus": os.cpu_count(),
-        "torch_threads": torch.get_num_threads(), "env": {k: os.environ.get(k) for k in THREAD_ENV}, **extra,
+        "machine": platform.processor() or platform.machine(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "env": {k: os.environ.get(k) for k in THREAD_ENV},
+        **extra,
     }
 
 

@@ -74,6 +74,7 @@ SAMPLE_S = 0.02  # calls shorter than this are repeated within a sample
 
 # ---------------------------------------------------------------------------------------------------- instances
 
+
 def _circuit(qubits: int, layers: int, simplify: str, seed: int) -> qtn.TensorNetwork:
     circ = qtn.Circuit(qubits)
     rng = np.random.default_rng(seed)
@@ -97,24 +98,49 @@ def _qaoa(nodes: int, depth: int, seed: int) -> qtn.TensorNetwork:
 def instances(families: tuple[str, ...]) -> list[dict]:
     out = []
     if "circuit" in families:
-        out += [dict(family="circuit", name="circuit 16 qubits x 10 layers, simplified",
-                     tn=_circuit(16, 10, "ADCRS", 3), source="quimb Circuit(16), 10 random layers (seed 3), "
-                     "amplitude_tn('0' * 16, dtype='complex128')"),
-                dict(family="circuit", name="circuit 12 qubits x 8 layers, raw", tn=_circuit(12, 8, "", 3),
-                     source="quimb Circuit(12), 8 random layers (seed 3), amplitude_tn('0' * 12, "
-                     "simplify_sequence='', dtype='complex128')")]
+        out += [
+            dict(
+                family="circuit",
+                name="circuit 16 qubits x 10 layers, simplified",
+                tn=_circuit(16, 10, "ADCRS", 3),
+                source="quimb Circuit(16), 10 random layers (seed 3), amplitude_tn('0' * 16, dtype='complex128')",
+            ),
+            dict(
+                family="circuit",
+                name="circuit 12 qubits x 8 layers, raw",
+                tn=_circuit(12, 8, "", 3),
+                source="quimb Circuit(12), 8 random layers (seed 3), amplitude_tn('0' * 12, "
+                "simplify_sequence='', dtype='complex128')",
+            ),
+        ]
     if "qaoa" in families:
-        out.append(dict(family="qaoa", name="QAOA MaxCut, 16 nodes, depth 2, raw", tn=_qaoa(16, 2, 5),
-                        source="quimb circ_qaoa on networkx random_regular_graph(3, 16, seed=5), depth 2, angles "
-                        "numpy seed 5; amplitude_tn(simplify_sequence='', dtype='complex128')"))
+        out.append(
+            dict(
+                family="qaoa",
+                name="QAOA MaxCut, 16 nodes, depth 2, raw",
+                tn=_qaoa(16, 2, 5),
+                source="quimb circ_qaoa on networkx random_regular_graph(3, 16, seed=5), depth 2, angles "
+                "numpy seed 5; amplitude_tn(simplify_sequence='', dtype='complex128')",
+            )
+        )
     if "peps" in families:
-        out.append(dict(family="peps", name="PEPS norm 4x4, bond 3",
-                        tn=qtn.PEPS.rand(4, 4, bond_dim=3, seed=2, dtype="complex128").make_norm(),
-                        source="quimb PEPS.rand(4, 4, bond_dim=3, seed=2, dtype='complex128').make_norm()"))
+        out.append(
+            dict(
+                family="peps",
+                name="PEPS norm 4x4, bond 3",
+                tn=qtn.PEPS.rand(4, 4, bond_dim=3, seed=2, dtype="complex128").make_norm(),
+                source="quimb PEPS.rand(4, 4, bond_dim=3, seed=2, dtype='complex128').make_norm()",
+            )
+        )
     if "mps" in families:
-        out.append(dict(family="mps", name="MPS norm, 32 sites, bond 64",
-                        tn=qtn.MPS_rand_state(32, bond_dim=64, seed=2, dtype="complex128").make_norm(),
-                        source="quimb MPS_rand_state(32, bond_dim=64, seed=2, dtype='complex128').make_norm()"))
+        out.append(
+            dict(
+                family="mps",
+                name="MPS norm, 32 sites, bond 64",
+                tn=qtn.MPS_rand_state(32, bond_dim=64, seed=2, dtype="complex128").make_norm(),
+                source="quimb MPS_rand_state(32, bond_dim=64, seed=2, dtype='complex128').make_norm()",
+            )
+        )
     return out
 
 
@@ -131,6 +157,7 @@ def _equation(tn: qtn.TensorNetwork) -> tuple[str, tuple]:
 
 # ---------------------------------------------------------------------------------------------------- measuring
 
+
 def _networks(tn: qtn.TensorNetwork) -> tuple[qtn.TensorNetwork, qtn.TensorNetwork]:
     """The network on torch tensors, and on NeuronArrays wrapping those same tensors."""
     on_torch = tn.copy()
@@ -140,8 +167,9 @@ def _networks(tn: qtn.TensorNetwork) -> tuple[qtn.TensorNetwork, qtn.TensorNetwo
     return on_torch, on_trn
 
 
-def _callables(eq: str, output_inds: tuple, path: tuple, tn_torch: qtn.TensorNetwork,
-               tn_trn: qtn.TensorNetwork) -> dict[str, Callable]:
+def _callables(
+    eq: str, output_inds: tuple, path: tuple, tn_torch: qtn.TensorNetwork, tn_trn: qtn.TensorNetwork
+) -> dict[str, Callable]:
     tensors, neuron = list(tn_torch.arrays), list(tn_trn.arrays)
     expr = ctg.einsum_expression(eq, *[t.shape for t in tensors], optimize=path)
     return {
@@ -178,9 +206,14 @@ def _check(ref: np.ndarray, calls: dict[str, Callable]) -> tuple[dict, dict]:
     errs = {f: _rel(_value(r), ref) for f, r in results.items()}
     base = [e for f, e in errs.items() if f.endswith(":torch")]
     limit = max(1000 * eps, 10 * max(base, default=0.0))
-    check = {"reference": "numpy complex128 on the same path", "limit_vs_reference": limit,
-             "reference_abs_max": float(np.abs(ref).max(initial=0.0)), "rel_err_vs_reference": errs,
-             "result_type": {f: type(r).__name__ for f, r in results.items()}, "disagree": []}
+    check = {
+        "reference": "numpy complex128 on the same path",
+        "limit_vs_reference": limit,
+        "reference_abs_max": float(np.abs(ref).max(initial=0.0)),
+        "rel_err_vs_reference": errs,
+        "result_type": {f: type(r).__name__ for f, r in results.items()},
+        "disagree": [],
+    }
     for f, r in results.items():
         value = _value(r)
         if value.shape != ref.shape or not np.all(np.isfinite(value)) or not errs[f] <= limit:
@@ -201,11 +234,21 @@ def measure(inst: dict, reps: int) -> dict:
     tn_torch, tn_trn = _networks(tn)
     calls = _callables(eq, output_inds, path, tn_torch, tn_trn)
     errors, check = _check(ref, calls)
-    row = {"family": inst["family"], "name": inst["name"], "dtype": "complex128", "tensors": len(arrays),
-           "steps": len(path), "path_source": PATH_SOURCE, "flops": float(info.opt_cost),
-           "largest_intermediate": float(info.largest_intermediate), "source": inst["source"],
-           "output_inds": list(output_inds), "errors": errors, "check": check,
-           "path_digest": hashlib.sha1(repr((eq, path)).encode()).hexdigest()[:12]}
+    row = {
+        "family": inst["family"],
+        "name": inst["name"],
+        "dtype": "complex128",
+        "tensors": len(arrays),
+        "steps": len(path),
+        "path_source": PATH_SOURCE,
+        "flops": float(info.opt_cost),
+        "largest_intermediate": float(info.largest_intermediate),
+        "source": inst["source"],
+        "output_inds": list(output_inds),
+        "errors": errors,
+        "check": check,
+        "path_digest": hashlib.sha1(repr((eq, path)).encode()).hexdigest()[:12],
+    }
     if not calls:
         return row
     first = next(iter(calls.values()))
@@ -215,15 +258,24 @@ def measure(inst: dict, reps: int) -> dict:
     for c in calls.values():  # warm-up
         c()
     samples = interleaved_ms(calls, reps, inner)
-    ratios = {lib: statistics.median(a / b for a, b in zip(samples[f"{lib}:trn"], samples[f"{lib}:torch"],
-                                                            strict=True))
-              for lib in LIBRARIES if f"{lib}:trn" in samples and f"{lib}:torch" in samples}
-    row.update(reps=reps, calls_per_sample=inner, median_ms={f: statistics.median(s) for f, s in samples.items()},
-               min_ms={f: min(s) for f, s in samples.items()}, trn_over_torch=ratios, samples_ms=samples)
+    ratios = {
+        lib: statistics.median(a / b for a, b in zip(samples[f"{lib}:trn"], samples[f"{lib}:torch"], strict=True))
+        for lib in LIBRARIES
+        if f"{lib}:trn" in samples and f"{lib}:torch" in samples
+    }
+    row.update(
+        reps=reps,
+        calls_per_sample=inner,
+        median_ms={f: statistics.median(s) for f, s in samples.items()},
+        min_ms={f: min(s) for f, s in samples.items()},
+        trn_over_torch=ratios,
+        samples_ms=samples,
+    )
     return row
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
+
 
 def _geomean(xs: list[float]) -> float | None:
     return math.exp(statistics.fmean(map(math.log, xs))) if xs else None
@@ -236,8 +288,12 @@ def summary(rows: list[dict]) -> dict:
         if not have:
             continue
         worst = max(have, key=lambda r: r["trn_over_torch"][lib])
-        out[lib] = {"geomean": _geomean([r["trn_over_torch"][lib] for r in have]),
-                    "max": worst["trn_over_torch"][lib], "max_instance": worst["name"], "instances": len(have)}
+        out[lib] = {
+            "geomean": _geomean([r["trn_over_torch"][lib] for r in have]),
+            "max": worst["trn_over_torch"][lib],
+            "max_instance": worst["name"],
+            "instances": len(have),
+        }
     return out
 
 
@@ -246,15 +302,26 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
 
 
 def table(rows: list[dict], summ: dict) -> str:
-    head = (["family", "instance", "tensors", "flops"] + [f"{f} (ms)" for f in FORMS]
-            + [f"{lib} trn/torch" for lib in LIBRARIES] + ["check"])
+    head = (
+        ["family", "instance", "tensors", "flops"]
+        + [f"{f} (ms)" for f in FORMS]
+        + [f"{lib} trn/torch" for lib in LIBRARIES]
+        + ["check"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 3) + "---|"]
     for r in rows:
         med, ratio = r.get("median_ms", {}), r.get("trn_over_torch", {})
         note = "; ".join([f"{f} error" for f in r["errors"]] + [f"{f} disagrees" for f in r["check"]["disagree"]])
-        lines.append("| " + " | ".join(
-            [r["family"], r["name"], str(r["tensors"]), f"{r['flops']:.1e}"] + [_fmt(med.get(f)) for f in FORMS]
-            + [_fmt(ratio.get(lib), ".3f") for lib in LIBRARIES] + [note or "ok"]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [r["family"], r["name"], str(r["tensors"]), f"{r['flops']:.1e}"]
+                + [_fmt(med.get(f)) for f in FORMS]
+                + [_fmt(ratio.get(lib), ".3f") for lib in LIBRARIES]
+                + [note or "ok"]
+            )
+            + " |"
+        )
     lines += ["", "| library | trn/torch geomean | max | at |", "|---|---:|---:|---|"]
     for lib, s in summ.items():
         lines.append(f"| {lib} | {_fmt(s['geomean'], '.3f')} | {_fmt(s['max'], '.3f')} | {s['max_instance']} |")
@@ -278,16 +345,24 @@ def main() -> None:
         rows.append(r := measure(inst, args.reps))
         trouble = [*r["errors"], *r["check"]["disagree"]]
         ratios = ", ".join(f"{lib} {x:.2f}" for lib, x in r.get("trn_over_torch", {}).items())
-        print(f"{r['family']} / {r['name']}: trn/torch: {ratios}" + (f"; PROBLEMS: {trouble}" if trouble else ""),
-              flush=True)
+        print(
+            f"{r['family']} / {r['name']}: trn/torch: {ratios}" + (f"; PROBLEMS: {trouble}" if trouble else ""),
+            flush=True,
+        )
     summ = summary(rows)
     meta = run_metadata(
-        cotengra=ctg.__version__, quimb=quimb.__version__, autoray=autoray.__version__, opt_einsum=oe.__version__,
-        trn_backend=str(Path(xp.__file__).parent), path_source=PATH_SOURCE,
+        cotengra=ctg.__version__,
+        quimb=quimb.__version__,
+        autoray=autoray.__version__,
+        opt_einsum=oe.__version__,
+        trn_backend=str(Path(xp.__file__).parent),
+        path_source=PATH_SOURCE,
         pythonhashseed=os.environ.get("PYTHONHASHSEED"),
-        load_average_start=load_start, load_average_end=os.getloadavg(),
+        load_average_start=load_start,
+        load_average_end=os.getloadavg(),
         note="times: medians over interleaved repetitions (each runs every form once, rotating the order); "
-             "trn/torch: medians of per-repetition ratios, per library, same path and same tensors")
+        "trn/torch: medians of per-repetition ratios, per library, same path and same tensors",
+    )
     save(args.out, meta, rows, table(rows, summ), summary=summ)
 
 

@@ -26,19 +26,28 @@ CALLS = 1000
 # name -> (setup, the call): small float32 operands, the device default
 CASES = {
     "x @ y, 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))", "m @ m"),
-    "einsum('ij,jk->ik'), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))",
-                                  "xp.einsum('ij,jk->ik', m, m)"),
-    "einsum('ij,jk,kl->il'), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))",
-                                     "xp.einsum('ij,jk,kl->il', m, m, m)"),
-    "tensordot(x, y, axes=1), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))",
-                                     "xp.tensordot(m, m, axes=1)"),
+    "einsum('ij,jk->ik'), 4x4": (
+        "m = xp.asarray(rng.random((4, 4), dtype=np.float32))",
+        "xp.einsum('ij,jk->ik', m, m)",
+    ),
+    "einsum('ij,jk,kl->il'), 4x4": (
+        "m = xp.asarray(rng.random((4, 4), dtype=np.float32))",
+        "xp.einsum('ij,jk,kl->il', m, m, m)",
+    ),
+    "tensordot(x, y, axes=1), 4x4": (
+        "m = xp.asarray(rng.random((4, 4), dtype=np.float32))",
+        "xp.tensordot(m, m, axes=1)",
+    ),
     "opt_einsum backend tensordot step": (
         "from trn_backend.contraction import opt_einsum_backend as backend\n"
         "a = xp.asarray(rng.random((4, 3, 4), dtype=np.float32))\n"
         "b = xp.asarray(rng.random((4, 3, 5), dtype=np.float32))",
-        "backend.tensordot(a, b, axes=((0, 1), (0, 1)))"),
+        "backend.tensordot(a, b, axes=((0, 1), (0, 1)))",
+    ),
     "x @ y in precision('native'), 4x4": (
-        "m = xp.asarray(rng.random((4, 4), dtype=np.float32))\nxp.precision('native').__enter__()", "m @ m"),
+        "m = xp.asarray(rng.random((4, 4), dtype=np.float32))\nxp.precision('native').__enter__()",
+        "m @ m",
+    ),
     # ndarray's methods against the namespace function they reach
     "m.sum(axis=0), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))", "m.sum(axis=0)"),
     "xp.sum(m, axis=0), 4x4": ("m = xp.asarray(rng.random((4, 4), dtype=np.float32))", "xp.sum(m, axis=0)"),
@@ -65,9 +74,20 @@ def count(python: str, setup: str, call: str) -> int:
         script = Path(tmp) / "calls.py"
         script.write_text(PROGRAM.format(setup=setup, call=call, calls=CALLS))
         out = Path(tmp) / "callgrind.out"
-        done = subprocess.run(["valgrind", "--tool=callgrind", "--toggle-collect=functools_reduce",
-                               f"--callgrind-out-file={out}", python, str(script)],
-                              capture_output=True, text=True, cwd=tmp, timeout=1800)
+        done = subprocess.run(
+            [
+                "valgrind",
+                "--tool=callgrind",
+                "--toggle-collect=functools_reduce",
+                f"--callgrind-out-file={out}",
+                python,
+                str(script),
+            ],
+            capture_output=True,
+            text=True,
+            cwd=tmp,
+            timeout=1800,
+        )
         found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
         if done.returncode != 0 or found is None:
             raise RuntimeError(f"callgrind failed for {call!r}:\n{done.stderr[-2000:]}")
@@ -91,10 +111,21 @@ def main() -> None:
         per_call = count(args.python, setup, call) / CALLS
         rows.append({"name": name, "call": call, "instructions_per_call": per_call})
         print(f"{name}: {per_call:,.0f} instructions per call", flush=True)
-    table = "\n".join(["| call | instructions per call |", "|---|---:|",
-                       *(f"| `{r['name']}` | {r['instructions_per_call']:,.0f} |" for r in rows)])
-    save(args.out, run_metadata(python=args.python, calls=CALLS, counter="valgrind --tool=callgrind "
-                                "--toggle-collect=functools_reduce"), rows, table)
+    table = "\n".join(
+        [
+            "| call | instructions per call |",
+            "|---|---:|",
+            *(f"| `{r['name']}` | {r['instructions_per_call']:,.0f} |" for r in rows),
+        ]
+    )
+    save(
+        args.out,
+        run_metadata(
+            python=args.python, calls=CALLS, counter="valgrind --tool=callgrind --toggle-collect=functools_reduce"
+        ),
+        rows,
+        table,
+    )
 
 
 if __name__ == "__main__":

@@ -63,22 +63,49 @@ def workloads() -> list[dict]:
         dict(name="abcd,cdef,efgh->abgh at 24", eq="abcd,cdef,efgh->abgh", shapes=[(24,) * 4] * 3),
         dict(name="DF-MP2 Qmn,mi,na->Qia", eq="Qmn,mi,na->Qia", shapes=[(600, 200, 200), (200, 20), (200, 180)]),
         dict(name="40-tensor network (contract)", eq=network_eq, shapes=network_shapes, small=True),
-        dict(name="40-tensor network (contract_expression)", eq=network_eq, shapes=network_shapes, small=True,
-             expression=True),
+        dict(
+            name="40-tensor network (contract_expression)",
+            eq=network_eq,
+            shapes=network_shapes,
+            small=True,
+            expression=True,
+        ),
         dict(name="Hadamard ij,ij,ij->ij 1024^2 float32", eq="ij,ij,ij->ij", shapes=[(1024, 1024)] * 3),
-        dict(name="Hadamard ij,ij,ij->ij 1024^2 float64", eq="ij,ij,ij->ij", shapes=[(1024, 1024)] * 3,
-             dtype="float64"),
+        dict(
+            name="Hadamard ij,ij,ij->ij 1024^2 float64", eq="ij,ij,ij->ij", shapes=[(1024, 1024)] * 3, dtype="float64"
+        ),
         dict(name="outer i,j->ij 2048", eq="i,j->ij", shapes=[(2048,), (2048,)]),
         dict(name="outer ij,kl->ijkl 64^2 x 64^2", eq="ij,kl->ijkl", shapes=[(64, 64), (64, 64)]),
         dict(name="full abcd,dcba-> 48^4", eq="abcd,dcba->", shapes=[(48,) * 4] * 2),
-        *(dict(name=f"{n}-tensor ring network (contract_expression)", eq=eq, shapes=shapes, small=True,
-               expression=True) for n in (100, 200) for eq, shapes in [_network(n, regularity=2)]),
+        *(
+            dict(
+                name=f"{n}-tensor ring network (contract_expression)", eq=eq, shapes=shapes, small=True, expression=True
+            )
+            for n in (100, 200)
+            for eq, shapes in [_network(n, regularity=2)]
+        ),
         # trn_backend.contract_expression: its program runs the steps without opt_einsum's per-step dispatch
         # (torch and numpy rows: opt_einsum's expression, as above)
-        dict(name="40-tensor network (xp.contract_expression)", eq=network_eq, shapes=network_shapes, small=True,
-             expression=True, program=True),
-        *(dict(name=f"{n}-tensor ring network (xp.contract_expression)", eq=eq, shapes=shapes, small=True,
-               expression=True, program=True) for n in (100, 200) for eq, shapes in [_network(n, regularity=2)]),
+        dict(
+            name="40-tensor network (xp.contract_expression)",
+            eq=network_eq,
+            shapes=network_shapes,
+            small=True,
+            expression=True,
+            program=True,
+        ),
+        *(
+            dict(
+                name=f"{n}-tensor ring network (xp.contract_expression)",
+                eq=eq,
+                shapes=shapes,
+                small=True,
+                expression=True,
+                program=True,
+            )
+            for n in (100, 200)
+            for eq, shapes in [_network(n, regularity=2)]
+        ),
     ]
 
 
@@ -104,8 +131,9 @@ def _check(results: dict[str, object]) -> float:
     """Largest difference from numpy's result, relative to its largest magnitude (a sanity check)."""
     ref = np.asarray(results["numpy"], dtype=np.float64)
     scale = max(float(np.abs(ref).max(initial=0.0)), 1e-30)
-    return max(float(np.abs(np.asarray(results[b], dtype=np.float64) - ref).max(initial=0.0)) / scale
-               for b in ("trn", "torch"))
+    return max(
+        float(np.abs(np.asarray(results[b], dtype=np.float64) - ref).max(initial=0.0)) / scale for b in ("trn", "torch")
+    )
 
 
 def measure(w: dict, reps: int) -> dict:
@@ -125,15 +153,22 @@ def measure(w: dict, reps: int) -> dict:
     med = {b: statistics.median(s) for b, s in samples.items()}
     # Ratios are medians of per-repetition ratios: both backends of a repetition ran within a second of each
     # other, so a change of machine load between repetitions (this box is shared) cancels out.
-    ratio = {b: statistics.median(x / y for x, y in zip(samples["trn"], samples[b], strict=True))
-             for b in ("torch", "numpy")}
+    ratio = {
+        b: statistics.median(x / y for x, y in zip(samples["trn"], samples[b], strict=True)) for b in ("torch", "numpy")
+    }
     return {
-        "name": w["name"], "subscripts": w["eq"] if len(w["eq"]) < 80 else w["eq"][:77] + "...",
+        "name": w["name"],
+        "subscripts": w["eq"] if len(w["eq"]) < 80 else w["eq"][:77] + "...",
         "shapes": [list(s) for s in w["shapes"]] if len(w["shapes"]) < 8 else f"{len(w['shapes'])} tensors",
-        "dtype": w.get("dtype", "float32"), "reps": reps, "calls_per_sample": inner,
-        "median_ms": med, "min_ms": {b: min(s) for b, s in samples.items()},
-        "trn_over_torch": ratio["torch"], "trn_over_numpy": ratio["numpy"],
-        "max_rel_diff_vs_numpy": error, "samples_ms": samples,
+        "dtype": w.get("dtype", "float32"),
+        "reps": reps,
+        "calls_per_sample": inner,
+        "median_ms": med,
+        "min_ms": {b: min(s) for b, s in samples.items()},
+        "trn_over_torch": ratio["torch"],
+        "trn_over_numpy": ratio["numpy"],
+        "max_rel_diff_vs_numpy": error,
+        "samples_ms": samples,
     }
 
 
@@ -164,23 +199,36 @@ def measure_planning(n: int, reps: int) -> dict:
         first.append((t1 - t0) / steps * 1e6)
         warm.append((t2 - t1) / steps * 1e6)
     building = [f - w for f, w in zip(first, warm, strict=True)]
-    return {"name": f"first call, {n}-tensor ring network (us per step)", "kind": "planning",
-            "subscripts": f"{n} tensors", "steps": steps, "reps": reps,
-            "building_us_per_step": statistics.median(building), "first_call_us_per_step": statistics.median(first),
-            "warm_call_us_per_step": statistics.median(warm), "samples_us_per_step": building}
+    return {
+        "name": f"first call, {n}-tensor ring network (us per step)",
+        "kind": "planning",
+        "subscripts": f"{n} tensors",
+        "steps": steps,
+        "reps": reps,
+        "building_us_per_step": statistics.median(building),
+        "first_call_us_per_step": statistics.median(first),
+        "warm_call_us_per_step": statistics.median(warm),
+        "samples_us_per_step": building,
+    }
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| workload | trn (ms) | torch (ms) | numpy (ms) | trn/torch | trn/numpy |",
-             "|---|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| workload | trn (ms) | torch (ms) | numpy (ms) | trn/torch | trn/numpy |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         if r.get("kind") == "planning":
-            lines.append(f"| {r['name']} | {r['first_call_us_per_step']:.1f} us (warm "
-                         f"{r['warm_call_us_per_step']:.1f} us) | - | - | - | - |")
+            lines.append(
+                f"| {r['name']} | {r['first_call_us_per_step']:.1f} us (warm "
+                f"{r['warm_call_us_per_step']:.1f} us) | - | - | - | - |"
+            )
             continue
         m = r["median_ms"]
-        lines.append(f"| {r['name']} | {m['trn']:.2f} | {m['torch']:.2f} | {m['numpy']:.2f} | "
-                     f"{r['trn_over_torch']:.3f} | {r['trn_over_numpy']:.3f} |")
+        lines.append(
+            f"| {r['name']} | {m['trn']:.2f} | {m['torch']:.2f} | {m['numpy']:.2f} | "
+            f"{r['trn_over_torch']:.3f} | {r['trn_over_numpy']:.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -190,8 +238,11 @@ def main() -> None:
     parser.add_argument("--only", default="", help="comma-separated substrings of workload names")
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_contract_cpu.json")
     args = parser.parse_args()
-    chosen = [w for w in workloads()
-              if not args.only or any(s.strip().lower() in w["name"].lower() for s in args.only.split(","))]
+    chosen = [
+        w
+        for w in workloads()
+        if not args.only or any(s.strip().lower() in w["name"].lower() for s in args.only.split(","))
+    ]
     rows = []
     for w in chosen:
         rows.append(measure(w, args.reps))
@@ -200,9 +251,12 @@ def main() -> None:
         rows.append(measure_planning(100, args.reps))
         print(f"{rows[-1]['name']}: {rows[-1]['first_call_us_per_step']:.1f}", flush=True)
     meta = run_metadata(
-        opt_einsum=oe.__version__, precision_mode="native", dtype="float32 unless a row says otherwise",
+        opt_einsum=oe.__version__,
+        precision_mode="native",
+        dtype="float32 unless a row says otherwise",
         note="times: medians over interleaved repetitions; ratios: medians of per-repetition ratios; every backend "
-             "gets the same operands; planning rows: first call (caches cleared) minus warm call")
+        "gets the same operands; planning rows: first call (caches cleared) minus warm call",
+    )
     save(args.out, meta, rows, table(rows))
 
 

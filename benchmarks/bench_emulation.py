@@ -100,10 +100,18 @@ def _timed(calls: dict[str, Callable[[], object]], reps: int) -> dict:
         call()
     samples = interleaved_seconds(calls, reps)
     ratios = {name: [t / base for t, base in zip(samples[name], samples["native"], strict=True)] for name in calls}
-    return {"load_average": {"before": load_before, "after": os.getloadavg()},
-            "modes": {name: {"seconds": samples[name], "median_seconds": statistics.median(samples[name]),
-                             "median_ratio": statistics.median(ratios[name]), "ratios": ratios[name]}
-                      for name in calls}}
+    return {
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+        "modes": {
+            name: {
+                "seconds": samples[name],
+                "median_seconds": statistics.median(samples[name]),
+                "median_ratio": statistics.median(ratios[name]),
+                "ratios": ratios[name],
+            }
+            for name in calls
+        },
+    }
 
 
 def run_route_case(case: str, reps: int) -> dict:
@@ -136,8 +144,12 @@ def run_dfmp2(reps: int) -> dict:
         return float(tb.einsum("iajb,iajb->", ovov, amplitudes, precision=precision))
 
     calls = {"native": lambda: energy("native"), "ozaki": lambda: energy("ozaki")}
-    return {"sizes": DFMP2, "dtype": "torch.float64", "energy": {name: call() for name, call in calls.items()},
-            **_timed(calls, reps)}
+    return {
+        "sizes": DFMP2,
+        "dtype": "torch.float64",
+        "energy": {name: call() for name, call in calls.items()},
+        **_timed(calls, reps),
+    }
 
 
 def run_case(case: str, reps: int) -> dict:
@@ -152,18 +164,28 @@ def run_case(case: str, reps: int) -> dict:
     names = list(calls)
     samples: dict[str, list[float]] = {mode: [] for mode in names}
     for rep in range(reps):
-        for mode in names[rep % len(names):] + names[:rep % len(names)]:
+        for mode in names[rep % len(names) :] + names[: rep % len(names)]:
             start = time.perf_counter()
             calls[mode]()
             samples[mode].append(time.perf_counter() - start)
     ratios = {mode: [t / base for t, base in zip(samples[mode], samples["native"], strict=True)] for mode in names}
     flat = (a[0], b[0]) if a.dim() == 3 else (a, b)
-    return {"shape": [None if CASES[case][0] is None else CASES[case][0], *CASES[case][1:4]],
-            "dtype": str(CASES[case][4]), "ozaki_slices_ran": reference.ozaki_slices(*flat, 4),
-            "load_average": {"before": load_before, "after": os.getloadavg()},
-            "modes": {mode: {"seconds": samples[mode], "median_seconds": statistics.median(samples[mode]),
-                             "median_ratio": statistics.median(ratios[mode]), "ratios": ratios[mode],
-                             **memory[mode]} for mode in names}}
+    return {
+        "shape": [None if CASES[case][0] is None else CASES[case][0], *CASES[case][1:4]],
+        "dtype": str(CASES[case][4]),
+        "ozaki_slices_ran": reference.ozaki_slices(*flat, 4),
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+        "modes": {
+            mode: {
+                "seconds": samples[mode],
+                "median_seconds": statistics.median(samples[mode]),
+                "median_ratio": statistics.median(ratios[mode]),
+                "ratios": ratios[mode],
+                **memory[mode],
+            }
+            for mode in names
+        },
+    }
 
 
 def main() -> None:
@@ -173,8 +195,14 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(names), help="comma-separated cases: " + ", ".join(names))
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_emulation.json"))
     args = parser.parse_args()
-    results = {case: run_dfmp2(args.reps) if case == "dfmp2_ozaki" else run_route_case(case, args.reps)
-               if case in ROUTE_CASES else run_case(case, args.reps) for case in args.only.split(",")}
+    results = {
+        case: run_dfmp2(args.reps)
+        if case == "dfmp2_ozaki"
+        else run_route_case(case, args.reps)
+        if case in ROUTE_CASES
+        else run_case(case, args.reps)
+        for case in args.only.split(",")
+    }
     print("| case | mode | time / native | peak extra MiB | extra / (inputs + output) |")
     print("|---|---|---:|---:|---:|")
     for case, result in results.items():
@@ -184,8 +212,10 @@ def main() -> None:
             continue
         for mode, row in result["modes"].items():
             label = f"{mode}(slices=4) ran {result['ozaki_slices_ran']}" if mode == "ozaki" else mode
-            print(f"| {case} {result['shape']} | {label} | {row['median_ratio']:.2f} | "
-                  f"{row['extra_bytes'] / 2**20:.1f} | {row['relative']:.2f} |")
+            print(
+                f"| {case} {result['shape']} | {label} | {row['median_ratio']:.2f} | "
+                f"{row['extra_bytes'] / 2**20:.1f} | {row['relative']:.2f} |"
+            )
     from _results import run_metadata, save  # here: tests import this script's memory helper without sys.path
 
     save(Path(args.out), run_metadata(reps=args.reps, load_average_end=os.getloadavg()), results)

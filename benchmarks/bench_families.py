@@ -106,8 +106,19 @@ RESULTS = Path(__file__).parent / "results"
 BACKENDS = ("torch", "trn", "trn_expr", "oe_expr", "ctg_torch", "ctg_trn", "numpy")
 # the ratios besides "<backend> / torch": trn_backend's expression and cotengra-on-trn against cotengra on torch
 PAIRS = (("trn_expr", "ctg_torch"), ("ctg_trn", "ctg_torch"))
-FAMILIES = ("matrix_chain", "tree", "lattice", "random_network", "random_hypernetwork", "random_regular", "mps",
-            "mera", "qaoa", "circuit", "peps")
+FAMILIES = (
+    "matrix_chain",
+    "tree",
+    "lattice",
+    "random_network",
+    "random_hypernetwork",
+    "random_regular",
+    "mps",
+    "mera",
+    "qaoa",
+    "circuit",
+    "peps",
+)
 HELDOUT_FAMILIES = ("lattice3d", "mps_bond128", "qaoa", "circuit", "peps", "random_hypernetwork", "outer")
 PATH_SOURCE = "opt_einsum greedy"
 RANDOM_GREEDY_SOURCE = "opt_einsum random-greedy, 128 trials (trial r seeded with r)"
@@ -115,6 +126,7 @@ SAMPLE_S = 0.02  # calls shorter than this are repeated within a sample, so each
 
 
 # ---------------------------------------------------------------------------------------------------- instances
+
 
 def _operands(eq: str, shapes: list[tuple[int, ...]], dtype: str, seed: int) -> list[np.ndarray]:
     """Standard normal data, each tensor scaled by d**(-1/(2c)) for each contracted index of size d that c
@@ -135,9 +147,15 @@ def _operands(eq: str, shapes: list[tuple[int, ...]], dtype: str, seed: int) -> 
 
 def _generated(family: str, name: str, eq: str, shapes: object, dtype: str, params: str, seed: int = 0) -> dict:
     shapes = [tuple(int(d) for d in s) for s in shapes]
-    return dict(family=family, name=name, eq=eq, arrays=_operands(eq, shapes, dtype, seed=seed), dtype=dtype,
-                source=f"einsum_benchmark.generators.{params}",
-                data=f"standard normal (seed {seed}), scaled per contracted index")
+    return dict(
+        family=family,
+        name=name,
+        eq=eq,
+        arrays=_operands(eq, shapes, dtype, seed=seed),
+        dtype=dtype,
+        source=f"einsum_benchmark.generators.{params}",
+        data=f"standard normal (seed {seed}), scaled per contracted index",
+    )
 
 
 def _from_quimb(family: str, name: str, tn: qtn.TensorNetwork, source: str) -> dict:
@@ -148,8 +166,9 @@ def _from_quimb(family: str, name: str, tn: qtn.TensorNetwork, source: str) -> d
         symbols.setdefault(ix, oe.get_symbol(len(symbols)))
     eq = ",".join("".join(symbols[ix] for ix in term) for term in inputs) + "->" + "".join(map(symbols.get, output))
     arrays = [np.ascontiguousarray(a) for a in tn.arrays]
-    return dict(family=family, name=name, eq=eq, arrays=arrays, dtype=str(arrays[0].dtype), source=source,
-                data="quimb's own")
+    return dict(
+        family=family, name=name, eq=eq, arrays=arrays, dtype=str(arrays[0].dtype), source=source, data="quimb's own"
+    )
 
 
 def _circuit(qubits: int, layers: int, simplify: str, dtype: str, seed: int) -> qtn.TensorNetwork:
@@ -172,91 +191,207 @@ def _family(family: str, quick: bool) -> list[dict]:
     if family == "matrix_chain":
         n, hi = (6, 200) if quick else (16, 800)
         eq, shapes = g.structured.matrix_chain(num_matrices=n, min_dim=100, max_dim=hi, seed=0)
-        return [_generated(family, f"chain of {n}, sides 100-{hi}", eq, shapes, "float32",
-                           f"structured.matrix_chain(num_matrices={n}, min_dim=100, max_dim={hi}, seed=0)")]
+        return [
+            _generated(
+                family,
+                f"chain of {n}, sides 100-{hi}",
+                eq,
+                shapes,
+                "float32",
+                f"structured.matrix_chain(num_matrices={n}, min_dim=100, max_dim={hi}, seed=0)",
+            )
+        ]
     if family == "tree":
         n = 30 if quick else 150
         eq, shapes = g.structured.tree(n=n, d_min=4, d_max=10, n_outer=2, seed=1)
-        return [_generated(family, f"tree of {n}, bonds 4-10", eq, shapes, "float64",
-                           f"structured.tree(n={n}, d_min=4, d_max=10, n_outer=2, seed=1)")]
+        return [
+            _generated(
+                family,
+                f"tree of {n}, bonds 4-10",
+                eq,
+                shapes,
+                "float64",
+                f"structured.tree(n={n}, d_min=4, d_max=10, n_outer=2, seed=1)",
+            )
+        ]
     if family == "lattice":
         side = 4 if quick else 10
         eq, shapes = g.structured.lattice((side, side), d_min=2, d_max=3, seed=1)
-        return [_generated(family, f"{side}x{side} lattice, bonds 2-3", eq, shapes, "float32",
-                           f"structured.lattice(({side}, {side}), d_min=2, d_max=3, seed=1)")]
+        return [
+            _generated(
+                family,
+                f"{side}x{side} lattice, bonds 2-3",
+                eq,
+                shapes,
+                "float32",
+                f"structured.lattice(({side}, {side}), d_min=2, d_max=3, seed=1)",
+            )
+        ]
     if family == "random_network":
         n = 20 if quick else 50
-        eq, shapes = g.random.connected_network(n, 3.0, number_of_output_indices=2, min_axis_size=2,
-                                                max_axis_size=5, seed=1)
-        return [_generated(family, f"network of {n}, regularity 3, axes 2-5", eq, shapes, "float32",
-                           f"random.connected_network({n}, 3.0, number_of_output_indices=2, min_axis_size=2, "
-                           f"max_axis_size=5, seed=1)")]
+        eq, shapes = g.random.connected_network(
+            n, 3.0, number_of_output_indices=2, min_axis_size=2, max_axis_size=5, seed=1
+        )
+        return [
+            _generated(
+                family,
+                f"network of {n}, regularity 3, axes 2-5",
+                eq,
+                shapes,
+                "float32",
+                f"random.connected_network({n}, 3.0, number_of_output_indices=2, min_axis_size=2, "
+                f"max_axis_size=5, seed=1)",
+            )
+        ]
     if family == "random_hypernetwork":
         n = 15 if quick else 40
-        eq, shapes = g.random.connected_hypernetwork(n, 3.0, max_tensor_order=8, max_edge_order=3,
-                                                     number_of_output_indices=3, min_axis_size=2, max_axis_size=4,
-                                                     seed=1)
-        return [_generated(family, f"hypernetwork of {n}, edges of order <= 3", eq, shapes, "float64",
-                           f"random.connected_hypernetwork({n}, 3.0, max_tensor_order=8, max_edge_order=3, "
-                           f"number_of_output_indices=3, min_axis_size=2, max_axis_size=4, seed=1)")]
+        eq, shapes = g.random.connected_hypernetwork(
+            n,
+            3.0,
+            max_tensor_order=8,
+            max_edge_order=3,
+            number_of_output_indices=3,
+            min_axis_size=2,
+            max_axis_size=4,
+            seed=1,
+        )
+        return [
+            _generated(
+                family,
+                f"hypernetwork of {n}, edges of order <= 3",
+                eq,
+                shapes,
+                "float64",
+                f"random.connected_hypernetwork({n}, 3.0, max_tensor_order=8, max_edge_order=3, "
+                f"number_of_output_indices=3, min_axis_size=2, max_axis_size=4, seed=1)",
+            )
+        ]
     if family == "random_regular":
         n = 20 if quick else 80
         eq, shapes = g.random.regular(n, 3, d_min=2, d_max=4, seed=1)
-        return [_generated(family, f"3-regular graph of {n}, bonds 2-4", eq, shapes, "float32",
-                           f"random.regular({n}, 3, d_min=2, d_max=4, seed=1)")]
+        return [
+            _generated(
+                family,
+                f"3-regular graph of {n}, bonds 2-4",
+                eq,
+                shapes,
+                "float32",
+                f"random.regular({n}, 3, d_min=2, d_max=4, seed=1)",
+            )
+        ]
     if family == "mps":
         n, bond = (10, 8) if quick else (40, 32)
-        eq, shapes = g.quantum_computing.matrix_product_state(n=n, phys_dim_min=8, phys_dim_max=32,
-                                                              bond_dim=bond, seed=0)
-        return [_generated(family, f"MPS inner product, {n} sites, bond {bond}", eq, shapes, "complex64",
-                           f"quantum_computing.matrix_product_state(n={n}, phys_dim_min=8, phys_dim_max=32, "
-                           f"bond_dim={bond}, seed=0)")]
+        eq, shapes = g.quantum_computing.matrix_product_state(
+            n=n, phys_dim_min=8, phys_dim_max=32, bond_dim=bond, seed=0
+        )
+        return [
+            _generated(
+                family,
+                f"MPS inner product, {n} sites, bond {bond}",
+                eq,
+                shapes,
+                "complex64",
+                f"quantum_computing.matrix_product_state(n={n}, phys_dim_min=8, phys_dim_max=32, "
+                f"bond_dim={bond}, seed=0)",
+            )
+        ]
     if family == "mera":
         if quick:
             eq, shapes = g.language_model.p_first_and_last(mera_depth=1, axis_size_hidden=4, axis_size_observable=8)
-            return [_generated(family, "MERA p(first, last), depth 1", eq, shapes, "float32",
-                               "language_model.p_first_and_last(mera_depth=1, axis_size_hidden=4, "
-                               "axis_size_observable=8)")]
+            return [
+                _generated(
+                    family,
+                    "MERA p(first, last), depth 1",
+                    eq,
+                    shapes,
+                    "float32",
+                    "language_model.p_first_and_last(mera_depth=1, axis_size_hidden=4, axis_size_observable=8)",
+                )
+            ]
         eq, shapes = g.language_model.p_first_and_last(mera_depth=2, axis_size_hidden=8, axis_size_observable=24)
-        eq2, shapes2 = g.language_model.sliding_likelihood(mera_depth=1, axis_size_hidden=6, axis_size_observable=32,
-                                                           batch_size=200)
-        return [_generated(family, "MERA p(first, last), depth 2", eq, shapes, "float32",
-                           "language_model.p_first_and_last(mera_depth=2, axis_size_hidden=8, "
-                           "axis_size_observable=24)"),
-                _generated(family, "MERA sliding likelihood, batch 200", eq2, shapes2, "float32",
-                           "language_model.sliding_likelihood(mera_depth=1, axis_size_hidden=6, "
-                           "axis_size_observable=32, batch_size=200)")]
+        eq2, shapes2 = g.language_model.sliding_likelihood(
+            mera_depth=1, axis_size_hidden=6, axis_size_observable=32, batch_size=200
+        )
+        return [
+            _generated(
+                family,
+                "MERA p(first, last), depth 2",
+                eq,
+                shapes,
+                "float32",
+                "language_model.p_first_and_last(mera_depth=2, axis_size_hidden=8, axis_size_observable=24)",
+            ),
+            _generated(
+                family,
+                "MERA sliding likelihood, batch 200",
+                eq2,
+                shapes2,
+                "float32",
+                "language_model.sliding_likelihood(mera_depth=1, axis_size_hidden=6, "
+                "axis_size_observable=32, batch_size=200)",
+            ),
+        ]
     if family == "qaoa":
         n, p = (8, 1) if quick else (20, 3)
         quimb.seed_rand(1)  # the generator draws the QAOA angles from quimb's global generator
         eq, arrays = g.quantum_computing.maxcut(n=n, reg=3, p=p, seed=1)
         arrays = [np.ascontiguousarray(a) for a in arrays]
-        return [dict(family=family, name=f"QAOA MaxCut, {n} nodes, p={p}", eq=eq, arrays=arrays,
-                     dtype=str(arrays[0].dtype), data="quimb's own (angles: quimb.seed_rand(1))",
-                     source=f"einsum_benchmark.generators.quantum_computing.maxcut(n={n}, reg=3, p={p}, seed=1)")]
+        return [
+            dict(
+                family=family,
+                name=f"QAOA MaxCut, {n} nodes, p={p}",
+                eq=eq,
+                arrays=arrays,
+                dtype=str(arrays[0].dtype),
+                data="quimb's own (angles: quimb.seed_rand(1))",
+                source=f"einsum_benchmark.generators.quantum_computing.maxcut(n={n}, reg=3, p={p}, seed=1)",
+            )
+        ]
     if family == "circuit":
         if quick:
-            return [_from_quimb(family, "circuit 8 qubits x 4 layers", _circuit(8, 4, "ADCRS", "complex64", 1),
-                                "quimb Circuit(8), 4 random layers, amplitude_tn('0' * 8, dtype='complex64')")]
-        return [_from_quimb(family, "circuit 16 qubits x 10 layers, simplified",
-                            _circuit(16, 10, "ADCRS", "complex64", 1),
-                            "quimb Circuit(16), 10 random layers, amplitude_tn('0' * 16, dtype='complex64')"),
-                _from_quimb(family, "circuit 12 qubits x 8 layers, raw", _circuit(12, 8, "", "complex128", 1),
-                            "quimb Circuit(12), 8 random layers, amplitude_tn('0' * 12, simplify_sequence='', "
-                            "dtype='complex128')")]
+            return [
+                _from_quimb(
+                    family,
+                    "circuit 8 qubits x 4 layers",
+                    _circuit(8, 4, "ADCRS", "complex64", 1),
+                    "quimb Circuit(8), 4 random layers, amplitude_tn('0' * 8, dtype='complex64')",
+                )
+            ]
+        return [
+            _from_quimb(
+                family,
+                "circuit 16 qubits x 10 layers, simplified",
+                _circuit(16, 10, "ADCRS", "complex64", 1),
+                "quimb Circuit(16), 10 random layers, amplitude_tn('0' * 16, dtype='complex64')",
+            ),
+            _from_quimb(
+                family,
+                "circuit 12 qubits x 8 layers, raw",
+                _circuit(12, 8, "", "complex128", 1),
+                "quimb Circuit(12), 8 random layers, amplitude_tn('0' * 12, simplify_sequence='', dtype='complex128')",
+            ),
+        ]
     if family == "peps":
         side, bond = (3, 2) if quick else (5, 3)
         peps = qtn.PEPS.rand(side, side, bond_dim=bond, seed=1, dtype="float64")
-        return [_from_quimb(family, f"PEPS norm {side}x{side}, bond {bond}", peps.make_norm(),
-                            f"quimb PEPS.rand({side}, {side}, bond_dim={bond}, seed=1).make_norm()")]
+        return [
+            _from_quimb(
+                family,
+                f"PEPS norm {side}x{side}, bond {bond}",
+                peps.make_norm(),
+                f"quimb PEPS.rand({side}, {side}, bond_dim={bond}, seed=1).make_norm()",
+            )
+        ]
     raise ValueError(f"unknown family {family!r}")
 
 
 def _disconnected(seed_a: int, seed_b: int, n: int) -> tuple[str, list[tuple[int, ...]]]:
     """Two random connected networks of ``n`` tensors each, two open indices each, on disjoint indices: one
     disconnected network whose output is the outer product of the two networks' outputs."""
-    eqs = [gen.random.connected_network(n, 3.0, number_of_output_indices=2, min_axis_size=2, max_axis_size=5,
-                                        seed=seed) for seed in (seed_a, seed_b)]
+    eqs = [
+        gen.random.connected_network(n, 3.0, number_of_output_indices=2, min_axis_size=2, max_axis_size=5, seed=seed)
+        for seed in (seed_a, seed_b)
+    ]
     (eq_a, shapes_a), (eq_b, shapes_b) = eqs
     used = {ix for ix in eq_a if ix not in ",->"}
     symbols: dict[str, str] = {}
@@ -277,65 +412,137 @@ def _heldout(family: str) -> list[dict]:
         for dims, d_max, dtype in (((4, 4, 4), 2, "float32"), ((4, 4, 3), 3, "float64")):
             eq, shapes = g.structured.lattice(dims, d_min=2, d_max=d_max, seed=7)
             side = "x".join(map(str, dims))
-            inst = _generated(family, f"{side} lattice, bonds 2-{d_max}", eq, shapes, dtype,
-                              f"structured.lattice({dims}, d_min=2, d_max={d_max}, seed=7)", seed=7)
-            out.append(dict(inst, optimize=oe.path_random.RandomGreedy(max_repeats=128),
-                            path_source=RANDOM_GREEDY_SOURCE))
+            inst = _generated(
+                family,
+                f"{side} lattice, bonds 2-{d_max}",
+                eq,
+                shapes,
+                dtype,
+                f"structured.lattice({dims}, d_min=2, d_max={d_max}, seed=7)",
+                seed=7,
+            )
+            out.append(
+                dict(inst, optimize=oe.path_random.RandomGreedy(max_repeats=128), path_source=RANDOM_GREEDY_SOURCE)
+            )
         return out
     if family == "mps_bond128":
-        eq, shapes = g.quantum_computing.matrix_product_state(n=20, phys_dim_min=2, phys_dim_max=4, bond_dim=128,
-                                                              seed=5)
-        return [_generated(family, "MPS inner product, 20 sites, bond 128", eq, shapes, "complex128",
-                           "quantum_computing.matrix_product_state(n=20, phys_dim_min=2, phys_dim_max=4, "
-                           "bond_dim=128, seed=5)", seed=5)]
+        eq, shapes = g.quantum_computing.matrix_product_state(
+            n=20, phys_dim_min=2, phys_dim_max=4, bond_dim=128, seed=5
+        )
+        return [
+            _generated(
+                family,
+                "MPS inner product, 20 sites, bond 128",
+                eq,
+                shapes,
+                "complex128",
+                "quantum_computing.matrix_product_state(n=20, phys_dim_min=2, phys_dim_max=4, bond_dim=128, seed=5)",
+                seed=5,
+            )
+        ]
     if family == "qaoa":
         quimb.seed_rand(7)
         eq, arrays = g.quantum_computing.maxcut(n=24, reg=3, p=2, seed=7)
         arrays = [np.ascontiguousarray(a) for a in arrays]
-        return [dict(family=family, name="QAOA MaxCut, 24 nodes, p=2", eq=eq, arrays=arrays,
-                     dtype=str(arrays[0].dtype), data="quimb's own (angles: quimb.seed_rand(7))",
-                     source="einsum_benchmark.generators.quantum_computing.maxcut(n=24, reg=3, p=2, seed=7)")]
+        return [
+            dict(
+                family=family,
+                name="QAOA MaxCut, 24 nodes, p=2",
+                eq=eq,
+                arrays=arrays,
+                dtype=str(arrays[0].dtype),
+                data="quimb's own (angles: quimb.seed_rand(7))",
+                source="einsum_benchmark.generators.quantum_computing.maxcut(n=24, reg=3, p=2, seed=7)",
+            )
+        ]
     if family == "circuit":
-        return [_from_quimb(family, "circuit 18 qubits x 10 layers, simplified",
-                            _circuit(18, 10, "ADCRS", "complex128", 11),
-                            "quimb Circuit(18), 10 random layers (seed 11), amplitude_tn('0' * 18, "
-                            "dtype='complex128')"),
-                _from_quimb(family, "circuit 13 qubits x 10 layers, raw", _circuit(13, 10, "", "complex128", 12),
-                            "quimb Circuit(13), 10 random layers (seed 12), amplitude_tn('0' * 13, "
-                            "simplify_sequence='', dtype='complex128')")]
+        return [
+            _from_quimb(
+                family,
+                "circuit 18 qubits x 10 layers, simplified",
+                _circuit(18, 10, "ADCRS", "complex128", 11),
+                "quimb Circuit(18), 10 random layers (seed 11), amplitude_tn('0' * 18, dtype='complex128')",
+            ),
+            _from_quimb(
+                family,
+                "circuit 13 qubits x 10 layers, raw",
+                _circuit(13, 10, "", "complex128", 12),
+                "quimb Circuit(13), 10 random layers (seed 12), amplitude_tn('0' * 13, "
+                "simplify_sequence='', dtype='complex128')",
+            ),
+        ]
     if family == "peps":
-        return [_from_quimb(family, f"PEPS norm {rows}x{cols}, bond {bond}",
-                            qtn.PEPS.rand(rows, cols, bond_dim=bond, seed=7, dtype="float64").make_norm(),
-                            f"quimb PEPS.rand({rows}, {cols}, bond_dim={bond}, seed=7).make_norm()")
-                for rows, cols, bond in ((4, 5, 3), (4, 4, 4))]
+        return [
+            _from_quimb(
+                family,
+                f"PEPS norm {rows}x{cols}, bond {bond}",
+                qtn.PEPS.rand(rows, cols, bond_dim=bond, seed=7, dtype="float64").make_norm(),
+                f"quimb PEPS.rand({rows}, {cols}, bond_dim={bond}, seed=7).make_norm()",
+            )
+            for rows, cols, bond in ((4, 5, 3), (4, 4, 4))
+        ]
     if family == "random_hypernetwork":
         out = []
         for n, seed in ((45, 13), (50, 12)):
-            eq, shapes = g.random.connected_hypernetwork(n, 3.0, max_tensor_order=8, max_edge_order=3,
-                                                         number_of_output_indices=3, min_axis_size=2,
-                                                         max_axis_size=4, seed=seed)
-            out.append(_generated(family, f"hypernetwork of {n} (seed {seed}), edges of order <= 3", eq, shapes,
-                                  "float64", f"random.connected_hypernetwork({n}, 3.0, max_tensor_order=8, "
-                                  f"max_edge_order=3, number_of_output_indices=3, min_axis_size=2, max_axis_size=4, "
-                                  f"seed={seed})", seed=seed))
+            eq, shapes = g.random.connected_hypernetwork(
+                n,
+                3.0,
+                max_tensor_order=8,
+                max_edge_order=3,
+                number_of_output_indices=3,
+                min_axis_size=2,
+                max_axis_size=4,
+                seed=seed,
+            )
+            out.append(
+                _generated(
+                    family,
+                    f"hypernetwork of {n} (seed {seed}), edges of order <= 3",
+                    eq,
+                    shapes,
+                    "float64",
+                    f"random.connected_hypernetwork({n}, 3.0, max_tensor_order=8, "
+                    f"max_edge_order=3, number_of_output_indices=3, min_axis_size=2, max_axis_size=4, "
+                    f"seed={seed})",
+                    seed=seed,
+                )
+            )
         return out
     if family == "outer":
         eq = "abc,abd,abe->abcde"
         shapes = [(16, 16, 10)] * 3
-        hadamard = dict(family=family, name="Hadamard over ab, outer over c,d,e", eq=eq,
-                        arrays=_operands(eq, shapes, "float64", seed=17), dtype="float64",
-                        source=f"{eq!r}, shapes {shapes}", data="standard normal (seed 17)")
+        hadamard = dict(
+            family=family,
+            name="Hadamard over ab, outer over c,d,e",
+            eq=eq,
+            arrays=_operands(eq, shapes, "float64", seed=17),
+            dtype="float64",
+            source=f"{eq!r}, shapes {shapes}",
+            data="standard normal (seed 17)",
+        )
         eq = "ab,cd,bd,ac->"
-        square = dict(family=family, name="'ab,cd,bd,ac->', outer product first, sides 40", eq=eq,
-                      arrays=_operands(eq, [(40, 40)] * 4, "float32", seed=18), dtype="float32",
-                      source=f"{eq!r}, sides 40", data="standard normal (seed 18), scaled per contracted index",
-                      optimize=[(0, 1), (0, 1), (0, 1)],
-                      path_source="explicit: ab,cd->abcd (an outer product), then abcd,bd->ac, then ac,ac->")
+        square = dict(
+            family=family,
+            name="'ab,cd,bd,ac->', outer product first, sides 40",
+            eq=eq,
+            arrays=_operands(eq, [(40, 40)] * 4, "float32", seed=18),
+            dtype="float32",
+            source=f"{eq!r}, sides 40",
+            data="standard normal (seed 18), scaled per contracted index",
+            optimize=[(0, 1), (0, 1), (0, 1)],
+            path_source="explicit: ab,cd->abcd (an outer product), then abcd,bd->ac, then ac,ac->",
+        )
         eq, shapes = _disconnected(21, 22, 20)
-        disjoint = _generated(family, "two disconnected networks of 20, outer product last", eq, shapes, "float64",
-                              "random.connected_network(20, 3.0, number_of_output_indices=2, min_axis_size=2, "
-                              "max_axis_size=5, seed=21 and seed=22) on disjoint indices, outputs concatenated",
-                              seed=19)
+        disjoint = _generated(
+            family,
+            "two disconnected networks of 20, outer product last",
+            eq,
+            shapes,
+            "float64",
+            "random.connected_network(20, 3.0, number_of_output_indices=2, min_axis_size=2, "
+            "max_axis_size=5, seed=21 and seed=22) on disjoint indices, outputs concatenated",
+            seed=19,
+        )
         return [hadamard, square, disjoint]
     raise ValueError(f"unknown held-out family {family!r}")
 
@@ -347,6 +554,7 @@ def instances(families: tuple[str, ...], quick: bool, heldout: bool = False) -> 
 
 
 # ---------------------------------------------------------------------------------------------------- measuring
+
 
 def _callables(eq: str, path: list, arrays: list[np.ndarray], backends: tuple[str, ...]) -> dict[str, Callable]:
     """Per backend, a call contracting the instance's data on the path (expressions built here, outside timing)."""
@@ -392,9 +600,16 @@ def _check(inst: dict, path: list, calls: dict[str, Callable]) -> tuple[dict, di
     eps = float(np.finfo(inst["arrays"][0].dtype).eps)
     torch_err = _rel(wide["torch"], ref) if "torch" in wide else float("nan")
     limit = max(1000 * eps, 10 * torch_err)
-    check = {"reference": "torch backend in float64/complex128 on the same path", "eps": eps,
-             "limit_vs_reference": limit, "reference_abs_max": float(np.abs(ref).max(initial=0.0)),
-             "rel_err_vs_torch": {}, "rel_err_vs_reference": {}, "result_type": {}, "disagree": []}
+    check = {
+        "reference": "torch backend in float64/complex128 on the same path",
+        "eps": eps,
+        "limit_vs_reference": limit,
+        "reference_abs_max": float(np.abs(ref).max(initial=0.0)),
+        "rel_err_vs_torch": {},
+        "rel_err_vs_reference": {},
+        "result_type": {},
+        "disagree": [],
+    }
     for b, r in wide.items():
         check["result_type"][b] = type(results[b]).__name__
         check["rel_err_vs_torch"][b] = _rel(r, wide["torch"]) if "torch" in wide else None
@@ -417,11 +632,20 @@ def measure(inst: dict, reps: int, backends: tuple[str, ...]) -> dict:
     calls = _callables(eq, path, arrays, backends)
     errors, check = _check(inst, path, calls)  # also the warm-up call of each backend
     row = {
-        "family": inst["family"], "name": inst["name"], "dtype": inst["dtype"],
-        "complex": bool(np.iscomplexobj(arrays[0])), "tensors": len(arrays), "steps": len(path),
-        "path_source": inst.get("path_source", PATH_SOURCE), "flops": float(info.opt_cost),
-        "largest_intermediate": float(info.largest_intermediate), "source": inst["source"], "data": inst["data"],
-        "subscripts": eq if len(eq) < 80 else eq[:77] + "...", "errors": errors, "check": check,
+        "family": inst["family"],
+        "name": inst["name"],
+        "dtype": inst["dtype"],
+        "complex": bool(np.iscomplexobj(arrays[0])),
+        "tensors": len(arrays),
+        "steps": len(path),
+        "path_source": inst.get("path_source", PATH_SOURCE),
+        "flops": float(info.opt_cost),
+        "largest_intermediate": float(info.largest_intermediate),
+        "source": inst["source"],
+        "data": inst["data"],
+        "subscripts": eq if len(eq) < 80 else eq[:77] + "...",
+        "errors": errors,
+        "check": check,
         "path_digest": hashlib.sha1(repr((eq, [tuple(p) for p in path])).encode()).hexdigest()[:12],
     }
     if "torch" not in calls:
@@ -432,7 +656,9 @@ def measure(inst: dict, reps: int, backends: tuple[str, ...]) -> dict:
     inner = max(1, min(20, round(SAMPLE_S / max(once, 1e-6))))
     samples = interleaved_ms(calls, reps, inner)
     row.update(
-        reps=reps, calls_per_sample=inner, median_ms={b: statistics.median(s) for b, s in samples.items()},
+        reps=reps,
+        calls_per_sample=inner,
+        median_ms={b: statistics.median(s) for b, s in samples.items()},
         min_ms={b: min(s) for b, s in samples.items()},
         # per-repetition ratios: the backends of one repetition ran within a second of each other, so a change of
         # machine load between repetitions (this box is shared) cancels out
@@ -444,6 +670,7 @@ def measure(inst: dict, reps: int, backends: tuple[str, ...]) -> dict:
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
+
 
 def _geomean(xs: list[float]) -> float | None:
     return math.exp(statistics.fmean(map(math.log, xs))) if xs else None
@@ -466,7 +693,9 @@ def summary(rows: list[dict]) -> dict:
             "geomean_all": _geomean([ratios(r)[k] for r in have]),
             "geomean_real": _geomean([ratios(r)[k] for r in have if not r["complex"]]),
             "geomean_complex": _geomean([ratios(r)[k] for r in have if r["complex"]]),
-            "max": ratios(worst)[k], "max_instance": worst["name"], "instances": len(have),
+            "max": ratios(worst)[k],
+            "max_instance": worst["name"],
+            "instances": len(have),
         }
     return out
 
@@ -478,22 +707,39 @@ def _fmt(x: float | None, spec: str = ".2f") -> str:
 def table(rows: list[dict], summ: dict) -> str:
     cols = [b for b in BACKENDS if any(b in r.get("median_ms", {}) for r in rows)]
     ratio_cols = [b for b in cols if b != "torch"]
-    head = (["family", "instance", "dtype", "tensors", "flops"] + [f"{b} (ms)" for b in cols]
-            + [f"{b}/torch" for b in ratio_cols] + [f"{a}/{b}" for a, b in PAIRS] + ["check"])
+    head = (
+        ["family", "instance", "dtype", "tensors", "flops"]
+        + [f"{b} (ms)" for b in cols]
+        + [f"{b}/torch" for b in ratio_cols]
+        + [f"{a}/{b}" for a, b in PAIRS]
+        + ["check"]
+    )
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * 3 + "---:|" * (len(head) - 4) + "---|"]
     for r in rows:
         med, over, pairs = r.get("median_ms", {}), r.get("over_torch", {}), r.get("pairs", {})
         note = "; ".join([f"{b} error" for b in r["errors"]] + [f"{b} disagrees" for b in r["check"]["disagree"]])
-        lines.append("| " + " | ".join(
-            [r["family"], r["name"], r["dtype"], str(r["tensors"]), f"{r['flops']:.1e}"]
-            + [_fmt(med.get(b)) for b in cols] + [_fmt(over.get(b), ".3f") for b in ratio_cols]
-            + [_fmt(pairs.get(f"{a}/{b}"), ".3f") for a, b in PAIRS] + [note or "ok"]) + " |")
-    lines += ["", "| ratio | geomean (all) | geomean (real) | geomean (complex) | max | at |",
-              "|---|---:|---:|---:|---:|---|"]
+        lines.append(
+            "| "
+            + " | ".join(
+                [r["family"], r["name"], r["dtype"], str(r["tensors"]), f"{r['flops']:.1e}"]
+                + [_fmt(med.get(b)) for b in cols]
+                + [_fmt(over.get(b), ".3f") for b in ratio_cols]
+                + [_fmt(pairs.get(f"{a}/{b}"), ".3f") for a, b in PAIRS]
+                + [note or "ok"]
+            )
+            + " |"
+        )
+    lines += [
+        "",
+        "| ratio | geomean (all) | geomean (real) | geomean (complex) | max | at |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
     for k, s in summ.items():
         name = k if "/" in k else f"{k}/torch"
-        lines.append(f"| {name} | {_fmt(s['geomean_all'], '.3f')} | {_fmt(s['geomean_real'], '.3f')} | "
-                     f"{_fmt(s['geomean_complex'], '.3f')} | {_fmt(s['max'], '.3f')} | {s['max_instance']} |")
+        lines.append(
+            f"| {name} | {_fmt(s['geomean_all'], '.3f')} | {_fmt(s['geomean_real'], '.3f')} | "
+            f"{_fmt(s['geomean_complex'], '.3f')} | {_fmt(s['max'], '.3f')} | {s['max_instance']} |"
+        )
     return "\n".join(lines)
 
 
@@ -502,12 +748,18 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=11)
     parser.add_argument("--only", default="", help="comma-separated families: " + ",".join(FAMILIES))
     parser.add_argument("--quick", action="store_true", help="one small instance per family, for a smoke run")
-    parser.add_argument("--heldout", action="store_true",
-                        help="the held-out instance set (other seeds, larger sizes): " + ",".join(HELDOUT_FAMILIES))
+    parser.add_argument(
+        "--heldout",
+        action="store_true",
+        help="the held-out instance set (other seeds, larger sizes): " + ",".join(HELDOUT_FAMILIES),
+    )
     parser.add_argument("--no-numpy", action="store_true", help="leave out the numpy backend")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="default: benchmarks/results/bench_families.json (bench_families_heldout.json with "
-                             "--heldout)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="default: benchmarks/results/bench_families.json (bench_families_heldout.json with --heldout)",
+    )
     args = parser.parse_args()
     if args.heldout and args.quick:
         parser.error("--heldout has no --quick form")
@@ -526,19 +778,30 @@ def main() -> None:
         rows.append(r := measure(inst, args.reps, backends))
         trouble = [*r["errors"], *r["check"]["disagree"]]
         ratios = ", ".join(f"{b} {x:.2f}" for b, x in r.get("over_torch", {}).items())
-        print(f"{r['family']} / {r['name']} ({r['dtype']}): torch {r.get('median_ms', {}).get('torch', 0):.1f} ms; "
-              f"over torch: {ratios}" + (f"; PROBLEMS: {trouble}" if trouble else ""), flush=True)
+        print(
+            f"{r['family']} / {r['name']} ({r['dtype']}): torch {r.get('median_ms', {}).get('torch', 0):.1f} ms; "
+            f"over torch: {ratios}" + (f"; PROBLEMS: {trouble}" if trouble else ""),
+            flush=True,
+        )
     summ = summary(rows)
     meta = run_metadata(
-        opt_einsum=oe.__version__, cotengra=ctg.__version__, quimb=quimb.__version__,
-        einsum_benchmark=importlib.metadata.version("einsum_benchmark"), trn_backend=str(Path(xp.__file__).parent),
-        precision_mode="default (native on the CPU)", path_source=PATH_SOURCE, quick=args.quick,
-        heldout=args.heldout, pythonhashseed=os.environ.get("PYTHONHASHSEED"), load_average_start=load_start,
+        opt_einsum=oe.__version__,
+        cotengra=ctg.__version__,
+        quimb=quimb.__version__,
+        einsum_benchmark=importlib.metadata.version("einsum_benchmark"),
+        trn_backend=str(Path(xp.__file__).parent),
+        precision_mode="default (native on the CPU)",
+        path_source=PATH_SOURCE,
+        quick=args.quick,
+        heldout=args.heldout,
+        pythonhashseed=os.environ.get("PYTHONHASHSEED"),
+        load_average_start=load_start,
         load_average_end=os.getloadavg(),
         cotengra_call="cotengra.einsum_expression(eq, *shapes, optimize=path) built once, called on the arrays "
-                      "(implementation 'auto': autoray's tensordot/einsum of the arrays' backend)",
+        "(implementation 'auto': autoray's tensordot/einsum of the arrays' backend)",
         note="times: medians over interleaved repetitions (each repetition runs every backend once, rotating the "
-             "order); ratios: medians of per-repetition ratios; every backend gets the same data and path")
+        "order); ratios: medians of per-repetition ratios; every backend gets the same data and path",
+    )
     save(out, meta, rows, table(rows, summ), summary=summ)
 
 

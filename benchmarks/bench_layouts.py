@@ -59,11 +59,25 @@ def cases() -> list[dict]:
     """(name, eq, shapes, dtype, fixed path or None)."""
     out = []
     for kl in (128, 256):
-        out.append(dict(name=f"bilinear ik,klj,jl->ij, i=j=128, k=l={kl}", eq="ik,klj,jl->ij",
-                        shapes=[(128, kl), (kl, kl, 128), (128, kl)], dtype="float32", fixed_path=False))
+        out.append(
+            dict(
+                name=f"bilinear ik,klj,jl->ij, i=j=128, k=l={kl}",
+                eq="ik,klj,jl->ij",
+                shapes=[(128, kl), (kl, kl, 128), (128, kl)],
+                dtype="float32",
+                fixed_path=False,
+            )
+        )
     for n in (24, 32, 40):
-        out.append(dict(name=f"4-index transform, n={n}", eq="pi,qj,rk,sl,ijkl->pqrs",
-                        shapes=[(n, n)] * 4 + [(n, n, n, n)], dtype="float64", fixed_path=True))
+        out.append(
+            dict(
+                name=f"4-index transform, n={n}",
+                eq="pi,qj,rk,sl,ijkl->pqrs",
+                shapes=[(n, n)] * 4 + [(n, n, n, n)],
+                dtype="float64",
+                fixed_path=True,
+            )
+        )
     return out
 
 
@@ -103,8 +117,13 @@ def _check(ref: np.ndarray, eps: float, calls: dict[str, Callable]) -> tuple[dic
             del calls[f]
     errs = {f: _rel(np.asarray(r).astype(np.float64), ref) for f, r in results.items()}
     limit = max(1000 * eps, 10 * errs.get("torch_einsum", 0.0))
-    check = {"reference": "numpy.einsum in float64", "limit_vs_reference": limit, "rel_err_vs_reference": errs,
-             "result_type": {f: type(r).__name__ for f, r in results.items()}, "disagree": []}
+    check = {
+        "reference": "numpy.einsum in float64",
+        "limit_vs_reference": limit,
+        "rel_err_vs_reference": errs,
+        "result_type": {f: type(r).__name__ for f, r in results.items()},
+        "disagree": [],
+    }
     for f, r in results.items():
         if np.asarray(r).shape != ref.shape or not errs[f] <= limit:
             check["disagree"].append(f)
@@ -123,10 +142,18 @@ def measure(case: dict, reps: int) -> dict:
     calls = _callables(case, arrays, path if case["fixed_path"] else None)
     ref = np.einsum(case["eq"], *[a.astype(np.float64) for a in arrays], optimize=["einsum_path", *path])
     errors, check = _check(ref, float(np.finfo(case["dtype"]).eps), calls)
-    row = {"name": case["name"], "eq": case["eq"], "shapes": case["shapes"], "dtype": case["dtype"],
-           "path": path if case["fixed_path"] else None, "opt_einsum_greedy_path": path,
-           "flops": float(info.opt_cost), "planning": "fixed path (torch.einsum: its own)" if case["fixed_path"]
-           else "each library's own", "errors": errors, "check": check}
+    row = {
+        "name": case["name"],
+        "eq": case["eq"],
+        "shapes": case["shapes"],
+        "dtype": case["dtype"],
+        "path": path if case["fixed_path"] else None,
+        "opt_einsum_greedy_path": path,
+        "flops": float(info.opt_cost),
+        "planning": "fixed path (torch.einsum: its own)" if case["fixed_path"] else "each library's own",
+        "errors": errors,
+        "check": check,
+    }
     if not calls:
         return row
     first = next(iter(calls.values()))
@@ -140,10 +167,14 @@ def measure(case: dict, reps: int) -> dict:
     def ratio(a: str, b: str) -> float:
         return statistics.median(x / y for x, y in zip(samples[a], samples[b], strict=True))
 
-    row.update(reps=reps, calls_per_sample=inner, median_ms={f: statistics.median(s) for f, s in samples.items()},
-               min_ms={f: min(s) for f, s in samples.items()},
-               ratios={f"{a}/{b}": ratio(a, b) for a in OURS for b in REFERENCES if a in samples and b in samples},
-               samples_ms=samples)
+    row.update(
+        reps=reps,
+        calls_per_sample=inner,
+        median_ms={f: statistics.median(s) for f, s in samples.items()},
+        min_ms={f: min(s) for f, s in samples.items()},
+        ratios={f"{a}/{b}": ratio(a, b) for a in OURS for b in REFERENCES if a in samples and b in samples},
+        samples_ms=samples,
+    )
     return row
 
 
@@ -158,8 +189,11 @@ def summary(rows: list[dict]) -> dict:
         have = [r for r in rows if k in r.get("ratios", {})]
         if have:
             worst = max(have, key=lambda r: r["ratios"][k])
-            out[k] = {"geomean": _geomean([r["ratios"][k] for r in have]), "max": worst["ratios"][k],
-                      "max_instance": worst["name"]}
+            out[k] = {
+                "geomean": _geomean([r["ratios"][k] for r in have]),
+                "max": worst["ratios"][k],
+                "max_instance": worst["name"],
+            }
     return out
 
 
@@ -170,9 +204,16 @@ def table(rows: list[dict], summ: dict) -> str:
     for r in rows:
         med, rat = r.get("median_ms", {}), r.get("ratios", {})
         note = "; ".join([f"{f} error" for f in r["errors"]] + [f"{f} disagrees" for f in r["check"]["disagree"]])
-        lines.append("| " + " | ".join(
-            [r["name"], r["dtype"]] + [f"{med[f]:.2f}" if f in med else "-" for f in FORMS]
-            + [f"{rat[k]:.3f}" if k in rat else "-" for k in keys] + [note or "ok"]) + " |")
+        lines.append(
+            "| "
+            + " | ".join(
+                [r["name"], r["dtype"]]
+                + [f"{med[f]:.2f}" if f in med else "-" for f in FORMS]
+                + [f"{rat[k]:.3f}" if k in rat else "-" for k in keys]
+                + [note or "ok"]
+            )
+            + " |"
+        )
     lines += ["", "| ratio | geomean | max | at |", "|---|---:|---:|---|"]
     for k, s in summ.items():
         lines.append(f"| {k} | {s['geomean']:.3f} | {s['max']:.3f} | {s['max_instance']} |")
@@ -193,11 +234,14 @@ def main() -> None:
         print(f"{r['name']}: {ratios}" + (f"; PROBLEMS: {trouble}" if trouble else ""), flush=True)
     summ = summary(rows)
     meta = run_metadata(
-        opt_einsum=oe.__version__, trn_backend=str(Path(xp.__file__).parent),
+        opt_einsum=oe.__version__,
+        trn_backend=str(Path(xp.__file__).parent),
         torch_opt_einsum_strategy=torch.backends.opt_einsum.strategy,
-        load_average_start=load_start, load_average_end=os.getloadavg(),
+        load_average_start=load_start,
+        load_average_end=os.getloadavg(),
         note="times: medians over interleaved repetitions (each runs every entry point once, rotating the order); "
-             "ratios: medians of per-repetition ratios")
+        "ratios: medians of per-repetition ratios",
+    )
     save(args.out, meta, rows, table(rows, summ), summary=summ)
 
 

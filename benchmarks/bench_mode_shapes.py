@@ -79,8 +79,14 @@ def _row(samples: dict[str, list[float]], targets: dict[str, float | None]) -> d
         ratios = [t / base for t, base in zip(seconds, native, strict=True)]
         ratio = statistics.median(ratios)
         target = targets.get(mode)
-        modes[mode] = {"seconds": seconds, "median_seconds": statistics.median(seconds), "ratios": ratios,
-                       "median_ratio": ratio, "target": target, "met": None if target is None else ratio <= target}
+        modes[mode] = {
+            "seconds": seconds,
+            "median_seconds": statistics.median(seconds),
+            "ratios": ratios,
+            "median_ratio": ratio,
+            "target": target,
+            "met": None if target is None else ratio <= target,
+        }
     return modes
 
 
@@ -101,8 +107,14 @@ def run_case(case: str, dtype: str, reps: int) -> dict:
     slices = reference.ozaki_slices(a, b, MODES["ozaki"]["slices"])
     samples = _interleaved(calls, reps)
     family, batch, m, k, n = CASES[case]
-    return {"case": case, "family": family, "shape": [batch, m, k, n], "dtype": dtype, "ozaki_slices_ran": slices,
-            "modes": _row(samples, {mode: _target(case, mode, slices) for mode in MODES})}
+    return {
+        "case": case,
+        "family": family,
+        "shape": [batch, m, k, n],
+        "dtype": dtype,
+        "ozaki_slices_ran": slices,
+        "modes": _row(samples, {mode: _target(case, mode, slices) for mode in MODES}),
+    }
 
 
 def run_transform(dtype: str, reps: int) -> dict:
@@ -115,14 +127,21 @@ def run_transform(dtype: str, reps: int) -> dict:
         def call() -> object:
             with xp.precision(mode, **params):
                 return xp.einsum(TRANSFORM, t, c, c, c, c)
+
         return call
 
     calls = {"native": under("native", {}), **{mode: under(mode, p) for mode, p in TRANSFORM_MODES.items()}}
     samples = _interleaved(calls, reps)
     slices = reference.ozaki_default_slices(DTYPES[dtype])
-    return {"case": "transform48", "family": "einsum 48^4 transform", "shape": [48, 48, 48, 48], "dtype": dtype,
-            "ozaki_slices_ran": slices, "steps": 4,
-            "modes": _row(samples, {mode: reference.PASSES[mode](slices) + FIXED_CALLS for mode in TRANSFORM_MODES})}
+    return {
+        "case": "transform48",
+        "family": "einsum 48^4 transform",
+        "shape": [48, 48, 48, 48],
+        "dtype": dtype,
+        "ozaki_slices_ran": slices,
+        "steps": 4,
+        "modes": _row(samples, {mode: reference.PASSES[mode](slices) + FIXED_CALLS for mode in TRANSFORM_MODES}),
+    }
 
 
 def table(rows: list[dict]) -> str:
@@ -139,16 +158,21 @@ def table(rows: list[dict]) -> str:
             target = "" if entry["target"] is None else f" (<= {entry['target']:g}{verdict})"
             cells.append(f"{entry['median_ratio']:.1f}{target}")
         shape = "x".join(str(d) for d in row["shape"] if d is not None)
-        lines.append(f"| {row['case']} {shape} | {row['dtype']} | {row['modes']['native']['median_seconds'] * 1e3:.3f}"
-                     f" | " + " | ".join(cells) + " |")
+        lines.append(
+            f"| {row['case']} {shape} | {row['dtype']} | {row['modes']['native']['median_seconds'] * 1e3:.3f}"
+            f" | " + " | ".join(cells) + " |"
+        )
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=5)
-    parser.add_argument("--only", default=",".join([*CASES, "transform48"]),
-                        help="comma-separated cases: " + ", ".join([*CASES, "transform48"]))
+    parser.add_argument(
+        "--only",
+        default=",".join([*CASES, "transform48"]),
+        help="comma-separated cases: " + ", ".join([*CASES, "transform48"]),
+    )
     parser.add_argument("--dtypes", default=",".join(DTYPES), help="comma-separated: float32, float64")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "bench_mode_shapes.json"))
     args = parser.parse_args()
@@ -157,9 +181,15 @@ def main() -> None:
         for dtype in args.dtypes.split(","):
             rows.append(run_transform(dtype, args.reps) if case == "transform48" else run_case(case, dtype, args.reps))
             print(table(rows[-1:]).splitlines()[-1], flush=True)
-    meta = run_metadata(reps=args.reps, fixed_calls=FIXED_CALLS, explicit_targets=EXPLICIT, modes=MODES,
-                        transform=TRANSFORM, note="ratios: medians of per-repetition time / native time; targets: "
-                        "pass count + fixed_calls, or the explicit ones")
+    meta = run_metadata(
+        reps=args.reps,
+        fixed_calls=FIXED_CALLS,
+        explicit_targets=EXPLICIT,
+        modes=MODES,
+        transform=TRANSFORM,
+        note="ratios: medians of per-repetition time / native time; targets: "
+        "pass count + fixed_calls, or the explicit ones",
+    )
     save(Path(args.out), meta, rows, table(rows))
 
 

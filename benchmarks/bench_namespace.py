@@ -50,8 +50,11 @@ def _data(shapes: dict[str, tuple[int, ...]], seed: int) -> dict[str, dict[str, 
     repeated ones stay normal floats). Every form works on the same tensors (NeuronArrays wrap them without a
     copy), so memory layout and alignment never differ between forms."""
     rng = np.random.default_rng(seed)
-    torch_ops = {f"{name}{k}": torch.from_numpy(rng.random(shape, dtype=np.float32) + 1)
-                 for name, shape in shapes.items() for k in "xy"}
+    torch_ops = {
+        f"{name}{k}": torch.from_numpy(rng.random(shape, dtype=np.float32) + 1)
+        for name, shape in shapes.items()
+        for k in "xy"
+    }
     torch_ops.update({f"{name}one": torch.ones(shape) for name, shape in shapes.items()})
     trn_ops = {k: xp.NeuronArray(t) for k, t in torch_ops.items()}
     return {"torch": torch_ops, "compat": torch_ops, "trn": trn_ops}
@@ -90,12 +93,21 @@ def _ops() -> list[tuple[str, str, Callable[[object, dict], object]]]:
         ("x /= -1.0", "syntax", _inplace("__itruediv__", -1.0)),
         ("sum(x)", "function", lambda ns, d: ns.sum(d["1dx"])),
         ("mean(x)", "function", lambda ns, d: ns.mean(d["1dx"])),
-        ("sum(x2d, axis=1)", "torch-function", lambda ns, d: (ns.sum(d["2dx"], axis=1) if ns is not None
-                                                             else torch.sum(d["2dx"], dim=1))),
-        ("mean(x2d, axis=0)", "torch-function", lambda ns, d: (ns.mean(d["2dx"], axis=0) if ns is not None
-                                                              else torch.mean(d["2dx"], dim=0))),
-        ("sum(x2d, axis=(0, 1))", "torch-function", lambda ns, d: (ns.sum(d["2dx"], axis=(0, 1)) if ns is not None
-                                                                  else torch.sum(d["2dx"], dim=(0, 1)))),
+        (
+            "sum(x2d, axis=1)",
+            "torch-function",
+            lambda ns, d: ns.sum(d["2dx"], axis=1) if ns is not None else torch.sum(d["2dx"], dim=1),
+        ),
+        (
+            "mean(x2d, axis=0)",
+            "torch-function",
+            lambda ns, d: ns.mean(d["2dx"], axis=0) if ns is not None else torch.mean(d["2dx"], dim=0),
+        ),
+        (
+            "sum(x2d, axis=(0, 1))",
+            "torch-function",
+            lambda ns, d: ns.sum(d["2dx"], axis=(0, 1)) if ns is not None else torch.sum(d["2dx"], dim=(0, 1)),
+        ),
         ("x @ y, 4x4", "syntax", lambda ns, d: d["m4x"] @ d["m4y"]),
         ("x @ y, 16x16", "syntax", lambda ns, d: d["m16x"] @ d["m16y"]),
         ("x @ y, 64x64", "syntax", lambda ns, d: d["m64x"] @ d["m64y"]),
@@ -117,12 +129,24 @@ def _inplace(method: str, operand: str | float) -> Callable[[object, dict], obje
     def call(ns: object, d: dict) -> object:
         x = d["1dx"]
         return getattr(x, method)(d[operand] if isinstance(operand, str) else operand)
+
     return call
 
 
 # The large-array rows: reductions (where the arithmetic dominates), elementwise work and views.
-LARGE_OPS = ("add(x, y)", "x * 2.0", "x += y", "sum(x)", "mean(x)", "sum(x2d, axis=1)", "mean(x2d, axis=0)",
-             "sum(x2d, axis=(0, 1))", "x[1:5]", "x2d[:, 2]", "x[...]")
+LARGE_OPS = (
+    "add(x, y)",
+    "x * 2.0",
+    "x += y",
+    "sum(x)",
+    "mean(x)",
+    "sum(x2d, axis=1)",
+    "mean(x2d, axis=0)",
+    "sum(x2d, axis=(0, 1))",
+    "x[1:5]",
+    "x2d[:, 2]",
+    "x[...]",
+)
 
 
 def _namespaces(form: str) -> object:
@@ -144,7 +168,7 @@ def measure(name: str, kind: str, call: Callable, size: str, reps: int) -> dict:
     calls = {}
     for f in forms:
         ns = None if (kind == "torch-function" and f == "torch") else _namespaces(f)
-        calls[f] = (lambda ns=ns, d=data[f]: call(ns, d))
+        calls[f] = lambda ns=ns, d=data[f]: call(ns, d)
     if "=" not in name:  # in-place calls change their operand: their values are not compared
         _check(name, kind, {f: c() for f, c in calls.items()})
     # a large array's reductions and arithmetic take 0.1-1 ms a call; its views cost what a small one's do
@@ -157,7 +181,7 @@ def measure(name: str, kind: str, call: Callable, size: str, reps: int) -> dict:
     gc.disable()  # a collection inside one form's sample would land on that form alone
     try:
         for r in range(reps):
-            order = forms[r % len(forms):] + forms[:r % len(forms)]
+            order = forms[r % len(forms) :] + forms[: r % len(forms)]
             for f in order:
                 c = calls[f]
                 t0 = time.perf_counter()
@@ -167,8 +191,12 @@ def measure(name: str, kind: str, call: Callable, size: str, reps: int) -> dict:
     finally:
         gc.enable()
     row = {
-        "name": name, "size": size, "elements": _elements(name, size), "reps": reps,
-        "calls_per_sample": inner, "median_us": {f: statistics.median(s) for f, s in samples.items()},
+        "name": name,
+        "size": size,
+        "elements": _elements(name, size),
+        "reps": reps,
+        "calls_per_sample": inner,
+        "median_us": {f: statistics.median(s) for f, s in samples.items()},
         "samples_us": samples,
     }
     for f in forms[1:]:
@@ -177,19 +205,25 @@ def measure(name: str, kind: str, call: Callable, size: str, reps: int) -> dict:
         row[f"trn_over_{f}_ratio"] = statistics.median(a / b for a, b in pairs)
         if f == "compat":
             row["compat_over_torch_us"] = statistics.median(
-                a - b for a, b in zip(samples["compat"], samples["torch"], strict=True))
+                a - b for a, b in zip(samples["compat"], samples["torch"], strict=True)
+            )
     return row
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| operation | size | trn (us) | torch (us) | compat (us) | trn - torch (us) | trn / torch | "
-             "compat - torch (us) |", "|---|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| operation | size | trn (us) | torch (us) | compat (us) | trn - torch (us) | trn / torch | "
+        "compat - torch (us) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         m = r["median_us"]
         compat_us = f"{m['compat']:.2f}" if "compat" in m else "-"
         compat_over = f"{r['compat_over_torch_us']:.2f}" if "compat_over_torch_us" in r else "-"
-        lines.append(f"| `{r['name']}` | {r['elements']:g} | {m['trn']:.2f} | {m['torch']:.2f} | {compat_us} | "
-                     f"{r['trn_over_torch_us']:.2f} | {r['trn_over_torch_ratio']:.3f} | {compat_over} |")
+        lines.append(
+            f"| `{r['name']}` | {r['elements']:g} | {m['trn']:.2f} | {m['torch']:.2f} | {compat_us} | "
+            f"{r['trn_over_torch_us']:.2f} | {r['trn_over_torch_ratio']:.3f} | {compat_over} |"
+        )
     return "\n".join(lines)
 
 
@@ -214,13 +248,20 @@ def main() -> None:
                 continue
             rows.append(measure(name, kind, call, size, args.reps))
             r = rows[-1]
-            print(f"{name} ({r['elements']:g}): trn - torch {r['trn_over_torch_us']:.2f} us, "
-                  f"trn / torch {r['trn_over_torch_ratio']:.3f}", flush=True)
+            print(
+                f"{name} ({r['elements']:g}): trn - torch {r['trn_over_torch_us']:.2f} us, "
+                f"trn / torch {r['trn_over_torch_ratio']:.3f}",
+                flush=True,
+            )
     meta = run_metadata(
-        array_api_compat=array_api_compat.__version__, trn_backend=str(Path(xp.__file__).parent), dtype="float32",
-        small_shapes=SMALL, large_shapes=LARGE,
+        array_api_compat=array_api_compat.__version__,
+        trn_backend=str(Path(xp.__file__).parent),
+        dtype="float32",
+        small_shapes=SMALL,
+        large_shapes=LARGE,
         note="times: medians of per-call means over interleaved repetitions; trn - torch and trn / torch: medians "
-             "of per-repetition differences and ratios; compat is array_api_compat.torch")
+        "of per-repetition differences and ratios; compat is array_api_compat.torch",
+    )
     save(args.out, meta, rows, table(rows))
 
 

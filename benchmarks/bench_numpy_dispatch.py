@@ -51,8 +51,15 @@ def _data() -> dict[str, object]:
     rng = np.random.default_rng(0)
     x, y = (rng.random(10, dtype=np.float32) + 1 for _ in range(2))
     squares = {f"a{n}": xp.asarray(rng.random((n, n), dtype=np.float32) + 1) for n in (4, 16, 64)}
-    return {"x": xp.asarray(x), "y": xp.asarray(y), "m": xp.asarray(x.reshape(2, 5)), "c": xp.asarray(x > y),
-            "o0": xp.zeros((), dtype=xp.float32), "o10": xp.zeros((10,), dtype=xp.float32), **squares}
+    return {
+        "x": xp.asarray(x),
+        "y": xp.asarray(y),
+        "m": xp.asarray(x.reshape(2, 5)),
+        "c": xp.asarray(x > y),
+        "o0": xp.zeros((), dtype=xp.float32),
+        "o10": xp.zeros((10,), dtype=xp.float32),
+        **squares,
+    }
 
 
 def _into(out: object, value: object) -> object:
@@ -105,16 +112,19 @@ CASES: list[tuple[str, str]] = [
 
 def _callables(numpy_call: str, namespace_call: str) -> dict[str, Callable[[], object]]:
     scope = {"np": np, "xp": xp, "_into": _into, **_data()}
-    return {form: eval(f"lambda: {code}", scope) for form, code in zip(FORMS, (numpy_call, namespace_call),
-                                                                        strict=True)}
+    return {
+        form: eval(f"lambda: {code}", scope) for form, code in zip(FORMS, (numpy_call, namespace_call), strict=True)
+    }
 
 
 def _check(name: str, results: dict[str, object]) -> None:
     """Both forms compute the same thing: same type, dtype and values (a wrong pair would measure nothing)."""
     a, b = (results[f] for f in FORMS)
     if type(a) is not type(b) or a.dtype != b.dtype:
-        raise AssertionError(f"{name}: the NumPy call gives {type(a).__name__} {a.dtype}, the namespace call "
-                             f"{type(b).__name__} {b.dtype}")
+        raise AssertionError(
+            f"{name}: the NumPy call gives {type(a).__name__} {a.dtype}, the namespace call "
+            f"{type(b).__name__} {b.dtype}"
+        )
     np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=name)
 
 
@@ -132,7 +142,7 @@ def measure(numpy_call: str, namespace_call: str, reps: int, inner: int, clock: 
     gc.disable()
     try:
         for r in range(reps):
-            for f in FORMS[r % 2:] + FORMS[:r % 2]:  # each form goes first in every other repetition
+            for f in FORMS[r % 2 :] + FORMS[: r % 2]:  # each form goes first in every other repetition
                 c = calls[f]
                 t0 = clock()
                 for _ in range(inner):
@@ -144,10 +154,14 @@ def measure(numpy_call: str, namespace_call: str, reps: int, inner: int, clock: 
             gc.enable()
     pairs = list(zip(samples["numpy"], samples["namespace"], strict=True))
     return {
-        "name": numpy_call, "namespace_call": namespace_call, "reps": reps, "calls_per_sample": inner,
+        "name": numpy_call,
+        "namespace_call": namespace_call,
+        "reps": reps,
+        "calls_per_sample": inner,
         "median_us": {f: statistics.median(s) for f, s in samples.items()},
         "overhead_us": statistics.median(a - b for a, b in pairs),
-        "ratio": statistics.median(a / b for a, b in pairs), "samples_us": samples,
+        "ratio": statistics.median(a / b for a, b in pairs),
+        "samples_us": samples,
     }
 
 
@@ -160,8 +174,10 @@ def table(rows: list[dict], before: dict[str, dict] | None) -> str:
     lines = [head, rule]
     for r in rows:
         m = r["median_us"]
-        line = (f"| `{r['name']}` | `{r['namespace_call']}` | {m['numpy']:.2f} | {m['namespace']:.2f} | "
-                f"{r['overhead_us']:.2f} | {r['ratio']:.2f} |")
+        line = (
+            f"| `{r['name']}` | `{r['namespace_call']}` | {m['numpy']:.2f} | {m['namespace']:.2f} | "
+            f"{r['overhead_us']:.2f} | {r['ratio']:.2f} |"
+        )
         if before:
             b = before.get(r["name"])
             line += f" {b['overhead_us']:.2f} | {b['median_us']['numpy']:.2f} |" if b else " - | - |"
@@ -184,15 +200,22 @@ def main() -> None:
         rows.append(measure(numpy_call, namespace_call, args.reps, args.inner, CLOCKS[args.clock]))
         print(f"{numpy_call}: {rows[-1]['overhead_us']:.2f} us over the namespace", flush=True)
     meta = run_metadata(
-        trn_backend=os.path.dirname(xp.__file__), dtype="float32", clock=args.clock,
+        trn_backend=os.path.dirname(xp.__file__),
+        dtype="float32",
+        clock=args.clock,
         note="times: medians over interleaved repetitions of per-call means; overhead and ratio: medians of "
-             "per-repetition differences and ratios (NumPy call minus, over, the namespace call)")
+        "per-repetition differences and ratios (NumPy call minus, over, the namespace call)",
+    )
     before = None
     if args.before:
         before = {r["name"]: r for r in json.loads(args.before.read_text())["results"]}
     worst = max(rows, key=lambda r: r["overhead_us"])
-    save(args.out, meta, rows,
-         f"{table(rows, before)}\n\nlargest overhead: {worst['overhead_us']:.2f} us ({worst['name']})")
+    save(
+        args.out,
+        meta,
+        rows,
+        f"{table(rows, before)}\n\nlargest overhead: {worst['overhead_us']:.2f} us ({worst['name']})",
+    )
 
 
 if __name__ == "__main__":

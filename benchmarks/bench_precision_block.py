@@ -43,14 +43,26 @@ def _operations() -> list[tuple[str, Callable[[dict], object], Callable[[dict], 
         ("x @ y, 4x4", lambda d: d["a4"] @ d["b4"], lambda d: d["a4"] @ d["b4"]),
         ("x @ y, 16x16", lambda d: d["a16"] @ d["b16"], lambda d: d["a16"] @ d["b16"]),
         ("matmul(x, y), 16x16", lambda d: xp.matmul(d["a16"], d["b16"]), lambda d: torch.matmul(d["a16"], d["b16"])),
-        ("einsum('ij,jk->ik'), 16x16", lambda d: xp.einsum("ij,jk->ik", d["a16"], d["b16"]),
-         lambda d: torch.einsum("ij,jk->ik", d["a16"], d["b16"])),
-        ("tensordot(x, y, axes=1), 16x16", lambda d: xp.tensordot(d["a16"], d["b16"], axes=1),
-         lambda d: torch.tensordot(d["a16"], d["b16"], dims=1)),
-        ("vecdot(x, y), 16", lambda d: xp.vecdot(d["v16"], d["w16"]),
-         lambda d: torch.linalg.vecdot(d["v16"], d["w16"])),
-        ("einsum('ij,jk,kl->il'), 16x16", lambda d: xp.einsum("ij,jk,kl->il", d["a16"], d["b16"], d["a16"]),
-         lambda d: torch.einsum("ij,jk,kl->il", d["a16"], d["b16"], d["a16"])),
+        (
+            "einsum('ij,jk->ik'), 16x16",
+            lambda d: xp.einsum("ij,jk->ik", d["a16"], d["b16"]),
+            lambda d: torch.einsum("ij,jk->ik", d["a16"], d["b16"]),
+        ),
+        (
+            "tensordot(x, y, axes=1), 16x16",
+            lambda d: xp.tensordot(d["a16"], d["b16"], axes=1),
+            lambda d: torch.tensordot(d["a16"], d["b16"], dims=1),
+        ),
+        (
+            "vecdot(x, y), 16",
+            lambda d: xp.vecdot(d["v16"], d["w16"]),
+            lambda d: torch.linalg.vecdot(d["v16"], d["w16"]),
+        ),
+        (
+            "einsum('ij,jk,kl->il'), 16x16",
+            lambda d: xp.einsum("ij,jk,kl->il", d["a16"], d["b16"], d["a16"]),
+            lambda d: torch.einsum("ij,jk,kl->il", d["a16"], d["b16"], d["a16"]),
+        ),
     ]
 
 
@@ -90,7 +102,7 @@ def measure(name: str, trn: Callable, bare: Callable, reps: int) -> dict:
     gc.disable()
     try:
         for r in range(reps):
-            for form in FORMS[r % len(FORMS):] + FORMS[:r % len(FORMS)]:
+            for form in FORMS[r % len(FORMS) :] + FORMS[: r % len(FORMS)]:
                 samples[form].append(_timed(calls[form], form == "trn_native_block"))
     finally:
         gc.enable()
@@ -98,10 +110,16 @@ def measure(name: str, trn: Callable, bare: Callable, reps: int) -> dict:
     def over(a: str, b: str) -> float:
         return statistics.median(x - y for x, y in zip(samples[a], samples[b], strict=True))
 
-    return {"name": name, "reps": reps, "calls_per_sample": INNER,
-            "median_us": {f: statistics.median(s) for f, s in samples.items()},
-            "trn_over_torch_us": over("trn", "torch"), "block_over_torch_us": over("trn_native_block", "torch"),
-            "block_over_outside_us": over("trn_native_block", "trn"), "samples_us": samples}
+    return {
+        "name": name,
+        "reps": reps,
+        "calls_per_sample": INNER,
+        "median_us": {f: statistics.median(s) for f, s in samples.items()},
+        "trn_over_torch_us": over("trn", "torch"),
+        "block_over_torch_us": over("trn_native_block", "torch"),
+        "block_over_outside_us": over("trn_native_block", "trn"),
+        "samples_us": samples,
+    }
 
 
 def _call_in(form: str, call: Callable[[], object]) -> object:
@@ -112,13 +130,18 @@ def _call_in(form: str, call: Callable[[], object]) -> object:
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| call | torch (us) | trn (us) | in precision('native') (us) | trn - torch | block - torch | "
-             "block - outside |", "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| call | torch (us) | trn (us) | in precision('native') (us) | trn - torch | block - torch | "
+        "block - outside |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         m = r["median_us"]
-        lines.append(f"| `{r['name']}` | {m['torch']:.2f} | {m['trn']:.2f} | {m['trn_native_block']:.2f} | "
-                     f"{r['trn_over_torch_us']:+.2f} | {r['block_over_torch_us']:+.2f} | "
-                     f"{r['block_over_outside_us']:+.2f} |")
+        lines.append(
+            f"| `{r['name']}` | {m['torch']:.2f} | {m['trn']:.2f} | {m['trn_native_block']:.2f} | "
+            f"{r['trn_over_torch_us']:+.2f} | {r['block_over_torch_us']:+.2f} | "
+            f"{r['block_over_outside_us']:+.2f} |"
+        )
     return "\n".join(lines)
 
 
@@ -128,9 +151,12 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=RESULTS / "bench_precision_block.json")
     args = parser.parse_args()
     rows = [measure(name, trn, bare, args.reps) for name, trn, bare in _operations()]
-    meta = run_metadata(trn_backend=str(Path(xp.__file__).parent), inner=INNER,
-                        note="block - outside: a call inside `with precision('native'):` less the same call outside "
-                             "it, median of per-repetition differences")
+    meta = run_metadata(
+        trn_backend=str(Path(xp.__file__).parent),
+        inner=INNER,
+        note="block - outside: a call inside `with precision('native'):` less the same call outside "
+        "it, median of per-repetition differences",
+    )
     save(args.out, meta, rows, table(rows))
 
 

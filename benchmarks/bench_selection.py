@@ -48,7 +48,7 @@ def measure(size: int, reps: int) -> list[dict]:
     samples: dict[str, list[float]] = {name: [] for name in calls}
     names = list(calls)
     for r in range(reps):
-        for name in names[r % len(names):] + names[:r % len(names)]:
+        for name in names[r % len(names) :] + names[: r % len(names)]:
             time.sleep(0.02)
             t0 = time.perf_counter()
             calls[name]()
@@ -57,9 +57,16 @@ def measure(size: int, reps: int) -> list[dict]:
     for t in TARGETS:
         name = f"{t:g}"
         ratio = statistics.median(x / y for x, y in zip(samples[name], samples["native"], strict=True))
-        rows.append({"target": t, "mode": modes[name], "median_ms": statistics.median(samples[name]),
-                     "native_ms": statistics.median(samples["native"]), "over_native": ratio,
-                     "samples_ms": samples[name]})
+        rows.append(
+            {
+                "target": t,
+                "mode": modes[name],
+                "median_ms": statistics.median(samples[name]),
+                "native_ms": statistics.median(samples["native"]),
+                "over_native": ratio,
+                "samples_ms": samples[name],
+            }
+        )
     return rows
 
 

@@ -51,8 +51,9 @@ def network(seed: int, limit: int) -> tuple[str, list[tuple[int, ...]], ctg.Cont
     """The network (20 tensors, 3 indices per tensor, 2 output indices, sizes 2 to 4) and its sliced tree."""
     eq, shapes = oe.testing.rand_equation(20, 3, n_out=2, d_min=2, d_max=4, seed=seed)
     inputs, output = eq.split("->")
-    sizes = {c: d for term, shape in zip(inputs.split(","), shapes, strict=True)
-             for c, d in zip(term, shape, strict=True)}
+    sizes = {
+        c: d for term, shape in zip(inputs.split(","), shapes, strict=True) for c, d in zip(term, shape, strict=True)
+    }
     path = oe.contract_path(eq, *shapes, shapes=True, optimize="greedy")[0]
     tree = ctg.ContractionTree.from_path([tuple(t) for t in inputs.split(",")], tuple(output), sizes, path=path)
     return eq, shapes, tree.slice(target_size=limit, allow_outer=False, seed=0)
@@ -91,27 +92,41 @@ def measure(seed: int, limit: int, reps: int) -> dict:
             samples[s].append(time.perf_counter() - t0)
     med = {s: statistics.median(x) for s, x in samples.items()}
     # medians of per-repetition ratios: the sides of one repetition ran seconds apart, so load changes cancel
-    ratio = {s: statistics.median(a / b for a, b in zip(samples["trn"], samples[s], strict=True))
-             for s in ("numpy", "torch")}
+    ratio = {
+        s: statistics.median(a / b for a, b in zip(samples["trn"], samples[s], strict=True)) for s in ("numpy", "torch")
+    }
     return {
-        "name": f"20-tensor network, seed {seed}, memory_limit={limit}", "subscripts": eq,
-        "shapes": [list(s) for s in shapes], "dtype": "float32", "reps": reps,
-        "slices": tree.multiplicity, "sliced": list(tree.sliced_inds), "max_intermediate": tree.max_size(),
+        "name": f"20-tensor network, seed {seed}, memory_limit={limit}",
+        "subscripts": eq,
+        "shapes": [list(s) for s in shapes],
+        "dtype": "float32",
+        "reps": reps,
+        "slices": tree.multiplicity,
+        "sliced": list(tree.sliced_inds),
+        "max_intermediate": tree.max_size(),
         "unsliced_max_intermediate": ctg.ContractionTree.from_path(
-            tree.inputs, tree.output, tree.size_dict, path=tree.get_path()).max_size(),
-        "median_s": med, "min_s": {s: min(x) for s, x in samples.items()},
-        "trn_over_numpy": ratio["numpy"], "trn_over_torch": ratio["torch"],
-        "max_rel_err_vs_float64_einsum": errors, "samples_s": samples,
+            tree.inputs, tree.output, tree.size_dict, path=tree.get_path()
+        ).max_size(),
+        "median_s": med,
+        "min_s": {s: min(x) for s, x in samples.items()},
+        "trn_over_numpy": ratio["numpy"],
+        "trn_over_torch": ratio["torch"],
+        "max_rel_err_vs_float64_einsum": errors,
+        "samples_s": samples,
     }
 
 
 def table(rows: list[dict]) -> str:
-    lines = ["| workload | slices | trn (s) | numpy (s) | torch (s) | trn/numpy | trn/torch |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = [
+        "| workload | slices | trn (s) | numpy (s) | torch (s) | trn/numpy | trn/torch |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
     for r in rows:
         m = r["median_s"]
-        lines.append(f"| {r['name']} | {r['slices']} | {m['trn']:.3f} | {m['numpy']:.3f} | {m['torch']:.3f} | "
-                     f"{r['trn_over_numpy']:.3f} | {r['trn_over_torch']:.3f} |")
+        lines.append(
+            f"| {r['name']} | {r['slices']} | {m['trn']:.3f} | {m['numpy']:.3f} | {m['torch']:.3f} | "
+            f"{r['trn_over_numpy']:.3f} | {r['trn_over_torch']:.3f} |"
+        )
     return "\n".join(lines)
 
 
@@ -124,10 +139,14 @@ def main() -> None:
     args = parser.parse_args()
     rows = [measure(args.seed, args.limit, args.reps)]
     meta = run_metadata(
-        opt_einsum=oe.__version__, cotengra=ctg.__version__, precision_mode="native", dtype="float32",
+        opt_einsum=oe.__version__,
+        cotengra=ctg.__version__,
+        precision_mode="native",
+        dtype="float32",
         fast_path=hasattr(_slicing, "_Program"),
         note="one cotengra tree for every side; times: medians over interleaved repetitions; ratios: medians of "
-             "per-repetition ratios; every side gets the same float32 operands")
+        "per-repetition ratios; every side gets the same float32 operands",
+    )
     save(args.out, meta, rows, table(rows))
 
 

@@ -43,8 +43,10 @@ from trn_backend import _mode_costs, kernels
 
 RESULTS = Path(__file__).parent / "results"
 # (M, K, N): K in {256, 1024, 4096} at M = N = 1024, and one small product where per-call overheads dominate
-SIZES = {"cpu": ((256, 256, 256), (1024, 256, 1024), (1024, 1024, 1024), (1024, 4096, 1024)),
-         "cuda": ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 1024, 4096), (4096, 4096, 4096))}
+SIZES = {
+    "cpu": ((256, 256, 256), (1024, 256, 1024), (1024, 1024, 1024), (1024, 4096, 1024)),
+    "cuda": ((1024, 1024, 1024), (2048, 2048, 2048), (4096, 1024, 4096), (4096, 4096, 4096)),
+}
 QUICK_SIZES = {"cpu": SIZES["cpu"][:3], "cuda": SIZES["cuda"][:3]}
 # ozaki slice counts in the table (on the CPU two, to bound the run's time), and the held-out count of the fit
 # check (without --quick), at the size CHECK_AT
@@ -83,8 +85,9 @@ def operands(device: str, dtype: torch.dtype, size: tuple[int, int, int]) -> tup
     return draw((m, k)), draw((k, n))
 
 
-def measure(device: str, dtype: torch.dtype, size: tuple[int, int, int], reps: int,
-            chosen: list[tuple[str, dict]]) -> dict:
+def measure(
+    device: str, dtype: torch.dtype, size: tuple[int, int, int], reps: int, chosen: list[tuple[str, dict]]
+) -> dict:
     """Interleaved timings of ``chosen`` at one size: samples (ms) per mode, and per-repetition ratios to native."""
     m, k, n = size
     a, b = operands(device, dtype, size)
@@ -110,17 +113,27 @@ def measure(device: str, dtype: torch.dtype, size: tuple[int, int, int], reps: i
             _sync(device)
             samples[label].append((time.perf_counter() - t0) / inner[label] * 1e3)
     ratios = {label: [x / y for x, y in zip(s, samples["native"], strict=True)] for label, s in samples.items()}
-    return {"size": list(size), "flops": 2 * m * k * n, "dtype": str(dtype).removeprefix("torch."), "reps": reps,
-            "calls_per_sample": inner, "median_ms": {lb: statistics.median(s) for lb, s in samples.items()},
-            "relative": {lb: statistics.median(x) for lb, x in ratios.items()}, "samples_ms": samples}
+    return {
+        "size": list(size),
+        "flops": 2 * m * k * n,
+        "dtype": str(dtype).removeprefix("torch."),
+        "reps": reps,
+        "calls_per_sample": inner,
+        "median_ms": {lb: statistics.median(s) for lb, s in samples.items()},
+        "relative": {lb: statistics.median(x) for lb, x in ratios.items()},
+        "samples_ms": samples,
+    }
 
 
 def entry(rows: list[dict], dtype: str) -> dict:
     """The table entry of one dtype: sizes ascending by FLOPs, each mode's relative cost per size."""
     rows = sorted((r for r in rows if r["dtype"] == dtype), key=lambda r: r["flops"])
     labels = [lb for lb in rows[0]["relative"] if lb != "native"]
-    out = {"flops": [r["flops"] for r in rows], "sizes": [r["size"] for r in rows],
-           "modes": {lb: [round(r["relative"][lb], 4) for r in rows] for lb in labels}}
+    out = {
+        "flops": [r["flops"] for r in rows],
+        "sizes": [r["size"] for r in rows],
+        "modes": {lb: [round(r["relative"][lb], 4) for r in rows] for lb in labels},
+    }
     if "fp64" not in out["modes"]:  # float64: fp64 is native's product (see the module docstring)
         out["modes"]["fp64"] = [1.0] * len(rows)
     return out
@@ -133,8 +146,15 @@ def fit_check(device: str, dtype: torch.dtype, size: tuple[int, int, int], reps:
     basis = _mode_costs._calibration(device, {dtype_name(dtype): table}, dtype_name(dtype))
     predicted = basis.cost("ozaki", CHECK_SLICES, row["flops"])
     measured = row["relative"][label]
-    return {"dtype": dtype_name(dtype), "size": list(size), "slices": CHECK_SLICES, "measured": measured,
-            "predicted": predicted, "error": predicted / measured - 1, "samples_ms": row["samples_ms"]}
+    return {
+        "dtype": dtype_name(dtype),
+        "size": list(size),
+        "slices": CHECK_SLICES,
+        "measured": measured,
+        "predicted": predicted,
+        "error": predicted / measured - 1,
+        "samples_ms": row["samples_ms"],
+    }
 
 
 def dtype_name(dtype: torch.dtype) -> str:
@@ -153,16 +173,21 @@ def device_name(device: str) -> str:
 
 def table_text(rows: list[dict], checks: list[dict]) -> str:
     labels = list(dict.fromkeys(lb for r in rows for lb in r["relative"]))  # ladder order, native first
-    lines = ["| dtype | (M, K, N) | native (ms) | " + " | ".join(labels[1:]) + " |",
-             "|---|---|---:|" + "---:|" * (len(labels) - 1)]
+    lines = [
+        "| dtype | (M, K, N) | native (ms) | " + " | ".join(labels[1:]) + " |",
+        "|---|---|---:|" + "---:|" * (len(labels) - 1),
+    ]
     for r in rows:
         cells = [f"{r['relative'][lb]:.2f}x" if lb in r["relative"] else "-" for lb in labels[1:]]
-        lines.append(f"| {r['dtype']} | {tuple(r['size'])} | {r['median_ms']['native']:.3g} | " + " | ".join(cells)
-                     + " |")
+        lines.append(
+            f"| {r['dtype']} | {tuple(r['size'])} | {r['median_ms']['native']:.3g} | " + " | ".join(cells) + " |"
+        )
     lines += [""] if checks else []
     for c in checks:
-        lines.append(f"ozaki fit check, {c['dtype']} {tuple(c['size'])}: ozaki(slices={c['slices']}) measured "
-                     f"{c['measured']:.2f}x, interpolated {c['predicted']:.2f}x ({c['error']:+.0%})")
+        lines.append(
+            f"ozaki fit check, {c['dtype']} {tuple(c['size'])}: ozaki(slices={c['slices']}) measured "
+            f"{c['measured']:.2f}x, interpolated {c['predicted']:.2f}x ({c['error']:+.0%})"
+        )
     return "\n".join(lines)
 
 
@@ -171,10 +196,17 @@ def main() -> None:
     parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
     parser.add_argument("--quick", action="store_true", help="3 repetitions, the three smaller sizes, no fit check")
     parser.add_argument("--reps", type=int, default=None, help="repetitions per size (default 5, --quick 3)")
-    parser.add_argument("--write-package-table", action="store_true",
-                        help="replace this device's entry in the cost table the package ships (--table)")
-    parser.add_argument("--table", type=Path, default=_mode_costs.TABLE,
-                        help="the cost table --write-package-table updates (default trn_backend/data/mode_costs.json)")
+    parser.add_argument(
+        "--write-package-table",
+        action="store_true",
+        help="replace this device's entry in the cost table the package ships (--table)",
+    )
+    parser.add_argument(
+        "--table",
+        type=Path,
+        default=_mode_costs.TABLE,
+        help="the cost table --write-package-table updates (default trn_backend/data/mode_costs.json)",
+    )
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -186,23 +218,38 @@ def main() -> None:
     for dtype in DTYPES:
         for size in sizes:
             rows.append(measure(args.device, dtype, size, reps, modes(args.device, dtype)))
-            print(f"{dtype_name(dtype)} {size}: " + ", ".join(f"{lb} {x:.2f}x" for lb, x in rows[-1]["relative"].items()
-                                                             if lb != "native"), flush=True)
+            print(
+                f"{dtype_name(dtype)} {size}: "
+                + ", ".join(f"{lb} {x:.2f}x" for lb, x in rows[-1]["relative"].items() if lb != "native"),
+                flush=True,
+            )
     entries = {dtype_name(d): entry(rows, dtype_name(d)) for d in DTYPES}
-    checks = [] if args.quick else [fit_check(args.device, d, sizes[CHECK_AT], reps, entries[dtype_name(d)])
-                                    for d in DTYPES]
+    checks = (
+        [] if args.quick else [fit_check(args.device, d, sizes[CHECK_AT], reps, entries[dtype_name(d)]) for d in DTYPES]
+    )
     now = datetime.datetime.now(datetime.timezone.utc)
-    meta = {"date": now.date().isoformat(), "device_name": device_name(args.device), "torch": torch.__version__,
-            "python": platform.python_version(), "threads": torch.get_num_threads(), "cpus": os.cpu_count(),
-            "quick": args.quick, "reps": reps, "command": " ".join(["python", *sys.argv]),
-            "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
-            "seconds": round(time.perf_counter() - started, 1)}
+    meta = {
+        "date": now.date().isoformat(),
+        "device_name": device_name(args.device),
+        "torch": torch.__version__,
+        "python": platform.python_version(),
+        "threads": torch.get_num_threads(),
+        "cpus": os.cpu_count(),
+        "quick": args.quick,
+        "reps": reps,
+        "command": " ".join(["python", *sys.argv]),
+        "env": {k: os.environ[k] for k in ("OMP_WAIT_POLICY", "OPENBLAS_THREAD_TIMEOUT")},
+        "seconds": round(time.perf_counter() - started, 1),
+    }
     if args.write_package_table:
         table = json.loads(args.table.read_text()) if args.table.exists() else {}
-        table.setdefault("about", "Time of each precision mode relative to native of the same dtype (medians of "
-                                  "interleaved per-repetition ratios), per device type, dtype and size (flops = "
-                                  "2 M K N). Written by benchmarks/calibrate_modes.py; read by "
-                                  "trn_backend/_mode_costs.py.")
+        table.setdefault(
+            "about",
+            "Time of each precision mode relative to native of the same dtype (medians of "
+            "interleaved per-repetition ratios), per device type, dtype and size (flops = "
+            "2 M K N). Written by benchmarks/calibrate_modes.py; read by "
+            "trn_backend/_mode_costs.py.",
+        )
         table.setdefault("devices", {})[args.device] = {**meta, **entries}
         table["devices"] = dict(sorted(table["devices"].items()))
         args.table.write_text(json.dumps(table, indent=1) + "\n")
@@ -211,8 +258,14 @@ def main() -> None:
     out.write_text(json.dumps({"meta": meta, "table": entries, "fit_checks": checks, "results": rows}, indent=1))
     print()
     print(table_text(rows, checks))
-    print(f"\nwritten to {out}" + (f" and {args.table}" if args.write_package_table else
-                                    f"; {args.table} unchanged (--write-package-table updates it)"))
+    print(
+        f"\nwritten to {out}"
+        + (
+            f" and {args.table}"
+            if args.write_package_table
+            else f"; {args.table} unchanged (--write-package-table updates it)"
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ torch.manual_seed(0)
 M, K, N = 1024, 4096, 1024
 a = torch.randn(M, K, device="cuda")
 b = torch.randn(K, N, device="cuda")
-exact = (a.double() @ b.double())
+exact = a.double() @ b.double()
 scale = a.double().abs() @ b.double().abs()
 bound = _precision.resolve(torch.float32, K, a.device).bound
 print(f"torch {torch.__version__}, {torch.cuda.get_device_name()}, native float32 bound at K={K}: {bound:.3e}")

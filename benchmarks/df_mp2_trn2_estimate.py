@@ -28,19 +28,23 @@ from trn_backend.kernels.nki import cost
 NBASIS, NOCC, NAUX = 1160, 100, 3000
 NVIR = NBASIS - NOCC
 CORES_PER_CHIP = 4  # logical NeuronCores at LNC=2 (8 physical per Trainium2 chip)
-STEPS = (("Qmn,mi->Qin", ((NAUX, NBASIS, NBASIS), (NBASIS, NOCC))),
-         ("Qin,na->Qia", ((NAUX, NOCC, NBASIS), (NBASIS, NVIR))),
-         ("Qia,Qjb->iajb", ((NAUX, NOCC, NVIR), (NAUX, NOCC, NVIR))),
-         ("iajb,iajb->", ((NOCC, NVIR, NOCC, NVIR), (NOCC, NVIR, NOCC, NVIR))))
-MACHINES = (("1 chip", (1,), ("trn2-neuronlink",)),
-            ("16 chips (one trn2.48xlarge)", (4, 4), ("trn2-neuronlink", "trn2-neuronlink")),
-            ("64 chips (four trn2.48xlarge)", (4, 4, 4), ("trn2-efa", "trn2-neuronlink", "trn2-neuronlink")))
+STEPS = (
+    ("Qmn,mi->Qin", ((NAUX, NBASIS, NBASIS), (NBASIS, NOCC))),
+    ("Qin,na->Qia", ((NAUX, NOCC, NBASIS), (NBASIS, NVIR))),
+    ("Qia,Qjb->iajb", ((NAUX, NOCC, NVIR), (NAUX, NOCC, NVIR))),
+    ("iajb,iajb->", ((NOCC, NVIR, NOCC, NVIR), (NOCC, NVIR, NOCC, NVIR))),
+)
+MACHINES = (
+    ("1 chip", (1,), ("trn2-neuronlink",)),
+    ("16 chips (one trn2.48xlarge)", (4, 4), ("trn2-neuronlink", "trn2-neuronlink")),
+    ("64 chips (four trn2.48xlarge)", (4, 4, 4), ("trn2-efa", "trn2-neuronlink", "trn2-neuronlink")),
+)
 
 
 def chip_rate() -> float:
     """FLOP/s of one chip in dd on float64 data: the cost model's 4096^3 product, times the chip's cores."""
     n = 4096
-    return CORES_PER_CHIP * 2 * n ** 3 / cost.modelled("matmul", "dd", (1, n, n, n), float64=True).seconds
+    return CORES_PER_CHIP * 2 * n**3 / cost.modelled("matmul", "dd", (1, n, n, n), float64=True).seconds
 
 
 def estimate(mesh: tuple[int, ...], names: tuple[str, ...], rate: float) -> list[_strategy.Decision]:
@@ -58,8 +62,7 @@ def estimate(mesh: tuple[int, ...], names: tuple[str, ...], rate: float) -> list
             placements = (held, held)  # both operands are the previous result
         else:
             placements = (held, (Replicate(),) * len(mesh))
-        d = _strategy.decide(tuple(labels), output, shapes, placements, torch.float64, mesh, (0,) * len(mesh),
-                             network)
+        d = _strategy.decide(tuple(labels), output, shapes, placements, torch.float64, mesh, (0,) * len(mesh), network)
         decisions.append(d)
         held = d.output
     return decisions
@@ -67,18 +70,27 @@ def estimate(mesh: tuple[int, ...], names: tuple[str, ...], rate: float) -> list
 
 def main() -> None:
     rate = chip_rate()
-    lines = [f"DF-MP2 of (H2O)20 / cc-pVTZ (nbasis {NBASIS}, nocc {NOCC}, naux {NAUX}), float64 in dd; chip rate "
-             f"{rate / 1e12:.0f} TFLOP/s (cost model, 4096^3 dd product x {CORES_PER_CHIP} cores)", ""]
+    lines = [
+        f"DF-MP2 of (H2O)20 / cc-pVTZ (nbasis {NBASIS}, nocc {NOCC}, naux {NAUX}), float64 in dd; chip rate "
+        f"{rate / 1e12:.0f} TFLOP/s (cost model, 4096^3 dd product x {CORES_PER_CHIP} cores)",
+        "",
+    ]
     totals = []
     for name, mesh, names in MACHINES:
         decisions = estimate(mesh, names, rate)
         total = sum(d.compute_seconds + d.communication_seconds for d in decisions)
         totals.append(total)
-        lines += [f"### {name}: mesh {'x'.join(map(str, mesh))} ({', '.join(names)})", "",
-                  "| step | placements | compute s | communication s | bytes per rank |", "|---|---|---:|---:|---:|"]
+        lines += [
+            f"### {name}: mesh {'x'.join(map(str, mesh))} ({', '.join(names)})",
+            "",
+            "| step | placements | compute s | communication s | bytes per rank |",
+            "|---|---|---:|---:|---:|",
+        ]
         for d in decisions:
-            lines.append(f"| {d.subscripts} | {d.placements_text()} | {d.compute_seconds:.3g} | "
-                         f"{d.communication_seconds:.3g} | {d.nbytes:,} |")
+            lines.append(
+                f"| {d.subscripts} | {d.placements_text()} | {d.compute_seconds:.3g} | "
+                f"{d.communication_seconds:.3g} | {d.nbytes:,} |"
+            )
         lines += [f"| total | | | {total:.3g} s | |", ""]
     lines.append("| chips | modelled s | speed-up over 1 chip | parallel efficiency |")
     lines.append("|---:|---:|---:|---:|")

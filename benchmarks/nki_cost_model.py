@@ -25,8 +25,21 @@ TESTS = Path(__file__).resolve().parents[1] / "tests" / "kernels"
 
 
 def table() -> str:
-    header = ("generation", "n (M=K=N)", "mode", "A layout", "modelled time", "TFLOPS", "utilization", "bound by",
-              "Tensor", "Vector", "Scalar", "GpSimd", "DMA")
+    header = (
+        "generation",
+        "n (M=K=N)",
+        "mode",
+        "A layout",
+        "modelled time",
+        "TFLOPS",
+        "utilization",
+        "bound by",
+        "Tensor",
+        "Vector",
+        "Scalar",
+        "GpSimd",
+        "DMA",
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for generation in ("trn2", "trn1"):
         for n in SIZES:
@@ -34,38 +47,84 @@ def table() -> str:
                 for transposed in (True, False):
                     e = cost.modelled("matmul", mode, (1, n, n, n), generation, transposed)
                     shares = [f"{e.share(engine):.0%}" for engine in ENGINES]
-                    lines.append("| " + " | ".join([
-                        generation, str(n), mode, "A^T view" if transposed else "on-chip transpose",
-                        f"{e.seconds * 1e3:.3g} ms", f"{e.tflops:.3g}", f"{e.utilization:.0%}", e.bound_by,
-                        *shares]) + " |")
+                    lines.append(
+                        "| "
+                        + " | ".join(
+                            [
+                                generation,
+                                str(n),
+                                mode,
+                                "A^T view" if transposed else "on-chip transpose",
+                                f"{e.seconds * 1e3:.3g} ms",
+                                f"{e.tflops:.3g}",
+                                f"{e.utilization:.0%}",
+                                e.bound_by,
+                                *shares,
+                            ]
+                        )
+                        + " |"
+                    )
     return "\n".join(lines) + "\n"
 
 
 def modes_table(n: int = 4096) -> str:
     """Every mode's kernel at n^3 on trn2 (A as the A^T view), its time relative to fast and engine shares."""
-    header = ("mode", "bf16 passes", "modelled time", "vs fast", "bound by", "Tensor", "Vector", "Scalar", "GpSimd",
-              "DMA")
+    header = (
+        "mode",
+        "bf16 passes",
+        "modelled time",
+        "vs fast",
+        "bound by",
+        "Tensor",
+        "Vector",
+        "Scalar",
+        "GpSimd",
+        "DMA",
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     fast = cost.modelled("matmul", "fast", (1, n, n, n), "trn2", True).seconds
     for mode in FUSED:
         e = cost.modelled("matmul", mode, (1, n, n, n), "trn2", True)
-        passes = {"fast": "1", "native": "4 (fp32)", "dd": "3", "bf16x6": "6", "ozaki": "10 (4 slices)",
-                  "sr": "1"}[mode]
-        lines.append("| " + " | ".join([mode, passes, f"{e.seconds * 1e3:.3g} ms", f"{e.seconds / fast:.2f}x",
-                                        e.bound_by, *(f"{e.share(engine):.0%}" for engine in ENGINES)]) + " |")
+        passes = {"fast": "1", "native": "4 (fp32)", "dd": "3", "bf16x6": "6", "ozaki": "10 (4 slices)", "sr": "1"}[
+            mode
+        ]
+        lines.append(
+            "| "
+            + " | ".join(
+                [
+                    mode,
+                    passes,
+                    f"{e.seconds * 1e3:.3g} ms",
+                    f"{e.seconds / fast:.2f}x",
+                    e.bound_by,
+                    *(f"{e.share(engine):.0%}" for engine in ENGINES),
+                ]
+            )
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
 PROGRAM_CASES = (("matmul", (1, 4096, 4096, 4096)), ("matmul", (1, 4096, 8192, 8192)), ("bmm", (3, 1100, 8320, 2600)))
-PROGRAM_MODES = (("fast", False), ("native", False), ("dd", False), ("bf16x6", False), ("dd", True),
-                 ("bf16x6", True), ("ozaki", False), ("sr", False))
+PROGRAM_MODES = (
+    ("fast", False),
+    ("native", False),
+    ("dd", False),
+    ("bf16x6", False),
+    ("dd", True),
+    ("bf16x6", True),
+    ("ozaki", False),
+    ("sr", False),
+)
 
 
 def program_table() -> str:
     """Instructions of the program one physical core runs (trn2, LNC=2, A transposed on chip) per mode and shape:
     each dynamic loop's body once, everything else as often as it appears."""
-    header = ("mode", *(f"{kernel} {'x'.join(map(str, bmkn if kernel == 'bmm' else bmkn[1:]))}"
-                        for kernel, bmkn in PROGRAM_CASES))
+    header = (
+        "mode",
+        *(f"{kernel} {'x'.join(map(str, bmkn if kernel == 'bmm' else bmkn[1:]))}" for kernel, bmkn in PROGRAM_CASES),
+    )
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for mode, float64 in PROGRAM_MODES:
         cells = []
@@ -100,23 +159,35 @@ def calibration_table() -> str:
     point out); then each out-of-sample published time of a ported kernel, modelled under the defaults."""
     fixtures = _fixtures()
     fit, defaults = fixtures.fit(), cost.Calibration()
-    lines = [f"Least squares (log errors): tensor_efficiency {fit.tensor_efficiency:.3f}, trn1 DMA "
-             f"{fit.trn1_dma_bytes_per_s / 1e9:.1f} GB/s; the defaults: {defaults.tensor_efficiency:.3f}, "
-             f"{cost.TRN1.dma_bytes_per_s / 1e9:.1f} GB/s.", "",
-             "| point | generation | source | measured | published | modelled | error | error left out | bound by |",
-             "|" + "---|" * 9]
+    lines = [
+        f"Least squares (log errors): tensor_efficiency {fit.tensor_efficiency:.3f}, trn1 DMA "
+        f"{fit.trn1_dma_bytes_per_s / 1e9:.1f} GB/s; the defaults: {defaults.tensor_efficiency:.3f}, "
+        f"{cost.TRN1.dma_bytes_per_s / 1e9:.1f} GB/s.",
+        "",
+        "| point | generation | source | measured | published | modelled | error | error left out | bound by |",
+        "|" + "---|" * 9,
+    ]
     for point in fixtures.POINTS:
         e = fixtures.estimate(point, defaults)
-        lines.append(f"| {point.name} | {point.generation} | {point.source} | {point.measured} | "
-                     f"{_ms(point.published_s)} | {_ms(e.seconds)} | {e.seconds / point.published_s - 1:+.1%} | "
-                     f"{fit.left_out[point.name]:+.1%} | {e.bound_by} |")
-    lines += ["", "Out of sample (never fitted):", "",
-              "| point | generation | source | measured | published | modelled | error | bound by |", "|" + "---|" * 8]
+        lines.append(
+            f"| {point.name} | {point.generation} | {point.source} | {point.measured} | "
+            f"{_ms(point.published_s)} | {_ms(e.seconds)} | {e.seconds / point.published_s - 1:+.1%} | "
+            f"{fit.left_out[point.name]:+.1%} | {e.bound_by} |"
+        )
+    lines += [
+        "",
+        "Out of sample (never fitted):",
+        "",
+        "| point | generation | source | measured | published | modelled | error | bound by |",
+        "|" + "---|" * 8,
+    ]
     for point in fixtures.REPORTED:
         e = fixtures.estimate(point, defaults)
-        lines.append(f"| {point.name} | {point.generation} | {point.source} | {point.measured} | "
-                     f"{_ms(point.published_s)} | {_ms(e.seconds)} | {e.seconds / point.published_s - 1:+.1%} | "
-                     f"{e.bound_by} |")
+        lines.append(
+            f"| {point.name} | {point.generation} | {point.source} | {point.measured} | "
+            f"{_ms(point.published_s)} | {_ms(e.seconds)} | {e.seconds / point.published_s - 1:+.1%} | "
+            f"{e.bound_by} |"
+        )
     return "\n".join(lines) + "\n"
 
 

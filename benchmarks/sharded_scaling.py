@@ -49,8 +49,12 @@ def worker(repeats: int, out: str) -> None:
     qmn = td.from_local(xp.asarray(integrals[block]), 0, mesh)
     occ, vir = xp.asarray(c[:, :NOCC]), xp.asarray(c[:, NOCC:])
     eo, ev = xp.asarray(e[:NOCC]), xp.asarray(e[NOCC:])
-    inverse = 1 / (xp.reshape(eo, (-1, 1, 1, 1)) + xp.reshape(eo, (1, 1, -1, 1)) - xp.reshape(ev, (1, -1, 1, 1))
-                   - xp.reshape(ev, (1, 1, 1, -1)))
+    inverse = 1 / (
+        xp.reshape(eo, (-1, 1, 1, 1))
+        + xp.reshape(eo, (1, 1, -1, 1))
+        - xp.reshape(ev, (1, -1, 1, 1))
+        - xp.reshape(ev, (1, 1, 1, -1))
+    )
 
     measured: dict[str, list[float]] = {p: [] for p in PHASES}
     modelled: dict[str, float] = {}
@@ -67,8 +71,7 @@ def worker(repeats: int, out: str) -> None:
             dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
             if rep:  # noqa: B023
                 measured[name].append(float(slowest))
-            modelled[name] = (sum(d.compute_seconds for d in rec.steps)
-                              + sum(m.seconds for m, _, _ in rec.moves))
+            modelled[name] = sum(d.compute_seconds for d in rec.steps) + sum(m.seconds for m, _, _ in rec.moves)
             return result
 
         state["qin"] = phase(PHASES[0], lambda: xp.einsum("Qmn,mi->Qin", qmn, occ))
@@ -78,9 +81,16 @@ def worker(repeats: int, out: str) -> None:
         amplitudes = (2 * iajb - xp.permute_dims(iajb, (0, 3, 2, 1))) * inverse
         energy = phase(PHASES[4], lambda: float(xp.einsum("iajb,iajb->", iajb, amplitudes)))  # noqa: B023
     if dist.get_rank() == 0:
-        pathlib.Path(out).write_text(json.dumps({
-            "ranks": dist.get_world_size(), "energy": energy,
-            "measured_s": {p: statistics.median(v) for p, v in measured.items()}, "modelled_s": modelled}))
+        pathlib.Path(out).write_text(
+            json.dumps(
+                {
+                    "ranks": dist.get_world_size(),
+                    "energy": energy,
+                    "measured_s": {p: statistics.median(v) for p, v in measured.items()},
+                    "modelled_s": modelled,
+                }
+            )
+        )
 
 
 def main() -> None:
@@ -95,25 +105,53 @@ def main() -> None:
     rows = []
     for n in args.ranks:
         out = RESULTS / f".sharded_scaling_{n}.json"
-        subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(n),
-                        __file__, "--repeats", str(args.repeats), "--worker", str(out)], check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc-per-node",
+                str(n),
+                __file__,
+                "--repeats",
+                str(args.repeats),
+                "--worker",
+                str(out),
+            ],
+            check=True,
+            capture_output=True,
+        )
         rows.append(json.loads(out.read_text()))
         out.unlink()
-    record = {"date": time.strftime("%Y-%m-%d %H:%M"), "load_average": os.getloadavg(), "cores": os.cpu_count(),
-              "shape": {"naux": NAUX, "nbasis": NBASIS, "nocc": NOCC}, "runs": rows}
+    record = {
+        "date": time.strftime("%Y-%m-%d %H:%M"),
+        "load_average": os.getloadavg(),
+        "cores": os.cpu_count(),
+        "shape": {"naux": NAUX, "nbasis": NBASIS, "nocc": NOCC},
+        "runs": rows,
+    }
     (RESULTS / "sharded_scaling.json").write_text(json.dumps(record, indent=1) + "\n")
-    lines = [f"DF-MP2 (naux {NAUX}, nbasis {NBASIS}, nocc {NOCC}), float64, gloo ranks on {os.cpu_count()} cores, "
-             f"{record['date']}, load average {record['load_average'][0]:.2f}",
-             "", "| phase | " + " | ".join(f"{r['ranks']} rank(s): measured / modelled ms" for r in rows) + " |",
-             "|---|" + "---:|" * len(rows)]
+    lines = [
+        f"DF-MP2 (naux {NAUX}, nbasis {NBASIS}, nocc {NOCC}), float64, gloo ranks on {os.cpu_count()} cores, "
+        f"{record['date']}, load average {record['load_average'][0]:.2f}",
+        "",
+        "| phase | " + " | ".join(f"{r['ranks']} rank(s): measured / modelled ms" for r in rows) + " |",
+        "|---|" + "---:|" * len(rows),
+    ]
     for p in PHASES:
-        lines.append(f"| {p} | " + " | ".join(f"{r['measured_s'][p] * 1e3:.2f} / {r['modelled_s'][p] * 1e3:.2f}"
-                                               for r in rows) + " |")
+        lines.append(
+            f"| {p} | "
+            + " | ".join(f"{r['measured_s'][p] * 1e3:.2f} / {r['modelled_s'][p] * 1e3:.2f}" for r in rows)
+            + " |"
+        )
     total = [(sum(r["measured_s"].values()), sum(r["modelled_s"].values())) for r in rows]
     lines.append("| total | " + " | ".join(f"{m * 1e3:.2f} / {d * 1e3:.2f}" for m, d in total) + " |")
-    lines.append("| speed-up over 1 rank | " + " | ".join(f"{total[0][0] / m:.2f} / {total[0][1] / d:.2f}"
-                                                         for m, d in total) + " |")
+    lines.append(
+        "| speed-up over 1 rank | "
+        + " | ".join(f"{total[0][0] / m:.2f} / {total[0][1] / d:.2f}" for m, d in total)
+        + " |"
+    )
     (RESULTS / "sharded_scaling.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 

@@ -70,8 +70,11 @@ def main(argv: list[str] | None = None) -> int:
     suite_dir = Path(suite).expanduser().resolve() if suite else DEFAULT_SUITE
     if not (suite_dir / "array_api_tests").is_dir() or not any((suite_dir / "array-api").glob("*")):
         named = f"{ENV_VAR}={suite}" if suite else f"{ENV_VAR} is not set and {suite_dir}"
-        print(f"conformance: {named} is not an array-api-tests checkout with its array-api submodule populated.\n"
-              f"{HOW_TO_GET_THE_SUITE}", file=sys.stderr)
+        print(
+            f"conformance: {named} is not an array-api-tests checkout with its array-api submodule populated.\n"
+            f"{HOW_TO_GET_THE_SUITE}",
+            file=sys.stderr,
+        )
         return 2
 
     results = HERE / "results"
@@ -79,11 +82,22 @@ def main(argv: list[str] | None = None) -> int:
     junit = results / "junit.xml"
     env = {**os.environ, "ARRAY_API_TESTS_MODULE": "trn_backend", "ARRAY_API_TESTS_VERSION": API_VERSION}
     cmd = [
-        sys.executable, "-m", "pytest", "array_api_tests", "-q", "-p", "no:cacheprovider",
+        sys.executable,
+        "-m",
+        "pytest",
+        "array_api_tests",
+        "-q",
+        "-p",
+        "no:cacheprovider",
         # a fixed seed and no timing deadline: the verdict must not depend on the machine's speed or load
-        f"--max-examples={args.max_examples}", f"--hypothesis-seed={args.seed}", "--hypothesis-disable-deadline",
-        f"--skips-file={HERE / 'skips.txt'}", f"--xfails-file={HERE / 'xfails.txt'}",
-        f"--junitxml={junit}", "-o", "junit_family=xunit1",
+        f"--max-examples={args.max_examples}",
+        f"--hypothesis-seed={args.seed}",
+        "--hypothesis-disable-deadline",
+        f"--skips-file={HERE / 'skips.txt'}",
+        f"--xfails-file={HERE / 'xfails.txt'}",
+        f"--junitxml={junit}",
+        "-o",
+        "junit_family=xunit1",
     ]
     if args.workers != "0":
         cmd += ["-n", args.workers]
@@ -108,8 +122,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def _git_head(path: Path) -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=path, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 

@@ -31,8 +31,10 @@ def _check_extras() -> None:
     missing = [name for name in NEEDED if importlib.util.find_spec(name) is None]
     if missing:
         extras = ",".join(sorted({NEEDED[m] for m in missing}))
-        raise SystemExit(f"the demo needs {', '.join(missing)}: pip install -e \".[{extras}]\" "
-                         f"(or run `make demo`, which installs them)")
+        raise SystemExit(
+            f'the demo needs {", ".join(missing)}: pip install -e ".[{extras}]" '
+            f"(or run `make demo`, which installs them)"
+        )
 
 
 if __name__ == "__main__":
@@ -70,8 +72,9 @@ class Stage:
     """A tqdm bar on stderr for one stage (``advance(label)`` before each unit of work) and its wall time."""
 
     def __init__(self, title: str, total: int, enabled: bool) -> None:
-        self.bar = tqdm(total=total, desc=title, unit="step", leave=False, disable=not enabled, file=sys.stderr,
-                        dynamic_ncols=True)
+        self.bar = tqdm(
+            total=total, desc=title, unit="step", leave=False, disable=not enabled, file=sys.stderr, dynamic_ncols=True
+        )
         self.started = False
         self.start = time.perf_counter()
 
@@ -102,14 +105,20 @@ def main(argv: list[str] | None = None) -> Results:
     args = _arguments(argv)
     start = time.perf_counter()
     say = Report()
-    say(f"trn-backend demo on {xp.asarray(np.zeros(1)).device}: torch {torch.__version__} "
-        f"({torch.get_num_threads()} threads), NumPy {np.__version__}")
+    say(
+        f"trn-backend demo on {xp.asarray(np.zeros(1)).device}: torch {torch.__version__} "
+        f"({torch.get_num_threads()} threads), NumPy {np.__version__}"
+    )
     rows, problem = chemistry_stage(args, say)
     numpy_energy, dispatched, dispatched_type = dispatch_stage(problem, args, say)
     timings, per_step = network_stage(args, say)
-    png = figure.write_png(args.png, rows, timings,
-                           f"trn-backend demo: DF-MP2 of {problem.molecule.name}, circuit amplitude "
-                           f"({args.circuit})", per_step)
+    png = figure.write_png(
+        args.png,
+        rows,
+        timings,
+        f"trn-backend demo: DF-MP2 of {problem.molecule.name}, circuit amplitude ({args.circuit})",
+        per_step,
+    )
     text = args.png.with_suffix(".txt")
     say()
     say(f"[4/4] figure: {png}")
@@ -131,18 +140,27 @@ def _circuit(text: str) -> network.Circuit:
 def _arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--molecule", choices=sorted(chemistry.MOLECULES), default="benzene")
-    parser.add_argument("--circuit", type=_circuit, default=network.Circuit(4, 5, 14),
-                        help="qubit grid and cycles, ROWSxCOLSxCYCLES (default 4x5x14)")
+    parser.add_argument(
+        "--circuit",
+        type=_circuit,
+        default=network.Circuit(4, 5, 14),
+        help="qubit grid and cycles, ROWSxCOLSxCYCLES (default 4x5x14)",
+    )
     parser.add_argument("--memory-limit", type=int, default=2**18, help="elements per intermediate (default 2**18)")
     parser.add_argument("--trials", type=int, default=16, help="cotengra HyperOptimizer trials (default 16)")
     parser.add_argument("--repeats", type=int, default=3, help="timed calls per network backend (default 3)")
-    parser.add_argument("--png", type=Path, default=ROOT / "build" / "demo.png",
-                        help="where the figure goes; the report goes next to it as .txt (default build/demo.png)")
+    parser.add_argument(
+        "--png",
+        type=Path,
+        default=ROOT / "build" / "demo.png",
+        help="where the figure goes; the report goes next to it as .txt (default build/demo.png)",
+    )
     parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bars")
     return parser.parse_args(argv)
 
 
 # --- stage 1 ---
+
 
 def chemistry_stage(args: argparse.Namespace, say: Report) -> tuple[list[chemistry.Row], chemistry.Problem]:
     import pyscf
@@ -157,13 +175,19 @@ def chemistry_stage(args: argparse.Namespace, say: Report) -> tuple[list[chemist
     seconds = stage.close()
 
     say()
-    say(f"[1/4] DF-MP2 correlation energy of {molecule.name}, {molecule.basis} with the {molecule.auxbasis} fit "
-        f"({seconds:.1f} s)")
+    say(
+        f"[1/4] DF-MP2 correlation energy of {molecule.name}, {molecule.basis} with the {molecule.auxbasis} fit "
+        f"({seconds:.1f} s)"
+    )
     say(f"      {problem.sizes}")
-    say(f"      PySCF {pyscf.__version__}: RHF {problem.e_hf:.9f} Eh ({problem.seconds['scf']:.1f} s), DF-MP2 "
-        f"{problem.e_reference:.12f} Eh ({problem.seconds['mp2']:.1f} s): the reference, float64")
-    say("      trn_backend: (Q|ia) = sum_mn L_Qmn C_mi C_na and (ia|jb) = sum_Q (Q|ia)(Q|jb) by "
-        "opt_einsum.contract(backend=\"trn\")")
+    say(
+        f"      PySCF {pyscf.__version__}: RHF {problem.e_hf:.9f} Eh ({problem.seconds['scf']:.1f} s), DF-MP2 "
+        f"{problem.e_reference:.12f} Eh ({problem.seconds['mp2']:.1f} s): the reference, float64"
+    )
+    say(
+        "      trn_backend: (Q|ia) = sum_mn L_Qmn C_mi C_na and (ia|jb) = sum_Q (Q|ia)(Q|jb) by "
+        'opt_einsum.contract(backend="trn")'
+    )
     say("      under each setting; E = sum_ijab (ia|jb)[2(ia|jb) - (ib|ja)] / (e_i + e_j - e_a - e_b) in float64")
     say()
     for line in _energy_table(rows):
@@ -181,19 +205,45 @@ def _energy_table(rows: list[chemistry.Row]) -> list[str]:
         return f"- ({mark})"
 
     def accuracy(row: chemistry.Row) -> str:
-        return "1 uEh" if row.meets(chemistry.MICROHARTREE) else (
-            "chemical" if row.meets(chemistry.CHEMICAL_ACCURACY) else "no")
+        return (
+            "1 uEh"
+            if row.meets(chemistry.MICROHARTREE)
+            else ("chemical" if row.meets(chemistry.CHEMICAL_ACCURACY) else "no")
+        )
 
-    header = ("setting", "data", "mode per step", "E_corr (Eh)", "error (uEh)", "time (s)", "trn2 model (ms)",
-              "accuracy")
-    table = [(r.setting.label, str(r.setting.dtype), _modes(r.modes), f"{r.energy:.12f}", f"{r.error * 1e6:.4g}",
-              f"{r.seconds:.3f}", model(r), accuracy(r)) for r in rows]
+    header = (
+        "setting",
+        "data",
+        "mode per step",
+        "E_corr (Eh)",
+        "error (uEh)",
+        "time (s)",
+        "trn2 model (ms)",
+        "accuracy",
+    )
+    table = [
+        (
+            r.setting.label,
+            str(r.setting.dtype),
+            _modes(r.modes),
+            f"{r.energy:.12f}",
+            f"{r.error * 1e6:.4g}",
+            f"{r.seconds:.3f}",
+            model(r),
+            accuracy(r),
+        )
+        for r in rows
+    ]
     widths = [max(len(line[i]) for line in [header, *table]) for i in range(len(header))]
     right = {3, 4, 5}  # numbers
 
     def line(cells) -> str:
-        return "  " + "  ".join(c.rjust(w) if i in right else c.ljust(w)
-                                for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+        return (
+            "  "
+            + "  ".join(
+                c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+            ).rstrip()
+        )
 
     lines = [line(header), *map(line, table)]
     if notes:
@@ -210,8 +260,10 @@ def _modes(modes: tuple[str, ...]) -> str:
 
 def _verdicts(rows: list[chemistry.Row]) -> list[str]:
     def names(chosen) -> str:
-        return ", ".join(f"{r.setting.label}{' (float64)' if str(r.setting.dtype) == 'float64' else ''}"
-                         for r in chosen) or "none"
+        return (
+            ", ".join(f"{r.setting.label}{' (float64)' if str(r.setting.dtype) == 'float64' else ''}" for r in chosen)
+            or "none"
+        )
 
     chem, micro = chemistry.CHEMICAL_ACCURACY, chemistry.MICROHARTREE
     return [
@@ -226,6 +278,7 @@ def _verdicts(rows: list[chemistry.Row]) -> list[str]:
 
 
 # --- stage 2 ---
+
 
 def dispatch_stage(problem: chemistry.Problem, args: argparse.Namespace, say: Report) -> tuple[float, float, type]:
     stage = Stage("[2/4] NumPy dispatch", 2, args.progress)
@@ -243,15 +296,20 @@ def dispatch_stage(problem: chemistry.Problem, args: argparse.Namespace, say: Re
 
     say()
     say("[2/4] NumPy dispatch: chemistry.mp2_energy_numpy, written with np.einsum, np.transpose and np.sum")
-    say(f"      on NumPy float64 arrays   {float(expected):.12f} Eh  {type(expected).__name__:<11}  "
-        f"{numpy_seconds:.2f} s")
-    say(f"      on NeuronArrays (float64) {float(dispatched):.12f} Eh  {type(dispatched).__name__:<11}  "
+    say(
+        f"      on NumPy float64 arrays   {float(expected):.12f} Eh  {type(expected).__name__:<11}  "
+        f"{numpy_seconds:.2f} s"
+    )
+    say(
+        f"      on NeuronArrays (float64) {float(dispatched):.12f} Eh  {type(dispatched).__name__:<11}  "
         f"{dispatched_seconds:.2f} s   difference {abs(float(dispatched) - float(expected)):.1e} Eh, "
-        f"from PySCF {abs(float(dispatched) - problem.e_reference):.1e} Eh")
+        f"from PySCF {abs(float(dispatched) - problem.e_reference):.1e} Eh"
+    )
     return float(expected), float(dispatched), type(dispatched)
 
 
 # --- stage 3 ---
+
 
 def network_stage(args: argparse.Namespace, say: Report) -> tuple[list[network.Timing], str]:
     """The stage's timings, and a line for the figure's caption: trn's time over torch's per contraction step."""
@@ -272,25 +330,35 @@ def network_stage(args: argparse.Namespace, say: Report) -> tuple[list[network.T
     unsliced_flops = _unsliced_flops(tree)
     indices = len(set(net.subscripts) - {",", "-", ">"})
     say()
-    say(f"[3/4] Tensor network: amplitude <x|C|0> of a random circuit, {args.circuit}: {len(net.arrays)} tensors, "
-        f"{indices} indices, {dtype} ({seconds:.1f} s)")
+    say(
+        f"[3/4] Tensor network: amplitude <x|C|0> of a random circuit, {args.circuit}: {len(net.arrays)} tensors, "
+        f"{indices} indices, {dtype} ({seconds:.1f} s)"
+    )
     say(f"      {'path':<44}  {'FLOPs (explain)':>15}  {'largest intermediate':>20}")
     say(f"      {'opt_einsum greedy':<44}  {greedy.flops:>15.3g}  {greedy.largest_intermediate:>20,}")
-    say(f"      {f'cotengra HyperOptimizer, {args.trials} trials ({search_seconds:.1f} s)':<44}  "
-        f"{found.flops:>15.3g}  {found.largest_intermediate:>20,}")
-    say(f"      sliced to memory_limit={args.memory_limit:,} elements: {tree.multiplicity} slices over "
+    say(
+        f"      {f'cotengra HyperOptimizer, {args.trials} trials ({search_seconds:.1f} s)':<44}  "
+        f"{found.flops:>15.3g}  {found.largest_intermediate:>20,}"
+    )
+    say(
+        f"      sliced to memory_limit={args.memory_limit:,} elements: {tree.multiplicity} slices over "
         f"{len(tree.sliced_inds)} indices, largest intermediate {tree.max_size():,}, "
-        f"{tree.total_flops() / unsliced_flops - 1:+.0%} FLOPs")
+        f"{tree.total_flops() / unsliced_flops - 1:+.0%} FLOPs"
+    )
     say(f"      {'backend':<8}  {f'median of {args.repeats} (s)':>16}  {'vs trn':>7}  amplitude")
     trn = timings[0].median
     for t in timings:
         say(f"      {t.backend:<8}  {t.median:>16.3f}  {t.median / trn:>6.2f}x  {t.value:.9g}")
-    say(f"      the three agree: max |difference| / |amplitude| = {network.disagreement(timings):.1e} "
-        f"({dtype} rounding)")
+    say(
+        f"      the three agree: max |difference| / |amplitude| = {network.disagreement(timings):.1e} "
+        f"({dtype} rounding)"
+    )
     steps = (len(net.arrays) - 1) * tree.multiplicity  # binary steps of the tree, in every slice
     torch_seconds = next(t.median for t in timings if t.backend == "torch")
-    per_step = (f"Here trn - torch = {(trn - torch_seconds) * 1e3:+.0f} ms over {steps:,} steps\n"
-                f"({tree.multiplicity} slices): {(trn - torch_seconds) / steps * 1e6:+.1f} us per step.")
+    per_step = (
+        f"Here trn - torch = {(trn - torch_seconds) * 1e3:+.0f} ms over {steps:,} steps\n"
+        f"({tree.multiplicity} slices): {(trn - torch_seconds) / steps * 1e6:+.1f} us per step."
+    )
     say(f"      {per_step.replace(chr(10), ' ')}")
     return timings, per_step
 

@@ -38,18 +38,27 @@ def molecule() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 def denominators(e_occ: object, e_vir: object) -> object:
     """1 / (e_i + e_j - e_a - e_b), indexed [i, a, j, b]."""
-    return 1 / (xp.reshape(e_occ, (-1, 1, 1, 1)) + xp.reshape(e_occ, (1, 1, -1, 1))
-                - xp.reshape(e_vir, (1, -1, 1, 1)) - xp.reshape(e_vir, (1, 1, 1, -1)))
+    return 1 / (
+        xp.reshape(e_occ, (-1, 1, 1, 1))
+        + xp.reshape(e_occ, (1, 1, -1, 1))
+        - xp.reshape(e_vir, (1, -1, 1, 1))
+        - xp.reshape(e_vir, (1, 1, 1, -1))
+    )
 
 
-def unsharded(integrals: np.ndarray, c_occ: np.ndarray, c_vir: np.ndarray, energies: np.ndarray
-              ) -> tuple[np.ndarray, float]:
+def unsharded(
+    integrals: np.ndarray, c_occ: np.ndarray, c_vir: np.ndarray, energies: np.ndarray
+) -> tuple[np.ndarray, float]:
     """(Q|ia) and E_MP2 with NumPy alone: the reference."""
     qia = np.einsum("Qmn,mi,na->Qia", integrals, c_occ, c_vir)
     iajb = np.einsum("Qia,Qjb->iajb", qia, qia)
     e_occ, e_vir = energies[:NOCC], energies[NOCC:]
-    d = (e_occ[:, None, None, None] + e_occ[None, None, :, None]
-         - e_vir[None, :, None, None] - e_vir[None, None, None, :])
+    d = (
+        e_occ[:, None, None, None]
+        + e_occ[None, None, :, None]
+        - e_vir[None, :, None, None]
+        - e_vir[None, None, None, :]
+    )
     return qia, float(np.sum(iajb * (2 * iajb - iajb.transpose(0, 3, 2, 1)) / d))
 
 
@@ -103,9 +112,11 @@ def main() -> None:
                 print(f"{name}: {placements}")
                 for r, rows in enumerate(everyone):
                     print(f"  rank {r}: modelled {rows[k][2]} counted {rows[k][3]}")
-        print(f"{'match' if ok else 'MISMATCH'}: (Q|ia) max |sharded - unsharded| = {difference:.1e}, "
-              f"E_MP2 = {e_mp2:.12f} (unsharded {expected_e:.12f}), modelled bytes "
-              f"{'equal' if predicted else 'differ from'} counted")
+        print(
+            f"{'match' if ok else 'MISMATCH'}: (Q|ia) max |sharded - unsharded| = {difference:.1e}, "
+            f"E_MP2 = {e_mp2:.12f} (unsharded {expected_e:.12f}), modelled bytes "
+            f"{'equal' if predicted else 'differ from'} counted"
+        )
     if not ok:
         raise SystemExit(1)
 

@@ -37,8 +37,18 @@ from . import config as _config
 from . import dtypes as _dtypes
 from . import reference
 
-__all__ = ["matmul", "bmm", "mul", "CALLS", "count_calls", "first_calls", "reference", "implementation",
-           "NKI_MODES", "NEURON_DEVICE_TYPES"]
+__all__ = [
+    "matmul",
+    "bmm",
+    "mul",
+    "CALLS",
+    "count_calls",
+    "first_calls",
+    "reference",
+    "implementation",
+    "NKI_MODES",
+    "NEURON_DEVICE_TYPES",
+]
 
 NKI_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")  # the modes with an NKI kernel
 # torch-neuronx's device types (native TorchNeuron, PyTorch/XLA); trn_backend._device.NEURON_TYPES is this tuple
@@ -69,9 +79,16 @@ def _implementation(mode: str):
         raise ValueError(f"unknown kernel mode {mode!r}; known: {', '.join(reference.MODES)}") from None
 
 
-def implementation(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
-                   bmkn: tuple[int, int, int, int], params: dict[str, Any] | None = None,
-                   compiled: bool | None = None, preview: bool = False) -> str:
+def implementation(
+    kernel: str,
+    mode: str,
+    dtype: torch.dtype,
+    device: torch.device,
+    bmkn: tuple[int, int, int, int],
+    params: dict[str, Any] | None = None,
+    compiled: bool | None = None,
+    preview: bool = False,
+) -> str:
     """What runs a ``kernel`` step (matmul, bmm, mul) of sizes (B, M, K, N): ``nki.matmul[fast]`` or
     ``torch.matmul``; ``mul`` is always ``torch.mul``. ``compiled``: whether the step's signature has made its
     first call (None: as this process has it; True: the routing once it has). ``preview``: route a Neuron device
@@ -81,9 +98,16 @@ def implementation(kernel: str, mode: str, dtype: torch.dtype, device: torch.dev
     return _nki_route(kernel, mode, dtype, device, bmkn, params or {}, compiled, preview) or f"torch.{kernel}"
 
 
-def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
-               bmkn: tuple[int, int, int, int], params: dict[str, Any], compiled: bool | None = None,
-               preview: bool = False) -> str | None:
+def _nki_route(
+    kernel: str,
+    mode: str,
+    dtype: torch.dtype,
+    device: torch.device,
+    bmkn: tuple[int, int, int, int],
+    params: dict[str, Any],
+    compiled: bool | None = None,
+    preview: bool = False,
+) -> str | None:
     """The NKI kernel's name when the routing rule sends this step to it (see the module docstring)."""
     setting = _config.config
     dtypes = (torch.float32,) if mode == "native" else (torch.float32, torch.float64)
@@ -109,8 +133,9 @@ def _nki_route(kernel: str, mode: str, dtype: torch.dtype, device: torch.device,
     if 2 * b * m * k * n < cost.default_min_flops(mode):
         return None
     if not (compiled if compiled is not None else (kernel, mode, dtype, bmkn) in _CALLED):
-        estimate = cost.modelled(kernel, cost.runs_as(mode), bmkn, float64=dtype is torch.float64,
-                                 slices=params.get("slices"))
+        estimate = cost.modelled(
+            kernel, cost.runs_as(mode), bmkn, float64=dtype is torch.float64, slices=params.get("slices")
+        )
         if estimate.seconds < estimate.compile_seconds:
             return None
     return nki.name(kernel, mode)
@@ -134,8 +159,9 @@ def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[
     # only a Neuron device, or the CPU model, can route to NKI: the common call (CPU, GPU) stops at is_cpu or
     # is_cuda, without building a torch.device (this runs once per step of a network)
     # (config's slot read directly: its property is a Python call on every step)
-    if (_config.config._nki == "model" if a.is_cpu else not a.is_cuda and a.device.type in NEURON_DEVICE_TYPES) \
-            and a.dtype is b.dtype:
+    if (
+        _config.config._nki == "model" if a.is_cpu else not a.is_cuda and a.device.type in NEURON_DEVICE_TYPES
+    ) and a.dtype is b.dtype:
         bmkn = (a.shape[0] if kernel == "bmm" else 1, a.shape[-2], a.shape[-1], b.shape[-1])
         routed = _nki_route(kernel, mode, a.dtype, a.device, bmkn, params)
         _CALLED.add((kernel, mode, a.dtype, bmkn))

@@ -63,6 +63,7 @@ def rounded(pre: float, dtype: torch.dtype, work_unit: float) -> float:
 
 # --- the bf16 split modes (fast, sr, dd, bf16x6) ---
 
+
 def split_pre(words: int, dtype: torch.dtype, K: int, chunk: int | None = None, group: int = 1) -> float:
     """The fp32 engine result of a ``words``-word bf16 split: representation error of the kept word products,
     plus the fp32 accumulation (of all K at once, or per ``chunk`` of K with ``group`` chunk sums added in fp32
@@ -128,6 +129,7 @@ def magnitude_pass_growth(k: int) -> float:
 
 # --- ozaki ---
 
+
 def _ozaki_truncation(slices: int) -> float:
     """Digit truncation plus the dropped digit pairs (i + j > slices + 1), in units of K 2**e_i 2**f_j."""
     t = 2.0 ** (-SLICE_BITS * slices)
@@ -155,6 +157,7 @@ def ozaki_default_slices(dtype: torch.dtype) -> int:
 
 
 # --- each mode's bound on a real dtype: bound(dtype, K, **params), K >= 1 ---
+
 
 def native_bound(dtype: torch.dtype, K: int) -> float | None:
     # bf16/fp16 accumulation is the device's own business: no bound is published for it
@@ -191,6 +194,7 @@ def fp64_bound(dtype: torch.dtype, K: int) -> float:
 
 
 # --- complex operands, reduced-precision GEMMs, partial sums, whole expressions ---
+
 
 def complex_native(real: torch.dtype, K: int) -> float:
     """native on complex operands of real dtype ``real``: Higham's complex inner product bound."""
@@ -292,6 +296,9 @@ def cast_bound(source: torch.dtype, target: torch.dtype) -> float | None:
         largest = max(-info.min, info.max)
         fits = largest <= 2 ** bits(t) and largest <= torch.finfo(t).max
         return 0.0 if fits else unit(t)
-    wider = bits(t) >= bits(s) and torch.finfo(t).max >= torch.finfo(s).max and \
-        torch.finfo(t).smallest_normal <= torch.finfo(s).smallest_normal
+    wider = (
+        bits(t) >= bits(s)
+        and torch.finfo(t).max >= torch.finfo(s).max
+        and torch.finfo(t).smallest_normal <= torch.finfo(s).smallest_normal
+    )
     return 0.0 if wider else unit(t)

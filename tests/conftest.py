@@ -34,12 +34,13 @@ def reaches_private_names(path: Path) -> bool:
     ``from trn_backend._x import y``, ``import trn_backend._x``)."""
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("trn_backend"):
-            if any(part.startswith("_") for part in node.module.split(".")) or \
-                    any(alias.name.startswith("_") for alias in node.names):
+            if any(part.startswith("_") for part in node.module.split(".")) or any(
+                alias.name.startswith("_") for alias in node.names
+            ):
                 return True
         elif isinstance(node, ast.Import) and any(
-                a.name.startswith("trn_backend") and any(p.startswith("_") for p in a.name.split("."))
-                for a in node.names):
+            a.name.startswith("trn_backend") and any(p.startswith("_") for p in a.name.split(".")) for a in node.names
+        ):
             return True
     return False
 

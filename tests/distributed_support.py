@@ -80,8 +80,9 @@ def gloo(world_size: int, body: Callable[[int], None], store_path: str, timeout:
     after 30 s, so a lost rank fails the others fast); a failing rank's traceback is raised here."""
     import torch.multiprocessing as mp
 
-    context = mp.start_processes(_gloo_rank, args=(world_size, body, store_path), nprocs=world_size,
-                                 join=False, start_method="spawn")
+    context = mp.start_processes(
+        _gloo_rank, args=(world_size, body, store_path), nprocs=world_size, join=False, start_method="spawn"
+    )
     deadline = time.monotonic() + timeout
     while not context.join(timeout=max(0.1, deadline - time.monotonic())):
         if time.monotonic() > deadline:
@@ -92,8 +93,9 @@ def gloo(world_size: int, body: Callable[[int], None], store_path: str, timeout:
 
 def _gloo_rank(rank: int, world_size: int, body: Callable[[int], None], store_path: str) -> None:
     store = dist.FileStore(store_path, world_size)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=world_size,
-                            timeout=datetime.timedelta(seconds=30))
+    dist.init_process_group(
+        "gloo", store=store, rank=rank, world_size=world_size, timeout=datetime.timedelta(seconds=30)
+    )
     try:
         body(rank)
     except BaseException:

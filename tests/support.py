@@ -15,8 +15,21 @@ from hypothesis.extra import numpy as hnp
 
 import trn_backend as xp
 
-DTYPE_NAMES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-               "float32", "float64", "complex64", "complex128")
+DTYPE_NAMES = (
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
 INT_NAMES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 FLOAT_NAMES = ("float32", "float64")
 COMPLEX_NAMES = ("complex64", "complex128")
@@ -73,9 +86,18 @@ def _for(tolerance: Tolerance, dtype: np.dtype) -> float | None:
     return tolerance.get(dtype.name) if isinstance(tolerance, Mapping) else tolerance
 
 
-def assert_same(actual: xp.NeuronArray, expected: object, *, dtype: str | None = None, ulps: float | None = None,
-                rtol: Tolerance = None, atol: Tolerance = 0.0, scaled: bool = False, nan_parts: bool = True,
-                what: str = "result") -> None:
+def assert_same(
+    actual: xp.NeuronArray,
+    expected: object,
+    *,
+    dtype: str | None = None,
+    ulps: float | None = None,
+    rtol: Tolerance = None,
+    atol: Tolerance = 0.0,
+    scaled: bool = False,
+    nan_parts: bool = True,
+    what: str = "result",
+) -> None:
     """The one comparison of a NeuronArray result with NumPy's answer (or with a reference in a wider dtype). Its
     tolerance policy:
 
@@ -96,13 +118,31 @@ def assert_same(actual: xp.NeuronArray, expected: object, *, dtype: str | None =
       (``nan_parts=False``: a complex NaN counts as one, as in the exact comparison).
     """
     assert isinstance(actual, xp.NeuronArray), f"{what}: {type(actual).__name__} where a NeuronArray was expected"
-    assert_same_array(_host(actual), expected, dtype=dtype, ulps=ulps, rtol=rtol, atol=atol, scaled=scaled,
-                      nan_parts=nan_parts, what=what)
+    assert_same_array(
+        _host(actual),
+        expected,
+        dtype=dtype,
+        ulps=ulps,
+        rtol=rtol,
+        atol=atol,
+        scaled=scaled,
+        nan_parts=nan_parts,
+        what=what,
+    )
 
 
-def assert_same_array(got: np.ndarray, expected: object, *, dtype: str | None = None, ulps: float | None = None,
-                      rtol: Tolerance = None, atol: Tolerance = 0.0, scaled: bool = False, nan_parts: bool = True,
-                      what: str = "result") -> None:
+def assert_same_array(
+    got: np.ndarray,
+    expected: object,
+    *,
+    dtype: str | None = None,
+    ulps: float | None = None,
+    rtol: Tolerance = None,
+    atol: Tolerance = 0.0,
+    scaled: bool = False,
+    nan_parts: bool = True,
+    what: str = "result",
+) -> None:
     """assert_same's policy for a result that is an ndarray by design (a NeuronArray's base on the host, a
     library's NumPy path, a sharded array gathered): the same checks, without the NeuronArray one."""
     got, expected = np.asarray(got), np.asarray(expected)
@@ -129,7 +169,7 @@ def assert_same_array(got: np.ndarray, expected: object, *, dtype: str | None = 
         if not nan_parts:  # a complex NaN on both sides is the same value, whichever parts are NaN
             both = np.isnan(g) & np.isnan(e)
             g, e = np.where(both, np.nan, g), np.where(both, np.nan, e)
-    for part in ((np.real, np.imag) if g.dtype.kind == "c" else (np.asarray,)):
+    for part in (np.real, np.imag) if g.dtype.kind == "c" else (np.asarray,):
         pg, pe = part(g), part(e)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf where both are the same infinity
             difference = np.abs(pg - pe)
@@ -139,7 +179,8 @@ def assert_same_array(got: np.ndarray, expected: object, *, dtype: str | None = 
                 f"{what}: {int((~ok).sum())} of {ok.size} values differ beyond atol={atol:g}"
                 f"{f' x {scale:g}' if scaled else ''} + rtol={rtol:g} |expected| (the largest difference "
                 f"{float(np.max(np.where(ok, 0.0, np.nan_to_num(difference, nan=np.inf)))):g})\n"
-                f" got {got}\nwant {expected}")
+                f" got {got}\nwant {expected}"
+            )
 
 
 def assert_same_results(ours: object, theirs: object, **tolerance: Any) -> None:
@@ -168,11 +209,12 @@ def einsum_structures(draw, labels: str, max_operands: int = 4) -> tuple[list[st
     for _ in range(n):
         term = "".join(draw(st.lists(st.sampled_from(labels), min_size=0, max_size=3)))
         # a label that occurs once in an operand may be a size-1 dimension broadcast against the others
-        shapes.append(tuple(1 if term.count(c) == 1 and draw(st.booleans()) and draw(st.booleans()) else sizes[c]
-                            for c in term))
+        shapes.append(
+            tuple(1 if term.count(c) == 1 and draw(st.booleans()) and draw(st.booleans()) else sizes[c] for c in term)
+        )
         terms.append(term)
     present = sorted(set("".join(terms)))
-    output = "".join(draw(st.permutations(present))[:draw(st.integers(0, len(present)))])
+    output = "".join(draw(st.permutations(present))[: draw(st.integers(0, len(present)))])
     return terms, shapes, output
 
 

@@ -49,11 +49,13 @@ def wrap(t: torch.Tensor) -> NeuronArray:
 def holdable(tensor: torch.Tensor, who: str) -> torch.Tensor:
     """``tensor`` where a NeuronArray can hold it, else a TypeError that names ``who`` (the caller)."""
     if not isinstance(tensor, torch.Tensor):
-        raise TypeError(f"{who} wraps a torch.Tensor, got {type(tensor).__name__}; "
-                        "use trn_backend.asarray for other inputs")
+        raise TypeError(
+            f"{who} wraps a torch.Tensor, got {type(tensor).__name__}; use trn_backend.asarray for other inputs"
+        )
     if tensor.dtype not in _dtypes.ALL:
-        raise TypeError(f"{who} does not support torch dtype {tensor.dtype}; "
-                        f"supported: {', '.join(_dtypes.NAMES.values())}")
+        raise TypeError(
+            f"{who} does not support torch dtype {tensor.dtype}; supported: {', '.join(_dtypes.NAMES.values())}"
+        )
     return tensor
 
 
@@ -112,8 +114,10 @@ class NeuronArray(NdarrayMethods):
     @property
     def T(self) -> NeuronArray:
         if self._t.dim() != 2:
-            raise ValueError(f"x.T needs a 2-dimensional array, got {self._t.dim()} dimensions; use x.mT for "
-                             "stacks of matrices or permute_dims for other orders")
+            raise ValueError(
+                f"x.T needs a 2-dimensional array, got {self._t.dim()} dimensions; use x.mT for "
+                "stacks of matrices or permute_dims for other orders"
+            )
         return wrap(self._t.t())
 
     @property
@@ -145,8 +149,10 @@ class NeuronArray(NdarrayMethods):
     @imag.setter
     def imag(self, value: Any) -> None:
         if self._t.dtype not in _dtypes.COMPLEX_FLOAT:
-            raise TypeError(f"x.imag = value: x of dtype {_dtypes.name(self._t.dtype)} has no imaginary part to "
-                            "set (as in NumPy); convert x to a complex dtype first")
+            raise TypeError(
+                f"x.imag = value: x of dtype {_dtypes.name(self._t.dtype)} has no imaginary part to "
+                "set (as in NumPy); convert x to a complex dtype first"
+            )
         self.imag[...] = value
 
     def _part(self, which: str) -> NeuronArray:
@@ -221,8 +227,10 @@ class NeuronArray(NdarrayMethods):
         else a contiguous last axis whose byte length the new item size divides); no argument: a new array
         object over the same memory. Never a copy: what cannot be viewed raises."""
         if type is not None or (isinstance(dtype, _TYPE) and issubclass(dtype, np.ndarray)):
-            raise TypeError("x.view(type=...): NeuronArray has no ndarray subclasses to view as; "
-                            "use np.asarray(x).view(...) for NumPy's")
+            raise TypeError(
+                "x.view(type=...): NeuronArray has no ndarray subclasses to view as; "
+                "use np.asarray(x).view(...) for NumPy's"
+            )
         if dtype is None:
             return self[...]
         return self._viewed(_dtypes.to_dtype(dtype, "x.view() dtype"))
@@ -233,12 +241,13 @@ class NeuronArray(NdarrayMethods):
         what = f"x.view({_dtypes.name(target)}) of a {_dtypes.name(t.dtype)} array of shape {tuple(t.shape)}"
         if old != new:
             if t.dim() == 0:
-                raise ValueError(f"{what}: a 0-d array cannot change its item size ({old} -> {new} bytes), as "
-                                 "in NumPy")
+                raise ValueError(f"{what}: a 0-d array cannot change its item size ({old} -> {new} bytes), as in NumPy")
             if t.stride(-1) != 1 and t.shape[-1] != 1 or t.shape[-1] * old % new:
-                raise ValueError(f"{what}: a new item size ({old} -> {new} bytes) needs a contiguous last axis "
-                                 f"whose {t.shape[-1] * old} bytes are a multiple of {new} (strides "
-                                 f"{self.strides}), as in NumPy")
+                raise ValueError(
+                    f"{what}: a new item size ({old} -> {new} bytes) needs a contiguous last axis "
+                    f"whose {t.shape[-1] * old} bytes are a multiple of {new} (strides "
+                    f"{self.strides}), as in NumPy"
+                )
         try:
             # torch's dtype view of an inference tensor is not one: a read-only x gives a read-only view
             v = t.view(target)
@@ -259,12 +268,20 @@ class NeuronArray(NdarrayMethods):
     # --- protocols ---
     def __array_namespace__(self, /, *, api_version: str | None = None):
         if api_version is not None and api_version not in SUPPORTED_API_VERSIONS:
-            raise ValueError(f"unsupported array API version {api_version!r}; "
-                             f"supported: {', '.join(SUPPORTED_API_VERSIONS)}")
+            raise ValueError(
+                f"unsupported array API version {api_version!r}; supported: {', '.join(SUPPORTED_API_VERSIONS)}"
+            )
         return PROTOCOLS["namespace"]
 
-    def __dlpack__(self, /, *, stream: Any = None, max_version: tuple[int, int] | None = None,
-                   dl_device: tuple[enum.Enum, int] | None = None, copy: bool | None = None) -> Any:
+    def __dlpack__(
+        self,
+        /,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[enum.Enum, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
         """DLPack export, by torch. A read-only x exports DLPack 1.0's read-only flag where the consumer asks
         for DLPack 1.0 or later (``max_version``); an older consumer cannot be told, so it gets a copy, which
         ``copy=False`` refuses (BufferError). A lazy conjugate (torch's ``conj()`` view) exports its values, a
@@ -275,16 +292,20 @@ class NeuronArray(NdarrayMethods):
         t = self._t.detach()
         if t.is_conj() or t.is_neg():
             if copy is False:
-                raise BufferError("__dlpack__(copy=False): x is a lazy conjugate view (torch's conj()), whose "
-                                  "values DLPack cannot describe without a copy; export with copy=None or True")
+                raise BufferError(
+                    "__dlpack__(copy=False): x is a lazy conjugate view (torch's conj()), whose "
+                    "values DLPack cannot describe without a copy; export with copy=None or True"
+                )
             return t.resolve_conj().resolve_neg().__dlpack__(**kwargs)
         if not t.is_inference() or copy:  # writeable, or a copy the consumer may write
             return t.__dlpack__(**kwargs)
         if max_version is None or tuple(max_version) < (1, 0):
             if copy is False:
-                raise BufferError("__dlpack__(copy=False): x is read-only, and a consumer of a DLPack version "
-                                  f"before 1.0 (max_version={max_version}) cannot be told so; ask for DLPack 1.0 "
-                                  "(max_version=(1, 0)) or allow a copy (copy=None)")
+                raise BufferError(
+                    "__dlpack__(copy=False): x is read-only, and a consumer of a DLPack version "
+                    f"before 1.0 (max_version={max_version}) cannot be told so; ask for DLPack 1.0 "
+                    "(max_version=(1, 0)) or allow a copy (copy=None)"
+                )
             kwargs["copy"] = True
             return t.__dlpack__(**kwargs)
         return _read_only_capsule(t.__dlpack__(**kwargs))
@@ -299,8 +320,9 @@ class NeuronArray(NdarrayMethods):
         shared = True  # whether the ndarray is x's memory (then read-only where x is)
         if t.device.type != "cpu":
             if copy is False:
-                raise ValueError(f"np.asarray(x, copy=False): x lives on {t.device}; converting it to NumPy "
-                                 "copies it to the host")
+                raise ValueError(
+                    f"np.asarray(x, copy=False): x lives on {t.device}; converting it to NumPy copies it to the host"
+                )
             t, shared = t.cpu(), False
         elif t.is_conj() or t.is_neg():
             # torch's lazy conjugate/negative views have no NumPy equivalent: they must be materialized. Unless
@@ -311,14 +333,14 @@ class NeuronArray(NdarrayMethods):
         elif copy:
             t, shared = t.clone(), False
         # torch's numpy() lacks bfloat16: share the bits as ml_dtypes' bfloat16
-        out = t.view(torch.uint16).numpy().view(_dtypes.PUBLIC[t.dtype]) if t.dtype is _dtypes.bfloat16 \
-            else t.numpy()
+        out = t.view(torch.uint16).numpy().view(_dtypes.PUBLIC[t.dtype]) if t.dtype is _dtypes.bfloat16 else t.numpy()
         if shared and (t.is_inference() or self._t.is_conj() or self._t.is_neg()):
             out.flags.writeable = False  # NumPy refuses writes into a read-only x's memory, as x does
         if dtype is not None and np.dtype(dtype) != out.dtype:
             if copy is False:
-                raise ValueError(f"np.asarray(x, dtype={np.dtype(dtype)}, copy=False) needs a copy to convert "
-                                 f"from {out.dtype}")
+                raise ValueError(
+                    f"np.asarray(x, dtype={np.dtype(dtype)}, copy=False) needs a copy to convert from {out.dtype}"
+                )
             out = out.astype(dtype)
         return out
 
@@ -345,8 +367,10 @@ class NeuronArray(NdarrayMethods):
             raise TypeError(f"{kind}() needs an array with exactly one element, got shape {self.shape}")
         if self._t.dim() and kind in _ZERO_D_CONVERSIONS:
             # NumPy 2 and the standard convert only 0-d arrays to numbers (x.item() and bool() take any size-1 array)
-            raise TypeError(f"{kind}() needs a 0-dimensional array, got shape {self.shape}: only 0-d arrays convert "
-                            "to Python scalars (as in NumPy); use x.item() or x.reshape(())")
+            raise TypeError(
+                f"{kind}() needs a 0-dimensional array, got shape {self.shape}: only 0-d arrays convert "
+                "to Python scalars (as in NumPy); use x.item() or x.reshape(())"
+            )
         if self._t.dtype in _dtypes.COMPUTE:
             return _unsigned_item(self._t)
         return self._t.item()
@@ -362,8 +386,10 @@ class NeuronArray(NdarrayMethods):
 
     def __bool__(self) -> bool:
         if self._t.numel() != 1:  # NumPy's ValueError (an ambiguous truth value), for an empty array too
-            raise ValueError(f"bool() of an array of shape {self.shape} is ambiguous: it needs exactly one element; "
-                             "use xp.any(x) or xp.all(x)")
+            raise ValueError(
+                f"bool() of an array of shape {self.shape} is ambiguous: it needs exactly one element; "
+                "use xp.any(x) or xp.all(x)"
+            )
         return builtin_bool(self._scalar("bool"))
 
     def __int__(self) -> int:
@@ -409,8 +435,10 @@ class NeuronArray(NdarrayMethods):
         if self._t.dim() == 0:
             return format(self._scalar("format"), spec)
         if spec:
-            raise TypeError(f"unsupported format string {spec!r} for a NeuronArray of shape {self.shape}; only "
-                            "0-d arrays take a format spec")
+            raise TypeError(
+                f"unsupported format string {spec!r} for a NeuronArray of shape {self.shape}; only "
+                "0-d arrays take a format spec"
+            )
         return str(self)
 
     def __str__(self) -> str:
@@ -433,8 +461,12 @@ class NeuronArray(NdarrayMethods):
         kind = type(key)
         if kind is slice:
             step = key.step
-            if (step is None or type(step) is int and step > 0) and type(key.start) in _INT_OR_NONE and \
-                    type(key.stop) in _INT_OR_NONE and type(t) is _TENSOR:
+            if (
+                (step is None or type(step) is int and step > 0)
+                and type(key.start) in _INT_OR_NONE
+                and type(key.stop) in _INT_OR_NONE
+                and type(t) is _TENSOR
+            ):
                 view = _new(NeuronArray)
                 view._t = t[key]  # a view, never one element
                 return view
@@ -725,13 +757,21 @@ class NeuronArray(NdarrayMethods):
             # an inference (read-only) tensor has no version counter; the memory may still change through a
             # writeable array over it, so its token is not reused: id() of this call's tensor
             version = ("inference", id(t)) if t.is_inference() else t._version
-            return ("trn_backend.NeuronArray", str(t.device), t.data_ptr(), tuple(t.shape), t.stride(),
-                    str(t.dtype), version)
+            return (
+                "trn_backend.NeuronArray",
+                str(t.device),
+                t.data_ptr(),
+                tuple(t.shape),
+                t.stride(),
+                str(t.dtype),
+                version,
+            )
         from dask.base import normalize_token  # only dask calls this
 
         host = np.asarray(self)
         host = host if host.flags.c_contiguous else host.copy(order="C")
         return "trn_backend.NeuronArray", str(t.device), normalize_token(host)
+
 
 builtin_bool = bool
 
@@ -746,11 +786,13 @@ def _check_writable(t: torch.Tensor, operation: str) -> None:
 
 def read_only_message(operation: str, what: str = "x") -> str:
     """NumPy's words for a write into a read-only array, with the operation and the reasons it can be so."""
-    return (f"{operation}: assignment destination is read-only ({what}.flags.writeable is False: {what} is a "
-            "read-only view such as np.broadcast_to's or np.diagonal's result, the .imag of a real array, a view "
-            "of a read-only array or one made read-only by x.flags.writeable = False, or the copy that a function "
-            "which cannot view it gives of a view with negative steps (x[::-1]); write into a copy instead: "
-            "xp.asarray(x, copy=True))")
+    return (
+        f"{operation}: assignment destination is read-only ({what}.flags.writeable is False: {what} is a "
+        "read-only view such as np.broadcast_to's or np.diagonal's result, the .imag of a real array, a view "
+        "of a read-only array or one made read-only by x.flags.writeable = False, or the copy that a function "
+        "which cannot view it gives of a view with negative steps (x[::-1]); write into a copy instead: "
+        "xp.asarray(x, copy=True))"
+    )
 
 
 _READ_ONLY = 1  # DLPack 1.0: DLPACK_FLAG_BITMASK_READ_ONLY in DLManagedTensorVersioned.flags
@@ -779,8 +821,9 @@ def _read_only_capsule(capsule: Any) -> Any:
 
     name, address = capsule_pointer(capsule)
     if name != "dltensor_versioned":
-        raise BufferError("__dlpack__: x is read-only and torch exported a DLPack capsule without flags; export "
-                          "a copy (copy=True)")
+        raise BufferError(
+            "__dlpack__: x is read-only and torch exported a DLPack capsule without flags; export a copy (copy=True)"
+        )
     flags = ctypes.c_uint64.from_address(address + 24)
     flags.value |= _READ_ONLY
     return capsule
@@ -793,7 +836,6 @@ _ZERO_D_CONVERSIONS = frozenset({"int", "float", "complex", "index", "round"})
 def _unsigned_item(t: torch.Tensor) -> int:
     v = int(_dtypes.compute(t).item())
     return v + 2**64 if v < 0 and t.dtype is _dtypes.uint64 else v
-
 
 
 def _retyped(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -824,8 +866,10 @@ def _foreign(fname: str, other: Any) -> Any:
     which would leave Python's bare "unsupported operand" (or, for ==, a silent False): a TypeError saying what
     to write instead."""
     if isinstance(other, torch.Tensor):
-        raise TypeError(f"{fname}: a NeuronArray does not combine with a torch.Tensor; wrap the tensor first with "
-                        "trn_backend.asarray(t), which shares its memory (no copy)")
+        raise TypeError(
+            f"{fname}: a NeuronArray does not combine with a torch.Tensor; wrap the tensor first with "
+            "trn_backend.asarray(t), which shares its memory (no copy)"
+        )
     return NotImplemented
 
 
@@ -839,8 +883,11 @@ def _inplace(x: NeuronArray, other: Any, fname: str) -> NeuronArray:
         if x._t.is_inference():
             raise ValueError(read_only_message(f"in-place {fname}"))
         fast = _INPLACE_FAST.get(fname)
-        if fast is not None and fast[0] is getattr(func, "__wrapped__", func) and not (
-                OVERRIDES and handler((x, other), {})):
+        if (
+            fast is not None
+            and fast[0] is getattr(func, "__wrapped__", func)
+            and not (OVERRIDES and handler((x, other), {}))
+        ):
             try:
                 if fast[1](x._t, other):
                     return x
@@ -864,8 +911,10 @@ def _inplace(x: NeuronArray, other: Any, fname: str) -> NeuronArray:
         _check_stored(r.dtype, dtype, fname)
         r = _dtypes.cast(r, dtype)
     if result.shape != x.shape:
-        raise ValueError(f"in-place {fname} would change the shape of x from {x.shape} to "
-                         f"{result.shape}; in-place operands must broadcast to x's shape")
+        raise ValueError(
+            f"in-place {fname} would change the shape of x from {x.shape} to "
+            f"{result.shape}; in-place operands must broadcast to x's shape"
+        )
     x._write(r, f"in-place {fname}")
     return x
 
@@ -873,11 +922,14 @@ def _inplace(x: NeuronArray, other: Any, fname: str) -> NeuronArray:
 def _check_stored(result: torch.dtype, dtype: torch.dtype, fname: str) -> None:
     """TypeError unless x of ``dtype`` may store an in-place result of dtype ``result`` (NumPy's same_kind)."""
     if result is not dtype and not _dtypes.same_kind(result, dtype):
-        raise TypeError(f"in-place {fname}: the {_dtypes.name(result)} result cannot be stored in x of dtype "
-                        f"{_dtypes.name(dtype)} under NumPy's same_kind casting; use x = {fname}(x, y) instead")
+        raise TypeError(
+            f"in-place {fname}: the {_dtypes.name(result)} result cannot be stored in x of dtype "
+            f"{_dtypes.name(dtype)} under NumPy's same_kind casting; use x = {fname}(x, y) instead"
+        )
 
 
 # --- views with negative steps ---
+
 
 class _ReversedView(NeuronArray):
     """NumPy's view with negative strides (``x[::-1]``), which torch lacks: ``_base``, a view of x's memory with
@@ -952,28 +1004,32 @@ class _ReversedView(NeuronArray):
         return tuple(-s * size if d in self._dims else s * size for d, s in enumerate(self._base.stride()))
 
     def _viewed(self, target: torch.dtype) -> NeuronArray:
-        if self._base.element_size() != torch.empty((), dtype=target).element_size() and \
-                self._base.dim() - 1 in self._dims:
-            raise ValueError(f"x.view({_dtypes.name(target)}): a new item size needs a contiguous last axis, and "
-                             "x's runs backwards (a negative step), as in NumPy")
+        if (
+            self._base.element_size() != torch.empty((), dtype=target).element_size()
+            and self._base.dim() - 1 in self._dims
+        ):
+            raise ValueError(
+                f"x.view({_dtypes.name(target)}): a new item size needs a contiguous last axis, and "
+                "x's runs backwards (a negative step), as in NumPy"
+            )
         return _reversed(wrap(self._base)._viewed(target)._t, self._dims)
 
     def to_torch(self) -> torch.Tensor:
-        raise ValueError("x.to_torch() of a view with negative steps (x[::-1]): torch has no negative strides, "
-                         "so no tensor shares this view's memory; take a copy, xp.asarray(x, copy=True).to_torch(), "
-                         "or the tensor of the array it views")
+        raise ValueError(
+            "x.to_torch() of a view with negative steps (x[::-1]): torch has no negative strides, "
+            "so no tensor shares this view's memory; take a copy, xp.asarray(x, copy=True).to_torch(), "
+            "or the tensor of the array it views"
+        )
 
     def _moved(self, base: NeuronArray, order: list[int]) -> NeuronArray:
         """This view with its dimensions in ``order``, given ``base``: the base's dimensions in that order."""
         return _reversed(base._t, tuple(sorted(order.index(d) for d in self._dims)))
 
     def __getitem__(self, key: Any) -> NeuronArray:
-        return NeuronArray.__getitem__(wrap(self._base), _indexing.mirrored(_tensor_key(key), self._base,
-                                                                              self._dims))
+        return NeuronArray.__getitem__(wrap(self._base), _indexing.mirrored(_tensor_key(key), self._base, self._dims))
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        NeuronArray.__setitem__(wrap(self._base), _indexing.mirrored(_tensor_key(key), self._base, self._dims),
-                                value)
+        NeuronArray.__setitem__(wrap(self._base), _indexing.mirrored(_tensor_key(key), self._base, self._dims), value)
 
     def _write(self, r: torch.Tensor, operation: str) -> None:
         if self._base.is_inference():
@@ -987,8 +1043,10 @@ class _ReversedView(NeuronArray):
 
     def __dlpack__(self, /, **kwargs: Any) -> Any:
         if kwargs.get("copy") is False:
-            raise BufferError("__dlpack__(copy=False) of a view with negative steps: DLPack consumers (torch) "
-                              "take no negative strides; export a copy (copy=None or True) or the base array")
+            raise BufferError(
+                "__dlpack__(copy=False) of a view with negative steps: DLPack consumers (torch) "
+                "take no negative strides; export a copy (copy=None or True) or the base array"
+            )
         return NeuronArray.__dlpack__(self, **kwargs)
 
     def __dask_tokenize__(self) -> tuple[Any, ...]:
@@ -1027,10 +1085,22 @@ class Flags:
 
     __slots__ = ("_x",)
 
-    _NAMES = {"WRITEABLE": "writeable", "W": "writeable", "C_CONTIGUOUS": "c_contiguous", "C": "c_contiguous",
-              "CONTIGUOUS": "c_contiguous", "F_CONTIGUOUS": "f_contiguous", "F": "f_contiguous",
-              "FORTRAN": "f_contiguous", "OWNDATA": "owndata", "O": "owndata", "ALIGNED": "aligned",
-              "A": "aligned", "WRITEBACKIFCOPY": "writebackifcopy", "X": "writebackifcopy"}
+    _NAMES = {
+        "WRITEABLE": "writeable",
+        "W": "writeable",
+        "C_CONTIGUOUS": "c_contiguous",
+        "C": "c_contiguous",
+        "CONTIGUOUS": "c_contiguous",
+        "F_CONTIGUOUS": "f_contiguous",
+        "F": "f_contiguous",
+        "FORTRAN": "f_contiguous",
+        "OWNDATA": "owndata",
+        "O": "owndata",
+        "ALIGNED": "aligned",
+        "A": "aligned",
+        "WRITEBACKIFCOPY": "writebackifcopy",
+        "X": "writebackifcopy",
+    }
 
     def __init__(self, x: NeuronArray) -> None:
         self._x = x
@@ -1057,8 +1127,7 @@ class Flags:
     def owndata(self) -> bool:
         """Whether x is the whole of its memory, not a view of other memory (torch's notion of a base)."""
         t = self._x._t if type(self._x) is not _ReversedView else None
-        if t is None or type(t) is not _TENSOR or t._base is not None or t.storage_offset() or \
-                not t.is_contiguous():
+        if t is None or type(t) is not _TENSOR or t._base is not None or t.storage_offset() or not t.is_contiguous():
             return False
         return t.untyped_storage().nbytes() == t.numel() * t.element_size()
 
@@ -1115,8 +1184,10 @@ def _set_writeable(x: NeuronArray, value: bool) -> None:
     name = x._memory_name()
     t = getattr(x, name)
     if type(t) is not _TENSOR:
-        raise ValueError(f"x.flags.writeable = {value}: the writeable flag of a {type(x).__name__} (a "
-                         f"{type(t).__name__}) cannot be changed")
+        raise ValueError(
+            f"x.flags.writeable = {value}: the writeable flag of a {type(x).__name__} (a "
+            f"{type(t).__name__}) cannot be changed"
+        )
     if not value:
         if not t.is_inference():
             x._w = t
@@ -1126,8 +1197,10 @@ def _set_writeable(x: NeuronArray, value: bool) -> None:
         return
     w = getattr(x, "_w", None)
     if w is None:
-        raise ValueError("x.flags.writeable = True: cannot set WRITEABLE flag to True of this array: its memory "
-                         "is read-only (a view of a read-only array, or the .imag of a real array), as in NumPy")
+        raise ValueError(
+            "x.flags.writeable = True: cannot set WRITEABLE flag to True of this array: its memory "
+            "is read-only (a view of a read-only array, or the .imag of a real array), as in NumPy"
+        )
     setattr(x, name, w)
     x._w = None
 
@@ -1142,6 +1215,7 @@ def readonly_view(x: NeuronArray, why: str) -> NeuronArray:
 
 # --- views as NumPy makes them: NumPy's own layout arithmetic on x's shape and strides ---
 
+
 def _layout(x: NeuronArray) -> tuple[torch.Tensor, tuple[int, ...], tuple[int, ...], int]:
     """x's memory as NumPy lays it out: the tensor over it, the shape, the strides in elements (negative along
     an axis of a view with negative steps), and the storage offset of the element at index (0, ..., 0)."""
@@ -1151,8 +1225,9 @@ def _layout(x: NeuronArray) -> tuple[torch.Tensor, tuple[int, ...], tuple[int, .
         t, dims = x._t, ()
     stride = t.stride()
     strides = tuple(-s if d in dims else s for d, s in enumerate(stride))
-    offset = (t.storage_offset() if type(t) is _TENSOR else 0) + sum((t.shape[d] - 1) * stride[d] for d in dims
-                                                                     if t.shape[d] > 0)
+    offset = (t.storage_offset() if type(t) is _TENSOR else 0) + sum(
+        (t.shape[d] - 1) * stride[d] for d in dims if t.shape[d] > 0
+    )
     return t, tuple(t.shape), strides, offset  # type: ignore[return-value]  # storage_offset(): SymInt only if traced
 
 
@@ -1173,8 +1248,10 @@ def numpy_view(x: NeuronArray, op: Callable[[np.ndarray], np.ndarray]) -> Neuron
     r = op(stand_in)
     if not isinstance(r, np.ndarray):  # NumPy read the one element of a 0-d array (np.flip's m[()]): a copy
         if stand_in.ndim:
-            raise TypeError(f"{getattr(op, '__name__', op)!r} read an element of a {stand_in.ndim}-d array where a "
-                            "view was expected")
+            raise TypeError(
+                f"{getattr(op, '__name__', op)!r} read an element of a {stand_in.ndim}-d array where a "
+                "view was expected"
+            )
         return wrap(t.as_strided((), (), offset).clone())
     moved = r.__array_interface__["data"][0] - stand_in.__array_interface__["data"][0]
     return _strided(t, r.shape, r.strides, offset + moved)
@@ -1186,8 +1263,7 @@ def _strided(t: torch.Tensor, shape: tuple[int, ...], strides: tuple[int, ...], 
     if 0 in shape:  # no element: NumPy's pointer may lie anywhere (before the memory, even)
         return wrap(t.as_strided(shape, tuple(abs(s) for s in strides), t.storage_offset()))
     flips = tuple(d for d, (n, s) in enumerate(zip(shape, strides, strict=True)) if s < 0 and n > 1)
-    base = t.as_strided(shape, tuple(abs(s) for s in strides), start + sum((shape[d] - 1) * strides[d]
-                                                                            for d in flips))
+    base = t.as_strided(shape, tuple(abs(s) for s in strides), start + sum((shape[d] - 1) * strides[d] for d in flips))
     return _reversed(base, flips) if flips else wrap(base)
 
 

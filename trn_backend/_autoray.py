@@ -23,11 +23,54 @@ BACKEND = "trn_backend"
 # (``do("sum", x, 0)`` passes the axis by position). Each NumPy function is in the dispatch table, so the call runs
 # on trn_backend (tests/ecosystem/test_autoray.py checks the table has every one).
 NUMPY_NAMES = (
-    "all", "allclose", "any", "argmax", "argmin", "argsort", "array_split", "clip", "concatenate", "copy",
-    "count_nonzero", "cumprod", "cumsum", "diag", "diagonal", "dot", "expand_dims", "flip", "inner", "isclose", "kron",
-    "max", "mean", "min", "moveaxis", "nonzero", "outer", "power", "prod", "ravel", "real", "imag", "repeat", "roll",
+    "all",
+    "allclose",
+    "any",
+    "argmax",
+    "argmin",
+    "argsort",
+    "array_split",
+    "clip",
+    "concatenate",
+    "copy",
+    "count_nonzero",
+    "cumprod",
+    "cumsum",
+    "diag",
+    "diagonal",
+    "dot",
+    "expand_dims",
+    "flip",
+    "inner",
+    "isclose",
+    "kron",
+    "max",
+    "mean",
+    "min",
+    "moveaxis",
+    "nonzero",
+    "outer",
+    "power",
+    "prod",
+    "ravel",
+    "real",
+    "imag",
+    "repeat",
+    "roll",
     "round",
-    "sort", "split", "squeeze", "stack", "std", "sum", "swapaxes", "take", "tile", "trace", "var", "vdot", "where",
+    "sort",
+    "split",
+    "squeeze",
+    "stack",
+    "std",
+    "sum",
+    "swapaxes",
+    "take",
+    "tile",
+    "trace",
+    "var",
+    "vdot",
+    "where",
 )
 NUMPY_LINALG_NAMES = ("norm", "lstsq")
 
@@ -62,8 +105,10 @@ def svd(x: NeuronArray, full_matrices: bool = False) -> Any:
 
 def _filled(name: str) -> Any:
     """zeros, ones or empty with NumPy's positional dtype; autoray injects like's dtype and device."""
+
     def create(shape: Any, dtype: Any = None, *, device: Any = None) -> NeuronArray:
         return getattr(xp, name)(shape, dtype=dtype, device=device)
+
     create.__name__ = name
     create.__doc__ = f"numpy.{name}(shape, dtype) on trn_backend (device= where given)."
     return create
@@ -95,8 +140,16 @@ def asarray(obj: Any, dtype: Any = None, *, device: Any = None) -> NeuronArray:
 
 
 # creation routines: autoray passes ``like``'s device (and dtype, except to array/asarray) when given an array
-CREATION = {"zeros": _filled("zeros"), "ones": _filled("ones"), "empty": _filled("empty"), "full": full, "eye": eye,
-            "identity": identity, "array": array, "asarray": asarray}
+CREATION = {
+    "zeros": _filled("zeros"),
+    "ones": _filled("ones"),
+    "empty": _filled("empty"),
+    "full": full,
+    "eye": eye,
+    "identity": identity,
+    "array": array,
+    "asarray": asarray,
+}
 DIRECT = {"transpose": transpose, "reshape": reshape, "complex": complex_from_parts, "linalg.svd": svd}
 
 

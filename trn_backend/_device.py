@@ -25,8 +25,7 @@ from .kernels import NEURON_DEVICE_TYPES as NEURON_TYPES
 ENV_VAR = "TRN_BACKEND_DEVICE"
 # the toolchain the "neuron" extra names, from the Neuron package index (PyPI holds placeholders of these names)
 NEURON_INSTALL = "pip install torch-neuronx neuronx-cc nki --extra-index-url https://pip.repos.neuron.amazonaws.com"
-VALID_FORMS = ("'cpu', 'cuda', 'cuda:N', 'neuron' or 'xla' (Trainium; also with ':N'), 'meta', "
-               "or a torch.device")
+VALID_FORMS = "'cpu', 'cuda', 'cuda:N', 'neuron' or 'xla' (Trainium; also with ':N'), 'meta', or a torch.device"
 
 _CPU = torch.device("cpu")
 # Devices already checked, by what the caller passed (a string or a torch.device): creation functions normalize
@@ -149,7 +148,7 @@ def _neuron_device_named(spec: str, kind: str, func: str) -> torch.device:
     registers: either name works."""
     registered = neuron_device().type  # imports torch_neuronx, which registers its device type with torch
     try:
-        return torch.device(registered + spec[len(kind):])
+        return torch.device(registered + spec[len(kind) :])
     except RuntimeError:
         raise ValueError(f"{func}: {spec!r} is not a device; valid forms: {VALID_FORMS}") from None
 
@@ -165,29 +164,36 @@ def _check_usable(device: torch.device, spec: str, func: str) -> None:
         backend = getattr(torch, device.type, None)
         available = getattr(backend, "is_available", None)
         if available is None or not available():
-            raise ValueError(f"{func}: {spec!r} is a {device.type} device, which this torch build "
-                             f"({torch.__version__}) or machine does not provide; valid forms: {VALID_FORMS}")
+            raise ValueError(
+                f"{func}: {spec!r} is a {device.type} device, which this torch build "
+                f"({torch.__version__}) or machine does not provide; valid forms: {VALID_FORMS}"
+            )
 
 
 def _require_neuron(spec: str, func: str) -> None:
     if not neuron_available():
-        raise ValueError(f"{func}: {spec!r} is a Neuron (Trainium) device, but the Neuron toolchain "
-                         f"(torch-neuronx) is not installed; on a Trainium instance install it with: "
-                         f"{NEURON_INSTALL}")
+        raise ValueError(
+            f"{func}: {spec!r} is a Neuron (Trainium) device, but the Neuron toolchain "
+            f"(torch-neuronx) is not installed; on a Trainium instance install it with: "
+            f"{NEURON_INSTALL}"
+        )
 
 
 def _require_cuda(device: torch.device, spec: str, func: str) -> None:
     if not torch.cuda.is_available():
         if not torch.backends.cuda.is_built():
-            reason = (f"this torch build ({torch.__version__}) has no CUDA support (a CPU-only build); install "
-                      "a CUDA build of torch or use 'cpu'")
+            reason = (
+                f"this torch build ({torch.__version__}) has no CUDA support (a CPU-only build); install "
+                "a CUDA build of torch or use 'cpu'"
+            )
         else:
             reason = "no CUDA GPU is visible here (torch.cuda.is_available() is False); use 'cpu'"
         raise ValueError(f"{func}: {spec!r} needs CUDA, but {reason}")
     count = torch.cuda.device_count()
     if device.index is not None and device.index >= count:
-        raise ValueError(f"{func}: {spec!r} does not exist: this machine has {count} CUDA device(s), "
-                         f"cuda:0 to cuda:{count - 1}")
+        raise ValueError(
+            f"{func}: {spec!r} does not exist: this machine has {count} CUDA device(s), cuda:0 to cuda:{count - 1}"
+        )
 
 
 check_environment()

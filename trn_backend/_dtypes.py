@@ -58,15 +58,27 @@ ALL = (bool,) + NUMERIC  # every dtype a NeuronArray may hold
 STANDARD = tuple(d for d in ALL if d not in EXTENSION_FLOAT)  # the standard's 13
 
 NAMES = {
-    bool: "bool", int8: "int8", int16: "int16", int32: "int32", int64: "int64",
-    uint8: "uint8", uint16: "uint16", uint32: "uint32", uint64: "uint64",
-    float16: "float16", bfloat16: "bfloat16", float32: "float32", float64: "float64", complex64: "complex64",
+    bool: "bool",
+    int8: "int8",
+    int16: "int16",
+    int32: "int32",
+    int64: "int64",
+    uint8: "uint8",
+    uint16: "uint16",
+    uint32: "uint32",
+    uint64: "uint64",
+    float16: "float16",
+    bfloat16: "bfloat16",
+    float32: "float32",
+    float64: "float64",
+    complex64: "complex64",
     complex128: "complex128",
 }
 
 # torch dtype -> the NumPy dtype users see, and back
 PUBLIC: dict[torch.dtype, np.dtype] = {
-    d: np.dtype(ml_dtypes.bfloat16) if d is bfloat16 else np.dtype(n) for d, n in NAMES.items()}
+    d: np.dtype(ml_dtypes.bfloat16) if d is bfloat16 else np.dtype(n) for d, n in NAMES.items()
+}
 # NumPy dtype -> torch dtype, for the NumPy dtypes a NeuronArray may hold
 TORCH_OF_PUBLIC: dict[np.dtype, torch.dtype] = {v: k for k, v in PUBLIC.items()}
 
@@ -78,6 +90,7 @@ def host_scalar(value: np.generic) -> torch.Tensor:
     if target is bfloat16:
         return torch.from_numpy(a.reshape(1).view(np.uint16)).view(target).reshape(())
     return torch.from_numpy(a.reshape(1).view(PUBLIC[target])).reshape(()).clone()
+
 
 # Kind names of isdtype(), and the groups of dtypes each function category accepts.
 KINDS = {
@@ -180,8 +193,10 @@ def round_int(value: int, dtype: torch.dtype, func: str) -> int:
     try:
         float(value)
     except OverflowError:
-        raise OverflowError(f"{func}(): a Python int of {value.bit_length()} bits is beyond float64's range, so "
-                            f"it has no {name(dtype)} value; pass a float (inf) if that is meant") from None
+        raise OverflowError(
+            f"{func}(): a Python int of {value.bit_length()} bits is beyond float64's range, so "
+            f"it has no {name(dtype)} value; pass a float (inf) if that is meant"
+        ) from None
     magnitude = abs(value)
     shift = magnitude.bit_length() - PRECISION[real_of(dtype)]  # > 0 beyond 2**53
     kept, dropped = divmod(magnitude, 1 << shift)
@@ -283,8 +298,9 @@ def to_dtype(dtype: object, func: str = "dtype") -> torch.dtype:
         raise TypeError(f"{func}: {dtype!r} is not a dtype (use e.g. trn_backend.float32)") from None
     found = TORCH_OF_PUBLIC.get(np_dtype)
     if found is None:
-        raise TypeError(f"{func}: dtype {np_dtype} is not supported on NeuronArray; supported: "
-                        f"{', '.join(NAMES.values())}")
+        raise TypeError(
+            f"{func}: dtype {np_dtype} is not supported on NeuronArray; supported: {', '.join(NAMES.values())}"
+        )
     if isinstance(dtype, (type, str, np.dtype)):
         _SEEN[dtype] = found
     return found
@@ -442,5 +458,7 @@ def _to_odd(near: torch.Tensor, inexact: torch.Tensor, away: torch.Tensor) -> to
 # The sources that torch converts to float16 and bfloat16 through float32, rounding twice, which misses the
 # nearest value where the first rounding lands on a tie of the second (NumPy rounds once; integers of up to 16
 # bits are exact in float32): their float32 rounded to odd, from which torch's conversion rounds once.
-_ODD_FLOAT32 = {float64: _round_to_odd_float32, **dict.fromkeys((int32, int64, uint32, uint64),
-                                                                 _round_to_odd_float32_from_int)}
+_ODD_FLOAT32 = {
+    float64: _round_to_odd_float32,
+    **dict.fromkeys((int32, int64, uint32, uint64), _round_to_odd_float32_from_int),
+}

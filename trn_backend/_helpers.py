@@ -18,9 +18,23 @@ from ._array import _READ_ONLY, NeuronArray, capsule_pointer, holdable, wrap
 from ._scalars import PY_SCALARS, as_py_scalar, check_float_to_int, float_to_int, scalar_to_tensor
 
 __all__ = [
-    "NeuronArray", "holdable", "wrap", "tensor", "tensors", "binary_operands", "numpy_scalar", "scalar_to_tensor",
-    "broadcast_shape", "check_broadcastable", "normalize_axis", "normalize_axes", "check_same_device", "PY_SCALARS",
-    "as_py_scalar", "check_float_to_int", "float_to_int",
+    "NeuronArray",
+    "holdable",
+    "wrap",
+    "tensor",
+    "tensors",
+    "binary_operands",
+    "numpy_scalar",
+    "scalar_to_tensor",
+    "broadcast_shape",
+    "check_broadcastable",
+    "normalize_axis",
+    "normalize_axes",
+    "check_same_device",
+    "PY_SCALARS",
+    "as_py_scalar",
+    "check_float_to_int",
+    "float_to_int",
 ]
 
 
@@ -28,8 +42,10 @@ def tensor(x: object, func: str, arg: str = "x") -> torch.Tensor:
     """The tensor of a NeuronArray argument; anything else is a TypeError that names the argument."""
     if isinstance(x, NeuronArray):
         return x._t
-    raise TypeError(f"{func}() expects {arg} to be a NeuronArray, got {type(x).__name__}"
-                    + (" (wrap it with trn_backend.asarray first)" if _is_array_like(x) else ""))
+    raise TypeError(
+        f"{func}() expects {arg} to be a NeuronArray, got {type(x).__name__}"
+        + (" (wrap it with trn_backend.asarray first)" if _is_array_like(x) else "")
+    )
 
 
 def tensors(xs: Sequence[object], func: str, arg: str = "arrays") -> list[torch.Tensor]:
@@ -52,8 +68,9 @@ def check_same_device(ts: Sequence[torch.Tensor], func: str, what: str = "inputs
     first = ts[0].device
     for t in ts[1:]:
         if t.device != first and not _device.same(t.device, first):
-            raise ValueError(f"{func}(): {what} are on different devices, {first} and {t.device}; "
-                             "move one with x.to_device(...)")
+            raise ValueError(
+                f"{func}(): {what} are on different devices, {first} and {t.device}; move one with x.to_device(...)"
+            )
     return first
 
 
@@ -77,13 +94,16 @@ def numpy_scalar(value: np.generic, device: torch.device, func: str) -> NeuronAr
     """A NumPy scalar operand as what NEP 50 makes it: a 0-d array of its own dtype (strong: ``np.float64(1)``
     with a float32 array promotes to float64, ``np.int64(300)`` with an int8 array to int64), on ``device``."""
     if value.dtype not in _dtypes.TORCH_OF_PUBLIC:
-        raise TypeError(f"{func}(): a NumPy scalar of dtype {value.dtype} is not supported (supported: "
-                        f"{', '.join(_dtypes.NAMES.values())}); convert it to one of these first")
+        raise TypeError(
+            f"{func}(): a NumPy scalar of dtype {value.dtype} is not supported (supported: "
+            f"{', '.join(_dtypes.NAMES.values())}); convert it to one of these first"
+        )
     return wrap(_dtypes.host_scalar(value).to(device))
 
 
-def binary_operands(x1: object, x2: object, func: str, *, broadcast: bool = False,
-                    floating: bool = False) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
+def binary_operands(
+    x1: object, x2: object, func: str, *, broadcast: bool = False, floating: bool = False
+) -> tuple[torch.Tensor, torch.Tensor, torch.dtype]:
     """Both operands as tensors of their promoted dtype on one device; at least one must be an array. A NumPy
     scalar beside an array is a strong 0-d array, a Python scalar is weak (NEP 50). With ``broadcast``
     (element-wise functions) their shapes must broadcast: a ValueError naming ``func`` and both shapes, not
@@ -117,8 +137,9 @@ def binary_operands(x1: object, x2: object, func: str, *, broadcast: bool = Fals
         bad, arg = (x1, "x1") if not a1 else (x2, "x2")
         if a1 or a2:
             raise TypeError(f"{func}() expects {arg} to be a NeuronArray or a Python scalar, got {type(bad).__name__}")
-        raise TypeError(f"{func}() needs at least one NeuronArray operand, got {type(x1).__name__} and "
-                        f"{type(x2).__name__}")
+        raise TypeError(
+            f"{func}() needs at least one NeuronArray operand, got {type(x1).__name__} and {type(x2).__name__}"
+        )
     return _dtypes.cast(t1, dtype), _dtypes.cast(t2, dtype), dtype
 
 
@@ -146,8 +167,10 @@ def broadcast_shape(shapes: Sequence[Sequence[int]], func: str) -> tuple[int, ..
             if d == 1 or d == result[i]:
                 continue
             if result[i] != 1:
-                raise ValueError(f"{func}(): shapes {owner[i]} and {tuple(shape)} cannot be broadcast together "
-                                 f"(axis {i - ndim}: {result[i]} against {d})")
+                raise ValueError(
+                    f"{func}(): shapes {owner[i]} and {tuple(shape)} cannot be broadcast together "
+                    f"(axis {i - ndim}: {result[i]} against {d})"
+                )
             result[i], owner[i] = d, tuple(shape)
     return tuple(result)
 
@@ -181,14 +204,18 @@ def from_numpy(a: np.ndarray, copy: bool | None) -> tuple[torch.Tensor, torch.de
     """Share a NumPy array's memory when torch can (native byte order, non-negative strides, writeable: torch
     has no read-only tensors); otherwise copy, which ``copy=False`` refuses."""
     if a.dtype not in _FROM_NUMPY:
-        raise TypeError(f"asarray(): NumPy dtype {a.dtype} is not a dtype of this namespace; "
-                        f"supported: {', '.join(_dtypes.NAMES.values())}")
+        raise TypeError(
+            f"asarray(): NumPy dtype {a.dtype} is not a dtype of this namespace; "
+            f"supported: {', '.join(_dtypes.NAMES.values())}"
+        )
     aligned = all(s >= 0 and s % a.itemsize == 0 for s in a.strides)
     shareable = a.flags.writeable and a.dtype.isnative and aligned
     if not shareable:
         if copy is False:
-            raise ValueError("asarray(copy=False): this NumPy array cannot be shared (read-only, non-native "
-                             "byte order or negative strides); pass copy=None to copy it")
+            raise ValueError(
+                "asarray(copy=False): this NumPy array cannot be shared (read-only, non-native "
+                "byte order or negative strides); pass copy=None to copy it"
+            )
         a = np.array(a, dtype=a.dtype.newbyteorder("="), order="C")
     target = _dtypes.to_dtype(a.dtype)
     if a.dtype.char != _dtypes.PUBLIC[target].char:  # 'Q'/'q' (long long) equal uint64/int64, which torch lacks

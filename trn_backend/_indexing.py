@@ -17,8 +17,21 @@ import torch
 from . import _dtypes
 from ._scalars import PY_SCALARS, as_py_scalar, convert_scalar, float_to_int
 
-__all__ = ["readonly", "unaliased", "overlaps", "movable", "setitem_scalar", "assigned", "setitem", "plan", "key_parts",
-           "has_ellipsis", "simple", "flipped", "mirrored"]
+__all__ = [
+    "readonly",
+    "unaliased",
+    "overlaps",
+    "movable",
+    "setitem_scalar",
+    "assigned",
+    "setitem",
+    "plan",
+    "key_parts",
+    "has_ellipsis",
+    "simple",
+    "flipped",
+    "mirrored",
+]
 
 
 def readonly(t: torch.Tensor) -> torch.Tensor:
@@ -34,8 +47,9 @@ def readonly(t: torch.Tensor) -> torch.Tensor:
     if t.is_neg():
         t = t.resolve_neg()  # a copy of the values: read-only still, but later writes to t do not show
     with torch.inference_mode():
-        return torch.empty(0, dtype=t.dtype, device=t.device).set_(t.untyped_storage(), t.storage_offset(),
-                                                                  t.shape, t.stride())
+        return torch.empty(0, dtype=t.dtype, device=t.device).set_(
+            t.untyped_storage(), t.storage_offset(), t.shape, t.stride()
+        )
 
 
 def unaliased(src: torch.Tensor, dst: torch.Tensor) -> torch.Tensor:
@@ -90,8 +104,9 @@ def setitem_scalar(value: Any, t: torch.Tensor, func: str = "__setitem__") -> to
     if not isinstance(value, PY_SCALARS):
         raise TypeError(f"x[...] = value needs a NeuronArray or a Python scalar, got {type(value).__name__}")
     if isinstance(value, complex) and t.dtype not in _dtypes.COMPLEX_FLOAT and t.dtype is not _dtypes.bool:
-        raise TypeError(f"cannot assign the complex value {value} into a {_dtypes.name(t.dtype)} array; assign "
-                        "its .real or .imag")
+        raise TypeError(
+            f"cannot assign the complex value {value} into a {_dtypes.name(t.dtype)} array; assign its .real or .imag"
+        )
     # NumPy casts the value to x's dtype: a float into an integer array truncates toward zero, as int() does
     # (NaN is a ValueError and infinities or values beyond the dtype an OverflowError, as in NumPy)
     if isinstance(value, float) and t.dtype in _dtypes.INTEGER:
@@ -104,8 +119,11 @@ def assigned(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     complex value into a real numeric array keeps the real part, with NumPy's ComplexWarning (into bool: whether
     either part is nonzero)."""
     if v.dtype in _dtypes.COMPLEX_FLOAT and dtype not in _dtypes.COMPLEX_FLOAT and dtype is not _dtypes.bool:
-        warnings.warn(f"assigning a {_dtypes.name(v.dtype)} value into a {_dtypes.name(dtype)} array discards "
-                      "the imaginary part", np.exceptions.ComplexWarning, stacklevel=3)
+        warnings.warn(
+            f"assigning a {_dtypes.name(v.dtype)} value into a {_dtypes.name(dtype)} array discards the imaginary part",
+            np.exceptions.ComplexWarning,
+            stacklevel=3,
+        )
         v = v.real
     return _dtypes.cast(v, dtype)
 
@@ -115,6 +133,7 @@ def assigned(v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 # strides. So a key runs as basic indexing with positive steps (a view of the array), one gather over the
 # advanced dimensions moved to the front (where torch's order is NumPy's), flips for the negative steps, and a
 # move of the advanced dimensions to NumPy's place for them. ---
+
 
 class _IndexSteps(NamedTuple):
     """A key as torch operations: the result is ``view[indices]`` (the advanced dimensions, of ``shape``, then
@@ -127,8 +146,8 @@ class _IndexSteps(NamedTuple):
     at: int
 
     def result_shape(self) -> tuple[int, ...]:
-        basic = tuple(self.view.shape[len(self.indices):])
-        return basic[:self.at] + self.shape + basic[self.at:]
+        basic = tuple(self.view.shape[len(self.indices) :])
+        return basic[: self.at] + self.shape + basic[self.at :]
 
     def numpy_order(self, r: torch.Tensor) -> torch.Tensor:
         n = len(self.shape)
@@ -216,8 +235,13 @@ def plan(t: torch.Tensor, key: Any) -> _IndexSteps:
     # NumPy keeps the advanced dimensions in place when nothing (a slice, None, Ellipsis) separates their
     # indices in the key, and puts them first otherwise
     adjacent = advanced_parts == list(range(advanced_parts[0], advanced_parts[-1] + 1))
-    return _IndexSteps(view.permute(list(indices) + basic), tuple(i.expand(shape) for i in indices.values()), shape,
-                 flips, min(indices) if adjacent else 0)
+    return _IndexSteps(
+        view.permute(list(indices) + basic),
+        tuple(i.expand(shape) for i in indices.values()),
+        shape,
+        flips,
+        min(indices) if adjacent else 0,
+    )
 
 
 def key_parts(t: torch.Tensor, key: Any) -> tuple[list[Any], int]:
@@ -263,8 +287,11 @@ def ints_and_slices(key: tuple[Any, ...]) -> bool:
         kind = type(p)
         if kind is slice:
             step = p.step
-            if not ((step is None or type(step) is int and step > 0) and type(p.start) in _INT_OR_NONE
-                    and type(p.stop) in _INT_OR_NONE):
+            if not (
+                (step is None or type(step) is int and step > 0)
+                and type(p.start) in _INT_OR_NONE
+                and type(p.stop) in _INT_OR_NONE
+            ):
                 return False
         elif kind is not int:
             return False
@@ -276,8 +303,11 @@ def _simple_part(p: Any) -> bool:
     kind = type(p)
     if kind is slice:
         step = p.step
-        return (type(p.start) in _INT_OR_NONE and type(p.stop) in _INT_OR_NONE
-                and (step is None or (type(step) is int and step > 0)))
+        return (
+            type(p.start) in _INT_OR_NONE
+            and type(p.stop) in _INT_OR_NONE
+            and (step is None or (type(step) is int and step > 0))
+        )
     return kind is int or p is None
 
 
@@ -311,8 +341,10 @@ def _torch_key_part(k: Any, t: torch.Tensor) -> Any:
     try:
         return operator.index(k)
     except TypeError:
-        raise IndexError("only integers, slices, ellipsis, None and integer or boolean arrays are valid indices, "
-                         f"got {type(k).__name__}") from None
+        raise IndexError(
+            "only integers, slices, ellipsis, None and integer or boolean arrays are valid indices, "
+            f"got {type(k).__name__}"
+        ) from None
 
 
 def _consumed_dims(p: Any) -> int:
@@ -343,8 +375,10 @@ def _check_mask(mask: torch.Tensor, shape: torch.Size, first: int) -> None:
     for axis in range(first, first + mask.dim()):
         side = mask.shape[axis - first]
         if side not in (shape[axis], 0):
-            raise IndexError(f"boolean index did not match indexed array along axis {axis}; size of axis is "
-                             f"{shape[axis]} but size of corresponding boolean axis is {side}")
+            raise IndexError(
+                f"boolean index did not match indexed array along axis {axis}; size of axis is "
+                f"{shape[axis]} but size of corresponding boolean axis is {side}"
+            )
 
 
 def _broadcast_indices(indices: list[torch.Tensor]) -> tuple[int, ...]:
@@ -352,8 +386,9 @@ def _broadcast_indices(indices: list[torch.Tensor]) -> tuple[int, ...]:
     try:
         return np.broadcast_shapes(*shapes)  # several times faster than torch.broadcast_shapes
     except ValueError:
-        raise IndexError("shape mismatch: indexing arrays could not be broadcast together with shapes "
-                         + " ".join(map(str, shapes))) from None
+        raise IndexError(
+            "shape mismatch: indexing arrays could not be broadcast together with shapes " + " ".join(map(str, shapes))
+        ) from None
 
 
 def _broadcast_value(v: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
@@ -361,9 +396,11 @@ def _broadcast_value(v: torch.Tensor, shape: tuple[int, ...]) -> torch.Tensor:
     extra = v.dim() - len(shape)
     trimmed = v.reshape(v.shape[extra:]) if extra > 0 and all(s == 1 for s in v.shape[:extra]) else v
     if trimmed.dim() > len(shape) or any(
-            s not in (1, side) for s, side in zip(reversed(trimmed.shape), reversed(shape), strict=False)):
-        raise ValueError(f"x[key] = value: a value of shape {tuple(v.shape)} does not broadcast to the indexed "
-                         f"shape {shape}")
+        s not in (1, side) for s, side in zip(reversed(trimmed.shape), reversed(shape), strict=False)
+    ):
+        raise ValueError(
+            f"x[key] = value: a value of shape {tuple(v.shape)} does not broadcast to the indexed shape {shape}"
+        )
     return trimmed.broadcast_to(shape)
 
 

@@ -103,6 +103,7 @@ class Basis:
                     return _interpolate(passes, ozaki, _passes("ozaki", slices), extrapolate=True)
                 return at_size[name]
         elif self.kind == "cost model":
+
             def one(name: str, slices: int | None) -> float:
                 if name == "fp64":
                     return math.inf  # off the bf16 engine: a float64 product on the host, the last resort
@@ -111,10 +112,12 @@ class Basis:
                     return reference * _passes("ozaki", slices) / _passes("ozaki", NEURON_OZAKI_SLICES)
                 return _modelled(name, self.float64, None)
         else:
+
             def one(name: str, slices: int | None) -> float:
                 if name == "fp64":
                     return math.inf  # as above
                 return NATIVE_PASSES if name == "native" else _passes(name, slices)
+
         return [one(name, slices) for name, slices in modes]
 
 
@@ -137,10 +140,15 @@ def _calibration(device_type: str, entry: dict[str, Any], dtype: str) -> Basis:
     data = entry[dtype]
 
     def check(what: str, values: object) -> tuple[float, ...]:
-        if not (isinstance(values, list) and len(values) == len(data["flops"])
-                and all(isinstance(v, int | float) and 0 < v < math.inf for v in values)):
-            raise ValueError(f"{TABLE.name}: the {device_type} {dtype} entry's {what} must be a list of "
-                             f"{len(data['flops'])} positive numbers, one per size in 'flops', got {values!r}")
+        if not (
+            isinstance(values, list)
+            and len(values) == len(data["flops"])
+            and all(isinstance(v, int | float) and 0 < v < math.inf for v in values)
+        ):
+            raise ValueError(
+                f"{TABLE.name}: the {device_type} {dtype} entry's {what} must be a list of "
+                f"{len(data['flops'])} positive numbers, one per size in 'flops', got {values!r}"
+            )
         return tuple(float(v) for v in values)
 
     flops = check("flops", data.get("flops"))
@@ -148,12 +156,20 @@ def _calibration(device_type: str, entry: dict[str, Any], dtype: str) -> Basis:
         raise ValueError(f"{TABLE.name}: the {device_type} {dtype} entry's flops must be ascending, got {flops}")
     modes = data.get("modes", {})
     costs = {name: check(f"mode {name!r}", modes.get(name)) for name in CALIBRATED}
-    ozaki = sorted((_passes("ozaki", int(key[len("ozaki(slices="):-1])), check(f"mode {key!r}", values))
-                   for key, values in modes.items() if key.startswith("ozaki(slices="))
+    ozaki = sorted(
+        (_passes("ozaki", int(key[len("ozaki(slices=") : -1])), check(f"mode {key!r}", values))
+        for key, values in modes.items()
+        if key.startswith("ozaki(slices=")
+    )
     if not ozaki:
         raise ValueError(f"{TABLE.name}: the {device_type} {dtype} entry measures ozaki at no slice count")
-    return Basis("calibration", f"{device_type} calibration, benchmarks {entry.get('date', 'undated')}",
-                 tuple(math.log2(f) for f in flops), costs, tuple(ozaki))
+    return Basis(
+        "calibration",
+        f"{device_type} calibration, benchmarks {entry.get('date', 'undated')}",
+        tuple(math.log2(f) for f in flops),
+        costs,
+        tuple(ozaki),
+    )
 
 
 def _interpolate(xs, ys, x: float, extrapolate: bool = False) -> float:

@@ -59,8 +59,7 @@ __array_api_version__ = "2025.12"
 
 # Functions that take no arrays, exported as they are (no argument can have a registered type).
 # contract_expression's expressions call the engine directly.
-_NO_ARRAYS = frozenset({"precision", "select_precision", "error_bound", "last_precision_report",
-                       "contract_expression"})
+_NO_ARRAYS = frozenset({"precision", "select_precision", "error_bound", "last_precision_report", "contract_expression"})
 
 # every public function as its public form (the four products below are linalg's, already public)
 for _name, _value in list(globals().items()):
@@ -71,11 +70,28 @@ from .linalg import matmul, matrix_transpose, tensordot, vecdot  # noqa: E402, F
 
 # the functions the array object's operators call (``x + y`` is ``add(x, y)``, in-place errors ask result_type)
 _array.OPERATORS.update(
-    add=add, subtract=subtract, multiply=multiply, divide=divide, floor_divide=floor_divide,  # noqa: F405
-    remainder=remainder, pow=pow, bitwise_and=bitwise_and, bitwise_or=bitwise_or,  # noqa: F405
-    bitwise_xor=bitwise_xor, bitwise_left_shift=bitwise_left_shift,  # noqa: F405
-    bitwise_right_shift=bitwise_right_shift, matmul=_matmul_operator(matmul), less=less, less_equal=less_equal,  # noqa: F405
-    greater=greater, greater_equal=greater_equal, equal=equal, not_equal=not_equal,  # noqa: F405
-    negative=negative, positive=positive, abs=abs, bitwise_invert=bitwise_invert,  # noqa: F405
+    add=add,
+    subtract=subtract,
+    multiply=multiply,
+    divide=divide,
+    floor_divide=floor_divide,  # noqa: F405
+    remainder=remainder,
+    pow=pow,
+    bitwise_and=bitwise_and,
+    bitwise_or=bitwise_or,  # noqa: F405
+    bitwise_xor=bitwise_xor,
+    bitwise_left_shift=bitwise_left_shift,  # noqa: F405
+    bitwise_right_shift=bitwise_right_shift,
+    matmul=_matmul_operator(matmul),
+    less=less,
+    less_equal=less_equal,  # noqa: F405
+    greater=greater,
+    greater_equal=greater_equal,
+    equal=equal,
+    not_equal=not_equal,  # noqa: F405
+    negative=negative,
+    positive=positive,
+    abs=abs,
+    bitwise_invert=bitwise_invert,  # noqa: F405
     result_type=result_type,  # noqa: F405
 )

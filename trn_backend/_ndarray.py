@@ -35,7 +35,8 @@ def _numpy(func: Any, x: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> 
             foreign = _FOREIGN.get(type(a))
             if foreign is None:
                 foreign = _FOREIGN[type(a)] = hasattr(type(a), "__array_function__") and not issubclass(
-                    type(a), (NdarrayMethods, np.ndarray))
+                    type(a), (NdarrayMethods, np.ndarray)
+                )
             if foreign:
                 return func(x, *args, **kwargs)
     if isinstance(func, np.ufunc):  # conj and conjugate are ufuncs: NEP 13's entry
@@ -179,16 +180,18 @@ class NdarrayMethods:
         """ndarray.transpose: the axes as one sequence or as separate ints; none (or None) reverses them."""
         return _numpy(np.transpose, self, (axes[0] if len(axes) == 1 else (axes or None),), {})
 
-    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
-               copy: bool = True) -> Any:
+    def astype(
+        self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True, copy: bool = True
+    ) -> Any:
         """ndarray.astype: ``casting`` is checked with NumPy's rule; NeuronArrays are C-ordered (order K, A or C)."""
         if order not in ("K", "A", "C"):
             raise ValueError(f"x.astype(): order={order!r} cannot be met: NeuronArrays are C-ordered")
         target = _dtypes.to_dtype(dtype, "x.astype() dtype")
-        if casting != "unsafe" and not np.can_cast(_dtypes.public(self._t.dtype), _dtypes.public(target),
-                                                    casting):  # type: ignore[arg-type]  # NumPy checks the name
-            raise TypeError(f"x.astype(): cannot cast {_dtypes.name(self._t.dtype)} to {_dtypes.name(target)} under "
-                            f"casting={casting!r}")
+        if casting != "unsafe" and not np.can_cast(_dtypes.public(self._t.dtype), _dtypes.public(target), casting):  # type: ignore[arg-type]  # NumPy checks the name
+            raise TypeError(
+                f"x.astype(): cannot cast {_dtypes.name(self._t.dtype)} to {_dtypes.name(target)} under "
+                f"casting={casting!r}"
+            )
         # NumPy's unsafe cast (complex to real keeps the real part)
         return _numpy(np.astype, self, (target,), {"copy": copy})
 

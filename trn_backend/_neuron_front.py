@@ -32,16 +32,26 @@ import torch
 from . import _precision
 from .kernels import NKI_MODES, bounds, reference
 
-__all__ = ["SIZES", "CASES", "Point", "Row", "dominators", "front", "markdown", "summary", "update_docs",
-           "step_note", "MARKER"]
+__all__ = [
+    "SIZES",
+    "CASES",
+    "Point",
+    "Row",
+    "dominators",
+    "front",
+    "markdown",
+    "summary",
+    "update_docs",
+    "step_note",
+    "MARKER",
+]
 
 SIZES = (1024, 2048, 4096, 8192)
 GENERATION = "trn2"
 CASES = ("fp32-accurate", "unknown")
 CASE_TEXT = {
     "fp32-accurate": "if the Tensor Engine's fp32 products are as accurate as SGEMM's (u_s per product)",
-    "unknown": "on the known facts alone (native's fp32 precision unknown: native neither dominates nor is "
-               "dominated)",
+    "unknown": "on the known facts alone (native's fp32 precision unknown: native neither dominates nor is dominated)",
 }
 MARKER = "front-table"
 MODES = NKI_MODES  # fast, native, dd, bf16x6, ozaki, sr: every mode with an NKI kernel
@@ -106,8 +116,9 @@ def _kernel(mode: str) -> str:
     return f"nki.matmul[{cost.runs_as(mode)}]"
 
 
-def front(sizes: Sequence[int] = SIZES, seconds: Callable[[str, int], float] = modelled_seconds,
-          modes: Sequence[str] = MODES) -> list[Row]:
+def front(
+    sizes: Sequence[int] = SIZES, seconds: Callable[[str, int], float] = modelled_seconds, modes: Sequence[str] = MODES
+) -> list[Row]:
     """Every mode at every n in ``sizes``: its time (``seconds(mode, n)``; a kernel that refuses the size gets
     None and the reason), bound at K = n and dominators in each case."""
     rows = []
@@ -118,14 +129,19 @@ def front(sizes: Sequence[int] = SIZES, seconds: Callable[[str, int], float] = m
                 found[mode] = (seconds(mode, n), "")
             except Exception as e:  # a kernel that cannot run this size (e.g. a 32-bit offset): no time
                 found[mode] = (None, f"{type(e).__name__}: {e}")
-        bound = {mode: native_bound("fp32-accurate", n) if mode == "native"
-                 else _precision.error_bound(mode, torch.float32, n) for mode in modes}
+        bound = {
+            mode: native_bound("fp32-accurate", n)
+            if mode == "native"
+            else _precision.error_bound(mode, torch.float32, n)
+            for mode in modes
+        }
         by_case = {}
         for case in CASES:
             points = [Point(m, found[m][0], native_bound(case, n) if m == "native" else bound[m]) for m in modes]
             by_case[case] = {m: dominators(points, m) for m in modes}
-        rows += [Row(n, m, _kernel(m), found[m][0], bound[m], {c: by_case[c][m] for c in CASES}, found[m][1])
-                 for m in modes]
+        rows += [
+            Row(n, m, _kernel(m), found[m][0], bound[m], {c: by_case[c][m] for c in CASES}, found[m][1]) for m in modes
+        ]
     return rows
 
 
@@ -143,12 +159,17 @@ def _by(row: Row, case: str) -> str:
 
 def table(rows: Sequence[Row]) -> str:
     """The rows as a Markdown table."""
-    lines = ["| n (M = K = N) | mode | kernel | modelled trn2 time | bound at K = n | dominated (native "
-             "fp32-accurate) | dominated (native unknown) |", "|---:|---|---|---:|---:|---|---|"]
+    lines = [
+        "| n (M = K = N) | mode | kernel | modelled trn2 time | bound at K = n | dominated (native "
+        "fp32-accurate) | dominated (native unknown) |",
+        "|---:|---|---|---:|---:|---|---|",
+    ]
     for r in rows:
         bound = f"{r.bound:.2e}" + (" if fp32-accurate, else unknown" if r.mode == "native" else "")
-        lines.append(f"| {r.n} | {r.mode} | {r.kernel} | {_ms(r.seconds)} | {bound} | {_by(r, 'fp32-accurate')} | "
-                     f"{_by(r, 'unknown')} |")
+        lines.append(
+            f"| {r.n} | {r.mode} | {r.kernel} | {_ms(r.seconds)} | {bound} | {_by(r, 'fp32-accurate')} | "
+            f"{_by(r, 'unknown')} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -166,8 +187,9 @@ def summary(rows: Sequence[Row]) -> list[str]:
             if r.dominated_by[case]:
                 found.setdefault((r.mode, r.dominated_by[case]), []).append(r.n)
         if found:
-            said = "; ".join(f"{mode} is dominated at {_sizes(ns)} (by {', '.join(by)})"
-                             for (mode, by), ns in found.items())
+            said = "; ".join(
+                f"{mode} is dominated at {_sizes(ns)} (by {', '.join(by)})" for (mode, by), ns in found.items()
+            )
         else:
             said = "no mode is dominated"
         lines.append(f"- {CASE_TEXT[case][0].upper()}{CASE_TEXT[case][1:]}: {said}.")
@@ -175,17 +197,21 @@ def summary(rows: Sequence[Row]) -> list[str]:
     for n in sorted({r.n for r in rows}):
         at = [r for r in rows if r.n == n and r.seconds is not None and r.mode != "native"]
         for i, x in enumerate(at):
-            for y in at[i + 1:]:
+            for y in at[i + 1 :]:
                 if x.seconds == y.seconds and x.bound == y.bound:
                     ties.setdefault((x.mode, y.mode), []).append(n)
-    lines += [f"- {x} and {y} tie (the same kernel time and bound) at {_sizes(ns)}: neither dominates the other."
-              for (x, y), ns in ties.items()]
+    lines += [
+        f"- {x} and {y} tie (the same kernel time and bound) at {_sizes(ns)}: neither dominates the other."
+        for (x, y), ns in ties.items()
+    ]
     refused: dict[tuple[str, str], list[int]] = {}
     for r in rows:
         if r.problem:
             refused.setdefault((r.mode, r.problem), []).append(r.n)
-    lines += [f"- {mode} has no kernel at {_sizes(ns)} ({problem}): not compared there."
-              for (mode, problem), ns in refused.items()]
+    lines += [
+        f"- {mode} has no kernel at {_sizes(ns)} ({problem}): not compared there."
+        for (mode, problem), ns in refused.items()
+    ]
     return lines
 
 
@@ -209,6 +235,7 @@ def update_docs(path: str | Path, text: str | None = None) -> None:
 
 # --- one step, for explain() ---
 
+
 def step_costs(dtype: torch.dtype, modes: Sequence[tuple[str, int | None]]) -> list[float]:
     """What targets rank the modes by on Neuron (``_mode_costs``: the trn2 cost model, each mode's kernel at
     ``NEURON_SIZE``), for (mode, ozaki slices) pairs, each mode priced as the kernel the kernel layer runs for it."""
@@ -219,9 +246,15 @@ def step_costs(dtype: torch.dtype, modes: Sequence[tuple[str, int | None]]) -> l
     return _mode_costs.basis("neuron", dtype).costs([(cost.runs_as(m), s) for m, s in modes], 0.0)
 
 
-def step_note(step: int, mode: str, dtype: torch.dtype, K: int, bound: float | None, slices: int | None = None,
-              costs: Callable[[torch.dtype, Sequence[tuple[str, int | None]]], list[float]] | None = None
-              ) -> str | None:
+def step_note(
+    step: int,
+    mode: str,
+    dtype: torch.dtype,
+    K: int,
+    bound: float | None,
+    slices: int | None = None,
+    costs: Callable[[torch.dtype, Sequence[tuple[str, int | None]]], list[float]] | None = None,
+) -> str | None:
     """One line for a step of ``mode`` (bound ``bound``) on ``dtype`` data with contracted length K that runs an
     NKI kernel: which modes dominate it on Trainium, on the known facts or only if the Tensor Engine's fp32
     products are as accurate as SGEMM's; None where none does. Times: ``costs`` (default ``step_costs``: the trn2
@@ -230,8 +263,9 @@ def step_note(step: int, mode: str, dtype: torch.dtype, K: int, bound: float | N
         return None
     candidates = [m for m in MODES if m != "native" or dtype is torch.float32]
     own = slices if mode == "ozaki" else None
-    pairs = [(m, own if m == mode else (reference.ozaki_default_slices(dtype) if m == "ozaki" else None))
-             for m in candidates]
+    pairs = [
+        (m, own if m == mode else (reference.ozaki_default_slices(dtype) if m == "ozaki" else None)) for m in candidates
+    ]
     seconds = dict(zip(candidates, (costs or step_costs)(dtype, pairs), strict=True))
     # native's bound is the case's (its resolved bound on Neuron is the fp32-accurate one); the others' published
     known = {m: bound if m == mode else _precision.error_bound(m, dtype, K) for m in candidates if m != "native"}
@@ -245,12 +279,16 @@ def step_note(step: int, mode: str, dtype: torch.dtype, K: int, bound: float | N
     where = f"step {step}: {mode} is dominated on Trainium"
     basis = "trn2 cost model's ranking of the kernels; bounds at K = " + f"{K:,}"
     if sure:
-        line = f"{where}: {' and '.join(sure)} {'is' if len(sure) == 1 else 'are'} no slower and no less accurate " \
-               f"({basis})"
+        line = (
+            f"{where}: {' and '.join(sure)} {'is' if len(sure) == 1 else 'are'} no slower and no less accurate "
+            f"({basis})"
+        )
         if maybe:
-            line += f"; so is {' and '.join(maybe)} {CASE_TEXT['fp32-accurate']} (undocumented: check-neuron " \
-                    "measures it)"
+            line += (
+                f"; so is {' and '.join(maybe)} {CASE_TEXT['fp32-accurate']} (undocumented: check-neuron measures it)"
+            )
         return line
-    return (f"{where} by {' and '.join(maybe)} {CASE_TEXT['fp32-accurate']} ({basis}); that precision is "
-            "undocumented: check-neuron measures it")
-
+    return (
+        f"{where} by {' and '.join(maybe)} {CASE_TEXT['fp32-accurate']} ({basis}); that precision is "
+        "undocumented: check-neuron measures it"
+    )

@@ -53,9 +53,13 @@ def public(func: F, name: str) -> F:
     params = list(inspect.signature(func).parameters.values())
     positional = [p.name for p in params if p.kind is p.POSITIONAL_ONLY and p.default is p.empty]
     keywords = [p for p in params if p.kind is p.KEYWORD_ONLY]
-    if positional and len(positional) + len(keywords) == len(params) and func.__name__.isidentifier() and \
-            not {func.__name__, *positional, *(p.name for p in keywords)} & _TEMPLATE_NAMES and \
-            not any(p.name.startswith("_default_") for p in keywords):
+    if (
+        positional
+        and len(positional) + len(keywords) == len(params)
+        and func.__name__.isidentifier()
+        and not {func.__name__, *positional, *(p.name for p in keywords)} & _TEMPLATE_NAMES
+        and not any(p.name.startswith("_default_") for p in keywords)
+    ):
         # the exec'd wrapper has func's parameters, defaults and name (the template in _exact)
         return cast(F, _exact(func, name, positional, keywords))
 
@@ -91,8 +95,9 @@ def {function}({params}, /{keyword_params}):
 """
 
 
-def _exact(func: Callable[..., Any], name: str, positional: list[str], keywords: list[inspect.Parameter]) \
-        -> Callable[..., Any]:
+def _exact(
+    func: Callable[..., Any], name: str, positional: list[str], keywords: list[inspect.Parameter]
+) -> Callable[..., Any]:
     scope: dict[str, Any] = {"func": func, "public_name": name, "handler": handler, "OVERRIDES": OVERRIDES}
     params = ", ".join(positional)
     keyword_params, given, defaults = [], [], []
@@ -112,8 +117,12 @@ def _exact(func: Callable[..., Any], name: str, positional: list[str], keywords:
         call = f"    if {' and '.join(defaults)}:\n        return func({params})\n    return func({params}{forward})"
     else:
         call = f"    return func({params}{forward})"
-    source = _EXACT.format(function=func.__name__, params=params,
-                           keyword_params=", *, " + ", ".join(keyword_params) if keywords else "",
-                           given="\n".join(given) or "        pass", call=call)
+    source = _EXACT.format(
+        function=func.__name__,
+        params=params,
+        keyword_params=", *, " + ", ".join(keyword_params) if keywords else "",
+        given="\n".join(given) or "        pass",
+        call=call,
+    )
     exec(source, scope)  # noqa: S102 - the fixed template above, with the function's parameter names
     return functools.wraps(func)(scope[func.__name__])

@@ -74,24 +74,70 @@ class Mode:
 
 # --- bounds: kernels/bounds.py (derivations in docs/precision.md) ---
 
-MODES: dict[str, Mode] = {m.name: m for m in (
-    Mode("native", "the operand dtype and the device's own arithmetic", "native", reference.PASSES["native"],
-         bounds.native_bound),
-    Mode("fast", "inputs rounded to bf16, one pass, fp32 accumulation", "fast", reference.PASSES["fast"],
-         bounds.fast_bound, refuses=True),
-    Mode("sr", "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)", "sr",
-         reference.PASSES["sr"], bounds.sr_bound, params=("generator",), refuses=True),
-    Mode("dd", "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation", "dd", reference.PASSES["dd"],
-         bounds.dd_bound, refuses=True),
-    Mode("bf16x6", f"3-word bf16 split, 6 products, PSUM chunks of {bounds.BF16X6_CHUNK} of K added "
-         f"{bounds.BF16X6_GROUP} at a time, then by TwoSum", "bf16x6", reference.PASSES["bf16x6"],
-         bounds.bf16x6_bound, refuses=True),
-    Mode("ozaki", "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
-         "ozaki", reference.PASSES["ozaki"], bounds.ozaki_bound, params=("slices",), float64_working=True,
-         refuses=True),
-    Mode("fp64", "promotion to float64 on the host, rounded to the output dtype", "fp64", reference.PASSES["fp64"],
-         bounds.fp64_bound, float64_working=True),
-)}
+MODES: dict[str, Mode] = {
+    m.name: m
+    for m in (
+        Mode(
+            "native",
+            "the operand dtype and the device's own arithmetic",
+            "native",
+            reference.PASSES["native"],
+            bounds.native_bound,
+        ),
+        Mode(
+            "fast",
+            "inputs rounded to bf16, one pass, fp32 accumulation",
+            "fast",
+            reference.PASSES["fast"],
+            bounds.fast_bound,
+            refuses=True,
+        ),
+        Mode(
+            "sr",
+            "fast, with stochastic rounding of a bf16/fp16 result (unbiased, seedable)",
+            "sr",
+            reference.PASSES["sr"],
+            bounds.sr_bound,
+            params=("generator",),
+            refuses=True,
+        ),
+        Mode(
+            "dd",
+            "2-word bf16 split, 3 products (hi*hi, hi*lo, lo*hi), fp32 accumulation",
+            "dd",
+            reference.PASSES["dd"],
+            bounds.dd_bound,
+            refuses=True,
+        ),
+        Mode(
+            "bf16x6",
+            f"3-word bf16 split, 6 products, PSUM chunks of {bounds.BF16X6_CHUNK} of K added "
+            f"{bounds.BF16X6_GROUP} at a time, then by TwoSum",
+            "bf16x6",
+            reference.PASSES["bf16x6"],
+            bounds.bf16x6_bound,
+            refuses=True,
+        ),
+        Mode(
+            "ozaki",
+            "Ozaki-I: 2**e-scaled 8-bit digit slices, exact fp32 sums per K-chunk, float64 combine",
+            "ozaki",
+            reference.PASSES["ozaki"],
+            bounds.ozaki_bound,
+            params=("slices",),
+            float64_working=True,
+            refuses=True,
+        ),
+        Mode(
+            "fp64",
+            "promotion to float64 on the host, rounded to the output dtype",
+            "fp64",
+            reference.PASSES["fp64"],
+            bounds.fp64_bound,
+            float64_working=True,
+        ),
+    )
+}
 ALIASES = {alias: m.name for m in MODES.values() for alias in m.aliases}
 # The modes a target may pick, ranked by their cost on the step's device (``_ranking``); this order breaks ties.
 # sr never appears: its stochastic rounding removes bias but does not shrink the error bound. native joins
@@ -211,6 +257,7 @@ def _check_problem(dtype: object, K: object, func: str) -> tuple[torch.dtype, in
 
 # --- the precision request: contextvars make the active one per thread and per asyncio task, and nestable ---
 
+
 @dataclasses.dataclass(frozen=True, eq=False)
 class Request:
     """What one contraction call asks of its precision: a mode with its parameters, or a forward or a relative
@@ -231,8 +278,9 @@ class Request:
 _REQUESTS: dict[tuple, Request] = {}
 
 
-def request(mode: str | None, params: tuple[tuple[str, object], ...], target: float | None,
-             relative: float | None = None) -> Request:
+def request(
+    mode: str | None, params: tuple[tuple[str, object], ...], target: float | None, relative: float | None = None
+) -> Request:
     """The one Request of these fields (bounded: a program that makes endless distinct requests starts over)."""
     key = (mode, params, target, relative)
     found = _REQUESTS.get(key)
@@ -281,11 +329,13 @@ _REPORT: contextvars.ContextVar[list[Check] | None] = contextvars.ContextVar("tr
 _LAST: contextvars.ContextVar[list[Check] | None] = contextvars.ContextVar("trn_precision_last", default=None)
 
 
-def _setting(mode: object, target: object, params: dict[str, Any], func: str,
-             relative: object = None) -> Request | None:
+def _setting(
+    mode: object, target: object, params: dict[str, Any], func: str, relative: object = None
+) -> Request | None:
     if sum(x is not None for x in (mode, target, relative)) > 1:
-        raise ValueError(f"{func}: give a precision mode or one target (target_forward_error= or "
-                         "target_relative_error=), not both")
+        raise ValueError(
+            f"{func}: give a precision mode or one target (target_forward_error= or target_relative_error=), not both"
+        )
     if mode is not None:
         return request(*_mode(mode, params, func), None)
     if params:
@@ -309,9 +359,13 @@ def _activate(request: Request) -> Iterator[list[Check] | None]:
         _ACTIVE.reset(token)
 
 
-def precision(mode: str | None = None, *, target_forward_error: float | None = None,
-              target_relative_error: float | None = None,
-              **params: Any) -> contextlib.AbstractContextManager[list[Check] | None]:
+def precision(
+    mode: str | None = None,
+    *,
+    target_forward_error: float | None = None,
+    target_relative_error: float | None = None,
+    **params: Any,
+) -> contextlib.AbstractContextManager[list[Check] | None]:
     """``with precision("dd"):`` or ``with precision(target_forward_error=1e-6):`` sets how contractions in
     the block (this thread or asyncio task only) are computed; nested blocks override, no argument inherits.
     Mode parameters go by keyword: ``precision("ozaki", slices=5)``, ``precision("sr", generator=g)``.
@@ -321,8 +375,7 @@ def precision(mode: str | None = None, *, target_forward_error: float | None = N
     return contextlib.nullcontext() if request is None else _activate(request)
 
 
-def request_of(mode: object, target_forward_error: object, target_relative_error: object,
-               func: str) -> Request | None:
+def request_of(mode: object, target_forward_error: object, target_relative_error: object, func: str) -> Request | None:
     """The request of a call with these per-call arguments (checked here, so errors name ``func``): its own
     choice where it makes one (which replaces the innermost block's entirely), else the block's; None for the
     device default."""
@@ -331,8 +384,14 @@ def request_of(mode: object, target_forward_error: object, target_relative_error
     # the same arguments make the same request: kept by their types and values (True and 1 hash alike but are
     # not the same argument), so a repeated call skips the checks; a refusal is not kept (it names ``func``)
     key: tuple[object, ...] | None  # None: an unhashable argument
-    key = (mode.__class__, mode, target_forward_error.__class__, target_forward_error,
-           target_relative_error.__class__, target_relative_error)
+    key = (
+        mode.__class__,
+        mode,
+        target_forward_error.__class__,
+        target_forward_error,
+        target_relative_error.__class__,
+        target_relative_error,
+    )
     try:
         found = _CALL_REQUESTS.get(key, _UNSEEN)
     except TypeError:  # an unhashable argument: checked (and refused) below
@@ -401,9 +460,11 @@ def last_precision_report() -> list[Check] | None:
 
 # --- resolution ---
 
+
 @functools.lru_cache(maxsize=4096)
-def _resolved(name: str, params: tuple[tuple[str, object], ...], dtype: torch.dtype, K: int,
-              values: torch.dtype | None = None) -> Resolved:
+def _resolved(
+    name: str, params: tuple[tuple[str, object], ...], dtype: torch.dtype, K: int, values: torch.dtype | None = None
+) -> Resolved:
     """``name`` with ``params`` on ``dtype`` data, its bound for K; ``values``: the dtype the result is finally
     rounded to where the step computes in a wider one (ozaki's default slice count is that dtype's)."""
     if not (dtype.is_floating_point or dtype.is_complex):
@@ -491,21 +552,30 @@ def _flops(K: int, bmkn: tuple[int, int, int, int] | None) -> float:
 
 
 @functools.lru_cache(maxsize=1024)
-def _ranking(device_type: str, real: torch.dtype, flops: float,
-             native_ok: bool) -> tuple[tuple[str, tuple[tuple[str, object], ...]], ...]:
+def _ranking(
+    device_type: str, real: torch.dtype, flops: float, native_ok: bool
+) -> tuple[tuple[str, tuple[tuple[str, object], ...]], ...]:
     """The ladder's rungs, cheapest first on ``device_type`` for a step of ``flops`` FLOPs (ties: LADDER order)."""
     from . import _mode_costs  # on first use: importing trn_backend does not load the cost machinery
 
     basis = _mode_costs.basis(device_type, real)
     rungs = [r for r in _ladder() if r[0] != "native" or native_ok]
-    costs = dict(zip(rungs, basis.costs([(name, dict(params).get("slices")) for name, params in rungs], flops),
-                     strict=True))
+    costs = dict(
+        zip(rungs, basis.costs([(name, dict(params).get("slices")) for name, params in rungs], flops), strict=True)
+    )
     return tuple(sorted(rungs, key=costs.__getitem__))  # sorted() is stable: equal costs keep LADDER order
 
 
 @functools.lru_cache(maxsize=4096)
-def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: str,
-            bmkn: tuple[int, int, int, int] | None, native_ok: bool) -> Resolved:
+def _select(
+    dtype: torch.dtype,
+    K: int,
+    target: float,
+    what: str,
+    device_type: str,
+    bmkn: tuple[int, int, int, int] | None,
+    native_ok: bool,
+) -> Resolved:
     """The cheapest mode whose bound meets ``target``; cached by everything the choice depends on (the device by
     its type, a cheap key: resolve runs once per binary step)."""
     if not (dtype.is_floating_point or dtype.is_complex):
@@ -521,25 +591,37 @@ def _select(dtype: torch.dtype, K: int, target: float, what: str, device_type: s
         # best is a candidate with a bound (those without are skipped above)
         best = candidate if best is None or candidate.bound < cast(float, best.bound) else best
     assert best is not None  # the ladder's last rung (float64 on the host) has a bound for every floating dtype
-    raise PrecisionError(f"no mode reaches {what}={target:g} for {_dtypes.name(dtype)} with K={K}; the best "
-                         f"available bound is {best.bound:.3g}, from {best.label}", "select_precision")
+    raise PrecisionError(
+        f"no mode reaches {what}={target:g} for {_dtypes.name(dtype)} with K={K}; the best "
+        f"available bound is {best.bound:.3g}, from {best.label}",
+        "select_precision",
+    )
 
 
-def best_available(dtype: torch.dtype, K: int, device: torch.device,
-                   bmkn: tuple[int, int, int, int] | None = None) -> Resolved | None:
+def best_available(
+    dtype: torch.dtype, K: int, device: torch.device, bmkn: tuple[int, int, int, int] | None = None
+) -> Resolved | None:
     """The candidate a target may pick with the smallest bound for a step of contracted length ``K`` on
     ``device`` (what an error says is the best a step can do); None for exact dtypes."""
     if not (dtype.is_floating_point or dtype.is_complex):
         return None
     kind = _kind(device)
     real = dtype.to_real() if dtype.is_complex else dtype
-    found = [_resolved(name, params, dtype, K)
-             for name, params in _ranking(kind, real, _flops(K, bmkn), _native_ok(kind, dtype))]
+    found = [
+        _resolved(name, params, dtype, K)
+        for name, params in _ranking(kind, real, _flops(K, bmkn), _native_ok(kind, dtype))
+    ]
     return min((r for r in found if r.bound is not None), key=lambda r: cast(float, r.bound), default=None)
 
 
-def select_precision(dtype: _dtypes.DType, K: int, target: float, *, device: torch.device | str = "cpu",
-                     bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+def select_precision(
+    dtype: _dtypes.DType,
+    K: int,
+    target: float,
+    *,
+    device: torch.device | str = "cpu",
+    bmkn: tuple[int, int, int, int] | None = None,
+) -> Resolved:
     """The cheapest mode on ``device`` (default: the CPU) whose bound meets ``target`` (units of ``|A||B|``), for a
     step of sizes ``bmkn`` = (B, M, K, N) (default (1, 1024, K, 1024), the calibration's M and N). Candidates:
     native (where its bound holds), fast, dd, bf16x6, ozaki (1..16 slices), fp64; never sr. Costs come from the
@@ -548,14 +630,17 @@ def select_precision(dtype: _dtypes.DType, K: int, target: float, *, device: tor
     dtype, K = _check_problem(dtype, K, "select_precision")
     target = _check_target(target, "select_precision")
     if not isinstance(device, torch.device | str):
-        raise TypeError(f"select_precision: device must be a torch.device or a string such as 'cpu', got "
-                        f"{type(device).__name__}")
+        raise TypeError(
+            f"select_precision: device must be a torch.device or a string such as 'cpu', got {type(device).__name__}"
+        )
     kind = _device_type(device, "select_precision")
     if bmkn is not None:
-        if not (isinstance(bmkn, tuple) and len(bmkn) == 4
-                and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in bmkn)):
-            raise TypeError(f"select_precision: bmkn must be a tuple of 4 non-negative ints (B, M, K, N), got "
-                            f"{bmkn!r}")
+        if not (
+            isinstance(bmkn, tuple)
+            and len(bmkn) == 4
+            and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in bmkn)
+        ):
+            raise TypeError(f"select_precision: bmkn must be a tuple of 4 non-negative ints (B, M, K, N), got {bmkn!r}")
         if bmkn[2] != K:
             raise ValueError(f"select_precision: bmkn's K ({bmkn[2]}) is not K ({K})")
     return _select(dtype, K, target, "target_forward_error", kind, bmkn, _native_ok(kind, dtype))
@@ -621,8 +706,9 @@ def _default_mode(device: torch.device | str) -> str:
     return "fast" if _kind(device) in kernels.NEURON_DEVICE_TYPES else "native"
 
 
-def mode_for(request: Request | None, dtype: torch.dtype, K: int, device: torch.device,
-             values: torch.dtype | None = None) -> Resolved:
+def mode_for(
+    request: Request | None, dtype: torch.dtype, K: int, device: torch.device, values: torch.dtype | None = None
+) -> Resolved:
     """The mode of a step of contracted length ``K`` on ``dtype`` data under a mode ``request`` (None: the device
     default), native's bound widened where torch lets the device round float32 inputs (``_honest``); ``values``:
     see ``_resolved``."""
@@ -631,24 +717,37 @@ def mode_for(request: Request | None, dtype: torch.dtype, K: int, device: torch.
     return _honest(_resolved(request.mode, request.params, dtype, K, values), dtype, K, device)
 
 
-def select(dtype: torch.dtype, K: int, limit: float, device: torch.device,
-           bmkn: tuple[int, int, int, int] | None = None, what: str = "target_forward_error") -> Resolved:
+def select(
+    dtype: torch.dtype,
+    K: int,
+    limit: float,
+    device: torch.device,
+    bmkn: tuple[int, int, int, int] | None = None,
+    what: str = "target_forward_error",
+) -> Resolved:
     """The cheapest mode on ``device`` whose bound for a step of contracted length ``K`` meets ``limit`` (a share
     of a target, in units of the step's absolute value); PrecisionError naming ``what`` where none does."""
     kind = _kind(device)
     return _select(dtype, K, limit, what, kind, bmkn, _native_ok(kind, dtype))
 
 
-def relative_start(dtype: torch.dtype, K: int, target: float, device: torch.device,
-                   bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+def relative_start(
+    dtype: torch.dtype, K: int, target: float, device: torch.device, bmkn: tuple[int, int, int, int] | None = None
+) -> Resolved:
     """Where the a posteriori check of one binary step under target_relative_error= starts (``_checked``)."""
     kind = _kind(device)
     return _checked(dtype, K, target, kind, bmkn, _native_ok(kind, dtype))
 
 
-def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str | None = None,
-            target_forward_error: float | None = None,
-            bmkn: tuple[int, int, int, int] | None = None) -> Resolved:
+def resolve(
+    dtype: torch.dtype,
+    K: int,
+    device: torch.device,
+    *,
+    precision: str | None = None,
+    target_forward_error: float | None = None,
+    bmkn: tuple[int, int, int, int] | None = None,
+) -> Resolved:
     """The mode of one binary contraction of contracted length ``K`` (sizes ``bmkn``, default (1, 1024, K,
     1024)) on ``device``, as an expression of its own: explicit precision= or target_forward_error= (not both),
     else the innermost ``precision`` block, else the device default. A forward target picks the cheapest mode
@@ -665,17 +764,25 @@ def resolve(dtype: torch.dtype, K: int, device: torch.device, *, precision: str 
 # --- a posteriori checks: where one starts and escalates to (whole expressions' ``compose``, ``share`` and
 # ``sum_bound``: kernels/bounds.py) ---
 
+
 @functools.lru_cache(maxsize=4096)
-def _checked(dtype: torch.dtype, K: int, target: float, device_type: str, bmkn: tuple[int, int, int, int] | None,
-             native_ok: bool) -> Resolved:
+def _checked(
+    dtype: torch.dtype, K: int, target: float, device_type: str, bmkn: tuple[int, int, int, int] | None, native_ok: bool
+) -> Resolved:
     """Where a target_relative_error= check starts: the cheapest mode whose a priori bound could meet it
     (|C| <= |A||B|, so no estimate falls much below the bound); exact integer contractions need no check."""
     start = _select(dtype, K, target, "target_relative_error", device_type, bmkn, native_ok)
     return start if start.bound is None else dataclasses.replace(start, target_relative_error=target)
 
 
-def next_mode(resolved: Resolved, dtype: torch.dtype, K: int, *, device: torch.device | str = "cpu",
-              bmkn: tuple[int, int, int, int] | None = None) -> Resolved | None:
+def next_mode(
+    resolved: Resolved,
+    dtype: torch.dtype,
+    K: int,
+    *,
+    device: torch.device | str = "cpu",
+    bmkn: tuple[int, int, int, int] | None = None,
+) -> Resolved | None:
     """The cheapest mode on ``device`` whose bound is strictly smaller than ``resolved``'s: where an a posteriori
     check that misses its target escalates to. Starting from a target's choice, each step costs at least as
     much as the last (a cheaper mode with a smaller bound would have been chosen first). None at the top, and

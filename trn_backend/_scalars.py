@@ -13,8 +13,15 @@ import torch
 
 from . import _dtypes
 
-__all__ = ["PY_SCALARS", "as_py_scalar", "scalar_to_tensor", "convert_scalar", "int_value", "check_float_to_int",
-           "float_to_int"]
+__all__ = [
+    "PY_SCALARS",
+    "as_py_scalar",
+    "scalar_to_tensor",
+    "convert_scalar",
+    "int_value",
+    "check_float_to_int",
+    "float_to_int",
+]
 
 PY_SCALARS = (bool, int, float, complex)
 
@@ -32,11 +39,11 @@ def scalar_to_tensor(value: object, dtype: torch.dtype, device: torch.device, fu
     if dtype in _dtypes.INTEGER and isinstance(value, int) and not isinstance(value, bool):
         lo, hi = _dtypes.int_range(dtype)
         if not lo <= value <= hi:
-            raise OverflowError(f"{func}(): Python int {value} is out of range for {_dtypes.name(dtype)} "
-                                f"[{lo}, {hi}]")
+            raise OverflowError(f"{func}(): Python int {value} is out of range for {_dtypes.name(dtype)} [{lo}, {hi}]")
         if dtype in _dtypes.COMPUTE:
-            return _dtypes.restore(torch.tensor(_wrap_unsigned(value, dtype), dtype=_dtypes.COMPUTE[dtype],
-                                                device=device), dtype)
+            return _dtypes.restore(
+                torch.tensor(_wrap_unsigned(value, dtype), dtype=_dtypes.COMPUTE[dtype], device=device), dtype
+            )
     if dtype in _dtypes.COMPUTE:
         return _dtypes.cast(torch.tensor(value, device=device), dtype)
     if type(value) is int and dtype in _dtypes.FLOATING:
@@ -57,13 +64,16 @@ def convert_scalar(value: object, dtype: torch.dtype, device: torch.device, func
     the functions that store a scalar; ``func`` names the caller in errors."""
     value = as_py_scalar(value)
     if not isinstance(value, PY_SCALARS):
-        raise TypeError(f"{func}(): the value must be a Python scalar (bool, int, float or complex), got "
-                        f"{type(value).__name__}")
+        raise TypeError(
+            f"{func}(): the value must be a Python scalar (bool, int, float or complex), got {type(value).__name__}"
+        )
     if dtype is _dtypes.bool:
         return torch.tensor(bool(value), device=device)
     if isinstance(value, complex) and dtype not in _dtypes.COMPLEX_FLOAT:
-        raise TypeError(f"{func}(): cannot store the complex value {value} in a {_dtypes.name(dtype)} array; "
-                        "store its .real or .imag")
+        raise TypeError(
+            f"{func}(): cannot store the complex value {value} in a {_dtypes.name(dtype)} array; "
+            "store its .real or .imag"
+        )
     if dtype in _dtypes.INTEGER:
         value = int_value(value, dtype, func)  # type: ignore[arg-type]  # not complex: refused above for this dtype
     return scalar_to_tensor(value, dtype, device, func)
@@ -75,8 +85,10 @@ def check_fill_int(value: object, dtype: torch.dtype, func: str) -> None:
     if dtype is _dtypes.bool and isinstance(value, int) and not isinstance(value, bool):
         lo, hi = _dtypes.int_range(_dtypes.int64)
         if not lo <= value <= hi:
-            raise OverflowError(f"{func}(): the fill value {value} is beyond int64, which NumPy converts a Python "
-                                "int to before casting it to bool")
+            raise OverflowError(
+                f"{func}(): the fill value {value} is beyond int64, which NumPy converts a Python "
+                "int to before casting it to bool"
+            )
 
 
 def int_value(value: bool | int | float, dtype: torch.dtype, func: str) -> int:
@@ -84,15 +96,19 @@ def int_value(value: bool | int | float, dtype: torch.dtype, func: str) -> int:
     it (without a tensor: nested lists convert each element)."""
     if isinstance(value, float):
         if math.isnan(value):
-            raise ValueError(f"{func}(): cannot convert float NaN to {_dtypes.name(dtype)}; replace the NaNs "
-                             "first, e.g. xp.where(xp.isnan(x), 0, x)")
+            raise ValueError(
+                f"{func}(): cannot convert float NaN to {_dtypes.name(dtype)}; replace the NaNs "
+                "first, e.g. xp.where(xp.isnan(x), 0, x)"
+            )
         if math.isinf(value):
             raise OverflowError(f"{func}(): cannot convert float {value} to {_dtypes.name(dtype)}")
         whole = int(value)  # truncation toward zero, exact
         lo, hi = _dtypes.int_range(dtype)
         if not lo <= whole <= hi:
-            raise OverflowError(f"{func}(): {whole} is out of range for {_dtypes.name(dtype)} [{lo}, {hi}] (the "
-                                f"integer part of {value!r})")
+            raise OverflowError(
+                f"{func}(): {whole} is out of range for {_dtypes.name(dtype)} [{lo}, {hi}] (the "
+                f"integer part of {value!r})"
+            )
         return whole
     value = int(value)
     lo, hi = _dtypes.int_range(dtype)
@@ -109,8 +125,9 @@ def check_float_to_int(t: torch.Tensor, dtype: torch.dtype, where: str) -> None:
     lo, hi = _dtypes.int_range(dtype)
     name = _dtypes.name(dtype)
     if bool(torch.isnan(t).any()):
-        raise ValueError(f"{where}: cannot convert float NaN to {name}; replace the NaNs first, e.g. "
-                         "xp.where(xp.isnan(x), 0, x)")
+        raise ValueError(
+            f"{where}: cannot convert float NaN to {name}; replace the NaNs first, e.g. xp.where(xp.isnan(x), 0, x)"
+        )
     whole = torch.trunc(t)
     # lo and hi + 1 are 0 or powers of two: exact in every float dtype (or beyond its range, which is then right)
     bad = (whole < float(lo)) | (whole >= float(hi) + 1)
@@ -118,8 +135,9 @@ def check_float_to_int(t: torch.Tensor, dtype: torch.dtype, where: str) -> None:
         value = float(t[bad].reshape(-1)[0])
         if math.isinf(value):
             raise OverflowError(f"{where}: cannot convert float {value} to {name}")
-        raise OverflowError(f"{where}: {int(value)} is out of range for {name} [{lo}, {hi}] (the integer part of "
-                            f"{value!r})")
+        raise OverflowError(
+            f"{where}: {int(value)} is out of range for {name} [{lo}, {hi}] (the integer part of {value!r})"
+        )
 
 
 def float_to_int(value: float, dtype: torch.dtype, where: str) -> int:

@@ -50,10 +50,34 @@ from .kernels import bounds, nki, reference
 from .kernels.nki import calibrate, cost, toolchain
 from .kernels.nki import model as nki_model
 
-__all__ = ["CASES", "MODES", "GATE_MODES", "GATE_SHAPES", "KERNEL_SHAPES", "Gate", "compile_gate", "gate_lines",
-           "measure_kernels", "Assumption", "Case", "Measured", "Row", "Where", "add_arguments", "run", "run_kernel",
-           "run_nki", "run_probe", "cast_counts", "rounding_verdict", "switch_verdict", "unbiased_verdict", "measure",
-           "measurement_file", "calibrate_file"]
+__all__ = [
+    "CASES",
+    "MODES",
+    "GATE_MODES",
+    "GATE_SHAPES",
+    "KERNEL_SHAPES",
+    "Gate",
+    "compile_gate",
+    "gate_lines",
+    "measure_kernels",
+    "Assumption",
+    "Case",
+    "Measured",
+    "Row",
+    "Where",
+    "add_arguments",
+    "run",
+    "run_kernel",
+    "run_nki",
+    "run_probe",
+    "cast_counts",
+    "rounding_verdict",
+    "switch_verdict",
+    "unbiased_verdict",
+    "measure",
+    "measurement_file",
+    "calibrate_file",
+]
 
 MODES = kernels.NKI_MODES  # every mode with an NKI route
 KERNEL_MODE = {"sr": "fast"}  # the kernel a float32 step of the mode runs, where it is another mode's
@@ -61,12 +85,12 @@ DISTRIBUTIONS = ("torch", "torch-xla")  # reported beside toolchain.DISTRIBUTION
 REPEATS = 5  # timed runs per case on a device; the median is shown
 # the fp32 path probes: full-significand values (K = 1) and an accumulation whose order shows in its result
 PRODUCT_SHAPE = (128, 512)
-SMALL_TERM = 2.0 ** -25  # a quarter of fp32's ulp at 1.0: each one vanishes when added to 1.0 alone
+SMALL_TERM = 2.0**-25  # a quarter of fp32's ulp at 1.0: each one vanishes when added to 1.0 alone
 ACCUMULATION_K = 128  # one nc_matmul: the order is the Tensor Engine's own
 ROUNDING_SHAPE = (128, 64)  # fp32 (x, y) pairs of the add/subtract probe, one [P, F] tile
 CAST_SHAPE = (128, 512)  # copies of CAST_VALUE the stochastic-rounding switch probe casts to bf16
-CAST_VALUE = 1.0 + 2.0 ** -10  # 1/8 of the way from 1 to the next bf16, 1 + 2**-7: nearest even gives 1
-CAST_NEIGHBOURS = (1.0, 1.0 + 2.0 ** -7)
+CAST_VALUE = 1.0 + 2.0**-10  # 1/8 of the way from 1 to the next bf16, 1 + 2**-7: nearest even gives 1
+CAST_NEIGHBOURS = (1.0, 1.0 + 2.0**-7)
 CAST_TIMEOUT_S = 900  # each probe subprocess compiles and runs one small kernel
 SR_SEEDS = 100  # seeds of the sr kernel's unbiasedness check
 SR_SHAPE = (128, 128)  # products per seed, each 1 * 1 + 2**-10 * 1 = CAST_VALUE (bf16 operands: exact)
@@ -86,8 +110,12 @@ COMPILE_SHAPES = ((1, 256, 256, 256), (1, 512, 512, 512), (1, 1024, 1024, 1024),
 # (B, M, K, N), A as given: not a transposed view): every mode at a few shapes, bmm too (the sr kernel is matmul
 # only), each launched as the kernel layer launches it (dynamic loops, at the runtime's LNC).
 # Shapes large enough that a kernel's time stands well above the launch it is measured less.
-KERNEL_SHAPES = (("matmul", (1, 2048, 2048, 2048)), ("matmul", (1, 4096, 4096, 4096)),
-                 ("matmul", (1, 2048, 4096, 1024)), ("bmm", (4, 1024, 2048, 1024)))
+KERNEL_SHAPES = (
+    ("matmul", (1, 2048, 2048, 2048)),
+    ("matmul", (1, 4096, 4096, 4096)),
+    ("matmul", (1, 2048, 4096, 1024)),
+    ("bmm", (4, 1024, 2048, 1024)),
+)
 KERNEL_MODES = ("fast", "native", "dd", "bf16x6", "ozaki", "sr")
 # The compile-and-run gate: every kernel mode (nki.MODES) and ozaki's level sums, matmul and bmm at a shape whose
 # M, K and N all differ and none is a multiple of 128 (edge tiles everywhere), before anything else.
@@ -193,13 +221,18 @@ class Row:
 
 # --- header and device ---
 
+
 def versions() -> list[tuple[str, str]]:
     """(name, version) of the NKI toolchain the kernels run on, the Neuron distributions (the nki one with how it
     was judged: its version, not installed, or ignored and why), torch's, and Python: what a bug report about these
     kernels needs first. Versions are the installed distributions' (importlib.metadata)."""
     torch_side = [(name, toolchain.distribution_version(name) or "not installed") for name in DISTRIBUTIONS]
-    return [("NKI toolchain", nki.TOOLCHAIN), *toolchain.distributions(), *torch_side,
-            ("Python", platform.python_version())]
+    return [
+        ("NKI toolchain", nki.TOOLCHAIN),
+        *toolchain.distributions(),
+        *torch_side,
+        ("Python", platform.python_version()),
+    ]
 
 
 def _instance_type() -> str | None:
@@ -225,15 +258,26 @@ def find_where(generation: str) -> Where:
             reasons.append(f"the Neuron device is not reachable: {e}")
         else:
             instance = _instance_type()
-            return Where(device, True, f"Neuron device {device}" + (f" on {instance}" if instance else "")
-                         + f", {toolchain.NAME}; the kernels run there, times measured (median of {REPEATS} runs)",
-                         f"Neuron device {device}")
-    simulator = (f"the NKI simulator ({toolchain.NAME}) on the CPU" if toolchain.REAL
-                 else f"the CPU model of a {generation} NeuronCore")
-    return Where(torch.device("cpu"), False,
-                 f"no Neuron device ({'; '.join(reasons)}): the kernels run on {simulator}, and the times are "
-                 f"the cost model's for a {generation} NeuronCore (modelled, not measured)",
-                 simulator.removesuffix(" on the CPU"))
+            return Where(
+                device,
+                True,
+                f"Neuron device {device}"
+                + (f" on {instance}" if instance else "")
+                + f", {toolchain.NAME}; the kernels run there, times measured (median of {REPEATS} runs)",
+                f"Neuron device {device}",
+            )
+    simulator = (
+        f"the NKI simulator ({toolchain.NAME}) on the CPU"
+        if toolchain.REAL
+        else f"the CPU model of a {generation} NeuronCore"
+    )
+    return Where(
+        torch.device("cpu"),
+        False,
+        f"no Neuron device ({'; '.join(reasons)}): the kernels run on {simulator}, and the times are "
+        f"the cost model's for a {generation} NeuronCore (modelled, not measured)",
+        simulator.removesuffix(" on the CPU"),
+    )
 
 
 @contextlib.contextmanager
@@ -249,6 +293,7 @@ def _simulating(where: Where, generation: str) -> Iterator[None]:
 
 
 # --- the cases ---
+
 
 def operands(case: Case, rng: np.random.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """float32 A [B?, M, K] and B [B?, K, N] (matmul without the batch): standard normal; for ``cancel`` the
@@ -356,8 +401,14 @@ def check(case: Case, mode: str, where: Where, generation: str, seed: Sequence[i
                 c = run_kernel(case.kernel, da, db, mode)
             error = componentwise_error(c.cpu(), a, b)
             if not calls[f"nki.{case.kernel}", mode]:
-                return Row(case, mode, error, bound, None, f"the NKI route did not run (kernels.{case.kernel} "
-                                                           f"ran {mode} without nki.{case.kernel})")
+                return Row(
+                    case,
+                    mode,
+                    error,
+                    bound,
+                    None,
+                    f"the NKI route did not run (kernels.{case.kernel} ran {mode} without nki.{case.kernel})",
+                )
             if where.measured:
                 seconds = median_seconds(lambda: run_kernel(case.kernel, da, db, mode))
             else:
@@ -372,16 +423,25 @@ def table(rows: list[Row], time_label: str) -> str:
     head = ("kernel", "mode", "inputs", "shape", "max error", "bound", "result", time_label, "TFLOPS")
     lines = [head]
     for r in rows:
-        lines.append((r.case.kernel, r.mode, r.case.inputs_label, r.case.shape, f"{r.error:.2e}",
-                      f"{r.bound:.2e}", "ok" if r.ok else "FAIL",
-                      "-" if r.seconds is None else cost.format_seconds(r.seconds),
-                      "-" if r.tflops is None else f"{r.tflops:.3g}"))
+        lines.append(
+            (
+                r.case.kernel,
+                r.mode,
+                r.case.inputs_label,
+                r.case.shape,
+                f"{r.error:.2e}",
+                f"{r.bound:.2e}",
+                "ok" if r.ok else "FAIL",
+                "-" if r.seconds is None else cost.format_seconds(r.seconds),
+                "-" if r.tflops is None else f"{r.tflops:.3g}",
+            )
+        )
     widths = [max(len(line[i]) for line in lines) for i in range(len(head))]
-    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
-                     for line in lines)
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip() for line in lines)
 
 
 # --- the compile-and-run gate ---
+
 
 @dataclasses.dataclass(frozen=True)
 class Gate:
@@ -433,8 +493,12 @@ def gate_mode(mode: str, where: Where, seed: int) -> Gate:
             with _routed(where), kernels.count_calls() as calls:
                 c = run_gate(kernel, da, db, mode)
             if not calls[f"nki.{kernel}", mode]:
-                return Gate(mode, lnc, tuple(runs), f"{what}: the NKI route did not run (kernels.{kernel} ran "
-                                                    f"{mode} without nki.{kernel})")
+                return Gate(
+                    mode,
+                    lnc,
+                    tuple(runs),
+                    f"{what}: the NKI route did not run (kernels.{kernel} ran {mode} without nki.{kernel})",
+                )
             runs.append((what, componentwise_error(c.cpu(), a, b), _fp32_bound(mode, case.K)))
             if not runs[-1][1] <= runs[-1][2]:  # NaN fails too
                 break
@@ -461,12 +525,15 @@ def gate_lines(where: Where, gate: Sequence[Gate]) -> list[str]:
     """The gate's heading and one line per mode."""
     lnc = sorted({g.lnc for g in gate if g.lnc is not None})
     shapes = ", ".join(f"{kernel} {_gate_shape(kernel, bmkn)}" for kernel, bmkn in GATE_SHAPES)
-    return [f"compile-and-run gate (each mode once through the kernel layer's NKI route on {where.engine}, "
-            f"{shapes}, at LNC={'/'.join(map(str, lnc)) or '?'}, against float64 within its bound):",
-            *(g.line() for g in gate)]
+    return [
+        f"compile-and-run gate (each mode once through the kernel layer's NKI route on {where.engine}, "
+        f"{shapes}, at LNC={'/'.join(map(str, lnc)) or '?'}, against float64 within its bound):",
+        *(g.line() for g in gate),
+    ]
 
 
 # --- device assumptions ---
+
 
 @dataclasses.dataclass(frozen=True)
 class Assumption:
@@ -499,6 +566,7 @@ def _could_not_run(claim: str, error: Exception, failed: bool = False) -> Assump
 
 # a. fp32 vector add and subtract
 
+
 def _f32(values: object) -> np.ndarray:
     """``values`` as a float32 array."""
     return np.asarray(values, dtype=np.float32)
@@ -515,9 +583,17 @@ def rounding_pairs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     neighbours, the split's remainders (x and its nearest bf16 hi: x - hi is exact), and random pairs with
     exponent gaps up to 2**-40, all in the normal range (subnormals are not probed)."""
     count = ROUNDING_SHAPE[0] * ROUNDING_SHAPE[1]
-    ties = [(1.0, 2.0**-24), (1.0 + 2.0**-23, 2.0**-24), (1.0, 2.0**-25), (1.0 - 2.0**-24, 2.0**-25),
-            (1.0, 2.0**-24 * (1 + 2.0**-23)), (1.0, 2.0**-24 * (1 - 2.0**-24)), (1.0 + 2.0**-23, 1.0),
-            (3.0, 2.0**-23), (3.0 + 2.0**-22, 2.0**-23)]
+    ties = [
+        (1.0, 2.0**-24),
+        (1.0 + 2.0**-23, 2.0**-24),
+        (1.0, 2.0**-25),
+        (1.0 - 2.0**-24, 2.0**-25),
+        (1.0, 2.0**-24 * (1 + 2.0**-23)),
+        (1.0, 2.0**-24 * (1 - 2.0**-24)),
+        (1.0 + 2.0**-23, 1.0),
+        (3.0, 2.0**-23),
+        (3.0 + 2.0**-22, 2.0**-23),
+    ]
     fixed = _f32(ties)
     family = (count - len(ties)) // 5
     x = _f32(rng.uniform(1.0, 2.0, family) * 2.0 ** rng.integers(-30, 30, family))
@@ -535,31 +611,46 @@ def rounding_pairs(rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
     return xs.reshape(ROUNDING_SHAPE), ys.reshape(ROUNDING_SHAPE)
 
 
-def rounding_verdict(x: np.ndarray, y: np.ndarray, total: np.ndarray,
-                     difference: np.ndarray) -> tuple[bool, str]:
+def rounding_verdict(x: np.ndarray, y: np.ndarray, total: np.ndarray, difference: np.ndarray) -> tuple[bool, str]:
     """(whether every x + y and x - y equals numpy's float32 result, IEEE round to nearest even, compared as
     values: signed zeros are not told apart; the evidence line)."""
     x, y = _f32(x).ravel(), _f32(y).ravel()
     results = ((" + ", _f32(total).ravel(), x + y), (" - ", _f32(difference).ravel(), x - y))
     bad = sum(int((got != want).sum()) for _, got, want in results)  # NaN results count as wrong too
     if not bad:
-        return True, (f"all {2 * x.size} results of {x.size} pairs (ties both ways, near ties, cancellations, the "
-                       "split's x - hi, exponent gaps to 2**-40) equal numpy float32's (IEEE nearest even)")
+        return True, (
+            f"all {2 * x.size} results of {x.size} pairs (ties both ways, near ties, cancellations, the "
+            "split's x - hi, exponent gaps to 2**-40) equal numpy float32's (IEEE nearest even)"
+        )
     op, got, want = next(result for result in results if (result[1] != result[2]).any())
     i = int(np.flatnonzero(got != want)[0])
-    return False, (f"{bad} of {2 * x.size} results differ from IEEE nearest even; first: {float(x[i])!r}{op}"
-                   f"{float(y[i])!r} gave {float(got[i])!r}, IEEE {float(want[i])!r}")
+    return False, (
+        f"{bad} of {2 * x.size} results differ from IEEE nearest even; first: {float(x[i])!r}{op}"
+        f"{float(y[i])!r} gave {float(got[i])!r}, IEEE {float(want[i])!r}"
+    )
 
 
 def engine_rounding(where: Where, seed: int, on_gpsimd: bool) -> Assumption:
     """Assumption a (the Vector Engine) or a2 (GpSimd): add_subtract on rounding_pairs, against numpy float32."""
-    claim = ("a2. fp32 GpSimd add and subtract round to nearest even (dd's and bf16x6's TwoSum run half their steps "
-             "on GpSimd)" if on_gpsimd else
-             "a. fp32 vector add and subtract round to nearest even (the split's x - hi and TwoSum need it)")
+    claim = (
+        "a2. fp32 GpSimd add and subtract round to nearest even (dd's and bf16x6's TwoSum run half their steps "
+        "on GpSimd)"
+        if on_gpsimd
+        else "a. fp32 vector add and subtract round to nearest even (the split's x - hi and TwoSum need it)"
+    )
     try:
         x, y = rounding_pairs(np.random.default_rng([seed, 2]))
-        out = run_probe("add_subtract", where.device, torch.from_numpy(x).to(where.device),
-                        torch.from_numpy(y).to(where.device), on_gpsimd).cpu().numpy()
+        out = (
+            run_probe(
+                "add_subtract",
+                where.device,
+                torch.from_numpy(x).to(where.device),
+                torch.from_numpy(y).to(where.device),
+                on_gpsimd,
+            )
+            .cpu()
+            .numpy()
+        )
         holds, evidence = rounding_verdict(x, y, out[0], out[1])
     except Exception as e:  # informational: say what failed
         return _could_not_run(claim, e)
@@ -567,6 +658,7 @@ def engine_rounding(where: Where, seed: int, on_gpsimd: bool) -> Assumption:
 
 
 # b. PSUM accumulation; d. fp32 Tensor Engine products
+
 
 def accumulation_operands() -> tuple[torch.Tensor, torch.Tensor]:
     """A [2, 128] against a column of ones: row 0 is 1.0 followed by 127 terms of 2**-25, row 1 the same terms
@@ -580,8 +672,11 @@ def accumulation_operands() -> tuple[torch.Tensor, torch.Tensor]:
 def accumulation_verdict(first: float, last: float) -> str:
     """Which accumulation gives row 0 = ``first`` and row 1 = ``last`` (see accumulation_operands)."""
     exact = float(np.float32(1.0 + (ACCUMULATION_K - 1) * SMALL_TERM))  # fp32 rounding of the exact sum
-    known = {(1.0, exact): "sequential fp32 in K order", (exact, exact): "exact / wider accumulation",
-             (exact, 1.0): "sequential fp32 in reverse K order"}
+    known = {
+        (1.0, exact): "sequential fp32 in K order",
+        (exact, exact): "exact / wider accumulation",
+        (exact, 1.0): "sequential fp32 in reverse K order",
+    }
     return known.get((first, last), "other")
 
 
@@ -601,8 +696,10 @@ def psum_accumulation(where: Where) -> Assumption:
     except Exception as e:  # informational
         return _could_not_run(claim, e)
     exact = 1.0 + (ACCUMULATION_K - 1) * SMALL_TERM
-    evidence = (f"K = {ACCUMULATION_K}, 1.0 and 127 terms of 2**-25: 1.0 first gives {first!r}, 1.0 last gives "
-                f"{last!r} (exact {exact!r}; sequential fp32 gives 1.0 and {float(np.float32(exact))!r}): {verdict}")
+    evidence = (
+        f"K = {ACCUMULATION_K}, 1.0 and 127 terms of 2**-25: 1.0 first gives {first!r}, 1.0 last gives "
+        f"{last!r} (exact {exact!r}; sequential fp32 gives 1.0 and {float(np.float32(exact))!r}): {verdict}"
+    )
     return Assumption(claim, _label(where, verdict != "other"), evidence)
 
 
@@ -613,7 +710,7 @@ def product_precision(where: Where, seed: int) -> tuple[float, float]:
     rng = np.random.default_rng([seed, 1 << 20])
     m, n = PRODUCT_SHAPE
     fractions = (rng.integers(0, 1 << 22, size=m + n) << 1) | 1  # odd: the last significand bit is set
-    values = torch.from_numpy(1.0 + fractions / 2.0 ** 23).float()
+    values = torch.from_numpy(1.0 + fractions / 2.0**23).float()
     a, b = values[:m].reshape(m, 1), values[m:].reshape(1, n)
     c = run_nki("matmul", a.to(where.device), b.to(where.device), "native").cpu().double()
     exact = a.double() @ b.double()  # 48-bit products: exact in float64
@@ -628,13 +725,16 @@ def tensor_engine_products(where: Where, seed: int) -> Assumption:
         worst, bits = product_precision(where, seed)
     except Exception as e:  # informational
         return _could_not_run(claim, e)
-    evidence = (f"K = 1, {PRODUCT_SHAPE[0]} x {PRODUCT_SHAPE[1]} full-significand fp32 values: max relative error "
-                f"{worst:.3g}, effective significand bits {bits:.1f} (24: correctly rounded; ~16: a bf16x2/3 "
-                "decomposition)")
+    evidence = (
+        f"K = 1, {PRODUCT_SHAPE[0]} x {PRODUCT_SHAPE[1]} full-significand fp32 values: max relative error "
+        f"{worst:.3g}, effective significand bits {bits:.1f} (24: correctly rounded; ~16: a bf16x2/3 "
+        "decomposition)"
+    )
     return Assumption(claim, _label(where, worst <= 2.0**-24), evidence)
 
 
 # c. the runtime's stochastic-rounding switch; our sr kernel
+
 
 def rounding_counts(values: np.ndarray, below: float, above: float) -> dict[str, int]:
     """How many of ``values`` are ``below``, ``above``, or neither (the two neighbours of a rounded value)."""
@@ -647,9 +747,11 @@ def switch_verdict(on: dict[str, int], off: dict[str, int]) -> tuple[str, str]:
     """(verdict, evidence) from round_to_bf16's counts with NEURON_RT_STOCHASTIC_ROUNDING_EN=1 (``on``) and =0
     (``off``): verified when some casts round up with the switch and none without, refuted when none do with it."""
     n = sum(on.values())
-    evidence = (f"{n} casts of 1 + 2**-10 to bf16 (1/8 of the way to 1 + 2**-7): with the switch {on['up']} rounded "
-                f"up (stochastic rounding: ~{n // 8}), {on['other']} neither neighbour; without it {off['up']} up, "
-                f"{off['other']} neither")
+    evidence = (
+        f"{n} casts of 1 + 2**-10 to bf16 (1/8 of the way to 1 + 2**-7): with the switch {on['up']} rounded "
+        f"up (stochastic rounding: ~{n // 8}), {on['other']} neither neighbour; without it {off['up']} up, "
+        f"{off['other']} neither"
+    )
     if off["up"] or off["other"] or on["other"]:
         return "inconclusive", evidence + " (nearest even rounds every one down)"
     return ("verified" if on["up"] else "refuted"), evidence
@@ -670,11 +772,13 @@ def _cast_child(on_gpsimd: bool) -> None:
 def _spawn_cast(switch: bool, seed: int, on_gpsimd: bool) -> dict[str, int]:
     """round_to_bf16's counts (the cast on GpSimd or the Vector Engine) in a subprocess with
     NEURON_RT_STOCHASTIC_ROUNDING_EN on or off (seeded)."""
-    env = dict(os.environ, NEURON_RT_STOCHASTIC_ROUNDING_EN="1" if switch else "0",
-               NEURON_RT_STOCHASTIC_ROUNDING_SEED=str(seed))
+    env = dict(
+        os.environ,
+        NEURON_RT_STOCHASTIC_ROUNDING_EN="1" if switch else "0",
+        NEURON_RT_STOCHASTIC_ROUNDING_SEED=str(seed),
+    )
     code = f"from trn_backend.check_neuron import _cast_child; _cast_child({on_gpsimd})"
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
-                          timeout=CAST_TIMEOUT_S)
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=CAST_TIMEOUT_S)
     if done.returncode:
         tail = (done.stderr or done.stdout).strip().splitlines()
         raise RuntimeError(f"the probe subprocess exited {done.returncode}: {tail[-1] if tail else ''}")
@@ -688,13 +792,18 @@ def stochastic_switch(where: Where, seed: int, on_gpsimd: bool) -> Assumption:
     """Assumption c (a Vector Engine cast) or c3 (a GpSimd cast, as fast's on-chip fp32 -> bf16 cast): whether
     NEURON_RT_STOCHASTIC_ROUNDING_EN reaches a cast inside an NKI kernel. Runs before this process claims the
     NeuronCore, so the subprocesses can; nothing is spawned on the CPU."""
-    claim = ("c3. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches fast's on-chip fp32 -> bf16 cast (GpSimd tensor_copy)"
-             if on_gpsimd else
-             "c. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches casts inside NKI kernels (Vector Engine tensor_copy)")
+    claim = (
+        "c3. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches fast's on-chip fp32 -> bf16 cast (GpSimd tensor_copy)"
+        if on_gpsimd
+        else "c. NEURON_RT_STOCHASTIC_ROUNDING_EN reaches casts inside NKI kernels (Vector Engine tensor_copy)"
+    )
     if not where.measured:
-        return Assumption(claim, "not applicable (the CPU model has no runtime rounding switch)",
-                          "the model rounds every cast to nearest even; on a device round_to_bf16 runs in two "
-                          "subprocesses, with the switch and without")
+        return Assumption(
+            claim,
+            "not applicable (the CPU model has no runtime rounding switch)",
+            "the model rounds every cast to nearest even; on a device round_to_bf16 runs in two "
+            "subprocesses, with the switch and without",
+        )
     try:
         verdict, evidence = switch_verdict(cast_counts(True, seed, on_gpsimd), cast_counts(False, seed, on_gpsimd))
     except Exception as e:  # informational
@@ -711,9 +820,11 @@ def unbiased_verdict(values: np.ndarray, below: float, above: float, exact: floa
     sigma = (above - below) * math.sqrt(p * (1 - p) / values.size)
     z = (float(values.mean()) - exact) / sigma
     holds = not counts["other"] and counts["up"] > 0 and counts["down"] > 0 and abs(z) <= SR_SIGMAS
-    return holds, (f"{values.size} results: {counts['up']} rounded up ({counts['up'] / values.size:.2%}, expected "
-                   f"{p:.2%}), {counts['down']} down, {counts['other']} neither neighbour; mean - exact = "
-                   f"{z:+.2f} standard errors (within {SR_SIGMAS:g} required)")
+    return holds, (
+        f"{values.size} results: {counts['up']} rounded up ({counts['up'] / values.size:.2%}, expected "
+        f"{p:.2%}), {counts['down']} down, {counts['other']} neither neighbour; mean - exact = "
+        f"{z:+.2f} standard errors (within {SR_SIGMAS:g} required)"
+    )
 
 
 def sr_kernel(where: Where) -> Assumption:
@@ -731,12 +842,17 @@ def sr_kernel(where: Where) -> Assumption:
     return Assumption(claim, "ok" if holds else "FAIL", evidence, failed=not holds)
 
 
-def assumptions_section(where: Where, switches: tuple[Assumption, Assumption],
-                        seed: int) -> list[Assumption]:
+def assumptions_section(where: Where, switches: tuple[Assumption, Assumption], seed: int) -> list[Assumption]:
     """Every assumption (``switches``, the subprocess probes of the Vector Engine's and GpSimd's casts, ran before
     the table)."""
-    return [engine_rounding(where, seed, False), engine_rounding(where, seed, True), psum_accumulation(where),
-            *switches, sr_kernel(where), tensor_engine_products(where, seed)]
+    return [
+        engine_rounding(where, seed, False),
+        engine_rounding(where, seed, True),
+        psum_accumulation(where),
+        *switches,
+        sr_kernel(where),
+        tensor_engine_products(where, seed),
+    ]
 
 
 def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
@@ -747,9 +863,12 @@ def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
     if where.measured:
         lines.append(f"  measured on {where.engine}.")
     else:
-        model = ("the NKI simulator's" if toolchain.REAL
-                 else "the CPU model's own arithmetic by construction (fp32 engine arithmetic rounded to nearest "
-                      "even, fp32 products rounded to nearest, fp32 adds in K order)")
+        model = (
+            "the NKI simulator's"
+            if toolchain.REAL
+            else "the CPU model's own arithmetic by construction (fp32 engine arithmetic rounded to nearest "
+            "even, fp32 products rounded to nearest, fp32 adds in K order)"
+        )
         lines.append(f"  no Neuron device: this is {model}, not evidence about the hardware.")
     return lines
 
@@ -757,6 +876,7 @@ def _assumption_lines(where: Where, found: list[Assumption]) -> list[str]:
 # --- measurements: the cost model's calibration inputs ---
 
 # The measurement file's records (plain dicts: they go to JSON as they are; kernels/nki/calibrate.py reads them)
+
 
 class _Lnc(TypedDict):
     value: int | None  # None on the CPU: no runtime applies it
@@ -822,8 +942,11 @@ def logical_cores(where: Where, generation: str) -> _Lnc:
     LNC=2, assumed). On the CPU there is no runtime to apply it: value None, the setting still said."""
     text = os.environ.get(LNC_VARIABLE)
     if text is not None:
-        value, how = (int(text), f"{LNC_VARIABLE}={text}") if text.strip().isdigit() else \
-            (None, f"{LNC_VARIABLE}={text!r} is not a core count")
+        value, how = (
+            (int(text), f"{LNC_VARIABLE}={text}")
+            if text.strip().isdigit()
+            else (None, f"{LNC_VARIABLE}={text!r} is not a core count")
+        )
     else:
         default = LNC_DEFAULT[generation]
         value, how = default, f"{LNC_VARIABLE} not set: the {generation} runtime's default, {default}"
@@ -860,11 +983,20 @@ def measure_dma(where: Where, launch_s: float, problems: list[str] | None = None
             seconds = median_seconds(functools.partial(run_probe, "dma_runs", where.device, on_device))
             if seconds <= launch_s:
                 if problems is not None:
-                    problems.append(f"dma: runs of {_kib(run_bytes)}, {_kib(partition_bytes)} per partition took "
-                                    f"{cost.format_seconds(seconds)}, not above the launch: left out")
+                    problems.append(
+                        f"dma: runs of {_kib(run_bytes)}, {_kib(partition_bytes)} per partition took "
+                        f"{cost.format_seconds(seconds)}, not above the launch: left out"
+                    )
                 continue
-            rows.append({"run_bytes": run_bytes, "bytes": DMA_PARTITIONS * partition_bytes,
-                         "transfers": DMA_TRANSFERS, "seconds": seconds - launch_s, "kernel_s": seconds})
+            rows.append(
+                {
+                    "run_bytes": run_bytes,
+                    "bytes": DMA_PARTITIONS * partition_bytes,
+                    "transfers": DMA_TRANSFERS,
+                    "seconds": seconds - launch_s,
+                    "kernel_s": seconds,
+                }
+            )
     return rows
 
 
@@ -881,15 +1013,24 @@ def measure_compile(where: Where, generation: str, launch_s: float) -> tuple[lis
         first, warm = first_and_median(functools.partial(run_nki, "matmul", a, b, "fast"))
         # the Tensor Engine time at efficiency 1 (the fit's unit), whatever calibration is active
         modelled = cost.modelled("matmul", "fast", bmkn, generation, calibration=UNIT_EFFICIENCY)
-        rows.append({"kernel": "matmul", "mode": "fast", "bmkn": list(bmkn),
-                     "instructions": modelled.program_instructions, "first_s": first, "warm_s": warm,
-                     "tensor_s": modelled.engine_seconds["tensor"]})
+        rows.append(
+            {
+                "kernel": "matmul",
+                "mode": "fast",
+                "bmkn": list(bmkn),
+                "instructions": modelled.program_instructions,
+                "first_s": first,
+                "warm_s": warm,
+                "tensor_s": modelled.engine_seconds["tensor"],
+            }
+        )
     largest = rows[-1]
     return rows, {"bmkn": largest["bmkn"], "seconds": largest["warm_s"] - launch_s, "tensor_s": largest["tensor_s"]}
 
 
-def _timed_call(kernel: str, mode: str, a: torch.Tensor, b: torch.Tensor,
-                device: torch.device) -> Callable[[], torch.Tensor]:
+def _timed_call(
+    kernel: str, mode: str, a: torch.Tensor, b: torch.Tensor, device: torch.device
+) -> Callable[[], torch.Tensor]:
     """A call of our ``kernel`` in ``mode`` on the device as cost.modelled counts it: fast on bf16 operands, native,
     dd, bf16x6 and sr on fp32 (split or rounded on chip), ozaki on its default slices' bf16 digits (nki.level_sums:
     the kernel, then the int64 sum of its K-block sums)."""
@@ -898,8 +1039,12 @@ def _timed_call(kernel: str, mode: str, a: torch.Tensor, b: torch.Tensor,
         generator = torch.Generator().manual_seed(slices)
 
         def digits(x: torch.Tensor) -> list[torch.Tensor]:  # exact bf16 integers: the first of 9 bits, then 8
-            return [torch.randint(-256 if t == 0 else -128, 257 if t == 0 else 129, x.shape, generator=generator)
-                    .to(torch.bfloat16).to(device) for t in range(slices)]
+            return [
+                torch.randint(-256 if t == 0 else -128, 257 if t == 0 else 129, x.shape, generator=generator)
+                .to(torch.bfloat16)
+                .to(device)
+                for t in range(slices)
+            ]
 
         a_digits, b_digits = digits(a), digits(b)
         return lambda: nki.level_sums(a_digits, b_digits)[2]
@@ -925,11 +1070,21 @@ def measure_kernels(where: Where, launch_s: float, problems: list[str] | None = 
             seconds = median_seconds(_timed_call(kernel, mode, a, bb, where.device))
             if seconds <= launch_s:
                 if problems is not None:
-                    problems.append(f"kernels: nki.{kernel}[{mode}] {_gate_shape(kernel, bmkn)} took "
-                                    f"{cost.format_seconds(seconds)}, not above the launch: left out")
+                    problems.append(
+                        f"kernels: nki.{kernel}[{mode}] {_gate_shape(kernel, bmkn)} took "
+                        f"{cost.format_seconds(seconds)}, not above the launch: left out"
+                    )
                 continue
-            rows.append({"kernel": kernel, "mode": mode, "bmkn": list(bmkn), "lnc": lnc, "a_transposed": False,
-                         "seconds": seconds - launch_s})
+            rows.append(
+                {
+                    "kernel": kernel,
+                    "mode": mode,
+                    "bmkn": list(bmkn),
+                    "lnc": lnc,
+                    "a_transposed": False,
+                    "seconds": seconds - launch_s,
+                }
+            )
     return rows
 
 
@@ -948,7 +1103,8 @@ def measure(where: Where, generation: str) -> Measured:
         ("launch", lambda: measure_launch(where)),
         ("dma", lambda: measure_dma(where, launch_s(), measured.problems)),
         ("compile", lambda: measure_compile(where, generation, launch_s())),
-        ("kernels", lambda: measure_kernels(where, launch_s(), measured.problems)))
+        ("kernels", lambda: measure_kernels(where, launch_s(), measured.problems)),
+    )
     for name, step in steps:
         if name != "launch" and measured.launch is None:
             measured.problems.append(f"{name}: not measured (it subtracts the launch, which did not run)")
@@ -965,7 +1121,8 @@ def measure(where: Where, generation: str) -> Measured:
             else:
                 measured.problems.append(
                     f"tensor engine: nki.matmul[fast] {'x'.join(map(str, tensor['bmkn'][1:]))} took "
-                    f"{cost.format_seconds(tensor['seconds'] + launch_s())}, not above the launch: left out")
+                    f"{cost.format_seconds(tensor['seconds'] + launch_s())}, not above the launch: left out"
+                )
         else:
             setattr(measured, name, found)
     return measured
@@ -978,40 +1135,65 @@ def _kib(size: int) -> str:
 def measurement_lines(where: Where, measured: Measured) -> list[str]:
     """The section's text: the LNC, then launch, DMA per run length, compile per shape and the Tensor Engine's
     efficiency, each measured or "not measured (...)"; never a number that was not measured."""
-    absent = "not measured (" + ("NKI simulator" if toolchain.REAL else "CPU model") + ")" if not where.measured \
+    absent = (
+        "not measured (" + ("NKI simulator" if toolchain.REAL else "CPU model") + ")"
+        if not where.measured
         else "not measured (see below)"
+    )
     fmt = cost.format_seconds
-    lines = ["measurements (the cost model's calibration inputs; --json FILE records them, --calibrate FILE fits "
-             "them):", "  LNC (logical NeuronCore config): " + (f"{measured.lnc['value']} ({measured.lnc['how']})"
-                                                if measured.lnc["value"] is not None
-                                                else f"{absent}; {measured.lnc['how']}")]
+    lines = [
+        "measurements (the cost model's calibration inputs; --json FILE records them, --calibrate FILE fits them):",
+        "  LNC (logical NeuronCore config): "
+        + (
+            f"{measured.lnc['value']} ({measured.lnc['how']})"
+            if measured.lnc["value"] is not None
+            else f"{absent}; {measured.lnc['how']}"
+        ),
+    ]
     launch = measured.launch
-    lines.append("  launch of the smallest kernel: " + (
-        f"first call {fmt(launch['cold_s'])} (compile + load), warm {fmt(launch['warm_s'])}" if launch else absent))
+    lines.append(
+        "  launch of the smallest kernel: "
+        + (f"first call {fmt(launch['cold_s'])} (compile + load), warm {fmt(launch['warm_s'])}" if launch else absent)
+    )
     by_run = {run: [r for r in measured.dma if r["run_bytes"] == run] for run in DMA_RUN_BYTES}
     for run, rows in by_run.items():
-        shown = ", ".join(f"{_kib(r['bytes'] // DMA_PARTITIONS)} per partition {fmt(r['seconds'] / r['transfers'])}"
-                          f" per transfer ({r['bytes'] * r['transfers'] / r['seconds'] / 1e9:.3g} GB/s)"
-                          for r in rows)
+        shown = ", ".join(
+            f"{_kib(r['bytes'] // DMA_PARTITIONS)} per partition {fmt(r['seconds'] / r['transfers'])}"
+            f" per transfer ({r['bytes'] * r['transfers'] / r['seconds'] / 1e9:.3g} GB/s)"
+            for r in rows
+        )
         lines.append(f"  DMA HBM -> SBUF, runs of {_kib(run)}: {shown or absent}")
     compiled = {tuple(r["bmkn"]): r for r in measured.compile}
     for bmkn in COMPILE_SHAPES:
         r = compiled.get(tuple(bmkn))
-        lines.append(f"  compile nki.matmul[fast] {'x'.join(map(str, bmkn[1:]))}: " + (
-            f"first call {fmt(r['first_s'])}, warm {fmt(r['warm_s'])} ({r['instructions']} instructions)"
-            if r else absent))
+        lines.append(
+            f"  compile nki.matmul[fast] {'x'.join(map(str, bmkn[1:]))}: "
+            + (
+                f"first call {fmt(r['first_s'])}, warm {fmt(r['warm_s'])} ({r['instructions']} instructions)"
+                if r
+                else absent
+            )
+        )
     tensor = measured.tensor
     largest = "x".join(map(str, COMPILE_SHAPES[-1][1:]))
-    lines.append(f"  Tensor Engine efficiency, nki.matmul[fast] {largest}: " + (
-        f"{fmt(tensor['seconds'])} measured (less the launch) against {fmt(tensor['tensor_s'])} modelled at the "
-        f"full rate: {tensor['tensor_s'] / tensor['seconds']:.1%}" if tensor else absent))
+    lines.append(
+        f"  Tensor Engine efficiency, nki.matmul[fast] {largest}: "
+        + (
+            f"{fmt(tensor['seconds'])} measured (less the launch) against {fmt(tensor['tensor_s'])} modelled at the "
+            f"full rate: {tensor['tensor_s'] / tensor['seconds']:.1%}"
+            if tensor
+            else absent
+        )
+    )
     if not measured.kernels:
         lines.append(f"  our kernels in every mode at {len(KERNEL_SHAPES)} shapes (less the launch): {absent}")
     for kernel, bmkn in KERNEL_SHAPES:
         timed = [r for r in measured.kernels if r["kernel"] == kernel and tuple(r["bmkn"]) == tuple(bmkn)]
         if timed:
-            lines.append(f"  nki.{kernel} {_gate_shape(kernel, bmkn)} at LNC={timed[0]['lnc']} (less the launch): "
-                         + ", ".join(f"{r['mode']} {fmt(r['seconds'])}" for r in timed))
+            lines.append(
+                f"  nki.{kernel} {_gate_shape(kernel, bmkn)} at LNC={timed[0]['lnc']} (less the launch): "
+                + ", ".join(f"{r['mode']} {fmt(r['seconds'])}" for r in timed)
+            )
     lines += [f"  {problem}" for problem in measured.problems]
     return lines
 
@@ -1021,8 +1203,14 @@ def _finite(value: float | None) -> float | None:
     return value if value is None or math.isfinite(value) else None
 
 
-def measurement_file(where: Where, generation: str, rows: list[Row], found: list[Assumption],
-                     measured: Measured, gate: Sequence[Gate] = ()) -> dict[str, object]:
+def measurement_file(
+    where: Where,
+    generation: str,
+    rows: list[Row],
+    found: list[Assumption],
+    measured: Measured,
+    gate: Sequence[Gate] = (),
+) -> dict[str, object]:
     """Everything check-neuron found, as the measurement file ``--json`` writes and ``--calibrate`` reads.
     ``kernels``: rows {"kernel", "mode", "bmkn", "lnc", "a_transposed", "seconds"}, our kernels' median times less
     the warm launch (empty where nothing was measured: the CPU model)."""
@@ -1032,17 +1220,36 @@ def measurement_file(where: Where, generation: str, rows: list[Row], found: list
         "device": {"line": where.line, "measured": where.measured, "generation": generation},
         "lnc": measured.lnc,
         "probes": [dataclasses.asdict(a) for a in found],
-        "table": [{"kernel": r.case.kernel, "mode": r.mode, "inputs": r.case.inputs_label, "shape": r.case.shape,
-                   "error": _finite(r.error), "bound": r.bound, "ok": r.ok, "seconds": r.seconds,
-                   "seconds_measured": where.measured, "problem": r.problem} for r in rows],
+        "table": [
+            {
+                "kernel": r.case.kernel,
+                "mode": r.mode,
+                "inputs": r.case.inputs_label,
+                "shape": r.case.shape,
+                "error": _finite(r.error),
+                "bound": r.bound,
+                "ok": r.ok,
+                "seconds": r.seconds,
+                "seconds_measured": where.measured,
+                "problem": r.problem,
+            }
+            for r in rows
+        ],
         "launch": measured.launch,
         "dma": measured.dma,
         "compile": measured.compile,
         "tensor": measured.tensor,
         "kernels": measured.kernels,
-        "gate": [{"mode": g.mode, "ok": g.ok, "lnc": g.lnc, "problem": g.problem,
-                  "runs": [{"what": what, "error": _finite(error), "bound": bound} for what, error, bound in g.runs]}
-                 for g in gate],
+        "gate": [
+            {
+                "mode": g.mode,
+                "ok": g.ok,
+                "lnc": g.lnc,
+                "problem": g.problem,
+                "runs": [{"what": what, "error": _finite(error), "bound": bound} for what, error, bound in g.runs],
+            }
+            for g in gate
+        ],
         "problems": measured.problems,
     }
 
@@ -1060,8 +1267,9 @@ def calibrate_file(measurements: str, out: str) -> int:
     except OSError as e:
         raise ValueError(f"check-neuron --calibrate: cannot read {path}: {e.strerror or e}") from None
     except json.JSONDecodeError as e:
-        raise ValueError(f"check-neuron --calibrate: {path} is not JSON ({e}); give the file check-neuron --json "
-                         "wrote") from None
+        raise ValueError(
+            f"check-neuron --calibrate: {path} is not JSON ({e}); give the file check-neuron --json wrote"
+        ) from None
     result = calibrate.fit(data, str(path))
     default = cost.Calibration()
     print(f"calibration of the cost model from {path}:")
@@ -1078,19 +1286,35 @@ def calibrate_file(measurements: str, out: str) -> int:
 
 # --- the command ---
 
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The check-neuron subcommand's options."""
-    parser.add_argument("--generation", default="trn2", choices=tuple(cost.GENERATIONS),
-                        help="without a device: the NeuronCore generation the CPU model simulates and the cost "
-                             "model times (default trn2)")
+    parser.add_argument(
+        "--generation",
+        default="trn2",
+        choices=tuple(cost.GENERATIONS),
+        help="without a device: the NeuronCore generation the CPU model simulates and the cost "
+        "model times (default trn2)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
-    parser.add_argument("--json", metavar="FILE", help="also write everything measured (versions, device, LNC, "
-                                                       "probes, DMA, launch and compile times, the table) as JSON")
-    parser.add_argument("--calibrate", metavar="FILE", help="run nothing: fit the cost model's constants to FILE "
-                                                            "(written by --json) and write a calibration file")
-    parser.add_argument("--calibration-out", metavar="FILE", default="nki_calibration.json",
-                        help=f"where --calibrate writes (default nki_calibration.json; the cost model reads the "
-                             f"file named by {CALIBRATION_VARIABLE})")
+    parser.add_argument(
+        "--json",
+        metavar="FILE",
+        help="also write everything measured (versions, device, LNC, "
+        "probes, DMA, launch and compile times, the table) as JSON",
+    )
+    parser.add_argument(
+        "--calibrate",
+        metavar="FILE",
+        help="run nothing: fit the cost model's constants to FILE (written by --json) and write a calibration file",
+    )
+    parser.add_argument(
+        "--calibration-out",
+        metavar="FILE",
+        default="nki_calibration.json",
+        help=f"where --calibrate writes (default nki_calibration.json; the cost model reads the "
+        f"file named by {CALIBRATION_VARIABLE})",
+    )
 
 
 def _header(where: Where, generation: str) -> None:
@@ -1101,11 +1325,16 @@ def _header(where: Where, generation: str) -> None:
     print(f"device: {where.line}")
     if not where.measured:
         calibration = cost.calibration()
-        constants = ("its defaults, fitted to published NKI measurements" if calibration.source == "defaults"
-                     else calibration.source)
-        print(f"  (modelled times are the kernel's alone, from the cost model with {constants}: dd, bf16x6 and "
-              f"ozaki also scale and combine on the host, and a call on a device pays its launch, "
-              f"{calibration.launch_s * 1e3:.2g} ms)")
+        constants = (
+            "its defaults, fitted to published NKI measurements"
+            if calibration.source == "defaults"
+            else calibration.source
+        )
+        print(
+            f"  (modelled times are the kernel's alone, from the cost model with {constants}: dd, bf16x6 and "
+            f"ozaki also scale and combine on the host, and a call on a device pays its launch, "
+            f"{calibration.launch_s * 1e3:.2g} ms)"
+        )
     print()
 
 
@@ -1113,12 +1342,15 @@ def _summary(rows: list[Row], found: list[Assumption], where: Where, started: fl
     """The last line; 1 when a row is outside its bound or a check of our own kernel failed."""
     failed = [r for r in rows if not r.ok]
     broken = [a for a in found if a.failed]
-    problems = ([f"{len(failed)} of {len(rows)} cases outside their bounds"] if failed else []) + \
-        (["the sr kernel is biased or failed"] if broken else [])
+    problems = ([f"{len(failed)} of {len(rows)} cases outside their bounds"] if failed else []) + (
+        ["the sr kernel is biased or failed"] if broken else []
+    )
     verdict = "ok" if not problems else "FAIL: " + "; ".join(problems)
     verified = sum(a.verdict == "verified" for a in found)  # measured on a device; the model's never count
-    print(f"\ncheck-neuron: {verdict}; {len(rows) - len(failed)}/{len(rows)} cases within their bounds on "
-          f"{where.engine}; {verified} device assumptions verified ({time.perf_counter() - started:.1f} s)")
+    print(
+        f"\ncheck-neuron: {verdict}; {len(rows) - len(failed)}/{len(rows)} cases within their bounds on "
+        f"{where.engine}; {verified} device assumptions verified ({time.perf_counter() - started:.1f} s)"
+    )
     return 1 if problems else 0
 
 
@@ -1142,8 +1374,9 @@ def run(args: argparse.Namespace) -> int:
         return _gate_failed(args, where, gate, started)
     time_label = f"time (measured, median of {REPEATS})" if where.measured else f"time (modelled, {args.generation})"
     with _simulating(where, args.generation):
-        rows = [check(case, mode, where, args.generation, (args.seed, i))
-                for i, case in enumerate(CASES) for mode in MODES]
+        rows = [
+            check(case, mode, where, args.generation, (args.seed, i)) for i, case in enumerate(CASES) for mode in MODES
+        ]
         print(table(rows, time_label))
         for r in rows:
             if r.problem:
@@ -1155,8 +1388,9 @@ def run(args: argparse.Namespace) -> int:
     print()
     print("\n".join(measurement_lines(where, measured)))
     if args.json:
-        Path(args.json).write_text(json.dumps(measurement_file(where, args.generation, rows, found, measured, gate),
-                                              indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(measurement_file(where, args.generation, rows, found, measured, gate), indent=2) + "\n"
+        )
         print(f"\nwrote {args.json}")
     return _summary(rows, found, where, started)
 
@@ -1165,10 +1399,13 @@ def _gate_failed(args: argparse.Namespace, where: Where, gate: Sequence[Gate], s
     """After a failed gate: the measurement file (the gate and the versions; nothing else ran) and the verdict."""
     if args.json:
         empty = Measured(logical_cores(where, args.generation))
-        Path(args.json).write_text(json.dumps(measurement_file(where, args.generation, [], [], empty, gate),
-                                              indent=2) + "\n")
+        Path(args.json).write_text(
+            json.dumps(measurement_file(where, args.generation, [], [], empty, gate), indent=2) + "\n"
+        )
         print(f"wrote {args.json}\n")
     failed = [g.mode for g in gate if not g.ok]
-    print(f"check-neuron: FAIL: the compile-and-run gate failed for {', '.join(failed)} on {where.engine}; nothing "
-          f"else ran ({time.perf_counter() - started:.1f} s)")
+    print(
+        f"check-neuron: FAIL: the compile-and-run gate failed for {', '.join(failed)} on {where.engine}; nothing "
+        f"else ran ({time.perf_counter() - started:.1f} s)"
+    )
     return 1

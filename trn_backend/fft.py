@@ -13,8 +13,20 @@ from ._api import fft as _impl
 from ._overrides import public
 
 __all__ = [
-    "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
-    "rfftfreq", "fftshift", "ifftshift",
+    "fft",
+    "ifft",
+    "fftn",
+    "ifftn",
+    "rfft",
+    "irfft",
+    "rfftn",
+    "irfftn",
+    "hfft",
+    "ihfft",
+    "fftfreq",
+    "rfftfreq",
+    "fftshift",
+    "ifftshift",
 ]
 
 fft = public(_impl.fft, "fft.fft")

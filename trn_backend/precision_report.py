@@ -82,8 +82,15 @@ def _median_seconds(call, repeats: int, device: torch.device) -> float:
     return statistics.median(timed() for _ in range(repeats))
 
 
-def measure(ks: Sequence[int] = KS, *, size: int = 256, dtype: torch.dtype = torch.float32,
-            kind: str = "normal", repeats: int = 3, device: torch.device | str = "cpu") -> list[Row]:
+def measure(
+    ks: Sequence[int] = KS,
+    *,
+    size: int = 256,
+    dtype: torch.dtype = torch.float32,
+    kind: str = "normal",
+    repeats: int = 3,
+    device: torch.device | str = "cpu",
+) -> list[Row]:
     """Every mode at every K on ``size`` x K @ K x ``size`` operands (the same operands for every mode), run on
     ``device``; the reference is computed on the host."""
     device = _device.normalize(device, "precision-report --device")
@@ -101,9 +108,19 @@ def measure(ks: Sequence[int] = KS, *, size: int = 256, dtype: torch.dtype = tor
             if mode == "ozaki":  # the kernel adds slices where the data's dynamic range needs them
                 slices = reference.ozaki_slices(a, b, slices)
                 label += "" if f"={slices})" in label else f" ran {slices}"
-            rows.append(Row(mode, label, K, _precision.MODES[mode].passes(slices), resolved.bound,
-                            float(error.max()), float(error.mean()), _median_seconds(call, repeats, device),
-                            slices if mode == "ozaki" else None))
+            rows.append(
+                Row(
+                    mode,
+                    label,
+                    K,
+                    _precision.MODES[mode].passes(slices),
+                    resolved.bound,
+                    float(error.max()),
+                    float(error.mean()),
+                    _median_seconds(call, repeats, device),
+                    slices if mode == "ozaki" else None,
+                )
+            )
     return rows
 
 
@@ -116,10 +133,14 @@ def host_only(mode: str, dtype: torch.dtype) -> bool:
 def modelled(rows: Sequence[Row], *, size: int, dtype: torch.dtype, generation: str) -> list[cost.Estimate | None]:
     """Per row, the modelled cost of its mode's NKI kernel on ``generation`` at the row's size x K @ K x size shape.
     None where the mode has no device kernel (``host_only``); ozaki is modelled with the slices it ran."""
-    return [None if host_only(r.mode, dtype) else
-            cost.modelled(DEVICE_KERNEL, r.mode, (1, size, r.K, size), generation,
-                          float64=dtype is torch.float64, slices=r.slices)
-            for r in rows]
+    return [
+        None
+        if host_only(r.mode, dtype)
+        else cost.modelled(
+            DEVICE_KERNEL, r.mode, (1, size, r.K, size), generation, float64=dtype is torch.float64, slices=r.slices
+        )
+        for r in rows
+    ]
 
 
 def relative_to_fast(rows: Sequence[Row], costs: Sequence[cost.Estimate | None]) -> list[float | None]:
@@ -133,6 +154,7 @@ def pareto_front(points: Sequence[tuple[float, float]]) -> list[int]:
     """Indices of the (cost, error) points no other point dominates (no costlier, no less accurate, better in one),
     ordered by cost then error: the frontier's line. Equal points are all kept; a tie in one coordinate keeps the
     point better in the other."""
+
     def dominated(p: tuple[float, float]) -> bool:
         return any(q[0] <= p[0] and q[1] <= p[1] and q != p for q in points)
 
@@ -163,8 +185,10 @@ def table(rows: Sequence[Row], costs: Sequence[cost.Estimate | None] | None = No
         bound = "-" if r.bound is None else f"{r.bound:.2e}"
         ratio = "-" if not r.bound else f"{r.max_error / r.bound:.3f}"
         passes = "-" if r.passes is None else str(r.passes)
-        line = (f"| {r.label} | {r.K} | {passes} | {bound} | {r.max_error:.2e} | {r.mean_error:.2e} | "
-                f"{ratio} | {r.seconds * 1e3:.1f} |")
+        line = (
+            f"| {r.label} | {r.K} | {passes} | {bound} | {r.max_error:.2e} | {r.mean_error:.2e} | "
+            f"{ratio} | {r.seconds * 1e3:.1f} |"
+        )
         lines.append(line if costs is None else line + _device_cells(costs[i], ratios[i]))
     return "\n".join(lines)
 
@@ -182,13 +206,11 @@ def _error_panel(ax, rows: Sequence[Row], title: str) -> None:
         ax.plot(ks, [max(r.max_error, 1e-20) for r in mine], label=mode, color=COLORS.get(mode), **style)
         if all(r.bound for r in mine):
             ax.plot(ks, [r.bound for r in mine], linestyle="--", color=COLORS.get(mode), linewidth=0.8)
-    ax.set(xscale="log", yscale="log", xlabel="K (contracted length)", ylabel="max error / (|A||B|)",
-           title=title)
+    ax.set(xscale="log", yscale="log", xlabel="K (contracted length)", ylabel="max error / (|A||B|)", title=title)
     ax.set_xticks(sorted({r.K for r in rows}), [str(k) for k in sorted({r.K for r in rows})])
     ax.xaxis.set_minor_formatter(NullFormatter())  # the K ticks only: minor labels crowd a short range
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(title="measured (solid), bound (dashed)", fontsize="small", loc="center left",
-              bbox_to_anchor=(1.01, 0.5))
+    ax.legend(title="measured (solid), bound (dashed)", fontsize="small", loc="center left", bbox_to_anchor=(1.01, 0.5))
 
 
 def _point_label(row: Row, ratio: float | None) -> str:
@@ -208,17 +230,34 @@ def _frontier_panel(ax, rows: Sequence[Row], costs: Sequence[cost.Estimate | Non
     for (r, _, q), (x, y) in zip(device, points, strict=True):
         ax.scatter(x, y, color=COLORS.get(r.mode), marker="x" if r.mode == "sr" else "o", zorder=3)
         below = r.mode == "sr"  # sr has fast's error: its label goes under the point, fast's over it
-        ax.annotate(_point_label(r, q), (x, y), textcoords="offset points", xytext=(5, -12 if below else 5),
-                    fontsize="small")
+        ax.annotate(
+            _point_label(r, q), (x, y), textcoords="offset points", xytext=(5, -12 if below else 5), fontsize="small"
+        )
     front = pareto_front(points)
-    ax.plot([points[i][0] for i in front], [points[i][1] for i in front], color="black", linewidth=1, zorder=2,
-            label="Pareto frontier: " + ", ".join(device[i][0].mode for i in front))
+    ax.plot(
+        [points[i][0] for i in front],
+        [points[i][1] for i in front],
+        color="black",
+        linewidth=1,
+        zorder=2,
+        label="Pareto frontier: " + ", ".join(device[i][0].mode for i in front),
+    )
     for r, c, _ in at_k:
         if c is None:
-            ax.axhline(max(r.max_error, 1e-20), color=COLORS.get(r.mode), linestyle=":", linewidth=1,
-                       label=f"{r.mode}: {NO_DEVICE_KERNEL} (off the frontier)")
-    ax.set(xscale="log", yscale="log", xlabel="modelled kernel time (us)", ylabel=f"max error / (|A||B|) at K={K}",
-           title=title)
+            ax.axhline(
+                max(r.max_error, 1e-20),
+                color=COLORS.get(r.mode),
+                linestyle=":",
+                linewidth=1,
+                label=f"{r.mode}: {NO_DEVICE_KERNEL} (off the frontier)",
+            )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="modelled kernel time (us)",
+        ylabel=f"max error / (|A||B|) at K={K}",
+        title=title,
+    )
     _plain_log_ticks(ax.xaxis)
     fast = next((c.seconds * 1e6 for r, c, _ in device if r.mode == "fast"), None)
     if fast:  # the same axis in fast's unit: one bf16 pass
@@ -240,8 +279,9 @@ def _plain_log_ticks(axis) -> None:
     axis.set_minor_formatter(ticker.NullFormatter())
 
 
-def figure(rows: Sequence[Row], title: str, costs: Sequence[cost.Estimate | None] | None = None,
-           frontier_title: str = ""):
+def figure(
+    rows: Sequence[Row], title: str, costs: Sequence[cost.Estimate | None] | None = None, frontier_title: str = ""
+):
     """The report's matplotlib Figure: error against K, and with ``costs`` the accuracy/cost frontier beside it.
     Built apart from ``plot`` so that tests can look at its axes without reading a PNG back."""
     import matplotlib
@@ -260,8 +300,13 @@ def figure(rows: Sequence[Row], title: str, costs: Sequence[cost.Estimate | None
     return fig
 
 
-def plot(rows: Sequence[Row], path: str, title: str, costs: Sequence[cost.Estimate | None] | None = None,
-         frontier_title: str = "") -> None:
+def plot(
+    rows: Sequence[Row],
+    path: str,
+    title: str,
+    costs: Sequence[cost.Estimate | None] | None = None,
+    frontier_title: str = "",
+) -> None:
     """The report's figure (``figure``) into a PNG at ``path``.
     One panel without ``costs``, two with them."""
     from matplotlib import pyplot as plt
@@ -279,28 +324,46 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--size", type=int, default=256, help="M = N of the M x K @ K x N products (default 256)")
     parser.add_argument("--k", type=int, nargs="+", default=list(KS), help="contracted lengths (default 16 512 4096)")
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per cell; the median is shown")
-    parser.add_argument("--png", default=str(Path("build") / "precision-report.png"),
-                        help="where the plot goes (default build/precision-report.png; its folder is created)")
-    parser.add_argument("--device", default="cpu",
-                        help="torch device the modes run on (default cpu; e.g. cuda measures a GPU's arithmetic)")
-    parser.add_argument("--device-model", choices=tuple(cost.GENERATIONS), default=None,
-                        help="add each mode's modelled NKI kernel time on this NeuronCore generation, and the "
-                             "accuracy/cost frontier to the plot (default: none)")
-    parser.add_argument("--front", action="store_true",
-                        help="measure nothing: print the NKI modes' front on trn2 (modelled time against published "
-                             "bound, matmul n^3 for n = 1024 to 8192) and which modes another dominates")
-    parser.add_argument("--docs", metavar="FILE", default=None,
-                        help="with --front: also rewrite FILE's block between <!-- front-table --> markers "
-                             "(docs/precision.md)")
+    parser.add_argument(
+        "--png",
+        default=str(Path("build") / "precision-report.png"),
+        help="where the plot goes (default build/precision-report.png; its folder is created)",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help="torch device the modes run on (default cpu; e.g. cuda measures a GPU's arithmetic)",
+    )
+    parser.add_argument(
+        "--device-model",
+        choices=tuple(cost.GENERATIONS),
+        default=None,
+        help="add each mode's modelled NKI kernel time on this NeuronCore generation, and the "
+        "accuracy/cost frontier to the plot (default: none)",
+    )
+    parser.add_argument(
+        "--front",
+        action="store_true",
+        help="measure nothing: print the NKI modes' front on trn2 (modelled time against published "
+        "bound, matmul n^3 for n = 1024 to 8192) and which modes another dominates",
+    )
+    parser.add_argument(
+        "--docs",
+        metavar="FILE",
+        default=None,
+        help="with --front: also rewrite FILE's block between <!-- front-table --> markers (docs/precision.md)",
+    )
 
 
 def _model_note(generation: str) -> str:
     """The lines under the report's heading that say what the modelled columns are.
     Printed only with --device-model, so the plain report reads as before."""
-    return (f"modelled: one nki.{DEVICE_KERNEL}[mode] call on a {generation} NeuronCore (kernels/nki/cost.py: "
-            "engines overlap, the busiest sets the time; no launch overhead),\n"
-            "ozaki with the slices it ran; vs fast = time / fast's at the same K; vector busy = the Vector "
-            "Engine's share of the time; fp64 sums in float64 on the host: no device kernel, no modelled time\n")
+    return (
+        f"modelled: one nki.{DEVICE_KERNEL}[mode] call on a {generation} NeuronCore (kernels/nki/cost.py: "
+        "engines overlap, the busiest sets the time; no launch overhead),\n"
+        "ozaki with the slices it ran; vs fast = time / fast's at the same K; vector busy = the Vector "
+        "Engine's share of the time; fp64 sums in float64 on the host: no device kernel, no modelled time\n"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -321,18 +384,27 @@ def run(args: argparse.Namespace) -> int:
     rows = measure(args.k, size=args.size, dtype=dtype, kind=args.inputs, repeats=args.repeats, device=args.device)
     ref = "float64" if dtype is torch.float32 else "extended-precision"
     where = "CPU" if args.device == "cpu" else args.device
-    print(f"{args.size}xK @ Kx{args.size}, {args.dtype} {args.inputs} inputs, errors / (|A||B|) against a {ref} "
-          f"reference, emulation on {where} (times are this host's, not Trainium's)\n")
+    print(
+        f"{args.size}xK @ Kx{args.size}, {args.dtype} {args.inputs} inputs, errors / (|A||B|) against a {ref} "
+        f"reference, emulation on {where} (times are this host's, not Trainium's)\n"
+    )
     generation = args.device_model
     costs = None if generation is None else modelled(rows, size=args.size, dtype=dtype, generation=generation)
     if generation is not None:
         print(_model_note(generation))
     print(table(rows, costs, generation or "trn2"))
     if dtype not in (torch.bfloat16, torch.float16) and any(r.mode == "sr" for r in rows):
-        print(f"\nsr equals fast on {args.dtype} outputs, bit for bit: sr rounds stochastically only where an fp32 "
-              "result is rounded to a bf16/fp16 output, so here there is nothing to round at random")
+        print(
+            f"\nsr equals fast on {args.dtype} outputs, bit for bit: sr rounds stochastically only where an fp32 "
+            "result is rounded to a bf16/fp16 output, so here there is nothing to round at random"
+        )
     K = max(args.k)
-    plot(rows, args.png, f"{args.dtype} {args.inputs} inputs, {args.size}xK @ Kx{args.size}", costs,
-         f"accuracy / cost on a {generation} NeuronCore, {args.size}x{K} @ {K}x{args.size} {args.dtype}")
+    plot(
+        rows,
+        args.png,
+        f"{args.dtype} {args.inputs} inputs, {args.size}xK @ Kx{args.size}",
+        costs,
+        f"accuracy / cost on a {generation} NeuronCore, {args.size}x{K} @ {K}x{args.size} {args.dtype}",
+    )
     print(f"\nplot: {args.png}")
     return 0

@@ -60,13 +60,15 @@ class Magnitudes:
     kappa: float  # max (|e_i| + |e_j| + |e_a| + |e_b|) / |D|
 
 
-def magnitudes(factors: np.ndarray, c_occ: np.ndarray, c_vir: np.ndarray, e_occ: np.ndarray,
-               e_vir: np.ndarray) -> Magnitudes:
+def magnitudes(
+    factors: np.ndarray, c_occ: np.ndarray, c_vir: np.ndarray, e_occ: np.ndarray, e_vir: np.ndarray
+) -> Magnitudes:
     naux = factors.shape[0]
     o, v = c_occ.shape[1], c_vir.shape[1]
     exact = np.einsum("Qmn,mi,na->Qia", factors, c_occ, c_vir, optimize=True).reshape(naux, o * v)
-    spread = np.einsum("Qmn,mi,na->Qia", np.abs(factors), np.abs(c_occ), np.abs(c_vir),
-                       optimize=True).reshape(naux, o * v)
+    spread = np.einsum("Qmn,mi,na->Qia", np.abs(factors), np.abs(c_occ), np.abs(c_vir), optimize=True).reshape(
+        naux, o * v
+    )
     size = np.abs(exact)
     cross = spread.T @ size
 
@@ -77,12 +79,19 @@ def magnitudes(factors: np.ndarray, c_occ: np.ndarray, c_vir: np.ndarray, e_occ:
     denominator = _denominator(e_occ, e_vir)
     spread_e = _denominator(np.abs(e_occ), -np.abs(e_vir))  # |e_i| + |e_j| + |e_a| + |e_b|
     if np.any(denominator >= 0):
-        raise ValueError("accuracy.magnitudes(): some e_i + e_j - e_a - e_b >= 0; MP2 needs occupied orbital "
-                         "energies below the virtual ones")
-    return Magnitudes(cross=shaped(cross + cross.T), square=shaped(spread.T @ spread), plain=shaped(size.T @ size),
-                      integrals=np.abs(integrals),
-                      weight=np.abs(4 * integrals - 2 * _exchanged(integrals)) / np.abs(denominator),
-                      inverse=1 / np.abs(denominator), kappa=float(np.max(spread_e / np.abs(denominator))))
+        raise ValueError(
+            "accuracy.magnitudes(): some e_i + e_j - e_a - e_b >= 0; MP2 needs occupied orbital "
+            "energies below the virtual ones"
+        )
+    return Magnitudes(
+        cross=shaped(cross + cross.T),
+        square=shaped(spread.T @ spread),
+        plain=shaped(size.T @ size),
+        integrals=np.abs(integrals),
+        weight=np.abs(4 * integrals - 2 * _exchanged(integrals)) / np.abs(denominator),
+        inverse=1 / np.abs(denominator),
+        kappa=float(np.max(spread_e / np.abs(denominator))),
+    )
 
 
 def energy_bound(m: Magnitudes, b: StepBounds, input_unit: float) -> float:
@@ -99,8 +108,12 @@ def energy_bound(m: Magnitudes, b: StepBounds, input_unit: float) -> float:
 
 
 def _denominator(e_occ: np.ndarray, e_vir: np.ndarray) -> np.ndarray:
-    return (e_occ[:, None, None, None] - e_vir[None, :, None, None]
-            + e_occ[None, None, :, None] - e_vir[None, None, None, :])
+    return (
+        e_occ[:, None, None, None]
+        - e_vir[None, :, None, None]
+        + e_occ[None, None, :, None]
+        - e_vir[None, None, None, :]
+    )
 
 
 def _exchanged(iajb: np.ndarray) -> np.ndarray:

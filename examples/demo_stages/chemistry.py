@@ -49,11 +49,14 @@ class Molecule:
     scf_auxbasis: str = "cc-pVDZ-JKFIT"  # the density fitting of the RHF (it only makes the orbitals)
 
 
-BENZENE = Molecule("benzene", """
+BENZENE = Molecule(
+    "benzene",
+    """
     C  0.0000  1.3970 0.0;  C  1.2098  0.6985 0.0;  C  1.2098 -0.6985 0.0
     C  0.0000 -1.3970 0.0;  C -1.2098 -0.6985 0.0;  C -1.2098  0.6985 0.0
     H  0.0000  2.4810 0.0;  H  2.1486  1.2405 0.0;  H  2.1486 -1.2405 0.0
-    H  0.0000 -2.4810 0.0;  H -2.1486 -1.2405 0.0;  H -2.1486  1.2405 0.0""")
+    H  0.0000 -2.4810 0.0;  H -2.1486 -1.2405 0.0;  H -2.1486  1.2405 0.0""",
+)
 WATER = Molecule("water", "O 0.0 0.0 0.1173; H 0.0 0.7572 -0.4692; H 0.0 -0.7572 -0.4692")
 MOLECULES = {m.name: m for m in (BENZENE, WATER)}
 
@@ -76,8 +79,10 @@ class Problem:
     @property
     def sizes(self) -> str:
         naux, nao, _ = self.factors.shape
-        return (f"{nao} basis functions, {naux} auxiliary, {self.c_occ.shape[1] + self.frozen} occupied "
-                f"({self.frozen} frozen core), {self.c_vir.shape[1]} virtual")
+        return (
+            f"{nao} basis functions, {naux} auxiliary, {self.c_occ.shape[1] + self.frozen} occupied "
+            f"({self.frozen} frozen core), {self.c_vir.shape[1]} virtual"
+        )
 
 
 def pyscf_problem(molecule: Molecule, step: Callable[[str], None] = lambda label: None) -> Problem:
@@ -107,9 +112,18 @@ def pyscf_problem(molecule: Molecule, step: Callable[[str], None] = lambda label
     seconds["mp2"] = time.perf_counter() - start
 
     nocc = mol.nelectron // 2
-    return Problem(molecule, factors, mf.mo_coeff[:, frozen:nocc], mf.mo_coeff[:, nocc:],
-                   mf.mo_energy[frozen:nocc], mf.mo_energy[nocc:], frozen, float(e_hf), float(e_reference),
-                   seconds)
+    return Problem(
+        molecule,
+        factors,
+        mf.mo_coeff[:, frozen:nocc],
+        mf.mo_coeff[:, nocc:],
+        mf.mo_energy[frozen:nocc],
+        mf.mo_energy[nocc:],
+        frozen,
+        float(e_hf),
+        float(e_reference),
+        seconds,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,8 +147,11 @@ class Setting:
 def settings(targets: tuple[float, ...] = TARGETS) -> list[Setting]:
     """native on the float64 data, then every registered mode and each target on float32 copies."""
     float32, float64 = np.dtype(np.float32), np.dtype(np.float64)
-    return ([Setting(float64, "native")] + [Setting(float32, mode) for mode in _precision.MODES]
-            + [Setting(float32, target=t) for t in targets])
+    return (
+        [Setting(float64, "native")]
+        + [Setting(float32, mode) for mode in _precision.MODES]
+        + [Setting(float32, target=t) for t in targets]
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -161,22 +178,25 @@ class Calculation:
 
     def __init__(self, problem: Problem) -> None:
         self.problem = problem
-        self.magnitudes = accuracy.magnitudes(problem.factors, problem.c_occ, problem.c_vir, problem.e_occ,
-                                              problem.e_vir)
+        self.magnitudes = accuracy.magnitudes(
+            problem.factors, problem.c_occ, problem.c_vir, problem.e_occ, problem.e_vir
+        )
         self.e_occ, self.e_vir = xp.asarray(problem.e_occ), xp.asarray(problem.e_vir)  # float64: the energy
         self.path = tuple(opt_einsum.contract_path(TRANSFORM, problem.factors, problem.c_occ, problem.c_vir)[0])
         self._operands: dict[np.dtype, tuple] = {}
         # PySCF's own float64 arithmetic is not exact either: its share of the difference is at most the bound
         # of a native float64 evaluation of the same contractions and sum.
-        self.reference_allowance = accuracy.energy_bound(self.magnitudes, self._step_bounds(Setting(
-            np.dtype(np.float64), "native")), input_unit=0.0)
+        self.reference_allowance = accuracy.energy_bound(
+            self.magnitudes, self._step_bounds(Setting(np.dtype(np.float64), "native")), input_unit=0.0
+        )
 
     def operands(self, dtype: np.dtype) -> tuple:
         """The factors and orbitals as NeuronArrays of ``dtype`` (the float32 copies rounded once, to nearest)."""
         if dtype not in self._operands:
             p = self.problem
-            self._operands[dtype] = tuple(xp.asarray(np.ascontiguousarray(a, dtype=dtype))
-                                          for a in (p.factors, p.c_occ, p.c_vir))
+            self._operands[dtype] = tuple(
+                xp.asarray(np.ascontiguousarray(a, dtype=dtype)) for a in (p.factors, p.c_occ, p.c_vir)
+            )
         return self._operands[dtype]
 
     def energy(self, setting: Setting) -> float:
@@ -193,9 +213,10 @@ class Calculation:
         naux, _, _ = self.problem.factors.shape
         qia = (naux, self.problem.c_occ.shape[1], self.problem.c_vir.shape[1])
         with setting.context():
-            return (xp.explain(TRANSFORM, *self.operands(setting.dtype), optimize=list(self.path),
-                               route="opt_einsum"),
-                    xp.explain(EXCHANGE, qia, qia, dtype=setting.dtype, route="opt_einsum"))
+            return (
+                xp.explain(TRANSFORM, *self.operands(setting.dtype), optimize=list(self.path), route="opt_einsum"),
+                xp.explain(EXCHANGE, qia, qia, dtype=setting.dtype, route="opt_einsum"),
+            )
 
     def _step_bounds(self, setting: Setting) -> accuracy.StepBounds:
         """The bound of each of the three calls opt_einsum makes (each an expression of its own: its product
@@ -213,14 +234,26 @@ class Calculation:
         unit = float(np.finfo(setting.dtype).eps) / 2 if setting.dtype == np.float32 else 0.0
         bound = accuracy.energy_bound(self.magnitudes, self._step_bounds(setting), input_unit=unit)
         trn2, note = trn2_seconds(steps, setting.dtype) if model else (None, "not modelled")
-        return Row(setting, energy, bound + self.reference_allowance, seconds,
-                   tuple(p.resolved.label for p in steps), trn2, note, self.problem.e_reference)
+        return Row(
+            setting,
+            energy,
+            bound + self.reference_allowance,
+            seconds,
+            tuple(p.resolved.label for p in steps),
+            trn2,
+            note,
+            self.problem.e_reference,
+        )
 
 
 def pair_energies(iajb: xp.NeuronArray, e_occ: xp.NeuronArray, e_vir: xp.NeuronArray) -> float:
     """E = sum_ij e_ij, e_ij = sum_ab (ia|jb) [2 (ia|jb) - (ib|ja)] / (e_i + e_j - e_a - e_b), in float64."""
-    denominator = (xp.reshape(e_occ, (-1, 1, 1, 1)) - xp.reshape(e_vir, (1, -1, 1, 1))
-                   + xp.reshape(e_occ, (1, 1, -1, 1)) - xp.reshape(e_vir, (1, 1, 1, -1)))
+    denominator = (
+        xp.reshape(e_occ, (-1, 1, 1, 1))
+        - xp.reshape(e_vir, (1, -1, 1, 1))
+        + xp.reshape(e_occ, (1, 1, -1, 1))
+        - xp.reshape(e_vir, (1, 1, 1, -1))
+    )
     exchanged = xp.permute_dims(iajb, (0, 3, 2, 1))  # (ib|ja)
     pairs = xp.sum(iajb * (2 * iajb - exchanged) / denominator, axis=(1, 3))
     return float(xp.sum(pairs))
@@ -230,12 +263,17 @@ def mp2_energy_numpy(factors, c_occ, c_vir, e_occ, e_vir):
     """The same energy in plain NumPy. Given NeuronArrays, every call below dispatches to trn_backend."""
     qia = np.einsum("Qmn,mi,na->Qia", factors, c_occ, c_vir, optimize=True)
     iajb = np.einsum("Qia,Qjb->iajb", qia, qia)
-    denominator = (e_occ[:, None, None, None] - e_vir[None, :, None, None]
-                   + e_occ[None, None, :, None] - e_vir[None, None, None, :])
+    denominator = (
+        e_occ[:, None, None, None]
+        - e_vir[None, :, None, None]
+        + e_occ[None, None, :, None]
+        - e_vir[None, None, None, :]
+    )
     return np.sum(iajb * (2 * iajb - np.transpose(iajb, (0, 3, 2, 1))) / denominator)
 
 
 # --- the trn2 cost model ---
+
 
 def trn2_seconds(steps: list, dtype: np.dtype) -> tuple[float | None, str]:
     """The modelled trn2 time of these contraction steps as NKI kernel calls (kernels/nki/cost.py), summed; None
@@ -255,8 +293,9 @@ def trn2_seconds(steps: list, dtype: np.dtype) -> tuple[float | None, str]:
 
 
 @functools.cache
-def _modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], float64: bool,
-              slices: int | None) -> float | None:
+def _modelled(
+    kernel: str, mode: str, bmkn: tuple[int, int, int, int], float64: bool, slices: int | None
+) -> float | None:
     from trn_backend.kernels.nki import cost
 
     try:
@@ -265,8 +304,12 @@ def _modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], float64: 
         return None
 
 
-def sweep(calculation: Calculation, chosen: list[Setting], model: bool = True,
-          progress: Callable[[str], None] = lambda label: None) -> Iterator[Row]:
+def sweep(
+    calculation: Calculation,
+    chosen: list[Setting],
+    model: bool = True,
+    progress: Callable[[str], None] = lambda label: None,
+) -> Iterator[Row]:
     for setting in chosen:
         progress(f"{setting.label} {setting.dtype}")
         yield calculation.run(setting, model)

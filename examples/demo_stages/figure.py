@@ -35,7 +35,7 @@ def spread(points: list[tuple[float, float]]) -> list[tuple[float, float]]:
     placed: list[tuple[float, float]] = []
     for x, y in points:
         while any(abs(math.log10(x / px)) < NEAR and abs(math.log10(y / py)) < NEAR for px, py in placed):
-            x *= 10 ** NEAR
+            x *= 10**NEAR
         placed.append((x, y))
     return placed
 
@@ -60,8 +60,9 @@ def write_png(path: Path, rows: list[Row], timings: list[Timing], title: str, pe
     colours = {r.setting: f"C{i % 10}" for i, r in enumerate(rows)}
     _frontier(cpu, rows, [r.seconds for r in rows], "wall time on this CPU (s)", colours)
     modelled = [r for r in rows if r.trn2_seconds is not None]
-    _frontier(trn2, modelled, [r.trn2_seconds * 1e3 for r in modelled], "modelled trn2 time of the contractions (ms)",
-              colours)
+    _frontier(
+        trn2, modelled, [r.trn2_seconds * 1e3 for r in modelled], "modelled trn2 time of the contractions (ms)", colours
+    )
     cpu.set_title("DF-MP2 energy error against PySCF, per precision setting")
     trn2.set_title("the same errors against the trn2 cost model")
     _network(network, timings, per_step)
@@ -80,20 +81,38 @@ def _frontier(axes, rows: list[Row], times: list[float], xlabel: str, colours: d
         marker = "s" if str(row.setting.dtype) == "float64" else "o"
         # targets land on the mode they picked: a hollow marker keeps both visible
         hollow = row.setting.target is not None
-        axes.scatter(seconds, error, marker=marker, s=90 if hollow else 40, zorder=3,
-                     facecolors="none" if hollow else colours[row.setting], edgecolors=colours[row.setting],
-                     label=f"{row.setting.label} ({row.setting.dtype}): {_modes(row.modes)}")
+        axes.scatter(
+            seconds,
+            error,
+            marker=marker,
+            s=90 if hollow else 40,
+            zorder=3,
+            facecolors="none" if hollow else colours[row.setting],
+            edgecolors=colours[row.setting],
+            label=f"{row.setting.label} ({row.setting.dtype}): {_modes(row.modes)}",
+        )
         if exact:
             axes.annotate("exact (0)", (seconds, error), textcoords="offset points", xytext=(6, 4), fontsize=8)
     axes.axhline(CHEMICAL_ACCURACY, color="tab:red", linestyle="--", linewidth=1)
     axes.axhline(MICROHARTREE, color="tab:gray", linestyle=":", linewidth=1)
-    axes.text(0.01, CHEMICAL_ACCURACY * 1.3, "chemical accuracy, 1.6 mEh", color="tab:red", fontsize=8,
-              transform=axes.get_yaxis_transform())
+    axes.text(
+        0.01,
+        CHEMICAL_ACCURACY * 1.3,
+        "chemical accuracy, 1.6 mEh",
+        color="tab:red",
+        fontsize=8,
+        transform=axes.get_yaxis_transform(),
+    )
     axes.text(0.01, MICROHARTREE * 1.3, "1 uEh", color="tab:gray", fontsize=8, transform=axes.get_yaxis_transform())
     if any(plotted_error(row.error)[1] for row in rows):
         axes.axhline(FLOOR, color="black", linewidth=0.6)
-        axes.text(0.01, FLOOR * 1.6, "exact results (error 0) are drawn on this line", fontsize=8,
-                  transform=axes.get_yaxis_transform())
+        axes.text(
+            0.01,
+            FLOOR * 1.6,
+            "exact results (error 0) are drawn on this line",
+            fontsize=8,
+            transform=axes.get_yaxis_transform(),
+        )
     axes.set_xscale("log")
     axes.set_yscale("log")
     log_ticks(axes.xaxis)
@@ -113,5 +132,11 @@ def _network(axes, timings: list[Timing], per_step: str) -> None:
     axes.bar_label(bars, labels=[f"{m:.3g} s" for m in medians], fontsize=8)
     axes.set_ylabel("median time (s)")
     axes.set_title("circuit amplitude on one sliced tree")
-    axes.text(0.0, -0.12, NETWORK_CAPTION.format(per_step=per_step + "\n" if per_step else ""), fontsize=8,
-              transform=axes.transAxes, verticalalignment="top")
+    axes.text(
+        0.0,
+        -0.12,
+        NETWORK_CAPTION.format(per_step=per_step + "\n" if per_step else ""),
+        fontsize=8,
+        transform=axes.transAxes,
+        verticalalignment="top",
+    )

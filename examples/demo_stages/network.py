@@ -79,15 +79,18 @@ def circuit_network(circuit: Circuit, dtype: type = np.complex64) -> Network:
 
 def _coupler_patterns(rows: int, cols: int) -> list[list[tuple[int, int]]]:
     """Four sets of disjoint bonds of the grid: horizontal and vertical, each in two parities."""
+
     def at(r: int, c: int) -> int:
         return r * cols + c
 
     patterns = []
     for parity in (0, 1):
-        patterns.append([(at(r, c), at(r, c + 1)) for r in range(rows) for c in range(cols - 1)
-                         if (r + c) % 2 == parity])
-        patterns.append([(at(r, c), at(r + 1, c)) for r in range(rows - 1) for c in range(cols)
-                         if (r + c) % 2 == parity])
+        patterns.append(
+            [(at(r, c), at(r, c + 1)) for r in range(rows) for c in range(cols - 1) if (r + c) % 2 == parity]
+        )
+        patterns.append(
+            [(at(r, c), at(r + 1, c)) for r in range(rows - 1) for c in range(cols) if (r + c) % 2 == parity]
+        )
     return [p for p in patterns if p]
 
 
@@ -106,10 +109,20 @@ def sliced_tree(network: Network, memory_limit: int, trials: int, seed: int = 0)
     import cotengra as ctg
 
     inputs = [tuple(term) for term in network.subscripts.split("->")[0].split(",")]
-    sizes = {label: dim for term, shape in zip(inputs, network.shapes, strict=True)
-             for label, dim in zip(term, shape, strict=True)}
-    optimizer = ctg.HyperOptimizer(methods=["greedy"], max_repeats=trials, parallel=False, optlib="random",
-                                   optlib_opts={"seed": seed}, reconf_opts=None, progbar=False)
+    sizes = {
+        label: dim
+        for term, shape in zip(inputs, network.shapes, strict=True)
+        for label, dim in zip(term, shape, strict=True)
+    }
+    optimizer = ctg.HyperOptimizer(
+        methods=["greedy"],
+        max_repeats=trials,
+        parallel=False,
+        optlib="random",
+        optlib_opts={"seed": seed},
+        reconf_opts=None,
+        progbar=False,
+    )
     state = random.getstate()
     random.seed(seed)
     try:
@@ -134,8 +147,9 @@ def contract_on(backend: str, network: Network, tree, memory_limit: int) -> Call
     """A call contracting the network along ``tree`` (the same path and sliced indices) on ``backend``."""
     if backend == "trn":
         ops = [xp.asarray(a) for a in network.arrays]
-        return lambda: complex(xp.contract(network.subscripts, *ops, memory_limit=memory_limit, optimize=tree,
-                                           progress=False))
+        return lambda: complex(
+            xp.contract(network.subscripts, *ops, memory_limit=memory_limit, optimize=tree, progress=False)
+        )
     if backend == "torch":
         import torch
 
@@ -146,8 +160,9 @@ def contract_on(backend: str, network: Network, tree, memory_limit: int) -> Call
     raise ValueError(f"contract_on(): backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
 
 
-def time_backends(network: Network, tree, memory_limit: int, repeats: int,
-                  progress: Callable[[str], None] = lambda label: None) -> list[Timing]:
+def time_backends(
+    network: Network, tree, memory_limit: int, repeats: int, progress: Callable[[str], None] = lambda label: None
+) -> list[Timing]:
     """Each backend: one call whose result is kept (it also warms caches), then ``repeats`` timed calls,
     interleaved across the backends so that load changes on a shared machine hit them alike."""
     calls = {b: contract_on(b, network, tree, memory_limit) for b in BACKENDS}

@@ -21,14 +21,34 @@ import torch
 from . import toolchain
 from .model.core import LNC_VARIABLE  # the runtime's logical NeuronCore size (1 or 2 physical cores)
 
-__all__ = ["KERNEL_SOURCES", "MODES", "TOOLCHAIN", "run", "call", "jitted", "lnc", "name", "rng_states", "table",
-           "addressable", "split_product", "level_sums", "WORDS", "LNC_VARIABLE"]
+__all__ = [
+    "KERNEL_SOURCES",
+    "MODES",
+    "TOOLCHAIN",
+    "run",
+    "call",
+    "jitted",
+    "lnc",
+    "name",
+    "rng_states",
+    "table",
+    "addressable",
+    "split_product",
+    "level_sums",
+    "WORDS",
+    "LNC_VARIABLE",
+]
 
 # The kernel sources (checked against the documented NKI 0.6 API by tests/kernels/test_nki_api.py).
 KERNEL_SOURCES = ("matmul.py", "probes.py")
 # Modes with an NKI kernel, and the operand dtypes ``run`` accepts for each.
-MODES = {"fast": (torch.float32, torch.bfloat16), "native": (torch.float32,), "dd": (torch.float32,),
-         "bf16x6": (torch.float32,), "sr": (torch.float32,)}
+MODES = {
+    "fast": (torch.float32, torch.bfloat16),
+    "native": (torch.float32,),
+    "dd": (torch.float32,),
+    "bf16x6": (torch.float32,),
+    "sr": (torch.float32,),
+}
 WORDS = {"dd": 2, "bf16x6": 3}  # bf16 words per operand of the split modes
 TOOLCHAIN = toolchain.NAME
 
@@ -67,8 +87,14 @@ def lnc(choice: str | None = None) -> int:
     return int(os.environ.get(LNC_VARIABLE, "2"))
 
 
-def table(kernel: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], a_is_transposed: bool,
-          programs: int, words: int = 1) -> torch.Tensor:
+def table(
+    kernel: str,
+    a_shape: tuple[int, ...],
+    b_shape: tuple[int, ...],
+    a_is_transposed: bool,
+    programs: int,
+    words: int = 1,
+) -> torch.Tensor:
     """The ``table`` argument of matmul kernel ``kernel`` (int32 [programs, rows, matmul.ROW]: which unit of the
     output, and which pieces the split kernels split, each iteration of a program's loops takes) for operands of
     ``a_shape`` (A [..., M, K], or A^T [..., K, M]) and ``b_shape`` ([..., K, N]), leading word dimensions included;
@@ -81,8 +107,9 @@ def table(kernel: str, a_shape: tuple[int, ...], b_shape: tuple[int, ...], a_is_
     return torch.tensor(rows, dtype=torch.int32).reshape(programs, -1, matmul.ROW)
 
 
-def _call_matmul(kernel: str, choice: str | None, a: torch.Tensor, b: torch.Tensor, a_is_transposed: bool, *args,
-                 words: int = 1):
+def _call_matmul(
+    kernel: str, choice: str | None, a: torch.Tensor, b: torch.Tensor, a_is_transposed: bool, *args, words: int = 1
+):
     """``call`` of matmul kernel ``kernel`` on (a, b, a_is_transposed, *args) and its ``table`` for the runtime's
     LNC (``words``: the split kernels')."""
     plan = table(kernel, tuple(a.shape), tuple(b.shape), a_is_transposed, lnc(choice), words).to(a.device)
@@ -123,17 +150,21 @@ def _check(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, dtypes) -> 
     if rank is None:
         raise ValueError(f"no NKI kernel {kernel!r}; kernels: matmul, bmm")
     if a.dim() != rank or b.dim() != rank or a.shape[-1] != b.shape[-2] or a.shape[:-2] != b.shape[:-2]:
-        raise ValueError(f"{name(kernel, mode)} needs {'[M, K] x [K, N]' if rank == 2 else '[B, M, K] x [B, K, N]'}"
-                         f", got {tuple(a.shape)} x {tuple(b.shape)}")
+        raise ValueError(
+            f"{name(kernel, mode)} needs {'[M, K] x [K, N]' if rank == 2 else '[B, M, K] x [B, K, N]'}"
+            f", got {tuple(a.shape)} x {tuple(b.shape)}"
+        )
     for x, role in ((a, "A"), (b, "B")):
         if x.dtype not in dtypes:
-            raise TypeError(f"{name(kernel, mode)} takes {' or '.join(map(str, dtypes))} operands, got {role} in "
-                            f"{x.dtype}")
+            raise TypeError(
+                f"{name(kernel, mode)} takes {' or '.join(map(str, dtypes))} operands, got {role} in {x.dtype}"
+            )
     return rank
 
 
-def run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | None = None,
-        seed: int = 0) -> torch.Tensor:
+def run(
+    kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, choice: str | None = None, seed: int = 0
+) -> torch.Tensor:
     """``kernel`` (matmul: [M, K] x [K, N]; bmm: [B, M, K] x [B, K, N]) in ``mode`` on the NKI kernel, on the
     operands as they are (no scaling): an fp32 result on a's device (bf16 for sr, rounded stochastically from
     ``seed``). Empty operands (nothing for the Tensor Engine to do) give torch's exact zeros. ``choice`` picks
@@ -161,8 +192,10 @@ def _check_fits(label: str, m: int, k: int, n: int, slices: int, what: str) -> N
 
     budget = model.target().sbuf_partition_bytes
     if matmul.k_tiles(m, k, n, slices, 2, 0, False, budget, lnc()) < 1:
-        raise ValueError(f"{label}: {what} ({2 * slices} bytes per element of A and B) do not fit one K tile of a unit "
-                         f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer")
+        raise ValueError(
+            f"{label}: {what} ({2 * slices} bytes per element of A and B) do not fit one K tile of a unit "
+            f"in the {budget} bytes of SBUF per partition of {model.target().name}; use fewer"
+        )
 
 
 def addressable(mode: str, float64: bool, bmkn: tuple[int, int, int, int], slices: int | None = None) -> bool:

@@ -68,8 +68,10 @@ class Fit:
 def _number(row: Mapping, key: str, what: str) -> float:
     """Field ``key`` of ``row`` as a finite float, or a ValueError naming the measurement ``what``."""
     if not isinstance(row, Mapping) or key not in row:
-        raise ValueError(f"calibrate: {what} has no {key!r} (expected an object with {key!r}; rerun check-neuron "
-                         "--json to write a complete file)")
+        raise ValueError(
+            f"calibrate: {what} has no {key!r} (expected an object with {key!r}; rerun check-neuron "
+            "--json to write a complete file)"
+        )
     value = row[key]
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise ValueError(f"calibrate: {what}'s {key!r} is {value!r}, expected a finite number")
@@ -89,18 +91,24 @@ def _physical(values: Mapping[str, float], what: str) -> None:
     bad = {name: value for name, value in values.items() if not value >= 0}
     if bad:
         shown = ", ".join(f"{name} = {value:.3g}" for name, value in bad.items())
-        raise ValueError(f"calibrate: the {what} measurements are inconsistent: they fit {shown}, which cannot be "
-                         "negative (noisy timings: rerun check-neuron --json on an idle device)")
+        raise ValueError(
+            f"calibrate: the {what} measurements are inconsistent: they fit {shown}, which cannot be "
+            "negative (noisy timings: rerun check-neuron --json on an idle device)"
+        )
 
 
 def _lstsq(features: np.ndarray, seconds: np.ndarray, what: str, needs: str) -> np.ndarray:
     """Least squares of ``seconds`` on the columns of ``features``, scaled to unit norm first (the columns differ by
     orders of magnitude); a ValueError saying what ``needs`` when the columns do not determine the solution."""
     scale = np.linalg.norm(features, axis=0)
-    if features.shape[0] < features.shape[1] or not scale.all() or \
-            np.linalg.matrix_rank(features / scale) < features.shape[1]:
-        raise ValueError(f"calibrate: too few {what} measurements to fit: it needs {needs} "
-                         f"({features.shape[0]} rows given)")
+    if (
+        features.shape[0] < features.shape[1]
+        or not scale.all()
+        or np.linalg.matrix_rank(features / scale) < features.shape[1]
+    ):
+        raise ValueError(
+            f"calibrate: too few {what} measurements to fit: it needs {needs} ({features.shape[0]} rows given)"
+        )
     solution, *_ = np.linalg.lstsq(features / scale, seconds, rcond=None)
     return solution / scale
 
@@ -109,14 +117,19 @@ def _dma(rows: Sequence[Mapping]) -> dict[str, float]:
     """dma_bytes_per_s, dma_half_run_bytes, dma_fixed_s from the DMA rows. One dma_copy of S bytes in runs of R
     costs f + S (R + h) / (R b); per transfer that is linear in (1, S, S / R): t / n = f + S / b + (h / b) S / R,
     fitted by least squares for x = (f, 1 / b, h / b), then b = 1 / x1, h = x2 / x1."""
-    table = np.array([[_number(r, key, f"dma row {i}") for key in ("run_bytes", "bytes", "transfers", "seconds")]
-                      for i, r in enumerate(rows)]).reshape(-1, 4)
+    table = np.array(
+        [
+            [_number(r, key, f"dma row {i}") for key in ("run_bytes", "bytes", "transfers", "seconds")]
+            for i, r in enumerate(rows)
+        ]
+    ).reshape(-1, 4)
     run, size, transfers, seconds = table.T
     if (run <= 0).any() or (size <= 0).any() or (transfers <= 0).any():
         raise ValueError("calibrate: a dma row has a run length, size or transfer count <= 0")
     features = np.stack((np.ones_like(size), size, size / run), axis=1)
-    fixed, per_byte, per_run_byte = _lstsq(features, seconds / transfers, "DMA",
-                                           "at least two transfer sizes and two run lengths")
+    fixed, per_byte, per_run_byte = _lstsq(
+        features, seconds / transfers, "DMA", "at least two transfer sizes and two run lengths"
+    )
     _physical({"the time per byte": per_byte}, "DMA")
     if per_byte == 0:
         raise ValueError("calibrate: the DMA measurements are inconsistent: the time does not grow with the bytes")
@@ -128,12 +141,17 @@ def _dma(rows: Sequence[Mapping]) -> dict[str, float]:
 def _compile(rows: Sequence[Mapping]) -> dict[str, float]:
     """compile_fixed_s and compile_s_per_instruction: the first call's time less the warm one, linear in the
     kernel's instruction count (least squares)."""
-    table = np.array([[_number(r, key, f"compile row {i}") for key in ("instructions", "first_s", "warm_s")]
-                      for i, r in enumerate(rows)]).reshape(-1, 3)
+    table = np.array(
+        [
+            [_number(r, key, f"compile row {i}") for key in ("instructions", "first_s", "warm_s")]
+            for i, r in enumerate(rows)
+        ]
+    ).reshape(-1, 3)
     instructions, first, warm = table.T
     features = np.stack((np.ones_like(instructions), instructions), axis=1)
-    fixed, per_instruction = _lstsq(features, first - warm, "compile",
-                                    "at least two shapes with different instruction counts")
+    fixed, per_instruction = _lstsq(
+        features, first - warm, "compile", "at least two shapes with different instruction counts"
+    )
     found = {"compile_fixed_s": fixed, "compile_s_per_instruction": per_instruction}
     _physical(found, "compile")
     return found
@@ -151,8 +169,11 @@ def _kernel_rows(data: Mapping) -> list[tuple[str, str, tuple[int, int, int, int
             raise ValueError(f"calibrate: {what}'s 'kernel' is {kernel!r}, expected 'matmul' or 'bmm'")
         if not isinstance(mode, str):
             raise ValueError(f"calibrate: {what}'s 'mode' is {mode!r}, expected a mode name")
-        if not isinstance(bmkn, (list, tuple)) or len(bmkn) != 4 or \
-                not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in bmkn):
+        if (
+            not isinstance(bmkn, (list, tuple))
+            or len(bmkn) != 4
+            or not all(isinstance(d, int) and not isinstance(d, bool) and d > 0 for d in bmkn)
+        ):
             raise ValueError(f"calibrate: {what}'s 'bmkn' is {bmkn!r}, expected [b, m, k, n] of positive ints")
         if lnc not in (1, 2) or isinstance(lnc, bool):
             raise ValueError(f"calibrate: {what}'s 'lnc' is {lnc!r}, expected 1 or 2")
@@ -166,11 +187,19 @@ def _kernel_rows(data: Mapping) -> list[tuple[str, str, tuple[int, int, int, int
     return rows
 
 
-def _modelled_kernel(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation: str, lnc: int,
-                     a_transposed: bool, calibration: cost.Calibration) -> float:
+def _modelled_kernel(
+    kernel: str,
+    mode: str,
+    bmkn: tuple[int, int, int, int],
+    generation: str,
+    lnc: int,
+    a_transposed: bool,
+    calibration: cost.Calibration,
+) -> float:
     """The cost model's time of ``nki.<kernel>[<mode>]`` as the kernel layer calls it, at ``lnc``."""
-    return cost.modelled(kernel, cost.runs_as(mode), bmkn, generation, a_transposed, lnc=lnc,
-                         calibration=calibration).seconds
+    return cost.modelled(
+        kernel, cost.runs_as(mode), bmkn, generation, a_transposed, lnc=lnc, calibration=calibration
+    ).seconds
 
 
 def fit(data: Mapping, source: str, model: Callable[..., float] = _modelled_kernel) -> Fit:
@@ -180,8 +209,10 @@ def fit(data: Mapping, source: str, model: Callable[..., float] = _modelled_kern
     cost model's by default) on the file's generation (``device.generation``, else trn2)."""
     if not isinstance(data, Mapping) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, Mapping) else type(data).__name__
-        raise ValueError(f"calibrate: {source} is not a check-neuron --json measurement file (format {got!r}, "
-                         f"expected {FORMAT!r}); write one with python -m trn_backend check-neuron --json FILE")
+        raise ValueError(
+            f"calibrate: {source} is not a check-neuron --json measurement file (format {got!r}, "
+            f"expected {FORMAT!r}); write one with python -m trn_backend check-neuron --json FILE"
+        )
     found: dict[str, float] = {}
     kept: dict[str, str] = {}
     absent = "not measured (no Neuron device, or its probe did not run)"
@@ -205,8 +236,10 @@ def fit(data: Mapping, source: str, model: Callable[..., float] = _modelled_kern
     if tensor is not None:
         seconds, modelled = _number(tensor, "seconds", "tensor"), _number(tensor, "tensor_s", "tensor")
         if seconds <= 0 or modelled <= 0:
-            raise ValueError(f"calibrate: the tensor measurement is inconsistent: measured {seconds!r} s against "
-                             f"{modelled!r} s modelled; both must be positive")
+            raise ValueError(
+                f"calibrate: the tensor measurement is inconsistent: measured {seconds!r} s against "
+                f"{modelled!r} s modelled; both must be positive"
+            )
         found["tensor_efficiency"] = min(1.0, modelled / seconds)  # above 1: the model's rate is a ceiling
     else:
         kept["tensor_efficiency"] = f"Tensor Engine time {absent}"
@@ -214,9 +247,12 @@ def fit(data: Mapping, source: str, model: Callable[..., float] = _modelled_kern
     device = data.get("device")
     generation = device.get("generation") if isinstance(device, Mapping) else None
     generation = generation if generation in cost.GENERATIONS else "trn2"
-    checks = tuple(KernelCheck(kernel, mode, bmkn, lnc, seconds,
-                               model(kernel, mode, bmkn, generation, lnc, transposed, calibration))
-                   for kernel, mode, bmkn, lnc, transposed, seconds in _kernel_rows(data))
+    checks = tuple(
+        KernelCheck(
+            kernel, mode, bmkn, lnc, seconds, model(kernel, mode, bmkn, generation, lnc, transposed, calibration)
+        )
+        for kernel, mode, bmkn, lnc, transposed, seconds in _kernel_rows(data)
+    )
     return Fit(calibration, kept, checks)
 
 
@@ -233,9 +269,14 @@ class PublishedFit:
     left_out: dict[str, float]
 
 
-def _least_squares(names: Sequence[str], seconds: Callable[[str, float, float], float], published: Mapping[str, float],
-                   start: tuple[float, float], slopes: Mapping[str, np.ndarray] | None = None,
-                   steps: int = 10) -> tuple[float, float, dict[str, np.ndarray]]:
+def _least_squares(
+    names: Sequence[str],
+    seconds: Callable[[str, float, float], float],
+    published: Mapping[str, float],
+    start: tuple[float, float],
+    slopes: Mapping[str, np.ndarray] | None = None,
+    steps: int = 10,
+) -> tuple[float, float, dict[str, np.ndarray]]:
     """(efficiency, rate) minimizing the sum over ``names`` of log(modelled / published)^2, and each point's
     slopes (d log modelled / d log constant). Gauss-Newton in the logarithms of the two constants with the
     slopes taken once, by finite differences at ``start`` (or given: a refit reuses them), a step that does not
@@ -269,8 +310,9 @@ def _least_squares(names: Sequence[str], seconds: Callable[[str, float, float], 
     return float(efficiency), float(rate), dict(slopes)
 
 
-def fit_published(points: Sequence, modelled: Callable[[object, float, float], float],
-                  start: tuple[float, float] = (0.88, 151e9)) -> PublishedFit:
+def fit_published(
+    points: Sequence, modelled: Callable[[object, float, float], float], start: tuple[float, float] = (0.88, 151e9)
+) -> PublishedFit:
     """Fit tensor_efficiency and trn1's DMA rate to ``points`` (each with ``name`` and ``published_s``), where
     ``modelled(point, efficiency, trn1_rate)`` is the cost model's time of its port under those constants; then
     refit without each point in turn for its left-out error. Repeated evaluations are cached."""

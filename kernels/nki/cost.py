@@ -73,9 +73,29 @@ from typing import cast
 
 import torch
 
-__all__ = ["Calibration", "calibration", "CALIBRATION_VARIABLE", "Generation", "TRN1", "TRN2", "GENERATIONS",
-           "Estimate", "estimate", "schedule", "Schedule", "record", "Recorded", "RecordedLaunch", "modelled",
-           "default_min_flops", "format_seconds", "LAUNCH_OVERHEAD_S", "DMA_LATENCY_S", "DGE_SECONDS", "ENGINES"]
+__all__ = [
+    "Calibration",
+    "calibration",
+    "CALIBRATION_VARIABLE",
+    "Generation",
+    "TRN1",
+    "TRN2",
+    "GENERATIONS",
+    "Estimate",
+    "estimate",
+    "schedule",
+    "Schedule",
+    "record",
+    "Recorded",
+    "RecordedLaunch",
+    "modelled",
+    "default_min_flops",
+    "format_seconds",
+    "LAUNCH_OVERHEAD_S",
+    "DMA_LATENCY_S",
+    "DGE_SECONDS",
+    "ENGINES",
+]
 
 MATMUL_MIN_CYCLES = 64  # documented: MM_INIT_LATENCY, a matmul costs at least this many Tensor Engine cycles
 FP32_MATMUL_FACTOR = 4  # documented: fp32 operands run two FP32_LO_HI passes, a quarter of the bf16 rate
@@ -171,13 +191,15 @@ class Calibration:
         except (OSError, ValueError) as e:
             raise ValueError(f"cost calibration file {path}: cannot read it as JSON ({e})") from None
         if not isinstance(data, Mapping):
-            raise ValueError(f"cost calibration file {path}: expected a JSON object of Calibration fields, got "
-                             f"{type(data).__name__}")
+            raise ValueError(
+                f"cost calibration file {path}: expected a JSON object of Calibration fields, got {type(data).__name__}"
+            )
         names = {field.name for field in dataclasses.fields(cls)}
         for name, value in data.items():
             if name not in names:
-                raise ValueError(f"cost calibration file {path}: unknown field {name!r} (fields: "
-                                 f"{', '.join(sorted(names))})")
+                raise ValueError(
+                    f"cost calibration file {path}: unknown field {name!r} (fields: {', '.join(sorted(names))})"
+                )
             problem = _field_problem(name, value)
             if problem:
                 raise ValueError(f"cost calibration file {path}: field {problem}")
@@ -230,8 +252,9 @@ class Generation:
         return 128 * 128 * 2 * self.tensor_hz
 
     def engine_hz(self, engine: str) -> float:
-        return {"tensor": self.tensor_hz, "vector": self.vector_hz, "scalar": self.scalar_hz,
-                "gpsimd": self.gpsimd_hz}[engine]
+        return {"tensor": self.tensor_hz, "vector": self.vector_hz, "scalar": self.scalar_hz, "gpsimd": self.gpsimd_hz}[
+            engine
+        ]
 
     def lanes(self, engine: str) -> int:
         """Elements per partition per cycle: the Vector Engine's width; Scalar 128 (one per partition, both
@@ -314,8 +337,19 @@ class Recorded:
     i's (engine, instruction, *details), as ``Core.events`` keys) with the allocations each reads and writes
     (renumbered 0..n-1: ``touched[offsets[i]:split[i]]`` are read, ``touched[split[i]:offsets[i + 1]]`` written)."""
 
-    __slots__ = ("events", "sbuf_peak", "banks_peak", "program_instructions", "kinds", "kind_of", "touched",
-                 "offsets", "split", "allocations", "control_flow")
+    __slots__ = (
+        "events",
+        "sbuf_peak",
+        "banks_peak",
+        "program_instructions",
+        "kinds",
+        "kind_of",
+        "touched",
+        "offsets",
+        "split",
+        "allocations",
+        "control_flow",
+    )
 
     def __init__(self, core) -> None:
         self.events = collections.Counter(core.events)
@@ -366,8 +400,9 @@ def _dge_mode(flag: object, generation: Generation) -> int:
     if flag is False or flag is None:
         return _STATIC
     if flag not in (True, "hwdge", "swdge"):
-        raise ValueError(f"cost model: a dma_copy's dynamic field is {flag!r}; expected False, True, 'hwdge' or "
-                         "'swdge'")
+        raise ValueError(
+            f"cost model: a dma_copy's dynamic field is {flag!r}; expected False, True, 'hwdge' or 'swdge'"
+        )
     return _HWDGE if flag in (True, "hwdge") and generation.dge_instances else _SWDGE
 
 
@@ -379,8 +414,9 @@ def _kind_costs(kinds: tuple[tuple, ...], generation: Generation, c: Calibration
     engines, seconds, modes, barriers = [], [], [], []
     for engine, instruction, *details in kinds:
         if engine not in ENGINES:
-            raise ValueError(f"cost model: instruction {instruction!r} on engine {engine!r}; the model knows "
-                             f"{', '.join(ENGINES)}")
+            raise ValueError(
+                f"cost model: instruction {instruction!r} on engine {engine!r}; the model knows {', '.join(ENGINES)}"
+            )
         mode, barrier = _STATIC, instruction == "core_barrier"
         if engine == "dma":
             size, run = details[:2]
@@ -466,8 +502,8 @@ class _Core:
         if ends[last] - finish > _EPSILON_S:
             kept_starts.append(finish)
             kept_ends.append(ends[last])
-        starts[first:last + 1] = kept_starts
-        ends[first:last + 1] = kept_ends
+        starts[first : last + 1] = kept_starts
+        ends[first : last + 1] = kept_ends
         return finish
 
     def run(self, dge_s: float, latency_s: float) -> tuple[int, float] | None:
@@ -582,20 +618,26 @@ def schedule(run, generation: Generation, calibration: Calibration | None = None
             break
         if any(stop is None for stop in stops):
             at = [None if stop is None else stop[0] for stop in stops]
-            raise ValueError(f"cost model: the physical cores of a launch reach different numbers of barriers "
-                             f"(next barrier per core, None for none: {at}); a core_barrier must appear in every "
-                             "core's program")
+            raise ValueError(
+                f"cost model: the physical cores of a launch reach different numbers of barriers "
+                f"(next barrier per core, None for none: {at}); a core_barrier must appear in every "
+                "core's program"
+            )
         reached = cast(list[tuple[int, float]], stops)  # no core's stop is None (checked above)
         arrival = max(t for _, t in reached)
         for core, (i, t) in zip(cores, reached, strict=True):
             core.release(t, arrival + core.seconds[core.kind_of[i]])
-    return Schedule(tuple(core.end for core in cores), tuple(tuple(core.busy) for core in cores),
-                    tuple(tuple(core.stall) for core in cores), tuple(max(core.dge_busy, default=0.0)
-                                                                    for core in cores))
+    return Schedule(
+        tuple(core.end for core in cores),
+        tuple(tuple(core.busy) for core in cores),
+        tuple(tuple(core.stall) for core in cores),
+        tuple(max(core.dge_busy, default=0.0) for core in cores),
+    )
 
 
-def estimate(run, generation: Generation, kernel: str, flops: int, fp32: bool,
-             calibration: Calibration | None = None) -> Estimate:
+def estimate(
+    run, generation: Generation, kernel: str, flops: int, fp32: bool, calibration: Calibration | None = None
+) -> Estimate:
     """The cost of the run recorded by the CPU model (a ``Core``, a launch with ``.cores``, one per physical core,
     or a ``RecordedLaunch``) on ``generation`` under ``calibration`` (None: the active one): the list schedule's
     makespan over the launch's physical cores, and at least the launch's DMA bytes over the cores' HBM share
@@ -604,8 +646,9 @@ def estimate(run, generation: Generation, kernel: str, flops: int, fp32: bool,
     recorded = record(run)
     cores = recorded.cores
     planned = schedule(recorded, generation, c)
-    dma_bytes = sum(n * details[0] for core in cores for (engine, _, *details), n in core.events.items()
-                    if engine == "dma")
+    dma_bytes = sum(
+        n * details[0] for core in cores for (engine, _, *details), n in core.events.items() if engine == "dma"
+    )
     hbm_s = dma_bytes / (len(cores) * generation.hbm_bytes_per_s)
     seconds = {engine: max(busy[e] for busy in planned.busy) for e, engine in enumerate(ENGINES)}
     seconds["dma"] = max(seconds["dma"], hbm_s)
@@ -619,10 +662,22 @@ def estimate(run, generation: Generation, kernel: str, flops: int, fp32: bool,
     # the program each physical core runs: a dynamic loop's body counts once (CPU model: Core.program_instructions)
     program = max(core.program_instructions for core in cores)
     peak = len(cores) * generation.bf16_flops / (FP32_MATMUL_FACTOR if fp32 else 1)
-    return Estimate(kernel, generation.name, flops, peak, seconds, counts, dma_bytes,
-                    max(core.sbuf_peak for core in cores), max(core.banks_peak for core in cores), len(cores),
-                    program, c.compile_fixed_s + c.compile_s_per_instruction * program,
-                    max(max(planned.ends), hbm_s), stall)
+    return Estimate(
+        kernel,
+        generation.name,
+        flops,
+        peak,
+        seconds,
+        counts,
+        dma_bytes,
+        max(core.sbuf_peak for core in cores),
+        max(core.banks_peak for core in cores),
+        len(cores),
+        program,
+        c.compile_fixed_s + c.compile_s_per_instruction * program,
+        max(max(planned.ends), hbm_s),
+        stall,
+    )
 
 
 @functools.lru_cache(maxsize=1024)
@@ -633,9 +688,17 @@ def runs_as(mode: str) -> str:
     return "fast" if mode == "sr" else mode
 
 
-def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation: str = "trn2",
-             a_is_transposed: bool = False, float64: bool = False, slices: int | None = None,
-             calibration: Calibration | None = None, lnc: int | None = None) -> Estimate:
+def modelled(
+    kernel: str,
+    mode: str,
+    bmkn: tuple[int, int, int, int],
+    generation: str = "trn2",
+    a_is_transposed: bool = False,
+    float64: bool = False,
+    slices: int | None = None,
+    calibration: Calibration | None = None,
+    lnc: int | None = None,
+) -> Estimate:
     """The modelled cost of ``nki.<kernel>[<mode>]`` on [B, M, K] x [B, K, N] as the kernel layer calls it,
     counted by running the kernel on the CPU model without arithmetic: fast gets bf16 words, native fp32; dd and
     bf16x6 get fp32 data and split it on chip (``float64``: words split on the host, the product phase only);
@@ -650,13 +713,22 @@ def modelled(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     if lnc is None:
         lnc = model.core.runtime_lnc(model.core.TARGETS[generation])
     run = _counted(kernel, mode, (b, m, k, n), generation, a_is_transposed, float64, slices, lnc)
-    return estimate(run, GENERATIONS[generation], f"nki.{kernel}[{mode}]", 2 * b * m * k * n, mode == "native",
-                    calibration)
+    return estimate(
+        run, GENERATIONS[generation], f"nki.{kernel}[{mode}]", 2 * b * m * k * n, mode == "native", calibration
+    )
 
 
 @functools.lru_cache(maxsize=256)
-def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation: str, a_is_transposed: bool,
-             float64: bool, slices: int | None, lnc: int):
+def _counted(
+    kernel: str,
+    mode: str,
+    bmkn: tuple[int, int, int, int],
+    generation: str,
+    a_is_transposed: bool,
+    float64: bool,
+    slices: int | None,
+    lnc: int,
+):
     """The CPU model's record of one counting run of the kernel ``modelled`` describes, as the schedule reads it
     (a ``RecordedLaunch``: independent of the calibration, which only prices it)."""
     from .. import reference
@@ -686,8 +758,9 @@ def _counted(kernel: str, mode: str, bmkn: tuple[int, int, int, int], generation
     else:
         raise ValueError(f"no NKI kernel {kernel!r} for mode {mode!r}")
     # the plan's table (which unit each loop iteration takes): its values are data, never read when counting
-    plan = table(name, args[0].shape, args[1].shape, a_is_transposed, lnc,
-                 args[3] if name.endswith("_split") else 1).numpy()
+    plan = table(
+        name, args[0].shape, args[1].shape, a_is_transposed, lnc, args[3] if name.endswith("_split") else 1
+    ).numpy()
     fn = jitted(name, "model")
     with model.targeting(generation), model.counting_only():
         fn[lnc](*args, plan)
@@ -706,8 +779,9 @@ def default_min_flops(mode: str, generation: str = "trn2", calibration: Calibrat
 @functools.lru_cache(maxsize=64)
 def _min_flops(mode: str, generation: str, calibration: Calibration) -> float:
     def reaches(n: int) -> bool:
-        return modelled("matmul", mode, (1, n, n, n), generation, calibration=calibration).seconds >= \
-            calibration.launch_s
+        return (
+            modelled("matmul", mode, (1, n, n, n), generation, calibration=calibration).seconds >= calibration.launch_s
+        )
 
     hi = 128
     while not reaches(hi):  # doubling, then bisection in tiles

@@ -142,10 +142,12 @@ def matmul_words(a_words, b_words, a_is_transposed, table):
 def bmm_words(a_words, b_words, a_is_transposed, table):
     """``matmul_words`` for each i of the batch dimension (a_words [n, B, M, K], b_words [n, B, K, N])."""
     words = a_words.shape[0]
-    out = nl.ndarray((a_words.shape[1], _rows(a_words, a_is_transposed), b_words.shape[-1]), dtype=nl.float32,
-                     buffer=nl.shared_hbm)
-    _products(out, a_words, b_words, a_is_transposed, nl.bfloat16, words, True, table, 0, _kind(words),
-              a_words.shape[1])
+    out = nl.ndarray(
+        (a_words.shape[1], _rows(a_words, a_is_transposed), b_words.shape[-1]), dtype=nl.float32, buffer=nl.shared_hbm
+    )
+    _products(
+        out, a_words, b_words, a_is_transposed, nl.bfloat16, words, True, table, 0, _kind(words), a_words.shape[1]
+    )
     return out
 
 
@@ -274,8 +276,9 @@ def _unit_offsets(batch, m, k, n, a_is_transposed, programs):
     for mine in places:
         found = ()
         for entry, r, c in mine:
-            found = found + ((entry * m * k + (r if a_is_transposed else r * k), entry * k * n + c,
-                              entry * m * n + r * n + c),)
+            found = found + (
+                (entry * m * k + (r if a_is_transposed else r * k), entry * k * n + c, entry * m * n + r * n + c),
+            )
         rows_of = ()
         for t in range(iterations):  # the unit, and where the next one lies in A and B (the last: itself)
             after = found[min(t + 1, iterations - 1)]
@@ -337,12 +340,13 @@ def _k_blocks(k, k_tiles, chunk):
         first, rows = blocks[index]
         if len(blocks) % 2 and rows > chunk * TILE_K:
             head = _tiles(_tiles(_tiles(rows, TILE_K), chunk), 2) * chunk * TILE_K
-            blocks = blocks[:index] + ((first, head), (first + head, rows - head)) + blocks[index + 1:]
+            blocks = blocks[:index] + ((first, head), (first + head, rows - head)) + blocks[index + 1 :]
     return blocks
 
 
-def k_tiles(m, k, n, words, width, accumulators, a_is_transposed, sbuf_bytes, programs, chunk=1, a_width=None,
-            b_width=None):
+def k_tiles(
+    m, k, n, words, width, accumulators, a_is_transposed, sbuf_bytes, programs, chunk=1, a_width=None, b_width=None
+):
     """K tiles per K block that fit ``sbuf_bytes`` per partition (0 when not even one does) with everything the
     units use live at once (``_allocate``): two sets of A^T and B operand tiles (``words`` words of ``width``
     bytes) and of their staging (A's rows for the transposes when A is not transposed; inputs of ``a_width`` and
@@ -415,7 +419,7 @@ def _row_reader(table, first_row, registers):
     def read(i):
         _copy(row, _access(table, [[ROW, 1], [1, ROW]], start, (i,)), True)
         for r in range(len(registers)):
-            nisa.register_load(registers[r][0], row[0:1, r:r + 1])
+            nisa.register_load(registers[r][0], row[0:1, r : r + 1])
 
     return read
 
@@ -446,8 +450,9 @@ def _products(out, a, b, a_is_transposed, operand, words, has_words, table, firs
     (iterations, rows, columns), units = _unit_offsets(batch, m, k, n, a_is_transposed, programs)
     reserved = split_staging_bytes(words, split[2]) if split else 0
     blocks = _blocking(m, k, n, words, operand, a.dtype, b.dtype, kind, a_is_transposed, programs, reserved)
-    tiles = _allocate(operand, words, _tiles(blocks[0][1], TILE_K), rows, columns, kind, a_is_transposed, a.dtype,
-                      b.dtype)
+    tiles = _allocate(
+        operand, words, _tiles(blocks[0][1], TILE_K), rows, columns, kind, a_is_transposed, a.dtype, b.dtype
+    )
     registers = ()  # this unit's offsets in A, B and out, the next unit's in A and B; the pieces' (split kernels)
     slots = (split[1][0][0], split[1][1][0]) if split else (0, 0)
     for _ in range(5 + 2 * (slots[0] + slots[1])):
@@ -480,8 +485,7 @@ def _products(out, a, b, a_is_transposed, operand, words, has_words, table, firs
                     for s in range(slots[o]):
                         jobs = jobs + _jobs(split[0][o], registers[base + 2 * s], registers[base + 2 * s + 1])
                 work = (jobs, staging, words, active, split[0])
-            _unit(out, a, b, tiles, blocks, geometry, (registers[0:3], (0, 0, 0)), (registers[3:5], (0, 0)), kind,
-                  work)
+            _unit(out, a, b, tiles, blocks, geometry, (registers[0:3], (0, 0, 0)), (registers[3:5], (0, 0)), kind, work)
 
         nl.fori_loop(lo * ROW, hi * ROW, body, step=ROW)
     _fence(out, [[n, min(rows, TILE_M)], [1, columns]], units[nl.program_id(0)][-1][2])
@@ -551,29 +555,53 @@ def _split_words(words, pending, staging):
     for group, _ in pending:
         for job, staged in group:
             rows, columns = job[3], job[4]
-            nisa.tensor_tensor(dst=staged[1][0:rows, 0:columns], data1=staged[1][0:rows, 0:columns],
-                               data2=mask[0:rows, 0:columns], op=nl.bitwise_and, engine=nisa.vector_engine)
+            nisa.tensor_tensor(
+                dst=staged[1][0:rows, 0:columns],
+                data1=staged[1][0:rows, 0:columns],
+                data2=mask[0:rows, 0:columns],
+                op=nl.bitwise_and,
+                engine=nisa.vector_engine,
+            )
     for group, t in pending:
         for job, staged in group:
             rows, columns = job[3], job[4]
-            nisa.tensor_copy(dst=staged[2][t][0:rows, 0:columns], src=staged[1][0:rows, 0:columns].view(nl.float32),
-                             engine=nisa.scalar_engine)
+            nisa.tensor_copy(
+                dst=staged[2][t][0:rows, 0:columns],
+                src=staged[1][0:rows, 0:columns].view(nl.float32),
+                engine=nisa.scalar_engine,
+            )
     for group, t in pending:
         if t < words - 1:
             for job, staged in group:
                 rows, columns = job[3], job[4]
-                nisa.tensor_tensor(dst=staged[0][0:rows, 0:columns], data1=staged[0][0:rows, 0:columns],
-                                   data2=staged[1][0:rows, 0:columns].view(nl.float32), op=nl.subtract,
-                                   engine=nisa.vector_engine)
+                nisa.tensor_tensor(
+                    dst=staged[0][0:rows, 0:columns],
+                    data1=staged[0][0:rows, 0:columns],
+                    data2=staged[1][0:rows, 0:columns].view(nl.float32),
+                    op=nl.subtract,
+                    engine=nisa.vector_engine,
+                )
     for group, t in pending:
         for job, staged in group:
             operand, (register, dst), rows, columns = job[0], job[2], job[3], job[4]
             if operand[2]:
-                _store_transposed(operand[0], t * operand[4] + dst, staged[2][t], rows, columns, operand[5][1],
-                                  flips, staged[3][t], register)
+                _store_transposed(
+                    operand[0],
+                    t * operand[4] + dst,
+                    staged[2][t],
+                    rows,
+                    columns,
+                    operand[5][1],
+                    flips,
+                    staged[3][t],
+                    register,
+                )
             else:
-                _copy(_access(operand[0], [[operand[5][1], rows], [1, columns]], t * operand[4] + dst, register),
-                      staged[2][t][0:rows, 0:columns], True)
+                _copy(
+                    _access(operand[0], [[operand[5][1], rows], [1, columns]], t * operand[4] + dst, register),
+                    staged[2][t][0:rows, 0:columns],
+                    True,
+                )
 
 
 def _split_pipeline(words, jobs, staging):
@@ -603,8 +631,8 @@ def _split_pipeline(words, jobs, staging):
             group = groups[j]
             for g0 in range(0, len(group), part):
                 if g0:  # more than a third of the sets' worth: the rest loaded here, into the same sets
-                    _split_loads(group[g0:g0 + part])
-                _split_group(words, group[g0:g0 + part], staging, g0 == 0)
+                    _split_loads(group[g0 : g0 + part])
+                _split_group(words, group[g0 : g0 + part], staging, g0 == 0)
 
     return tick
 
@@ -625,8 +653,9 @@ def _checked(table, tensors):
     programs = nl.num_programs()
     assert table.shape[0] == programs, f"nki matmul: a table for {table.shape[0]} programs, launched with {programs}"
     for t in tensors:
-        assert _size(t) <= INT32_MAX, (f"nki matmul: {t.shape} is too large for 32-bit dynamic offsets; split the "
-                                       "batch or the operands")
+        assert _size(t) <= INT32_MAX, (
+            f"nki matmul: {t.shape} is too large for 32-bit dynamic offsets; split the batch or the operands"
+        )
     return programs
 
 
@@ -638,10 +667,24 @@ def _blocking(m, k, n, words, operand, a_dtype, b_dtype, kind, a_is_transposed, 
         return _k_blocks(k, level_k_tiles(m, k, n, words, budget, programs), 1)
     width = _width(operand)
     chunk = CHUNK_TILES if kind == "chunked" else 1
-    fits = k_tiles(m, k, n, words, width, _accumulators(kind), a_is_transposed, budget, programs, chunk,
-                   _width(a_dtype), _width(b_dtype))
-    assert fits >= 1, (f"nki matmul: {budget} bytes of SBUF per partition cannot hold one K tile of a unit of "
-                       f"{words} x {width}-byte operands")
+    fits = k_tiles(
+        m,
+        k,
+        n,
+        words,
+        width,
+        _accumulators(kind),
+        a_is_transposed,
+        budget,
+        programs,
+        chunk,
+        _width(a_dtype),
+        _width(b_dtype),
+    )
+    assert fits >= 1, (
+        f"nki matmul: {budget} bytes of SBUF per partition cannot hold one K tile of a unit of "
+        f"{words} x {width}-byte operands"
+    )
     return _k_blocks(k, fits, chunk)
 
 
@@ -669,15 +712,21 @@ def _allocate(operand, words, block_tiles, rows, columns, kind, a_is_transposed,
     for _ in range(2):
         a_stage, b_stage = (), ()
         if not a_is_transposed:  # A's rows, 128 at a time, to be transposed 128 x 128 through PSUM
-            a_stage = nl.ndarray((TILE_M, words, _tiles(rows, TILE_M), block_tiles * TILE_K), dtype=a_dtype,
-                                 buffer=nl.sbuf)
+            a_stage = nl.ndarray(
+                (TILE_M, words, _tiles(rows, TILE_M), block_tiles * TILE_K), dtype=a_dtype, buffer=nl.sbuf
+            )
         elif a_dtype != operand:  # fp32 A^T for a bf16 operand, to be rounded on chip
             a_stage = nl.ndarray((TILE_K, words, block_tiles, rows), dtype=a_dtype, buffer=nl.sbuf)
         if b_dtype != operand:
             b_stage = nl.ndarray((TILE_K, words, block_tiles, columns), dtype=b_dtype, buffer=nl.sbuf)
-        sets = sets + ((nl.ndarray((TILE_K, words, block_tiles, rows), dtype=operand, buffer=nl.sbuf),
-                        nl.ndarray((TILE_K, words, block_tiles, columns), dtype=operand, buffer=nl.sbuf),
-                        a_stage, b_stage),)
+        sets = sets + (
+            (
+                nl.ndarray((TILE_K, words, block_tiles, rows), dtype=operand, buffer=nl.sbuf),
+                nl.ndarray((TILE_K, words, block_tiles, columns), dtype=operand, buffer=nl.sbuf),
+                a_stage,
+                b_stage,
+            ),
+        )
     ring = ()  # PSUM_RING banks, and the 2 the transposes would take when A comes as A^T
     for _ in range(PSUM_RING if not a_is_transposed else PSUM_RING + 2):
         ring = ring + (nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum),)
@@ -698,8 +747,10 @@ def _allocate(operand, words, block_tiles, rows, columns, kind, a_is_transposed,
             running = running + (roles,)
         sums = (running, _result_tiles(rows, columns))
     elif accumulators:
-        sums = (nl.ndarray((TILE_M, accumulators, _tiles(rows, TILE_M), columns), dtype=nl.float32, buffer=nl.sbuf),
-                _result_tiles(rows, columns))
+        sums = (
+            nl.ndarray((TILE_M, accumulators, _tiles(rows, TILE_M), columns), dtype=nl.float32, buffer=nl.sbuf),
+            _result_tiles(rows, columns),
+        )
     extra = ()
     if kind == "chunked":  # TwoSum's temporaries, two sets used by alternate output tiles (STAGING_BYTES)
         for _ in range(2):
@@ -710,12 +761,19 @@ def _allocate(operand, words, block_tiles, rows, columns, kind, a_is_transposed,
     if kind == "levels":  # exact int32 level sums and the conversions of PSUM accumulations, rings of 2 (a store
         # of one output tile's sum overlaps the next tile's products)
         for _ in range(2):
-            extra = extra + ((nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf),
-                              nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf)),)
+            extra = extra + (
+                (
+                    nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf),
+                    nl.ndarray((TILE_M, TILE_N), dtype=nl.int32, buffer=nl.sbuf),
+                ),
+            )
     if kind == "stochastic":  # random bits, the mask constants, the bf16 result
-        extra = (nl.ndarray((TILE_M, columns), dtype=nl.uint32, buffer=nl.sbuf),
-                 _constant(LOW_MASK, columns), _constant(HI_MASK, columns),
-                 nl.ndarray((TILE_M, columns), dtype=nl.bfloat16, buffer=nl.sbuf))
+        extra = (
+            nl.ndarray((TILE_M, columns), dtype=nl.uint32, buffer=nl.sbuf),
+            _constant(LOW_MASK, columns),
+            _constant(HI_MASK, columns),
+            nl.ndarray((TILE_M, columns), dtype=nl.bfloat16, buffer=nl.sbuf),
+        )
     return sets, ring, flips, sums, extra
 
 
@@ -773,8 +831,9 @@ def _unit(out, a, b, tiles, blocks, geometry, here, after, kind, work=()):
                 word = (index * count + kb) * _level_word(out) + statics[2]
                 _exact_level(out, word, a_tiles, b_tiles, levels[index], ks, geometry, ring, extra, registers[2])
         elif kind == "chunked":
-            chunks = _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, chunks,
-                                       _total_chunks(blocks), tick)
+            chunks = _multiply_chunked(
+                sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, chunks, _total_chunks(blocks), tick
+            )
         else:
             _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, kb == 0, kb == count - 1, tick)
         if kb + 1 < count or ahead:  # the block fetched above: K block kb + 1, or the next unit's first
@@ -814,20 +873,45 @@ def _fetch(tile_set, a, b, block, geometry, registers, statics):
     a_tiles, b_tiles, a_stage, b_stage = tile_set
     k0, ks = block
     rows, columns, words = geometry[0], geometry[1], geometry[2]
-    a_stride, a_word, b_stride, b_word, a_is_transposed = geometry[3], geometry[4], geometry[5], geometry[6], \
-        geometry[8]
+    a_stride, a_word, b_stride, b_word, a_is_transposed = (
+        geometry[3],
+        geometry[4],
+        geometry[5],
+        geometry[6],
+        geometry[8],
+    )
     for w in range(words):
         if a_is_transposed:
-            _fetch_rows(a_stage if a_stage else a_tiles, w, a, statics[0] + w * a_word + k0 * a_stride, a_stride, ks,
-                        rows, registers[0])
+            _fetch_rows(
+                a_stage if a_stage else a_tiles,
+                w,
+                a,
+                statics[0] + w * a_word + k0 * a_stride,
+                a_stride,
+                ks,
+                rows,
+                registers[0],
+            )
         else:  # 128 rows of A (a run of the block's K per partition) per M tile
             for i in range(_tiles(rows, TILE_M)):
                 mr = min(TILE_M, rows - i * TILE_M)
-                _copy(a_stage[0:mr, w, i, 0:ks], _access(a, [[a_stride, mr], [1, ks]],
-                                                         statics[0] + w * a_word + i * TILE_M * a_stride + k0,
-                                                         registers[0]), len(registers[0]) > 0)
-        _fetch_rows(b_stage if b_stage else b_tiles, w, b, statics[1] + w * b_word + k0 * b_stride, b_stride, ks,
-                    columns, registers[1])
+                _copy(
+                    a_stage[0:mr, w, i, 0:ks],
+                    _access(
+                        a, [[a_stride, mr], [1, ks]], statics[0] + w * a_word + i * TILE_M * a_stride + k0, registers[0]
+                    ),
+                    len(registers[0]) > 0,
+                )
+        _fetch_rows(
+            b_stage if b_stage else b_tiles,
+            w,
+            b,
+            statics[1] + w * b_word + k0 * b_stride,
+            b_stride,
+            ks,
+            columns,
+            registers[1],
+        )
 
 
 def _fetch_rows(dst, w, src, offset, stride, ks, width, register):
@@ -837,11 +921,17 @@ def _fetch_rows(dst, w, src, offset, stride, ks, width, register):
     whole, rest = ks // TILE_K, ks % TILE_K
     dynamic = len(register) > 0
     if whole:
-        _copy(dst[0:TILE_K, w, 0:whole, 0:width],
-              _access(src, [[stride, TILE_K], [TILE_K * stride, whole], [1, width]], offset, register), dynamic)
+        _copy(
+            dst[0:TILE_K, w, 0:whole, 0:width],
+            _access(src, [[stride, TILE_K], [TILE_K * stride, whole], [1, width]], offset, register),
+            dynamic,
+        )
     if rest:
-        _copy(dst[0:rest, w, whole, 0:width], _access(src, [[stride, rest], [1, width]],
-                                                      offset + whole * TILE_K * stride, register), dynamic)
+        _copy(
+            dst[0:rest, w, whole, 0:width],
+            _access(src, [[stride, rest], [1, width]], offset + whole * TILE_K * stride, register),
+            dynamic,
+        )
 
 
 def _prepare(tile_set, block, geometry, flips):
@@ -870,10 +960,12 @@ def _transpose_rows(tile_set, block, geometry, flips, i, w):
         for t in range(_tiles(ks, TILE_K)):
             kr = min(TILE_K, ks - t * TILE_K)
             flip = flips[t % len(flips)]
-            nisa.nc_transpose(dst=flip[0:kr, 0:mr], data=a_stage[0:mr, w, i, t * TILE_K:t * TILE_K + kr],
-                              engine=nisa.tensor_engine)
-            nisa.tensor_copy(dst=a_tiles[0:kr, w, t, i * TILE_M:i * TILE_M + mr], src=flip[0:kr, 0:mr],
-                             engine=nisa.vector_engine)
+            nisa.nc_transpose(
+                dst=flip[0:kr, 0:mr], data=a_stage[0:mr, w, i, t * TILE_K : t * TILE_K + kr], engine=nisa.tensor_engine
+            )
+            nisa.tensor_copy(
+                dst=a_tiles[0:kr, w, t, i * TILE_M : i * TILE_M + mr], src=flip[0:kr, 0:mr], engine=nisa.vector_engine
+            )
 
 
 def _round(dst, staged, w, ks, width):
@@ -891,8 +983,12 @@ def _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, t0, t1):
         for t in range(t0, t1):
             kr = min(TILE_K, ks - t * TILE_K)
             for pair in level:
-                nisa.nc_matmul(acc[0:mr, 0:nr], a_tiles[0:kr, pair[0], t, i * TILE_M:i * TILE_M + mr],
-                               b_tiles[0:kr, pair[1], t, j * TILE_N:j * TILE_N + nr], accumulate=not first)
+                nisa.nc_matmul(
+                    acc[0:mr, 0:nr],
+                    a_tiles[0:kr, pair[0], t, i * TILE_M : i * TILE_M + mr],
+                    b_tiles[0:kr, pair[1], t, j * TILE_N : j * TILE_N + nr],
+                    accumulate=not first,
+                )
                 first = False
 
 
@@ -920,13 +1016,13 @@ def _multiply(sums, a_tiles, b_tiles, levels, ks, geometry, ring, first_block, l
         if first_block:
             nisa.activation(dst=part, op=nl.copy, data=acc[0:mr, 0:nr])
         else:
-            nisa.tensor_tensor(dst=part, data1=running[0:mr, 0, i, cols], data2=acc[0:mr, 0:nr], op=nl.add,
-                               engine=nisa.vector_engine)
+            nisa.tensor_tensor(
+                dst=part, data1=running[0:mr, 0, i, cols], data2=acc[0:mr, 0:nr], op=nl.add, engine=nisa.vector_engine
+            )
         tick(index)
 
 
-def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, first_chunk, chunks,
-                      tick=_no_tick):
+def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra, first_chunk, chunks, tick=_no_tick):
     """bf16x6: a PSUM accumulation per chunk of CHUNK_TILES K tiles; chunk sums added GROUP at a time into the
     output tile's group sum (fp32), each full group TwoSum-added into its (s, e) (``_allocate``: a tile each,
     per output tile). Returns the chunks done after this K block (the count carries across the unit's static K
@@ -938,14 +1034,24 @@ def _multiply_chunked(sums, a_tiles, b_tiles, levels, ks, geometry, ring, extra,
         s, e, group = sums[0][index][0][0:mr, 0:nr], sums[0][index][1][0:mr, 0:nr], sums[0][index][2][0:mr, 0:nr]
         for c in range(here):
             acc = ring[(index * here + c) % len(ring)]
-            _accumulate(acc, a_tiles, b_tiles, levels, i, j, mr, nr, ks, c * CHUNK_TILES,
-                        min((c + 1) * CHUNK_TILES, _tiles(ks, TILE_K)))
+            _accumulate(
+                acc,
+                a_tiles,
+                b_tiles,
+                levels,
+                i,
+                j,
+                mr,
+                nr,
+                ks,
+                c * CHUNK_TILES,
+                min((c + 1) * CHUNK_TILES, _tiles(ks, TILE_K)),
+            )
             number = first_chunk + c
             if number % GROUP == 0:
                 nisa.activation(dst=group, op=nl.copy, data=acc[0:mr, 0:nr])
             else:
-                nisa.tensor_tensor(dst=group, data1=group, data2=acc[0:mr, 0:nr], op=nl.add,
-                                   engine=nisa.vector_engine)
+                nisa.tensor_tensor(dst=group, data1=group, data2=acc[0:mr, 0:nr], op=nl.add, engine=nisa.vector_engine)
             if number % GROUP == GROUP - 1 or number == chunks - 1:
                 _two_sum_into(s, e, group, number < GROUP, extra[index % 2], mr, nr)
         tick(index)
@@ -982,8 +1088,13 @@ def _store(out, sums, geometry, static, extra, kind, register):
             for j in range(_tiles(columns, TILE_N)):
                 nr = min(TILE_N, columns - j * TILE_N)
                 tile = running[i * _tiles(columns, TILE_N) + j]
-                nisa.tensor_tensor(dst=results[i][0:mr, j * TILE_N:j * TILE_N + nr], data1=tile[0][0:mr, 0:nr],
-                                   data2=tile[1][0:mr, 0:nr], op=nl.add, engine=nisa.vector_engine)
+                nisa.tensor_tensor(
+                    dst=results[i][0:mr, j * TILE_N : j * TILE_N + nr],
+                    data1=tile[0][0:mr, 0:nr],
+                    data2=tile[1][0:mr, 0:nr],
+                    op=nl.add,
+                    engine=nisa.vector_engine,
+                )
         dst = _access(out, [[stride, mr], [1, columns]], static + i * TILE_M * stride, register)
         if kind == "stochastic":
             _store_stochastic(dst, result, extra, mr, columns)
@@ -994,8 +1105,12 @@ def _store(out, sums, geometry, static, extra, kind, register):
 def _store_stochastic(dst, result, extra, mr, columns):
     """fp32 ``result`` to bf16 ``dst``, rounded up with probability equal to the dropped fraction: 16 random bits
     added to the 16 bits bf16 drops (an exact integer add; a carry rounds up), then masked."""
-    random, low, high, narrow = (extra[0][0:mr, 0:columns], extra[1][0:mr, 0:columns], extra[2][0:mr, 0:columns],
-                                 extra[3][0:mr, 0:columns])
+    random, low, high, narrow = (
+        extra[0][0:mr, 0:columns],
+        extra[1][0:mr, 0:columns],
+        extra[2][0:mr, 0:columns],
+        extra[3][0:mr, 0:columns],
+    )
     nisa.rng(random, engine=_rng_engine())
     nisa.tensor_tensor(dst=random, data1=random, data2=low, op=nl.bitwise_and, engine=nisa.vector_engine)
     nisa.tensor_tensor(dst=random, data1=result.view(nl.uint32), data2=random, op=nl.add, engine=nisa.gpsimd_engine)
@@ -1025,16 +1140,28 @@ def _exact_level(out, word, a_tiles, b_tiles, pairs, ks, geometry, ring, extra, 
             for index in range(g, min(g + per_group, len(items))):
                 pair, t = items[index]
                 kr = min(TILE_K, ks - t * TILE_K)
-                nisa.nc_matmul(acc[0:mr, 0:nr], a_tiles[0:kr, pair[0], t, i * TILE_M:i * TILE_M + mr],
-                               b_tiles[0:kr, pair[1], t, j * TILE_N:j * TILE_N + nr], accumulate=(index > g))
+                nisa.nc_matmul(
+                    acc[0:mr, 0:nr],
+                    a_tiles[0:kr, pair[0], t, i * TILE_M : i * TILE_M + mr],
+                    b_tiles[0:kr, pair[1], t, j * TILE_N : j * TILE_N + nr],
+                    accumulate=(index > g),
+                )
             if g == 0:
                 nisa.tensor_copy(dst=total[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.vector_engine)
             else:
                 nisa.tensor_copy(dst=exact[0:mr, 0:nr], src=acc[0:mr, 0:nr], engine=nisa.scalar_engine)
-                nisa.tensor_tensor(dst=total[0:mr, 0:nr], data1=total[0:mr, 0:nr], data2=exact[0:mr, 0:nr],
-                                   op=nl.add, engine=nisa.gpsimd_engine)
-        _copy(_access(out, [[stride, mr], [1, nr]], word + i * TILE_M * stride + j * TILE_N, register),
-              total[0:mr, 0:nr], True)
+                nisa.tensor_tensor(
+                    dst=total[0:mr, 0:nr],
+                    data1=total[0:mr, 0:nr],
+                    data2=exact[0:mr, 0:nr],
+                    op=nl.add,
+                    engine=nisa.gpsimd_engine,
+                )
+        _copy(
+            _access(out, [[stride, mr], [1, nr]], word + i * TILE_M * stride + j * TILE_N, register),
+            total[0:mr, 0:nr],
+            True,
+        )
 
 
 # --- the split kernels: words split on chip, once per call ------------------------------------------------------
@@ -1066,8 +1193,12 @@ def _needs(pieces, geometry, long_rows, places, extent, which):
         for t in range(len(places[0])):
             for mine in places:
                 unit = mine[t]
-                if first == len(places[0]) and unit[0] == entry and unit[which] < start + width and \
-                        start < unit[which] + extent:
+                if (
+                    first == len(places[0])
+                    and unit[0] == entry
+                    and unit[which] < start + width
+                    and start < unit[which] + extent
+                ):
                     first = t
         needs = needs + (first,)
     return needs
@@ -1119,14 +1250,18 @@ def _split_plan(batch, m, k, n, a_is_transposed, programs):
     for operand in range(2):
         long_rows = a_is_transposed if operand == 0 else True
         source = a_source if operand == 0 else (k, n)
-        geometry, pieces = _pieces(batch, source[0], source[1], long_rows,
-                                   PIECE_LONG_B if operand else PIECE_LONG)
-        found = found + ((geometry, pieces, _needs(pieces, geometry, long_rows, places,
-                                                   rows if operand == 0 else columns, operand + 1)),)
+        geometry, pieces = _pieces(batch, source[0], source[1], long_rows, PIECE_LONG_B if operand else PIECE_LONG)
+        found = found + (
+            (
+                geometry,
+                pieces,
+                _needs(pieces, geometry, long_rows, places, rows if operand == 0 else columns, operand + 1),
+            ),
+        )
     best, score = (), ()
     for order in range(3):  # both from iteration 0; A, then B; B, then A
         schedules, start = (), 0
-        for operand in ((0, 1) if order < 2 else (1, 0)):
+        for operand in (0, 1) if order < 2 else (1, 0):
             chosen = _slots(found[operand][2], programs, iterations, start)
             end = start + _tiles(len(chosen[2]), programs * chosen[0])
             schedules = schedules + ((operand, start, end) + chosen,)
@@ -1195,12 +1330,27 @@ def _split_products(out, a, b, a_is_transposed, words, table, batch):
     a_words = nl.ndarray((words, batch + 1, k, m), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     b_words = nl.ndarray((words, batch + 1, k, n), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     plans = _split_plan(batch, m, k, n, a_is_transposed, programs)
-    operands = (_split_operand(a_words, a, words, not a_is_transposed, plans[0][2], (m if a_is_transposed else k, m),
-                               batch * k * m),
-                _split_operand(b_words, b, words, False, plans[1][2], (n, n), batch * k * n))
+    operands = (
+        _split_operand(
+            a_words, a, words, not a_is_transposed, plans[0][2], (m if a_is_transposed else k, m), batch * k * m
+        ),
+        _split_operand(b_words, b, words, False, plans[1][2], (n, n), batch * k * n),
+    )
     first = _split_before(operands, plans, words, a_is_transposed, table, batch, m, k, n)
-    _products(out, a_words, b_words, True, nl.bfloat16, words, True, table, first, _kind(words), batch,
-              (operands, plans, a_is_transposed))
+    _products(
+        out,
+        a_words,
+        b_words,
+        True,
+        nl.bfloat16,
+        words,
+        True,
+        table,
+        first,
+        _kind(words),
+        batch,
+        (operands, plans, a_is_transposed),
+    )
 
 
 def _split_operand(scratch, x, words, transpose, geometry, strides, spare):
@@ -1235,7 +1385,7 @@ def _split_before(operands, plans, words, a_is_transposed, table, batch, m, k, n
             part = len(staging[0]) // 3
             groups = ()
             for g0 in range(0, len(jobs), part):
-                groups = groups + (jobs[g0:g0 + part],)
+                groups = groups + (jobs[g0 : g0 + part],)
             tick = _split_pipeline(words, groups, staging)
             for j in range(-1, len(groups)):
                 tick(j)
@@ -1282,10 +1432,17 @@ def _split_staging(sets, words, a_is_transposed):
         for _ in range(words):
             narrow = narrow + (nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.bfloat16, buffer=nl.sbuf),)
             if not a_is_transposed:
-                backs = backs + (nl.ndarray((TILE_K, PIECE_SHORT // TILE_K, TILE_K), dtype=nl.bfloat16,
-                                            buffer=nl.sbuf),)
-        found = found + ((nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.float32, buffer=nl.sbuf),
-                          nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.uint32, buffer=nl.sbuf), narrow, backs),)
+                backs = backs + (
+                    nl.ndarray((TILE_K, PIECE_SHORT // TILE_K, TILE_K), dtype=nl.bfloat16, buffer=nl.sbuf),
+                )
+        found = found + (
+            (
+                nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.float32, buffer=nl.sbuf),
+                nl.ndarray((TILE_K, PIECE_SHORT), dtype=nl.uint32, buffer=nl.sbuf),
+                narrow,
+                backs,
+            ),
+        )
     flips = ()
     if not a_is_transposed:
         for _ in range(2):
@@ -1308,8 +1465,11 @@ def _split_loads(group):
     """The fp32 sub-tiles of ``group`` ((job, staging set) pairs) into their sets' ``rest`` tiles."""
     for job, staged in group:
         operand, (register, src), rows, columns = job[0], job[1], job[3], job[4]
-        _copy(staged[0][0:rows, 0:columns], _access(operand[1], [[operand[5][0], rows], [1, columns]], src, register),
-              True)
+        _copy(
+            staged[0][0:rows, 0:columns],
+            _access(operand[1], [[operand[5][0], rows], [1, columns]], src, register),
+            True,
+        )
 
 
 def _split_adds(group, staging):
@@ -1318,8 +1478,13 @@ def _split_adds(group, staging):
     bias = staging[1][0]
     for job, staged in group:
         rows, columns = job[3], job[4]
-        nisa.tensor_tensor(dst=staged[1][0:rows, 0:columns], data1=staged[0][0:rows, 0:columns].view(nl.uint32),
-                           data2=bias[0:rows, 0:columns], op=nl.add, engine=nisa.gpsimd_engine)
+        nisa.tensor_tensor(
+            dst=staged[1][0:rows, 0:columns],
+            data1=staged[0][0:rows, 0:columns].view(nl.uint32),
+            data2=bias[0:rows, 0:columns],
+            op=nl.add,
+            engine=nisa.gpsimd_engine,
+        )
 
 
 def _split_group(words, group, staging, added=False):
@@ -1334,26 +1499,50 @@ def _split_group(words, group, staging, added=False):
             _split_adds(group, staging)
         for job, staged in group:
             rows, columns = job[3], job[4]
-            nisa.tensor_tensor(dst=staged[1][0:rows, 0:columns], data1=staged[1][0:rows, 0:columns],
-                               data2=mask[0:rows, 0:columns], op=nl.bitwise_and, engine=nisa.vector_engine)
+            nisa.tensor_tensor(
+                dst=staged[1][0:rows, 0:columns],
+                data1=staged[1][0:rows, 0:columns],
+                data2=mask[0:rows, 0:columns],
+                op=nl.bitwise_and,
+                engine=nisa.vector_engine,
+            )
         for job, staged in group:
             rows, columns = job[3], job[4]
-            nisa.tensor_copy(dst=staged[2][t][0:rows, 0:columns], src=staged[1][0:rows, 0:columns].view(nl.float32),
-                             engine=nisa.scalar_engine)
+            nisa.tensor_copy(
+                dst=staged[2][t][0:rows, 0:columns],
+                src=staged[1][0:rows, 0:columns].view(nl.float32),
+                engine=nisa.scalar_engine,
+            )
         if t < words - 1:
             for job, staged in group:
                 rows, columns = job[3], job[4]
-                nisa.tensor_tensor(dst=staged[0][0:rows, 0:columns], data1=staged[0][0:rows, 0:columns],
-                                   data2=staged[1][0:rows, 0:columns].view(nl.float32), op=nl.subtract,
-                                   engine=nisa.vector_engine)
+                nisa.tensor_tensor(
+                    dst=staged[0][0:rows, 0:columns],
+                    data1=staged[0][0:rows, 0:columns],
+                    data2=staged[1][0:rows, 0:columns].view(nl.float32),
+                    op=nl.subtract,
+                    engine=nisa.vector_engine,
+                )
         for job, staged in group:
             operand, (register, dst), rows, columns = job[0], job[2], job[3], job[4]
             if operand[2]:
-                _store_transposed(operand[0], t * operand[4] + dst, staged[2][t], rows, columns, operand[5][1],
-                                  flips, staged[3][t], register)
+                _store_transposed(
+                    operand[0],
+                    t * operand[4] + dst,
+                    staged[2][t],
+                    rows,
+                    columns,
+                    operand[5][1],
+                    flips,
+                    staged[3][t],
+                    register,
+                )
             else:
-                _copy(_access(operand[0], [[operand[5][1], rows], [1, columns]], t * operand[4] + dst, register),
-                      staged[2][t][0:rows, 0:columns], True)
+                _copy(
+                    _access(operand[0], [[operand[5][1], rows], [1, columns]], t * operand[4] + dst, register),
+                    staged[2][t][0:rows, 0:columns],
+                    True,
+                )
 
 
 def _store_transposed(out, offset, narrow, rows, columns, stride, flips, backs, register):
@@ -1363,13 +1552,20 @@ def _store_transposed(out, offset, narrow, rows, columns, stride, flips, backs, 
     for p in range(_tiles(columns, TILE_K)):
         cr = min(TILE_K, columns - p * TILE_K)
         flip = flips[p % 2]
-        nisa.nc_transpose(dst=flip[0:cr, 0:rows], data=narrow[0:rows, p * TILE_K:p * TILE_K + cr],
-                          engine=nisa.tensor_engine)
+        nisa.nc_transpose(
+            dst=flip[0:cr, 0:rows], data=narrow[0:rows, p * TILE_K : p * TILE_K + cr], engine=nisa.tensor_engine
+        )
         nisa.tensor_copy(dst=backs[0:cr, p, 0:rows], src=flip[0:cr, 0:rows], engine=nisa.vector_engine)
     whole, rest = columns // TILE_K, columns % TILE_K
     if whole:
-        _copy(_access(out, [[stride, TILE_K], [TILE_K * stride, whole], [1, rows]], offset, register),
-              backs[0:TILE_K, 0:whole, 0:rows], True)
+        _copy(
+            _access(out, [[stride, TILE_K], [TILE_K * stride, whole], [1, rows]], offset, register),
+            backs[0:TILE_K, 0:whole, 0:rows],
+            True,
+        )
     if rest:
-        _copy(_access(out, [[stride, rest], [1, rows]], offset + whole * TILE_K * stride, register),
-              backs[0:rest, whole, 0:rows], True)
+        _copy(
+            _access(out, [[stride, rest], [1, rows]], offset + whole * TILE_K * stride, register),
+            backs[0:rest, whole, 0:rows],
+            True,
+        )

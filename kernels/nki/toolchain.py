@@ -20,8 +20,22 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-__all__ = ["nki", "nl", "nisa", "NAME", "REAL", "VARIABLE", "MINIMUM", "DISTRIBUTIONS", "select",
-           "kernels_on", "available", "detect", "distribution_version", "distributions"]
+__all__ = [
+    "nki",
+    "nl",
+    "nisa",
+    "NAME",
+    "REAL",
+    "VARIABLE",
+    "MINIMUM",
+    "DISTRIBUTIONS",
+    "select",
+    "kernels_on",
+    "available",
+    "detect",
+    "distribution_version",
+    "distributions",
+]
 
 VARIABLE = "TRN_BACKEND_NKI_TOOLCHAIN"
 
@@ -56,11 +70,16 @@ def detect() -> tuple[tuple[ModuleType, ModuleType, ModuleType] | None, str]:
         return None, "not installed"
     release = _release(version)
     if release is None or release < MINIMUM:
-        return None, (f"{version} installed but older than {MINIMUM[0]}.{MINIMUM[1]}: ignored (the kernels need "
-                      "NKI 0.6 or newer, Neuron 2.32+)")
+        return None, (
+            f"{version} installed but older than {MINIMUM[0]}.{MINIMUM[1]}: ignored (the kernels need "
+            "NKI 0.6 or newer, Neuron 2.32+)"
+        )
     try:
-        modules = (importlib.import_module("nki"), importlib.import_module("nki.language"),
-                   importlib.import_module("nki.isa"))
+        modules = (
+            importlib.import_module("nki"),
+            importlib.import_module("nki.language"),
+            importlib.import_module("nki.isa"),
+        )
     except ImportError as e:
         return None, f"{version} installed but does not import ({e}): ignored"
     return modules, f"{version} (distribution nki)"
@@ -69,8 +88,10 @@ def detect() -> tuple[tuple[ModuleType, ModuleType, ModuleType] | None, str]:
 def distributions() -> list[tuple[str, str]]:
     """(distribution, what was found) for each of DISTRIBUTIONS: for nki, how ``detect`` judged it; for the others
     the installed version or 'not installed'."""
-    return [(name, detect()[1] if name == "nki" else distribution_version(name) or "not installed")
-            for name in DISTRIBUTIONS]
+    return [
+        (name, detect()[1] if name == "nki" else distribution_version(name) or "not installed")
+        for name in DISTRIBUTIONS
+    ]
 
 
 def select(choice: str | None = None) -> tuple[ModuleType, ModuleType, ModuleType, str]:
@@ -83,8 +104,10 @@ def select(choice: str | None = None) -> tuple[ModuleType, ModuleType, ModuleTyp
         if real is not None:
             return (*real, f"nki {distribution_version('nki')}")
         if choice == "nki":
-            raise ImportError(f"{VARIABLE}=nki but the NKI toolchain is {found}; it is the distribution nki, "
-                              "from the Neuron package index (https://pip.repos.neuron.amazonaws.com)")
+            raise ImportError(
+                f"{VARIABLE}=nki but the NKI toolchain is {found}; it is the distribution nki, "
+                "from the Neuron package index (https://pip.repos.neuron.amazonaws.com)"
+            )
     from . import model
 
     return model, model.language, model.isa, model.VERSION

@@ -42,10 +42,37 @@ from ._sr import sr
 # The names this package publishes: the modes, their constants, and the errors (defined in trn_backend.errors).
 # The kernel layer and the tests reach the modes' private pieces in the modules that define them.
 __all__ = [
-    "BF16X6_CHUNK", "BF16X6_GROUP", "BLOCK_FRACTION", "DIGIT_GROWTH", "EXACT_CHUNK", "MAX_SLICES",
-    "MIN_BLOCK_ELEMENTS", "MODES", "OZAKI_RANGE", "PASSES", "SLICE_BITS", "U_FP32", "U_FP64", "UNDERFLOW_ALLOWANCE",
-    "UNDERFLOW_TERM", "PrecisionError", "PrecisionWarning", "bf16x6", "dd", "exact_levels", "fast", "gamma",
-    "RENAMED", "fp64", "native", "ozaki", "renamed", "ozaki_default_slices", "ozaki_error", "ozaki_slices", "sr",
+    "BF16X6_CHUNK",
+    "BF16X6_GROUP",
+    "BLOCK_FRACTION",
+    "DIGIT_GROWTH",
+    "EXACT_CHUNK",
+    "MAX_SLICES",
+    "MIN_BLOCK_ELEMENTS",
+    "MODES",
+    "OZAKI_RANGE",
+    "PASSES",
+    "SLICE_BITS",
+    "U_FP32",
+    "U_FP64",
+    "UNDERFLOW_ALLOWANCE",
+    "UNDERFLOW_TERM",
+    "PrecisionError",
+    "PrecisionWarning",
+    "bf16x6",
+    "dd",
+    "exact_levels",
+    "fast",
+    "gamma",
+    "RENAMED",
+    "fp64",
+    "native",
+    "ozaki",
+    "renamed",
+    "ozaki_default_slices",
+    "ozaki_error",
+    "ozaki_slices",
+    "sr",
     "textbook_specials",
 ]
 
@@ -69,10 +96,15 @@ def renamed(mode: str, func: str = "kernels") -> str:
     new = RENAMED.get(mode)
     if new is None:
         raise ValueError(f"{func}: unknown kernel mode {mode!r}; known: {', '.join(MODES)}")
-    warnings.warn(f"{func}: precision mode {mode!r} is deprecated and will be removed in the next release: it is a "
-                  f"float64 product on the host, without compensated summation; use {new!r}, the same mode",
-                  FutureWarning, stacklevel=3)
+    warnings.warn(
+        f"{func}: precision mode {mode!r} is deprecated and will be removed in the next release: it is a "
+        f"float64 product on the host, without compensated summation; use {new!r}, the same mode",
+        FutureWarning,
+        stacklevel=3,
+    )
     return new
+
+
 # Each mode's bf16 Tensor Engine passes, given ozaki's slice count: its cost in the precision registry
 # (trn_backend._precision) and the pass-count basis of target-based selection (trn_backend._mode_costs). native is
 # not emulated (None); fp64 makes none (a float64 product on the host); ozaki's s(s+1)/2 digit levels add one fast

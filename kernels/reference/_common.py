@@ -29,8 +29,10 @@ def _operands(a: torch.Tensor, b: torch.Tensor, mode: str) -> tuple[torch.Tensor
     """Both operands in their common floating dtype (the output dtype); integers are exact only in native."""
     dtype = torch.promote_types(a.dtype, b.dtype)
     if not (dtype.is_floating_point or dtype.is_complex):
-        raise TypeError(f"kernels: mode {mode!r} needs floating-point operands, got {a.dtype} and {b.dtype} "
-                        "(integer and bool products are exact in mode 'native')")
+        raise TypeError(
+            f"kernels: mode {mode!r} needs floating-point operands, got {a.dtype} and {b.dtype} "
+            "(integer and bool products are exact in mode 'native')"
+        )
     # the modes split operands into real parts and reinterpret their bits (``.view(int32)``), which torch refuses
     # on its lazy conjugate and negative views (``t.conj()``, ``t.conj().imag``): those are made real data here
     return _resolved(a.to(dtype)), _resolved(b.to(dtype))
@@ -54,8 +56,7 @@ def _emulated(real_product):
         c = real_product(torch.where(finite_a, a, 0), torch.where(finite_b, b, 0), **params)
         # Native arithmetic's inf/nan entries depend only on where the inf/nan, zero, positive and negative
         # entries are: the product of sign proxies (finite sums of +-1 elsewhere) has exactly those entries.
-        proxy = torch.matmul(torch.where(finite_a, a.sign(), a).float(),
-                             torch.where(finite_b, b.sign(), b).float())
+        proxy = torch.matmul(torch.where(finite_a, a.sign(), a).float(), torch.where(finite_b, b.sign(), b).float())
         return torch.where(torch.isfinite(proxy), c, proxy.to(c.dtype))
 
     @functools.wraps(real_product)
@@ -66,8 +67,10 @@ def _emulated(real_product):
         if not a.is_complex():
             return finite_real(a, b, **params)
         ar, ai, br, bi = a.real, a.imag, b.real, b.imag
-        return torch.complex(finite_real(ar, br, **params) - finite_real(ai, bi, **params),
-                             finite_real(ar, bi, **params) + finite_real(ai, br, **params))
+        return torch.complex(
+            finite_real(ar, br, **params) - finite_real(ai, bi, **params),
+            finite_real(ar, bi, **params) + finite_real(ai, br, **params),
+        )
 
     return mode
 
@@ -83,8 +86,12 @@ def _single_word(x: torch.Tensor, mode: str) -> bool:
         return False
     if mode not in _WARNED:
         _WARNED.add(mode)
-        warnings.warn(f"kernels: bf16 operands are single bf16 words, so mode {mode!r} runs as 'fast' "
-                      "(one pass, fp32 accumulation)", PrecisionWarning, stacklevel=2)
+        warnings.warn(
+            f"kernels: bf16 operands are single bf16 words, so mode {mode!r} runs as 'fast' "
+            "(one pass, fp32 accumulation)",
+            PrecisionWarning,
+            stacklevel=2,
+        )
     return True
 
 
@@ -132,8 +139,10 @@ def _words(x: torch.Tensor, n: int) -> list[torch.Tensor]:
 def _level(a_words: list[torch.Tensor], b_words: list[torch.Tensor], level: int):
     """The products w_i v_j with i + j == level (1-based) as one engine pass: operands joined along K."""
     pairs = [(i, level - i) for i in range(1, level) if i <= len(a_words) and level - i <= len(b_words)]
-    return (torch.cat([a_words[i - 1] for i, _ in pairs], dim=-1).float(),
-            torch.cat([b_words[j - 1] for _, j in pairs], dim=-2).float())
+    return (
+        torch.cat([a_words[i - 1] for i, _ in pairs], dim=-1).float(),
+        torch.cat([b_words[j - 1] for _, j in pairs], dim=-2).float(),
+    )
 
 
 def _engine_sum(a_words: list[torch.Tensor], b_words: list[torch.Tensor], engine=torch.matmul) -> torch.Tensor:
@@ -166,8 +175,12 @@ def _ldexp(x: torch.Tensor, e: torch.Tensor) -> torch.Tensor:
         return one
     first = torch.div(e, 3, rounding_mode="floor")
     second = torch.div(e - first, 2, rounding_mode="floor")
-    three = x * torch.exp2(first.to(x.dtype)) * torch.exp2(second.to(x.dtype)) * torch.exp2(
-        (e - first - second).to(x.dtype))
+    three = (
+        x
+        * torch.exp2(first.to(x.dtype))
+        * torch.exp2(second.to(x.dtype))
+        * torch.exp2((e - first - second).to(x.dtype))
+    )
     return torch.where(small, one, three)
 
 
@@ -239,8 +252,7 @@ def _batched(a: torch.Tensor, b: torch.Tensor):
         return a.unsqueeze(0), b.unsqueeze(0), lambda c: c.squeeze(0)
     if a.dim() == 3:
         return a, b, lambda c: c
-    return (a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]),
-            lambda c: c.reshape(*lead, *c.shape[-2:]))
+    return (a.reshape(-1, *a.shape[-2:]), b.reshape(-1, *b.shape[-2:]), lambda c: c.reshape(*lead, *c.shape[-2:]))
 
 
 def _dense(a3: torch.Tensor, b3: torch.Tensor, restore):
@@ -252,11 +264,13 @@ def _dense(a3: torch.Tensor, b3: torch.Tensor, restore):
     batch, m, k = a3.shape
     n = b3.shape[2]
     if batch > 1 and b3.stride(0) == 0:
-        return (_rows(a3.reshape(1, batch * m, k)), _rows(b3[:1]),
-                lambda c: restore(c.view(batch, m, n)))
+        return (_rows(a3.reshape(1, batch * m, k)), _rows(b3[:1]), lambda c: restore(c.view(batch, m, n)))
     if batch > 1 and a3.stride(0) == 0:
-        return (_rows(a3[:1]), _rows(b3.permute(1, 0, 2).reshape(1, k, batch * n)),
-                lambda c: restore(c.view(m, batch, n).transpose(0, 1).contiguous()))
+        return (
+            _rows(a3[:1]),
+            _rows(b3.permute(1, 0, 2).reshape(1, k, batch * n)),
+            lambda c: restore(c.view(m, batch, n).transpose(0, 1).contiguous()),
+        )
     return _rows(a3), _rows(b3), restore
 
 
@@ -295,10 +309,15 @@ def _unscaled_exact(dtype: torch.dtype, words: int, k: int, smallest: list[float
     rest = 1.0 if words == 1 else 2.0 ** -(p + 1)
     product = {1: 2.0**-2, 2: 2.0 ** -(p + 2)}.get(words, 2.0 ** (-2 * p - 2))
     ranges = [s / (2 * top) for s, top in zip(smallest, largest, strict=True)]
-    return (max(largest) <= 2.0**125 and k * largest[0] * largest[1] <= 2.0**124
-            and min(smallest) * rest >= 2.0**-126 and min(ranges) * rest >= 2.0**-126
-            and smallest[0] * smallest[1] * product >= 2.0**-134 and ranges[0] * ranges[1] * product >= 2.0**-134
-            and small_terms_are_safe(*ranges))
+    return (
+        max(largest) <= 2.0**125
+        and k * largest[0] * largest[1] <= 2.0**124
+        and min(smallest) * rest >= 2.0**-126
+        and min(ranges) * rest >= 2.0**-126
+        and smallest[0] * smallest[1] * product >= 2.0**-134
+        and ranges[0] * ranges[1] * product >= 2.0**-134
+        and small_terms_are_safe(*ranges)
+    )
 
 
 class _Scaled:
@@ -327,18 +346,31 @@ class _Scaled:
             row_max, col_max = magnitudes[0].amax(-1).double(), magnitudes[1].amax(-2).double()
             del magnitudes
         else:  # the largest magnitudes from the extremes (no copy of the operands)
-            row_max, col_max = (torch.maximum(-low, high).double() for low, high in (
-                torch.aminmax(a, dim=-1), torch.aminmax(b, dim=-2)))
+            row_max, col_max = (
+                torch.maximum(-low, high).double() for low, high in (torch.aminmax(a, dim=-1), torch.aminmax(b, dim=-2))
+            )
         self.e = torch.frexp(row_max)[1].unsqueeze(-1)  # [B, M, 1]
         self.f = torch.frexp(col_max)[1].unsqueeze(-2)  # [B, 1, N]
-        *exponents, row_top, col_top = torch.stack([self.e.min().double(), self.e.max().double(), self.f.min().double(),
-                                                    self.f.max().double(), row_max.max(), col_max.max()]).tolist()
+        *exponents, row_top, col_top = torch.stack(
+            [
+                self.e.min().double(),
+                self.e.max().double(),
+                self.f.min().double(),
+                self.f.max().double(),
+                row_max.max(),
+                col_max.max(),
+            ]
+        ).tolist()
         if not (math.isfinite(row_top) and math.isfinite(col_top)):  # an inf or nan (amax propagates it)
             raise _NonFinite
         e_low, e_high, f_low, f_high = (int(x) for x in exponents)
         self.e_range, self.f_range = (e_low, e_high), (f_low, f_high)
-        self.float32 = (a.dtype is not torch.float64 and -126 <= min(e_low, f_low) and max(e_high, f_high) <= 126
-                        and self.underflow_safe is True)
+        self.float32 = (
+            a.dtype is not torch.float64
+            and -126 <= min(e_low, f_low)
+            and max(e_high, f_high) <= 126
+            and self.underflow_safe is True
+        )
         if self.float32:
             self.a_factor = None if e_low == e_high == 0 else torch.exp2(-self.e.float())
             self.b_factor = None if f_low == f_high == 0 else torch.exp2(-self.f.float())
@@ -357,8 +389,10 @@ class _Scaled:
         extremes = torch.stack([x for m in magnitudes for x in torch.aminmax(m)]).double().tolist()
         if not (math.isfinite(extremes[1]) and math.isfinite(extremes[3])):  # inf, or nan (aminmax propagates it)
             raise _NonFinite
-        smallest = [low if low > 0 else torch.where(m > 0, m, math.inf).amin().item()  # inf: no nonzero entry
-                    for low, m in zip(extremes[::2], magnitudes, strict=True)]
+        smallest = [
+            low if low > 0 else torch.where(m > 0, m, math.inf).amin().item()  # inf: no nonzero entry
+            for low, m in zip(extremes[::2], magnitudes, strict=True)
+        ]
         largest = [extremes[1], extremes[3]]
         # Every row's (column's) smallest nonzero magnitude over its scale is at least the operand's smallest over
         # twice its largest: when those pass small_terms_are_safe, every scaled value is a normal float32.
@@ -378,11 +412,15 @@ class _Scaled:
         log_k = math.ceil(math.log2(2 * self.k))
         self.fp32_scales = self.fp64_scales = None
         if e_high - e_low + log_k <= 126 and -126 <= f_low + e_low and f_high + e_low <= 127:
-            self.fp32_scales = (None if e_low == e_high else torch.exp2((self.e - e_low).float()),
-                                None if f_low + e_low == 0 == f_high + e_low else torch.exp2((self.f + e_low).float()))
+            self.fp32_scales = (
+                None if e_low == e_high else torch.exp2((self.e - e_low).float()),
+                None if f_low + e_low == 0 == f_high + e_low else torch.exp2((self.f + e_low).float()),
+            )
         if e_low - 149 >= -1022 and e_high + log_k <= 1022 and -1022 <= f_low and f_high <= 1023:
-            self.fp64_scales = (None if e_low == e_high == 0 else torch.exp2(self.e.double()),
-                                None if f_low == f_high == 0 else torch.exp2(self.f.double()))
+            self.fp64_scales = (
+                None if e_low == e_high == 0 else torch.exp2(self.e.double()),
+                None if f_low == f_high == 0 else torch.exp2(self.f.double()),
+            )
 
     def block_a(self, bs, ms, ks) -> torch.Tensor:
         """The scaled block (A itself where ``unscaled``: read only)."""
@@ -466,18 +504,22 @@ class _Scaled:
         scaled operands' smallest nonzero magnitudes settle it at once for nearly all data; else each entry's
         |A'||B'| is bounded from below (_magnitude_lower) and must reach K UNDERFLOW_TERM / UNDERFLOW_ALLOWANCE."""
         if self.underflow_safe is None:
-            smallest = [min((_min_nonzero(self.block_a(*blk)) for blk in self.plan.a_blocks()), default=math.inf),
-                        min((_min_nonzero(self.block_b(*blk)) for blk in self.plan.b_blocks()), default=math.inf)]
+            smallest = [
+                min((_min_nonzero(self.block_a(*blk)) for blk in self.plan.a_blocks()), default=math.inf),
+                min((_min_nonzero(self.block_b(*blk)) for blk in self.plan.b_blocks()), default=math.inf),
+            ]
             self.underflow_safe = small_terms_are_safe(*smallest)
         if self.underflow_safe:
             return
         floor = underflow_floor(self.k)
         for bs, ms, ns in self.plan.tiles() if tile is None else [tile]:
             if bool((_magnitude_lower(self, bs, ms, ns, floor) < floor).any()):
-                raise PrecisionError(f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
-                                     "or columns of B hold entries so much smaller than their largest (beyond "
-                                     "about 2**88 between the two operands) that their bf16 split underflows; "
-                                     "use precision='fp64'")
+                raise PrecisionError(
+                    f"mode {mode!r} cannot vouch for its bound on these operands: some rows of A "
+                    "or columns of B hold entries so much smaller than their largest (beyond "
+                    "about 2**88 between the two operands) that their bf16 split underflows; "
+                    "use precision='fp64'"
+                )
 
 
 def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:

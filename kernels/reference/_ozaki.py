@@ -46,7 +46,7 @@ def _chunk_sums(x: torch.Tensor, y: torch.Tensor, chunk: int):
     y = y.unflatten(-2, (n, chunk))
     step = max(1, _GROUP_ELEMENTS // max(1, x.shape[-2] * y.shape[-1]))
     for start in range(0, n, step):
-        yield torch.matmul(x[..., start:start + step, :, :], y[..., start:start + step, :, :])
+        yield torch.matmul(x[..., start : start + step, :, :], y[..., start : start + step, :, :])
 
 
 def _sum2(parts: Iterable[torch.Tensor]) -> torch.Tensor:
@@ -81,19 +81,23 @@ def _needed_slices(scaled: _Scaled, slices: int, magnitude: torch.Tensor | None 
     entries that have a nonzero term (a lower bound from one fast pass, tile by tile, or the one ``magnitude``
     pass given for a plan of one tile): an entry whose lower bound is not positive needs a range no slice count
     covers."""
-    smallest = min((_smallest_lower(scaled, *tile, math.ulp(0.0), magnitude) for tile in scaled.plan.tiles()),
-                   default=math.inf)
+    smallest = min(
+        (_smallest_lower(scaled, *tile, math.ulp(0.0), magnitude) for tile in scaled.plan.tiles()), default=math.inf
+    )
     rho = 1.0 if smallest == math.inf else scaled.k / smallest if smallest > 0 else math.inf
     budget = ozaki_error(slices)
     needed = next((s for s in range(slices, MAX_SLICES + 1) if ozaki_error(s, rho) <= budget), None)
     if needed is None:
-        raise PrecisionError(f"mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
-                             f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='fp64'")
+        raise PrecisionError(
+            f"mode 'ozaki' would need more than {MAX_SLICES} slices for operands whose "
+            f"rows/columns span a dynamic range of {rho:.3g} (x K); use precision='fp64'"
+        )
     return needed
 
 
-def _ozaki_scaled(a: torch.Tensor, b: torch.Tensor,
-                  dense: bool = True) -> tuple[_Scaled, Callable[[torch.Tensor], torch.Tensor]]:
+def _ozaki_scaled(
+    a: torch.Tensor, b: torch.Tensor, dense: bool = True
+) -> tuple[_Scaled, Callable[[torch.Tensor], torch.Tensor]]:
     """ozaki's blocking and scaled operands, in [B, M, K] form (``dense``: laid out by _dense), with the function
     that gives a [B, M, N] result the caller's shape."""
     a3, b3, restore = _batched(a, b)
@@ -143,15 +147,18 @@ def _tile_levels(scaled: _Scaled, bs, ms, ns, slices: int) -> dict[int, torch.Te
     ``exact_levels`` (devices without float64 GEMMs; exact, so the same as _ozaki_f64's)."""
     sums: dict[int, torch.Tensor] = {}
     for ks in scaled.plan.depth:
-        block = exact_levels([d.to(torch.bfloat16) for d in _digits(scaled.block_a(bs, ms, ks), slices)],  # exact
-                             [d.to(torch.bfloat16) for d in _digits(scaled.block_b(bs, ks, ns), slices)])
+        block = exact_levels(
+            [d.to(torch.bfloat16) for d in _digits(scaled.block_a(bs, ms, ks), slices)],  # exact
+            [d.to(torch.bfloat16) for d in _digits(scaled.block_b(bs, ks, ns), slices)],
+        )
         for level, total in block.items():
             sums[level] = total if level not in sums else sums[level].add_(total)  # exact: below 2**53
     return sums
 
 
-def _ozaki_combine_levels(sums: dict[int, torch.Tensor], slices: int, scale: torch.Tensor,
-                          dtype: torch.dtype) -> torch.Tensor:
+def _ozaki_combine_levels(
+    sums: dict[int, torch.Tensor], slices: int, scale: torch.Tensor, dtype: torch.dtype
+) -> torch.Tensor:
     """The exact level sums combined by Sum2 in float64, scaled back by 2**(e_i + f_j) and rounded to ``dtype``."""
     total = _sum2(sums[level] * 2.0 ** (-SLICE_BITS * level) for level in range(slices + 1, 1, -1))
     return _round_to(_ldexp(total, scale), dtype)
@@ -174,8 +181,10 @@ def ozaki(a: torch.Tensor, b: torch.Tensor, *, slices: int | None = None, levels
     s = _needed_slices(scaled, s, None if pair is None else _ozaki_f64.magnitude(pair, scaled))
     if levels is not exact_levels:
         a_scaled, b_scaled = scaled.whole()
-        sums = levels([d.to(torch.bfloat16) for d in _digits(restore(a_scaled), s)],  # exact
-                      [d.to(torch.bfloat16) for d in _digits(restore(b_scaled), s)])
+        sums = levels(
+            [d.to(torch.bfloat16) for d in _digits(restore(a_scaled), s)],  # exact
+            [d.to(torch.bfloat16) for d in _digits(restore(b_scaled), s)],
+        )
         sums = {level: total.reshape(a_scaled.shape[0], a_scaled.shape[1], -1) for level, total in sums.items()}
         return restore(_ozaki_combine_levels(sums, s, scaled.e + scaled.f, a.dtype))
     if host:

@@ -84,16 +84,16 @@ def _block_sums(a: torch.Tensor, b: torch.Tensor, slices: int, start: int, alpha
                 torch.add(digit, truncation, alpha=_RADIX, out=truncation)
             sums["prefix"] = _mac(sums.get("prefix"), truncation, kept[j], alpha)
         for w in range(max(1, start - i), min(low, slices + 1 - i) + 1):  # windows q_{start-w} .. q_{s+1-w}
-            windows[w] = digit.clone() if i == start - w else torch.add(digit, windows[w], alpha=_RADIX,
-                                                                        out=windows[w])
+            windows[w] = digit.clone() if i == start - w else torch.add(digit, windows[w], alpha=_RADIX, out=windows[w])
             if i == slices + 1 - w:
                 sums["prefix"] = _mac(sums.get("prefix"), windows.pop(w), kept[w], alpha)
         if j > low:
             del kept[j]
     for level in range(start - 1, 1, -1):
         for j in range(1, level):
-            sums[level] = _mac(sums.get(level), raw[level - j], kept[j],
-                               alpha * 2.0 ** (SLICE_BITS * (slices + 1 - level)))
+            sums[level] = _mac(
+                sums.get(level), raw[level - j], kept[j], alpha * 2.0 ** (SLICE_BITS * (slices + 1 - level))
+            )
 
 
 # --- Rectangles: the digit pairs in few float64 GEMMs ------------------------------------------------------------
@@ -109,8 +109,9 @@ def _block_sums(a: torch.Tensor, b: torch.Tensor, slices: int, start: int, alpha
 
 def _window_bound(start: int, length: int) -> int:
     """The largest |window| of digits start .. start + length - 1: |q_1| <= 2**8, later ones <= 2**7."""
-    return sum((2**8 if t == 1 else 2**7) << (SLICE_BITS * (start + length - 1 - t))
-               for t in range(start, start + length))
+    return sum(
+        (2**8 if t == 1 else 2**7) << (SLICE_BITS * (start + length - 1 - t)) for t in range(start, start + length)
+    )
 
 
 @functools.cache
@@ -224,8 +225,19 @@ def _piece(scaled: _Scaled, job) -> None:
     _fill_windows(x if e is None else _scaled_piece(scaled, x, e, e_range), windows)
 
 
-def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: float, sums: list,
-                pair: torch.Tensor | None, size: int = _PIECE) -> None:
+def _group_sums(
+    scaled: _Scaled,
+    bs,
+    ms,
+    ns,
+    ks,
+    slices: int,
+    groups,
+    unit: float,
+    sums: list,
+    pair: torch.Tensor | None,
+    size: int = _PIECE,
+) -> None:
     """Add one K-block pair's group sums to ``sums``: every group's windows of A's block side by side along K
     (A's [b, m, r k]) and B's scaled to the group's unit ([b, r k, n]), made piece by piece (of about ``size``
     elements), then one float64 GEMM per group. ``pair``: the scaled pair of a plan's one block (else the pieces
@@ -233,7 +245,7 @@ def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: floa
     a, b = scaled.a[bs, ms, ks], scaled.b[bs, ks, ns]
     e, f = scaled.e[bs, ms], scaled.f[bs, :, ns]
     if pair is not None:
-        a, b = pair[:a.numel()].view(a.shape), pair[a.numel():].view(b.shape)
+        a, b = pair[: a.numel()].view(a.shape), pair[a.numel() :].view(b.shape)
     batch, m, k = a.shape
     n = b.shape[2]
     lefts = [a.new_empty(batch, m, len(g) * k, dtype=torch.float64) for g in groups]
@@ -246,17 +258,37 @@ def _group_sums(scaled: _Scaled, bs, ms, ns, ks, slices: int, groups, unit: floa
     for bp in _pieces(batch, max(1, rows // m)):
         for mp in _pieces(m, rows):
             for kp in _pieces(k, size):
-                jobs.append((a[bp, mp, kp], None if pair is not None else e[bp, mp], scaled.e_range,
-                             [(i0, width, 1.0, lefts[index][bp, mp, r * k + kp.start:r * k + kp.stop])
-                              for index, r, (i0, width, _, _) in rects]))
+                jobs.append(
+                    (
+                        a[bp, mp, kp],
+                        None if pair is not None else e[bp, mp],
+                        scaled.e_range,
+                        [
+                            (i0, width, 1.0, lefts[index][bp, mp, r * k + kp.start : r * k + kp.stop])
+                            for index, r, (i0, width, _, _) in rects
+                        ],
+                    )
+                )
     # B's pieces: batches and rows (K indices) of about _PIECE elements
     rows = max(1, size // n)
     for bp in _pieces(batch, max(1, rows // k)):
         for kp in _pieces(k, rows):
-            jobs.append((b[bp, kp], None if pair is not None else f[bp], scaled.f_range,
-                         [(j0, height, 2.0 ** (SLICE_BITS * (finest[index] - (i0 + width + j0 + height - 2))),
-                           rights[index][bp, r * k + kp.start:r * k + kp.stop])
-                          for index, r, (i0, width, j0, height) in rects]))
+            jobs.append(
+                (
+                    b[bp, kp],
+                    None if pair is not None else f[bp],
+                    scaled.f_range,
+                    [
+                        (
+                            j0,
+                            height,
+                            2.0 ** (SLICE_BITS * (finest[index] - (i0 + width + j0 + height - 2))),
+                            rights[index][bp, r * k + kp.start : r * k + kp.stop],
+                        )
+                        for index, r, (i0, width, j0, height) in rects
+                    ],
+                )
+            )
     for job in jobs:
         _piece(scaled, job)
     for index in range(len(groups)):
@@ -278,8 +310,9 @@ def _square_tiles(plan: Tiling, batch: int, m: int, k: int, n: int) -> None:
     plan.depth = _ranges(k, budget // (plan.batches[0].stop * max(mb, nb)))
 
 
-def _rect_total(scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, groups, unit: float,
-                pair: torch.Tensor | None = None) -> torch.Tensor:
+def _rect_total(
+    scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, groups, unit: float, pair: torch.Tensor | None = None
+) -> torch.Tensor:
     """One output tile's exact total of the kept digit pairs rounded once (float64), as _tile_total gives it."""
     sums: list = [None] * len(groups)
     batch, m, n = (bs.stop - bs.start, ms.stop - ms.start, ns.stop - ns.start)
@@ -290,8 +323,19 @@ def _rect_total(scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, groups, 
         if piece < ks.stop - ks.start and 8 * batch * m * n * len(groups) <= piece * per_k:
             # a thin output (a dot product): K in pieces whose windows stay in cache, each piece's GEMMs at once
             for start in range(ks.start, ks.stop, piece):
-                _group_sums(scaled, bs, ms, ns, slice(start, min(ks.stop, start + piece)), slices, groups, unit,
-                            sums, None, size)
+                _group_sums(
+                    scaled,
+                    bs,
+                    ms,
+                    ns,
+                    slice(start, min(ks.stop, start + piece)),
+                    slices,
+                    groups,
+                    unit,
+                    sums,
+                    None,
+                    size,
+                )
         else:
             _group_sums(scaled, bs, ms, ns, ks, slices, groups, unit, sums, pair, size)
     total = sums[0]
@@ -312,8 +356,12 @@ def _exact_errors(slices: int, k: int, groups) -> bool:
     every value is a multiple of the finest unit 2**(-8 (s + 1)), each error is at most 2**-53 of a partial sum
     (at most the bounds' total, S), and the errors' partial sums stay below 2**53 units (so the result is the exact
     total rounded once, both ways). Else ozaki keeps the levels' route."""
-    total = sum(k * _window_bound(r[0], r[1]) * _window_bound(r[2], r[3]) << (SLICE_BITS * (slices + 1 - (
-        r[0] + r[1] + r[2] + r[3] - 2))) for g in groups for r in g)
+    total = sum(
+        k * _window_bound(r[0], r[1]) * _window_bound(r[2], r[3])
+        << (SLICE_BITS * (slices + 1 - (r[0] + r[1] + r[2] + r[3] - 2)))
+        for g in groups
+        for r in g
+    )
     errors = max(len(groups) - 1, prefix_start(slices, k) - 2, 1)
     return 2 * errors * total <= 2**106
 
@@ -322,8 +370,10 @@ def _scaled_pair(scaled: _Scaled, bs, ms, ns, ks) -> torch.Tensor:
     """[A' block | B' block], flat, float64: the scaled values of ``_Scaled`` (exact)."""
     a, b = scaled.a[bs, ms, ks], scaled.b[bs, ks, ns]
     x = torch.empty(a.numel() + b.numel(), dtype=torch.float64, device=a.device)
-    for value, e, e_range, part in ((a, scaled.e[bs, ms], scaled.e_range, x[:a.numel()]),
-                                    (b, scaled.f[bs, :, ns], scaled.f_range, x[a.numel():])):
+    for value, e, e_range, part in (
+        (a, scaled.e[bs, ms], scaled.e_range, x[: a.numel()]),
+        (b, scaled.f[bs, :, ns], scaled.f_range, x[a.numel() :]),
+    ):
         if max(-e_range[0], e_range[1]) <= 1022:  # _ldexp's one factor
             torch.mul(value, torch.exp2(-e.double()), out=part.view(value.shape))
         else:
@@ -355,8 +405,11 @@ def _takes_rectangles(slices: int, k: int, start: int, groups) -> bool:
     """Whether the rectangles' route runs: where it vouches for the same bits and needs fewer GEMMs than the
     prefix (s) and the levels below it ((start - 1)(start - 2) / 2) take; with as many, the prefix's nested bands
     make the operands' digits in fewer passes."""
-    return (groups is not None and _exact_errors(slices, k, groups)
-            and sum(map(len, groups)) < slices + (start - 1) * (start - 2) // 2)
+    return (
+        groups is not None
+        and _exact_errors(slices, k, groups)
+        and sum(map(len, groups)) < slices + (start - 1) * (start - 2) // 2
+    )
 
 
 def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, alpha: float) -> torch.Tensor:
@@ -366,8 +419,9 @@ def _mac(acc: torch.Tensor | None, x: torch.Tensor, y: torch.Tensor, alpha: floa
     return acc.baddbmm_(x, y, alpha=alpha)
 
 
-def _tile_total(scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, start: int, unit: float,
-                pair: torch.Tensor | None = None) -> torch.Tensor:
+def _tile_total(
+    scaled: _Scaled, plan: Tiling, bs, ms, ns, slices: int, start: int, unit: float, pair: torch.Tensor | None = None
+) -> torch.Tensor:
     """One output tile's Sum2 of the exact level sums (float64), the integer sums of digit products counted in
     ``unit``s (a power of two in place of 2**(-8 (s + 1)); no count leaves float64's normal range). ``pair``: the
     scaled pair of a plan's one block, made already."""
@@ -429,8 +483,11 @@ def product(scaled: _Scaled, slices: int, dtype: torch.dtype, pair: torch.Tensor
     unit = 2.0**unit_exponent if direct else 2.0 ** (-SLICE_BITS * (slices + 1))
     tiles = list(plan.tiles())
     for bs, ms, ns in tiles:
-        total = (_tile_total(scaled, plan, bs, ms, ns, slices, start, unit, pair) if groups is None
-                 else _rect_total(scaled, plan, bs, ms, ns, slices, groups, unit, pair))
+        total = (
+            _tile_total(scaled, plan, bs, ms, ns, slices, start, unit, pair)
+            if groups is None
+            else _rect_total(scaled, plan, bs, ms, ns, slices, groups, unit, pair)
+        )
         e, f = scaled.e[bs, ms], scaled.f[bs, :, ns]
         if not direct:
             total = _ldexp(total, e + f)

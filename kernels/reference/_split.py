@@ -29,8 +29,16 @@ from ._common import (
 )
 
 
-def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: int | None = None,
-                engine=torch.matmul, fused=None, finish=None) -> torch.Tensor:
+def _split_fp32(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    words: int,
+    mode: str,
+    chunk: int | None = None,
+    engine=torch.matmul,
+    fused=None,
+    finish=None,
+) -> torch.Tensor:
     """The engine result of a ``words``-word bf16 split of both operands (bf16 operands: one word), computed on
     power-of-two scaled rows of A and columns of B (or on A and B themselves where that is the same, exactly),
     scaled back and passed through ``finish`` (default: rounded once to the operand dtype), tile by tile.
@@ -61,8 +69,11 @@ def _split_fp32(a: torch.Tensor, b: torch.Tensor, words: int, mode: str, chunk: 
     out = None if len(tiles) == 1 else a3.new_empty(a3.shape[0], a3.shape[1], b3.shape[2])
     for bs, ms, ns in tiles:
         scaled.certify(mode, (bs, ms, ns))
-        total = (_plain(scaled, bs, ms, ns, words) if chunk is None or scaled.k <= chunk
-                 else _chunked(scaled, bs, ms, ns, words, chunk))
+        total = (
+            _plain(scaled, bs, ms, ns, words)
+            if chunk is None or scaled.k <= chunk
+            else _chunked(scaled, bs, ms, ns, words, chunk)
+        )
         tile = scaled.finish(total, bs, ms, ns, dtype, finish)
         if out is None:
             out = tile
@@ -78,15 +89,16 @@ def _word_blocks(scaled: _Scaled, bs, ms, ns, ks, words: int) -> tuple[torch.Ten
     k = x.shape[-1]
     a_words = torch.empty(*x.shape[:-1], words * k, dtype=torch.float32, device=x.device)
     b_words = torch.empty(y.shape[0], words * k, y.shape[-1], dtype=torch.float32, device=y.device)
-    scaled.split_into(x, [a_words[..., t * k:(t + 1) * k] for t in range(words)], owned=scaled.owns_a)
-    scaled.split_into(y, [b_words[:, (words - 1 - t) * k:(words - t) * k] for t in range(words)], owned=scaled.owns_b)
+    scaled.split_into(x, [a_words[..., t * k : (t + 1) * k] for t in range(words)], owned=scaled.owns_a)
+    scaled.split_into(y, [b_words[:, (words - 1 - t) * k : (words - t) * k] for t in range(words)], owned=scaled.owns_b)
     return a_words, b_words
 
 
-def _levels(acc: torch.Tensor | None, a_words: torch.Tensor, b_words: torch.Tensor, words: int, k: int,
-            level: int) -> torch.Tensor:
+def _levels(
+    acc: torch.Tensor | None, a_words: torch.Tensor, b_words: torch.Tensor, words: int, k: int, level: int
+) -> torch.Tensor:
     """acc plus one level's word products (A's first level - 1 words against B's last level - 1), one GEMM."""
-    return _mac(acc, a_words[..., :(level - 1) * k], b_words[:, (words + 1 - level) * k:])
+    return _mac(acc, a_words[..., : (level - 1) * k], b_words[:, (words + 1 - level) * k :])
 
 
 def _plain(scaled: _Scaled, bs, ms, ns, words: int) -> torch.Tensor:
@@ -130,9 +142,14 @@ def _chunk_words(scaled: _Scaled, bs, ms, ns, ks, words: int, chunk: int) -> tup
     a_words = torch.empty(batch, count, m, words * chunk, dtype=torch.float32, device=x.device)
     b_words = torch.empty(batch, count, words * chunk, n, dtype=torch.float32, device=y.device)
     padded = k % chunk != 0  # padding made copies
-    scaled.split_into(x, [a_words[..., t * chunk:(t + 1) * chunk] for t in range(words)], owned=scaled.owns_a or padded)
-    scaled.split_into(y, [b_words[:, :, (words - 1 - t) * chunk:(words - t) * chunk] for t in range(words)],
-                      owned=scaled.owns_b or padded)
+    scaled.split_into(
+        x, [a_words[..., t * chunk : (t + 1) * chunk] for t in range(words)], owned=scaled.owns_a or padded
+    )
+    scaled.split_into(
+        y,
+        [b_words[:, :, (words - 1 - t) * chunk : (words - t) * chunk] for t in range(words)],
+        owned=scaled.owns_b or padded,
+    )
     return a_words.view(batch * count, m, words * chunk), b_words.view(batch * count, words * chunk, n)
 
 
@@ -196,8 +213,7 @@ def _chunked(scaled: _Scaled, bs, ms, ns, words: int, chunk: int) -> torch.Tenso
     state = _Sum2Chunks(BF16X6_GROUP)
     for ks in plan.depth:
         for start in range(ks.start, ks.stop, piece):
-            a_words, b_words = _chunk_words(scaled, bs, ms, ns, slice(start, min(ks.stop, start + piece)), words,
-                                            chunk)
+            a_words, b_words = _chunk_words(scaled, bs, ms, ns, slice(start, min(ks.stop, start + piece)), words, chunk)
             sums = None
             for level in range(words + 1, 1, -1):
                 sums = _levels(sums, a_words, b_words, words, chunk, level)

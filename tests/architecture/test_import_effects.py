@@ -82,7 +82,7 @@ def test_importing_the_package_and_then_distributed_rebinds_nothing():
     assert report["registered"]
 
 
-SLICED = '''
+SLICED = """
 import json, sys
 import numpy as np
 import pytest
@@ -93,7 +93,7 @@ r = xp.contract("ij,jk,kl->il", a, a, a, memory_limit=64)
 want = np.arange(64.0).reshape(8, 8)
 print(json.dumps({"right": bool(np.array_equal(np.asarray(r), want @ want @ want)),
                   "distributed": "trn_backend.distributed" in sys.modules, "overrides": len(_overrides.OVERRIDES)}))
-'''
+"""
 
 
 @pytest.mark.heavy

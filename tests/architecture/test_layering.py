@@ -22,15 +22,42 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     # the errors module imports nothing: every layer, the kernels included, raises its classes
     ("kernels", ("trn_backend.kernels", "trn_backend.errors")),
-    ("base", ("trn_backend._config", "trn_backend._device", "trn_backend._dtypes", "trn_backend._precision",
-              "trn_backend._mode_costs", "trn_backend._neuron_front", "trn_backend._overrides",
-              "trn_backend._caches")),
-    ("array", ("trn_backend._array", "trn_backend._scalars", "trn_backend._indexing", "trn_backend._ndarray",
-               "trn_backend._helpers")),
+    (
+        "base",
+        (
+            "trn_backend._config",
+            "trn_backend._device",
+            "trn_backend._dtypes",
+            "trn_backend._precision",
+            "trn_backend._mode_costs",
+            "trn_backend._neuron_front",
+            "trn_backend._overrides",
+            "trn_backend._caches",
+        ),
+    ),
+    (
+        "array",
+        (
+            "trn_backend._array",
+            "trn_backend._scalars",
+            "trn_backend._indexing",
+            "trn_backend._ndarray",
+            "trn_backend._helpers",
+        ),
+    ),
     ("contraction", ("trn_backend.contraction",)),
     ("namespace", ("trn_backend._api", "trn_backend._namespace", "trn_backend.linalg", "trn_backend.fft")),
-    ("adapters", ("trn_backend.numpy_dispatch", "trn_backend.distributed", "trn_backend._autoray",
-                  "trn_backend.check_neuron", "trn_backend.precision_report", "trn_backend.testing")),
+    (
+        "adapters",
+        (
+            "trn_backend.numpy_dispatch",
+            "trn_backend.distributed",
+            "trn_backend._autoray",
+            "trn_backend.check_neuron",
+            "trn_backend.precision_report",
+            "trn_backend.testing",
+        ),
+    ),
     ("root", ("trn_backend", "trn_backend.__main__")),
 )
 RANK = {name: i for i, (name, _) in enumerate(LAYERS)}
@@ -64,7 +91,7 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str
             targets = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
-                base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1])
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
                 base = f"{base}.{node.module}" if node.module else base
             else:
                 base = node.module or ""
@@ -79,8 +106,15 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> Iterator[tuple[str
 
 
 def layer(name: str) -> str:
-    best = max(((len(p), layer_name) for layer_name, prefixes in LAYERS for p in prefixes
-                if name == p or name.startswith(p + ".")), default=None)
+    best = max(
+        (
+            (len(p), layer_name)
+            for layer_name, prefixes in LAYERS
+            for p in prefixes
+            if name == p or name.startswith(p + ".")
+        ),
+        default=None,
+    )
     assert best is not None, f"{name} is in no layer: add it to LAYERS in {__file__} and docs/architecture.md"
     return best[1]
 
@@ -105,7 +139,8 @@ def test_imports_follow_the_layers(name: str):
         if target == "trn_backend":
             assert name == "trn_backend.__main__", (
                 f"{where}: {name} imports the trn_backend package (which imports every layer); import the "
-                "module that defines the name instead")
+                "module that defines the name instead"
+            )
 
 
 def cycles(graph: dict[str, list[tuple[str, int]]]) -> list[list[str]]:
@@ -162,12 +197,28 @@ def test_the_cycle_finder_finds_a_planted_cycle():
 
 def test_the_graph_sees_every_form_of_import(tmp_path: Path):
     source = tmp_path / "probe.py"
-    source.write_text("from .. import _dtypes\nfrom ..contraction.plan import Plan\nimport trn_backend.fft\n"
-                      "def f():\n    from . import helper\n    from ..kernels import nki, missing\n")
-    known = {"trn_backend._dtypes", "trn_backend.contraction", "trn_backend.contraction.plan", "trn_backend.fft",
-             "trn_backend.kernels", "trn_backend.kernels.nki", "trn_backend", "trn_backend.sub",
-             "trn_backend.sub.helper"}
+    source.write_text(
+        "from .. import _dtypes\nfrom ..contraction.plan import Plan\nimport trn_backend.fft\n"
+        "def f():\n    from . import helper\n    from ..kernels import nki, missing\n"
+    )
+    known = {
+        "trn_backend._dtypes",
+        "trn_backend.contraction",
+        "trn_backend.contraction.plan",
+        "trn_backend.fft",
+        "trn_backend.kernels",
+        "trn_backend.kernels.nki",
+        "trn_backend",
+        "trn_backend.sub",
+        "trn_backend.sub.helper",
+    }
     found = sorted(t for t, _ in imports("trn_backend.sub.probe", source, known))
     # a name that is not a module (missing) is an edge to the package that defines it
-    assert found == ["trn_backend._dtypes", "trn_backend.contraction.plan", "trn_backend.fft",
-                     "trn_backend.kernels", "trn_backend.kernels.nki", "trn_backend.sub.helper"]
+    assert found == [
+        "trn_backend._dtypes",
+        "trn_backend.contraction.plan",
+        "trn_backend.fft",
+        "trn_backend.kernels",
+        "trn_backend.kernels.nki",
+        "trn_backend.sub.helper",
+    ]

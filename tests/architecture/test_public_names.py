@@ -29,8 +29,12 @@ def test_no_private_name_in_all(module):
 
 
 def test_every_exception_class_is_in_the_errors_module():
-    defined = {(m.__name__, name): obj for m in _imported() for name, obj in vars(m).items()
-               if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == m.__name__}
+    defined = {
+        (m.__name__, name): obj
+        for m in _imported()
+        for name, obj in vars(m).items()
+        if inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__ == m.__name__
+    }
     outside = sorted(set(defined) - _INTERNAL - {("trn_backend.errors", n) for n in errors.__all__})
     assert not outside, f"exception classes defined outside trn_backend.errors: {outside}"
     for name in errors.__all__:

@@ -33,6 +33,7 @@ SHAPES = st.lists(st.integers(1, 4), min_size=1, max_size=3).map(tuple)
 
 # ---------------------------------------------------------------- element reads are copies
 
+
 @st.composite
 def element_keys(draw, shape: tuple[int, ...]) -> tuple:
     """An integer for every axis, as a Python int, a NumPy integer or a 0-d integer NeuronArray."""
@@ -97,17 +98,20 @@ def test_element_reads_of_sharded_arrays_are_copies():
 
 # ---------------------------------------------------------------- views, negative steps included
 
+
 @st.composite
 def view_steps(draw, shape: tuple[int, ...]):
     """One way to take a view of an array of ``shape``: a basic key (ints, slices with any step, None, an
     Ellipsis), or a transpose."""
     if len(shape) >= 2 and draw(st.integers(0, 3)) == 0:
         return draw(st.sampled_from(["T", "mT"] if len(shape) == 2 else ["mT"]))
-    parts = [draw(st.integers(-size, size - 1)) if size and draw(st.integers(0, 3)) == 0 else draw(_slices(size))
-             for size in shape]
+    parts = [
+        draw(st.integers(-size, size - 1)) if size and draw(st.integers(0, 3)) == 0 else draw(_slices(size))
+        for size in shape
+    ]
     if draw(st.booleans()):
         i = draw(st.integers(0, len(parts)))
-        parts[i:draw(st.integers(i, len(parts)))] = [Ellipsis]
+        parts[i : draw(st.integers(i, len(parts)))] = [Ellipsis]
     for _ in range(draw(st.integers(0, 1))):
         parts.insert(draw(st.integers(0, len(parts))), None)
     return tuple(parts)
@@ -143,8 +147,19 @@ def test_writes_through_views_land_in_the_base(data):
     x = from_numpy(a.copy())
     views = _views(data, x, a)
     v, b = views[-1]
-    how = data.draw(st.sampled_from(["v[key] = scalar", "v[key] = array", "v += 1", "v ^= v[::-1]",
-                                     "numpy.add(..., out=v)", "numpy.negative(v, out=v)", "numpy.bitwise_xor(out=v)"]))
+    how = data.draw(
+        st.sampled_from(
+            [
+                "v[key] = scalar",
+                "v[key] = array",
+                "v += 1",
+                "v ^= v[::-1]",
+                "numpy.add(..., out=v)",
+                "numpy.negative(v, out=v)",
+                "numpy.bitwise_xor(out=v)",
+            ]
+        )
+    )
     if how.startswith("v[key]"):
         key = data.draw(numpy_keys(b.shape, unique=True))
         positions = np.arange(b.size).reshape(b.shape)[key]
@@ -152,7 +167,7 @@ def test_writes_through_views_land_in_the_base(data):
             value = True if dtype == "bool" else 99
             if how == "v[key] = array":
                 value = _distinct(b[key].shape, dtype)[..., ::-1] if b[key].ndim else value
-                value = (~value if dtype == "bool" else value + 50)
+                value = ~value if dtype == "bool" else value + 50
             v[data.draw(spelled(key))] = from_numpy(value) if isinstance(value, np.ndarray) else value
             b[key] = value
     elif how == "v += 1" and dtype != "bool":
@@ -216,8 +231,9 @@ def test_negative_step_views_in_numpy_and_dlpack():
         y.__dlpack__(copy=False)
 
 
-@pytest.mark.parametrize("duplicate", [copy.copy, copy.deepcopy, lambda v: pickle.loads(pickle.dumps(v))],
-                         ids=["copy", "deepcopy", "pickle"])
+@pytest.mark.parametrize(
+    "duplicate", [copy.copy, copy.deepcopy, lambda v: pickle.loads(pickle.dumps(v))], ids=["copy", "deepcopy", "pickle"]
+)
 def test_copies_of_reversed_views_are_independent_arrays(duplicate):
     x = xp.asarray(np.arange(4.0))
     c = duplicate(x[::-1])
@@ -234,11 +250,14 @@ def test_out_of_bounds_indices_of_reversed_views_name_the_index_given():
         y[xp.asarray([0, -6])] = 1
 
 
-@pytest.mark.parametrize("write", [
-    pytest.param(lambda m: m.__setitem__(0, 1.0), id="x[key] = value"),
-    pytest.param(lambda m: m.__iadd__(1.0), id="in-place add"),
-    pytest.param(lambda m: np.add(1.0, 1.0, out=m), id="numpy.add(out=...)"),
-])
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param(lambda m: m.__setitem__(0, 1.0), id="x[key] = value"),
+        pytest.param(lambda m: m.__iadd__(1.0), id="in-place add"),
+        pytest.param(lambda m: np.add(1.0, 1.0, out=m), id="numpy.add(out=...)"),
+    ],
+)
 def test_writes_into_copies_of_reversed_views_raise(write, request):
     """A function that NumPy answers with a view of a view with negative steps, and that cannot view it here
     (unstack), returns a copy, which refuses writes rather than losing them."""
@@ -249,11 +268,14 @@ def test_writes_into_copies_of_reversed_views_raise(write, request):
     assert_same(x, np.arange(6.0).reshape(2, 3))
 
 
-@pytest.mark.parametrize("write", [
-    pytest.param(lambda m: m.__setitem__(0, 1.0), id="x[key] = value"),
-    pytest.param(lambda m: m.__iadd__(1.0), id="in-place add"),
-    pytest.param(lambda m: np.add(1.0, 1.0, out=m), id="numpy.add(out=...)"),
-])
+@pytest.mark.parametrize(
+    "write",
+    [
+        pytest.param(lambda m: m.__setitem__(0, 1.0), id="x[key] = value"),
+        pytest.param(lambda m: m.__iadd__(1.0), id="in-place add"),
+        pytest.param(lambda m: np.add(1.0, 1.0, out=m), id="numpy.add(out=...)"),
+    ],
+)
 def test_writes_into_reshaped_reversed_views_land_as_in_numpy(write):
     """reshape of a view with negative steps is NumPy's view where NumPy makes one: writes go through."""
     x, n = xp.asarray(np.arange(6.0)), np.arange(6.0)

@@ -70,11 +70,24 @@ def test_constructor_validates():
 
 
 BINARY_OPERATORS = {
-    "__add__": np.add, "__sub__": np.subtract, "__mul__": np.multiply, "__truediv__": np.divide,
-    "__floordiv__": np.floor_divide, "__mod__": np.remainder, "__pow__": np.power, "__and__": np.bitwise_and,
-    "__or__": np.bitwise_or, "__xor__": np.bitwise_xor, "__lshift__": np.left_shift,
-    "__rshift__": np.right_shift, "__lt__": np.less, "__le__": np.less_equal, "__gt__": np.greater,
-    "__ge__": np.greater_equal, "__eq__": np.equal, "__ne__": np.not_equal,
+    "__add__": np.add,
+    "__sub__": np.subtract,
+    "__mul__": np.multiply,
+    "__truediv__": np.divide,
+    "__floordiv__": np.floor_divide,
+    "__mod__": np.remainder,
+    "__pow__": np.power,
+    "__and__": np.bitwise_and,
+    "__or__": np.bitwise_or,
+    "__xor__": np.bitwise_xor,
+    "__lshift__": np.left_shift,
+    "__rshift__": np.right_shift,
+    "__lt__": np.less,
+    "__le__": np.less_equal,
+    "__gt__": np.greater,
+    "__ge__": np.greater_equal,
+    "__eq__": np.equal,
+    "__ne__": np.not_equal,
 }
 
 
@@ -113,8 +126,9 @@ def test_binary_operators_plain_reflected_and_inplace(op, dtype):
             assert same_object is z
             assert_same(z, expected.astype(a.dtype))
         else:
-            with pytest.raises(TypeError, match=f"result cannot be stored in x of dtype {dtype} under NumPy's "
-                                                "same_kind casting"):
+            with pytest.raises(
+                TypeError, match=f"result cannot be stored in x of dtype {dtype} under NumPy's same_kind casting"
+            ):
                 getattr(z, inplace)(y)
             assert_same(z, a)  # unchanged
 
@@ -157,8 +171,11 @@ def test_inplace_casting_follows_numpys_same_kind_rule(x_name):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(result).astype(a.dtype))
             outcomes.add("stored")
         else:
-            with pytest.raises(TypeError, match=f"the {result.dtype.name} result cannot be stored in x of dtype "
-                                                f"{x_name} under NumPy's same_kind casting"):
+            with pytest.raises(
+                TypeError,
+                match=f"the {result.dtype.name} result cannot be stored in x of dtype "
+                f"{x_name} under NumPy's same_kind casting",
+            ):
                 getattr(x, inplace)(y)
             np.testing.assert_array_equal(np.asarray(x), a)  # unchanged
             outcomes.add("refused")
@@ -170,8 +187,11 @@ def test_inplace_casting_follows_numpys_same_kind_rule(x_name):
 
 def test_inplace_scalars_and_wider_operands():
     i = from_numpy(np.arange(3, dtype=np.int64))
-    with pytest.raises(TypeError, match=r"in-place add: the float64 result cannot be stored in x of dtype int64 "
-                                        r"under NumPy's same_kind casting; "):
+    with pytest.raises(
+        TypeError,
+        match=r"in-place add: the float64 result cannot be stored in x of dtype int64 "
+        r"under NumPy's same_kind casting; ",
+    ):
         i += 1.5
     b = from_numpy(np.array([True, False]))
     with pytest.raises(TypeError, match="cannot be stored in x of dtype bool under NumPy's same_kind casting"):
@@ -252,7 +272,7 @@ def test_python_conversions(dtype):
             bool(from_numpy(np.ones(shape, dtype=dtype)))
     single = from_numpy(np.ones(1, dtype=dtype))
     assert bool(single) is True
-    for convert in ((complex,) if dtype.startswith("complex") else (int, float, complex)):
+    for convert in (complex,) if dtype.startswith("complex") else (int, float, complex):
         with pytest.raises(TypeError, match="0-dimensional"):
             convert(single)
 
@@ -263,8 +283,13 @@ def test_uint64_scalar_conversion():
     assert float(big) == float(2**64 - 1)
 
 
-FORMAT_SPECS = {"b": ["", ">6"], "i": ["", "d", "x", ">8", "+"], "u": ["", "d", "x", ">8"],
-                "f": ["", ".3f", "e", ".2e", "g", ">12.4f", "+.1f", ".0%"], "c": ["", ".3f", ">30"]}
+FORMAT_SPECS = {
+    "b": ["", ">6"],
+    "i": ["", "d", "x", ">8", "+"],
+    "u": ["", "d", "x", ">8"],
+    "f": ["", ".3f", "e", ".2e", "g", ">12.4f", "+.1f", ".0%"],
+    "c": ["", ".3f", ">30"],
+}
 
 
 def _same_outcome(ours, theirs) -> None:
@@ -354,6 +379,7 @@ def test_array_conversion_numpy2_semantics():
 
 # ---------------------------------------------------------------- indexing
 
+
 def _slices(size: int):
     bound = st.one_of(st.none(), st.integers(-size - 2, size + 2))
     step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
@@ -395,7 +421,7 @@ def test_basic_setitem_matches_numpy(data):
     key = data.draw(basic_keys(a.shape))
     target_shape = a[key].shape
     # a value shape that broadcasts *to* the target: a suffix of it with some sides set to 1
-    suffix = target_shape[data.draw(st.integers(0, len(target_shape))):]
+    suffix = target_shape[data.draw(st.integers(0, len(target_shape))) :]
     value_shape = tuple(data.draw(st.sampled_from([side, 1])) for side in suffix)
     value = data.draw(arrays("float64", value_shape, elements=st.floats(-10, 10)))
     x = from_numpy(a)
@@ -463,16 +489,33 @@ def test_simple_keys_skip_planning_and_give_views_of_every_dtype(dtype, monkeypa
     monkeypatch.setattr(_indexing, "plan", lambda t, key: planned.append(key) or real(t, key))
     a = np.arange(24).reshape(2, 3, 4).astype(dtype)
     x = from_numpy(a)
-    simple = [1, -1, slice(1, 5), slice(None, None, 2), (slice(None), 2), Ellipsis, (Ellipsis, 0), (None, 1),
-              (0, slice(-2, None), None), (), (1, Ellipsis, slice(1, 3, 2))]
+    simple = [
+        1,
+        -1,
+        slice(1, 5),
+        slice(None, None, 2),
+        (slice(None), 2),
+        Ellipsis,
+        (Ellipsis, 0),
+        (None, 1),
+        (0, slice(-2, None), None),
+        (),
+        (1, Ellipsis, slice(1, 3, 2)),
+    ]
     for key in simple:
         view = x[key]
         assert_same(view, a[key])
         assert view._t._base is x._t or view._t is x._t  # a view, never a copy
     assert planned == []
     # everything else is planned: negative steps, NumPy and bool scalars, arrays, two ellipses (an error)
-    for key in (slice(None, None, -1), np.int64(1), True, (slice(None), np.intp(0)), [1, 0],
-                (slice(None), slice(0, None, -2))):
+    for key in (
+        slice(None, None, -1),
+        np.int64(1),
+        True,
+        (slice(None), np.intp(0)),
+        [1, 0],
+        (slice(None), slice(0, None, -2)),
+    ):
         assert_same(x[key], a[key])
     with pytest.raises(IndexError, match="only have a single ellipsis"):
         x[..., 0, ...]
@@ -531,15 +574,26 @@ def test_every_slice_reads_as_numpy_and_positive_steps_give_views(start, stop, s
         assert got._t.untyped_storage().data_ptr() == x._t.untyped_storage().data_ptr()
 
 
-_PART = st.one_of(st.integers(-5, 5), st.integers(-5, 5).map(np.int64), st.just(True),
-                  st.builds(slice, st.one_of(st.none(), st.integers(-6, 6)), st.one_of(st.none(), st.integers(-6, 6)),
-                            st.one_of(st.none(), st.integers(-3, 3).filter(bool))),
-                  st.just(Ellipsis), st.none())
+_PART = st.one_of(
+    st.integers(-5, 5),
+    st.integers(-5, 5).map(np.int64),
+    st.just(True),
+    st.builds(
+        slice,
+        st.one_of(st.none(), st.integers(-6, 6)),
+        st.one_of(st.none(), st.integers(-6, 6)),
+        st.one_of(st.none(), st.integers(-3, 3).filter(bool)),
+    ),
+    st.just(Ellipsis),
+    st.none(),
+)
 
 
 @settings(max_examples=150)
-@given(st.sampled_from([(), (4,), (3, 4), (2, 3, 4), (0, 3)]), st.one_of(_PART, st.tuples(_PART, _PART),
-                                                                         st.lists(_PART, max_size=4).map(tuple)))
+@given(
+    st.sampled_from([(), (4,), (3, 4), (2, 3, 4), (0, 3)]),
+    st.one_of(_PART, st.tuples(_PART, _PART), st.lists(_PART, max_size=4).map(tuple)),
+)
 def test_basic_keys_read_as_numpy_with_copies_of_single_elements(shape, key):
     """Ints, slices, Ellipsis, None and tuples of them (the inline path takes ints, slices of positive step, an
     Ellipsis and tuples of ints and such slices; NumPy integers, bools, None, negative steps and repeated
@@ -589,6 +643,7 @@ VIEWS = [
 
 
 # --- real and imag ---
+
 
 @given(st.sampled_from(SURFACE_DTYPES).flatmap(lambda d: arrays(d, shapes())))
 def test_real_and_imag_read_as_numpy(a):
@@ -644,7 +699,9 @@ def test_the_real_part_of_a_real_array_is_the_array_and_its_imag_is_read_only():
 # --- fill ---
 
 FILL_VALUES = st.one_of(
-    st.integers(-(2**65), 2**65), st.floats(-1e6, 1e6), st.booleans(),
+    st.integers(-(2**65), 2**65),
+    st.floats(-1e6, 1e6),
+    st.booleans(),
     st.builds(complex, st.floats(-1e3, 1e3), st.floats(-1e3, 1e3)),
 )
 
@@ -679,15 +736,33 @@ def test_fill_writes_through_views_and_takes_0d_arrays():
 
 # --- view ---
 
-VIEW_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "float32", "float64",
-               "complex64", "complex128", "bool")
+VIEW_DTYPES = (
+    "int8",
+    "uint8",
+    "int16",
+    "uint16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+    "bool",
+)
 
 
-@given(st.sampled_from(VIEW_DTYPES[:-1]), hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4),
-       st.sampled_from(VIEW_DTYPES[:-1]), st.integers(0, 2**31))
+@given(
+    st.sampled_from(VIEW_DTYPES[:-1]),
+    hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4),
+    st.sampled_from(VIEW_DTYPES[:-1]),
+    st.integers(0, 2**31),
+)
 def test_view_reinterprets_the_bytes_as_numpy_does(source, shape, target, seed):
-    raw = np.random.default_rng(seed).integers(0, 256, size=int(np.prod(shape)) * np.dtype(source).itemsize,
-                                               dtype=np.uint8)
+    raw = np.random.default_rng(seed).integers(
+        0, 256, size=int(np.prod(shape)) * np.dtype(source).itemsize, dtype=np.uint8
+    )
     a = raw.view(source).reshape(shape)
     x = from_numpy(a)
     try:
@@ -746,8 +821,12 @@ def test_view_errors_and_the_plain_view():
 
 # --- strides, nbytes, itemsize ---
 
-@given(st.sampled_from(SURFACE_DTYPES), hnp.array_shapes(min_dims=3, max_dims=3, min_side=1, max_side=5),
-       st.sampled_from(VIEWS))
+
+@given(
+    st.sampled_from(SURFACE_DTYPES),
+    hnp.array_shapes(min_dims=3, max_dims=3, min_side=1, max_side=5),
+    st.sampled_from(VIEWS),
+)
 def test_strides_nbytes_and_itemsize_are_numpys(dtype, shape, view):
     a = np.zeros(shape, dtype=dtype)
     x, expected = view(from_numpy(a)), view(a)
@@ -764,6 +843,7 @@ def test_strides_of_broadcasts_and_negative_steps():
 
 # --- flat ---
 
+
 @given(st.sampled_from(SURFACE_DTYPES).flatmap(lambda d: arrays(d, shapes(min_dims=1))), st.data())
 def test_flat_reads_as_numpy(a, data):
     x = from_numpy(a)
@@ -776,8 +856,7 @@ def test_flat_reads_as_numpy(a, data):
         assert_same(x.flat[s], a.flat[s])
     elements = list(x.flat)
     assert all(type(e) is xp.NeuronArray and e.shape == () for e in elements)
-    np.testing.assert_array_equal(np.array([to_numpy(e) for e in elements], dtype=a.dtype).reshape(-1),
-                                  a.reshape(-1))
+    np.testing.assert_array_equal(np.array([to_numpy(e) for e in elements], dtype=a.dtype).reshape(-1), a.reshape(-1))
 
 
 def test_flat_reads_are_copies_and_writes_go_into_any_layout():
@@ -799,6 +878,7 @@ def test_flat_reads_are_copies_and_writes_go_into_any_layout():
 
 
 # --- torch ---
+
 
 @given(st.sampled_from(SURFACE_DTYPES).flatmap(lambda d: arrays(d, shapes(min_dims=1))))
 def test_from_torch_and_to_torch_share_memory(a):

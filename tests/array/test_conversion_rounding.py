@@ -142,8 +142,12 @@ def test_python_int_beyond_float64_is_an_error(target, func):
     # as in NumPy: such an int has no float value (Python's float() refuses it too)
     dtype = getattr(xp, target)
     x = xp.zeros(2, dtype=dtype)
-    calls = {"asarray": lambda v: xp.asarray([v], dtype=dtype), "full": lambda v: xp.full((2,), v, dtype=dtype),
-             "setitem": lambda v: x.__setitem__(0, v), "add": lambda v: x + v}
+    calls = {
+        "asarray": lambda v: xp.asarray([v], dtype=dtype),
+        "full": lambda v: xp.full((2,), v, dtype=dtype),
+        "setitem": lambda v: x.__setitem__(0, v),
+        "add": lambda v: x + v,
+    }
     for v in (DOUBLE_LIMIT, -DOUBLE_LIMIT, 2**2000):
         with pytest.raises(OverflowError, match=r"beyond float64's range"):
             calls[func](v)
@@ -164,9 +168,16 @@ def float_near_ties(draw: st.DrawFn, source: str, target: str) -> float:
     return math.ldexp(m, exponent) * draw(st.sampled_from([1.0, -1.0]))
 
 
-@pytest.mark.parametrize(("source", "target"), [("float64", "float16"), ("float64", "bfloat16"),
-                                                ("float64", "float32"), ("float32", "float16"),
-                                                ("float32", "bfloat16")])
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        ("float64", "float16"),
+        ("float64", "bfloat16"),
+        ("float64", "float32"),
+        ("float32", "float16"),
+        ("float32", "bfloat16"),
+    ],
+)
 @given(data=st.data())
 def test_floats_round_once(source, target, data):
     values = data.draw(st.lists(float_near_ties(source, target), min_size=1, max_size=8))
@@ -192,8 +203,10 @@ def _nearest(value: float, dtype) -> float:
 
     bits = int(np.array([value], dtype=np.float32).astype(dtype).view(np.uint16)[0])
     candidates = [float(np.array([bits + step], dtype=np.uint16).view(dtype)[0]) for step in range(-2, 3)]
-    return min(candidates, key=lambda c: (abs(Fraction(c) - Fraction(value)),
-                                          int(np.array([c], dtype=dtype).view(np.uint16)[0]) & 1))
+    return min(
+        candidates,
+        key=lambda c: (abs(Fraction(c) - Fraction(value)), int(np.array([c], dtype=dtype).view(np.uint16)[0]) & 1),
+    )
 
 
 @pytest.mark.parametrize("dtype", [np.float16, ml_dtypes.bfloat16])

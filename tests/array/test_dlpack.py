@@ -27,6 +27,7 @@ def _read_only_ndarray():
 
 # --- importing ---
 
+
 def test_from_dlpack_shares_writeable_memory():
     a = np.arange(6.0)
     x = xp.from_dlpack(a)
@@ -83,8 +84,13 @@ def test_from_dlpack_of_negative_strides_never_ends_the_process():
                 pass
         print("ok")
     """)
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
-                          cwd=Path(__file__).resolve().parents[2])
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=Path(__file__).resolve().parents[2],
+    )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
 
 
@@ -113,6 +119,7 @@ def test_from_dlpack_without_dlpack_is_an_error():
 
 
 # --- exporting ---
+
 
 def test_numpy_from_dlpack_of_a_read_only_array_is_read_only():
     x = xp.asarray(np.arange(4.0))

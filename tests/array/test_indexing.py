@@ -186,8 +186,10 @@ def test_empty_masks_follow_numpy():
 
 def test_index_on_another_device_is_a_value_error():
     x = from_numpy(np.arange(5))
-    for key in (torch.zeros(2, dtype=torch.int64, device="meta"),
-                xp.NeuronArray(torch.zeros(2, dtype=torch.bool, device="meta"))):
+    for key in (
+        torch.zeros(2, dtype=torch.int64, device="meta"),
+        xp.NeuronArray(torch.zeros(2, dtype=torch.bool, device="meta")),
+    ):
         with pytest.raises(ValueError, match="index array is on meta, the indexed array on cpu"):
             x[key]
         with pytest.raises(ValueError, match="index array is on meta, the indexed array on cpu"):
@@ -258,11 +260,17 @@ def test_integer_and_array_apart_put_the_array_dimension_first():
 
 def test_indexing_errors_name_the_problem():
     x = from_numpy(np.arange(24).reshape(2, 3, 4))
-    with pytest.raises(IndexError, match=r"shape mismatch: indexing arrays could not be broadcast together with "
-                                         r"shapes \(2,\) \(3,\)"):
+    with pytest.raises(
+        IndexError,
+        match=r"shape mismatch: indexing arrays could not be broadcast together with "
+        r"shapes \(2,\) \(3,\)",
+    ):
         x[[0, 1], :, [0, 1, 2]]
-    with pytest.raises(IndexError, match="boolean index did not match indexed array along axis 1; size of axis "
-                                         "is 3 but size of corresponding boolean axis is 2"):
+    with pytest.raises(
+        IndexError,
+        match="boolean index did not match indexed array along axis 1; size of axis "
+        "is 3 but size of corresponding boolean axis is 2",
+    ):
         x[:, np.array([True, False])]
     with pytest.raises(IndexError, match="index 3 is out of bounds for axis 1 with size 3"):
         x[:, 3, [0]]
@@ -281,6 +289,7 @@ def test_indexing_errors_name_the_problem():
 
 # ---------------------------------------------------------------- property tests against NumPy
 
+
 def _slices(size: int) -> st.SearchStrategy:
     bound = st.one_of(st.none(), st.integers(-size - 1, size + 1))
     step = st.one_of(st.none(), st.integers(-3, 3).filter(lambda s: s != 0))
@@ -291,8 +300,7 @@ def _slices(size: int) -> st.SearchStrategy:
 def _index_array(draw, size: int, length: int, unique: bool) -> np.ndarray:
     """``length`` indices into an axis of ``size`` (negative spellings included), 1-d or as a column."""
     dtype = draw(st.sampled_from(["uint8", "int64", "int32"]))
-    values = draw(st.lists(st.integers(0, size - 1), min_size=length, max_size=length, unique=unique)) \
-        if length else []
+    values = draw(st.lists(st.integers(0, size - 1), min_size=length, max_size=length, unique=unique)) if length else []
     if dtype != "uint8":
         values = [v - size if draw(st.booleans()) else v for v in values]
     a = np.array(values, dtype=dtype)
@@ -314,8 +322,9 @@ def numpy_keys(draw, shape: tuple[int, ...], *, unique: bool = False, scalar_boo
             kind = "mask"
         plan.append((kind, axis))
         axis += 2 if kind == "mask2" else 1
-    caps = [shape[ax] for kind, ax in plan if kind == "array"] + \
-           [shape[ax] * (shape[ax + 1] if kind == "mask2" else 1) for kind, ax in plan if kind.startswith("mask")]
+    caps = [shape[ax] for kind, ax in plan if kind == "array"] + [
+        shape[ax] * (shape[ax + 1] if kind == "mask2" else 1) for kind, ax in plan if kind.startswith("mask")
+    ]
     length = draw(st.integers(min(1, *caps), min([3, *caps])) if caps else st.just(0))
     parts: list = []
     for kind, ax in plan:
@@ -327,17 +336,18 @@ def numpy_keys(draw, shape: tuple[int, ...], *, unique: bool = False, scalar_boo
         elif kind == "array":
             parts.append(draw(_index_array(size, length, unique)))
         else:
-            sides = shape[ax:ax + 2] if kind == "mask2" else shape[ax:ax + 1]
+            sides = shape[ax : ax + 2] if kind == "mask2" else shape[ax : ax + 1]
             mask = np.zeros(sides, dtype=bool)
             if length:
-                mask.flat[draw(st.lists(st.integers(0, mask.size - 1), min_size=length, max_size=length,
-                                        unique=True))] = True
+                mask.flat[
+                    draw(st.lists(st.integers(0, mask.size - 1), min_size=length, max_size=length, unique=True))
+                ] = True
             parts.append(mask)
     if parts and draw(st.booleans()):
         i = draw(st.integers(0, len(parts)))
-        parts[i:draw(st.integers(i, len(parts)))] = [Ellipsis]
+        parts[i : draw(st.integers(i, len(parts)))] = [Ellipsis]
     else:
-        del parts[len(parts) - draw(st.integers(0, len(parts))):]
+        del parts[len(parts) - draw(st.integers(0, len(parts))) :]
     for _ in range(draw(st.integers(0, 2))):
         parts.insert(draw(st.integers(0, len(parts))), draw(st.sampled_from([None, None, *scalar_bools])))
     return tuple(parts)
@@ -347,6 +357,7 @@ def numpy_keys(draw, shape: tuple[int, ...], *, unique: bool = False, scalar_boo
 def spelled(draw, key: tuple):
     """``key`` with each array given as a NumPy array, a NeuronArray, a torch tensor or a list (if nonempty: an
     empty list loses the dtype); sometimes a single entry outside a tuple."""
+
     def spell(k):
         if not isinstance(k, np.ndarray):
             return k
@@ -357,8 +368,9 @@ def spelled(draw, key: tuple):
 
 
 # nonempty arrays of 2 or 3 dimensions first (where keys mix the most), then any of up to 3
-ARRAY_SHAPES = st.one_of(hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=4),
-                         shapes(min_dims=1, max_dims=3, max_side=4))
+ARRAY_SHAPES = st.one_of(
+    hnp.array_shapes(min_dims=2, max_dims=3, min_side=1, max_side=4), shapes(min_dims=1, max_dims=3, max_side=4)
+)
 
 
 @given(data=st.data())
@@ -396,7 +408,7 @@ def _write(data, x: xp.NeuronArray, a: np.ndarray, dtype: str) -> None:
     n = math.prod(target)
     if source == "fresh" or n > a.size or (source == "transposed view of x" and len(target) < 2):
         # a value that broadcasts to the target: a suffix of its shape with some sides 1
-        suffix = target[data.draw(st.integers(0, len(target))):]
+        suffix = target[data.draw(st.integers(0, len(target))) :]
         value_shape = tuple(data.draw(st.sampled_from([side, 1])) for side in suffix)
         value = _distinct(value_shape, dtype)[::-1] if value_shape else _distinct((1,), dtype)[0]
         x[data.draw(spelled(key))] = from_numpy(np.asarray(value))
@@ -409,7 +421,7 @@ def _write(data, x: xp.NeuronArray, a: np.ndarray, dtype: str) -> None:
     else:
         # a view of x's own memory with the target's shape, plain or transposed
         start = data.draw(st.integers(0, a.size - n))
-        flat, np_flat = x._t.view(-1)[start:start + n], a.reshape(-1)[start:start + n]
+        flat, np_flat = x._t.view(-1)[start : start + n], a.reshape(-1)[start : start + n]
         if source == "view of x":
             view, np_view = flat.view(target), np_flat.reshape(target)
         else:
@@ -429,6 +441,7 @@ def _write(data, x: xp.NeuronArray, a: np.ndarray, dtype: str) -> None:
 
 # ---------------------------------------------------------------- the value cast to x's dtype, as NumPy casts it
 
+
 def _same_assignment(x: xp.NeuronArray, a: np.ndarray, key, value) -> None:
     """x[key] = value stores what NumPy's a[key] = value stores, or raises the exception type NumPy raises
     (writing nothing)."""
@@ -447,40 +460,77 @@ def _same_assignment(x: xp.NeuronArray, a: np.ndarray, key, value) -> None:
 
 
 PYTHON_SCALARS = st.one_of(
-    st.booleans(), st.integers(-300, 300), st.integers(-(2**65), 2**65), st.floats(-1e3, 1e3),
+    st.booleans(),
+    st.integers(-300, 300),
+    st.integers(-(2**65), 2**65),
+    st.floats(-1e3, 1e3),
     st.floats(allow_subnormal=False),
-    st.sampled_from([0.5, -0.5, 1.9, -1.9, 127.9, 128.0, 255.5, 256.0, -129.0, 2.0**63, -(2.0**63), 2.0**64, 1e300,
-                     math.nan, math.inf, -math.inf]),
+    st.sampled_from(
+        [
+            0.5,
+            -0.5,
+            1.9,
+            -1.9,
+            127.9,
+            128.0,
+            255.5,
+            256.0,
+            -129.0,
+            2.0**63,
+            -(2.0**63),
+            2.0**64,
+            1e300,
+            math.nan,
+            math.inf,
+            -math.inf,
+        ]
+    ),
 )
 
 
 @settings(max_examples=50)
-@given(dtype=st.sampled_from(WRITE_DTYPES + ("int16", "int32", "complex128")), value=PYTHON_SCALARS,
-       key=st.sampled_from([0, slice(None), Ellipsis, (slice(None, None, -2),)]))
+@given(
+    dtype=st.sampled_from(WRITE_DTYPES + ("int16", "int32", "complex128")),
+    value=PYTHON_SCALARS,
+    key=st.sampled_from([0, slice(None), Ellipsis, (slice(None, None, -2),)]),
+)
 def test_python_scalar_assignment_casts_as_numpy(dtype, value, key):
     a = np.zeros(3, dtype=dtype)
     _same_assignment(from_numpy(a.copy()), a, key, value)
 
 
-@pytest.mark.parametrize(("dtype", "value", "expected"), [
-    ("int64", 1.9, 1), ("int64", -1.9, -1), ("uint8", 255.9, 255), ("int8", -128.5, -128), ("bool", 2.5, True),
-    ("bool", 0.0, False), ("bool", -3, True), ("float32", 2**24 + 1, 2.0**24), ("uint64", 2.0**63, 2**63),
-])
+@pytest.mark.parametrize(
+    ("dtype", "value", "expected"),
+    [
+        ("int64", 1.9, 1),
+        ("int64", -1.9, -1),
+        ("uint8", 255.9, 255),
+        ("int8", -128.5, -128),
+        ("bool", 2.5, True),
+        ("bool", 0.0, False),
+        ("bool", -3, True),
+        ("float32", 2**24 + 1, 2.0**24),
+        ("uint64", 2.0**63, 2**63),
+    ],
+)
 def test_scalar_assignment_examples(dtype, value, expected):
     x = from_numpy(np.zeros(2, dtype=dtype))
     x[:] = value
     assert_same(x, np.full(2, expected, dtype=dtype))
 
 
-@pytest.mark.parametrize(("dtype", "value", "error", "match"), [
-    ("int64", math.nan, ValueError, "cannot assign nan into a int64 array"),
-    ("uint8", math.inf, OverflowError, "cannot assign inf into a uint8 array"),
-    ("int32", -math.inf, OverflowError, "cannot assign -inf into a int32 array"),
-    ("int8", 128.0, OverflowError, "128 is out of range for int8"),
-    ("uint16", -1.5, OverflowError, "-1 is out of range for uint16"),
-    ("float64", 1 + 2j, TypeError, "cannot assign the complex value \\(1\\+2j\\) into a float64 array"),
-    ("int64", 1j, TypeError, "cannot assign the complex value 1j into a int64 array"),
-])
+@pytest.mark.parametrize(
+    ("dtype", "value", "error", "match"),
+    [
+        ("int64", math.nan, ValueError, "cannot assign nan into a int64 array"),
+        ("uint8", math.inf, OverflowError, "cannot assign inf into a uint8 array"),
+        ("int32", -math.inf, OverflowError, "cannot assign -inf into a int32 array"),
+        ("int8", 128.0, OverflowError, "128 is out of range for int8"),
+        ("uint16", -1.5, OverflowError, "-1 is out of range for uint16"),
+        ("float64", 1 + 2j, TypeError, "cannot assign the complex value \\(1\\+2j\\) into a float64 array"),
+        ("int64", 1j, TypeError, "cannot assign the complex value 1j into a int64 array"),
+    ],
+)
 def test_scalar_assignment_errors(dtype, value, error, match):
     x = from_numpy(np.arange(2, dtype=dtype))
     with pytest.raises(error, match=match):

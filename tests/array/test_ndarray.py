@@ -16,11 +16,26 @@ import trn_backend as xp
 from tests.support import assert_same
 
 # arguments for the methods that need some; every other method is called with none
-ARGUMENTS = {"clip": (0, 3), "repeat": (2,), "reshape": (4, 3), "searchsorted": (3.5,), "swapaxes": (0, 1),
-             "take": ([0, 2],), "astype": (np.float32,), "dot": (np.ones((4, 2)),), "trace": (), "diagonal": ()}
-METHODS = sorted(name for name, member in inspect.getmembers(xp.NeuronArray)
-                 if inspect.isfunction(member) and member.__qualname__.startswith("NdarrayMethods.")
-                 and not name.startswith("_") and name != "tolist")
+ARGUMENTS = {
+    "clip": (0, 3),
+    "repeat": (2,),
+    "reshape": (4, 3),
+    "searchsorted": (3.5,),
+    "swapaxes": (0, 1),
+    "take": ([0, 2],),
+    "astype": (np.float32,),
+    "dot": (np.ones((4, 2)),),
+    "trace": (),
+    "diagonal": (),
+}
+METHODS = sorted(
+    name
+    for name, member in inspect.getmembers(xp.NeuronArray)
+    if inspect.isfunction(member)
+    and member.__qualname__.startswith("NdarrayMethods.")
+    and not name.startswith("_")
+    and name != "tolist"
+)
 
 
 def numpy_frames_called_from(name: str, call) -> list[str]:
@@ -28,8 +43,12 @@ def numpy_frames_called_from(name: str, call) -> list[str]:
     seen: list[str] = []
 
     def profile(frame, event, arg):
-        if event == "call" and frame.f_back is not None and frame.f_back.f_code.co_name == name and \
-                frame.f_back.f_code.co_filename.endswith("_ndarray.py"):
+        if (
+            event == "call"
+            and frame.f_back is not None
+            and frame.f_back.f_code.co_name == name
+            and frame.f_back.f_code.co_filename.endswith("_ndarray.py")
+        ):
             module = frame.f_globals.get("__name__", "")
             if module.startswith("numpy"):
                 seen.append(f"{module}.{frame.f_code.co_name}")
@@ -73,12 +92,25 @@ def test_methods_with_another_array_type_leave_the_decision_to_numpys_protocol()
 # calls whose arguments take each road through the table: by position, by keyword, converted (dtype), out=,
 # an argument the implementation lacks at NumPy's default (where=True), and errors
 CALLS = [
-    ("sum", (0,), {}), ("sum", (), {"axis": (0, 1), "keepdims": True}), ("sum", (1, np.float32), {}),
-    ("sum", (), {"dtype": "int64"}), ("sum", (), {"where": True}), ("prod", (), {"axis": -1, "initial": 2}),
-    ("mean", (0,), {"keepdims": True}), ("std", (), {"axis": 1, "ddof": 1}), ("var", (None, None, None, 1), {}),
-    ("max", (), {"axis": 0, "initial": 7}), ("argmin", (1,), {}), ("cumsum", (), {"axis": 0, "dtype": np.float32}),
-    ("any", (), {"axis": 1}), ("all", (0,), {"keepdims": True}), ("clip", (1, 3), {}), ("round", (1,), {}),
-    ("take", ([2, 0],), {"axis": 1}), ("repeat", (2,), {"axis": 0}), ("swapaxes", (0, 1), {}),
+    ("sum", (0,), {}),
+    ("sum", (), {"axis": (0, 1), "keepdims": True}),
+    ("sum", (1, np.float32), {}),
+    ("sum", (), {"dtype": "int64"}),
+    ("sum", (), {"where": True}),
+    ("prod", (), {"axis": -1, "initial": 2}),
+    ("mean", (0,), {"keepdims": True}),
+    ("std", (), {"axis": 1, "ddof": 1}),
+    ("var", (None, None, None, 1), {}),
+    ("max", (), {"axis": 0, "initial": 7}),
+    ("argmin", (1,), {}),
+    ("cumsum", (), {"axis": 0, "dtype": np.float32}),
+    ("any", (), {"axis": 1}),
+    ("all", (0,), {"keepdims": True}),
+    ("clip", (1, 3), {}),
+    ("round", (1,), {}),
+    ("take", ([2, 0],), {"axis": 1}),
+    ("repeat", (2,), {"axis": 0}),
+    ("swapaxes", (0, 1), {}),
 ]
 
 

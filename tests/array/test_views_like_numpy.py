@@ -118,12 +118,24 @@ def test_views_of_read_only_arrays_are_read_only_as_in_numpy(case):
     _write_and_compare(v, w, x, n)
 
 
-@pytest.mark.parametrize("view", [
-    lambda a: np.flip(a, 0), lambda a: np.flip(a), lambda a: np.rot90(a), lambda a: np.rot90(a, 3, (1, 0)),
-    lambda a: np.reshape(a[::-1, ::-1], 12), lambda a: np.transpose(a[::-1]), lambda a: a[:, ::-1].T,
-    lambda a: np.swapaxes(a[::-2], 0, 1), lambda a: np.moveaxis(a[::-1], 0, 1), lambda a: np.expand_dims(a[::-1], 0),
-    lambda a: np.squeeze(a[::-1][None]), lambda a: a[::-1].reshape(2, 2, 3), lambda a: np.flip(a[::-1], 0),
-])
+@pytest.mark.parametrize(
+    "view",
+    [
+        lambda a: np.flip(a, 0),
+        lambda a: np.flip(a),
+        lambda a: np.rot90(a),
+        lambda a: np.rot90(a, 3, (1, 0)),
+        lambda a: np.reshape(a[::-1, ::-1], 12),
+        lambda a: np.transpose(a[::-1]),
+        lambda a: a[:, ::-1].T,
+        lambda a: np.swapaxes(a[::-2], 0, 1),
+        lambda a: np.moveaxis(a[::-1], 0, 1),
+        lambda a: np.expand_dims(a[::-1], 0),
+        lambda a: np.squeeze(a[::-1][None]),
+        lambda a: a[::-1].reshape(2, 2, 3),
+        lambda a: np.flip(a[::-1], 0),
+    ],
+)
 def test_writes_into_numpy_views_land_in_the_base(view):
     x, n = _pair((4, 3))
     v, w = view(x), view(n)
@@ -166,8 +178,12 @@ def test_sharded_reversed_views_refuse_writes_rather_than_lose_them():
         x = td.shard(xp.asarray(np.arange(8.0)), 0)
         r = x[::-1]
         refused = []
-        for write in (lambda: r.__setitem__(0, 1.0), lambda: r.__iadd__(1.0), lambda: np.add(r, 1, out=r),
-                      lambda: r[1:].__setitem__(0, 5.0)):
+        for write in (
+            lambda: r.__setitem__(0, 1.0),
+            lambda: r.__iadd__(1.0),
+            lambda: np.add(r, 1, out=r),
+            lambda: r[1:].__setitem__(0, 5.0),
+        ):
             try:
                 write()
             except ValueError as e:
@@ -190,8 +206,12 @@ def test_sharded_copies_where_numpy_views_refuse_writes():
 
         x = td.shard(xp.asarray(np.arange(16.0).reshape(4, 4)), 0)
         results = []
-        for view in (lambda a: np.flip(a, 0), lambda a: np.rot90(a), lambda a: np.diagonal(a),
-                     lambda a: np.broadcast_to(a[0], (2, 4))):
+        for view in (
+            lambda a: np.flip(a, 0),
+            lambda a: np.rot90(a),
+            lambda a: np.diagonal(a),
+            lambda a: np.broadcast_to(a[0], (2, 4)),
+        ):
             v = view(x)
             try:
                 v[...] = -1.0

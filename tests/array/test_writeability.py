@@ -85,8 +85,17 @@ def test_views_of_a_read_only_array_are_read_only_and_stay_so():
     x, n = _pair()
     x.flags.writeable = False
     n.flags.writeable = False
-    views = [lambda a: a[1:], lambda a: a.T, lambda a: a[::-1], lambda a: a[:, ::-2], lambda a: a[None],
-             lambda a: a.reshape(12), lambda a: np.transpose(a), lambda a: np.flip(a, 1), lambda a: a[...]]
+    views = [
+        lambda a: a[1:],
+        lambda a: a.T,
+        lambda a: a[::-1],
+        lambda a: a[:, ::-2],
+        lambda a: a[None],
+        lambda a: a.reshape(12),
+        lambda a: np.transpose(a),
+        lambda a: np.flip(a, 1),
+        lambda a: a[...],
+    ]
     for view in views:
         v, w = view(x), view(n)
         assert not v.flags.writeable and not w.flags.writeable
@@ -104,9 +113,13 @@ def test_read_only_holds_for_every_dtype_and_its_dtype_views(dtype):
     """torch's dtype view (which the unsigned dtypes move through) of a read-only tensor is writable: not here."""
     x, n = _pair((6,), dtype)
     x.flags.writeable = False
-    for write in (lambda a: a.__setitem__(0, 1), lambda a: a[::-1].__setitem__(0, 1),
-                  lambda a: a.__setitem__([0, 2], 1),
-                  lambda a: a.view(a.dtype).__setitem__(0, 1), lambda a: a[None, ...].__setitem__(0, 1)):
+    for write in (
+        lambda a: a.__setitem__(0, 1),
+        lambda a: a[::-1].__setitem__(0, 1),
+        lambda a: a.__setitem__([0, 2], 1),
+        lambda a: a.view(a.dtype).__setitem__(0, 1),
+        lambda a: a[None, ...].__setitem__(0, 1),
+    ):
         with pytest.raises(ValueError, match=READ_ONLY):
             write(x)
     assert_same(x, n)
@@ -159,8 +172,13 @@ def test_every_write_route_refuses_a_read_only_array(route, layout):
 def test_the_error_names_the_operation(route):
     x, _ = _pair((2, 3))
     x.flags.writeable = False
-    with pytest.raises(ValueError, match=route.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(")
-                       .replace(")", r"\)").replace(".", r"\.") + ".*" + READ_ONLY + r".*flags\.writeable"):
+    with pytest.raises(
+        ValueError,
+        match=route.replace("[", r"\[").replace("]", r"\]").replace("(", r"\(").replace(")", r"\)").replace(".", r"\.")
+        + ".*"
+        + READ_ONLY
+        + r".*flags\.writeable",
+    ):
         WRITES[route](x)
 
 
@@ -178,12 +196,16 @@ def test_writes_are_refused_inside_torch_inference_mode_too():
 def test_the_host_fallback_names_the_read_only_array():
     x, _ = _pair((4,))
     x.flags.writeable = False
-    with pytest.raises(ValueError, match=r"numpy\.copyto: assignment destination is read-only.*shape \(4,\) is "
-                                         r"read-only \(x\.flags\.writeable is False\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"numpy\.copyto: assignment destination is read-only.*shape \(4,\) is "
+        r"read-only \(x\.flags\.writeable is False\)",
+    ):
         np.copyto(x, 1.0)
 
 
 # --- NumPy's read-only views ---
+
 
 def test_broadcast_to_is_a_read_only_view_as_in_numpy():
     x, n = _pair((1, 4))
@@ -202,10 +224,17 @@ def test_broadcast_to_is_a_read_only_view_as_in_numpy():
     assert_same(x, n)
 
 
-@pytest.mark.parametrize("call", [
-    lambda a: np.diagonal(a), lambda a: a.diagonal(), lambda a: np.diagonal(a, 1), lambda a: np.diagonal(a, -1, 1, 0),
-    lambda a: a[::-1].diagonal(), lambda a: np.diagonal(a.T[:, ::-1], 1),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda a: np.diagonal(a),
+        lambda a: a.diagonal(),
+        lambda a: np.diagonal(a, 1),
+        lambda a: np.diagonal(a, -1, 1, 0),
+        lambda a: a[::-1].diagonal(),
+        lambda a: np.diagonal(a.T[:, ::-1], 1),
+    ],
+)
 def test_diagonal_is_a_read_only_view_as_in_numpy(call):
     x, n = _pair((3, 4))
     d, e = call(x), call(n)
@@ -222,8 +251,11 @@ def test_diagonal_is_a_read_only_view_as_in_numpy(call):
 
 def test_diagonal_errors_name_the_function():
     x, _ = _pair((3, 4))
-    with pytest.raises(ValueError, match=r"numpy\.diagonal\(\): needs an array of at least 2 dimensions, got "
-                                         r"shape \(4,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"numpy\.diagonal\(\): needs an array of at least 2 dimensions, got "
+        r"shape \(4,\)",
+    ):
         np.diagonal(x[0])
     with pytest.raises(ValueError, match=r"numpy\.diagonal\(\): axis1 and axis2 cannot be the same"):
         np.diagonal(x, 0, 1, -1)
@@ -253,6 +285,7 @@ def test_a_read_only_complex_array_has_read_only_parts():
 
 # --- what NumPy is handed ---
 
+
 def test_numpy_sees_a_read_only_array_as_read_only_memory():
     x, n = _pair()
     x.flags.writeable = False
@@ -278,12 +311,15 @@ def test_numpy_sees_a_lazy_conjugate_as_a_read_only_copy():
         np.asarray(c, copy=False)
 
 
-@pytest.mark.parametrize("write", [
-    lambda c: np.copyto(c, 7.0),
-    lambda c: np.add.at(c, [0], 1.0),
-    lambda c: np.copyto(c, 7.0, where=np.array([True, False, True])),
-    lambda c: scipy.special.wofz(c, out=c),
-])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda c: np.copyto(c, 7.0),
+        lambda c: np.add.at(c, [0], 1.0),
+        lambda c: np.copyto(c, 7.0, where=np.array([True, False, True])),
+        lambda c: scipy.special.wofz(c, out=c),
+    ],
+)
 def test_numpy_writes_into_a_lazy_conjugate_are_refused_not_lost(write):
     t, c = _lazy_conjugate()
     before = t.clone()
@@ -294,8 +330,10 @@ def test_numpy_writes_into_a_lazy_conjugate_are_refused_not_lost(write):
 
 # --- copies ---
 
-@pytest.mark.parametrize("make", [lambda a: a, lambda a: a[::-1], lambda a: a.T,
-                                  lambda a: np.broadcast_to(a[0], a.shape)])
+
+@pytest.mark.parametrize(
+    "make", [lambda a: a, lambda a: a[::-1], lambda a: a.T, lambda a: np.broadcast_to(a[0], a.shape)]
+)
 @pytest.mark.parametrize("copier", [copy.copy, copy.deepcopy])
 def test_copy_and_deepcopy_copy_as_in_numpy(make, copier):
     x, n = _pair()
@@ -325,8 +363,12 @@ def test_sharded_arrays_take_the_writeable_flag():
         x = td.shard(xp.asarray(np.arange(8.0)), 0)
         x.flags.writeable = False
         refused = []
-        for write in (lambda: x.__setitem__(0, 1.0), lambda: x.__iadd__(1.0), lambda: np.add(x, 1, out=x),
-                      lambda: x[2:].__setitem__(0, 5.0)):
+        for write in (
+            lambda: x.__setitem__(0, 1.0),
+            lambda: x.__iadd__(1.0),
+            lambda: np.add(x, 1, out=x),
+            lambda: x[2:].__setitem__(0, 5.0),
+        ):
             try:
                 write()
             except ValueError as e:

@@ -38,7 +38,7 @@ def expressions(draw):
         term = "".join(labels)
         if use_ellipsis and draw(st.booleans()):
             k = draw(st.integers(0, len(ell_shape)))
-            sub = [1 if draw(st.booleans()) and draw(st.booleans()) else d for d in ell_shape[len(ell_shape) - k:]]
+            sub = [1 if draw(st.booleans()) and draw(st.booleans()) else d for d in ell_shape[len(ell_shape) - k :]]
             at = draw(st.integers(0, len(labels)))
             term = term[:at] + "..." + term[at:]
             shape = shape[:at] + sub + shape[at:]
@@ -47,7 +47,7 @@ def expressions(draw):
     subscripts = ",".join(terms)
     if draw(st.booleans()):
         seen = list(dict.fromkeys(c for c in subscripts if c.isalpha()))
-        out = draw(st.permutations(seen)).copy()[:draw(st.integers(0, len(seen)))]
+        out = draw(st.permutations(seen)).copy()[: draw(st.integers(0, len(seen)))]
         if "..." in subscripts:
             out.insert(draw(st.integers(0, len(out))), "...")
         subscripts += "->" + "".join(out)
@@ -60,7 +60,8 @@ def _operand(data, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
         return rng.random(shape) < 0.5
     if dtype.startswith(("int", "uint")):
         return rng.integers(0, 200 if dtype.startswith("u") else 100, shape).astype(dtype) - (
-            0 if dtype.startswith("u") else np.array(50, dtype))
+            0 if dtype.startswith("u") else np.array(50, dtype)
+        )
     if dtype.startswith("complex"):
         return rng.uniform(-2, 2, shape) + 1j * rng.uniform(-2, 2, shape)
     return rng.uniform(-2, 2, shape)
@@ -108,25 +109,28 @@ def _check(expr, dtype, optimize, data):
         assert_same(got, expected)
 
 
-@pytest.mark.parametrize("subscripts, shapes", [
-    ("ij,jk->ik", [(2, 3), (3, 4)]),
-    ("ij,jk->ki", [(2, 3), (3, 4)]),  # second operand's free index first
-    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
-    ("bij,jbk->kbi", [(2, 3, 4), (4, 2, 5)]),
-    ("ij,ij->ij", [(2, 3), (2, 3)]),  # Hadamard
-    ("i,j->ij", [(2,), (3,)]),  # outer
-    ("ij,j", [(2, 3), (3,)]),
-    ("ii->i", [(3, 3)]),
-    ("ii", [(3, 3)]),
-    ("iij,jk->ik", [(3, 3, 2), (2, 4)]),
-    ("ij,jk->ik", [(2, 1), (3, 4)]),  # size-1 broadcast of a contracted index
-    ("...ij,...jk->...ik", [(5, 1, 2, 3), (4, 3, 2)]),
-    ("abc,cd->", [(2, 3, 4), (4, 5)]),
-    ("i,i->", [(0,), (0,)]),
-    ("ij,jk->ik", [(2, 0), (0, 3)]),
-    ("", [()]),
-    (",->", [(), ()]),
-])
+@pytest.mark.parametrize(
+    "subscripts, shapes",
+    [
+        ("ij,jk->ik", [(2, 3), (3, 4)]),
+        ("ij,jk->ki", [(2, 3), (3, 4)]),  # second operand's free index first
+        ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)]),
+        ("bij,jbk->kbi", [(2, 3, 4), (4, 2, 5)]),
+        ("ij,ij->ij", [(2, 3), (2, 3)]),  # Hadamard
+        ("i,j->ij", [(2,), (3,)]),  # outer
+        ("ij,j", [(2, 3), (3,)]),
+        ("ii->i", [(3, 3)]),
+        ("ii", [(3, 3)]),
+        ("iij,jk->ik", [(3, 3, 2), (2, 4)]),
+        ("ij,jk->ik", [(2, 1), (3, 4)]),  # size-1 broadcast of a contracted index
+        ("...ij,...jk->...ik", [(5, 1, 2, 3), (4, 3, 2)]),
+        ("abc,cd->", [(2, 3, 4), (4, 5)]),
+        ("i,i->", [(0,), (0,)]),
+        ("ij,jk->ik", [(2, 0), (0, 3)]),
+        ("", [()]),
+        (",->", [(), ()]),
+    ],
+)
 def test_cases(subscripts, shapes):
     rng = np.random.default_rng(0)
     arrays = [rng.integers(-5, 5, s) for s in shapes]
@@ -163,9 +167,20 @@ def test_optimize_forms():
     import cotengra
     import opt_einsum
 
-    for optimize in ("auto", "greedy", "dp", True, None, False, [(0, 1), (0, 1), (0, 1)], [(2, 3), (0, 1), (0, 1)],
-                     ["einsum_path", (0, 1), (0, 1), (0, 1)], [(0, 1, 2, 3)], opt_einsum.RandomGreedy(max_repeats=4),
-                     cotengra.HyperOptimizer(max_repeats=4, methods=["greedy"], progbar=False)):
+    for optimize in (
+        "auto",
+        "greedy",
+        "dp",
+        True,
+        None,
+        False,
+        [(0, 1), (0, 1), (0, 1)],
+        [(2, 3), (0, 1), (0, 1)],
+        ["einsum_path", (0, 1), (0, 1), (0, 1)],
+        [(0, 1, 2, 3)],
+        opt_einsum.RandomGreedy(max_repeats=4),
+        cotengra.HyperOptimizer(max_repeats=4, methods=["greedy"], progbar=False),
+    ):
         got = xp.einsum("ij,jk,kl,lm->im", *ops, optimize=optimize)
         np.testing.assert_allclose(got._t.numpy(), expected, rtol=1e-12)
 
@@ -173,13 +188,13 @@ def test_optimize_forms():
 # opt_einsum's generated symbols: the 52 ASCII letters, then chr(i + 140) (the first non-letters at i = 75, 107:
 # '×', '÷'; Unicode spaces such as U+2003 at i = 8055; surrogates from i = 55156), then chr(i + 2048) from
 # i = 55296 (private-use characters from U+E000 on).
-GENERATED = st.one_of(st.integers(0, 51), st.sampled_from([52, 75, 107, 8055, 12148, 55156, 55295, 55296]),
-                      st.integers(52, 60000))
+GENERATED = st.one_of(
+    st.integers(0, 51), st.sampled_from([52, 75, 107, 8055, 12148, 55156, 55295, 55296]), st.integers(52, 60000)
+)
 
 
 @settings(max_examples=40)
-@given(st.lists(GENERATED, min_size=4, max_size=4, unique_by=lambda i: opt_einsum.get_symbol(i)),
-       st.booleans())
+@given(st.lists(GENERATED, min_size=4, max_size=4, unique_by=lambda i: opt_einsum.get_symbol(i)), st.booleans())
 def test_every_symbol_opt_einsum_generates_is_a_label(indices, ellipsis):
     """An einsum written in any four of opt_einsum's symbols equals NumPy's on the same one in ASCII letters,
     through einsum, opt_einsum's backend and explain, also beside ellipsis dimensions (whose internal labels
@@ -211,37 +226,65 @@ def test_generated_symbols_past_fifty_two_indices_run_a_network():
     assert_same(xp.einsum(eq, *[xp.asarray(a) for a in arrays], optimize="greedy"), want, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda a, b: xp.einsum("ij,jk", a), ValueError, "describe 2 operand"),
-    (lambda a, b: xp.einsum("ij", a, b), ValueError, "describe 1 operand"),
-    (lambda a, b: xp.einsum("ij,jk->ik", a, xp.NeuronArray(torch.ones(4, 5))), ValueError,
-     "index 'j' has size 3 in operand 0 .* and size 4 in operand 1"),
-    (lambda a, b: xp.einsum("i1,jk", a, b), ValueError, "invalid subscript '1'"),
-    (lambda a, b: xp.einsum("i§,jk", a, b), ValueError, "invalid subscript '§'"),
-    (lambda a, b: xp.einsum("i_,jk", a, b), ValueError, "invalid subscript '_'"),
-    (lambda a, b: xp.einsum("ij,jk->ik->", a, b), ValueError, "stray '-'"),
-    (lambda a, b: xp.einsum("ij,jk->ix", a, b), ValueError, "output index 'x'"),
-    (lambda a, b: xp.einsum("ij,jk->ii", a, b), ValueError, "output index 'i' is repeated"),
-    (lambda a, b: xp.einsum("i.j,jk", a, b), ValueError, "'.' that is not part of one '...'"),
-    (lambda a, b: xp.einsum("......,jk", a, b), ValueError, "'.' that is not part of one '...'"),
-    (lambda a, b: xp.einsum("...,jk->jk", a, b), ValueError, "ellipsis dimension.* no '...'"),
-    (lambda a, b: xp.einsum("ijk,jk", a, b), ValueError, "operand 0 has 2 dimension.* name 3"),
-    (lambda a, b: xp.einsum("ii", a), ValueError, "repeated in operand 0 with sizes 2 and 3"),
-    (lambda a, b: xp.einsum("...i,...i", xp.NeuronArray(torch.ones(2, 3)), xp.NeuronArray(torch.ones(4, 3))),
-     ValueError, "ellipsis"),
-    (lambda a, b: xp.einsum("ij,jk", a, np.ones((3, 4))), TypeError, r"operands\[1\].*ndarray"),
-    (lambda a, b: xp.einsum(3, a), TypeError, "subscripts as a str"),
-    (lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize=42), TypeError,
-     "optimize must be"),
-    (lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize="nonsense"), ValueError,
-     "unknown optimize='nonsense'"),
-    (lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize=[(0, 1)]), ValueError,
-     "leaves 2 operands"),
-    (lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize=[(0, 5), (0, 1)]),
-     ValueError, r"path step 0 \(0, 5\)"),
-    (lambda a, b: xp.einsum("i,i", xp.NeuronArray(torch.ones(2, dtype=torch.uint64)),
-                            xp.NeuronArray(torch.ones(2, dtype=torch.int64))), TypeError, "einsum.*uint64"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda a, b: xp.einsum("ij,jk", a), ValueError, "describe 2 operand"),
+        (lambda a, b: xp.einsum("ij", a, b), ValueError, "describe 1 operand"),
+        (
+            lambda a, b: xp.einsum("ij,jk->ik", a, xp.NeuronArray(torch.ones(4, 5))),
+            ValueError,
+            "index 'j' has size 3 in operand 0 .* and size 4 in operand 1",
+        ),
+        (lambda a, b: xp.einsum("i1,jk", a, b), ValueError, "invalid subscript '1'"),
+        (lambda a, b: xp.einsum("i§,jk", a, b), ValueError, "invalid subscript '§'"),
+        (lambda a, b: xp.einsum("i_,jk", a, b), ValueError, "invalid subscript '_'"),
+        (lambda a, b: xp.einsum("ij,jk->ik->", a, b), ValueError, "stray '-'"),
+        (lambda a, b: xp.einsum("ij,jk->ix", a, b), ValueError, "output index 'x'"),
+        (lambda a, b: xp.einsum("ij,jk->ii", a, b), ValueError, "output index 'i' is repeated"),
+        (lambda a, b: xp.einsum("i.j,jk", a, b), ValueError, "'.' that is not part of one '...'"),
+        (lambda a, b: xp.einsum("......,jk", a, b), ValueError, "'.' that is not part of one '...'"),
+        (lambda a, b: xp.einsum("...,jk->jk", a, b), ValueError, "ellipsis dimension.* no '...'"),
+        (lambda a, b: xp.einsum("ijk,jk", a, b), ValueError, "operand 0 has 2 dimension.* name 3"),
+        (lambda a, b: xp.einsum("ii", a), ValueError, "repeated in operand 0 with sizes 2 and 3"),
+        (
+            lambda a, b: xp.einsum("...i,...i", xp.NeuronArray(torch.ones(2, 3)), xp.NeuronArray(torch.ones(4, 3))),
+            ValueError,
+            "ellipsis",
+        ),
+        (lambda a, b: xp.einsum("ij,jk", a, np.ones((3, 4))), TypeError, r"operands\[1\].*ndarray"),
+        (lambda a, b: xp.einsum(3, a), TypeError, "subscripts as a str"),
+        (
+            lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize=42),
+            TypeError,
+            "optimize must be",
+        ),
+        (
+            lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize="nonsense"),
+            ValueError,
+            "unknown optimize='nonsense'",
+        ),
+        (
+            lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize=[(0, 1)]),
+            ValueError,
+            "leaves 2 operands",
+        ),
+        (
+            lambda a, b: xp.einsum("ij,jk,kl", a, b, xp.NeuronArray(torch.ones(4, 2)), optimize=[(0, 5), (0, 1)]),
+            ValueError,
+            r"path step 0 \(0, 5\)",
+        ),
+        (
+            lambda a, b: xp.einsum(
+                "i,i",
+                xp.NeuronArray(torch.ones(2, dtype=torch.uint64)),
+                xp.NeuronArray(torch.ones(2, dtype=torch.int64)),
+            ),
+            TypeError,
+            "einsum.*uint64",
+        ),
+    ],
+)
 def test_errors(call, exc, match):
     a, b = xp.NeuronArray(torch.ones(2, 3)), xp.NeuronArray(torch.ones(3, 4))
     with pytest.raises(exc, match=match):
@@ -251,7 +294,7 @@ def test_errors(call, exc, match):
 def test_optimize_is_checked_whatever_the_number_of_operands():
     a, b = xp.NeuronArray(torch.ones(2, 3)), xp.NeuronArray(torch.ones(3, 4))
     for operands in ((a,), (a, b), (a, b, xp.NeuronArray(torch.ones(4, 2)))):
-        subscripts = ",".join(["ij", "jk", "kl"][:len(operands)])
+        subscripts = ",".join(["ij", "jk", "kl"][: len(operands)])
         with pytest.raises(ValueError, match="unknown optimize='bogus'; known: .*greedy"):
             xp.einsum(subscripts, *operands, optimize="bogus")
         with pytest.raises(TypeError, match=r"optimize must be .*got \['a', 'b'\]"):

@@ -17,7 +17,8 @@ import trn_backend as xp
 from tests.support import assert_same
 
 _spec = importlib.util.spec_from_file_location(
-    "bench_emulation", Path(__file__).parents[2] / "benchmarks" / "bench_emulation.py")
+    "bench_emulation", Path(__file__).parents[2] / "benchmarks" / "bench_emulation.py"
+)
 bench_emulation = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_emulation)
 

@@ -19,15 +19,19 @@ EMULATION_WINS = dict(fast=0.1, dd=0.3, bf16x6=0.6, fp64=50.0, **{"ozaki(slices=
 
 
 def _table(**modes) -> dict:
-    entry = {"flops": [1e6, 1e9], "sizes": [[100, 50, 100], [1000, 500, 1000]],
-             "modes": {name: [v, v] for name, v in modes.items()}}
+    entry = {
+        "flops": [1e6, 1e9],
+        "sizes": [[100, 50, 100], [1000, 500, 1000]],
+        "modes": {name: [v, v] for name, v in modes.items()},
+    }
     return {"devices": {"cpu": {"date": "2026-01-02", "float32": entry, "float64": copy.deepcopy(entry)}}}
 
 
 def _operands(dtype=np.float32):
     rng = np.random.default_rng(0)
-    return xp.asarray(rng.standard_normal((8, 16)).astype(dtype)), xp.asarray(rng.standard_normal((16, 8)).astype(
-        dtype))
+    return xp.asarray(rng.standard_normal((8, 16)).astype(dtype)), xp.asarray(
+        rng.standard_normal((16, 8)).astype(dtype)
+    )
 
 
 # every front door a forward target can reach with two operands, called as users call them
@@ -38,7 +42,8 @@ ROUTES = {
     "tensordot": lambda a, b, t: xp.tensordot(a, b, axes=1, target_forward_error=t),
     "contract": lambda a, b, t: xp.contract("ik,kj->ij", a, b, target_forward_error=t),
     "opt_einsum backend": lambda a, b, t: _in_block(
-        lambda: __import__("opt_einsum").contract("ik,kj->ij", a, b, backend="trn"), t),
+        lambda: __import__("opt_einsum").contract("ik,kj->ij", a, b, backend="trn"), t
+    ),
 }
 
 
@@ -92,8 +97,10 @@ def test_a_kept_target_program_still_checks_the_range_of_its_result(route):
             ROUTES[route](a, a, 1e-3)
 
 
-@pytest.mark.parametrize("bad, error", [(True, TypeError), (0, ValueError), (-1e-3, ValueError),
-                                        (float("nan"), ValueError), ("1e-3", TypeError)])
+@pytest.mark.parametrize(
+    "bad, error",
+    [(True, TypeError), (0, ValueError), (-1e-3, ValueError), (float("nan"), ValueError), ("1e-3", TypeError)],
+)
 def test_a_wrong_precision_argument_is_refused_on_every_call(bad, error):
     a, b = _operands()
     for _ in range(2):

@@ -22,8 +22,16 @@ def test_chain_numbers_and_text():
     assert [p.bmkn for p in e.steps] == [(1, 512, 512, 512)] * 2
     assert e.flops == 2 * 2 * 512**3 and e.largest_intermediate == 512 * 512
     text = str(e)
-    for piece in ("path: [(0, 1), (0, 1)]", "ij,jk->ik", "matmul", "(1, 512, 512, 512)", "2.68e+08", "262,144",
-                  "native", "total: 2 kernel call(s), 5.37e+08 FLOPs, largest intermediate 262,144 elements"):
+    for piece in (
+        "path: [(0, 1), (0, 1)]",
+        "ij,jk->ik",
+        "matmul",
+        "(1, 512, 512, 512)",
+        "2.68e+08",
+        "262,144",
+        "native",
+        "total: 2 kernel call(s), 5.37e+08 FLOPs, largest intermediate 262,144 elements",
+    ):
         assert piece in text, piece
     assert repr(e).startswith("Explanation('ij,jk,kl->il', steps=2")
 
@@ -43,22 +51,26 @@ def test_the_cost_basis_of_a_targets_choice():
     date = _mode_costs.table()["devices"]["cpu"]["date"]
     shapes = ((8, 16), (16, 4096), (4096, 8))
     # float32 operands (the CPU's default float is float64, whose native product meets 1e-4 at every step)
-    e = xp.explain("ij,jk,kl->il", *shapes, optimize=[(0, 1), (0, 1)], target_forward_error=1e-4,
-                   dtype=xp.float32)
+    e = xp.explain("ij,jk,kl->il", *shapes, optimize=[(0, 1), (0, 1)], target_forward_error=1e-4, dtype=xp.float32)
     assert [p.resolved.mode for p in e.steps] == ["native", "fp64"]  # the cheapest on the CPU that meet it
     assert e.cost_basis == f"cpu calibration, benchmarks {date}"
-    assert (f"modes: the cheapest meeting the target, cost basis: cpu calibration, benchmarks {date}"
-            in str(e).splitlines())
+    assert (
+        f"modes: the cheapest meeting the target, cost basis: cpu calibration, benchmarks {date}" in str(e).splitlines()
+    )
     with xp.precision(target_relative_error=1e-3):  # a block's target: the same basis, where checks start
         assert xp.explain("ij,jk", (2, 3), (3, 4), dtype=xp.float32).cost_basis == e.cost_basis
     with _precision.planted_costs({}):  # no calibration for the device: the pass count ranks the modes
-        fallback = xp.explain("ij,jk,kl->il", *shapes, optimize=[(0, 1), (0, 1)], target_forward_error=1e-4,
-                              dtype=xp.float32)
+        fallback = xp.explain(
+            "ij,jk,kl->il", *shapes, optimize=[(0, 1), (0, 1)], target_forward_error=1e-4, dtype=xp.float32
+        )
     assert [p.resolved.mode for p in fallback.steps] == ["dd", "bf16x6"]
     assert "cost basis: pass count (no calibration for cpu)" in str(fallback)
     # no target, no ranking: an explicit mode, the device default, or an exact integer product
-    for quiet in (xp.explain("ij,jk", (2, 3), (3, 4), precision="dd"), xp.explain("ij,jk", (2, 3), (3, 4)),
-                  xp.explain("ij,jk", (2, 3), (3, 4), dtype=xp.int64, target_forward_error=1e-3)):
+    for quiet in (
+        xp.explain("ij,jk", (2, 3), (3, 4), precision="dd"),
+        xp.explain("ij,jk", (2, 3), (3, 4)),
+        xp.explain("ij,jk", (2, 3), (3, 4), dtype=xp.int64, target_forward_error=1e-3),
+    ):
         assert quiet.cost_basis is None and "cost basis" not in str(quiet)
     with xp.precision(target_forward_error=1e-3):
         assert xp.explain("ij,jk", (2, 3), (3, 4), precision="fp64").cost_basis is None
@@ -83,8 +95,10 @@ def test_cli(capsys):
     assert "path: [(0, 1), (0, 1)]" in out and "matmul" in out and "total: 2 kernel call(s)" in out
     assert main(["explain", "ij,jk->ik", "2x3", "4x5"]) == 2
     assert "index 'j' has size 3" in capsys.readouterr().err
-    assert main(["explain", "...ij,jk", "2x3x4", "4x5", "--precision", "dd", "--dtype", "float64",
-                 "--optimize", "(0,1)"]) == 0
+    assert (
+        main(["explain", "...ij,jk", "2x3x4", "4x5", "--precision", "dd", "--dtype", "float64", "--optimize", "(0,1)"])
+        == 0
+    )
     assert "dd" in capsys.readouterr().out
     with pytest.raises(SystemExit):
         main(["explain", "ij", "2xq"])
@@ -92,8 +106,12 @@ def test_cli(capsys):
 
 @pytest.mark.heavy
 def test_python_dash_m():
-    done = subprocess.run([sys.executable, "-m", "trn_backend", "explain", "ij,jk,kl->il", "64x64", "64x64",
-                           "64x64"], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "trn_backend", "explain", "ij,jk,kl->il", "64x64", "64x64", "64x64"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "total: 2 kernel call(s)" in done.stdout
 
@@ -101,9 +119,14 @@ def test_python_dash_m():
 @pytest.mark.heavy
 def test_python_dash_m_takes_generated_symbols():
     """opt_einsum's symbols past the letters ('×', '÷', U+2003) on the command line, in UTF-8."""
-    done = subprocess.run([sys.executable, "-m", "trn_backend", "explain", "a×,×÷,÷\u2003->a\u2003", "2x3", "3x4",
-                           "4x5"], capture_output=True, text=True, timeout=120, encoding="utf-8",
-                          env={**os.environ, "PYTHONIOENCODING": "utf-8"})
+    done = subprocess.run(
+        [sys.executable, "-m", "trn_backend", "explain", "a×,×÷,÷\u2003->a\u2003", "2x3", "3x4", "4x5"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        encoding="utf-8",
+        env={**os.environ, "PYTHONIOENCODING": "utf-8"},
+    )
     assert done.returncode == 0, done.stderr
     assert "total: 2 kernel call(s)" in done.stdout and "×" in done.stdout and "\\u2003" in done.stdout
 
@@ -138,8 +161,10 @@ def test_explain_says_where_sr_equals_fast_and_why():
     other step, and on a bf16 step says nothing (the two then differ)."""
     a = xp.ones((8, 8), dtype=xp.float32)
     text = str(xp.explain("ij,jk->ik", a, a, precision="sr"))
-    assert "step 1: sr equals fast here, bit for bit: sr rounds stochastically only a bf16/fp16 result, and this " \
-           "step's is float32" in text
+    assert (
+        "step 1: sr equals fast here, bit for bit: sr rounds stochastically only a bf16/fp16 result, and this "
+        "step's is float32" in text
+    )
     assert "sr equals fast" not in str(xp.explain("ij,jk->ik", a, a, precision="fast"))
     b = xp.ones((8, 8), dtype=xp.bfloat16)
     assert "sr equals fast" not in str(xp.explain("ij,jk->ik", b, b, precision="sr"))
@@ -254,21 +279,28 @@ def _costs(table):
 @PREVIEW
 def test_a_dominated_step_says_so_and_names_the_dominating_mode(monkeypatch):
     # planted times: bf16x6 (the smaller bound at every K) as fast as dd, native faster still
-    monkeypatch.setattr(_neuron_front, "step_costs", _costs(
-        {"fast": 1.0, "sr": 1.0, "native": 1.5, "dd": 3.0, "bf16x6": 3.0, "ozaki": 11.0}))
+    monkeypatch.setattr(
+        _neuron_front,
+        "step_costs",
+        _costs({"fast": 1.0, "sr": 1.0, "native": 1.5, "dd": 3.0, "bf16x6": 3.0, "ozaki": 11.0}),
+    )
     with config.set(nki_min_flops=0):
         e = xp.explain("ij,jk->ik", *SMALL, dtype=xp.float32, precision="dd", device="neuron")
     assert e.dominated == (
         "step 1: dd is dominated on Trainium: bf16x6 is no slower and no less accurate (trn2 cost model's ranking "
         "of the kernels; bounds at K = 300); so is native if the Tensor Engine's fp32 products are as accurate as "
-        "SGEMM's (u_s per product) (undocumented: check-neuron measures it)",)
+        "SGEMM's (u_s per product) (undocumented: check-neuron measures it)",
+    )
     assert e.dominated[0] in str(e).splitlines()
 
 
 @PREVIEW
 def test_a_step_dominated_only_if_fp32_is_accurate_says_it_depends(monkeypatch):
-    monkeypatch.setattr(_neuron_front, "step_costs", _costs(
-        {"fast": 1.0, "sr": 1.0, "native": 2.0, "dd": 3.0, "bf16x6": 6.0, "ozaki": 11.0}))
+    monkeypatch.setattr(
+        _neuron_front,
+        "step_costs",
+        _costs({"fast": 1.0, "sr": 1.0, "native": 2.0, "dd": 3.0, "bf16x6": 6.0, "ozaki": 11.0}),
+    )
     with config.set(nki_min_flops=0):
         e = xp.explain("ij,jk->ik", *SMALL, dtype=xp.float32, precision="dd", device="neuron")
         fast = xp.explain("ij,jk->ik", *SMALL, dtype=xp.float32, precision="fast", device="neuron")
@@ -276,7 +308,8 @@ def test_a_step_dominated_only_if_fp32_is_accurate_says_it_depends(monkeypatch):
     assert e.dominated == (
         "step 1: dd is dominated on Trainium by native if the Tensor Engine's fp32 products are as accurate as "
         "SGEMM's (u_s per product) (trn2 cost model's ranking of the kernels; bounds at K = 300); that precision "
-        "is undocumented: check-neuron measures it",)
+        "is undocumented: check-neuron measures it",
+    )
     assert fast.dominated == () and here.dominated == ()
 
 
@@ -292,7 +325,15 @@ def test_sr_is_priced_as_the_fast_kernel_it_runs():
 @PREVIEW
 def test_the_opt_einsum_route_previews_each_call():
     with config.set(nki_min_flops=0):
-        e = xp.explain("ij,jk,kl->il", (256, 300), (300, 128), (128, 64), dtype=xp.float32, precision="dd",
-                       route="opt_einsum", device="neuron")
+        e = xp.explain(
+            "ij,jk,kl->il",
+            (256, 300),
+            (300, 128),
+            (128, 64),
+            dtype=xp.float32,
+            precision="dd",
+            route="opt_einsum",
+            device="neuron",
+        )
     assert e.preview and e.call_steps == (1, 1)
     assert e.compiled_implementations == ("nki.matmul[dd]", "nki.matmul[dd]")

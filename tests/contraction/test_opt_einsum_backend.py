@@ -55,11 +55,11 @@ def test_the_replaced_opt_einsum_functions_have_the_signatures_they_are_replaced
     from opt_einsum import sharing
     from opt_einsum.contract import ContractExpression
 
-    assert list(inspect.signature(opt_einsum_backend._opt_einsum_memoize).parameters) == \
-        ["key", "fn", "args", "kwargs"]
+    assert list(inspect.signature(opt_einsum_backend._opt_einsum_memoize).parameters) == ["key", "fn", "args", "kwargs"]
     assert list(inspect.signature(opt_einsum_backend._opt_einsum_constants).parameters) == ["self", "backend"]
-    assert callable(sharing.get_sharing_cache) and "_evaluated_constants" in \
-        inspect.getsource(ContractExpression.evaluate_constants)
+    assert callable(sharing.get_sharing_cache) and "_evaluated_constants" in inspect.getsource(
+        ContractExpression.evaluate_constants
+    )
 
 
 # Run in a fresh interpreter: importing trn_backend leaves opt_einsum's memo and constants folding alone; another
@@ -98,15 +98,20 @@ FIRST_USE = [
 @pytest.mark.heavy
 @pytest.mark.parametrize("first_use", FIRST_USE)
 def test_opt_einsum_internals_are_replaced_on_the_first_use_of_trn(first_use):
-    done = subprocess.run([sys.executable, "-c", FRESH.format(first_use=first_use)], cwd=Path(__file__).parents[2],
-                          capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", FRESH.format(first_use=first_use)],
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+    )
     assert done.returncode == 0, done.stderr
 
 
 @pytest.mark.parametrize("kind", ["numpy", "torch", "trn"])
 def test_backend_trn_converts_inputs(arrays, kind):
-    ops = {"numpy": arrays, "torch": [torch.from_numpy(a) for a in arrays],
-           "trn": [xp.asarray(a) for a in arrays]}[kind]
+    ops = {"numpy": arrays, "torch": [torch.from_numpy(a) for a in arrays], "trn": [xp.asarray(a) for a in arrays]}[
+        kind
+    ]
     with kernels.count_calls() as calls:
         out = oe.contract(EQ, *ops, backend="trn")
     assert isinstance(out, xp.NeuronArray)
@@ -208,6 +213,7 @@ def test_every_binary_step_reaches_the_kernels(monkeypatch):
 def _forbidden(name):
     def f(*args, **kwargs):
         raise AssertionError(f"torch.{name} called outside the kernel layer")
+
     return f
 
 
@@ -219,25 +225,35 @@ def test_bad_operands():
 def test_python_scalar_operands_are_weak_scalars():
     """opt_einsum's own test expressions pass Python scalars; with "trn" they adopt the arrays' dtype (NEP 50)."""
     x, ones = xp.asarray([1.0, 2.0, 3.0], dtype=xp.float32), xp.ones(2, dtype=xp.float32)
-    for got in (oe.contract("a,->a", x, 0.5, backend="trn"), xp.contract("a,->a", x, 0.5),
-                oe.contract("a,,b->ab", x, 2, ones, backend="trn")[:, 0]):
+    for got in (
+        oe.contract("a,->a", x, 0.5, backend="trn"),
+        xp.contract("a,->a", x, 0.5),
+        oe.contract("a,,b->ab", x, 2, ones, backend="trn")[:, 0],
+    ):
         assert got.dtype == xp.float32
     np.testing.assert_array_equal(to_numpy(oe.contract("a,->a", x, 0.5, backend="trn")), [0.5, 1.0, 1.5])
-    np.testing.assert_array_equal(to_numpy(oe.contract("a,,b->ab", x, 2, ones, backend="trn")),
-                                  np.outer([2.0, 4.0, 6.0], [1.0, 1.0]))
+    np.testing.assert_array_equal(
+        to_numpy(oe.contract("a,,b->ab", x, 2, ones, backend="trn")), np.outer([2.0, 4.0, 6.0], [1.0, 1.0])
+    )
 
 
-@pytest.mark.parametrize(("contract", "subscripts"), [
-    (lambda *a, **k: xp.contract(*a, optimize=False, **k), "ij,jk->ik"),
-    (xp.contract, "ij,jk->ik"),
-    (lambda *a, **k: oe.contract(*a, backend="trn", **k), "ij,ij->ij"),  # opt_einsum's einsum step gets out=
-])
+@pytest.mark.parametrize(
+    ("contract", "subscripts"),
+    [
+        (lambda *a, **k: xp.contract(*a, optimize=False, **k), "ij,jk->ik"),
+        (xp.contract, "ij,jk->ik"),
+        (lambda *a, **k: oe.contract(*a, backend="trn", **k), "ij,ij->ij"),  # opt_einsum's einsum step gets out=
+    ],
+)
 def test_out_is_checked_before_any_work(contract, subscripts):
     a = xp.ones((3, 4), dtype=xp.float32)
     b = xp.ones((4, 5) if subscripts == "ij,jk->ik" else (3, 4), dtype=xp.float32)
     shape = (3, 5) if subscripts == "ij,jk->ik" else (3, 4)
-    with pytest.raises(ValueError, match=rf"out= has shape \(5, 3\), but the result of '{subscripts}' has shape "
-                                         rf"\({shape[0]}, {shape[1]}\)"):
+    with pytest.raises(
+        ValueError,
+        match=rf"out= has shape \(5, 3\), but the result of '{subscripts}' has shape "
+        rf"\({shape[0]}, {shape[1]}\)",
+    ):
         contract(subscripts, a, b, out=xp.zeros((5, 3)))
     with pytest.raises(TypeError, match="cannot write the float32 result into out= of dtype int32 .*'safe'"):
         contract(subscripts, a, b, out=xp.zeros(shape, dtype=xp.int32))
@@ -296,8 +312,9 @@ def test_backend_tensordot_validates_axes_even_after_a_cached_step(axes):
     opt_einsum_backend.tensordot(x, y, ((1,), (0,)))  # cached: True and 1.0 hash and compare like 1
     if isinstance(axes[0], list):  # a list pair is valid (made canonical), just not cached
         # float32 sums of 3 products: within a few ulp of |x||y| (an entry may cancel), not of the entry
-        np.testing.assert_allclose(to_numpy(opt_einsum_backend.tensordot(x, y, axes)),
-                                   to_numpy(x) @ to_numpy(y), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(
+            to_numpy(opt_einsum_backend.tensordot(x, y, axes)), to_numpy(x) @ to_numpy(y), rtol=1e-6, atol=1e-6
+        )
         return
     with pytest.raises(TypeError, match="axes must be an int or a pair of sequences of ints"):
         opt_einsum_backend.tensordot(x, y, axes)
@@ -317,9 +334,17 @@ def _network(n, regularity, global_dim):
     return oe.testing.rand_equation(n, regularity, n_out=2, d_min=2, d_max=3, seed=n, global_dim=global_dim)
 
 
-@pytest.mark.parametrize("n, regularity, global_dim, dtype", [
-    (16, 3, False, torch.float64), (16, 3, True, torch.float64), (30, 2, False, torch.float32),
-    (12, 3, True, torch.complex64), (10, 3, False, torch.int64), (0, 0, False, torch.float64)])
+@pytest.mark.parametrize(
+    "n, regularity, global_dim, dtype",
+    [
+        (16, 3, False, torch.float64),
+        (16, 3, True, torch.float64),
+        (30, 2, False, torch.float32),
+        (12, 3, True, torch.complex64),
+        (10, 3, False, torch.int64),
+        (0, 0, False, torch.float64),
+    ],
+)
 def test_expression_program_matches_opt_einsum_bit_for_bit(n, regularity, global_dim, dtype):
     """``trn_backend.contract_expression`` runs its compiled program on NeuronArrays: the same kernel calls and
     the same bits as opt_einsum's own loop with backend "trn" (tensordot, batched, matrix-vector, single-operand
@@ -361,8 +386,9 @@ def test_expression_program_follows_the_precision_in_force_and_falls_back_where_
         expr(*ops[:-1])
 
 
-@pytest.mark.parametrize(("eq", "shapes"), [("ij,ij,j->i", [(3, 4), (3, 4), (4,)]),
-                                            ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 6)])])
+@pytest.mark.parametrize(
+    ("eq", "shapes"), [("ij,ij,j->i", [(3, 4), (3, 4), (4,)]), ("ij,jk,kl->il", [(3, 4), (4, 5), (5, 6)])]
+)
 def test_expression_steps_of_three_operands_are_folded_left_to_right(eq, shapes):
     """An explicit path may join three operands in one step; the program folds it into binary steps, left to
     right, as einsum folds a path entry of three operands."""
@@ -386,6 +412,7 @@ def test_expression_with_einsum_keywords_runs_through_opt_einsum():
 
 
 # --- precision through opt_einsum: the context, folded constants, shared intermediates ---
+
 
 def _uniform(m, k, n, dtype, seed=0):
     g = np.random.default_rng(seed)

@@ -101,26 +101,29 @@ class _Recorder:
         def kernel(a, b, mode="native", **params):
             self.operands.append((a, b))
             return real(a, b, mode, **params)
+
         return kernel
 
 
-@pytest.mark.parametrize("subscripts, shapes", [
-    ("ij,jk->ik", [(4, 5), (5, 6)]),
-    ("ji,jk->ik", [(5, 4), (5, 6)]),  # transposed operand: a strided view, no copy
-    ("abc,cd->abd", [(2, 3, 5), (5, 6)]),  # merged free indices
-    ("abcd,cdef->abef", [(2, 3, 4, 5), (4, 5, 6, 7)]),  # merged contracted indices
-    ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]),
-    ("bij,bkj->bik", [(3, 4, 5), (3, 6, 5)]),
-])
+@pytest.mark.parametrize(
+    "subscripts, shapes",
+    [
+        ("ij,jk->ik", [(4, 5), (5, 6)]),
+        ("ji,jk->ik", [(5, 4), (5, 6)]),  # transposed operand: a strided view, no copy
+        ("abc,cd->abd", [(2, 3, 5), (5, 6)]),  # merged free indices
+        ("abcd,cdef->abef", [(2, 3, 4, 5), (4, 5, 6, 7)]),  # merged contracted indices
+        ("bij,bjk->bik", [(3, 4, 5), (3, 5, 6)]),
+        ("bij,bkj->bik", [(3, 4, 5), (3, 6, 5)]),
+    ],
+)
 def test_operands_reach_the_kernel_as_views(monkeypatch, subscripts, shapes):
     rec = _Recorder(monkeypatch)
     ts = [torch.randn(s) for s in shapes]
     out = xp.einsum(subscripts, *map(xp.NeuronArray, ts))
-    (a, b), = rec.operands
+    ((a, b),) = rec.operands
     ptrs = {t.untyped_storage().data_ptr() for t in ts}
     assert {a.untyped_storage().data_ptr(), b.untyped_storage().data_ptr()} == ptrs
-    np.testing.assert_allclose(out._t.numpy(), np.einsum(subscripts, *(t.numpy() for t in ts)), rtol=1e-5,
-                               atol=1e-5)
+    np.testing.assert_allclose(out._t.numpy(), np.einsum(subscripts, *(t.numpy() for t in ts)), rtol=1e-5, atol=1e-5)
 
 
 def test_intermediates_leave_the_kernel_in_the_order_the_next_step_uses():
@@ -154,8 +157,7 @@ def test_each_binary_step_resolves_its_own_k(monkeypatch):
     # with a target, on the CPU, native's bound meets it at K = 16 but fp64 is needed at K = 700; resolving from
     # the product of the contracted sizes (16 * 700) would give fp64 twice
     target = 3e-5
-    assert [_precision.select_precision(F32, K, target).mode for K in (16, 700, 16 * 700)] == [
-        "native", "fp64", "fp64"]
+    assert [_precision.select_precision(F32, K, target).mode for K in (16, 700, 16 * 700)] == ["native", "fp64", "fp64"]
     seen.clear()
     with kernels.count_calls() as calls:
         xp.einsum("ij,jk,kl->il", a, b, c, optimize=[(0, 1), (0, 1)], target_forward_error=target)
@@ -183,18 +185,22 @@ def test_native_kernel_is_exact_for_integers_and_bool(dtype):
     assert_same(xp.NeuronArray(reference.native(ta[0], tb[0])), expected[0])
     if dtype != "bool":  # the broadcast multiply-sum used where torch has no integer GEMM (CUDA)
         got = reference._native._multiply_sum(
-            *(x.view(torch.int64) if dtype == "uint64" else x.long() for x in (ta, tb)))
+            *(x.view(torch.int64) if dtype == "uint64" else x.long() for x in (ta, tb))
+        )
         assert_same(xp.NeuronArray(got.view(torch.uint64) if dtype == "uint64" else got.to(ta.dtype)), expected)
 
 
-@pytest.mark.parametrize("subscripts, shapes, dtype, calls", [
-    ("Qmn,mi->Qni", [(64, 32, 48), (32, 8)], "float64", 1),  # the DF-MP2 first step
-    ("mi,Qmn->iQn", [(32, 8), (64, 32, 48)], "float64", 1),  # as opt_einsum's tensordot orders it
-    ("Qmn,mi->inQ", [(64, 32, 48), (32, 8)], "int64", 1),
-    ("bQmn,bmi->bQni", [(2, 40, 32, 40), (2, 32, 5)], "complex128", 2),  # with a shared batch index too
-    ("bQmn,bmi->bQni", [(40, 2, 32, 40), (40, 32, 5)], "float64", 2),  # ... longer than the broadcast one
-    ("bcQmn,bcmi->cbQni", [(2, 3, 20, 32, 40), (2, 3, 32, 5)], "int64", 6),  # two shared indices
-])
+@pytest.mark.parametrize(
+    "subscripts, shapes, dtype, calls",
+    [
+        ("Qmn,mi->Qni", [(64, 32, 48), (32, 8)], "float64", 1),  # the DF-MP2 first step
+        ("mi,Qmn->iQn", [(32, 8), (64, 32, 48)], "float64", 1),  # as opt_einsum's tensordot orders it
+        ("Qmn,mi->inQ", [(64, 32, 48), (32, 8)], "int64", 1),
+        ("bQmn,bmi->bQni", [(2, 40, 32, 40), (2, 32, 5)], "complex128", 2),  # with a shared batch index too
+        ("bQmn,bmi->bQni", [(40, 2, 32, 40), (40, 32, 5)], "float64", 2),  # ... longer than the broadcast one
+        ("bcQmn,bcmi->cbQni", [(2, 3, 20, 32, 40), (2, 3, 32, 5)], "int64", 6),  # two shared indices
+    ],
+)
 def test_broadcast_batching_keeps_both_operands_views(monkeypatch, subscripts, shapes, dtype, calls):
     """[lead, K, trail] operands would be copied to [lead*trail, K]; the planner batches over lead instead, with
     the small operand broadcast (stride 0), so the large one reaches bmm as a view, and so does the small one: a
@@ -213,15 +219,22 @@ def test_broadcast_batching_keeps_both_operands_views(monkeypatch, subscripts, s
 
 
 @settings(max_examples=30)
-@given(st.lists(st.integers(1, 3), min_size=1, max_size=2), st.integers(2, 4), st.integers(2, 3),
-       st.integers(2, 3), st.integers(1, 3), st.booleans(), st.sampled_from(["float64", "complex128", "int64"]),
-       st.sampled_from([{}, {"precision": "dd"}, {"target_relative_error": 1e-9}]))
+@given(
+    st.lists(st.integers(1, 3), min_size=1, max_size=2),
+    st.integers(2, 4),
+    st.integers(2, 3),
+    st.integers(2, 3),
+    st.integers(1, 3),
+    st.booleans(),
+    st.sampled_from(["float64", "complex128", "int64"]),
+    st.sampled_from([{}, {"precision": "dd"}, {"target_relative_error": 1e-9}]),
+)
 def test_broadcast_batching_beside_shared_batch_indices_matches_numpy(shared, q, m, n, i, reorder, dtype, how):
     """Every size of shared and broadcast batch axes (the kernel looping over the shorter, or one call where
     nothing is shared), output orders, dtypes, and the modes and targets that run the step another way."""
     if dtype == "int64" and how or dtype == "complex128" and "target_relative_error" in how:
         how = {}  # integer products are exact, in native only; complex parts can cancel to 0, out of a relative reach
-    s = "bc"[:len(shared)]
+    s = "bc"[: len(shared)]
     out = f"{s[::-1]}inQ" if reorder else f"{s}Qni"
     subscripts = f"{s}Qmn,{s}mi->{out}"
     shapes = [(*shared, q, m, n), (*shared, m, i)]  # the first the larger: [shared, Q, contracted, trail]
@@ -263,9 +276,14 @@ def test_paths_keep_broadcast_batched_intermediates_unpermuted():
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.complex64, torch.int32])
-@pytest.mark.parametrize("kernel, shapes", [
-    ("matmul", [(5, 7), (7, 3)]), ("matmul", [(1, 9), (9, 1)]), ("bmm", [(4, 5, 7), (4, 7, 3)]),
-])
+@pytest.mark.parametrize(
+    "kernel, shapes",
+    [
+        ("matmul", [(5, 7), (7, 3)]),
+        ("matmul", [(1, 9), (9, 1)]),
+        ("bmm", [(4, 5, 7), (4, 7, 3)]),
+    ],
+)
 def test_native_kernel_calls_match_the_reference_bit_for_bit(kernel, shapes, dtype):
     """The kernel layer runs floating-point native steps as mm / bmm (dot for a dot product) directly: the
     same results as ``reference.native``, each call counted."""

@@ -31,6 +31,7 @@ def _chain():
 
 # --- per-step resolution ---
 
+
 def test_each_step_resolves_its_mode_from_its_own_K(basis):
     # target 1e-4: on the CPU, K = 16 runs native and K = 4096 fp64 (native's bound there is 2.4e-4); by pass
     # count dd and bf16x6. The product of the contracted sizes would put the first step on the second mode too.
@@ -42,22 +43,25 @@ def test_each_step_resolves_its_mode_from_its_own_K(basis):
         xp.einsum(CHAIN, a, b, c, optimize=STEPS, target_forward_error=target)
         with xp.precision(target_forward_error=target):
             xp.contract(CHAIN, a, b, c, optimize=STEPS)
-        xp.contract_expression(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS,
-                               target_forward_error=target)(a, b, c)
+        xp.contract_expression(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, target_forward_error=target)(
+            a, b, c
+        )
     assert calls == {("matmul", first): 3, ("matmul", second): 3}
 
 
 def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bound():
-    e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float32,
-                   target_forward_error=1e-4)
+    e = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float32, target_forward_error=1e-4)
     assert [p.resolved.mode for p in e.steps] == ["native", "fp64"]
     for p, K in zip(e.steps, (16, 4096), strict=True):
         assert p.resolved.bound == error_bound(p.resolved.mode, f32, K) and f"{p.resolved.bound:.2g}" in str(e)
-    e64 = xp.explain(CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float64,
-                     target_forward_error=1e-14)  # float64's own bound meets it at K = 16, not at 4096
+    e64 = xp.explain(
+        CHAIN, (8, 16), (16, 4096), (4096, 8), optimize=STEPS, dtype=xp.float64, target_forward_error=1e-14
+    )  # float64's own bound meets it at K = 16, not at 4096
     assert [p.resolved.label for p in e64.steps] == ["native", "ozaki(slices=7)"]
-    assert [p.resolved.bound for p in e64.steps] == [error_bound("native", f64, 16),
-                                                     error_bound("ozaki", f64, 4096, slices=7)]
+    assert [p.resolved.bound for p in e64.steps] == [
+        error_bound("native", f64, 16),
+        error_bound("ozaki", f64, 4096, slices=7),
+    ]
     assert "ozaki(slices=7)" in str(e64)
     with xp.precision(target_relative_error=1e-3):
         checked = xp.explain("ij,jk->ik", (8, 512), (512, 8))
@@ -65,6 +69,7 @@ def test_explain_shows_each_steps_mode_with_its_parameters_and_the_registrys_bou
 
 
 # --- target_relative_error ---
+
 
 def _exact(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """The exact product of small float matrices, rounded once to float64 at the end."""
@@ -104,11 +109,21 @@ def test_benign_products_stay_on_the_cheapest_mode_with_one_extra_fast_pass(basi
     assert _relative_error(c, a, b) <= check.estimate <= 1e-3
 
 
-@pytest.mark.parametrize(("dtype", "target", "first", "then"), [
-    (np.float32, 1e-4, {"calibration": "native", "pass count": "dd"}, {"calibration": ["fp64"]}),
-    (np.float64, 1e-13, {"calibration": "native", "pass count": "native"},
-     {"calibration": ["ozaki(slices=7)", "ozaki(slices=8)"], "pass count": ["ozaki(slices=7)", "ozaki(slices=8)"]}),
-])
+@pytest.mark.parametrize(
+    ("dtype", "target", "first", "then"),
+    [
+        (np.float32, 1e-4, {"calibration": "native", "pass count": "dd"}, {"calibration": ["fp64"]}),
+        (
+            np.float64,
+            1e-13,
+            {"calibration": "native", "pass count": "native"},
+            {
+                "calibration": ["ozaki(slices=7)", "ozaki(slices=8)"],
+                "pass count": ["ozaki(slices=7)", "ozaki(slices=8)"],
+            },
+        ),
+    ],
+)
 def test_cancellation_escalates_until_the_estimate_meets_the_target(dtype, target, first, then, basis):
     """|C| ~ |A||B| / 300: the a priori mode's estimate misses, and escalation (the cheapest mode with a smaller
     bound, and so on) meets the target honestly."""
@@ -128,8 +143,11 @@ def test_cancellation_escalates_until_the_estimate_meets_the_target(dtype, targe
 
 def test_an_unreachable_target_names_the_best_estimate():
     a, b = _cancelling(8, 64, 8, np.float64)
-    with pytest.raises(ValueError, match=r"target_relative_error=1e-14 is out of reach for 'ab,bc->ac' \(K=64, "
-                                         r"float64\): the best a posteriori estimate reached is .* with ozaki"):
+    with pytest.raises(
+        ValueError,
+        match=r"target_relative_error=1e-14 is out of reach for 'ab,bc->ac' \(K=64, "
+        r"float64\): the best a posteriori estimate reached is .* with ozaki",
+    ):
         xp.matmul(from_numpy(a), from_numpy(b), target_relative_error=1e-14)
     (check,) = xp.last_precision_report()
     assert not check.met and check.tried[-1][0] == "ozaki(slices=8)"
@@ -151,12 +169,14 @@ def test_float32_results_are_their_float64_results_rounded_once(mode):
 def test_every_front_door_checks_its_whole_expression(basis):
     a, b = _uniform(8, 32, 8, np.float32)
     x, y = from_numpy(a), from_numpy(b)
-    calls = [lambda: xp.einsum("ij,jk->ik", x, y, target_relative_error=1e-3),
-             lambda: xp.tensordot(x, y, axes=1, target_relative_error=1e-3),
-             lambda: xp.matmul(x, y, target_relative_error=1e-3),
-             lambda: xp.vecdot(x, x, target_relative_error=1e-3),
-             lambda: xp.contract("ij,jk->ik", x, y, target_relative_error=1e-3),
-             lambda: xp.contract_expression("ij,jk->ik", x.shape, y.shape, target_relative_error=1e-3)(x, y)]
+    calls = [
+        lambda: xp.einsum("ij,jk->ik", x, y, target_relative_error=1e-3),
+        lambda: xp.tensordot(x, y, axes=1, target_relative_error=1e-3),
+        lambda: xp.matmul(x, y, target_relative_error=1e-3),
+        lambda: xp.vecdot(x, x, target_relative_error=1e-3),
+        lambda: xp.contract("ij,jk->ik", x, y, target_relative_error=1e-3),
+        lambda: xp.contract_expression("ij,jk->ik", x.shape, y.shape, target_relative_error=1e-3)(x, y),
+    ]
     for call in calls:
         call()
         (check,) = xp.last_precision_report()
@@ -217,8 +237,17 @@ def test_special_values_zeros_and_wide_ranges(basis):
     assert _relative_error(c, a * 1e200, b * 1e-100) <= check.estimate
 
 
-@pytest.mark.parametrize(("dtype", "scale"), [(np.float32, 1e-18), (np.float32, 1e18), (np.float64, 1e-22),
-                                             (np.float64, 1e19), (np.float64, 1e-150), (np.float64, 1e150)])
+@pytest.mark.parametrize(
+    ("dtype", "scale"),
+    [
+        (np.float32, 1e-18),
+        (np.float32, 1e18),
+        (np.float64, 1e-22),
+        (np.float64, 1e19),
+        (np.float64, 1e-150),
+        (np.float64, 1e150),
+    ],
+)
 def test_the_estimate_bounds_the_real_error_far_outside_fp32s_range(dtype, scale, basis):
     """Products of magnitude scale**2 leave fp32's range (or come near float32's own limits): every mode the
     check runs stays within its bound there, so a met target is a true one."""
@@ -246,24 +275,44 @@ def test_a_zero_length_contraction_under_a_relative_target_gives_zeros():
     assert check.K == 0 and check.met and check.estimate == 0
 
 
-@pytest.mark.parametrize(("call", "error", "match"), [
-    (lambda x: xp.einsum("ij,jk", x, x, precision="dd", target_relative_error=1e-3), ValueError,
-     r"einsum\(\): give a precision mode or one target \(target_forward_error= or target_relative_error=\)"),
-    (lambda x: xp.tensordot(x, x, target_forward_error=1e-3, target_relative_error=1e-3), ValueError,
-     r"tensordot\(\): give a precision mode"),
-    (lambda x: xp.matmul(x, x, precision="dd", target_relative_error=1e-3), ValueError, r"matmul\(\): give"),
-    (lambda x: xp.vecdot(x, x, precision="dd", target_relative_error=1e-3), ValueError, r"vecdot\(\): give"),
-    (lambda x: xp.contract("ij,jk", x, x, precision="dd", target_relative_error=1e-3), ValueError,
-     r"contract\(\): give a precision mode"),
-    (lambda x: xp.contract_expression("ij,jk", (3, 3), (3, 3), target_forward_error=1e-3,
-                                      target_relative_error=1e-3), ValueError, r"contract_expression\(\): give"),
-    (lambda x: xp.precision("dd", target_relative_error=1e-3), ValueError, "precision: give"),
-    (lambda x: xp.precision(target_relative_error=1e-3, slices=3), TypeError, "parameters slices need a mode"),
-    (lambda x: xp.precision(target_relative_error=0.0), ValueError, "target_relative_error must be positive"),
-    (lambda x: xp.matmul(x, x, target_relative_error="1e-3"), TypeError,
-     r"matmul\(\): target_relative_error must be a real number, got str"),
-    (lambda x: xp.matmul(x, x, target_relative_error=-1), ValueError, "must be positive, got -1"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda x: xp.einsum("ij,jk", x, x, precision="dd", target_relative_error=1e-3),
+            ValueError,
+            r"einsum\(\): give a precision mode or one target \(target_forward_error= or target_relative_error=\)",
+        ),
+        (
+            lambda x: xp.tensordot(x, x, target_forward_error=1e-3, target_relative_error=1e-3),
+            ValueError,
+            r"tensordot\(\): give a precision mode",
+        ),
+        (lambda x: xp.matmul(x, x, precision="dd", target_relative_error=1e-3), ValueError, r"matmul\(\): give"),
+        (lambda x: xp.vecdot(x, x, precision="dd", target_relative_error=1e-3), ValueError, r"vecdot\(\): give"),
+        (
+            lambda x: xp.contract("ij,jk", x, x, precision="dd", target_relative_error=1e-3),
+            ValueError,
+            r"contract\(\): give a precision mode",
+        ),
+        (
+            lambda x: xp.contract_expression(
+                "ij,jk", (3, 3), (3, 3), target_forward_error=1e-3, target_relative_error=1e-3
+            ),
+            ValueError,
+            r"contract_expression\(\): give",
+        ),
+        (lambda x: xp.precision("dd", target_relative_error=1e-3), ValueError, "precision: give"),
+        (lambda x: xp.precision(target_relative_error=1e-3, slices=3), TypeError, "parameters slices need a mode"),
+        (lambda x: xp.precision(target_relative_error=0.0), ValueError, "target_relative_error must be positive"),
+        (
+            lambda x: xp.matmul(x, x, target_relative_error="1e-3"),
+            TypeError,
+            r"matmul\(\): target_relative_error must be a real number, got str",
+        ),
+        (lambda x: xp.matmul(x, x, target_relative_error=-1), ValueError, "must be positive, got -1"),
+    ],
+)
 def test_target_relative_error_errors(call, error, match):
     with pytest.raises(error, match=match):
         call(_normal(3, 3))

@@ -54,6 +54,7 @@ def contract(eq: str, *arrays, **kwargs) -> np.ndarray:
 
 # --- results ---
 
+
 @settings(max_examples=25, deadline=None)
 @given(seed=st.integers(0, 2**16), n=st.integers(2, 7), limit=st.sampled_from([3, 4, 8]))
 def test_random_networks_against_numpy_einsum(seed, n, limit):
@@ -66,8 +67,12 @@ def test_random_networks_against_numpy_einsum(seed, n, limit):
         assert "no slicing of contracted indices" in str(e)
         return
     expected = np.einsum(eq, *arrays)
-    np.testing.assert_allclose(contract(eq, *arrays, memory_limit=limit), expected, rtol=1e-10,
-                               atol=1e-10 * max(1.0, float(np.abs(expected).max(initial=0.0))))
+    np.testing.assert_allclose(
+        contract(eq, *arrays, memory_limit=limit),
+        expected,
+        rtol=1e-10,
+        atol=1e-10 * max(1.0, float(np.abs(expected).max(initial=0.0))),
+    )
 
 
 def test_steps_above_no_sliced_index_run_once():
@@ -101,8 +106,9 @@ def test_repeated_index_in_an_operand():
     eq = "bba,bc,cd->ad"
     y, z = RNG.normal(size=(4, 5)), RNG.normal(size=(5, 2))
     t = tree(eq, [m.shape, y.shape, z.shape], ((0, 1), (0, 1)), "b")
-    np.testing.assert_allclose(contract(eq, m, y, z, memory_limit=10**6, optimize=t), np.einsum(eq, m, y, z),
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        contract(eq, m, y, z, memory_limit=10**6, optimize=t), np.einsum(eq, m, y, z), rtol=1e-12
+    )
 
 
 def test_sliced_output_indices_fill_their_part():
@@ -114,8 +120,10 @@ def test_sliced_output_indices_fill_their_part():
 @pytest.mark.parametrize("dtype", ["int64", "uint8", "uint32", "uint64", "bool", "complex128", "float32"])
 def test_dtypes_exact_and_modular(dtype):
     shapes = [(3, 5), (5, 4), (4, 3), (3, 6)]
-    arrays = [RNG.integers(0, 200, size=s).astype(dtype) if dtype != "bool" else RNG.integers(0, 2, size=s) > 0
-              for s in shapes]
+    arrays = [
+        RNG.integers(0, 200, size=s).astype(dtype) if dtype != "bool" else RNG.integers(0, 2, size=s) > 0
+        for s in shapes
+    ]
     if dtype == "complex128":
         arrays = [a + 1j * RNG.normal(size=a.shape) for a in arrays]
     t = tree(CHAIN, shapes, LEFT_TO_RIGHT, "cd")
@@ -145,6 +153,7 @@ def test_the_default_path_under_the_smallest_limit():
 
 # --- the caller's tree ---
 
+
 def test_a_tree_is_used_as_given_and_sliced_further_when_the_limit_needs_it():
     x, y, z = RNG.normal(size=(2, 12)), RNG.normal(size=(12, 12)), RNG.normal(size=(12, 2))
     t = tree("ab,bc,cd->ad", [x.shape, y.shape, z.shape], ((0, 1), (0, 1)), "b")
@@ -152,8 +161,7 @@ def test_a_tree_is_used_as_given_and_sliced_further_when_the_limit_needs_it():
     assert _slicing.slicing(spec, [x.shape, y.shape, z.shape], 24, t) == (((0, 1), (0, 1)), ("b",))
     path, sliced = _slicing.slicing(spec, [x.shape, y.shape, z.shape], 4, t)  # ac (24) must be sliced too
     assert path == ((0, 1), (0, 1)) and set(sliced) == {"b", "c"}
-    np.testing.assert_allclose(contract("ab,bc,cd->ad", x, y, z, memory_limit=4, optimize=t), x @ y @ z,
-                               rtol=1e-12)
+    np.testing.assert_allclose(contract("ab,bc,cd->ad", x, y, z, memory_limit=4, optimize=t), x @ y @ z, rtol=1e-12)
     with pytest.raises(ValueError, match=r"no slicing of contracted indices .* the output has 4"):
         contract("ab,bc,cd->ad", x, y, z, memory_limit=3, optimize=t)
 
@@ -168,6 +176,7 @@ def test_a_tree_of_another_contraction_or_with_projections_is_an_error():
 
 
 # --- the progress bar ---
+
 
 def sliced_run(capsys, **kwargs) -> str:
     """What a sliced contraction (12 slices) writes to stderr."""
@@ -210,11 +219,18 @@ def test_without_tqdm_no_automatic_bar_and_asking_for_one_is_an_error(capsys, mo
 @pytest.mark.heavy
 def test_tqdm_disable_in_the_environment_turns_the_bar_off():
     # tqdm reads TQDM_DISABLE when it is imported: a fresh process
-    code = ("import numpy as np, trn_backend as xp\n"
-            "a = [xp.asarray(np.ones(s)) for s in ((3, 5), (5, 4), (4, 3), (3, 6))]\n"
-            "r = xp.contract('ab,bc,cd,de->ae', *a, memory_limit=18, progress=True)\n"
-            "print(float(xp.sum(r)))\n")
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "TQDM_DISABLE": "1"})
+    code = (
+        "import numpy as np, trn_backend as xp\n"
+        "a = [xp.asarray(np.ones(s)) for s in ((3, 5), (5, 4), (4, 3), (3, 6))]\n"
+        "r = xp.contract('ab,bc,cd,de->ae', *a, memory_limit=18, progress=True)\n"
+        "print(float(xp.sum(r)))\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "TQDM_DISABLE": "1"},
+    )
     assert run.returncode == 0, run.stderr
     assert float(run.stdout) == 3 * 5 * 4 * 3 * 6 and "slice" not in run.stderr

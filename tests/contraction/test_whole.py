@@ -40,8 +40,9 @@ def expressions(draw, dtype):
     terms, shapes, output = draw(einsum_structures(LABELS))
     family = draw(st.sampled_from(sorted(FAMILIES[dtype])))
     low, high = FAMILIES[dtype][family]
-    entries = st.builds(lambda s, m, e: (-1) ** s * (1 + m / 8) * 2.0**e, st.integers(0, 1), st.integers(0, 7),
-                        st.integers(low, high))
+    entries = st.builds(
+        lambda s, m, e: (-1) ** s * (1 + m / 8) * 2.0**e, st.integers(0, 1), st.integers(0, 7), st.integers(low, high)
+    )
     operands = []
     for shape in shapes:
         values = draw(st.lists(entries, min_size=math.prod(shape), max_size=math.prod(shape)))
@@ -58,8 +59,7 @@ def exact(subscripts: str, operands: list[np.ndarray], absolute: bool = False) -
         for c, d in zip(labels, op.shape, strict=True):
             sizes[c] = max(sizes.get(c, 1), d)
     names = sorted(sizes)
-    values = [[{k: Fraction(float(abs(v) if absolute else v)) for k, v in np.ndenumerate(op)}]
-              for op in operands]
+    values = [[{k: Fraction(float(abs(v) if absolute else v)) for k, v in np.ndenumerate(op)}] for op in operands]
     result = {idx: Fraction(0) for idx in itertools.product(*(range(sizes[c]) for c in output))}
     for assignment in itertools.product(*(range(sizes[c]) for c in names)):
         at = dict(zip(names, assignment, strict=True))
@@ -183,8 +183,14 @@ def test_a_forward_target_is_shared_among_the_steps():
     # one step alone would meet 1e-6 with native (K = 64); three steps share it, so each needs a third
     a = xp.ones((8, 64), dtype=xp.float32)
     e1 = xp.explain("ij,jk->ik", a, xp.ones((64, 8), dtype=xp.float32), target_forward_error=6e-6)
-    e3 = xp.explain("ij,jk,kl,lm->im", a, xp.ones((64, 8), dtype=xp.float32), xp.ones((8, 64), dtype=xp.float32),
-                    xp.ones((64, 8), dtype=xp.float32), target_forward_error=6e-6)
+    e3 = xp.explain(
+        "ij,jk,kl,lm->im",
+        a,
+        xp.ones((64, 8), dtype=xp.float32),
+        xp.ones((8, 64), dtype=xp.float32),
+        xp.ones((64, 8), dtype=xp.float32),
+        target_forward_error=6e-6,
+    )
     assert e1.bound <= 6e-6 and e3.bound <= 6e-6
     assert all(p.bound <= 6e-6 / 3 * (1 + 1e-9) for p in e3.steps)
 
@@ -220,9 +226,10 @@ def test_contract_and_expressions_share_a_target_over_the_whole_path():
     rng = np.random.default_rng(5)
     operands = [rng.standard_normal(s).astype(np.float32) for s in ((4, 40), (40, 4), (4, 40))]
     ops = [from_numpy(op) for op in operands]
-    for run in (lambda: xp.contract("ij,jk,kl->il", *ops, target_relative_error=1e-5),
-                lambda: xp.contract_expression("ij,jk,kl->il", *(o.shape for o in ops),
-                                               target_relative_error=1e-5)(*ops)):
+    for run in (
+        lambda: xp.contract("ij,jk,kl->il", *ops, target_relative_error=1e-5),
+        lambda: xp.contract_expression("ij,jk,kl->il", *(o.shape for o in ops), target_relative_error=1e-5)(*ops),
+    ):
         got = to_numpy(run())
         (check,) = xp.last_precision_report()
         assert check.met and check.subscripts == "ij,jk,kl->il"
@@ -234,8 +241,11 @@ def test_inf_and_nan_entries_are_left_out_of_a_whole_check():
     a = np.ones((3, 4), dtype=np.float32)
     a[0, 1] = np.inf
     b = np.ones((4, 2), dtype=np.float32)
-    got = to_numpy(xp.einsum("ij,jk,k->i", from_numpy(a), from_numpy(b), from_numpy(np.ones(2, np.float32)),
-                             target_relative_error=1e-6))
+    got = to_numpy(
+        xp.einsum(
+            "ij,jk,k->i", from_numpy(a), from_numpy(b), from_numpy(np.ones(2, np.float32)), target_relative_error=1e-6
+        )
+    )
     assert np.isinf(got[0]) and got[1:].tolist() == [8.0, 8.0]
     assert all(check.met for check in xp.last_precision_report())
 
@@ -261,8 +271,7 @@ def test_two_ranks_count_their_sum_in_the_whole_expression(mode_or_target):
     operands = [rng.standard_normal(s).astype(np.float32) for s in ((3, 8), (8, 5), (5, 2))]
 
     def body(rank):
-        ops = [td.shard(xp.asarray(operands[0]), 1), td.shard(xp.asarray(operands[1]), 0),
-               xp.asarray(operands[2])]
+        ops = [td.shard(xp.asarray(operands[0]), 1), td.shard(xp.asarray(operands[1]), 0), xp.asarray(operands[2])]
         if isinstance(mode_or_target, str):
             with xp.precision(mode_or_target):
                 out = xp.einsum("ij,jk,kl->il", *ops)
@@ -271,8 +280,9 @@ def test_two_ranks_count_their_sum_in_the_whole_expression(mode_or_target):
 
     got = spmd(2, body)[0]
     if isinstance(mode_or_target, str):
-        steps = xp.explain("ij,jk,kl->il", *(o.shape for o in operands), precision=mode_or_target,
-                           dtype=xp.float32).bound
+        steps = xp.explain(
+            "ij,jk,kl->il", *(o.shape for o in operands), precision=mode_or_target, dtype=xp.float32
+        ).bound
         ranks = 2.0**-24 / (1 - 2.0**-24)  # one addition of two float32 summands
         bound = (1 + steps) * (1 + ranks) - 1
     else:
@@ -293,8 +303,7 @@ def test_two_ranks_carry_float64_where_their_float32_sum_cannot_meet_the_target(
     before = _dispatch.GATHERED_CALLS["einsum"]
 
     def body(rank):
-        out = xp.einsum("ij,jk->ik", td.shard(xp.asarray(a), 1), td.shard(xp.asarray(b), 0),
-                        target_forward_error=1e-7)
+        out = xp.einsum("ij,jk->ik", td.shard(xp.asarray(a), 1), td.shard(xp.asarray(b), 0), target_forward_error=1e-7)
         return np.asarray(out), out.dtype
 
     (got, dtype), _ = spmd(2, body)
@@ -316,8 +325,9 @@ def test_numpy_einsum_into_a_narrower_out_keeps_the_target():
     assert report and all(check.met and check.target == 1e-6 for check in report)
     for idx, value in exact("ij,jk->ik", operands).items():
         assert abs(Fraction(float(to_numpy(out)[idx])) - value) <= Fraction(1e-6) * abs(value)
-    with pytest.raises(xp.PrecisionError,
-                       match="the final rounding to float32 alone costs 5.96e-08; the target is 1e-08"):
+    with pytest.raises(
+        xp.PrecisionError, match="the final rounding to float32 alone costs 5.96e-08; the target is 1e-08"
+    ):
         np.einsum("ij,jk->ik", *ops, out=out, casting="same_kind", target_forward_error=1e-8)
 
 

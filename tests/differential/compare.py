@@ -48,8 +48,9 @@ class Raised:
         return f"Raised({type(self.exc).__name__}: {self.exc})"
 
 
-_PUBLIC_EXCEPTIONS = {getattr(np.exceptions, n) for n in dir(np.exceptions) if isinstance(
-    getattr(np.exceptions, n), type)} | {np.linalg.LinAlgError}
+_PUBLIC_EXCEPTIONS = {
+    getattr(np.exceptions, n) for n in dir(np.exceptions) if isinstance(getattr(np.exceptions, n), type)
+} | {np.linalg.LinAlgError}
 
 
 def public_class(cls: type[BaseException]) -> type[BaseException]:
@@ -99,15 +100,18 @@ RAISED = "raised as documented"
 NO_REFERENCE = "NumPy has no answer"
 
 
-def assert_matches(got: Any, want: Any, *, close: float | None = None, relax: set[str] = frozenset(),
-                   what: str = "result") -> str | None:
+def assert_matches(
+    got: Any, want: Any, *, close: float | None = None, relax: set[str] = frozenset(), what: str = "result"
+) -> str | None:
     """``got`` (the NeuronArray side's outcome) matches ``want`` (NumPy's), under the relaxations given. Returns
     RAISED where the NeuronArray side raised an exception differences.py allows where NumPy answers (the caller
     then checks that nothing was written: assert_bases(..., unchanged=True)), NO_REFERENCE where NumPy has no
     answer to compare with."""
     raises = {name for r in relax if r.startswith("raises:") for name in r.split(":", 1)[1].split("|")}
-    if "reference" in relax and ((isinstance(want, Raised) and isinstance(want.exc, TypeError | OverflowError)) or
-                                 getattr(want, "dtype", None) == np.dtype(object)):
+    if "reference" in relax and (
+        (isinstance(want, Raised) and isinstance(want.exc, TypeError | OverflowError))
+        or getattr(want, "dtype", None) == np.dtype(object)
+    ):
         return NO_REFERENCE  # the reference has no answer (see differences.py)
     if "skip" in relax and not isinstance(want, Raised) and not isinstance(got, Raised):
         return
@@ -159,8 +163,9 @@ def _multiset(a: Any) -> Any:
     return np.sort(np.asarray(a).reshape(-1)) if isinstance(a, np.ndarray) else a
 
 
-def assert_bases(operands: list[Operand], what: str = "memory", *, unchanged: bool = False,
-                 close: float | None = None) -> None:
+def assert_bases(
+    operands: list[Operand], what: str = "memory", *, unchanged: bool = False, close: float | None = None
+) -> None:
     """After a call: each operand's base is the same on both sides (writes landed in the same places, and
     nothing changed that NumPy left alone); with ``unchanged`` (the call raised as documented where NumPy wrote),
     each NeuronArray base is as it was before the call; ``close``: values within that many eps of the dtype (a

@@ -21,10 +21,12 @@ from .draws import Operand
 
 # name -> (direction, layout, dtype): "in" imports an ndarray view into trn_backend (xp.from_dlpack); "out"
 # exports a NeuronArray view to NumPy (np.from_dlpack).
-CASES = {f"{way}:{layout}:{dtype}": (way, layout, dtype)
-         for way in ("in", "out")
-         for layout in ("contiguous", "reversed", "strided", "transposed", "broadcast", "readonly")
-         for dtype in (("float32",) if layout == "reversed" else ("float32", "complex128"))}
+CASES = {
+    f"{way}:{layout}:{dtype}": (way, layout, dtype)
+    for way in ("in", "out")
+    for layout in ("contiguous", "reversed", "strided", "transposed", "broadcast", "readonly")
+    for dtype in (("float32",) if layout == "reversed" else ("float32", "complex128"))
+}
 CASES.update({"in:contiguous:0-d": ("in", "contiguous", "0-d"), "in:contiguous:empty": ("in", "contiguous", "empty")})
 # the negative-stride imports go last: they are the ones known to abort the process
 ORDER = sorted(CASES, key=lambda n: ("reversed" in n, n))
@@ -51,13 +53,18 @@ def run(name: str) -> None:
             assert np.array_equal(np.asarray(got), np.asarray(want), equal_nan=True), "after the write"
     else:
         want, got = outcome(np.from_dlpack, src_np), outcome(np.from_dlpack, src_xp)
-        assert_matches(xp.asarray(got) if isinstance(got, np.ndarray) else got, want,
-                       what=f"np.from_dlpack({layout} NeuronArray)")
+        assert_matches(
+            xp.asarray(got) if isinstance(got, np.ndarray) else got, want, what=f"np.from_dlpack({layout} NeuronArray)"
+        )
         if isinstance(want, np.ndarray) and want.size:
             key = (0,) * want.ndim
             case = Case("np.from_dlpack", (op.dtype,), (layout,), kind="write", source="dlpack")
-            documented = assert_matches(outcome(got.__setitem__, key, 7), outcome(want.__setitem__, key, 7),
-                                        relax=relaxations(case), what="a write through the export")
+            documented = assert_matches(
+                outcome(got.__setitem__, key, 7),
+                outcome(want.__setitem__, key, 7),
+                relax=relaxations(case),
+                what="a write through the export",
+            )
             assert_bases([op], what="the exported array's base after the write", unchanged=documented == RAISED)
 
 

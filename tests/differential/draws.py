@@ -23,8 +23,9 @@ import trn_backend as xp
 # shrinking every failure would multiply the suite's time; the unshrunk example is printed with its arguments.
 EXAMPLES = int(os.environ.get("TRN_FUZZ_EXAMPLES", "6"))
 SHRINK = os.environ.get("TRN_FUZZ_SHRINK") == "1"
-HARNESS = settings(max_examples=EXAMPLES, phases=tuple(p for p in Phase if SHRINK or p is not Phase.shrink),
-                   report_multiple_bugs=False)
+HARNESS = settings(
+    max_examples=EXAMPLES, phases=tuple(p for p in Phase if SHRINK or p is not Phase.shrink), report_multiple_bugs=False
+)
 
 BOOL = ("bool",)
 SIGNED = ("int8", "int16", "int32", "int64")
@@ -37,8 +38,16 @@ REAL = INTS + FLOATS
 NUMERIC = REAL + COMPLEX
 # Hypothesis' first examples take the first option of each choice: float64 first, so an entry point's first
 # draw is not a bool one (a bool failure would hide everything else that entry point gets wrong)
-ALL = ("float64", "int64", "complex128", "float32", "int32", "uint8", *BOOL,
-       *(n for n in NUMERIC if n not in ("float64", "int64", "complex128", "float32", "int32", "uint8")))
+ALL = (
+    "float64",
+    "int64",
+    "complex128",
+    "float32",
+    "int32",
+    "uint8",
+    *BOOL,
+    *(n for n in NUMERIC if n not in ("float64", "int64", "complex128", "float32", "int32", "uint8")),
+)
 # what torch's linear algebra and FFTs take (NumPy's take ints too: both are drawn, see recipes)
 LINALG = ("float32", "float64", "complex64", "complex128")
 
@@ -60,8 +69,22 @@ def specials(name: str) -> list[Any]:
     real = np_dtype({"complex64": "float32", "complex128": "float64"}.get(name, name))
     fi = ml_dtypes.finfo(real)
     tiny = float(fi.smallest_subnormal)
-    values = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, tiny, -tiny, float(fi.smallest_normal),
-              float(fi.max), float(fi.min), 0.5, 2.0]
+    values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        tiny,
+        -tiny,
+        float(fi.smallest_normal),
+        float(fi.max),
+        float(fi.min),
+        0.5,
+        2.0,
+    ]
     if dt.kind == "c":
         values += [complex(np.nan, 0.0), complex(0.0, np.inf), complex(np.inf, np.nan), complex(-1.0, 1.0)]
     return values
@@ -74,16 +97,19 @@ def values(name: str) -> st.SearchStrategy:
     dt = np_dtype(name)
     if dt.kind in "iu":
         info = np.iinfo(dt)
-        return st.one_of(st.sampled_from(specials(name)), st.integers(-3, 3).filter(lambda v: v >= info.min),
-                         st.integers(int(info.min), int(info.max)))
+        return st.one_of(
+            st.sampled_from(specials(name)),
+            st.integers(-3, 3).filter(lambda v: v >= info.min),
+            st.integers(int(info.min), int(info.max)),
+        )
     width = {"float16": 16, "bfloat16": 32, "float32": 32, "float64": 64, "complex64": 32, "complex128": 64}[name]
-    finite = st.one_of(st.integers(-4, 4).map(float), st.floats(width=width, allow_nan=False,
-                                                                   allow_infinity=False))
+    finite = st.one_of(st.integers(-4, 4).map(float), st.floats(width=width, allow_nan=False, allow_infinity=False))
     special = st.sampled_from([v for v in specials(name) if not isinstance(v, complex)])
     real = st.one_of(special, finite, finite)
     if dt.kind == "c":
-        return st.one_of(st.builds(complex, real, real), st.sampled_from([v for v in specials(name)
-                                                                           if isinstance(v, complex)]))
+        return st.one_of(
+            st.builds(complex, real, real), st.sampled_from([v for v in specials(name) if isinstance(v, complex)])
+        )
     return real
 
 
@@ -100,10 +126,14 @@ def data_arrays(name: str, shape: tuple[int, ...]) -> st.SearchStrategy:
 # Python scalars as the other operand: weak in NEP 50, and ints beyond int64/uint64 (NumPy raises OverflowError
 # where one does not fit the array's dtype).
 BIG_INTS = (2**63, 2**64, 2**63 - 1, -(2**63), -(2**63) - 1, 2**64 - 1, 2**100, -(2**100))
-PY_SCALARS = st.one_of(st.sampled_from([0, 1, -1, 2, 255, 256, -129, *BIG_INTS]),
-                       st.sampled_from([True, False, 0.5, -0.0, 1e300, float("inf"), float("nan"), 1e-310,
-                                        complex(1, -1), complex(float("nan"), 0)]),
-                       st.integers(-1000, 1000), st.floats(width=64))
+PY_SCALARS = st.one_of(
+    st.sampled_from([0, 1, -1, 2, 255, 256, -129, *BIG_INTS]),
+    st.sampled_from(
+        [True, False, 0.5, -0.0, 1e300, float("inf"), float("nan"), 1e-310, complex(1, -1), complex(float("nan"), 0)]
+    ),
+    st.integers(-1000, 1000),
+    st.floats(width=64),
+)
 
 
 # --- layouts: how the operand's memory is arranged. Each is built the same way on both sides from the logical
@@ -111,8 +141,19 @@ PY_SCALARS = st.one_of(st.sampled_from([0, 1, -1, 2, 255, 256, -129, *BIG_INTS])
 
 LAYOUTS = ("contiguous", "reversed", "strided", "transposed", "broadcast", "readonly")
 # write targets only (see test_writes): views whose writes NumPy sends into the base
-WRITE_LAYOUTS = ("contiguous", "reversed", "strided", "transposed", "reshape_of_reversed", "lazy_conj",
-                 "real_part", "imag_part", "imag_of_real", "readonly", "broadcast")
+WRITE_LAYOUTS = (
+    "contiguous",
+    "reversed",
+    "strided",
+    "transposed",
+    "reshape_of_reversed",
+    "lazy_conj",
+    "real_part",
+    "imag_part",
+    "imag_of_real",
+    "readonly",
+    "broadcast",
+)
 
 
 def neuron(a: np.ndarray) -> xp.NeuronArray:
@@ -255,9 +296,18 @@ class Draw:
     def pick(self, options):
         return self(st.sampled_from(list(options)))
 
-    def array(self, dtypes: tuple[str, ...] | str = ALL, shape: tuple[int, ...] | None = None, *, min_dims: int = 0,
-              max_dims: int = 3, min_side: int = 0, max_side: int = 4, layouts: tuple[str, ...] | None = None,
-              value: np.ndarray | None = None) -> Operand:
+    def array(
+        self,
+        dtypes: tuple[str, ...] | str = ALL,
+        shape: tuple[int, ...] | None = None,
+        *,
+        min_dims: int = 0,
+        max_dims: int = 3,
+        min_side: int = 0,
+        max_side: int = 4,
+        layouts: tuple[str, ...] | None = None,
+        value: np.ndarray | None = None,
+    ) -> Operand:
         dtype = dtypes if isinstance(dtypes, str) else self.pick(dtypes)
         if shape is None:
             shape = self(shapes(min_dims, max_dims, min_side, max_side))
@@ -274,7 +324,7 @@ class Draw:
         if broadcast and shape:
             kind = self.pick(("same", "suffix", "ones"))
             if kind == "suffix":
-                shape = shape[self(st.integers(0, len(shape))):]
+                shape = shape[self(st.integers(0, len(shape))) :]
             elif kind == "ones":
                 shape = tuple(1 if self(st.booleans()) else s for s in shape)
         return self.array(op.dtype if dtypes is None else dtypes, shape)

@@ -61,8 +61,11 @@ def namespace_functions() -> dict[str, Any]:
         names = getattr(module, "__all__", None) or [n for n in dir(module) if not n.startswith("_")]
         for n in names:
             value = getattr(module, n)
-            if callable(value) and not isinstance(value, type | types.ModuleType) and n not in ("annotations",
-                                                                                            "public"):
+            if (
+                callable(value)
+                and not isinstance(value, type | types.ModuleType)
+                and n not in ("annotations", "public")
+            ):
                 found[prefix + n] = value
     return found
 
@@ -90,8 +93,12 @@ def all_entries() -> list[Entry]:
     for name, fn in namespace_functions().items():
         ref = numpy_function(name)
         entries[f"namespace:{name}"] = Entry(f"namespace:{name}", canonical(name), ref, fn)
-        if ref is not None and ref not in table and not isinstance(ref, np.ufunc) and \
-                f"namespace:{name}" not in EXCLUDED:
+        if (
+            ref is not None
+            and ref not in table
+            and not isinstance(ref, np.ufunc)
+            and f"namespace:{name}" not in EXCLUDED
+        ):
             entries[f"fallback:{short_name(ref)}"] = Entry(f"fallback:{short_name(ref)}", canonical(name), ref, ref)
     for fn in EXTRA_NUMPY:
         if fn not in table:
@@ -104,14 +111,29 @@ def all_entries() -> list[Entry]:
 
 # Entry points the harness does not draw, each with its reason. Everything else needs a recipe.
 EXCLUDED: dict[str, str] = {
-    **{f"numpy:{n}": "file I/O: reads or writes files, not a computation to compare (tests/numpy_dispatch)"
-       for n in ("save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile")},
-    **{f"namespace:{n}": "trn_backend-only API with no NumPy counterpart (precision, contraction engine, torch)"
-       for n in ("contract", "contract_expression", "error_bound", "explain", "last_precision_report",
-                 "multi_einsum", "precision", "select_precision", "from_torch")},
+    **{
+        f"numpy:{n}": "file I/O: reads or writes files, not a computation to compare (tests/numpy_dispatch)"
+        for n in ("save", "savez", "savez_compressed", "savetxt", "loadtxt", "genfromtxt", "fromfile")
+    },
+    **{
+        f"namespace:{n}": "trn_backend-only API with no NumPy counterpart (precision, contraction engine, torch)"
+        for n in (
+            "contract",
+            "contract_expression",
+            "error_bound",
+            "explain",
+            "last_precision_report",
+            "multi_einsum",
+            "precision",
+            "select_precision",
+            "from_torch",
+        )
+    },
     "namespace:from_dlpack": "can abort the interpreter (negative strides): test_dlpack.py runs it in a subprocess",
-    **{f"namespace:{n}": "takes dtypes, not arrays; returns dtype/info objects checked by tests/namespace"
-       for n in ("can_cast", "result_type", "isdtype", "finfo", "iinfo", "broadcast_shapes")},
+    **{
+        f"namespace:{n}": "takes dtypes, not arrays; returns dtype/info objects checked by tests/namespace"
+        for n in ("can_cast", "result_type", "isdtype", "finfo", "iinfo", "broadcast_shapes")
+    },
     "namespace:fft.fftfreq": "takes no array (n, d): tests/namespace/test_fft compares it",
     "namespace:fft.rfftfreq": "takes no array (n, d): tests/namespace/test_fft compares it",
     "namespace:linspace": "takes no array; tests/namespace compares it",

@@ -19,12 +19,27 @@ from .test_writes import VIEWS, WRITES
 
 # Python's operator protocol: every dunder of the operator module that applies to arrays, the reflected forms
 # of the binary ones, and the conversions; NeuronArray's own dunders among them must all have a recipe
-_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift",
-           "matmul")
-PROTOCOL = ({n for n in dir(operator) if n.startswith("__") and callable(getattr(operator, n))}
-            - {"__call__", "__concat__", "__iconcat__", "__delitem__", "__not__", "__inv__", "__contains__"}) | {
-    f"__r{n}__" for n in _BINARY} | {"__bool__", "__int__", "__float__", "__complex__", "__index__", "__len__",
-                                     "__iter__", "__round__", "__abs__", "__setitem__", "__getitem__"}
+_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift", "matmul")
+PROTOCOL = (
+    (
+        {n for n in dir(operator) if n.startswith("__") and callable(getattr(operator, n))}
+        - {"__call__", "__concat__", "__iconcat__", "__delitem__", "__not__", "__inv__", "__contains__"}
+    )
+    | {f"__r{n}__" for n in _BINARY}
+    | {
+        "__bool__",
+        "__int__",
+        "__float__",
+        "__complex__",
+        "__index__",
+        "__len__",
+        "__iter__",
+        "__round__",
+        "__abs__",
+        "__setitem__",
+        "__getitem__",
+    }
+)
 
 
 def test_every_entry_point_has_a_recipe_or_an_exclusion():
@@ -34,8 +49,10 @@ def test_every_entry_point_has_a_recipe_or_an_exclusion():
     assert {f"namespace:{n}" for n in namespace_functions()} <= ids
     assert {f"ufunc:{u.__name__}" for u in UFUNCS} <= ids
     missing = sorted(e.id for e in entries if e.id not in EXCLUDED and recipe_for(e) is None)
-    assert not missing, f"entry points without an argument recipe (add one to recipes.py, or an exclusion " \
-                        f"with its reason to entries.EXCLUDED): {missing}"
+    assert not missing, (
+        f"entry points without an argument recipe (add one to recipes.py, or an exclusion "
+        f"with its reason to entries.EXCLUDED): {missing}"
+    )
     stale = sorted(set(EXCLUDED) - ids)
     assert not stale, f"exclusions of entry points that no longer exist: {stale}"
     assert all(reason.strip() for reason in EXCLUDED.values())

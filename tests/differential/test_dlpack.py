@@ -23,12 +23,18 @@ def results() -> dict[str, str]:
     out: dict[str, str] = {}
     remaining = list(ORDER)
     while remaining:
-        proc = subprocess.run([sys.executable, "-m", "tests.differential.dlpack_cases", *remaining], cwd=ROOT,
-                              capture_output=True, text=True, timeout=300, env=dict(os.environ))
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.differential.dlpack_cases", *remaining],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env=dict(os.environ),
+        )
         started = None
         for line in proc.stdout.splitlines():
             word, _, rest = line.partition(" ")
-            name = rest[:rest.index(": ")] if word == "FAIL" else rest
+            name = rest[: rest.index(": ")] if word == "FAIL" else rest
             if word == "START":
                 started = rest
             elif word in ("PASS", "FAIL"):

@@ -42,9 +42,15 @@ def check_call(entry: Entry, args: tuple, kwargs: dict, operands: list[Operand])
     for op in operands:
         op.build()
     d = types.SimpleNamespace(operands=operands)
-    case = Case(entry.name, tuple(op.dtype for op in d.operands), tuple(op.layout for op in d.operands),
-                args, kwargs, source=entry.id.split(":", 1)[0],
-                nonfinite=any(_nonfinite(op.value) for op in d.operands))
+    case = Case(
+        entry.name,
+        tuple(op.dtype for op in d.operands),
+        tuple(op.layout for op in d.operands),
+        args,
+        kwargs,
+        source=entry.id.split(":", 1)[0],
+        nonfinite=any(_nonfinite(op.value) for op in d.operands),
+    )
     relax = relaxations(case)
     np_kwargs = dict(kwargs, kind="stable") if "stable" in relax and entry.name in ("sort", "argsort") else kwargs
     note(f"{entry.id}: args={args!r} kwargs={kwargs!r}")

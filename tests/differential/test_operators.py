@@ -18,14 +18,42 @@ from .draws import ALL, HARNESS, NUMERIC, Draw, Operand
 BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "and", "or", "xor", "lshift", "rshift")
 COMPARISON = ("eq", "ne", "lt", "le", "gt", "ge")
 UNARY = {"neg": operator.neg, "pos": operator.pos, "abs": operator.abs, "invert": operator.invert}
-CONVERSIONS = {"bool": bool, "int": int, "float": float, "complex": complex, "index": operator.index, "len": len,
-               "iter": list, "round": round}
+CONVERSIONS = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "complex": complex,
+    "index": operator.index,
+    "len": len,
+    "iter": list,
+    "round": round,
+}
 # the namespace's name of each operator, for differences.py (``x + y`` is add)
-NAMES = {"add": "add", "sub": "subtract", "mul": "multiply", "truediv": "divide", "floordiv": "floor_divide",
-         "mod": "remainder", "pow": "pow", "and": "bitwise_and", "or": "bitwise_or", "xor": "bitwise_xor",
-         "lshift": "bitwise_left_shift", "rshift": "bitwise_right_shift", "matmul": "matmul", "eq": "equal",
-         "ne": "not_equal", "lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal",
-         "neg": "negative", "pos": "positive", "abs": "abs", "invert": "bitwise_invert"}
+NAMES = {
+    "add": "add",
+    "sub": "subtract",
+    "mul": "multiply",
+    "truediv": "divide",
+    "floordiv": "floor_divide",
+    "mod": "remainder",
+    "pow": "pow",
+    "and": "bitwise_and",
+    "or": "bitwise_or",
+    "xor": "bitwise_xor",
+    "lshift": "bitwise_left_shift",
+    "rshift": "bitwise_right_shift",
+    "matmul": "matmul",
+    "eq": "equal",
+    "ne": "not_equal",
+    "lt": "less",
+    "le": "less_equal",
+    "gt": "greater",
+    "ge": "greater_equal",
+    "neg": "negative",
+    "pos": "positive",
+    "abs": "abs",
+    "invert": "bitwise_invert",
+}
 
 
 def other(d: Draw, x: Operand):
@@ -46,6 +74,7 @@ def inplace(op):
     def make(d: Draw):
         x = d.array(layouts=("contiguous", "reversed", "strided", "transposed", "readonly", "broadcast"))
         return op, (x, other(d, x))
+
     return make
 
 
@@ -59,9 +88,15 @@ def getitem_key(d: Draw, x: Operand):
     a boolean mask, an integer array, and tuples of them."""
     shape = x.value.shape
     parts = []
-    for n in shape[:d(st.integers(0, len(shape)))]:
-        parts.append(d(st.one_of(st.integers(-n - 1, n), st.sampled_from([slice(None, None, -1), slice(1, None, 2),
-                                                                            slice(None), slice(-2, None, -2)]))))
+    for n in shape[: d(st.integers(0, len(shape)))]:
+        parts.append(
+            d(
+                st.one_of(
+                    st.integers(-n - 1, n),
+                    st.sampled_from([slice(None, None, -1), slice(1, None, 2), slice(None), slice(-2, None, -2)]),
+                )
+            )
+        )
     kind = d.pick(("tuple", "ellipsis", "none", "mask", "array"))
     if kind == "ellipsis":
         parts = [..., *parts[:1]]
@@ -71,8 +106,11 @@ def getitem_key(d: Draw, x: Operand):
         return d.array("bool", shape=shape, layouts=("contiguous",))
     elif kind == "array" and shape:
         n = shape[0]
-        return d.array("int64", value=np.array(d(st.lists(st.integers(-n, max(n - 1, -n)), max_size=3)),
-                                               dtype=np.int64), layouts=("contiguous",))
+        return d.array(
+            "int64",
+            value=np.array(d(st.lists(st.integers(-n, max(n - 1, -n)), max_size=3)), dtype=np.int64),
+            layouts=("contiguous",),
+        )
     return tuple(parts) if len(parts) != 1 else parts[0]
 
 
@@ -89,6 +127,7 @@ def setitem(d: Draw):
     def write(a, k, v):
         a[k] = v
         return None
+
     return write, (x, key, value)
 
 
@@ -105,8 +144,10 @@ for _n, _op in CONVERSIONS.items():
     OPERATORS[f"__{_n}__"] = (lambda op: lambda d: (op, (d.array(shape=d.pick(((), (1,), (2,), (0,)))),)))(_op)
 OPERATORS["__matmul__"] = lambda d: (operator.matmul, matmul_operands(d))
 OPERATORS["__rmatmul__"] = lambda d: (operator.matmul, (np.ones((2, 3)).tolist(), d.array(NUMERIC, shape=(3, 2))))
-OPERATORS["__imatmul__"] = lambda d: (operator.imatmul, (d.array(NUMERIC, shape=(2, 2)),
-                                                         d.array(NUMERIC, shape=(2, 2))))
+OPERATORS["__imatmul__"] = lambda d: (
+    operator.imatmul,
+    (d.array(NUMERIC, shape=(2, 2)), d.array(NUMERIC, shape=(2, 2))),
+)
 OPERATORS["__getitem__"] = getitem
 OPERATORS["__setitem__"] = setitem
 
@@ -123,8 +164,14 @@ def test_operator(dunder: str, data: st.DataObject) -> None:
     inplace = core[0] == "i" and core[1:] in (*BINARY, "matmul")
     if core not in NAMES and core[0] in "ri" and core[1:] in NAMES:
         core = core[1:]
-    case = Case(NAMES.get(core, core), tuple(op.dtype for op in d.operands), tuple(op.layout for op in d.operands),
-                args, kind="write" if inplace or dunder == "__setitem__" else "call", source="operator")
+    case = Case(
+        NAMES.get(core, core),
+        tuple(op.dtype for op in d.operands),
+        tuple(op.layout for op in d.operands),
+        args,
+        kind="write" if inplace or dunder == "__setitem__" else "call",
+        source="operator",
+    )
     note(f"{dunder}: {args!r}")
     want = outcome(fn, *side(args, "np"))
     got = outcome(fn, *side(args, "xp"))

@@ -17,8 +17,11 @@ ENTRIES = {e.id: e for e in all_entries()}
 
 
 def op(value, layout: str = "contiguous", dtype: str | None = None) -> Operand:
-    a = np.asarray(value) if dtype is None else np.asarray(value).astype(np.dtype(dtype) if dtype != "bfloat16"
-                                                                          else __import__("ml_dtypes").bfloat16)
+    a = (
+        np.asarray(value)
+        if dtype is None
+        else np.asarray(value).astype(np.dtype(dtype) if dtype != "bfloat16" else __import__("ml_dtypes").bfloat16)
+    )
     return Operand(a, "bfloat16" if dtype == "bfloat16" else str(a.dtype), layout)
 
 
@@ -41,12 +44,18 @@ CALLS = {
     "pad uint8 negative": ("numpy:pad", (op(np.zeros(2, np.uint8)), 1), {"constant_values": -1}),
     # ints beyond 2**53 next to floats in a list, converted to int64
     "asarray big int list": ("namespace:asarray", ([2**62 + 1, 1.0],), {"dtype": np.int64}),
-    "asarray big int like": ("numpy:asarray", ([2**62 + 1, 1.0],), {"dtype": np.int64,
-                                                                     "like": op(np.zeros(1, np.int64))}),
+    "asarray big int like": (
+        "numpy:asarray",
+        ([2**62 + 1, 1.0],),
+        {"dtype": np.int64, "like": op(np.zeros(1, np.int64))},
+    ),
     # a Python int beyond int64 beside a bfloat16 array: NumPy with ml_dtypes raises OverflowError (it has no
     # answer, differences.py); the logical ufunc takes the int's truth value
-    "logical_and bfloat16 big int": ("ufunc:logical_and", (2**64 - 1, op(np.array([[np.nan], [2.0]]),
-                                                                          dtype="bfloat16")), {}),
+    "logical_and bfloat16 big int": (
+        "ufunc:logical_and",
+        (2**64 - 1, op(np.array([[np.nan], [2.0]]), dtype="bfloat16")),
+        {},
+    ),
     # NumPy functions whose host fallback answered an ndarray: they must give NeuronArrays
     "eigvals": ("numpy:linalg.eigvals", (op(np.eye(2)),), {}),
     "asfortranarray": ("numpy:asfortranarray", (x := op(np.eye(2)),), {"like": x}),

@@ -75,8 +75,16 @@ def _ufunc_out(t, v):
     np.negative(v, out=t)
 
 
-WRITES = {"copyto": _copyto, "setitem ...": _setitem_all, "setitem first": _setitem_first, "fill": _fill,
-          "flat[0]": _flat, "+=": _iadd, "add out=": _out, "negative out=": _ufunc_out}
+WRITES = {
+    "copyto": _copyto,
+    "setitem ...": _setitem_all,
+    "setitem first": _setitem_first,
+    "fill": _fill,
+    "flat[0]": _flat,
+    "+=": _iadd,
+    "add out=": _out,
+    "negative out=": _ufunc_out,
+}
 
 
 @pytest.mark.parametrize("write", sorted(WRITES))
@@ -97,14 +105,22 @@ def check_write(write: str, view: str, target: Operand, value, operands: list[Op
     """``WRITES[write]`` into ``VIEWS[view](target)`` of ``value``, on both sides, compared."""
     for op in operands:
         op.build()
-    case = Case(write, tuple(op.dtype for op in operands), tuple(op.layout for op in operands), (view,),
-                {"value": value}, kind="write", source="write")
+    case = Case(
+        write,
+        tuple(op.dtype for op in operands),
+        tuple(op.layout for op in operands),
+        (view,),
+        {"value": value},
+        kind="write",
+        source="write",
+    )
     note(f"{write} into {view}({target!r}) of {value!r}")
 
     def run(which: str):
         def go():
             t = VIEWS[view](side(target, which))
             WRITES[write](t, side(value, which))
+
         return outcome(go)
 
     want, got = run("np"), run("xp")
@@ -113,5 +129,9 @@ def check_write(write: str, view: str, target: Operand, value, operands: list[Op
     documented = assert_matches(got, want, relax=relax, what=f"{write} through {view} into {target.layout}")
     if documented == NO_REFERENCE:
         return  # NumPy wrote nothing to compare the memory with
-    assert_bases(operands, what=f"{write} through {view} into {target.layout}: memory",
-                 unchanged=documented == RAISED, close=1.0 if "ulp" in relax else None)
+    assert_bases(
+        operands,
+        what=f"{write} through {view} into {target.layout}: memory",
+        unchanged=documented == RAISED,
+        close=1.0 if "ulp" in relax else None,
+    )

@@ -43,8 +43,11 @@ def test_fit_recovers_alpha_and_beta(kind: str, alpha: float, beta: float) -> No
 def test_modelled_seconds_is_the_ring_cost(kind: str) -> None:
     for p in (2, 3, 4, 16):
         for n in (8.0, 4096.0, 2.0**23):
-            assert math.isclose(calibrate.modelled_seconds(kind, p, n, 3e-5, 7e-10),
-                                ring_seconds(kind, p, n, 3e-5, 7e-10), rel_tol=1e-12)
+            assert math.isclose(
+                calibrate.modelled_seconds(kind, p, n, 3e-5, 7e-10),
+                ring_seconds(kind, p, n, 3e-5, 7e-10),
+                rel_tol=1e-12,
+            )
 
 
 def test_fit_from_one_group_size() -> None:

@@ -40,6 +40,7 @@ def comms(mode: CommDebugMode) -> dict[str, int]:
 
 # --- world of one process, no launcher ---
 
+
 def test_default_mesh_starts_a_world_of_one_process():
     assert not dist.is_initialized()
     try:
@@ -57,6 +58,7 @@ def test_default_mesh_starts_a_world_of_one_process():
 
 # --- construction and the device ---
 
+
 @pytest.mark.parametrize("world", [2, 3])
 def test_shard_replicate_from_local_without_communication(world):
     def body(rank: int) -> list:
@@ -67,16 +69,27 @@ def test_shard_replicate_from_local_without_communication(world):
         with CommDebugMode() as built:
             pending = td.from_local(xp.asarray(A / world), None, pending=True)
         made = td.from_local(xp.asarray(A[block]), 0)
-        return [comms(mode), comms(built), rows.device, cols.device.axis, whole.device.axis, pending.device.pending,
-                tuple(rows.local().shape), block, np.asarray(made), np.asarray(pending), isinstance(rows.local(),
-                                                                                                td.ShardedNeuronArray)]
+        return [
+            comms(mode),
+            comms(built),
+            rows.device,
+            cols.device.axis,
+            whole.device.axis,
+            pending.device.pending,
+            tuple(rows.local().shape),
+            block,
+            np.asarray(made),
+            np.asarray(pending),
+            isinstance(rows.local(), td.ShardedNeuronArray),
+        ]
 
     sizes = _mesh.chunk_sizes(7, world)
     for rank, (c1, c2, dev, cax, wax, pend, local_shape, block, made, pending, local_sharded) in enumerate(
-            spmd(world, body)):
+        spmd(world, body)
+    ):
         assert c1 == {} and c2 == {}
         assert dev.axis == 0 and cax == 1 and wax is None and pend is True and not local_sharded
-        assert local_shape == (sizes[rank], 5) and block == slice(sum(sizes[:rank]), sum(sizes[:rank + 1]))
+        assert local_shape == (sizes[rank], 5) and block == slice(sum(sizes[:rank]), sum(sizes[: rank + 1]))
         np.testing.assert_allclose(made, A)
         np.testing.assert_allclose(pending, A, rtol=1e-12)
 
@@ -88,9 +101,18 @@ def test_sharding_compares_and_moves():
         y = td.shard(xp.asarray(B), 0)
         moved = x.to_device(td.Sharding(mesh, 1))
         whole = x.to_device("cpu")
-        return [x.device == y.device, x.device == moved.device, hash(x.device) == hash(y.device), moved.device.axis,
-                type(whole).__name__, repr(x.device), x.to_device(x.device) is x, np.asarray(moved),
-                np.asarray(whole), x.device.device]
+        return [
+            x.device == y.device,
+            x.device == moved.device,
+            hash(x.device) == hash(y.device),
+            moved.device.axis,
+            type(whole).__name__,
+            repr(x.device),
+            x.to_device(x.device) is x,
+            np.asarray(moved),
+            np.asarray(whole),
+            x.device.device,
+        ]
 
     same, differ, hashed, axis, kind, text, itself, moved, whole, device = spmd(2, body)[0]
     assert same and not differ and hashed and axis == 1 and kind == "NeuronArray" and itself
@@ -104,27 +126,34 @@ def test_bad_arguments_raise_clear_errors():
         mesh = td.default_mesh()
         x = xp.asarray(A)
         cases = [
-            lambda: td.shard(x, 2), lambda: td.shard(A, 0), lambda: td.shard(x, 0, mesh="cpu"),
-            lambda: td.from_local(xp.asarray(A[:rank + 2]), 0),  # blocks of 2 and 3 rows: not torch.chunk's
-            lambda: td.from_local(xp.asarray(A[:, :rank + 2]), 0),
+            lambda: td.shard(x, 2),
+            lambda: td.shard(A, 0),
+            lambda: td.shard(x, 0, mesh="cpu"),
+            lambda: td.from_local(xp.asarray(A[: rank + 2]), 0),  # blocks of 2 and 3 rows: not torch.chunk's
+            lambda: td.from_local(xp.asarray(A[:, : rank + 2]), 0),
             lambda: td.from_local(xp.asarray(A > 0), None, pending=True),
-            lambda: td.from_local(td.shard(x, 0), 0), lambda: td.Sharding(mesh, 0, pending=True),
+            lambda: td.from_local(td.shard(x, 0), 0),
+            lambda: td.Sharding(mesh, 0, pending=True),
         ]
         return raised(cases)
 
     messages = spmd(2, body)[0]
-    expected = [("IndexError", "shard(): axis 2 is out of bounds"), ("TypeError", "shard() expects x"),
-                ("TypeError", "shard(): mesh must be a torch.distributed DeviceMesh"),
-                ("ValueError", "from_local(): blocks of sizes [2, 3] along axis 0"),
-                ("ValueError", "from_local(): the blocks' shapes must agree except along the partitioned axes [0]"),
-                ("TypeError", "from_local(): a pending sum of booleans"),
-                ("TypeError", "from_local(): local must be a plain NeuronArray"),
-                ("ValueError", "Sharding: a pending sum is not partitioned")]
+    expected = [
+        ("IndexError", "shard(): axis 2 is out of bounds"),
+        ("TypeError", "shard() expects x"),
+        ("TypeError", "shard(): mesh must be a torch.distributed DeviceMesh"),
+        ("ValueError", "from_local(): blocks of sizes [2, 3] along axis 0"),
+        ("ValueError", "from_local(): the blocks' shapes must agree except along the partitioned axes [0]"),
+        ("TypeError", "from_local(): a pending sum of booleans"),
+        ("TypeError", "from_local(): local must be a plain NeuronArray"),
+        ("ValueError", "Sharding: a pending sum is not partitioned"),
+    ]
     for message, (kind, start) in zip(messages, expected, strict=True):
         assert message.startswith(f"{kind}: {start}"), message
 
 
 # --- contractions ---
+
 
 @pytest.mark.parametrize("world", [2, 3])
 def test_output_parallel_contraction_communicates_nothing(world):
@@ -135,8 +164,17 @@ def test_output_parallel_contraction_communicates_nothing(world):
         with CommDebugMode() as mode2:
             step = xp.einsum("Qmn,mi->Qin", qmn, xp.asarray(C))
             prod = xp.matmul(qmn, xp.asarray(V))
-        return [comms(mode), comms(mode2), qia.device.axis, step.device.axis, prod.device.axis, np.asarray(qia),
-                np.asarray(step), np.asarray(prod), sum(calls.values())]
+        return [
+            comms(mode),
+            comms(mode2),
+            qia.device.axis,
+            step.device.axis,
+            prod.device.axis,
+            np.asarray(qia),
+            np.asarray(step),
+            np.asarray(prod),
+            sum(calls.values()),
+        ]
 
     for c1, c2, a1, a2, a3, qia, step, prod, calls in spmd(world, body):
         assert (c1, c2, a1, a2, a3) == ({}, {}, 0, 0, 0)
@@ -161,11 +199,22 @@ def test_reduce_parallel_contraction_is_pending_until_one_collective(world):
             replicated = doubled.resolve()
         with CommDebugMode() as nonlinear:
             root = xp.sqrt(xp.abs(gram))  # not linear: resolves first
-        return [comms(mode), gram.device.pending, doubled.device.pending, comms(gathered), comms(scattered),
-                rows.device.axis, comms(reduced), replicated.device.axis, comms(nonlinear), np.asarray(whole),
-                np.asarray(rows), np.asarray(root)]
+        return [
+            comms(mode),
+            gram.device.pending,
+            doubled.device.pending,
+            comms(gathered),
+            comms(scattered),
+            rows.device.axis,
+            comms(reduced),
+            replicated.device.axis,
+            comms(nonlinear),
+            np.asarray(whole),
+            np.asarray(rows),
+            np.asarray(root),
+        ]
 
-    for (c, p1, p2, gathered, scattered, axis, reduced, repl_axis, nonlinear, whole, rows, root) in spmd(world, body):
+    for c, p1, p2, gathered, scattered, axis, reduced, repl_axis, nonlinear, whole, rows, root in spmd(world, body):
         assert c == {} and p1 and p2
         assert gathered == {"all_reduce": 1} and reduced == {"all_reduce": 1} and nonlinear == {"all_reduce": 1}
         assert scattered == {"reduce_scatter_tensor": 1} and axis == 0 and repl_axis is None
@@ -186,16 +235,20 @@ def modelled_and_counted(call):
 def test_mixed_partitions_and_plain_operands():
     """Operands partitioned along different labels, plain next to partitioned, pending next to plain and pending:
     the values are NumPy's, and every collective the planner predicts is one torch runs, with its bytes."""
+
     def body(rank: int) -> list:
         plain_a, plain_b = xp.asarray(A), xp.asarray(B)
         rows, cols = td.shard(plain_a, 0), td.shard(plain_b, 1)
         k_rows = td.shard(plain_b, 0)
         pending = td.einsum("ik,kj->ij", plain_a, k_rows, sharding=td.Sharding(td.default_mesh(), None, True))
-        calls = [lambda: rows @ cols, lambda: plain_a @ k_rows,
-                 lambda: xp.tensordot(pending, xp.asarray(B.T), axes=1),
-                 lambda: xp.einsum("ik,jk->ij", pending, pending),
-                 lambda: xp.vecdot(td.shard(xp.asarray(A + 1j * A), 0), xp.asarray(A)),
-                 lambda: xp.einsum("ij,ij->", rows, plain_a)]
+        calls = [
+            lambda: rows @ cols,
+            lambda: plain_a @ k_rows,
+            lambda: xp.tensordot(pending, xp.asarray(B.T), axes=1),
+            lambda: xp.einsum("ik,jk->ij", pending, pending),
+            lambda: xp.vecdot(td.shard(xp.asarray(A + 1j * A), 0), xp.asarray(A)),
+            lambda: xp.einsum("ij,ij->", rows, plain_a),
+        ]
         runs = [modelled_and_counted(c) for c in calls]
         return [pending.device.pending] + [(m, c) for _, m, c in runs] + [np.asarray(r) for r, _, _ in runs]
 
@@ -248,11 +301,21 @@ def test_opt_einsum_expressions_on_sharded_operands():
 
 # --- indexing, writes, conversions ---
 
+
 def test_indexing_writes_and_conversions():
     def body(rank: int) -> list:
         x = td.shard(xp.asarray(A), 0)
-        reads = [x[1], x[2:6], x[:, 3], x[..., None], x[xp.asarray([6, 0, 3])], x[xp.asarray(A > 0)], x[-1, ::-2],
-                 x.T, x.mT]
+        reads = [
+            x[1],
+            x[2:6],
+            x[:, 3],
+            x[..., None],
+            x[xp.asarray([6, 0, 3])],
+            x[xp.asarray(A > 0)],
+            x[-1, ::-2],
+            x.T,
+            x.mT,
+        ]
         y = td.shard(xp.asarray(A.copy()), 0)  # shard() keeps views of x: write into a copy of A
         y[1:4, 2] = 5.0
         y[xp.asarray([0, 6])] = xp.asarray(np.arange(5.0))
@@ -268,13 +331,23 @@ def test_indexing_writes_and_conversions():
         u -= xp.asarray(A)  # a pending sum is resolved before it is written
         one = x[3, 2]
         scalars = [float(one), int(one > 0), bool(one > 0), complex(one), len(x), [tuple(r.shape) for r in x][0]]
-        return [np.asarray(r) for r in reads] + [np.asarray(y), np.asarray(z), np.asarray(w), np.asarray(v),
-                                                 np.asarray(u), y.device.axis, v.device.axis, scalars, repr(x)]
+        return [np.asarray(r) for r in reads] + [
+            np.asarray(y),
+            np.asarray(z),
+            np.asarray(w),
+            np.asarray(v),
+            np.asarray(u),
+            y.device.axis,
+            v.device.axis,
+            scalars,
+            repr(x),
+        ]
 
     out = spmd(3, body)[0]
     reads, (y, z, w, v, u, y_axis, v_axis, scalars, text) = out[:9], out[9:]
-    for got, want in zip(reads, [A[1], A[2:6], A[:, 3], A[..., None], A[[6, 0, 3]], A[A > 0], A[-1, ::-2], A.T,
-                                 A.T], strict=True):
+    for got, want in zip(
+        reads, [A[1], A[2:6], A[:, 3], A[..., None], A[[6, 0, 3]], A[A > 0], A[-1, ::-2], A.T, A.T], strict=True
+    ):
         np.testing.assert_array_equal(got, want)
     expected_y = A.copy()
     expected_y[1:4, 2] = 5.0
@@ -290,7 +363,8 @@ def test_indexing_writes_and_conversions():
     assert y_axis == 0 and v_axis == 0
     assert scalars == [A[3, 2], int(A[3, 2] > 0), bool(A[3, 2] > 0), complex(A[3, 2]), 7, (5,)]
     assert text.startswith("ShardedNeuronArray([[") and text.endswith(
-        "dtype=float64, device=Sharding(axis=0, ranks=[0, 1, 2], device='cpu'))")
+        "dtype=float64, device=Sharding(axis=0, ranks=[0, 1, 2], device='cpu'))"
+    )
 
 
 def test_creation_on_a_sharding_and_unsigned_collectives():
@@ -299,12 +373,21 @@ def test_creation_on_a_sharding_and_unsigned_collectives():
     def body(rank: int) -> list:
         mesh = td.default_mesh()
         rows = td.Sharding(mesh, 0)
-        made = [xp.zeros((5, 3), device=rows), xp.arange(7, device=rows), xp.full((2, 3), 4.0, device=td.Sharding(
-            mesh, None, pending=True)), xp.asarray(A, device=rows)]
+        made = [
+            xp.zeros((5, 3), device=rows),
+            xp.arange(7, device=rows),
+            xp.full((2, 3), 4.0, device=td.Sharding(mesh, None, pending=True)),
+            xp.asarray(A, device=rows),
+        ]
         x = td.shard(xp.asarray(u64), 0)
         pending = td.from_local(xp.asarray(u64 if rank == 0 else np.full_like(u64, 2**63)), None, pending=True)
-        return [[(m.device, np.asarray(m)) for m in made], np.asarray(x), np.asarray(xp.max(x, axis=0)),
-                np.asarray(pending), np.asarray(xp.sum(x, axis=0))]
+        return [
+            [(m.device, np.asarray(m)) for m in made],
+            np.asarray(x),
+            np.asarray(xp.max(x, axis=0)),
+            np.asarray(pending),
+            np.asarray(xp.sum(x, axis=0)),
+        ]
 
     made, whole, top, pending, total = spmd(2, body)[0]
     assert [d.axis for d, _ in made] == [0, 0, None, 0] and made[2][0].pending
@@ -321,8 +404,14 @@ def test_creation_on_a_sharding_and_unsigned_collectives():
 def test_numpy_functions_on_sharded_arrays():
     def body(rank: int) -> list:
         x = td.shard(xp.asarray(A), 0)
-        results = [np.add(x, np.array(2.0)), np.add(x, np.ones(5)), np.sum(x), np.einsum("ij,kj->ik", x, A),
-                   np.sin(x), np.mean(x, axis=0)]
+        results = [
+            np.add(x, np.array(2.0)),
+            np.add(x, np.ones(5)),
+            np.sum(x),
+            np.einsum("ij,kj->ik", x, A),
+            np.sin(x),
+            np.mean(x, axis=0),
+        ]
         return [(type(r).__name__, np.asarray(r)) for r in results]
 
     expected = [A + 2.0, A + 1.0, np.sum(A), A @ A.T, np.sin(A), np.mean(A, axis=0)]
@@ -357,8 +446,9 @@ CHAIN = np.einsum("ab,bc,cd->ad", X, Y, Z)
 def test_sliced_contraction_without_a_process_group():
     assert not dist.is_initialized()
     operands = (xp.asarray(X), xp.asarray(Y), xp.asarray(Z))
-    path, sliced = slicing.slicing(slicing.parse("ab,bc,cd->ad", (X.shape, Y.shape, Z.shape)),
-                                   [X.shape, Y.shape, Z.shape], 12)
+    path, sliced = slicing.slicing(
+        slicing.parse("ab,bc,cd->ad", (X.shape, Y.shape, Z.shape)), [X.shape, Y.shape, Z.shape], 12
+    )
     assert sliced  # the limit forces slices
     with kernels.count_calls() as calls:
         r = xp.contract("ab,bc,cd->ad", *operands, memory_limit=12)
@@ -388,8 +478,14 @@ def test_sliced_contraction_spreads_slices_over_ranks(world):
         decided = _slicing._decided((((0, 1),) * rank, ("m",) * rank), td.default_mesh())
         # a limit that needs no slicing: every rank computes the whole (replicated, not a sum of copies)
         unsliced = xp.contract("ab,bc,cd->ad", *operands, memory_limit=10**6)
-        return [comms(mode), spread.device.pending, rows.device.axis, inner.device.pending, decided,
-                unsliced.device] + [np.asarray(r) for r in (spread, rows, inner, unsliced)]
+        return [
+            comms(mode),
+            spread.device.pending,
+            rows.device.axis,
+            inner.device.pending,
+            decided,
+            unsliced.device,
+        ] + [np.asarray(r) for r in (spread, rows, inner, unsliced)]
 
     for mode, pending, axis, inner_pending, decided, unsliced, *results in spmd(world, body):
         assert mode == {} and pending and axis == 0 and inner_pending and decided == ((), ())
@@ -399,6 +495,7 @@ def test_sliced_contraction_spreads_slices_over_ranks(world):
 
 
 # --- real processes on gloo ---
+
 
 def _gloo_body(rank: int) -> None:
     """What threads cannot show: gloo's own dtypes and collectives, counted."""
@@ -449,9 +546,22 @@ def test_the_df_mp2_example_under_torchrun(ranks, mesh):
     root = pathlib.Path(__file__).resolve().parents[2]
 
     def launch():
-        return subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node",
-                               str(ranks), str(root / "examples" / "sharded_df_mp2.py"), *mesh],
-                              capture_output=True, text=True, timeout=120, cwd=root)
+        return subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "torch.distributed.run",
+                "--standalone",
+                "--nproc-per-node",
+                str(ranks),
+                str(root / "examples" / "sharded_df_mp2.py"),
+                *mesh,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=root,
+        )
 
     run = launch()
     assert run.returncode == 0, run.stdout + run.stderr
@@ -468,7 +578,8 @@ def test_sharded_sums_keep_the_published_bound_for_their_ranks():
     g = np.random.default_rng(11)  # positive data: |C| = |A||B|, where rounding twice shows most
     a, b = g.random((64, 16)).astype(np.float32), g.random((16, 64)).astype(np.float32)
     twice = (a[:, :8].astype(np.float64) @ b[:8]).astype(np.float32) + (a[:, 8:].astype(np.float64) @ b[8:]).astype(
-        np.float32)
+        np.float32
+    )
     exact = a.astype(np.float64) @ b.astype(np.float64)
     scale = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
     modes = ("native", "fast", "dd", "bf16x6", "ozaki", "fp64")
@@ -478,8 +589,13 @@ def test_sharded_sums_keep_the_published_bound_for_their_ranks():
         results = []
         for mode in modes:
             with CommDebugMode() as mode_comms:  # the step forced reduce-parallel: its result a pending sum
-                r = td.einsum("ik,kj->ij", x, xp.asarray(b), precision=mode,
-                              sharding=td.Sharding(td.default_mesh(), None, pending=True))
+                r = td.einsum(
+                    "ik,kj->ij",
+                    x,
+                    xp.asarray(b),
+                    precision=mode,
+                    sharding=td.Sharding(td.default_mesh(), None, pending=True),
+                )
             results.append((r.device.pending, comms(mode_comms), np.asarray(r)))
         return results
 

@@ -47,9 +47,9 @@ INPUTS = {
 Case = Callable[[Any, Any, dict], Any]  # (module, inputs, device kwargs) -> result
 
 
-
 def _call(name: str, *inputs: str, **kwargs: Any) -> Case:
     """A case calling ``name`` (a dotted path in the module) on the named inputs."""
+
     def case(m: Any, a: Any, d: dict) -> Any:
         f = m
         for part in name.split("."):
@@ -66,10 +66,43 @@ def _f64(m: Any) -> dict:
 
 CASES: list[tuple[str, Case]] = [
     # --- element-wise, unary ---
-    *((n, _call(n, "x")) for n in (
-        "abs", "acos", "asin", "asinh", "atan", "atanh", "ceil", "cos", "cosh", "exp", "expm1", "floor",
-        "isfinite", "isinf", "isnan", "log", "log1p", "log2", "log10", "negative", "positive", "round", "sign",
-        "signbit", "sin", "sinh", "sqrt", "square", "tan", "tanh", "trunc", "reciprocal")),
+    *(
+        (n, _call(n, "x"))
+        for n in (
+            "abs",
+            "acos",
+            "asin",
+            "asinh",
+            "atan",
+            "atanh",
+            "ceil",
+            "cos",
+            "cosh",
+            "exp",
+            "expm1",
+            "floor",
+            "isfinite",
+            "isinf",
+            "isnan",
+            "log",
+            "log1p",
+            "log2",
+            "log10",
+            "negative",
+            "positive",
+            "round",
+            "sign",
+            "signbit",
+            "sin",
+            "sinh",
+            "sqrt",
+            "square",
+            "tan",
+            "tanh",
+            "trunc",
+            "reciprocal",
+        )
+    ),
     ("acosh", lambda m, a, d: m.acosh(a.x + 1)),
     ("abs", lambda m, a, d: m.abs(a.i)),
     ("negative", lambda m, a, d: m.negative(a.u)),
@@ -82,13 +115,46 @@ CASES: list[tuple[str, Case]] = [
     ("bitwise_invert", lambda m, a, d: m.bitwise_invert(a.w)),
     ("logical_not", lambda m, a, d: m.logical_not(a.b)),
     # --- element-wise, binary ---
-    *((n, _call(n, "x", "y")) for n in (
-        "add", "atan2", "copysign", "divide", "equal", "floor_divide", "greater", "greater_equal", "hypot",
-        "less", "less_equal", "logaddexp", "maximum", "minimum", "multiply", "nextafter", "not_equal", "pow",
-        "remainder", "subtract")),
-    *((n, _call(n, "i", "j")) for n in (
-        "bitwise_and", "bitwise_left_shift", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "floor_divide",
-        "remainder", "add", "multiply", "subtract")),
+    *(
+        (n, _call(n, "x", "y"))
+        for n in (
+            "add",
+            "atan2",
+            "copysign",
+            "divide",
+            "equal",
+            "floor_divide",
+            "greater",
+            "greater_equal",
+            "hypot",
+            "less",
+            "less_equal",
+            "logaddexp",
+            "maximum",
+            "minimum",
+            "multiply",
+            "nextafter",
+            "not_equal",
+            "pow",
+            "remainder",
+            "subtract",
+        )
+    ),
+    *(
+        (n, _call(n, "i", "j"))
+        for n in (
+            "bitwise_and",
+            "bitwise_left_shift",
+            "bitwise_or",
+            "bitwise_right_shift",
+            "bitwise_xor",
+            "floor_divide",
+            "remainder",
+            "add",
+            "multiply",
+            "subtract",
+        )
+    ),
     *((n, _call(n, "b", "c")) for n in ("logical_and", "logical_or", "logical_xor")),
     ("add", lambda m, a, d: m.add(a.u, a.u)),
     ("multiply", lambda m, a, d: m.multiply(a.w, 3)),
@@ -103,8 +169,11 @@ CASES: list[tuple[str, Case]] = [
     ("clip", lambda m, a, d: m.clip(a.x, 0.25, 0.75)),
     ("clip", lambda m, a, d: m.clip(a.x, min=a.y)),
     # --- statistical and utility ---
-    *((n, _call(n, "x", axis=axis)) for n in (
-        "max", "min", "mean", "prod", "sum", "std", "var", "cumulative_sum", "cumulative_prod") for axis in (0, 1)),
+    *(
+        (n, _call(n, "x", axis=axis))
+        for n in ("max", "min", "mean", "prod", "sum", "std", "var", "cumulative_sum", "cumulative_prod")
+        for axis in (0, 1)
+    ),
     *((n, _call(n, "x")) for n in ("max", "min", "mean", "prod", "sum", "std", "var")),
     ("sum", lambda m, a, d: m.sum(a.x, axis=0, keepdims=True)),
     ("sum", lambda m, a, d: m.sum(a.i, axis=1)),
@@ -133,8 +202,14 @@ CASES: list[tuple[str, Case]] = [
     ("searchsorted", lambda m, a, d: m.searchsorted(a.v, a.x)),
     ("searchsorted", lambda m, a, d: m.searchsorted(a.v, a.x, side="right")),
     ("sort", lambda m, a, d: m.sort(a.x, axis=0, stable=True)),
-    ("sort", lambda m, a, d: m.sort(a.x, axis=1, descending=True, stable=True) if m is xp else
-     np.flip(np.sort(np.flip(a.x, axis=1), axis=1, stable=True), axis=1)),
+    (
+        "sort",
+        lambda m, a, d: (
+            m.sort(a.x, axis=1, descending=True, stable=True)
+            if m is xp
+            else np.flip(np.sort(np.flip(a.x, axis=1), axis=1, stable=True), axis=1)
+        ),
+    ),
     ("sort", lambda m, a, d: m.sort(a.w, axis=0, stable=True)),
     ("argsort", lambda m, a, d: m.argsort(a.x, axis=0, stable=True)),
     ("argsort", lambda m, a, d: m.argsort(a.i, axis=1, stable=True)),
@@ -218,9 +293,14 @@ CASES: list[tuple[str, Case]] = [
     ("einsum", lambda m, a, d: m.einsum("ii->i", a.s)),
     ("einsum", lambda m, a, d: m.einsum("ij->", a.x)),
     ("contract", lambda m, a, d: (m.contract if m is xp else np.einsum)("ij,kj,kl->il", a.x, a.y, a.x)),
-    ("multi_einsum", lambda m, a, d: m.multi_einsum(("ij,kj->ik", a.x, a.y), ("ij,kj->ik", a.y, a.x),
-                                                    ("ij->j", a.x)) if m is xp else
-     [np.einsum("ij,kj->ik", a.x, a.y), np.einsum("ij,kj->ik", a.y, a.x), np.einsum("ij->j", a.x)]),
+    (
+        "multi_einsum",
+        lambda m, a, d: (
+            m.multi_einsum(("ij,kj->ik", a.x, a.y), ("ij,kj->ik", a.y, a.x), ("ij->j", a.x))
+            if m is xp
+            else [np.einsum("ij,kj->ik", a.x, a.y), np.einsum("ij,kj->ik", a.y, a.x), np.einsum("ij->j", a.x)]
+        ),
+    ),
     ("explain", lambda m, a, d: m.explain("ij,kj->ik", a.x, a.y).flops if m is xp else 2 * 5 * 4 * 5),
     # --- linalg ---
     ("linalg.cholesky", lambda m, a, d: m.linalg.cholesky(a.s)),
@@ -274,8 +354,11 @@ DECOMPOSITIONS = {"linalg.eigh", "linalg.eig", "linalg.qr", "linalg.svd"}
 
 
 def public_functions() -> set[str]:
-    names = {n for n in dir(xp) if not n.startswith("_") and callable(getattr(xp, n))
-             and not isinstance(getattr(xp, n), type)}
+    names = {
+        n
+        for n in dir(xp)
+        if not n.startswith("_") and callable(getattr(xp, n)) and not isinstance(getattr(xp, n), type)
+    }
     return names | {f"linalg.{n}" for n in xp.linalg.__all__} | {f"fft.{n}" for n in xp.fft.__all__}
 
 
@@ -364,8 +447,11 @@ def _outcomes(variant: str, rank: int) -> list[tuple[str, str, Any]]:
     for name, case in CASES:
         try:
             r = _decomposition(name, a) if name in DECOMPOSITIONS else case(xp, a, dev)
-            kind = type(r).__name__ if not isinstance(r, (tuple, list)) else \
-                ",".join(sorted({type(e).__name__ for e in r}))
+            kind = (
+                type(r).__name__
+                if not isinstance(r, (tuple, list))
+                else ",".join(sorted({type(e).__name__ for e in r}))
+            )
             out.append((name, kind, _numpy(r)))
         except (TypeError, ValueError) as e:
             out.append((name, "raised", f"{type(e).__name__}: {e}"))
@@ -377,8 +463,13 @@ def _reference() -> list[Any]:
     ref = []
     for name, case in CASES:
         r = _decomposition(name, a) if name in DECOMPOSITIONS else case(np, a, {})
-        ref.append([np.asarray(e) for e in r] if isinstance(r, (tuple, list)) and not isinstance(
-            r, tuple) or (isinstance(r, tuple) and r and isinstance(r[0], np.ndarray)) else r)
+        ref.append(
+            [np.asarray(e) for e in r]
+            if isinstance(r, (tuple, list))
+            and not isinstance(r, tuple)
+            or (isinstance(r, tuple) and r and isinstance(r[0], np.ndarray))
+            else r
+        )
     return ref
 
 
@@ -457,11 +548,16 @@ def test_reductions_along_and_across_the_partition():
             across = xp.sum(x, axis=1)  # each rank sums its own rows
         with CommDebugMode() as comm2:
             along = xp.sum(x, axis=0)  # partial sums: a pending sum, no communication yet
-        return [across.device.axis, comm.get_total_counts(), along.device.pending, comm2.get_total_counts(),
-                np.asarray(across), np.asarray(along)]
+        return [
+            across.device.axis,
+            comm.get_total_counts(),
+            along.device.pending,
+            comm2.get_total_counts(),
+            np.asarray(across),
+            np.asarray(along),
+        ]
 
     across_axis, c1, pending, c2, across, along = spmd(WORLD, body)[0]
     assert (across_axis, c1, pending, c2) == (0, 0, True, 0)
     np.testing.assert_allclose(across, INPUTS["x"].sum(axis=1))
     np.testing.assert_allclose(along, INPUTS["x"].sum(axis=0))
-

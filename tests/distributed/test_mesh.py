@@ -63,8 +63,15 @@ def test_predicted_bytes_equal_counted_bytes_on_every_route(shape):
             a, b, c = td.shard(xp.asarray(A), pa, mesh), td.shard(xp.asarray(B), pb, mesh), xp.asarray(C)
             r, modelled, counted = measured(lambda: route(a, b, c))  # noqa: B023 - called at once
             whole, m2, c2 = measured(lambda: r.gather())  # noqa: B023
-            rows.append((name, pa, pb, modelled == counted and m2 == c2, np.allclose(np.asarray(whole),
-                                                                                      expected[name], atol=1e-12)))
+            rows.append(
+                (
+                    name,
+                    pa,
+                    pb,
+                    modelled == counted and m2 == c2,
+                    np.allclose(np.asarray(whole), expected[name], atol=1e-12),
+                )
+            )
             moved, m3, c3 = measured(lambda: r.redistribute((1, None)).resolve())  # noqa: B023
             rows.append((name + " moved", pa, pb, m3 == c3, moved.device.axes == (1, None)))
         return rows
@@ -83,12 +90,20 @@ def test_nd_shardings_construct_gather_and_report_their_device():
         made = td.from_local(xp.asarray(A[block, cols]), (0, 1), mesh)
         pending = td.from_local(xp.asarray(A / 2), (None, "sum"), mesh)
         half = td.shard(xp.asarray(A), (None, 0), mesh)
-        return [x.device.axes, x.device == td.Sharding(mesh, (0, 1)), np.asarray(made), np.asarray(pending),
-                pending.device.pending, np.asarray(half.resolve()), repr(x.device), tuple(x.local().shape),
-                np.asarray(xp.sum(x, axis=None)), np.asarray(xp.max(x, axis=1))]
+        return [
+            x.device.axes,
+            x.device == td.Sharding(mesh, (0, 1)),
+            np.asarray(made),
+            np.asarray(pending),
+            pending.device.pending,
+            np.asarray(half.resolve()),
+            repr(x.device),
+            tuple(x.local().shape),
+            np.asarray(xp.sum(x, axis=None)),
+            np.asarray(xp.max(x, axis=1)),
+        ]
 
-    for rank, (axes, same, made, pending, is_pending, half, text, local, total, maxima) in enumerate(
-            spmd(4, body)):
+    for rank, (axes, same, made, pending, is_pending, half, text, local, total, maxima) in enumerate(spmd(4, body)):
         assert axes == (0, 1) and same and is_pending
         np.testing.assert_allclose(made, A)
         np.testing.assert_allclose(pending, A)
@@ -179,9 +194,11 @@ def test_forced_placements_and_their_errors():
         x = td.shard(xp.asarray(A), (0, None), mesh)
         forced = td.einsum("ij,jk->ik", x, xp.asarray(B), sharding=td.Sharding(mesh, (1, 0)))
         out = [forced.device.axes, np.asarray(forced)]
-        for bad in (lambda: td.einsum("ij,jk->ik", x, xp.asarray(B), sharding=td.Sharding(mesh, (5, None))),
-                    lambda: td.einsum("ij,jk", x, xp.asarray(B), sharding=td.Sharding(mesh, (0, None))),
-                    lambda: td.einsum("ij,jk->ik", x, xp.asarray(B), sharding=td.Sharding(mesh, ("sum", "sum")))):
+        for bad in (
+            lambda: td.einsum("ij,jk->ik", x, xp.asarray(B), sharding=td.Sharding(mesh, (5, None))),
+            lambda: td.einsum("ij,jk", x, xp.asarray(B), sharding=td.Sharding(mesh, (0, None))),
+            lambda: td.einsum("ij,jk->ik", x, xp.asarray(B), sharding=td.Sharding(mesh, ("sum", "sum"))),
+        ):
             try:
                 bad()
                 out.append("no error")
@@ -200,27 +217,36 @@ def test_forced_placements_and_their_errors():
 def test_bad_meshes_and_shardings_raise_clear_errors():
     def body(rank: int) -> list:
         mesh = td.mesh((2, 2))
-        return raised([lambda: td.mesh((2, 3)), lambda: td.mesh((2, 0)), lambda: td.Sharding(mesh, 0),
-                    lambda: td.Sharding(mesh, (0,)), lambda: td.Sharding(mesh, (0, 0)),
-                    lambda: td.Sharding(mesh, (0.5, None)), lambda: td.shard(xp.asarray(A), (2, None), mesh),
-                    lambda: td.shard(xp.asarray(A), ("sum", None), mesh),
-                    lambda: td.from_local(xp.asarray(A[: 3 + rank]), (0, None), mesh),
-                    lambda: td.local_slice(7, mesh, mesh_dim=2),
-                    lambda: xp.matmul(td.shard(xp.asarray(A), (0, None), mesh),
-                                  td.shard(xp.asarray(B), 0, td.mesh(4)))])
+        return raised(
+            [
+                lambda: td.mesh((2, 3)),
+                lambda: td.mesh((2, 0)),
+                lambda: td.Sharding(mesh, 0),
+                lambda: td.Sharding(mesh, (0,)),
+                lambda: td.Sharding(mesh, (0, 0)),
+                lambda: td.Sharding(mesh, (0.5, None)),
+                lambda: td.shard(xp.asarray(A), (2, None), mesh),
+                lambda: td.shard(xp.asarray(A), ("sum", None), mesh),
+                lambda: td.from_local(xp.asarray(A[: 3 + rank]), (0, None), mesh),
+                lambda: td.local_slice(7, mesh, mesh_dim=2),
+                lambda: xp.matmul(td.shard(xp.asarray(A), (0, None), mesh), td.shard(xp.asarray(B), 0, td.mesh(4))),
+            ]
+        )
 
     messages = spmd(4, body)[0]
-    expected = ["ValueError: mesh(): a mesh of shape 2x3 needs 6 ranks; the world has 4",
-                "ValueError: mesh(): shape must be positive integers",
-                "ValueError: Sharding: on a 2-dimensional mesh of shape 2x2 give one entry per mesh dimension",
-                "ValueError: Sharding: one entry per mesh dimension: a mesh of shape 2x2 has 2, got 1",
-                "ValueError: Sharding: axis 0 is partitioned over two mesh dimensions",
-                "TypeError: Sharding: each mesh dimension takes an array axis (int), None",
-                "IndexError: shard(): axis 2 is out of bounds",
-                "ValueError: shard(): axis ('sum', None) asks for a pending sum",
-                "ValueError: from_local(): blocks of sizes [3, 5] along axis 0 over mesh dimension 0",
-                "IndexError: local_slice(): mesh_dim 2 is out of range for a 2-dimensional mesh",
-                "ValueError: matmul(): sharded arguments live on different device meshes"]
+    expected = [
+        "ValueError: mesh(): a mesh of shape 2x3 needs 6 ranks; the world has 4",
+        "ValueError: mesh(): shape must be positive integers",
+        "ValueError: Sharding: on a 2-dimensional mesh of shape 2x2 give one entry per mesh dimension",
+        "ValueError: Sharding: one entry per mesh dimension: a mesh of shape 2x2 has 2, got 1",
+        "ValueError: Sharding: axis 0 is partitioned over two mesh dimensions",
+        "TypeError: Sharding: each mesh dimension takes an array axis (int), None",
+        "IndexError: shard(): axis 2 is out of bounds",
+        "ValueError: shard(): axis ('sum', None) asks for a pending sum",
+        "ValueError: from_local(): blocks of sizes [3, 5] along axis 0 over mesh dimension 0",
+        "IndexError: local_slice(): mesh_dim 2 is out of range for a 2-dimensional mesh",
+        "ValueError: matmul(): sharded arguments live on different device meshes",
+    ]
     for message, start in zip(messages, expected, strict=True):
         assert message.startswith(start), message
 
@@ -232,8 +258,7 @@ def test_the_network_is_data():
     assert gloo.basis.startswith("measured") and not gloo.all_to_all_native and gloo.flops["float64"] > 0
     for name in ("trn2-neuronlink", "trn2-efa"):
         link = _comm.link(name)
-        assert link.basis.startswith("published") and all(link.alpha[k] > 0 and link.beta[k] > 0
-                                                          for k in _comm.KINDS)
+        assert link.basis.startswith("published") and all(link.alpha[k] > 0 and link.beta[k] > 0 for k in _comm.KINDS)
     with td.use_network("trn2-efa", "trn2-neuronlink"):
         from trn_backend.distributed import _record
 
@@ -247,6 +272,7 @@ def test_the_network_is_data():
 def test_writes_into_arrays_on_a_grid():
     """x[key] = v and in-place operators on a 2x2 mesh: into partitioned arrays (through the whole array, each
     rank's block copied back) and pending sums (resolved first), as NumPy writes."""
+
     def body(rank: int) -> list:
         mesh = td.mesh((2, 2))
         x = td.shard(xp.asarray(A), (0, 1), mesh)
@@ -280,8 +306,7 @@ def test_sliced_contractions_on_a_grid():
         for limit in (20, 1000):  # slices j or k / no slicing
             x = td.shard(xp.asarray(x4), (0, None), mesh)
             blocks = xp.contract("ij,jk,kl->il", x, xp.asarray(y30), xp.asarray(z4), memory_limit=limit)
-            whole = xp.contract("ij,jk,kl->il", xp.asarray(x4), xp.asarray(y30), xp.asarray(z4),
-                                memory_limit=limit)
+            whole = xp.contract("ij,jk,kl->il", xp.asarray(x4), xp.asarray(y30), xp.asarray(z4), memory_limit=limit)
             out.append((np.asarray(blocks), np.asarray(whole), whole.device.axes))
         return out
 
@@ -300,8 +325,11 @@ def test_pending_operands_whose_summands_cancel_keep_the_bound(mode):
     from fractions import Fraction
 
     g = np.random.default_rng(1)
-    small, big, y = g.random(64).astype(np.float32), (g.random(64) * 1e6).astype(np.float32), \
-        g.random(64).astype(np.float32)
+    small, big, y = (
+        g.random(64).astype(np.float32),
+        (g.random(64) * 1e6).astype(np.float32),
+        g.random(64).astype(np.float32),
+    )
     summands = (big, (small - big).astype(np.float32))
     x = (summands[0].astype(np.float64) + summands[1]).astype(np.float32)  # the array: the sum, as float32
     exact = sum(Fraction(float(a)) * Fraction(float(b)) for a, b in zip(x, y, strict=True))

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 try:
     import pyscf  # noqa: F401
 except ImportError:
-    pytest.skip('the demo tests need PySCF: pip install -e ".[chem]"  (or: pip install "pyscf>=2.6")',
-                allow_module_level=True)
+    pytest.skip(
+        'the demo tests need PySCF: pip install -e ".[chem]"  (or: pip install "pyscf>=2.6")', allow_module_level=True
+    )
 pytest.importorskip("cotengra", reason='the demo needs cotengra: pip install -e ".[cotengra]"')
 pytest.importorskip("matplotlib", reason='the demo needs matplotlib: pip install -e ".[plot]"')
 
@@ -35,9 +36,11 @@ from demo_stages import chemistry, network  # noqa: E402
 EXACT = 1e-9  # Eh: what the exact settings must reach
 FLOAT32, FLOAT64 = np.dtype(np.float32), np.dtype(np.float64)
 # every registered mode on both dtypes, the demo's float32 targets, and a float64 target below native's bound
-SETTINGS = ([chemistry.Setting(dtype, mode) for dtype in (FLOAT64, FLOAT32) for mode in _precision.MODES]
-            + [chemistry.Setting(FLOAT32, target=t) for t in chemistry.TARGETS]
-            + [chemistry.Setting(FLOAT64, target=1e-15)])
+SETTINGS = (
+    [chemistry.Setting(dtype, mode) for dtype in (FLOAT64, FLOAT32) for mode in _precision.MODES]
+    + [chemistry.Setting(FLOAT32, target=t) for t in chemistry.TARGETS]
+    + [chemistry.Setting(FLOAT64, target=1e-15)]
+)
 IDS = [f"{s.label}-{s.dtype}" for s in SETTINGS]
 
 
@@ -151,8 +154,23 @@ def test_demo_main_writes_png_and_report(tmp_path: Path, capsys: pytest.CaptureF
     sys.modules[spec.name] = demo  # its dataclasses look their module up there
     spec.loader.exec_module(demo)
     png = tmp_path / "out" / "demo.png"
-    results = demo.main(["--molecule", "water", "--circuit", "3x3x8", "--memory-limit", "64", "--trials", "4",
-                         "--repeats", "1", "--png", str(png), "--no-progress"])
+    results = demo.main(
+        [
+            "--molecule",
+            "water",
+            "--circuit",
+            "3x3x8",
+            "--memory-limit",
+            "64",
+            "--trials",
+            "4",
+            "--repeats",
+            "1",
+            "--png",
+            str(png),
+            "--no-progress",
+        ]
+    )
     assert results.png == png and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     printed = capsys.readouterr().out
     assert results.text.read_text() == printed
@@ -164,6 +182,7 @@ def test_demo_main_writes_png_and_report(tmp_path: Path, capsys: pytest.CaptureF
 
 
 # --- the figure's decisions (examples/demo_stages/figure.py), on data rather than pixels ---
+
 
 def test_exact_results_are_drawn_on_the_labelled_floor_and_measured_ones_where_they_are() -> None:
     from demo_stages import figure

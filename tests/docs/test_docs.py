@@ -74,8 +74,12 @@ def fenced_blocks(text: str, path: str) -> list[Block]:
 
 
 def python_blocks() -> list[Block]:
-    return [block for doc in DOCUMENTS
-            for block in fenced_blocks(doc.read_text(), str(doc.relative_to(ROOT))) if block.lang == "python"]
+    return [
+        block
+        for doc in DOCUMENTS
+        for block in fenced_blocks(doc.read_text(), str(doc.relative_to(ROOT)))
+        if block.lang == "python"
+    ]
 
 
 def run_block(block: Block, workdir: Path) -> None:
@@ -101,16 +105,26 @@ def _run_ranks(script: Path, ranks: int) -> list[tuple[int, str]]:
     one fails the others are stopped, since they would wait for it in a collective. (exit code, output) each."""
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # as torchrun sets it; quiet and alike in every mode
     if ranks > 1:
-        env |= {"MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()), "WORLD_SIZE": str(ranks),
-                "LOCAL_WORLD_SIZE": str(ranks)}
+        env |= {
+            "MASTER_ADDR": "127.0.0.1",
+            "MASTER_PORT": str(_free_port()),
+            "WORLD_SIZE": str(ranks),
+            "LOCAL_WORLD_SIZE": str(ranks),
+        }
     logs = [script.with_name(f"rank{r}.log") for r in range(ranks)]  # files, not pipes: no pipe fills and blocks
     processes = []
     try:
         for rank, log in enumerate(logs):
             with log.open("w") as out:
-                processes.append(subprocess.Popen(
-                    [sys.executable, str(script)], cwd=ROOT, stdout=out, stderr=subprocess.STDOUT,
-                    env=env | ({"RANK": str(rank), "LOCAL_RANK": str(rank)} if ranks > 1 else {})))
+                processes.append(
+                    subprocess.Popen(
+                        [sys.executable, str(script)],
+                        cwd=ROOT,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        env=env | ({"RANK": str(rank), "LOCAL_RANK": str(rank)} if ranks > 1 else {}),
+                    )
+                )
         deadline = time.monotonic() + SUBPROCESS_TIMEOUT_S
         while any(p.poll() is None for p in processes):
             if any(p.returncode not in (None, 0) for p in processes) or time.monotonic() > deadline:

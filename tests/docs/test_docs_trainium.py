@@ -32,8 +32,9 @@ def _benchmark():
 
 def _assert_current(marker: str, table: str) -> None:
     documented = re.search(rf"<!-- {marker} -->\n(.*?)<!-- /{marker} -->", DOC.read_text(), flags=re.S)
-    assert documented and documented.group(1) == table, \
+    assert documented and documented.group(1) == table, (
         f"docs/trainium.md's {marker} is stale: run python benchmarks/nki_cost_model.py and paste its output"
+    )
 
 
 @pytest.mark.slow

@@ -11,8 +11,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-TEXTS = (ROOT / "README.md", ROOT / "CHANGELOG.md", ROOT / "conformance" / "README.md",
-         *sorted((ROOT / "docs").glob("*.md")))
+TEXTS = (
+    ROOT / "README.md",
+    ROOT / "CHANGELOG.md",
+    ROOT / "conformance" / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+)
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 # a path in backticks that starts at a top-level folder of the repository
 TOP_LEVEL = ("trn_backend/", "kernels/", "tests/", "benchmarks/", "docs/", "examples/", "conformance/", ".ci/")
@@ -70,8 +74,11 @@ def test_relative_links_resolve(path):
 
 @pytest.mark.parametrize("path", TEXTS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_named_repository_paths_exist(path):
-    missing = [p for p in CODE_PATH.findall(_prose(path))
-               if "<" not in p and "*" not in p and not (ROOT / p.rstrip("/")).exists() and not _generated(p)]
+    missing = [
+        p
+        for p in CODE_PATH.findall(_prose(path))
+        if "<" not in p and "*" not in p and not (ROOT / p.rstrip("/")).exists() and not _generated(p)
+    ]
     assert missing == [], f"{path.relative_to(ROOT)} names paths that do not exist: {missing}"
 
 
@@ -86,7 +93,9 @@ def test_the_checks_catch_what_they_look_for(tmp_path):
     assert [t for t in LINK.findall(_prose(page))] == ["missing.md", "#title", "#nowhere"]
     assert "title" in _anchors(page) and "nowhere" not in _anchors(page)
     assert ISSUE_REFERENCE.findall(_prose(page)) == ["issue 12"]
-    assert CODE_PATH.findall("`kernels/nope.py` and `trn_backend/_array.py`") == ["kernels/nope.py",
-                                                                                  "trn_backend/_array.py"]
+    assert CODE_PATH.findall("`kernels/nope.py` and `trn_backend/_array.py`") == [
+        "kernels/nope.py",
+        "trn_backend/_array.py",
+    ]
     assert _generated("conformance/results/summary.json") and not _generated("kernels/nope.py")
     assert _slug("Selection, resolution, contexts") == "selection-resolution-contexts"

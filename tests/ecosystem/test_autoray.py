@@ -30,6 +30,7 @@ def test_backend_is_inferred():
 
 def test_numpy_routed_names_are_in_the_dispatch_table():
     from trn_backend.numpy_dispatch import handled_functions, handled_ufuncs
+
     handled = set(handled_functions()) | set(handled_ufuncs())
     missing = [n for n in _autoray.NUMPY_NAMES if f"numpy.{n}" not in handled]
     missing += [n for n in _autoray.NUMPY_LINALG_NAMES if f"numpy.linalg.{n}" not in handled]
@@ -37,25 +38,53 @@ def test_numpy_routed_names_are_in_the_dispatch_table():
 
 
 CALLS = {
-    "transpose": (("transpose", A, (2, 0, 1)), {}), "transpose-default": (("transpose", A), {}),
-    "transpose-negative": (("transpose", A, (-1, 0, 1)), {}), "reshape": (("reshape", A, (6, 4)), {}),
-    "reshape-int": (("reshape", A, 24), {}), "tensordot-positional": (("tensordot", A, np.moveaxis(A, 0, 2), 2), {}),
-    "tensordot-axes": (("tensordot", A, A, [(0, 1), (0, 1)]), {}), "einsum": (("einsum", "abc,abd->cd", A, A), {}),
-    "conj": (("conj", A), {}), "count_nonzero": (("count_nonzero", A > 0), {}),
-    "count_nonzero-axis": (("count_nonzero", A > 0, 1), {}), "trace": (("trace", M), {}),
-    "linalg.norm": (("linalg.norm", A), {}), "linalg.norm-axis": (("linalg.norm", A, None, 2), {}),
-    "sum-axis": (("sum", A, 1), {}), "sum-axes": (("sum", A, (0, 2)), {}), "max-axis": (("max", A, 0), {}),
-    "mean": (("mean", A), {}), "std": (("std", A, -1), {}), "prod": (("prod", A, 2), {}),
-    "squeeze": (("squeeze", A[:1]), {}), "take": (("take", A, [0, 2], 1), {}),
-    "concatenate": (("concatenate", [A, A], 1), {}), "stack": (("stack", [A, A], 1), {}), "diag": (("diag", M), {}),
-    "dot": (("dot", M, M), {}), "kron": (("kron", M, M), {}), "outer": (("outer", M[0], M[1]), {}),
-    "where": (("where", A > 0, A, 0.0), {}), "clip": (("clip", A, -0.5, 0.5), {}), "flip": (("flip", A, 1), {}),
-    "moveaxis": (("moveaxis", A, 0, 2), {}), "expand_dims": (("expand_dims", A, 0), {}),
-    "real": (("real", A), {}), "imag": (("imag", A), {}), "copy": (("copy", A), {}),
-    "sort": (("sort", A, 1), {}), "argmax": (("argmax", A, 2), {}), "cumsum": (("cumsum", A, 1), {}),
-    "abs": (("abs", A), {}), "sqrt": (("sqrt", np.abs(A)), {}), "exp": (("exp", A), {}),
-    "log10": (("log10", np.abs(A) + 1), {}), "tril": (("tril", M), {}), "matmul": (("matmul", M, M), {}),
-    "complex": (("complex", A, A), {}), "power": (("power", A, 2), {}),
+    "transpose": (("transpose", A, (2, 0, 1)), {}),
+    "transpose-default": (("transpose", A), {}),
+    "transpose-negative": (("transpose", A, (-1, 0, 1)), {}),
+    "reshape": (("reshape", A, (6, 4)), {}),
+    "reshape-int": (("reshape", A, 24), {}),
+    "tensordot-positional": (("tensordot", A, np.moveaxis(A, 0, 2), 2), {}),
+    "tensordot-axes": (("tensordot", A, A, [(0, 1), (0, 1)]), {}),
+    "einsum": (("einsum", "abc,abd->cd", A, A), {}),
+    "conj": (("conj", A), {}),
+    "count_nonzero": (("count_nonzero", A > 0), {}),
+    "count_nonzero-axis": (("count_nonzero", A > 0, 1), {}),
+    "trace": (("trace", M), {}),
+    "linalg.norm": (("linalg.norm", A), {}),
+    "linalg.norm-axis": (("linalg.norm", A, None, 2), {}),
+    "sum-axis": (("sum", A, 1), {}),
+    "sum-axes": (("sum", A, (0, 2)), {}),
+    "max-axis": (("max", A, 0), {}),
+    "mean": (("mean", A), {}),
+    "std": (("std", A, -1), {}),
+    "prod": (("prod", A, 2), {}),
+    "squeeze": (("squeeze", A[:1]), {}),
+    "take": (("take", A, [0, 2], 1), {}),
+    "concatenate": (("concatenate", [A, A], 1), {}),
+    "stack": (("stack", [A, A], 1), {}),
+    "diag": (("diag", M), {}),
+    "dot": (("dot", M, M), {}),
+    "kron": (("kron", M, M), {}),
+    "outer": (("outer", M[0], M[1]), {}),
+    "where": (("where", A > 0, A, 0.0), {}),
+    "clip": (("clip", A, -0.5, 0.5), {}),
+    "flip": (("flip", A, 1), {}),
+    "moveaxis": (("moveaxis", A, 0, 2), {}),
+    "expand_dims": (("expand_dims", A, 0), {}),
+    "real": (("real", A), {}),
+    "imag": (("imag", A), {}),
+    "copy": (("copy", A), {}),
+    "sort": (("sort", A, 1), {}),
+    "argmax": (("argmax", A, 2), {}),
+    "cumsum": (("cumsum", A, 1), {}),
+    "abs": (("abs", A), {}),
+    "sqrt": (("sqrt", np.abs(A)), {}),
+    "exp": (("exp", A), {}),
+    "log10": (("log10", np.abs(A) + 1), {}),
+    "tril": (("tril", M), {}),
+    "matmul": (("matmul", M, M), {}),
+    "complex": (("complex", A, A), {}),
+    "power": (("power", A, 2), {}),
 }
 
 
@@ -100,11 +129,13 @@ def test_compositions_and_attributes():
 
 def test_creation_follows_like():
     x = xp.asarray(A.astype(np.float32))
-    for name, args, expected in (("zeros", ((2, 2),), np.zeros((2, 2), np.float32)),
-                                 ("ones", ((3,),), np.ones(3, np.float32)),
-                                 ("full", ((2,), 4.0), np.full(2, 4.0, np.float32)),
-                                 ("eye", (3,), np.eye(3, dtype=np.float32)),
-                                 ("identity", (2,), np.identity(2, dtype=np.float32))):
+    for name, args, expected in (
+        ("zeros", ((2, 2),), np.zeros((2, 2), np.float32)),
+        ("ones", ((3,),), np.ones(3, np.float32)),
+        ("full", ((2,), 4.0), np.full(2, 4.0, np.float32)),
+        ("eye", (3,), np.eye(3, dtype=np.float32)),
+        ("identity", (2,), np.identity(2, dtype=np.float32)),
+    ):
         result = ar.do(name, *args, like=x)
         assert result.device == x.device
         assert_same(result, expected)

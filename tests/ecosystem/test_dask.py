@@ -50,24 +50,53 @@ def test_from_array_keeps_neuron_array_chunks_and_meta():
 
 
 OPS = {
-    "add": lambda d: d + 1, "mul": lambda d: d * d, "div": lambda d: d / (abs(d) + 1), "pow": lambda d: d ** 2,
-    "np.sin": lambda d: np.sin(d), "da.exp": lambda d: da.exp(d), "compare": lambda d: d > 0,
-    "sum": lambda d: d.sum(), "sum0": lambda d: d.sum(axis=0), "sum1-keepdims": lambda d: d.sum(axis=1, keepdims=True),
-    "mean": lambda d: d.mean(), "mean1": lambda d: d.mean(axis=1), "std": lambda d: d.std(),
-    "std0": lambda d: d.std(axis=0), "var-ddof": lambda d: d.var(axis=1, ddof=1), "max": lambda d: d.max(),
-    "max0": lambda d: d.max(axis=0), "min1": lambda d: d.min(axis=1), "prod0": lambda d: d.prod(axis=0),
-    "any": lambda d: (d > 1).any(axis=0), "all": lambda d: (d > -5).all(), "argmax0": lambda d: d.argmax(axis=0),
-    "argmin": lambda d: d.argmin(), "argmax": lambda d: d.argmax(), "cumsum": lambda d: d.cumsum(axis=0),
-    "matmul": lambda d: d @ d.T, "dot": lambda d: da.dot(d.T, d), "einsum": lambda d: da.einsum("ij,kj->ik", d, d),
-    "einsum-trace": lambda d: da.einsum("ij,ij->", d, d), "tensordot": lambda d: da.tensordot(d, d, axes=((1,), (1,))),
-    "tensordot-int": lambda d: da.tensordot(d, d.T, axes=1), "slice": lambda d: d[1:7:2, ::-1],
-    "index": lambda d: d[[0, 5, 2]], "mask": lambda d: d[d[:, 0] > 0],
+    "add": lambda d: d + 1,
+    "mul": lambda d: d * d,
+    "div": lambda d: d / (abs(d) + 1),
+    "pow": lambda d: d**2,
+    "np.sin": lambda d: np.sin(d),
+    "da.exp": lambda d: da.exp(d),
+    "compare": lambda d: d > 0,
+    "sum": lambda d: d.sum(),
+    "sum0": lambda d: d.sum(axis=0),
+    "sum1-keepdims": lambda d: d.sum(axis=1, keepdims=True),
+    "mean": lambda d: d.mean(),
+    "mean1": lambda d: d.mean(axis=1),
+    "std": lambda d: d.std(),
+    "std0": lambda d: d.std(axis=0),
+    "var-ddof": lambda d: d.var(axis=1, ddof=1),
+    "max": lambda d: d.max(),
+    "max0": lambda d: d.max(axis=0),
+    "min1": lambda d: d.min(axis=1),
+    "prod0": lambda d: d.prod(axis=0),
+    "any": lambda d: (d > 1).any(axis=0),
+    "all": lambda d: (d > -5).all(),
+    "argmax0": lambda d: d.argmax(axis=0),
+    "argmin": lambda d: d.argmin(),
+    "argmax": lambda d: d.argmax(),
+    "cumsum": lambda d: d.cumsum(axis=0),
+    "matmul": lambda d: d @ d.T,
+    "dot": lambda d: da.dot(d.T, d),
+    "einsum": lambda d: da.einsum("ij,kj->ik", d, d),
+    "einsum-trace": lambda d: da.einsum("ij,ij->", d, d),
+    "tensordot": lambda d: da.tensordot(d, d, axes=((1,), (1,))),
+    "tensordot-int": lambda d: da.tensordot(d, d.T, axes=1),
+    "slice": lambda d: d[1:7:2, ::-1],
+    "index": lambda d: d[[0, 5, 2]],
+    "mask": lambda d: d[d[:, 0] > 0],
     "concatenate": lambda d: da.concatenate([d, d], 1),
-    "stack": lambda d: da.stack([d, d]), "transpose": lambda d: d.T, "rechunk": lambda d: d.rechunk((4, 6)),
-    "where": lambda d: da.where(d > 0, d, 0), "astype": lambda d: d.astype(np.float32), "round": lambda d: d.round(2),
-    "norm": lambda d: da.linalg.norm(d, axis=1), "topk": lambda d: da.topk(d, 2, axis=1),
-    "argtopk": lambda d: da.argtopk(d, -3, axis=0), "tril": lambda d: da.tril(d),
-    "map_blocks": lambda d: d.map_blocks(lambda b: b * 2), "vdot": lambda d: da.vdot(d, d),
+    "stack": lambda d: da.stack([d, d]),
+    "transpose": lambda d: d.T,
+    "rechunk": lambda d: d.rechunk((4, 6)),
+    "where": lambda d: da.where(d > 0, d, 0),
+    "astype": lambda d: d.astype(np.float32),
+    "round": lambda d: d.round(2),
+    "norm": lambda d: da.linalg.norm(d, axis=1),
+    "topk": lambda d: da.topk(d, 2, axis=1),
+    "argtopk": lambda d: da.argtopk(d, -3, axis=0),
+    "tril": lambda d: da.tril(d),
+    "map_blocks": lambda d: d.map_blocks(lambda b: b * 2),
+    "vdot": lambda d: da.vdot(d, d),
 }
 
 
@@ -140,20 +169,44 @@ def test_from_array_names_are_deterministic():
 BASE = np.arange(12, dtype=np.float64).reshape(3, 4) - 5
 
 METHODS = {
-    "sum": lambda a: a.sum(0), "sum-keepdims": lambda a: a.sum(axis=1, keepdims=True), "mean": lambda a: a.mean(),
-    "std": lambda a: a.std(ddof=1), "var": lambda a: a.var(axis=0), "max": lambda a: a.max(axis=0),
-    "min": lambda a: a.min(), "prod": lambda a: a.prod(axis=1), "any": lambda a: a.any(axis=0),
-    "all": lambda a: a.all(), "argmax": lambda a: a.argmax(), "argmin": lambda a: a.argmin(axis=1),
-    "cumsum": lambda a: a.cumsum(), "cumprod": lambda a: a.cumprod(axis=1), "reshape-ints": lambda a: a.reshape(4, 3),
-    "reshape-tuple": lambda a: a.reshape((2, -1)), "reshape-int": lambda a: a.reshape(12),
-    "transpose": lambda a: a.transpose(), "transpose-ints": lambda a: a.transpose(1, 0),
-    "transpose-tuple": lambda a: a.transpose((1, 0)), "astype": lambda a: a.astype(np.float32),
-    "astype-int": lambda a: a.astype("int64"), "astype-nocopy": lambda a: a.astype(np.float64, copy=False),
-    "copy": lambda a: a.copy(), "flatten": lambda a: a.flatten(), "ravel": lambda a: a.ravel(),
-    "squeeze": lambda a: a[:1].squeeze(), "conj": lambda a: a.conj(), "conjugate": lambda a: a.conjugate(),
-    "dot": lambda a: a.dot(a.T), "clip": lambda a: a.clip(-1, 3), "round": lambda a: (a / 3).round(2),
-    "swapaxes": lambda a: a.swapaxes(0, 1), "take": lambda a: a.take([0, 2], axis=1), "repeat": lambda a: a.repeat(2),
-    "trace": lambda a: a.trace(), "diagonal": lambda a: a.diagonal(1), "argsort": lambda a: a.argsort(axis=0),
+    "sum": lambda a: a.sum(0),
+    "sum-keepdims": lambda a: a.sum(axis=1, keepdims=True),
+    "mean": lambda a: a.mean(),
+    "std": lambda a: a.std(ddof=1),
+    "var": lambda a: a.var(axis=0),
+    "max": lambda a: a.max(axis=0),
+    "min": lambda a: a.min(),
+    "prod": lambda a: a.prod(axis=1),
+    "any": lambda a: a.any(axis=0),
+    "all": lambda a: a.all(),
+    "argmax": lambda a: a.argmax(),
+    "argmin": lambda a: a.argmin(axis=1),
+    "cumsum": lambda a: a.cumsum(),
+    "cumprod": lambda a: a.cumprod(axis=1),
+    "reshape-ints": lambda a: a.reshape(4, 3),
+    "reshape-tuple": lambda a: a.reshape((2, -1)),
+    "reshape-int": lambda a: a.reshape(12),
+    "transpose": lambda a: a.transpose(),
+    "transpose-ints": lambda a: a.transpose(1, 0),
+    "transpose-tuple": lambda a: a.transpose((1, 0)),
+    "astype": lambda a: a.astype(np.float32),
+    "astype-int": lambda a: a.astype("int64"),
+    "astype-nocopy": lambda a: a.astype(np.float64, copy=False),
+    "copy": lambda a: a.copy(),
+    "flatten": lambda a: a.flatten(),
+    "ravel": lambda a: a.ravel(),
+    "squeeze": lambda a: a[:1].squeeze(),
+    "conj": lambda a: a.conj(),
+    "conjugate": lambda a: a.conjugate(),
+    "dot": lambda a: a.dot(a.T),
+    "clip": lambda a: a.clip(-1, 3),
+    "round": lambda a: (a / 3).round(2),
+    "swapaxes": lambda a: a.swapaxes(0, 1),
+    "take": lambda a: a.take([0, 2], axis=1),
+    "repeat": lambda a: a.repeat(2),
+    "trace": lambda a: a.trace(),
+    "diagonal": lambda a: a.diagonal(1),
+    "argsort": lambda a: a.argsort(axis=0),
     "searchsorted": lambda a: a[0].searchsorted(-3.5),
 }
 
@@ -187,19 +240,29 @@ def test_ndarray_method_errors():
 
 # ---------------------------------------------------------------- NumPy functions dask's chunk code calls
 
+
 def test_unravel_index_and_ravel_multi_index_match_numpy():
     flat = np.array([0, 5, 23, 17], dtype=np.int64)
     for order in ("C", "F"):
-        for got, want in zip(np.unravel_index(xp.asarray(flat), (2, 3, 4), order=order),
-                             np.unravel_index(flat, (2, 3, 4), order=order), strict=True):
+        for got, want in zip(
+            np.unravel_index(xp.asarray(flat), (2, 3, 4), order=order),
+            np.unravel_index(flat, (2, 3, 4), order=order),
+            strict=True,
+        ):
             assert_same(got, want)
     coords = (np.array([0, 1, 1]), np.array([2, 0, 3]))
     device_coords = tuple(xp.asarray(c) for c in coords)
-    for kwargs, dims in (({}, (2, 4)), ({"order": "F"}, (2, 4)), ({"mode": "wrap"}, (2, 3)),
-                         ({"mode": ("clip", "wrap")}, (2, 3))):
+    for kwargs, dims in (
+        ({}, (2, 4)),
+        ({"order": "F"}, (2, 4)),
+        ({"mode": "wrap"}, (2, 3)),
+        ({"mode": ("clip", "wrap")}, (2, 3)),
+    ):
         assert_same(np.ravel_multi_index(device_coords, dims, **kwargs), np.ravel_multi_index(coords, dims, **kwargs))
-    assert_same(np.ravel_multi_index((xp.asarray(np.array([1])), xp.asarray(np.int64(2))), (3, 4)),
-                np.ravel_multi_index((np.array([1]), np.int64(2)), (3, 4)))
+    assert_same(
+        np.ravel_multi_index((xp.asarray(np.array([1])), xp.asarray(np.int64(2))), (3, 4)),
+        np.ravel_multi_index((np.array([1]), np.int64(2)), (3, 4)),
+    )
 
 
 def test_unravel_and_ravel_errors():
@@ -219,8 +282,10 @@ def test_partition_and_argpartition_are_valid_partitions(kth, axis):
     parted, order = to_numpy(np.partition(x, kth, axis=axis)), to_numpy(np.argpartition(x, kth, axis=axis))
     reference = np.sort(a, axis=axis)
     for k in np.atleast_1d(kth):
-        assert np.array_equal(np.take(parted, k, axis=-1 if axis is None else axis),
-                              np.take(reference, k, axis=-1 if axis is None else axis))
+        assert np.array_equal(
+            np.take(parted, k, axis=-1 if axis is None else axis),
+            np.take(reference, k, axis=-1 if axis is None else axis),
+        )
     gathered = np.take_along_axis(a.ravel() if axis is None else a, order, axis=-1 if axis is None else axis)
     assert np.array_equal(gathered, parted)
 

@@ -80,8 +80,10 @@ def on_trn(result, expected_dtype) -> np.ndarray:
 def dispatch(monkeypatch):
     """scikit-learn's array API dispatch, on; it checks SCIPY_ARRAY_API when enabled."""
     if SCIPY_IMPORTED_FIRST and not _scipy_runs_on_trn_backend():
-        pytest.skip("SciPy was imported before this module without SCIPY_ARRAY_API=1, so scikit-learn's array "
-                    "API dispatch cannot run (set SCIPY_ARRAY_API=1 in the environment, or run this file alone)")
+        pytest.skip(
+            "SciPy was imported before this module without SCIPY_ARRAY_API=1, so scikit-learn's array "
+            "API dispatch cannot run (set SCIPY_ARRAY_API=1 in the environment, or run this file alone)"
+        )
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
     with sklearn.config_context(array_api_dispatch=True):
         yield
@@ -100,6 +102,7 @@ def data(dtype):
 
 
 # --- dispatch on: scikit-learn computes in trn_backend ---
+
 
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_lda_predict_and_proba(dispatch, dtype):
@@ -148,8 +151,7 @@ def test_label_binarizer_and_encoder(dispatch):
     np.testing.assert_array_equal(on_trn(encoder.classes_, np.int64), [1, 3, 7])
     np.testing.assert_array_equal(on_trn(encoder.transform(xp.asarray(labels)), np.int64), [1, 0, 1, 2, 0, 2, 2])
     expected = LabelBinarizer().fit_transform(labels)
-    np.testing.assert_array_equal(on_trn(LabelBinarizer().fit_transform(xp.asarray(labels)), expected.dtype),
-                                  expected)
+    np.testing.assert_array_equal(on_trn(LabelBinarizer().fit_transform(xp.asarray(labels)), expected.dtype), expected)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -160,9 +162,11 @@ def test_metrics(dispatch, dtype):
     assert accuracy_score(yt, xp.asarray(predicted_labels)) == pytest.approx(accuracy_score(y, predicted_labels))
     tolerance = RTOL[dtype]
     assert float(r2_score(tt, xp.asarray(predicted_target))) == pytest.approx(
-        r2_score(t, predicted_target), rel=tolerance)
+        r2_score(t, predicted_target), rel=tolerance
+    )
     assert float(mean_squared_error(tt, xp.asarray(predicted_target))) == pytest.approx(
-        mean_squared_error(t, predicted_target), rel=tolerance)
+        mean_squared_error(t, predicted_target), rel=tolerance
+    )
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -170,11 +174,17 @@ def test_euclidean_distances(dispatch, dtype):
     (X, _, _), (Xt, _, _) = data(dtype)
     expected = euclidean_distances(X, X[:7])
     # The |x|^2 - 2xy + |y|^2 expansion cancels near zero distance: compare with an absolute floor there.
-    assert_same_array(on_trn(euclidean_distances(Xt, Xt[:7, ...]), dtype), expected, dtype=np.dtype(dtype).name,
-                      rtol=RTOL[dtype], atol=1e-3 if dtype == np.float32 else 1e-6)
+    assert_same_array(
+        on_trn(euclidean_distances(Xt, Xt[:7, ...]), dtype),
+        expected,
+        dtype=np.dtype(dtype).name,
+        rtol=RTOL[dtype],
+        atol=1e-3 if dtype == np.float32 else 1e-6,
+    )
 
 
 # --- dispatch off: scikit-learn's NumPy code converts NeuronArrays with np.asarray ---
+
 
 def host(result, expected_dtype) -> np.ndarray:
     assert isinstance(result, np.ndarray), f"expected an ndarray from the NumPy path, got {type(result).__name__}"
@@ -211,7 +221,8 @@ def test_ridge_on_numpy_path(no_dispatch, solver):
 
 def test_scaler_and_metrics_on_numpy_path(no_dispatch):
     (X, y, t), (Xt, yt, tt) = data(np.float32)
-    assert_same_array(host(StandardScaler().fit_transform(Xt), np.float32),
-                      StandardScaler().fit_transform(X), **COMPARE[np.float32])
+    assert_same_array(
+        host(StandardScaler().fit_transform(Xt), np.float32), StandardScaler().fit_transform(X), **COMPARE[np.float32]
+    )
     assert accuracy_score(yt, xp.asarray(np.roll(y, 2))) == accuracy_score(y, np.roll(y, 2))
     assert r2_score(tt, xp.asarray(t * 0.5)) == pytest.approx(r2_score(t, t * 0.5), rel=1e-6)

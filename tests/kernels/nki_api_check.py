@@ -176,10 +176,16 @@ class _Checker:
             where = f"`{keyword}=`" if keyword else "a positional argument"
             if isinstance(value, (ast.List, ast.ListComp)) and not _pattern(value):
                 self.report(value, f"`{callee}` gets a list as {where}; NKI wants a tuple")
-            if callee.endswith(".ap") and (keyword == "pattern" or (keyword is None and value is node.args[0])) \
-                    and isinstance(value, ast.Tuple):
-                self.report(value, f"`{callee}` gets its access pattern as a tuple; it is a list of [stride, count] "
-                                   "lists (NkiTensor.ap: pattern: list[list[int]])")
+            if (
+                callee.endswith(".ap")
+                and (keyword == "pattern" or (keyword is None and value is node.args[0]))
+                and isinstance(value, ast.Tuple)
+            ):
+                self.report(
+                    value,
+                    f"`{callee}` gets its access pattern as a tuple; it is a list of [stride, count] "
+                    "lists (NkiTensor.ap: pattern: list[list[int]])",
+                )
             if keyword == "buffer" and isinstance(value, ast.Constant) and isinstance(value.value, str):
                 self.report(value, f"`{callee}` gets buffer={value.value!r}; use a buffer object such as `nl.sbuf`")
 
@@ -200,8 +206,11 @@ class _Checker:
 
 def _pattern(node: ast.expr) -> bool:
     """A list display of [stride, count] list displays: an access pattern."""
-    return isinstance(node, ast.List) and bool(node.elts) and all(
-        isinstance(e, ast.List) and len(e.elts) == 2 for e in node.elts)
+    return (
+        isinstance(node, ast.List)
+        and bool(node.elts)
+        and all(isinstance(e, ast.List) and len(e.elts) == 2 for e in node.elts)
+    )
 
 
 def check_source(source: str, table: Table, filename: str = "<kernel>") -> list[str]:

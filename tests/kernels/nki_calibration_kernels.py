@@ -95,10 +95,10 @@ def _tiled_output_tile(result, lhs_t, rhs, m, n, k_tiles):
     for k in range(k_tiles):
         lhs_tile = nl.ndarray((TILE_K, TILE_M), dtype=lhs_t.dtype, buffer=nl.sbuf)
         rhs_tile = nl.ndarray((TILE_K, TILE_N), dtype=rhs.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=lhs_tile, src=lhs_t[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
-        nisa.dma_copy(dst=rhs_tile, src=rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
+        nisa.dma_copy(dst=lhs_tile, src=lhs_t[k * TILE_K : (k + 1) * TILE_K, m * TILE_M : (m + 1) * TILE_M])
+        nisa.dma_copy(dst=rhs_tile, src=rhs[k * TILE_K : (k + 1) * TILE_K, n * TILE_N : (n + 1) * TILE_N])
         nisa.nc_matmul(dst=psum, stationary=lhs_tile, moving=rhs_tile, accumulate=k > 0)
-    _evacuate_and_store(result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], psum, result.dtype)
+    _evacuate_and_store(result[m * TILE_M : (m + 1) * TILE_M, n * TILE_N : (n + 1) * TILE_N], psum, result.dtype)
 
 
 def _load_columns(hbm, first_column, width, k_tiles):
@@ -106,7 +106,7 @@ def _load_columns(hbm, first_column, width, k_tiles):
     SBUF tensor [128, k_tiles, width]."""
     tiles = nl.ndarray((TILE_K, k_tiles, width), dtype=hbm.dtype, buffer=nl.sbuf)
     for k in range(k_tiles):
-        nisa.dma_copy(dst=tiles[:, k, :], src=hbm[k * TILE_K:(k + 1) * TILE_K, first_column:first_column + width])
+        nisa.dma_copy(dst=tiles[:, k, :], src=hbm[k * TILE_K : (k + 1) * TILE_K, first_column : first_column + width])
     return tiles
 
 
@@ -129,7 +129,7 @@ def _hoisted_tile(result, lhs_tiles, rhs, m, n, k_tiles):
     rhs_tiles = _load_columns(rhs, n * TILE_N, TILE_N, k_tiles)
     psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
     _accumulate(psum, [lhs_tiles[:, k, :] for k in range(k_tiles)], [rhs_tiles[:, k, :] for k in range(k_tiles)])
-    _evacuate_and_store(result[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], psum, result.dtype)
+    _evacuate_and_store(result[m * TILE_M : (m + 1) * TILE_M, n * TILE_N : (n + 1) * TILE_N], psum, result.dtype)
 
 
 BLOCK_FREE_M, BLOCK_FREE_N = 2, 2  # optimization 2: output tiles per block
@@ -145,22 +145,21 @@ def tutorial_blocked(lhs_t, rhs):
 
 
 def _blocked_row(result, lhs_t, rhs, m, k_tiles):
-    lhs_blocks = [_load_columns(lhs_t, (m * BLOCK_FREE_M + bm) * TILE_M, TILE_M, k_tiles)
-                  for bm in range(BLOCK_FREE_M)]
+    lhs_blocks = [_load_columns(lhs_t, (m * BLOCK_FREE_M + bm) * TILE_M, TILE_M, k_tiles) for bm in range(BLOCK_FREE_M)]
     for n in range(rhs.shape[1] // (BLOCK_FREE_N * TILE_N)):
         _blocked_block(result, lhs_blocks, rhs, m, n, k_tiles)
 
 
 def _blocked_block(result, lhs_blocks, rhs, m, n, k_tiles):
-    rhs_blocks = [_load_columns(rhs, (n * BLOCK_FREE_N + bn) * TILE_N, TILE_N, k_tiles)
-                  for bn in range(BLOCK_FREE_N)]
+    rhs_blocks = [_load_columns(rhs, (n * BLOCK_FREE_N + bn) * TILE_N, TILE_N, k_tiles) for bn in range(BLOCK_FREE_N)]
     for bm, lhs_tiles in enumerate(lhs_blocks):
         for bn, rhs_tiles in enumerate(rhs_blocks):
             psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
-            _accumulate(psum, [lhs_tiles[:, k, :] for k in range(k_tiles)],
-                        [rhs_tiles[:, k, :] for k in range(k_tiles)])
+            _accumulate(
+                psum, [lhs_tiles[:, k, :] for k in range(k_tiles)], [rhs_tiles[:, k, :] for k in range(k_tiles)]
+            )
             row, column = (m * BLOCK_FREE_M + bm) * TILE_M, (n * BLOCK_FREE_N + bn) * TILE_N
-            _evacuate_and_store(result[row:row + TILE_M, column:column + TILE_N], psum, result.dtype)
+            _evacuate_and_store(result[row : row + TILE_M, column : column + TILE_N], psum, result.dtype)
 
 
 TILES_M, TILES_N, TILES_K = 16, 2, 8  # optimization 3: tiles per block (the tutorial's defaults)
@@ -187,9 +186,9 @@ def _optimized_column(result, lhs_t, rhs, n, blocks_m, blocks_k):
         for bm in range(TILES_M):
             packed = nl.ndarray((TILE_M, block_n), dtype=result.dtype, buffer=nl.sbuf)
             for bn in range(TILES_N):
-                nisa.tensor_copy(dst=packed[:, bn * TILE_N:(bn + 1) * TILE_N], src=totals[:, m, bm, bn, :])
+                nisa.tensor_copy(dst=packed[:, bn * TILE_N : (bn + 1) * TILE_N], src=totals[:, m, bm, bn, :])
             row = (m * TILES_M + bm) * TILE_M
-            nisa.dma_copy(dst=result[row:row + TILE_M, n * block_n:(n + 1) * block_n], src=packed)
+            nisa.dma_copy(dst=result[row : row + TILE_M, n * block_n : (n + 1) * block_n], src=packed)
 
 
 def _optimized_k_block(totals, lhs_t, rhs, n, k, blocks_m):
@@ -197,7 +196,7 @@ def _optimized_k_block(totals, lhs_t, rhs, n, k, blocks_m):
     rhs_tiles = nl.ndarray((TILE_K, TILES_K, block_n), dtype=rhs.dtype, buffer=nl.sbuf)
     for bk in range(TILES_K):
         row = (k * TILES_K + bk) * TILE_K
-        nisa.dma_copy(dst=rhs_tiles[:, bk, :], src=rhs[row:row + TILE_K, n * block_n:(n + 1) * block_n])
+        nisa.dma_copy(dst=rhs_tiles[:, bk, :], src=rhs[row : row + TILE_K, n * block_n : (n + 1) * block_n])
     for m in range(blocks_m):
         _optimized_block(totals, lhs_t, rhs_tiles, k, m, block_m)
 
@@ -206,12 +205,15 @@ def _optimized_block(totals, lhs_t, rhs_tiles, k, m, block_m):
     lhs_tiles = nl.ndarray((TILE_K, TILES_K, block_m), dtype=lhs_t.dtype, buffer=nl.sbuf)
     for bk in range(TILES_K):
         row = (k * TILES_K + bk) * TILE_K
-        nisa.dma_copy(dst=lhs_tiles[:, bk, :], src=lhs_t[row:row + TILE_K, m * block_m:(m + 1) * block_m])
+        nisa.dma_copy(dst=lhs_tiles[:, bk, :], src=lhs_t[row : row + TILE_K, m * block_m : (m + 1) * block_m])
     for bn in range(TILES_N):
         for bm in range(TILES_M):
             psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)
-            _accumulate(psum, [lhs_tiles[:, bk, bm * TILE_M:(bm + 1) * TILE_M] for bk in range(TILES_K)],
-                        [rhs_tiles[:, bk, bn * TILE_N:(bn + 1) * TILE_N] for bk in range(TILES_K)])
+            _accumulate(
+                psum,
+                [lhs_tiles[:, bk, bm * TILE_M : (bm + 1) * TILE_M] for bk in range(TILES_K)],
+                [rhs_tiles[:, bk, bn * TILE_N : (bn + 1) * TILE_N] for bk in range(TILES_K)],
+            )
             total = totals[:, m, bm, bn, :]
             nisa.tensor_tensor(dst=total, data1=total, data2=psum, op=nl.add)
 
@@ -225,8 +227,10 @@ def hand_2048(lhs_t, rhs):
     n_size = rhs.shape[1]
     out = nl.ndarray((m_size, n_size), dtype=nl.bfloat16, buffer=nl.shared_hbm)
     # the result of one N block: one [128, 512] bf16 tile per M tile (four such sets rotate in the original)
-    results = [[nl.ndarray((TILE_M, HAND_N), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(m_size // TILE_M)]
-               for _ in range(4)]
+    results = [
+        [nl.ndarray((TILE_M, HAND_N), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(m_size // TILE_M)]
+        for _ in range(4)
+    ]
     for n in range(n_size // HAND_N):
         _hand_n_block(out, lhs_t, rhs, results[n % 4], n, k_size, m_size)
     return out
@@ -235,31 +239,34 @@ def hand_2048(lhs_t, rhs):
 def _hand_n_block(out, lhs_t, rhs, result, n, k_size, m_size):
     k_tiles, m_blocks = HAND_K // TILE_K, m_size // HAND_M
     # the original's double- and quadruple-buffered operand tiles, [128, 512] bf16 each
-    lhs_buffers = [[[nl.ndarray((TILE_K, HAND_M), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(k_tiles)]
-                    for _ in range(4)] for _ in range(2)]
-    rhs_buffers = [[nl.ndarray((TILE_K, HAND_N), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(k_tiles)]
-                   for _ in range(2)]
+    lhs_buffers = [
+        [[nl.ndarray((TILE_K, HAND_M), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(k_tiles)] for _ in range(4)]
+        for _ in range(2)
+    ]
+    rhs_buffers = [
+        [nl.ndarray((TILE_K, HAND_N), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(k_tiles)] for _ in range(2)
+    ]
     for tile in result:
         nisa.memset(dst=tile, value=0.0)
     for k in range(k_size // HAND_K):
         rhs_tiles = rhs_buffers[k % 2]
         for t, tile in enumerate(rhs_tiles):
             row = k * HAND_K + t * TILE_K
-            nisa.dma_copy(dst=tile, src=rhs[row:row + TILE_K, n * HAND_N:(n + 1) * HAND_N])
+            nisa.dma_copy(dst=tile, src=rhs[row : row + TILE_K, n * HAND_N : (n + 1) * HAND_N])
         for m in range(m_blocks):
             lhs_tiles = lhs_buffers[k % 2][m % 4]
             for t, tile in enumerate(lhs_tiles):
                 row = k * HAND_K + t * TILE_K
-                nisa.dma_copy(dst=tile, src=lhs_t[row:row + TILE_K, m * HAND_M:(m + 1) * HAND_M])
+                nisa.dma_copy(dst=tile, src=lhs_t[row : row + TILE_K, m * HAND_M : (m + 1) * HAND_M])
             for i in range(HAND_M // TILE_M):
                 _hand_output_tile(result[m * (HAND_M // TILE_M) + i], lhs_tiles, rhs_tiles, i)
     for t, tile in enumerate(result):
-        nisa.dma_copy(dst=out[t * TILE_M:(t + 1) * TILE_M, n * HAND_N:(n + 1) * HAND_N], src=tile)
+        nisa.dma_copy(dst=out[t * TILE_M : (t + 1) * TILE_M, n * HAND_N : (n + 1) * HAND_N], src=tile)
 
 
 def _hand_output_tile(total, lhs_tiles, rhs_tiles, i):
     psum = nl.ndarray((TILE_M, HAND_N), dtype=nl.float32, buffer=nl.psum)
-    _accumulate(psum, [tile[:, i * TILE_M:(i + 1) * TILE_M] for tile in lhs_tiles], rhs_tiles)
+    _accumulate(psum, [tile[:, i * TILE_M : (i + 1) * TILE_M] for tile in lhs_tiles], rhs_tiles)
     partial = nl.ndarray((TILE_M, HAND_N), dtype=nl.bfloat16, buffer=nl.sbuf)
     nisa.tensor_copy(dst=partial, src=psum)
     nisa.tensor_tensor(dst=total, data1=total, data2=partial, op=nl.add)
@@ -281,8 +288,10 @@ def autotune_manual_2048(lhs_t, rhs):
 
 def _manual_column(result, lhs_t, rhs, n, blocks_m, blocks_k):
     block_m, block_n = MANUAL_M * TILE_M, MANUAL_N * TILE_N
-    totals = [[nl.ndarray((TILE_M, block_n), dtype=result.dtype, buffer=nl.sbuf) for _ in range(MANUAL_M)]
-              for _ in range(blocks_m)]
+    totals = [
+        [nl.ndarray((TILE_M, block_n), dtype=result.dtype, buffer=nl.sbuf) for _ in range(MANUAL_M)]
+        for _ in range(blocks_m)
+    ]
     for row in totals:
         for total in row:
             nisa.memset(dst=total, value=0.0)
@@ -293,7 +302,7 @@ def _manual_column(result, lhs_t, rhs, n, blocks_m, blocks_k):
             psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)  # one per (k, m), reused
             partial = nl.ndarray((TILE_M, TILE_N), dtype=result.dtype, buffer=nl.sbuf)
             for bm in range(MANUAL_M):
-                _accumulate(psum, [tile[:, bm * TILE_M:(bm + 1) * TILE_M] for tile in lhs_tiles], rhs_tiles)
+                _accumulate(psum, [tile[:, bm * TILE_M : (bm + 1) * TILE_M] for tile in lhs_tiles], rhs_tiles)
                 nisa.tensor_copy(dst=partial, src=psum)
                 nisa.tensor_tensor(dst=totals[m][bm], data1=totals[m][bm], data2=partial, op=nl.add)
     for m, row in enumerate(totals):
@@ -301,7 +310,7 @@ def _manual_column(result, lhs_t, rhs, n, blocks_m, blocks_k):
             packed = nl.ndarray((TILE_M, block_n), dtype=result.dtype, buffer=nl.sbuf)
             nisa.tensor_copy(dst=packed, src=total)
             first = (m * MANUAL_M + bm) * TILE_M
-            nisa.dma_copy(dst=result[first:first + TILE_M, n * block_n:(n + 1) * block_n], src=packed)
+            nisa.dma_copy(dst=result[first : first + TILE_M, n * block_n : (n + 1) * block_n], src=packed)
 
 
 def _tiles(hbm, first_k_tile, k_tiles, column, width):
@@ -309,7 +318,7 @@ def _tiles(hbm, first_k_tile, k_tiles, column, width):
     tiles = []
     for t in range(first_k_tile, first_k_tile + k_tiles):
         tile = nl.ndarray((TILE_K, width), dtype=hbm.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=tile, src=hbm[t * TILE_K:(t + 1) * TILE_K, column:column + width])
+        nisa.dma_copy(dst=tile, src=hbm[t * TILE_K : (t + 1) * TILE_K, column : column + width])
         tiles.append(tile)
     return tiles
 
@@ -324,8 +333,10 @@ def autotune_kernel31_2048(lhs_t, rhs):
     rhs_by_k = [[_tiles(rhs, k, 1, n * TILE_N, TILE_N)[0] for n in range(n_tiles)] for k in range(k_tiles)]
     lhs_tiles = [[row[m] for row in by_k] for m in range(m_tiles)]  # [m][k]
     rhs_tiles = [[row[n] for row in rhs_by_k] for n in range(n_tiles)]  # [n][k]
-    results = [[nl.ndarray((TILE_M, TILE_N), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(n_tiles)]
-               for _ in range(m_tiles)]
+    results = [
+        [nl.ndarray((TILE_M, TILE_N), dtype=nl.bfloat16, buffer=nl.sbuf) for _ in range(n_tiles)]
+        for _ in range(m_tiles)
+    ]
     psum = nl.ndarray((TILE_M, TILE_N), dtype=nl.float32, buffer=nl.psum)  # the kernel's one PSUM tile
     for m in range(m_tiles):
         for n in range(n_tiles):
@@ -333,7 +344,7 @@ def autotune_kernel31_2048(lhs_t, rhs):
             nisa.tensor_copy(dst=results[m][n], src=psum)
     for m in range(m_tiles):
         for n in range(n_tiles):
-            nisa.dma_copy(dst=out[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], src=results[m][n])
+            nisa.dma_copy(dst=out[m * TILE_M : (m + 1) * TILE_M, n * TILE_N : (n + 1) * TILE_N], src=results[m][n])
     return out
 
 
@@ -355,20 +366,22 @@ def _resident_operands(lhs_t, rhs, accumulators):
     lhs_all = nl.ndarray((TILE_K, k_tiles, m_size), dtype=nl.bfloat16, buffer=nl.sbuf)
     rhs_all = nl.ndarray((TILE_K, k_tiles, n_size), dtype=nl.bfloat16, buffer=nl.sbuf)
     for k in range(k_tiles):
-        nisa.dma_copy(dst=lhs_all[:, k, :], src=lhs_t[k * TILE_K:(k + 1) * TILE_K, :])
+        nisa.dma_copy(dst=lhs_all[:, k, :], src=lhs_t[k * TILE_K : (k + 1) * TILE_K, :])
     for k in range(k_tiles):
-        nisa.dma_copy(dst=rhs_all[:, k, :], src=rhs[k * TILE_K:(k + 1) * TILE_K, :])
+        nisa.dma_copy(dst=rhs_all[:, k, :], src=rhs[k * TILE_K : (k + 1) * TILE_K, :])
     results = nl.ndarray((TILE_M, m_tiles, n_size), dtype=nl.bfloat16, buffer=nl.sbuf)
     psums = [nl.ndarray((TILE_M, n_size), dtype=nl.float32, buffer=nl.psum) for _ in range(accumulators)]
     for m in range(m_tiles):
         psum = psums[m % accumulators]
         for n in range(n_size // TILE_N):
-            _accumulate(psum[:, n * TILE_N:(n + 1) * TILE_N],
-                        [lhs_all[:, k, m * TILE_M:(m + 1) * TILE_M] for k in range(k_tiles)],
-                        [rhs_all[:, k, n * TILE_N:(n + 1) * TILE_N] for k in range(k_tiles)])
+            _accumulate(
+                psum[:, n * TILE_N : (n + 1) * TILE_N],
+                [lhs_all[:, k, m * TILE_M : (m + 1) * TILE_M] for k in range(k_tiles)],
+                [rhs_all[:, k, n * TILE_N : (n + 1) * TILE_N] for k in range(k_tiles)],
+            )
         nisa.tensor_copy(dst=results[:, m, :], src=psum)
     for m in range(m_tiles):
-        nisa.dma_copy(dst=out[m * TILE_M:(m + 1) * TILE_M, :], src=results[:, m, :])
+        nisa.dma_copy(dst=out[m * TILE_M : (m + 1) * TILE_M, :], src=results[:, m, :])
     return out
 
 
@@ -383,11 +396,11 @@ def autotune_ladder_2048(lhs_t, rhs):
     for m in range(m_size // TILE_M):
         for n in range(n_size // TILE_N):
             for k in range(k_size // TILE_K):
-                nisa.dma_copy(dst=lhs_tile, src=lhs_t[k * TILE_K:(k + 1) * TILE_K, m * TILE_M:(m + 1) * TILE_M])
-                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TILE_K:(k + 1) * TILE_K, n * TILE_N:(n + 1) * TILE_N])
+                nisa.dma_copy(dst=lhs_tile, src=lhs_t[k * TILE_K : (k + 1) * TILE_K, m * TILE_M : (m + 1) * TILE_M])
+                nisa.dma_copy(dst=rhs_tile, src=rhs[k * TILE_K : (k + 1) * TILE_K, n * TILE_N : (n + 1) * TILE_N])
                 nisa.nc_matmul(dst=psum, stationary=lhs_tile, moving=rhs_tile, accumulate=k > 0)
             nisa.tensor_copy(dst=result, src=psum)
-            nisa.dma_copy(dst=out[m * TILE_M:(m + 1) * TILE_M, n * TILE_N:(n + 1) * TILE_N], src=result)
+            nisa.dma_copy(dst=out[m * TILE_M : (m + 1) * TILE_M, n * TILE_N : (n + 1) * TILE_N], src=result)
     return out
 
 
@@ -438,12 +451,9 @@ AUTOTUNE = "nki-autotune kernel_library, hand kernel at 90.92% MFU"
 PROFILER = "neuron-profile, from MFU"
 POINTS = (
     Point("tutorial_tiled", "trn1", (8192, 4096), (8192, 8192), 51.80e-3, f"{TUTORIAL}: original tiled", BENCHMARK),
-    Point("tutorial_hoisted", "trn1", (8192, 4096), (8192, 8192), 42.96e-3, f"{TUTORIAL}: optimization 1",
-          BENCHMARK),
-    Point("tutorial_blocked", "trn1", (8192, 4096), (8192, 8192), 22.07e-3, f"{TUTORIAL}: optimization 2",
-          BENCHMARK),
-    Point("tutorial_optimized", "trn1", (8192, 4096), (8192, 8192), 6.97e-3, f"{TUTORIAL}: optimization 3",
-          BENCHMARK),
+    Point("tutorial_hoisted", "trn1", (8192, 4096), (8192, 8192), 42.96e-3, f"{TUTORIAL}: optimization 1", BENCHMARK),
+    Point("tutorial_blocked", "trn1", (8192, 4096), (8192, 8192), 22.07e-3, f"{TUTORIAL}: optimization 2", BENCHMARK),
+    Point("tutorial_optimized", "trn1", (8192, 4096), (8192, 8192), 6.97e-3, f"{TUTORIAL}: optimization 3", BENCHMARK),
     Point("hand_2048", "trn2", (SIDE, SIDE), (SIDE, SIDE), _from_mfu(0.9092), AUTOTUNE, PROFILER),
 )
 
@@ -455,29 +465,91 @@ POINTS = (
 # TRN1, and its 4096 x 8192 x 8192 time matches the tutorial's trn1 6.97 ms.
 ISSUE_25 = "github.com/awslabs/nki-autotune/issues/25: tutorial optimization 3"
 WALL = "torch-xla wall time, p99"
-ISSUE_25_MS = {(4096, 4096, 4096): 2.694, (4096, 4096, 8192): 3.538, (4096, 8192, 4096): 3.539,
-               (4096, 8192, 8192): 6.991, (8192, 4096, 4096): 3.876, (8192, 4096, 8192): 7.516,
-               (8192, 8192, 4096): 7.476, (8192, 8192, 8192): 14.72}
+ISSUE_25_MS = {
+    (4096, 4096, 4096): 2.694,
+    (4096, 4096, 8192): 3.538,
+    (4096, 8192, 4096): 3.539,
+    (4096, 8192, 8192): 6.991,
+    (8192, 4096, 4096): 3.876,
+    (8192, 4096, 8192): 7.516,
+    (8192, 8192, 4096): 7.476,
+    (8192, 8192, 8192): 14.72,
+}
 AUTOTUNE_README = "nki-autotune kernel_library/README.md@dcc23bb"
 TUNE_EXAMPLE = "nki-autotune examples/tune_matmul_lhsT_rhs.py@d57bcc3"
 REPORTED = (
     # at M = 8192 the kernel's SBUF accumulator takes 128 KiB per partition, 176 KiB with its operand blocks:
     # more than the CPU model's trn1 budget (192 KiB less a reservation assumed by analogy with trn2's), so the
     # published runs refute that reservation; those count against the physical 192 KiB
-    *(Point(f"autotune_thread_{m}x{n}x{k}", "trn1", (k, m), (k, n), ms * 1e-3, ISSUE_25, WALL, "tutorial_optimized",
-            physical_sbuf=m == 8192) for (m, n, k), ms in ISSUE_25_MS.items()),
-    Point("tutorial_optimized_2048", "trn2", (SIDE, SIDE), (SIDE, SIDE), _from_mfu(0.6056),
-          f"{AUTOTUNE_README}: the tutorial's 16/2/8 blocks at 2K^3, 60.56% MFU", PROFILER, "tutorial_optimized"),
-    Point("autotune_manual_2048", "trn2", (SIDE, SIDE), (SIDE, SIDE), _from_mfu(0.7905),
-          f"{AUTOTUNE_README}: kernel_manual_79.05mfu", PROFILER),
-    Point("autotune_kernel31_2048", "trn2", (SIDE, SIDE), (SIDE, SIDE), _from_mfu(0.5860),
-          f"{AUTOTUNE_README}: kernel_31_58.60mfu", PROFILER),
-    Point("autotune_single_psum_2048", "trn2", (SIDE, SIDE), (SIDE, SIDE), 0.366e-3,
-          f"{TUNE_EXAMPLE}: four transforms, ~60% MFU", "profiler total time"),
-    Point("autotune_double_psum_2048", "trn2", (SIDE, SIDE), (SIDE, SIDE), 0.262e-3,
-          f"{TUNE_EXAMPLE}: five transforms, ~83.4% MFU", "profiler total time"),
-    Point("autotune_ladder_2048", "trn2", (SIDE, SIDE), (SIDE, SIDE), _from_mfu(0.16),
-          f"{TUNE_EXAMPLE}: the k0..k14 ladder, ~16% MFU (approximate)", PROFILER),
+    *(
+        Point(
+            f"autotune_thread_{m}x{n}x{k}",
+            "trn1",
+            (k, m),
+            (k, n),
+            ms * 1e-3,
+            ISSUE_25,
+            WALL,
+            "tutorial_optimized",
+            physical_sbuf=m == 8192,
+        )
+        for (m, n, k), ms in ISSUE_25_MS.items()
+    ),
+    Point(
+        "tutorial_optimized_2048",
+        "trn2",
+        (SIDE, SIDE),
+        (SIDE, SIDE),
+        _from_mfu(0.6056),
+        f"{AUTOTUNE_README}: the tutorial's 16/2/8 blocks at 2K^3, 60.56% MFU",
+        PROFILER,
+        "tutorial_optimized",
+    ),
+    Point(
+        "autotune_manual_2048",
+        "trn2",
+        (SIDE, SIDE),
+        (SIDE, SIDE),
+        _from_mfu(0.7905),
+        f"{AUTOTUNE_README}: kernel_manual_79.05mfu",
+        PROFILER,
+    ),
+    Point(
+        "autotune_kernel31_2048",
+        "trn2",
+        (SIDE, SIDE),
+        (SIDE, SIDE),
+        _from_mfu(0.5860),
+        f"{AUTOTUNE_README}: kernel_31_58.60mfu",
+        PROFILER,
+    ),
+    Point(
+        "autotune_single_psum_2048",
+        "trn2",
+        (SIDE, SIDE),
+        (SIDE, SIDE),
+        0.366e-3,
+        f"{TUNE_EXAMPLE}: four transforms, ~60% MFU",
+        "profiler total time",
+    ),
+    Point(
+        "autotune_double_psum_2048",
+        "trn2",
+        (SIDE, SIDE),
+        (SIDE, SIDE),
+        0.262e-3,
+        f"{TUNE_EXAMPLE}: five transforms, ~83.4% MFU",
+        "profiler total time",
+    ),
+    Point(
+        "autotune_ladder_2048",
+        "trn2",
+        (SIDE, SIDE),
+        (SIDE, SIDE),
+        _from_mfu(0.16),
+        f"{TUNE_EXAMPLE}: the k0..k14 ladder, ~16% MFU (approximate)",
+        PROFILER,
+    ),
 )
 
 
@@ -493,35 +565,38 @@ PHYSICAL_SBUF = {"trn1": 192 * 1024, "trn2": 224 * 1024}  # bytes per partition 
 
 
 @functools.cache
-def _counted(port: str, generation: str, lhs_t: tuple[int, int], rhs: tuple[int, int],
-             physical_sbuf: bool = False) -> cost.RecordedLaunch:
+def _counted(
+    port: str, generation: str, lhs_t: tuple[int, int], rhs: tuple[int, int], physical_sbuf: bool = False
+) -> cost.RecordedLaunch:
     kernel = model.jit(globals()[port])
     target = model.core.TARGETS[generation]
     if physical_sbuf:
         target = dataclasses.replace(target, sbuf_partition_bytes=PHYSICAL_SBUF[generation])
-    with mock.patch.dict(os.environ, {model.core.LNC_VARIABLE: "1"}), \
-            mock.patch.dict(model.core.TARGETS, {generation: target}), model.targeting(generation), \
-            model.counting_only():
+    with (
+        mock.patch.dict(os.environ, {model.core.LNC_VARIABLE: "1"}),
+        mock.patch.dict(model.core.TARGETS, {generation: target}),
+        model.targeting(generation),
+        model.counting_only(),
+    ):
         kernel(model.shape_only(lhs_t, nl.bfloat16), model.shape_only(rhs, nl.bfloat16))
     return cost.record(kernel.last_run)
 
 
 def estimate(point: Point, calibration: cost.Calibration | None = None) -> cost.Estimate:
     """The cost model's time of ``point``'s port on its generation (one physical core, LNC=1)."""
-    return cost.estimate(_run(point), cost.GENERATIONS[point.generation], point.name, point.flops, False,
-                         calibration)
+    return cost.estimate(_run(point), cost.GENERATIONS[point.generation], point.name, point.flops, False, calibration)
 
 
 def _modelled(point: Point, efficiency: float, trn1_rate: float) -> float:
     """``point``'s modelled time with the two fitted constants set: tensor_efficiency, and trn1's DMA rate (on
     trn1 points; trn2 keeps its documented rate)."""
-    calibration = cost.Calibration(tensor_efficiency=efficiency,
-                                   dma_bytes_per_s=trn1_rate if point.generation == "trn1" else None)
+    calibration = cost.Calibration(
+        tensor_efficiency=efficiency, dma_bytes_per_s=trn1_rate if point.generation == "trn1" else None
+    )
     return estimate(point, calibration).seconds
 
 
 @functools.cache
 def fit() -> calibrate.PublishedFit:
     """The least-squares fit of the cost model's two constants to ``POINTS``, with each point's left-out error."""
-    return calibrate.fit_published(POINTS, _modelled, (cost.Calibration().tensor_efficiency,
-                                                       cost.TRN1.dma_bytes_per_s))
+    return calibrate.fit_published(POINTS, _modelled, (cost.Calibration().tensor_efficiency, cost.TRN1.dma_bytes_per_s))

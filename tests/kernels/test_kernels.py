@@ -65,8 +65,7 @@ def test_what_never_routes_to_nki():
         assert kernels.implementation("matmul", "native", torch.float64, cpu, BIG) == "torch.matmul"  # no fp64
         assert kernels.implementation("matmul", "dd", torch.float64, cpu, BIG) == "nki.matmul[dd]"
         assert kernels.implementation("bmm", "ozaki", torch.float64, cpu, BIG, {"slices": 6}) == "nki.bmm[ozaki]"
-        assert kernels.implementation("matmul", "sr", torch.float32, cpu, BIG, {"generator": None}) == \
-            "torch.matmul"
+        assert kernels.implementation("matmul", "sr", torch.float32, cpu, BIG, {"generator": None}) == "torch.matmul"
         assert kernels.implementation("bmm", "native", torch.complex64, cpu, BIG) == "torch.bmm"
         assert kernels.implementation("matmul", "native", torch.float32, cpu, (1, 5, 0, 5)) == "torch.matmul"
         assert kernels.implementation("matmul", "fast", torch.float32, cpu, BIG) == "nki.matmul[fast]"
@@ -85,10 +84,11 @@ def test_neuron_devices_route_only_with_the_real_toolchain(monkeypatch):
     monkeypatch.setattr(toolchain, "REAL", True)
     with kernels.first_calls():  # a first call compiles: seconds, more than the kernel's milliseconds
         assert kernels.implementation("matmul", "fast", torch.float32, device, BIG) == "torch.matmul"
-    assert kernels.implementation("matmul", "fast", torch.float32, device, BIG, compiled=True) == \
-        "nki.matmul[fast]"
-    assert kernels.implementation("bmm", "native", torch.float32, device, (4, 2048, 2048, 2048),
-                                  compiled=True) == "nki.bmm[native]"
+    assert kernels.implementation("matmul", "fast", torch.float32, device, BIG, compiled=True) == "nki.matmul[fast]"
+    assert (
+        kernels.implementation("bmm", "native", torch.float32, device, (4, 2048, 2048, 2048), compiled=True)
+        == "nki.bmm[native]"
+    )
     small = (1, 256, 256, 256)
     assert kernels.implementation("matmul", "fast", torch.float32, device, small) == "torch.matmul"
     with config.set(nki_min_flops=2 * 256**3):
@@ -141,8 +141,9 @@ def test_explain_shows_the_implementation_and_modelled_time():
     assert e.implementations == ("torch.matmul",) and e.modelled == (None,)
     assert "torch.matmul" in str(e)
     with config.set(nki="model"), kernels.first_calls():
-        e = xp.explain("ij,jk,kl->il", (4096, 4096), (4096, 4096), (4096, 8), precision="fast",
-                       optimize=[(0, 1), (0, 1)])
+        e = xp.explain(
+            "ij,jk,kl->il", (4096, 4096), (4096, 4096), (4096, 8), precision="fast", optimize=[(0, 1), (0, 1)]
+        )
     # the first call of the 4096^3 step runs torch while the kernel compiles; explain models the kernel
     assert e.implementations == ("torch.matmul", "torch.matmul") and "torch.matmul (first call)" in str(e)
     estimate = next(m for m in e.modelled if m is not None)
@@ -158,15 +159,18 @@ def test_explain_shows_the_implementation_and_modelled_time():
 
 # --- the routing rule pays a kernel's compile ---
 
+
 @pytest.fixture
 def calibrated(tmp_path, monkeypatch):
     """Point the cost model at a calibration file of the given fields (a tiny launch cost, so 128^3 is worth a
     kernel and the model runs fast)."""
+
     def use(**fields):
         path = tmp_path / f"calibration{len(list(tmp_path.iterdir()))}.json"
         path.write_text(json.dumps({"launch_s": 1e-9, **fields}))
         monkeypatch.setenv(cost.CALIBRATION_VARIABLE, str(path))
         return cost.calibration()
+
     return use
 
 
@@ -180,8 +184,7 @@ def test_a_first_call_runs_torch_while_compiling_costs_more_than_the_kernel(cali
     calibrated(compile_fixed_s=10.0)
     a, b = torch.randn(128, 128), torch.randn(128, 128)
     with config.set(nki="model"), kernels.first_calls():
-        assert kernels.implementation("matmul", "fast", torch.float32, a.device, (1, 128, 128, 128)) == \
-            "torch.matmul"
+        assert kernels.implementation("matmul", "fast", torch.float32, a.device, (1, 128, 128, 128)) == "torch.matmul"
         assert _run(a, b) == 0  # the first call: torch
         assert _run(a, b) == 1  # compiled from here on
         assert _run(a, b) == 1
@@ -221,7 +224,10 @@ def test_explain_shows_the_first_call_and_the_program(calibrated):
         estimate = first.modelled[0]
         text = str(first)
         assert "torch.matmul (first call)" in text
-        assert f"{estimate.program_instructions:,} instructions (compile ~{cost.format_seconds(10.0 + 1e-4 * estimate.program_instructions)})" in text  # noqa: E501
+        assert (
+            f"{estimate.program_instructions:,} instructions (compile ~{cost.format_seconds(10.0 + 1e-4 * estimate.program_instructions)})"
+            in text
+        )  # noqa: E501
         kernels.matmul(torch.randn(128, 128), torch.randn(128, 128), "fast")
         then = xp.explain("ij,jk->ik", (128, 128), (128, 128), precision="fast", dtype=xp.float32)
         assert then.implementations == ("nki.matmul[fast]",) and "(first call)" not in str(then)
@@ -266,8 +272,16 @@ def test_mul_matches_numpy_for_every_dtype_and_broadcast(dtype, sa, sb):
 
 def test_complex_inf_and_nan_as_numpy():
     inf, nan = np.inf, np.nan
-    values = [complex(inf, 0), complex(0, inf), complex(inf, inf), complex(nan, 0), complex(-inf, 1), 0j, 1 + 2j,
-              complex(1, -inf)]
+    values = [
+        complex(inf, 0),
+        complex(0, inf),
+        complex(inf, inf),
+        complex(nan, 0),
+        complex(-inf, 1),
+        0j,
+        1 + 2j,
+        complex(1, -inf),
+    ]
     a = np.array([x for x, _ in itertools.product(values, values)], dtype=np.complex128)
     b = np.array([y for _, y in itertools.product(values, values)], dtype=np.complex128)
     with np.errstate(invalid="ignore"):
@@ -381,8 +395,11 @@ def test_no_contraction_steps_run_mul_never_bmm(subscripts, shapes, dtype):
         got = xp.einsum(subscripts, *map(from_numpy, ops))
     assert set(calls) == {("mul", "native")} and calls["mul", "native"] == 1
     with np.errstate(over="ignore"):
-        expected = np.einsum(subscripts, *ops) if dtype != "bool" else \
-            np.einsum(subscripts, *(o.astype(np.int64) for o in ops)) > 0
+        expected = (
+            np.einsum(subscripts, *ops)
+            if dtype != "bool"
+            else np.einsum(subscripts, *(o.astype(np.int64) for o in ops)) > 0
+        )
     assert_same(got, expected.astype(dtype), rtol=1e-12 if dtype != "bool" else None)
 
 

@@ -72,8 +72,14 @@ def test_table_has_key_facts():
     assert f["nki.jit"] == ("fn", "**kwargs")
     assert sum(name.startswith("nki.isa.") for name in f) == 52
     assert sum(name.startswith("nki.language.") for name in f) == 103
-    for name in ("nki.language.shared_hbm", "nki.language.tile_size.pmax", "nki.isa.engine.vector",
-                 "nki.isa.vector_engine", "nki.language.NkiTensor.reshape", "nki.language.NkiTensor.shape"):
+    for name in (
+        "nki.language.shared_hbm",
+        "nki.language.tile_size.pmax",
+        "nki.isa.engine.vector",
+        "nki.isa.vector_engine",
+        "nki.language.NkiTensor.reshape",
+        "nki.language.NkiTensor.shape",
+    ):
         assert name in TABLE.known, name
     assert "nki.language.arange" not in TABLE.known
     assert "nki.language.divide" in TABLE.stub_only
@@ -93,8 +99,10 @@ PLANTED = [
     ("from nki.isa import nc_matmul_fast", "`nki.isa.nc_matmul_fast` is not in the NKI 0.6 API table"),
     ("y = nl.divide(a, b)", "`nl.divide` is only in the NKI 0.6 stubs"),
     ('nisa.nc_matmul(dst, s, m, rounding="sr")', "`nisa.nc_matmul` has no parameter `rounding`"),
-    ("from .toolchain import nisa as isa\nisa.tensor_copy(d, s, engine=e, mode=1)",
-     "`isa.tensor_copy` has no parameter `mode`"),
+    (
+        "from .toolchain import nisa as isa\nisa.tensor_copy(d, s, engine=e, mode=1)",
+        "`isa.tensor_copy` has no parameter `mode`",
+    ),
     ("nisa.tensor_copy(d, s, e, None, 1)", "`nisa.tensor_copy` takes at most 4 positional arguments, got 5"),
     ("nisa.dma_copy(d, s, dst=d)", "`nisa.dma_copy` got parameter `dst` both positionally and by keyword"),
     ("import neuronxcc.nki", "use the `nki` package, not `neuronxcc`"),
@@ -107,8 +115,10 @@ PLANTED = [
     ("ok = x is not y", "`x is not y` uses `is`/`is not`"),
     ("nisa.dma_copy(dst=[1], src=s)", "`nisa.dma_copy` gets a list as `dst=`; NKI wants a tuple"),
     ("f([a, b])", "`f` gets a list as a positional argument; NKI wants a tuple"),
-    ("v = t.ap(((4, 1), (1, 4)), offset=0)", "`t.ap` gets its access pattern as a tuple; it is a list of [stride, "
-                                            "count] lists"),
+    (
+        "v = t.ap(((4, 1), (1, 4)), offset=0)",
+        "`t.ap` gets its access pattern as a tuple; it is a list of [stride, count] lists",
+    ),
     ("v = t.ap(pattern=((4, 1), (1, 4)))", "`t.ap` gets its access pattern as a tuple"),
     ("t = nl.ndarray([i for i in s], dtype=nl.float32)", "`nl.ndarray` gets a list as a positional argument"),
     ('t = nl.ndarray((2, 2), nl.float32, buffer="sbuf")', "`nl.ndarray` gets buffer='sbuf'"),
@@ -128,7 +138,8 @@ def test_planted_violation_in_clean_kernel_is_reported_with_its_line():
     line = next(i for i, text in enumerate(source.splitlines(), 1) if "rounding=" in text)
     assert problems(source) == [
         f"k.py:{line}: `nisa.nc_matmul` has no parameter `rounding` (NKI 0.6: "
-        + ", ".join(TABLE.functions["nki.isa.nc_matmul"]) + ")",
+        + ", ".join(TABLE.functions["nki.isa.nc_matmul"])
+        + ")",
         f"k.py:{line}: `nl.rne` is not in the NKI 0.6 API table",
     ]
 
@@ -153,13 +164,16 @@ def test_lnc_and_rng_names_the_kernels_use_are_documented():
     assert problems(IMPORT_STYLES["toolchain"] + LNC_KERNEL) == []
 
 
-@pytest.mark.parametrize(("snippet", "message"), [
-    ("p = nl.program_idx(0)", "`nl.program_idx` is not in the NKI 0.6 API table"),
-    ("p = nl.num_programs(axis=0)", "`nl.num_programs` has no parameter `axis`"),
-    ("nisa.rand_set_state(s, engine=e, seed=1)", "`nisa.rand_set_state` has no parameter `seed`"),
-    ("nisa.rand_set_seed(s)", "`nisa.rand_set_seed` is not in the NKI 0.6 API table"),
-    ("t = nl.ndarray((2, 2), nl.float32, buffer=nl.private_dram)", "`nl.private_dram` is not in the NKI 0.6 API"),
-])
+@pytest.mark.parametrize(
+    ("snippet", "message"),
+    [
+        ("p = nl.program_idx(0)", "`nl.program_idx` is not in the NKI 0.6 API table"),
+        ("p = nl.num_programs(axis=0)", "`nl.num_programs` has no parameter `axis`"),
+        ("nisa.rand_set_state(s, engine=e, seed=1)", "`nisa.rand_set_state` has no parameter `seed`"),
+        ("nisa.rand_set_seed(s)", "`nisa.rand_set_seed` is not in the NKI 0.6 API table"),
+        ("t = nl.ndarray((2, 2), nl.float32, buffer=nl.private_dram)", "`nl.private_dram` is not in the NKI 0.6 API"),
+    ],
+)
 def test_near_misses_of_the_lnc_and_rng_names_are_rejected(snippet, message):
     found = problems("x = 1\n" + snippet + "\n")
     assert any(message in p for p in found), found

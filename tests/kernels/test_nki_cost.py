@@ -40,8 +40,12 @@ def test_modelled_time_is_within_15_percent_of_the_published_measurement(point):
 def test_the_bound_engine_matches_the_published_account():
     """The tutorial's first three kernels are memory-bound, its last and the hand kernel Tensor-Engine-bound."""
     assert {p.name: fixtures.estimate(p, cost.Calibration()).bound_by for p in fixtures.POINTS} == {
-        "tutorial_tiled": "dma", "tutorial_hoisted": "dma", "tutorial_blocked": "dma",
-        "tutorial_optimized": "tensor", "hand_2048": "tensor"}
+        "tutorial_tiled": "dma",
+        "tutorial_hoisted": "dma",
+        "tutorial_blocked": "dma",
+        "tutorial_optimized": "tensor",
+        "hand_2048": "tensor",
+    }
 
 
 # --- pricing rules against exact arithmetic ------------------------------------------------------------------------
@@ -52,8 +56,9 @@ def fake_core(trace, sbuf: int = 0, banks: int = 0) -> SimpleNamespace:
     if isinstance(trace, dict):
         trace = [(key[0], key[1], tuple(key[2:]), (), ()) for key, n in trace.items() for _ in range(n)]
     events = collections.Counter((engine, instruction, *details) for engine, instruction, details, _, _ in trace)
-    return SimpleNamespace(events=events, trace=list(trace), sbuf_peak=sbuf, banks_peak=banks,
-                           program_instructions=len(trace))
+    return SimpleNamespace(
+        events=events, trace=list(trace), sbuf_peak=sbuf, banks_peak=banks, program_instructions=len(trace)
+    )
 
 
 calibrations = st.builds(
@@ -63,11 +68,20 @@ calibrations = st.builds(
     dma_half_run_bytes=st.floats(0, 8192),
     dma_fixed_s=st.floats(0, 1e-5),
     compile_fixed_s=st.floats(0, 10),
-    compile_s_per_instruction=st.floats(0, 1e-2))
+    compile_s_per_instruction=st.floats(0, 1e-2),
+)
 dma_events = st.dictionaries(
-    st.tuples(st.just("dma"), st.just("dma_copy"), st.integers(1, 1 << 22),
-              st.sampled_from([2, 64, 256, 1024, 4096, 1 << 16]), st.just(False)),
-    st.integers(1, 60), min_size=1, max_size=6)
+    st.tuples(
+        st.just("dma"),
+        st.just("dma_copy"),
+        st.integers(1, 1 << 22),
+        st.sampled_from([2, 64, 256, 1024, 4096, 1 << 16]),
+        st.just(False),
+    ),
+    st.integers(1, 60),
+    min_size=1,
+    max_size=6,
+)
 generations = st.sampled_from(sorted(cost.GENERATIONS))
 LATENCY = Fraction(cost.DMA_LATENCY_S)
 
@@ -118,11 +132,12 @@ def test_vector_instructions_use_the_documented_data_path_width(name, lanes, ins
 
 
 @given(first=dma_events, second=dma_events, matmuls=st.integers(0, 500), name=generations, c=calibrations)
-def test_a_launch_lasts_as_long_as_its_slowest_physical_core_and_its_cores_share_hbm(first, second, matmuls,
-                                                                                   name, c):
+def test_a_launch_lasts_as_long_as_its_slowest_physical_core_and_its_cores_share_hbm(first, second, matmuls, name, c):
     generation = cost.GENERATIONS[name]
-    cores = (fake_core({**first, ("tensor", "nc_matmul", 512, 128, 128, False): matmuls}, sbuf=100, banks=2),
-             fake_core(second, sbuf=300, banks=1))
+    cores = (
+        fake_core({**first, ("tensor", "nc_matmul", 512, 128, 128, False): matmuls}, sbuf=100, banks=2),
+        fake_core(second, sbuf=300, banks=1),
+    )
     alone = [cost.estimate(core, generation, "k", 0, False, c) for core in cores]
     both = cost.estimate(SimpleNamespace(cores=cores), generation, "k", 10**9, False, c)
     streamed = Fraction(sum(size * n for events in (first, second) for (_, _, size, *_), n in events.items()))
@@ -131,8 +146,10 @@ def test_a_launch_lasts_as_long_as_its_slowest_physical_core_and_its_cores_share
     assert both.engine_seconds["dma"] == pytest.approx(float(max(queues, hbm)), rel=1e-12)
     assert both.engine_seconds["tensor"] == max(a.engine_seconds["tensor"] for a in alone)
     matmul_s = Fraction(matmuls * 512) / (Fraction(generation.tensor_hz) * Fraction(c.tensor_efficiency))
-    ends = [max(LATENCY + exact_dma_seconds(first, generation, c), matmul_s),
-            LATENCY + exact_dma_seconds(second, generation, c)]
+    ends = [
+        max(LATENCY + exact_dma_seconds(first, generation, c), matmul_s),
+        LATENCY + exact_dma_seconds(second, generation, c),
+    ]
     assert both.seconds == pytest.approx(float(max(*ends, hbm)), rel=1e-9)
     assert both.cores == 2 and both.peak_flops == 2 * generation.bf16_flops  # per logical core: both cores' peak
     assert (both.sbuf_peak_bytes, both.psum_banks_peak) == (300, 2)
@@ -172,18 +189,30 @@ def scheduled(*cores, generation=TRN2) -> cost.Estimate:
 
 
 def test_a_chain_of_reads_after_writes_across_engines_takes_the_sum_of_its_durations():
-    e = scheduled(fake_core([("vector", "memset", (512,), (), (1,)),
-                             ("scalar", "activation", (512,), (1,), (2,)),
-                             ("vector", "tensor_copy", (256,), (2,), (3,))]))
+    e = scheduled(
+        fake_core(
+            [
+                ("vector", "memset", (512,), (), (1,)),
+                ("scalar", "activation", (512,), (1,), (2,)),
+                ("vector", "tensor_copy", (256,), (2,), (3,)),
+            ]
+        )
+    )
     assert e.seconds == pytest.approx(float(vector(512) + scalar(512) + vector(256)), rel=1e-12)
     assert e.stall["vector"] == pytest.approx(float(vector(512) + scalar(512) - vector(512)), rel=1e-12)
 
 
 def test_independent_instructions_on_different_engines_take_the_longest():
-    e = scheduled(fake_core([("vector", "memset", (512,), (), (1,)),
-                             ("scalar", "activation", (2048,), (5,), (2,)),
-                             ("gpsimd", "memset", (100,), (), (3,)),
-                             ("tensor", "nc_matmul", (512, 128, 128, False), (5, 6), (4,))]))
+    e = scheduled(
+        fake_core(
+            [
+                ("vector", "memset", (512,), (), (1,)),
+                ("scalar", "activation", (2048,), (5,), (2,)),
+                ("gpsimd", "memset", (100,), (), (3,)),
+                ("tensor", "nc_matmul", (512, 128, 128, False), (5, 6), (4,)),
+            ]
+        )
+    )
     longest = max(vector(512), scalar(2048), cycles(64 + 100, TRN2.gpsimd_hz), matmul())
     assert e.seconds == pytest.approx(float(longest), rel=1e-12)
     assert all(v == 0 for v in e.stall.values())
@@ -191,9 +220,15 @@ def test_independent_instructions_on_different_engines_take_the_longest():
 
 def test_an_engine_runs_its_instructions_in_program_order():
     """The second Vector instruction needs nothing, but waits behind the first, which waits for the Scalar one."""
-    e = scheduled(fake_core([("scalar", "activation", (512,), (), (1,)),
-                             ("vector", "tensor_copy", (512,), (1,), (2,)),
-                             ("vector", "memset", (64,), (), (3,))]))
+    e = scheduled(
+        fake_core(
+            [
+                ("scalar", "activation", (512,), (), (1,)),
+                ("vector", "tensor_copy", (512,), (1,), (2,)),
+                ("vector", "memset", (64,), (), (3,)),
+            ]
+        )
+    )
     assert e.seconds == pytest.approx(float(scalar(512) + vector(512) + vector(64)), rel=1e-12)
 
 
@@ -204,11 +239,27 @@ def test_a_tile_reused_without_double_buffering_serializes_its_load_behind_the_l
     """Load T, matmul from T, load T again (write after read: it waits for the matmul), matmul from it; with a
     fresh tile the second load overlaps the first matmul instead."""
     d, m = exact_dma(65536, 1024, TRN2, DEFAULT), matmul()
-    reused = scheduled(fake_core([(*LOAD, (10,), (1,)), ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (2,)),
-                                  (*LOAD, (10,), (1,)), ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (3,))]))
+    reused = scheduled(
+        fake_core(
+            [
+                (*LOAD, (10,), (1,)),
+                ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (2,)),
+                (*LOAD, (10,), (1,)),
+                ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (3,)),
+            ]
+        )
+    )
     assert reused.seconds == pytest.approx(float(2 * (LATENCY + d + m)), rel=1e-12)
-    fresh = scheduled(fake_core([(*LOAD, (10,), (1,)), ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (2,)),
-                                 (*LOAD, (10,), (4,)), ("tensor", "nc_matmul", (512, 128, 128, False), (4, 9), (3,))]))
+    fresh = scheduled(
+        fake_core(
+            [
+                (*LOAD, (10,), (1,)),
+                ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (2,)),
+                (*LOAD, (10,), (4,)),
+                ("tensor", "nc_matmul", (512, 128, 128, False), (4, 9), (3,)),
+            ]
+        )
+    )
     # the second load is ready at once and takes the bandwidth after the first: LATENCY + 2d; the matmuls follow
     assert fresh.seconds == pytest.approx(float(max(LATENCY + d + m, LATENCY + 2 * d) + m), rel=1e-12)
     assert reused.stall["tensor"] > fresh.stall["tensor"]
@@ -219,8 +270,16 @@ def test_a_store_waiting_for_its_tile_does_not_hold_back_a_later_load():
     DMA queue would put it after the store)."""
     v = vector(8192)
     store, load = ("dma", "dma_copy", (4096, 4096, False)), ("dma", "dma_copy", (1 << 19, 4096, False))
-    e = scheduled(fake_core([("vector", "memset", (8192,), (), (1,)), (*store, (1,), (10,)),
-                             (*load, (11,), (2,)), ("scalar", "activation", (512,), (2,), (3,))]))
+    e = scheduled(
+        fake_core(
+            [
+                ("vector", "memset", (8192,), (), (1,)),
+                (*store, (1,), (10,)),
+                (*load, (11,), (2,)),
+                ("scalar", "activation", (512,), (2,), (3,)),
+            ]
+        )
+    )
     d_store, d_load = exact_dma(4096, 4096, TRN2, DEFAULT), exact_dma(1 << 19, 4096, TRN2, DEFAULT)
     assert LATENCY + d_load < v  # the load is done before the store can start
     assert e.seconds == pytest.approx(float(max(v + LATENCY + d_store, LATENCY + d_load + scalar(512))), rel=1e-12)
@@ -228,8 +287,11 @@ def test_a_store_waiting_for_its_tile_does_not_hold_back_a_later_load():
 
 def test_dma_writes_of_one_tile_share_the_bandwidth_without_ordering_each_other():
     d = exact_dma(65536, 1024, TRN2, DEFAULT)
-    e = scheduled(fake_core([(*LOAD, (10,), (1,)), (*LOAD, (10,), (1,)),
-                             ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (2,))]))
+    e = scheduled(
+        fake_core(
+            [(*LOAD, (10,), (1,)), (*LOAD, (10,), (1,)), ("tensor", "nc_matmul", (512, 128, 128, False), (1, 9), (2,))]
+        )
+    )
     assert e.seconds == pytest.approx(float(LATENCY + 2 * d + matmul()), rel=1e-12)
 
 
@@ -239,8 +301,9 @@ def test_a_barrier_releases_every_core_when_the_slower_one_arrives():
     barrier = ("gpsimd", "core_barrier", (), (1,), ())
 
     def core(elements):
-        return fake_core([("vector", "tensor_copy", (elements,), (), (1,)), barrier,
-                          ("scalar", "activation", (512,), (), (2,))])
+        return fake_core(
+            [("vector", "tensor_copy", (elements,), (), (1,)), barrier, ("scalar", "activation", (512,), (), (2,))]
+        )
 
     e = scheduled(core(4096), core(64))
     release = vector(4096) + cycles(64, TRN2.gpsimd_hz)
@@ -279,9 +342,15 @@ def test_software_descriptor_generation_runs_on_gpsimd_in_program_order(mode, ge
 @st.composite
 def traces(draw):
     """Random traces over a few allocations on every engine: (engine, instruction, details, reads, writes)."""
-    kinds = [("tensor", "nc_matmul", (512, 128, 128, False)), ("vector", "tensor_copy", (1024,)),
-             ("scalar", "activation", (512,)), ("gpsimd", "memset", (256,)), ("dma", "dma_copy", (65536, 1024, False)),
-             ("dma", "dma_copy", (4096, 256, "hwdge")), ("dma", "dma_copy", (4096, 256, "swdge"))]
+    kinds = [
+        ("tensor", "nc_matmul", (512, 128, 128, False)),
+        ("vector", "tensor_copy", (1024,)),
+        ("scalar", "activation", (512,)),
+        ("gpsimd", "memset", (256,)),
+        ("dma", "dma_copy", (65536, 1024, False)),
+        ("dma", "dma_copy", (4096, 256, "hwdge")),
+        ("dma", "dma_copy", (4096, 256, "swdge")),
+    ]
     trace = []
     for _ in range(draw(st.integers(1, 40))):
         engine, instruction, details = draw(st.sampled_from(kinds))
@@ -308,8 +377,9 @@ def test_a_compact_record_prices_as_the_run_it_records(monkeypatch):
     with model.targeting("trn2"), model.counting_only():
         kernel(model.shape_only((512, 256), bf16), model.shape_only((512, 1024), bf16))
     launch = kernel.last_run
-    direct, compact = (cost.estimate(run, TRN2, "k", 2 * 512 * 256 * 1024, False, DEFAULT)
-                       for run in (launch, cost.record(launch)))
+    direct, compact = (
+        cost.estimate(run, TRN2, "k", 2 * 512 * 256 * 1024, False, DEFAULT) for run in (launch, cost.record(launch))
+    )
     assert direct == compact and compact.seconds > compact.busiest_seconds > 0
 
 
@@ -325,8 +395,9 @@ def test_compile_time_follows_the_program_not_the_work():
     assert 2 * large.program_instructions < sum(large.instructions.values()) / large.cores  # loops ran
     assert large.program_instructions == cost.modelled("matmul", "fast", (1, 8192, 2048, 4096)).program_instructions
     c = cost.Calibration()
-    assert large.compile_seconds == pytest.approx(c.compile_fixed_s
-                                                  + c.compile_s_per_instruction * large.program_instructions)
+    assert large.compile_seconds == pytest.approx(
+        c.compile_fixed_s + c.compile_s_per_instruction * large.program_instructions
+    )
 
 
 # --- the calibration in use ------------------------------------------------------------------------------------------
@@ -349,23 +420,25 @@ def test_the_active_calibration_is_the_defaults_or_the_named_file_read_at_each_c
 @pytest.mark.heavy
 def test_importing_the_cost_model_reads_no_calibration_file():
     environment = {**os.environ, cost.CALIBRATION_VARIABLE: "/nonexistent/calibration.json"}
-    subprocess.run([sys.executable, "-c", "import trn_backend.kernels.nki.cost"], check=True, cwd=ROOT,
-                   env=environment)
+    subprocess.run([sys.executable, "-c", "import trn_backend.kernels.nki.cost"], check=True, cwd=ROOT, env=environment)
 
 
-@pytest.mark.parametrize(("content", "match"), [
-    ({"tensor_eficiency": 0.9}, r"unknown field 'tensor_eficiency'"),
-    ({"tensor_efficiency": 1.5}, r"field tensor_efficiency must be in \(0, 1\]"),
-    ({"tensor_efficiency": 0}, r"field tensor_efficiency must be in \(0, 1\]"),
-    ({"dma_bytes_per_s": -1}, r"field dma_bytes_per_s must be positive"),
-    ({"dma_half_run_bytes": "256"}, r"field dma_half_run_bytes must be a finite number, got '256'"),
-    ({"dma_fixed_s": True}, r"field dma_fixed_s must be a finite number, got True"),
-    ({"launch_s": -0.001}, r"field launch_s must not be negative"),
-    ({"compile_s_per_instruction": None}, r"field compile_s_per_instruction must be a finite number, got None"),
-    ({"source": 3}, r"field source must be a string"),
-    ([0.9], r"expected a JSON object of Calibration fields, got list"),
-    ("{not json", r"cannot read it as JSON"),
-])
+@pytest.mark.parametrize(
+    ("content", "match"),
+    [
+        ({"tensor_eficiency": 0.9}, r"unknown field 'tensor_eficiency'"),
+        ({"tensor_efficiency": 1.5}, r"field tensor_efficiency must be in \(0, 1\]"),
+        ({"tensor_efficiency": 0}, r"field tensor_efficiency must be in \(0, 1\]"),
+        ({"dma_bytes_per_s": -1}, r"field dma_bytes_per_s must be positive"),
+        ({"dma_half_run_bytes": "256"}, r"field dma_half_run_bytes must be a finite number, got '256'"),
+        ({"dma_fixed_s": True}, r"field dma_fixed_s must be a finite number, got True"),
+        ({"launch_s": -0.001}, r"field launch_s must not be negative"),
+        ({"compile_s_per_instruction": None}, r"field compile_s_per_instruction must be a finite number, got None"),
+        ({"source": 3}, r"field source must be a string"),
+        ([0.9], r"expected a JSON object of Calibration fields, got list"),
+        ("{not json", r"cannot read it as JSON"),
+    ],
+)
 def test_a_bad_calibration_file_is_an_error_naming_the_file_and_field(tmp_path, monkeypatch, content, match):
     path = write(tmp_path, content)
     monkeypatch.setenv(cost.CALIBRATION_VARIABLE, path)
@@ -379,8 +452,10 @@ def test_a_missing_calibration_file_is_an_error_naming_it(tmp_path, monkeypatch)
         cost.modelled("matmul", "fast", (1, 128, 128, 128))
 
 
-@pytest.mark.parametrize(("field", "value"), [("tensor_efficiency", 2.0), ("dma_bytes_per_s", 0.0),
-                                              ("dma_fixed_s", float("nan")), ("compile_fixed_s", -1.0)])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("tensor_efficiency", 2.0), ("dma_bytes_per_s", 0.0), ("dma_fixed_s", float("nan")), ("compile_fixed_s", -1.0)],
+)
 def test_a_bad_calibration_in_code_is_an_error_naming_the_field(field, value):
     with pytest.raises(ValueError, match=rf"cost.Calibration: {field} must"):
         cost.Calibration(**{field: value})

@@ -17,9 +17,22 @@ from trn_backend.kernels import nki, reference
 from trn_backend.kernels.nki import cost, matmul, model, toolchain
 
 # every size in every position: 1, 2, the 128 and 512 tile edges on both sides, and larger
-TRIPLES = [(1, 1, 1), (2, 127, 513), (127, 2, 512), (128, 129, 1), (129, 128, 2), (511, 512, 129),
-           (512, 513, 127), (513, 1000, 128), (1000, 2048, 2), (2048, 511, 1000), (2, 2048, 2048),
-           (1, 1000, 511), (2048, 1, 513), (1000, 129, 2048)]
+TRIPLES = [
+    (1, 1, 1),
+    (2, 127, 513),
+    (127, 2, 512),
+    (128, 129, 1),
+    (129, 128, 2),
+    (511, 512, 129),
+    (512, 513, 127),
+    (513, 1000, 128),
+    (1000, 2048, 2),
+    (2048, 511, 1000),
+    (2, 2048, 2048),
+    (1, 1000, 511),
+    (2048, 1, 513),
+    (1000, 129, 2048),
+]
 BATCHED = [(3, 129, 513, 127), (2, 1, 1000, 513), (4, 128, 128, 128)]
 TRN2_SBUF = 224 * 1024 - 16384 - 8 - 256  # usable SBUF bytes per partition (nki-library's budget)
 
@@ -95,9 +108,10 @@ def test_bmm_within_bound(mode, shape, chain):
 
 
 @pytest.mark.parametrize("mode", ["fast", "native"])
-@pytest.mark.parametrize("kernel, shape_a, shape_b", [("matmul", (513, 2048), (2048, 129)),
-                                                      ("matmul", (1, 1), (1, 1)),
-                                                      ("bmm", (2, 130, 700), (2, 700, 514))])
+@pytest.mark.parametrize(
+    "kernel, shape_a, shape_b",
+    [("matmul", (513, 2048), (2048, 129)), ("matmul", (1, 1), (1, 1)), ("bmm", (2, 130, 700), (2, 700, 514))],
+)
 def test_bit_for_bit_on_exact_integer_data(mode, kernel, shape_a, shape_b, chain):
     """Small integers: bf16 holds them, products and every partial sum (below 2**24) are exact in any order."""
     a, b, exact = small_integers(shape_a, shape_b, 7)
@@ -163,11 +177,17 @@ def test_smaller_sbuf_of_trn1_is_respected():
 def test_empty_operands_and_dtype_errors():
     assert nki.run("matmul", torch.ones(3, 0), torch.ones(0, 4), "native").equal(torch.zeros(3, 4))
     assert nki.run("bmm", torch.ones(2, 0, 3), torch.ones(2, 3, 4), "fast").shape == (2, 0, 4)
-    with pytest.raises(TypeError, match=r"nki.matmul\[native\] takes torch.float32 operands, got A in "
-                                        "torch.float64"):
+    with pytest.raises(
+        TypeError,
+        match=r"nki.matmul\[native\] takes torch.float32 operands, got A in "
+        "torch.float64",
+    ):
         nki.run("matmul", torch.ones(2, 2, dtype=torch.float64), torch.ones(2, 2), "native")
-    with pytest.raises(ValueError, match=r"nki.bmm\[fast\] needs \[B, M, K\] x \[B, K, N\], got \(2, 3, 4\) x "
-                                         r"\(3, 4, 5\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"nki.bmm\[fast\] needs \[B, M, K\] x \[B, K, N\], got \(2, 3, 4\) x "
+        r"\(3, 4, 5\)",
+    ):
         nki.run("bmm", torch.ones(2, 3, 4), torch.ones(3, 4, 5), "fast")
     with pytest.raises(ValueError, match="no NKI kernel for mode 'fp64'"):
         nki.run("matmul", torch.ones(2, 2), torch.ones(2, 2), "fp64")
@@ -218,8 +238,9 @@ def test_counting_only_skips_arithmetic_but_not_the_rules():
     lnc = model.runtime_lnc()
     table = nki.table("matmul", (300, 256), (300, 513), True, lnc).numpy()
     with model.counting_only():
-        out = fn[lnc](model.shape_only((300, 256), np.float32), model.shape_only((300, 513), np.float32), True, False,
-                      table)
+        out = fn[lnc](
+            model.shape_only((300, 256), np.float32), model.shape_only((300, 513), np.float32), True, False, table
+        )
     assert out.shape == (256, 513)
     assert fn.last_run.instructions("tensor", "nc_matmul") == 3 * 2 * 2
 
@@ -228,8 +249,14 @@ KERNELS = {"fast": "matmul", "native": "matmul", "dd": "matmul_split", "bf16x6":
 
 
 @settings(max_examples=12)
-@given(mode=st.sampled_from(tuple(KERNELS)), batch=st.integers(1, 3), m=st.integers(1, 140),
-       k=st.integers(1, 300), n=st.integers(1, 140), seed=st.integers(0, 2**16))
+@given(
+    mode=st.sampled_from(tuple(KERNELS)),
+    batch=st.integers(1, 3),
+    m=st.integers(1, 140),
+    k=st.integers(1, 300),
+    n=st.integers(1, 140),
+    seed=st.integers(0, 2**16),
+)
 def test_lnc_1_and_2_give_the_same_exact_products(mode, batch, m, k, n, seed):
     """Small integers (exact in bf16, every partial sum below 2**24): each program's blocks, at LNC=1 or 2, are
     the exact product; oracle: integer matmul in int64."""
@@ -293,8 +320,16 @@ def test_sr_seeds_the_generator_it_draws_from(generation):
 
 # --- program size: one dynamic loop over units (or rows of units), static code inside ----------------------------
 # (mode, float64): float64 data runs dd and bf16x6 as the words kernels (split on the host), ozaki as the levels
-PROGRAM_MODES = [("fast", False), ("native", False), ("dd", False), ("bf16x6", False), ("dd", True),
-                 ("bf16x6", True), ("ozaki", False), ("sr", False)]
+PROGRAM_MODES = [
+    ("fast", False),
+    ("native", False),
+    ("dd", False),
+    ("bf16x6", False),
+    ("dd", True),
+    ("bf16x6", True),
+    ("ozaki", False),
+    ("sr", False),
+]
 SPLIT = {("dd", False), ("bf16x6", False)}  # a loop over rows of units: the units of a row are static code
 
 
@@ -305,26 +340,30 @@ def program(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, in
 
 @pytest.mark.heavy
 @settings(max_examples=12)
-@given(mode=st.sampled_from(PROGRAM_MODES), rows=st.integers(2, 6), columns=st.integers(1, 3),
-       transposed=st.booleans())
+@given(mode=st.sampled_from(PROGRAM_MODES), rows=st.integers(2, 6), columns=st.integers(1, 3), transposed=st.booleans())
 def test_the_program_does_not_grow_with_m_or_n(mode, rows, columns, transposed):
     """Units of 512 x 1024 (M and N multiples of them) are iterations of one dynamic loop: the program is the same
     for any number of them; the split kernels' loop runs rows of units, whose units are static code, so their
     program is the same for any M. Oracle: the program at two rows of one unit column (the split kernels: the
     same number of unit columns)."""
     base = columns if mode in SPLIT else 1
-    assert program("matmul", *mode, (1, rows * 512, 300, columns * 1024), transposed) == \
-        program("matmul", *mode, (1, 2 * 512, 300, base * 1024), transposed)
+    assert program("matmul", *mode, (1, rows * 512, 300, columns * 1024), transposed) == program(
+        "matmul", *mode, (1, 2 * 512, 300, base * 1024), transposed
+    )
 
 
 @settings(max_examples=10)
-@given(mode=st.sampled_from([m for m in PROGRAM_MODES if m[0] != "sr"]), entries=st.integers(1, 5),
-       transposed=st.booleans())
+@given(
+    mode=st.sampled_from([m for m in PROGRAM_MODES if m[0] != "sr"]),
+    entries=st.integers(1, 5),
+    transposed=st.booleans(),
+)
 def test_the_bmm_program_does_not_grow_with_the_batch(mode, entries, transposed):
     """Batch entries are more units (or rows of units) of the same loop: the program at any batch is the one at
     B = 2."""
-    assert program("bmm", *mode, (entries, 700, 300, 600), transposed) == \
-        program("bmm", *mode, (2, 700, 300, 600), transposed)
+    assert program("bmm", *mode, (entries, 700, 300, 600), transposed) == program(
+        "bmm", *mode, (2, 700, 300, 600), transposed
+    )
 
 
 # The largest program of one core (trn2, LNC=2): the loop bodies (a unit's K blocks, static: a few per unit, so it
@@ -334,16 +373,29 @@ def test_the_bmm_program_does_not_grow_with_the_batch(mode, entries, transposed)
 # float64 data dd 1,496 / 2,848 / 2,179 and bf16x6 2,881 / 5,689 / 4,364, ozaki 5,302 / 10,666 / 8,146, sr 703 /
 # 1,299; before the dynamic loops, with every loop unrolled: 11,072 (fast), 24,514 (dd), 47,746 (bf16x6) and
 # 90,880 (ozaki) at 4096^3.
-PROGRAM_BOUNDS = {("fast", False): 1500, ("native", False): 1500, ("dd", False): 7500,  # the split kernels: the
-                  # split before the products and up to three products loops (with both operands' splits, one's, none)
-                  ("bf16x6", False): 15500, ("dd", True): 3500, ("bf16x6", True): 7000,
-                  ("ozaki", False): 12500, ("sr", False): 1500}
+PROGRAM_BOUNDS = {
+    ("fast", False): 1500,
+    ("native", False): 1500,
+    ("dd", False): 7500,  # the split kernels: the
+    # split before the products and up to three products loops (with both operands' splits, one's, none)
+    ("bf16x6", False): 15500,
+    ("dd", True): 3500,
+    ("bf16x6", True): 7000,
+    ("ozaki", False): 12500,
+    ("sr", False): 1500,
+}
 
 
-BOUND_CASES = [(mode, kernel, bmkn) for mode in PROGRAM_BOUNDS
-               for kernel, bmkn in (("matmul", (1, 4096, 4096, 4096)), ("matmul", (1, 4096, 8192, 8192)),
-                                    ("bmm", (3, 1100, 8320, 2600)))
-               if kernel == "matmul" or mode[0] != "sr"]  # sr has no bmm kernel
+BOUND_CASES = [
+    (mode, kernel, bmkn)
+    for mode in PROGRAM_BOUNDS
+    for kernel, bmkn in (
+        ("matmul", (1, 4096, 4096, 4096)),
+        ("matmul", (1, 4096, 8192, 8192)),
+        ("bmm", (3, 1100, 8320, 2600)),
+    )
+    if kernel == "matmul" or mode[0] != "sr"
+]  # sr has no bmm kernel
 
 
 @pytest.mark.slow
@@ -357,15 +409,21 @@ def k_block_rows(mode: str) -> int:
     words = {"dd": 2, "bf16x6": 3}.get(mode, 1)
     width = 4 if mode == "native" else 2
     chunk = matmul.CHUNK_TILES if mode == "bf16x6" else 1
-    fits = matmul.k_tiles(512, 2**20, 1024, words, width, 3 if mode == "bf16x6" else 1, mode in ("dd", "bf16x6"),
-                          TRN2_SBUF, 2, chunk)
+    fits = matmul.k_tiles(
+        512, 2**20, 1024, words, width, 3 if mode == "bf16x6" else 1, mode in ("dd", "bf16x6"), TRN2_SBUF, 2, chunk
+    )
     return fits * 128
 
 
 @pytest.mark.slow
 @settings(max_examples=6)
-@given(mode=st.sampled_from(tuple(KERNELS)), k_blocks=st.integers(2, 3), edge=st.integers(0, 300),
-       transposed=st.booleans(), seed=st.integers(0, 2**16))
+@given(
+    mode=st.sampled_from(tuple(KERNELS)),
+    k_blocks=st.integers(2, 3),
+    edge=st.integers(0, 300),
+    transposed=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
 def test_several_k_blocks_and_units_give_the_exact_product_at_lnc_1_and_2(mode, k_blocks, edge, transposed, seed):
     """K over several K blocks (the two operand sets alternating, a partial last block) and N over a whole unit and
     an overlapping last one: small integers give the exact product (every partial sum below 2**24). Oracle:
@@ -381,11 +439,17 @@ def test_several_k_blocks_and_units_give_the_exact_product_at_lnc_1_and_2(mode, 
 
 @pytest.mark.heavy
 @settings(max_examples=10)
-@given(mode=st.sampled_from(tuple(KERNELS)), batch=st.integers(1, 3), rows=st.integers(1, 2),
-       edge=st.integers(0, 130), k=st.integers(1, 150), n=st.integers(1, 1200), transposed=st.booleans(),
-       seed=st.integers(0, 2**16))
-def test_several_rows_of_blocks_give_the_exact_product_at_lnc_1_and_2(mode, batch, rows, edge, k, n, transposed,
-                                                                        seed):
+@given(
+    mode=st.sampled_from(tuple(KERNELS)),
+    batch=st.integers(1, 3),
+    rows=st.integers(1, 2),
+    edge=st.integers(0, 130),
+    k=st.integers(1, 150),
+    n=st.integers(1, 1200),
+    transposed=st.booleans(),
+    seed=st.integers(0, 2**16),
+)
+def test_several_rows_of_blocks_give_the_exact_product_at_lnc_1_and_2(mode, batch, rows, edge, k, n, transposed, seed):
     """Rows of blocks in the dynamic loops, static partial rows (N beyond one block column splits rows between the
     cores), M edges and, batched, whole entries in the batch loop: small integers (exact in bf16, every partial
     sum below 2**24) give the exact product. Oracle: integer matmul in int64."""
@@ -426,10 +490,23 @@ def test_the_words_and_levels_kernels_over_several_rows_of_blocks(batch, edge, n
 
 
 # --- what a trn2 would compile and run: symmetric programs, one loop level, budgets under the loop rule ------------
-SHAPE_CLASSES = {"tiny": (1, 1, 1, 1), "edges": (1, 129, 513, 1000), "long K": (1, 512, 13000, 1024),
-                 "wide": (1, 1100, 384, 4100), "batched": (5, 300, 700, 200)}
-BUDGET_MODES = [("fast", False), ("native", False), ("dd", False), ("bf16x6", False), ("dd", True),
-                ("bf16x6", True), ("ozaki", False), ("sr", False)]
+SHAPE_CLASSES = {
+    "tiny": (1, 1, 1, 1),
+    "edges": (1, 129, 513, 1000),
+    "long K": (1, 512, 13000, 1024),
+    "wide": (1, 1100, 384, 4100),
+    "batched": (5, 300, 700, 200),
+}
+BUDGET_MODES = [
+    ("fast", False),
+    ("native", False),
+    ("dd", False),
+    ("bf16x6", False),
+    ("dd", True),
+    ("bf16x6", True),
+    ("ozaki", False),
+    ("sr", False),
+]
 
 
 @pytest.mark.heavy
@@ -455,8 +532,14 @@ def control_flow(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, in
 
 
 @settings(max_examples=10)
-@given(mode=st.sampled_from(BUDGET_MODES), batch=st.integers(1, 3), m=st.integers(1, 1600), k=st.integers(1, 900),
-       n=st.integers(1, 2500), transposed=st.booleans())
+@given(
+    mode=st.sampled_from(BUDGET_MODES),
+    batch=st.integers(1, 3),
+    m=st.integers(1, 1600),
+    k=st.integers(1, 900),
+    n=st.integers(1, 2500),
+    transposed=st.booleans(),
+)
 def test_both_programs_run_one_level_of_loops_with_the_same_trip_counts(mode, batch, m, k, n, transposed):
     """At LNC=2 both programs run the same loops with the same ranges (units are dealt in equal shares; a short
     share repeats a unit), none nested: the products' loop, and for the split kernels before it a loop splitting
@@ -502,10 +585,18 @@ def test_steps_too_large_for_32_bit_offsets_are_routed_to_the_reference():
     assert 4 * blocks * 8192 * 8192 > 2**31 - 1
     assert not nki.addressable("ozaki", False, (1, 8192, 8192, 8192), slices=4)
     with xp.config.set(nki="model", nki_min_flops=0):
-        assert kernels.implementation("matmul", "ozaki", torch.float32, torch.device("cpu"), (1, 8192, 8192, 8192),
-                                      {"slices": 4}) == "torch.matmul"
-        assert kernels.implementation("matmul", "ozaki", torch.float32, torch.device("cpu"), (1, 512, 512, 512),
-                                      {"slices": 4}) == "nki.matmul[ozaki]"
+        assert (
+            kernels.implementation(
+                "matmul", "ozaki", torch.float32, torch.device("cpu"), (1, 8192, 8192, 8192), {"slices": 4}
+            )
+            == "torch.matmul"
+        )
+        assert (
+            kernels.implementation(
+                "matmul", "ozaki", torch.float32, torch.device("cpu"), (1, 512, 512, 512), {"slices": 4}
+            )
+            == "nki.matmul[ozaki]"
+        )
 
 
 # --- the precision modes as fused kernels ---
@@ -628,8 +719,9 @@ def test_instruction_counts_show_the_fusion(mode, words, products, k, twosums):
         assert sorted(pair for pair in split if pair[1] != spare) == offsets  # each piece once
         subtiles = len(matmul._starts(pr, min(pr, 128))) * len(matmul._starts(pc, min(pc, matmul.PIECE_SHORT)))
         split_subtiles += len(split) * subtiles
-    integer_adds = sum(count for core in run.cores for key, count in core.events.items()
-                       if key[:2] == ("gpsimd", "tensor_tensor"))
+    integer_adds = sum(
+        count for core in run.cores for key, count in core.events.items() if key[:2] == ("gpsimd", "tensor_tensor")
+    )
     assert integer_adds == words * split_subtiles + 3 * twosums * 3 * 2
     assert run.banks_peak <= 8
 
@@ -645,15 +737,16 @@ def test_sr_rounds_to_a_neighbour_unbiased_and_reproducibly():
     assert set(draws.unique().tolist()) == {lo, hi}
     assert abs(float(draws.mean()) - (1 + 2**-10)) < 4 * (2**-7) * (0.125 * 0.875 / draws.numel()) ** 0.5
     assert torch.tensor(1 + 2**-10).to(torch.bfloat16).item() == lo  # round to nearest: always down, biased
-    assert torch.equal(nki.run("matmul", a, b, "sr", "model", seed=5), nki.run("matmul", a, b, "sr", "model",
-                                                                                seed=5))
+    assert torch.equal(nki.run("matmul", a, b, "sr", "model", seed=5), nki.run("matmul", a, b, "sr", "model", seed=5))
 
 
 def ratios_at_4096(transposed: bool) -> dict[str, float]:
     shape = (1, 4096, 4096, 4096)
     fast = cost.modelled("matmul", "fast", shape, "trn2", transposed).seconds
-    return {mode: cost.modelled("matmul", mode, shape, "trn2", transposed).seconds / fast
-            for mode in ("native", "dd", "bf16x6")}
+    return {
+        mode: cost.modelled("matmul", mode, shape, "trn2", transposed).seconds / fast
+        for mode in ("native", "dd", "bf16x6")
+    }
 
 
 @pytest.mark.heavy

@@ -54,8 +54,11 @@ def test_moving_tile_of_513_and_stationary_of_129_are_rejected():
     with on_core():
         psum = nl.ndarray((128, 512), nl.float32, buffer=nl.psum)
         with pytest.raises(ModelError, match="moving free size 513 exceeds 512"):
-            nisa.nc_matmul(nl.ndarray((128, 1024), nl.float32, buffer=nl.psum)[:, 0:513], sbuf_tile((128, 128)),
-                           sbuf_tile((128, 513)))
+            nisa.nc_matmul(
+                nl.ndarray((128, 1024), nl.float32, buffer=nl.psum)[:, 0:513],
+                sbuf_tile((128, 128)),
+                sbuf_tile((128, 513)),
+            )
         with pytest.raises(ModelError, match="stationary free size 129 exceeds 128"):
             nisa.nc_matmul(psum, sbuf_tile((128, 129)), sbuf_tile((128, 512)))
 
@@ -70,6 +73,7 @@ def test_matmul_result_must_stay_in_one_psum_bank():
 
 def psum_kernel(rounds, held):
     """A kernel filling ``rounds`` PSUM banks one after another, keeping the first ``held`` in use until the end."""
+
     def kernel(x):
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
         first = ()
@@ -93,8 +97,11 @@ def test_a_ninth_live_psum_bank_is_rejected_and_dead_tiles_free_theirs():
     assert c.banks_peak == 1
     _, c = run(psum_kernel(20, 7), x)  # 7 held, and one more at a time
     assert c.banks_peak == 8
-    with pytest.raises(ModelError, match=r"PSUM banks exhausted: 9 banks are live at instruction 8 \(vector "
-                                         r"memset\), over the 8 of trn2.*largest live: bank 0"):
+    with pytest.raises(
+        ModelError,
+        match=r"PSUM banks exhausted: 9 banks are live at instruction 8 \(vector "
+        r"memset\), over the 8 of trn2.*largest live: bank 0",
+    ):
         run(psum_kernel(20, 8), x)
     with on_core(), pytest.raises(ModelError, match="needs 20480 bytes per partition; PSUM has 16384"):
         nl.ndarray((128, 5120), nl.float32, buffer=nl.psum)
@@ -162,6 +169,7 @@ def test_outputs_must_be_shared_hbm_and_fully_written():
 def sbuf_kernel(kib, tiles, overlap):
     """A kernel of ``tiles`` SBUF tiles of ``kib`` KiB per partition, each used once in turn; with ``overlap`` the
     first stays in use to the end."""
+
     def kernel(x):
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
         first = None
@@ -188,12 +196,14 @@ def test_sbuf_budget_per_generation():
     assert c.sbuf_peak == 150 * 1024
     _, c = run(sbuf_kernel(100, 2, True), x)
     assert c.sbuf_peak == 200 * 1024
-    with pytest.raises(ModelError, match=r"SBUF budget exceeded: 307200 bytes per partition are live at "
-                                         r"instruction 1 \(vector memset\), over the 212728 usable bytes per "
-                                         r"partition of trn2; largest live: tile 0 \(128, 38400\) float32"):
+    with pytest.raises(
+        ModelError,
+        match=r"SBUF budget exceeded: 307200 bytes per partition are live at "
+        r"instruction 1 \(vector memset\), over the 212728 usable bytes per "
+        r"partition of trn2; largest live: tile 0 \(128, 38400\) float32",
+    ):
         run(sbuf_kernel(150, 2, True), x)
-    with model.targeting("trn1"), pytest.raises(ModelError, match="over the 179960 usable bytes per partition "
-                                                                  "of trn1"):
+    with model.targeting("trn1"), pytest.raises(ModelError, match="over the 179960 usable bytes per partition of trn1"):
         run(sbuf_kernel(100, 2, True), x)
     with on_core("trn2"), pytest.raises(ModelError, match="SBUF budget exceeded allocating big: 215040 bytes"):
         nl.ndarray((128, 210 * 256), nl.float32, buffer=nl.sbuf, name="big")
@@ -220,8 +230,9 @@ def test_matmul_operand_rules():
         with pytest.raises(ModelError, match="fp32 operands multiply only with fp32"):
             nisa.nc_matmul(psum, bf16, sbuf_tile((128, 512)))
         with pytest.raises(ModelError, match="dst must be fp32 in PSUM"):
-            nisa.nc_matmul(nl.ndarray((128, 512), nl.bfloat16, buffer=nl.psum), bf16,
-                           sbuf_tile((128, 512), dtype=nl.bfloat16))
+            nisa.nc_matmul(
+                nl.ndarray((128, 512), nl.bfloat16, buffer=nl.psum), bf16, sbuf_tile((128, 512), dtype=nl.bfloat16)
+            )
         with pytest.raises(ModelError, match="stationary 'psum tensor' is in psum; it must be in sbuf"):
             nisa.nc_matmul(psum[:, 0:128], psum[:, 0:128], sbuf_tile((128, 128)))
         with pytest.raises(ModelError, match="GpSimd cannot access PSUM"):
@@ -303,8 +314,7 @@ def test_engine_arithmetic_bitwise_integer_and_fp32():
         mask = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
         nisa.memset(mask, -65536)  # 0xFFFF0000 as an int32 constant
         hi = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
-        nisa.tensor_tensor(dst=hi, data1=bits, data2=mask.view(nl.uint32), op=nl.bitwise_and,
-                           engine=nisa.vector_engine)
+        nisa.tensor_tensor(dst=hi, data1=bits, data2=mask.view(nl.uint32), op=nl.bitwise_and, engine=nisa.vector_engine)
         assert hi.data[0, 0] == np.float32(1.5).view(np.uint32) & 0xFFFF0000
         with pytest.raises(ModelError, match="needs integer operands"):
             nisa.tensor_tensor(dst=x, data1=x, data2=x, op=nl.bitwise_and, engine=nisa.vector_engine)
@@ -331,8 +341,11 @@ def test_transposes_on_the_tensor_and_vector_engines():
         np.testing.assert_array_equal(on_tensor.data, x.data.T)
         np.testing.assert_array_equal(on_vector.data, x.data.T)
         with pytest.raises(ModelError, match="the vector engine transposes at most 32 x 32"):
-            nisa.nc_transpose(dst=nl.ndarray((16, 64), nl.float32, buffer=nl.sbuf), data=sbuf_tile((64, 16)),
-                              engine=nisa.vector_engine)
+            nisa.nc_transpose(
+                dst=nl.ndarray((16, 64), nl.float32, buffer=nl.sbuf),
+                data=sbuf_tile((64, 16)),
+                engine=nisa.vector_engine,
+            )
         with pytest.raises(ModelError, match="dst dtype bfloat16 must equal data dtype float32"):
             nisa.nc_transpose(dst=nl.ndarray((16, 32), nl.bfloat16, buffer=nl.psum), data=x)
     with on_core("trn1"):
@@ -344,8 +357,10 @@ def test_transposes_on_the_tensor_and_vector_engines():
 def test_raise_in_a_kernel_module_is_refused_assert_is_fine(tmp_path, monkeypatch):
     """Only ``assert`` is documented for checks inside kernels: jit refuses a module with a ``raise``, naming
     file:line."""
-    source = ("def helper(x):\n    assert x.shape[0] > 0, 'empty'\n    return x\n\n\n"
-              "def kernel(x):\n    if x.shape[0] > 128:\n        raise ValueError('too big')\n    return helper(x)\n")
+    source = (
+        "def helper(x):\n    assert x.shape[0] > 0, 'empty'\n    return x\n\n\n"
+        "def kernel(x):\n    if x.shape[0] > 128:\n        raise ValueError('too big')\n    return helper(x)\n"
+    )
     (tmp_path / "raising_kernel.py").write_text(source)
     (tmp_path / "asserting_kernel.py").write_text(source.replace("raise ValueError('too big')", "assert False"))
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -370,8 +385,11 @@ def test_integer_constants_are_int32():
     takes a constant; the same bits go in as int32 and a .view(nl.uint32)."""
     with on_core():
         t = nl.ndarray((4, 8), nl.int32, buffer=nl.sbuf)
-        with pytest.raises(ModelError, match=r"nisa.memset: value 4294901760 \(0xffff0000\) is outside int32.*"
-                                             r"-65536 has the same bits.*\.view\(nl.uint32\)"):
+        with pytest.raises(
+            ModelError,
+            match=r"nisa.memset: value 4294901760 \(0xffff0000\) is outside int32.*"
+            r"-65536 has the same bits.*\.view\(nl.uint32\)",
+        ):
             nisa.memset(t.view(nl.uint32), 0xFFFF0000)
         with pytest.raises(ModelError, match="nisa.activation: scale 2147483648 .* is outside int32"):
             nisa.activation(dst=sbuf_tile((4, 8)), op=nl.copy, data=sbuf_tile((4, 8)), scale=2**31)
@@ -379,20 +397,25 @@ def test_integer_constants_are_int32():
         assert np.all(t.view(nl.uint32).data == 0xFFFF0000)
 
 
-@given(st.sampled_from((nl.int32, nl.uint32, nl.int16, nl.uint8)),
-       st.one_of(st.integers(-2**33, 2**33), st.integers(-2**24 - 2, -2**24 + 2), st.integers(2**24 - 2, 2**24 + 2)))
+@given(
+    st.sampled_from((nl.int32, nl.uint32, nl.int16, nl.uint8)),
+    st.one_of(st.integers(-(2**33), 2**33), st.integers(-(2**24) - 2, -(2**24) + 2), st.integers(2**24 - 2, 2**24 + 2)),
+)
 def test_memset_value_matches_the_dtype_and_integers_are_exact(dtype, value):
     """memset takes an int in the dtype's range and within [-2**24, 2**24] for integer tiles (written exactly, not
     through fp32) and a float for float tiles; oracle: Python ints."""
     info = np.iinfo(dtype)
     with on_core():
         t = nl.ndarray((2, 3), dtype, buffer=nl.sbuf)
-        if info.min <= value <= info.max and -2**24 <= value <= 2**24:
+        if info.min <= value <= info.max and -(2**24) <= value <= 2**24:
             nisa.memset(t, value)
             assert all(int(v) == value for v in t.data.ravel())
         else:
-            with pytest.raises(ModelError, match=r"(outside int32|an integer dst takes an int in|is outside "
-                                                 r"\[-2\*\*24, 2\*\*24\])"):
+            with pytest.raises(
+                ModelError,
+                match=r"(outside int32|an integer dst takes an int in|is outside "
+                r"\[-2\*\*24, 2\*\*24\])",
+            ):
                 nisa.memset(t, value)
         with pytest.raises(ModelError, match="an integer dst takes an int"):
             nisa.memset(t, 1.0)
@@ -415,16 +438,19 @@ def test_integer_memset_values_stay_within_2_24_larger_constants_come_from_exact
         nisa.dma_copy(dst=out, src=big)
         return out
 
-    with pytest.raises(ModelError, match=r"nisa.memset: integer value 16777217 is outside \[-2\*\*24, 2\*\*24\]: "
-                                         r"memset's exactness for larger int32 values is not documented.*exact int32 "
-                                         r"nisa.tensor_tensor adds"):
+    with pytest.raises(
+        ModelError,
+        match=r"nisa.memset: integer value 16777217 is outside \[-2\*\*24, 2\*\*24\]: "
+        r"memset's exactness for larger int32 values is not documented.*exact int32 "
+        r"nisa.tensor_tensor adds",
+    ):
         run(kernel, np.zeros(1, np.float32), True)
     out, _ = run(kernel, np.zeros(1, np.float32), False)
     assert np.all(out == 2**24 + 1)
     with on_core():
         t = nl.ndarray((2, 3), nl.int32, buffer=nl.sbuf)
-        nisa.memset(t, -2**24)
-        assert np.all(t.data == -2**24)
+        nisa.memset(t, -(2**24))
+        assert np.all(t.data == -(2**24))
         with pytest.raises(ModelError, match=r"a float dst takes a float value \(write 0.0\)"):
             nisa.memset(nl.ndarray((2, 3), nl.float32, buffer=nl.sbuf), 0)
 
@@ -434,8 +460,11 @@ def test_bitvec_operators_are_refused_on_gpsimd_chosen_or_defaulted():
         a = nl.ndarray((4, 8), nl.uint32, buffer=nl.sbuf)
         nisa.memset(a, 7)
         for engine in (nisa.gpsimd_engine, None):  # None: all-uint32 operands default to GpSimd
-            with pytest.raises(ModelError, match="nl.bitwise_and is a bitvec operator, documented on the Vector "
-                                                 "Engine only, not gpsimd.*engine=nisa.vector_engine"):
+            with pytest.raises(
+                ModelError,
+                match="nl.bitwise_and is a bitvec operator, documented on the Vector "
+                "Engine only, not gpsimd.*engine=nisa.vector_engine",
+            ):
                 nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.bitwise_and, engine=engine)
         nisa.tensor_tensor(dst=a, data1=a, data2=a, op=nl.add)  # integer add stays on GpSimd, exact
         assert np.all(a.data == 14)
@@ -446,11 +475,11 @@ def spmd_kernel(x):
     p = nl.program_id(axis=0)
     out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
     scratch = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.private_hbm)  # legal: only outputs are shared
-    nisa.dma_copy(dst=scratch, src=x[p:p + 1, :])
+    nisa.dma_copy(dst=scratch, src=x[p : p + 1, :])
     t = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=scratch)
     nisa.activation(dst=t, op=nl.copy, data=t, scale=float(nl.num_programs() * 10 + p))
-    nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+    nisa.dma_copy(dst=out[p : p + 1, :], src=t)
     assert nl.program_ndim() == 1
     return out
 
@@ -462,13 +491,19 @@ def test_the_launch_lnc_must_match_the_runtime(monkeypatch):
     x = np.ones((2, 4), np.float32)
     monkeypatch.delenv(core.LNC_VARIABLE)
     assert model.runtime_lnc() == 2
-    with pytest.raises(ModelError, match=r"spmd_kernel launched with LNC=1 on a runtime of LNC=2 \(the default of "
-                                         r"trn2\).*launch it as spmd_kernel\[2\]\(\.\.\.\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"spmd_kernel launched with LNC=1 on a runtime of LNC=2 \(the default of "
+        r"trn2\).*launch it as spmd_kernel\[2\]\(\.\.\.\)",
+    ):
         k(x)
     np.testing.assert_array_equal(k[2](x), [[20.0] * 4, [21.0] * 4])
     monkeypatch.setenv(core.LNC_VARIABLE, "1")
-    with pytest.raises(ModelError, match=r"LNC=2 on a runtime of LNC=1 \(NEURON_LOGICAL_NC_CONFIG=1\).*"
-                                         r"spmd_kernel\[1\]"):
+    with pytest.raises(
+        ModelError,
+        match=r"LNC=2 on a runtime of LNC=1 \(NEURON_LOGICAL_NC_CONFIG=1\).*"
+        r"spmd_kernel\[1\]",
+    ):
         k[2](x)
     np.testing.assert_array_equal(k[1](x[:1]), [[10.0] * 4])
     monkeypatch.delenv(core.LNC_VARIABLE)
@@ -495,16 +530,20 @@ def test_an_lnc_2_launch_runs_two_programs_on_two_cores(monkeypatch):
 def test_outputs_must_be_written_by_the_programs_together(monkeypatch):
     """A kernel whose program 0 alone writes (its share, guarded by program_id == 0) leaves program 1's rows of
     the shared output unwritten."""
+
     def only_program_0(x):
         p = nl.program_id(0)
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
         if p == 0:
-            nisa.dma_copy(dst=out[p:p + 1, :], src=x[p:p + 1, :])
+            nisa.dma_copy(dst=out[p : p + 1, :], src=x[p : p + 1, :])
         return out
 
     monkeypatch.setenv(core.LNC_VARIABLE, "2")
-    with pytest.raises(ModelError, match=r"kernel output .* \(2, 4\): 4 elements were never written \(by any of "
-                                         r"the 2 programs\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"kernel output .* \(2, 4\): 4 elements were never written \(by any of "
+        r"the 2 programs\)",
+    ):
         model.jit(only_program_0)[2](np.ones((2, 4), np.float32))
 
 
@@ -515,8 +554,11 @@ def test_shared_hbm_allocations_are_the_same_tensor_in_every_program(monkeypatch
         return out
 
     monkeypatch.setenv(core.LNC_VARIABLE, "2")
-    with pytest.raises(ModelError, match=r"program 1 makes shared_hbm allocation 0 as \(3, 4\) float32, an "
-                                         r"earlier program as \(2, 4\) float32"):
+    with pytest.raises(
+        ModelError,
+        match=r"program 1 makes shared_hbm allocation 0 as \(3, 4\) float32, an "
+        r"earlier program as \(2, 4\) float32",
+    ):
         model.jit(mismatched)[2](np.ones((2, 4), np.float32))
     with on_core(), pytest.raises(ModelError, match="the model launches a one-axis grid"):
         nl.program_id(1)
@@ -525,6 +567,7 @@ def test_shared_hbm_allocations_are_the_same_tensor_in_every_program(monkeypatch
 def rng_kernel(seeding):
     """Draws 32 random bits on GpSimd after seeding (``seeding``: "vector": set_rng_seed, "gpsimd":
     rand_set_state) from ``seed`` ([1, 1] uint32, or [P, 6] XORWOW states)."""
+
     def kernel(seed):
         out = nl.ndarray((4, 8), nl.uint32, buffer=nl.shared_hbm)
         state = nl.ndarray(seed.shape, nl.uint32, buffer=nl.sbuf)
@@ -544,16 +587,22 @@ def rng_kernel(seeding):
 def test_each_engine_has_its_own_generator_gpsimd_seeded_by_rand_set_state():
     """set_rng_seed seeds the Vector Engine's generator, not GpSimd's: drawing on GpSimd after it reads an unseeded
     generator (refused); rand_set_state with 6 uint32 per lane seeds GpSimd's: seeds decide the bits."""
-    with pytest.raises(ModelError, match=r"nisa.rng on gpsimd: partitions 0..3 draw from a generator this program "
-                                         r"did not seed.*nisa.rand_set_state\(\.\.\., engine=gpsimd\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"nisa.rng on gpsimd: partitions 0..3 draw from a generator this program "
+        r"did not seed.*nisa.rand_set_state\(\.\.\., engine=gpsimd\)",
+    ):
         run(rng_kernel("vector"), np.full((1, 1), 7, np.uint32))
     states = np.arange(1, 4 * 6 + 1, dtype=np.uint32).reshape(4, 6)
     first, _ = run(rng_kernel("gpsimd"), states)
     again, _ = run(rng_kernel("gpsimd"), states)
     other, _ = run(rng_kernel("gpsimd"), states + 1)
     assert np.array_equal(first, again) and not np.array_equal(first, other)
-    with pytest.raises(ModelError, match=r"XORWOW state is 6 uint32 per lane: src_seeds must be a uint32 "
-                                         r"\[lanes, 6\] tile, got \(4, 5\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"XORWOW state is 6 uint32 per lane: src_seeds must be a uint32 "
+        r"\[lanes, 6\] tile, got \(4, 5\)",
+    ):
         run(rng_kernel("gpsimd"), states[:, :5].copy())
     with pytest.raises(ModelError, match="partitions 0..3 draw from a generator this program did not seed"):
         run(rng_kernel("gpsimd"), states[:2].copy())  # lanes 2, 3 unseeded
@@ -583,8 +632,10 @@ def test_sbuf_peak_is_the_most_bytes_live_between_creation_and_last_use(plan):
             last_use[len(sizes) + entry] = step
             uses.append(len(sizes) + entry)
             step += 1
-    peak = max((sum(s for s, c, u in zip(sizes, created, last_use, strict=True) if c <= t <= u)
-                for t in range(step)), default=0)
+    peak = max(
+        (sum(s for s, c, u in zip(sizes, created, last_use, strict=True) if c <= t <= u) for t in range(step)),
+        default=0,
+    )
 
     def kernel(x):
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
@@ -617,26 +668,41 @@ def looping(upper, extra_loop=False):
         nl.fori_loop(0, upper(p), lambda i: nisa.tensor_copy(dst=t, src=t))
         if extra_loop and p == 1:
             nl.fori_loop(0, 1, lambda i: nisa.tensor_copy(dst=t, src=t))
-        nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+        nisa.dma_copy(dst=out[p : p + 1, :], src=t)
         return out
 
     return kernel
 
 
-@pytest.mark.parametrize("upper, extra, difference", [
-    (lambda p: 2 + p, False, r"program 0 runs loop #1 with range\(0, 2, 1\), program 1 runs loop #1 with "
-                             r"range\(0, 3, 1\)"),
-    (lambda p: 2, True, r"program 0 has no such loop \(its control flow ends after 1 steps\), program 1 runs loop "
-                        r"#2 with range\(0, 1, 1\)"),
-], ids=["different-trips", "an-extra-loop"])
+@pytest.mark.parametrize(
+    "upper, extra, difference",
+    [
+        (
+            lambda p: 2 + p,
+            False,
+            r"program 0 runs loop #1 with range\(0, 2, 1\), program 1 runs loop #1 with "
+            r"range\(0, 3, 1\)",
+        ),
+        (
+            lambda p: 2,
+            True,
+            r"program 0 has no such loop \(its control flow ends after 1 steps\), program 1 runs loop "
+            r"#2 with range\(0, 1, 1\)",
+        ),
+    ],
+    ids=["different-trips", "an-extra-loop"],
+)
 def test_the_programs_of_a_launch_run_the_same_dynamic_control_flow(monkeypatch, upper, extra, difference):
     """Control flow that differs between the cores of a multi-core launch is undefined behaviour (lnc.rst): the
     launch is refused, naming the first difference; the same loops with program-dependent static code are fine."""
     monkeypatch.setenv(core.LNC_VARIABLE, "2")
     x = np.zeros((2, 4), np.float32)
-    with pytest.raises(ModelError, match=r"looping.kernel|kernel: the programs of an LNC=2 launch run different "
-                                         r"dynamic control flow: " + difference + r".*lnc.rst.*program_id-dependent "
-                                         r"static offsets"):
+    with pytest.raises(
+        ModelError,
+        match=r"looping.kernel|kernel: the programs of an LNC=2 launch run different "
+        r"dynamic control flow: " + difference + r".*lnc.rst.*program_id-dependent "
+        r"static offsets",
+    ):
         model.jit(looping(upper, extra))[2](x)
     k = model.jit(looping(lambda p: 2))
     np.testing.assert_array_equal(k[2](x), [[0.0] * 4, [1.0] * 4])
@@ -658,8 +724,8 @@ def exchange(barrier, reader=None):
             nisa.dma_copy(dst=scratch[rows, :], src=x[rows, :])
         if barrier:
             nisa.core_barrier(scratch, (0, 1))
-        nisa.dma_copy(dst=t, src=scratch[1 - p:2 - p, :])
-        nisa.dma_copy(dst=out[p:p + 1, :], src=t)
+        nisa.dma_copy(dst=t, src=scratch[1 - p : 2 - p, :])
+        nisa.dma_copy(dst=out[p : p + 1, :], src=t)
         return out
 
     return kernel
@@ -693,11 +759,14 @@ def test_core_barrier_reached_by_one_program_only_and_errors_while_another_waits
         p = nl.program_id(0)
         if p == 1:
             nisa.core_barrier(out, (0, 1))
-        nisa.dma_copy(dst=out[p:p + 1, :], src=x[p:p + 1, :])
+        nisa.dma_copy(dst=out[p : p + 1, :], src=x[p : p + 1, :])
         return out
 
-    with pytest.raises(ModelError, match=r"program 0 has no such barrier \(its control flow ends after 0 steps\), "
-                                         r"program 1 reaches nisa.core_barrier #1 \(cores \(0, 1\)\).*lnc.rst"):
+    with pytest.raises(
+        ModelError,
+        match=r"program 0 has no such barrier \(its control flow ends after 0 steps\), "
+        r"program 1 reaches nisa.core_barrier #1 \(cores \(0, 1\)\).*lnc.rst",
+    ):
         model.jit(lonely)[2](np.ones((2, 4), np.float32))
 
     def failing(x):
@@ -706,13 +775,19 @@ def test_core_barrier_reached_by_one_program_only_and_errors_while_another_waits
         if p == 1:
             nisa.memset(nl.ndarray((1, 4), nl.float32, buffer=nl.sbuf), 1)  # an int into a float tile
         nisa.core_barrier(out, (0, 1))
-        nisa.dma_copy(dst=out[p:p + 1, :], src=x[p:p + 1, :])
+        nisa.dma_copy(dst=out[p : p + 1, :], src=x[p : p + 1, :])
         return out
 
     with pytest.raises(ModelError, match="a float dst takes a float value"):
         model.jit(failing)[2](np.ones((2, 4), np.float32))
-    with on_core(), pytest.raises(ModelError, match=r"cores must be the tuple of the launch's program ids, \(0,\) "
-                                                    r"at LNC=1.*got \[0\]"):
+    with (
+        on_core(),
+        pytest.raises(
+            ModelError,
+            match=r"cores must be the tuple of the launch's program ids, \(0,\) "
+            r"at LNC=1.*got \[0\]",
+        ),
+    ):
         nisa.core_barrier(sbuf_tile((1, 1)), [0])
 
 
@@ -739,12 +814,18 @@ def plan_helper(rows):
     return Plan(rows)
 
 
-@pytest.mark.parametrize("case, held", [
-    ("local", r"variable 'plan' of kernel .* holds an instance of tests.kernels.test_nki_model.Plan"),
-    ("helper", r"its return value of plan_helper .* holds an instance of tests.kernels.test_nki_model.Plan"),
-    ("list", r"variable 'plan' of kernel .* holds an instance of tests.kernels.test_nki_model.Step \(inside a "
-             r"list\)"),
-])
+@pytest.mark.parametrize(
+    "case, held",
+    [
+        ("local", r"variable 'plan' of kernel .* holds an instance of tests.kernels.test_nki_model.Plan"),
+        ("helper", r"its return value of plan_helper .* holds an instance of tests.kernels.test_nki_model.Plan"),
+        (
+            "list",
+            r"variable 'plan' of kernel .* holds an instance of tests.kernels.test_nki_model.Step \(inside a "
+            r"list\)",
+        ),
+    ],
+)
 def test_kernel_frames_hold_only_builtins_model_types_and_nki_objects(monkeypatch, case, held):
     """NKI traces only instances of classes that inherit nl.NKIObject (and plain tuples, builtins): a kernel frame
     holding a NamedTuple or a dataclass instance is refused while the kernel runs (each program, in its thread);
@@ -779,8 +860,11 @@ def test_a_kernel_argument_of_a_foreign_class_is_refused_and_a_tracer_in_place_i
         nisa.dma_copy(dst=out, src=x)
         return out
 
-    with pytest.raises(ModelError, match=r"variable 'plan' of kernel .*when it is called\) holds an instance of "
-                                         r"tests.kernels.test_nki_model.Plan"):
+    with pytest.raises(
+        ModelError,
+        match=r"variable 'plan' of kernel .*when it is called\) holds an instance of "
+        r"tests.kernels.test_nki_model.Plan",
+    ):
         run(kernel, np.ones((1, 1), np.float32), Plan(1))
     run(kernel, np.ones((1, 1), np.float32), (1, 2))
 
@@ -805,8 +889,8 @@ def test_kernel_sources_import_only_the_toolchain_and_define_only_nki_classes(tm
     body = "\n\ndef kernel(x):\n    return x\n"
     sources = {
         "fine": "from __future__ import annotations\n\nfrom .toolchain import nl, nisa\n\n\n"
-                "class Plan(nl.NKIObject):\n    pass\n\n\nNKIObject = nl.NKIObject\n\n\n"
-                "class Other(NKIObject):\n    pass\n",
+        "class Plan(nl.NKIObject):\n    pass\n\n\nNKIObject = nl.NKIObject\n\n\n"
+        "class Other(NKIObject):\n    pass\n",
         "typing": "from .toolchain import nl\nfrom typing import NamedTuple\n",
         "dataclass": "from .toolchain import nl\n\n\ndef helper():\n    import dataclasses\n",
         "plain_class": "from .toolchain import nl\n\n\nclass Plan:\n    pass\n",
@@ -821,13 +905,19 @@ def test_kernel_sources_import_only_the_toolchain_and_define_only_nki_classes(tm
         return model.jit(importlib.import_module(f"planted_kernel_sources.{name}").kernel)
 
     jit("fine")
-    with pytest.raises(ModelError, match=r"typing.py:2: `from typing import NamedTuple` in a kernel source.*"
-                                         r"nki-language-guide.rst.*from .toolchain import nki, nl, nisa"):
+    with pytest.raises(
+        ModelError,
+        match=r"typing.py:2: `from typing import NamedTuple` in a kernel source.*"
+        r"nki-language-guide.rst.*from .toolchain import nki, nl, nisa",
+    ):
         jit("typing")
     with pytest.raises(ModelError, match=r"dataclass.py:5: `import dataclasses` in a kernel source"):
         jit("dataclass")
-    with pytest.raises(ModelError, match=r"plain_class.py:4: `class Plan\(\)` in a kernel source: NKI supports only "
-                                         r"classes that inherit nl.NKIObject.*class Plan\(nl.NKIObject\):"):
+    with pytest.raises(
+        ModelError,
+        match=r"plain_class.py:4: `class Plan\(\)` in a kernel source: NKI supports only "
+        r"classes that inherit nl.NKIObject.*class Plan\(nl.NKIObject\):",
+    ):
         jit("plain_class")
     with pytest.raises(ModelError, match=r"two_bases.py:4: `class Plan\(nl.NKIObject, tuple\)`"):
         jit("two_bases")
@@ -841,8 +931,11 @@ def test_simulate_takes_the_launch_kernel_lnc(monkeypatch):
     x = np.ones((2, 4), np.float32)
     np.testing.assert_array_equal(model.simulate(k[2])(x), [[20.0] * 4, [21.0] * 4])
     assert k.last_run.lnc == 2 and repr(k[2]) == "spmd_kernel[2]"
-    with pytest.raises(ModelError, match=r"nki.simulate\(spmd_kernel\)\[2\]: .*write nki.simulate\(spmd_kernel\[2\]\)"
-                                         r"\(\.\.\.\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"nki.simulate\(spmd_kernel\)\[2\]: .*write nki.simulate\(spmd_kernel\[2\]\)"
+        r"\(\.\.\.\)",
+    ):
         model.simulate(k)[2]
     monkeypatch.setenv(core.LNC_VARIABLE, "1")
     np.testing.assert_array_equal(model.simulate(k)(x[:1]), [[10.0] * 4])  # a Kernel: LNC=1
@@ -860,8 +953,11 @@ def test_unsigned_torch_inputs_other_than_uint8_are_refused():
         return out
 
     values = torch.tensor([[1, -1]], dtype=torch.int32)
-    with pytest.raises(ModelError, match=r"kernel input 0: a torch.uint32 tensor: .*pass the bits as int32 .*"
-                                         r"\.view\(nl.uint32\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"kernel input 0: a torch.uint32 tensor: .*pass the bits as int32 .*"
+        r"\.view\(nl.uint32\)",
+    ):
         run(kernel, values.to(torch.uint32))
     out, _ = run(kernel, values)
     assert out.dtype == torch.uint32 and out.view(torch.int32).tolist() == [[1, -1]]

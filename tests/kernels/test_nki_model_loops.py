@@ -40,7 +40,7 @@ def run(kernel, *args):
 
 def int_data(shape, seed):
     """fp32 integers: x + x is exact, so NumPy's result is the oracle bit for bit."""
-    return np.random.default_rng(seed).integers(-2**20, 2**20, shape).astype(np.float32)
+    return np.random.default_rng(seed).integers(-(2**20), 2**20, shape).astype(np.float32)
 
 
 def doubling_copy(block):
@@ -55,8 +55,9 @@ def doubling_copy(block):
         def body(i):
             nisa.dma_copy(dst=tile, src=x.ap([[cols, block], [1, cols]], scalar_offset=i, indirect_dim=1), dge_mode=HW)
             nisa.tensor_tensor(dst=tile, data1=tile, data2=tile, op=nl.add)
-            nisa.dma_copy(dst=out.ap([[cols, block], [1, cols]], scalar_offset=i, indirect_dim=1), src=tile,
-                          dge_mode=HW)
+            nisa.dma_copy(
+                dst=out.ap([[cols, block], [1, cols]], scalar_offset=i, indirect_dim=1), src=tile, dge_mode=HW
+            )
 
         nl.fori_loop(0, rows * cols, body, step=block * cols)
         nisa.dma_copy(dst=out, src=out)  # the HBM fence after the dynamic writes
@@ -65,8 +66,12 @@ def doubling_copy(block):
     return kernel
 
 
-@given(blocks=st.integers(1, 6), block=st.sampled_from([1, 2, 32, 64, 128]), cols=st.integers(1, 40),
-       seed=st.integers(0, 2**16))
+@given(
+    blocks=st.integers(1, 6),
+    block=st.sampled_from([1, 2, 32, 64, 128]),
+    cols=st.integers(1, 40),
+    seed=st.integers(0, 2**16),
+)
 def test_block_copy_matches_numpy_and_program_size_does_not_grow_with_trips(blocks, block, cols, seed):
     x = int_data((blocks * block, cols), seed)
     out, ran = run(doubling_copy(block), x)
@@ -133,10 +138,14 @@ def test_runtime_trip_count_from_a_register_and_register_round_trips():
         row = nl.ndarray((1, x.shape[1]), nl.float32, buffer=nl.sbuf)
 
         def body(i):
-            nisa.dma_copy(dst=row, src=x.ap([[x.shape[1], 1], [1, x.shape[1]]], scalar_offset=i, indirect_dim=1),
-                          dge_mode=HW)
-            nisa.dma_copy(dst=out.ap([[x.shape[1], 1], [1, x.shape[1]]], scalar_offset=i, indirect_dim=1), src=row,
-                          dge_mode=nisa.dge_mode.swdge)
+            nisa.dma_copy(
+                dst=row, src=x.ap([[x.shape[1], 1], [1, x.shape[1]]], scalar_offset=i, indirect_dim=1), dge_mode=HW
+            )
+            nisa.dma_copy(
+                dst=out.ap([[x.shape[1], 1], [1, x.shape[1]]], scalar_offset=i, indirect_dim=1),
+                src=row,
+                dge_mode=nisa.dge_mode.swdge,
+            )
 
         nl.fori_loop(0, n, body, step=x.shape[1])
         other = nisa.register_alloc(9)
@@ -184,12 +193,16 @@ def blocked_copy(block, width):
         def row_block(r):
             for c in range(cols // width):
                 nisa.register_load(at, position)
-                nisa.dma_copy(dst=stage[:, c * width:(c + 1) * width],
-                              src=x.ap([[cols, block], [1, width]], scalar_offset=at, indirect_dim=1), dge_mode=HW)
+                nisa.dma_copy(
+                    dst=stage[:, c * width : (c + 1) * width],
+                    src=x.ap([[cols, block], [1, width]], scalar_offset=at, indirect_dim=1),
+                    dge_mode=HW,
+                )
                 nisa.tensor_tensor(dst=position, data1=position, data2=next_block, op=nl.add)
             nisa.tensor_tensor(dst=position, data1=position, data2=next_row, op=nl.add)
-            nisa.dma_copy(dst=out.ap([[cols, block], [1, cols]], scalar_offset=r, indirect_dim=1), src=stage,
-                          dge_mode=HW)
+            nisa.dma_copy(
+                dst=out.ap([[cols, block], [1, cols]], scalar_offset=r, indirect_dim=1), src=stage, dge_mode=HW
+            )
 
         nl.fori_loop(0, rows * cols, row_block, step=block * cols)
         nisa.dma_copy(dst=out, src=out)
@@ -198,10 +211,16 @@ def blocked_copy(block, width):
     return kernel
 
 
-@given(row_blocks=st.integers(1, 4), col_blocks=st.integers(1, 4), block=st.sampled_from([1, 32, 128]),
-       width=st.integers(1, 9), seed=st.integers(0, 2**16))
-def test_a_dynamic_loop_over_row_blocks_with_a_counter_tile_and_unrolled_columns(row_blocks, col_blocks, block,
-                                                                                width, seed):
+@given(
+    row_blocks=st.integers(1, 4),
+    col_blocks=st.integers(1, 4),
+    block=st.sampled_from([1, 32, 128]),
+    width=st.integers(1, 9),
+    seed=st.integers(0, 2**16),
+)
+def test_a_dynamic_loop_over_row_blocks_with_a_counter_tile_and_unrolled_columns(
+    row_blocks, col_blocks, block, width, seed
+):
     x = int_data((row_blocks * block, col_blocks * width), seed)
     out, ran = run(blocked_copy(block, width), x)
     np.testing.assert_array_equal(out, x)
@@ -220,8 +239,11 @@ def test_a_fori_loop_inside_a_fori_loop_body_is_refused_loops_one_after_another_
         nl.fori_loop(0, 2, lambda i: nl.fori_loop(0, 2, lambda j: None))
         return out
 
-    with pytest.raises(ModelError, match=r"nl.fori_loop inside the body of another nl.fori_loop.*release notes.*"
-                                         r"flatten the two into one fori_loop.*or unroll the inner loop"):
+    with pytest.raises(
+        ModelError,
+        match=r"nl.fori_loop inside the body of another nl.fori_loop.*release notes.*"
+        r"flatten the two into one fori_loop.*or unroll the inner loop",
+    ):
         run(nested, np.ones((1, 1), np.float32))
 
     def sequential(x):
@@ -256,8 +278,11 @@ def test_tiles_of_a_body_live_for_the_whole_loop(iterations, tiles):
             for j in range(tiles):
                 tile = nl.ndarray((1, 256), nl.float32, buffer=nl.sbuf)
                 nisa.memset(tile, float(j))
-                nisa.dma_copy(dst=out.ap([[width, 1], [1, 256]], offset=j * 256, scalar_offset=i, indirect_dim=1),
-                              src=tile, dge_mode=HW)
+                nisa.dma_copy(
+                    dst=out.ap([[width, 1], [1, 256]], offset=j * 256, scalar_offset=i, indirect_dim=1),
+                    src=tile,
+                    dge_mode=HW,
+                )
 
         nl.fori_loop(0, iterations * width, body, step=width)
         after = nl.ndarray((1, 256), nl.float32, buffer=nl.sbuf)
@@ -301,8 +326,9 @@ def test_a_body_tile_carries_no_value_into_the_next_iteration():
         def body(i):
             carried = nl.ndarray((1, 8), nl.float32, buffer=nl.sbuf)
             nisa.memset(carried.ap([[8, 1], [1, 4]], scalar_offset=i, indirect_dim=1), 1.0)
-            nisa.dma_copy(dst=out.ap([[4, 1], [1, 4]], scalar_offset=i, indirect_dim=1), src=carried[:, 0:4],
-                          dge_mode=HW)
+            nisa.dma_copy(
+                dst=out.ap([[4, 1], [1, 4]], scalar_offset=i, indirect_dim=1), src=carried[:, 0:4], dge_mode=HW
+            )
 
         nl.fori_loop(0, 8, body, step=4)
         nisa.dma_copy(dst=out, src=out)
@@ -331,19 +357,26 @@ def test_a_body_tile_used_after_the_loop_is_refused():
         nisa.dma_copy(dst=out, src=tiles[0])
         return out
 
-    with pytest.raises(ModelError, match=r"'body tile' \(1, 4\) was allocated in the body of an nl.fori_loop and is "
-                                         r"used after the loop ended.*migration.*allocate it before the loop"):
+    with pytest.raises(
+        ModelError,
+        match=r"'body tile' \(1, 4\) was allocated in the body of an nl.fori_loop and is "
+        r"used after the loop ended.*migration.*allocate it before the loop",
+    ):
         run(kernel, np.zeros(1, np.float32), True)
     out, _ = run(kernel, np.zeros(1, np.float32), False)
     np.testing.assert_array_equal(out, [[2.0] * 4])
 
 
-@pytest.mark.parametrize("write", [
-    lambda i, t, kept: nisa.register_move(i, 0),
-    lambda i, t, kept: nisa.register_load(i, t),
-    lambda i, t, kept: nisa.register_store(i, t),
-    lambda i, t, kept: kept.append(i),  # written after the loop ended (below)
-], ids=["move", "load", "store", "move-after-the-loop"])
+@pytest.mark.parametrize(
+    "write",
+    [
+        lambda i, t, kept: nisa.register_move(i, 0),
+        lambda i, t, kept: nisa.register_load(i, t),
+        lambda i, t, kept: nisa.register_store(i, t),
+        lambda i, t, kept: kept.append(i),  # written after the loop ended (below)
+    ],
+    ids=["move", "load", "store", "move-after-the-loop"],
+)
 def test_the_induction_register_is_read_only(write):
     def kernel(x):
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
@@ -356,8 +389,11 @@ def test_the_induction_register_is_read_only(write):
             nisa.register_move(kept[0], 1)
         return out
 
-    with pytest.raises(ModelError, match=r"dst is an nl.fori_loop's induction register, which is read-only.*"
-                                         r"nisa.register_alloc\(\)"):
+    with pytest.raises(
+        ModelError,
+        match=r"dst is an nl.fori_loop's induction register, which is read-only.*"
+        r"nisa.register_alloc\(\)",
+    ):
         run(kernel, np.ones((1, 1), np.float32))
 
 
@@ -392,11 +428,24 @@ def loop_with(body_use):
     return kernel
 
 
-@pytest.mark.parametrize("use", [
-    lambda i, x: i + 1, lambda i, x: 128 * i, lambda i, x: -i, lambda i, x: i // 2, lambda i, x: i == 0,
-    lambda i, x: i < 3, lambda i, x: int(i), lambda i, x: range(i), lambda i, x: [0, 1][i],
-    lambda i, x: x[i:i + 1], lambda i, x: nl.ds(i, 1), lambda i, x: 1 if i else 0,
-], ids=["add", "rmul", "neg", "floordiv", "eq", "lt", "int", "range", "list-index", "slice", "ds", "if"])
+@pytest.mark.parametrize(
+    "use",
+    [
+        lambda i, x: i + 1,
+        lambda i, x: 128 * i,
+        lambda i, x: -i,
+        lambda i, x: i // 2,
+        lambda i, x: i == 0,
+        lambda i, x: i < 3,
+        lambda i, x: int(i),
+        lambda i, x: range(i),
+        lambda i, x: [0, 1][i],
+        lambda i, x: x[i : i + 1],
+        lambda i, x: nl.ds(i, 1),
+        lambda i, x: 1 if i else 0,
+    ],
+    ids=["add", "rmul", "neg", "floordiv", "eq", "lt", "int", "range", "list-index", "slice", "ds", "if"],
+)
 def test_using_a_register_at_trace_time_is_refused(use):
     with pytest.raises(ModelError, match=r"scalar_offset=reg, indirect_dim=d"):
         run(loop_with(use), np.ones((2, 2), np.float32))
@@ -441,8 +490,14 @@ def test_a_dynamic_access_out_of_bounds_is_an_error_at_the_iteration_that_makes_
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=x)
         tile = nl.ndarray((32, 4), nl.float32, buffer=nl.sbuf)
-        nl.fori_loop(0, (x.shape[0] + overrun) * 4, lambda i: nisa.dma_copy(
-            dst=tile, src=x.ap([[4, 32], [1, 4]], scalar_offset=i, indirect_dim=1), dge_mode=HW), step=32 * 4)
+        nl.fori_loop(
+            0,
+            (x.shape[0] + overrun) * 4,
+            lambda i: nisa.dma_copy(
+                dst=tile, src=x.ap([[4, 32], [1, 4]], scalar_offset=i, indirect_dim=1), dge_mode=HW
+            ),
+            step=32 * 4,
+        )
         return out
 
     k = model.jit(kernel)
@@ -536,8 +591,11 @@ def test_ap_reinterprets_same_width_dtypes_and_refuses_what_the_model_does_not_a
             t.ap([[2, 2], [1, 2]], scalar_offset=nisa.register_alloc(0), indirect_dim=2)
 
 
-@pytest.mark.parametrize("pattern", [((2, 2), (1, 2)), [(2, 2), (1, 2)], ([2, 2], [1, 2]), [[2, 2], (1, 2)]],
-                         ids=["tuple-of-tuples", "list-of-tuples", "tuple-of-lists", "one-tuple"])
+@pytest.mark.parametrize(
+    "pattern",
+    [((2, 2), (1, 2)), [(2, 2), (1, 2)], ([2, 2], [1, 2]), [[2, 2], (1, 2)]],
+    ids=["tuple-of-tuples", "list-of-tuples", "tuple-of-lists", "one-tuple"],
+)
 def test_an_access_pattern_is_a_list_of_lists(pattern):
     def kernel(x, as_documented):
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
@@ -547,15 +605,25 @@ def test_an_access_pattern_is_a_list_of_lists(pattern):
         return out
 
     x = np.arange(4, dtype=np.float32).reshape(2, 2)
-    with pytest.raises(ModelError, match=r"pattern must be a non-empty list of lists \[\[stride, count\], \.\.\.\] "
-                                         r"\(NkiTensor.ap's pattern: list\[list\[int\]\].*not tuples"):
+    with pytest.raises(
+        ModelError,
+        match=r"pattern must be a non-empty list of lists \[\[stride, count\], \.\.\.\] "
+        r"\(NkiTensor.ap's pattern: list\[list\[int\]\].*not tuples",
+    ):
         run(kernel, x, False)
     np.testing.assert_array_equal(run(kernel, x, True)[0], x)
 
 
-@pytest.mark.parametrize("base", [
-    lambda x: x[1:3], lambda x: x.reshape((8, 2)), lambda x: x.view(nl.int32), lambda x: x,
-], ids=["slice", "reshape", "view", "indirect-dim-0"])
+@pytest.mark.parametrize(
+    "base",
+    [
+        lambda x: x[1:3],
+        lambda x: x.reshape((8, 2)),
+        lambda x: x.view(nl.int32),
+        lambda x: x,
+    ],
+    ids=["slice", "reshape", "view", "indirect-dim-0"],
+)
 def test_a_dynamic_offset_is_taken_on_the_unreshaped_tensor_along_its_last_dimension(base):
     """The stub and nki-aps.rst disagree on what indirect_dim refers to for a reshaped view: a dynamic .ap is
     refused on a slice, reshape or .view of the tensor, and along any dimension but the last."""
@@ -576,15 +644,19 @@ def test_a_dynamic_offset_is_taken_on_the_unreshaped_tensor_along_its_last_dimen
         return out
 
     x = np.arange(16, dtype=np.float32).reshape(4, 4)
-    with pytest.raises(ModelError, match=r"a dynamic offset \(scalar_offset\) (on a view|along indirect_dim=0 of a "
-                                         r"2-D tensor).*disagree on what indirect_dim refers to.*exactly as allocated.*"
-                                         r"indirect_dim=1"):
+    with pytest.raises(
+        ModelError,
+        match=r"a dynamic offset \(scalar_offset\) (on a view|along indirect_dim=0 of a "
+        r"2-D tensor).*disagree on what indirect_dim refers to.*exactly as allocated.*"
+        r"indirect_dim=1",
+    ):
         run(kernel, x, False)
     np.testing.assert_array_equal(run(kernel, x, True)[0], x[1:3])
 
 
-@pytest.mark.parametrize("mode", [None, nisa.dge_mode.unknown, nisa.dge_mode.none, nisa.dge_mode.hwdge,
-                                  nisa.dge_mode.swdge])
+@pytest.mark.parametrize(
+    "mode", [None, nisa.dge_mode.unknown, nisa.dge_mode.none, nisa.dge_mode.hwdge, nisa.dge_mode.swdge]
+)
 def test_a_dynamic_dma_names_its_descriptor_generation(mode):
     """A dynamic address needs dge_mode hwdge or swdge, passed explicitly (nki-dge.rst); the dma event records it
     (static DMAs: False)."""
@@ -592,15 +664,19 @@ def test_a_dynamic_dma_names_its_descriptor_generation(mode):
     def kernel(x):
         out = nl.ndarray(x.shape, nl.float32, buffer=nl.shared_hbm)
         t = nl.ndarray((1, 4), nl.float32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=x.ap([[4, 1], [1, 4]], scalar_offset=nisa.register_alloc(4), indirect_dim=1),
-                      dge_mode=mode)
+        nisa.dma_copy(
+            dst=t, src=x.ap([[4, 1], [1, 4]], scalar_offset=nisa.register_alloc(4), indirect_dim=1), dge_mode=mode
+        )
         nisa.dma_copy(dst=out, src=x)
         return out
 
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     if mode not in (nisa.dge_mode.hwdge, nisa.dge_mode.swdge):
-        with pytest.raises(ModelError, match=rf"src 'input 0' has a dynamic offset \(scalar_offset\), and dge_mode="
-                                             rf"{mode or 'unknown'}.*nki-dge.rst.*pass dge_mode=nisa.dge_mode.hwdge"):
+        with pytest.raises(
+            ModelError,
+            match=rf"src 'input 0' has a dynamic offset \(scalar_offset\), and dge_mode="
+            rf"{mode or 'unknown'}.*nki-dge.rst.*pass dge_mode=nisa.dge_mode.hwdge",
+        ):
             run(kernel, x)
         return
     _, ran = run(kernel, x)
@@ -617,8 +693,14 @@ def dynamic_store(fence):
         nisa.dma_copy(dst=t, src=x)
         if fence == "early":
             nisa.dma_copy(dst=out, src=out)
-        nl.fori_loop(0, 8, lambda i: nisa.dma_copy(dst=out.ap([[4, 1], [1, 4]], scalar_offset=i, indirect_dim=1),
-                                                   src=t[0:1, :], dge_mode=HW), step=4)
+        nl.fori_loop(
+            0,
+            8,
+            lambda i: nisa.dma_copy(
+                dst=out.ap([[4, 1], [1, 4]], scalar_offset=i, indirect_dim=1), src=t[0:1, :], dge_mode=HW
+            ),
+            step=4,
+        )
         if fence not in (None, "early"):
             view = fence(out)
             nisa.dma_copy(dst=view, src=view)
@@ -629,15 +711,21 @@ def dynamic_store(fence):
 
 @pytest.mark.parametrize("fence", [None, "early"], ids=["no-fence", "fence-before-the-writes"])
 def test_an_output_written_with_dynamic_offsets_must_be_fenced(fence):
-    with pytest.raises(ModelError, match=r"kernel output 'shared_hbm tensor': program 0 writes it with a dynamic-"
-                                         r"offset nisa.dma_copy \(the last at instruction \d+, dma dma_copy\) and "
-                                         r"does not fence it afterwards.*nisa.dma_copy\(dst=view, src=view\).*"
-                                         r"dynamic_elementwise_add.py"):
+    with pytest.raises(
+        ModelError,
+        match=r"kernel output 'shared_hbm tensor': program 0 writes it with a dynamic-"
+        r"offset nisa.dma_copy \(the last at instruction \d+, dma dma_copy\) and "
+        r"does not fence it afterwards.*nisa.dma_copy\(dst=view, src=view\).*"
+        r"dynamic_elementwise_add.py",
+    ):
         run(dynamic_store(fence), np.ones((2, 4), np.float32))
 
 
-@pytest.mark.parametrize("fence", [lambda out: out, lambda out: out[1:2, :], lambda out: out.reshape((8,))],
-                         ids=["whole", "one-row", "reshaped"])
+@pytest.mark.parametrize(
+    "fence",
+    [lambda out: out, lambda out: out[1:2, :], lambda out: out.reshape((8,))],
+    ids=["whole", "one-row", "reshaped"],
+)
 def test_a_fence_of_the_output_or_of_part_of_it_after_the_writes_is_fine(fence):
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     out, ran = run(dynamic_store(fence), x)
@@ -653,8 +741,9 @@ def test_a_fence_reads_no_data_and_marks_nothing_written():
         out = nl.ndarray((2, 4), nl.float32, buffer=nl.shared_hbm)
         t = nl.ndarray((1, 4), nl.float32, buffer=nl.sbuf)
         nisa.dma_copy(dst=t, src=x)
-        nisa.dma_copy(dst=out.ap([[4, 1], [1, 4]], scalar_offset=nisa.register_alloc(4), indirect_dim=1), src=t,
-                      dge_mode=HW)
+        nisa.dma_copy(
+            dst=out.ap([[4, 1], [1, 4]], scalar_offset=nisa.register_alloc(4), indirect_dim=1), src=t, dge_mode=HW
+        )
         nisa.dma_copy(dst=out, src=out)
         return out
 

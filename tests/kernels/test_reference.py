@@ -91,8 +91,10 @@ def test_dd_reaches_1e_5_at_K_4096(kind):
 def test_bf16x6_at_least_as_accurate_as_sgemm(kind, K, seed):
     a, b = operands(kind, K, torch.float32, seed)
     ref, scale = (np.asarray(x) for x in (a.double() @ b.double(), a.double().abs() @ b.double().abs()))
-    err = {mode: np.max(np.abs(reference.MODES[mode](a, b).double().numpy() - ref) / scale)
-           for mode in ("bf16x6", "native")}
+    err = {
+        mode: np.max(np.abs(reference.MODES[mode](a, b).double().numpy() - ref) / scale)
+        for mode in ("bf16x6", "native")
+    }
     assert err["bf16x6"] <= err["native"], err
 
 
@@ -130,6 +132,7 @@ def test_ozaki_handles_the_float64_range():
 
 
 # --- stochastic rounding ---
+
 
 def _biased(dtype: torch.dtype, frac: float) -> tuple[torch.Tensor, torch.Tensor, float]:
     """16x2 @ 2x16 whose exact entries are 1 + a quarter ulp of ``dtype`` at 1: nearest rounding always loses it."""
@@ -169,10 +172,12 @@ def test_sr_equals_fast_for_float32_outputs():
 
 # --- inf and nan ---
 
+
 def _nonfinite_operands(dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
     inf, nan = float("inf"), float("nan")
-    a = torch.tensor([[inf, 1.0, 2.0], [inf, -inf, 1.0], [0.5, nan, 1.0], [inf, 0.0, 3.0], [1.0, 2.0, 3.0]],
-                     dtype=dtype)
+    a = torch.tensor(
+        [[inf, 1.0, 2.0], [inf, -inf, 1.0], [0.5, nan, 1.0], [inf, 0.0, 3.0], [1.0, 2.0, 3.0]], dtype=dtype
+    )
     b = torch.tensor([[1.0, 0.0, -2.0], [1.0, 1.0, 1.0], [1.5, 2.0, 0.1]], dtype=dtype)
     return a, b
 
@@ -217,13 +222,15 @@ def test_special_values_on_a_grid_follow_the_textbook_formula(mode, dtype):
     """Every pair of special values (real and imaginary parts from 0, 1, -2, inf, -inf, nan) at K = 1, and
     random draws of them at K = 2 and 3: nan and the sign of each inf, per part, as IEEE arithmetic on the
     textbook formula (what NumPy and Python give) has them; torch's own complex GEMM would give nan+nanj."""
-    values = [complex(r, i) for r in SPECIAL_VALUES for i in SPECIAL_VALUES] if dtype.is_complex else list(
-        SPECIAL_VALUES)
+    values = (
+        [complex(r, i) for r in SPECIAL_VALUES for i in SPECIAL_VALUES] if dtype.is_complex else list(SPECIAL_VALUES)
+    )
     pool, n = torch.tensor(values, dtype=dtype), len(values)
     g = torch.Generator().manual_seed(0)
     cases = [(pool.reshape(n, 1), pool.reshape(1, n))] + [
         (pool[torch.randint(0, n, (40, k), generator=g)], pool[torch.randint(0, n, (k, 40), generator=g)])
-        for k in (2, 3)]
+        for k in (2, 3)
+    ]
     parts = 2 if dtype.is_complex else 1
     for a, b in cases:
         got, want = kernels.matmul(a, b, mode).tolist(), _textbook(a.tolist(), b.tolist())
@@ -239,8 +246,10 @@ def test_one_special_value_anywhere_in_complex_operands_is_found(m, k, n, data):
     single special part at any position of either operand, among finite entries, must still give the
     textbook pattern in its row (or column), and the finite entries their plain values."""
     g = torch.Generator().manual_seed(m * 100 + k * 10 + n)
-    a, b = torch.randn(m, k, dtype=torch.complex128, generator=g), torch.randn(k, n, dtype=torch.complex128,
-                                                                               generator=g)
+    a, b = (
+        torch.randn(m, k, dtype=torch.complex128, generator=g),
+        torch.randn(k, n, dtype=torch.complex128, generator=g),
+    )
     target = data.draw(st.sampled_from([a, b]), label="operand")
     row, col = data.draw(st.integers(0, target.shape[0] - 1)), data.draw(st.integers(0, target.shape[1] - 1))
     special = data.draw(st.sampled_from([math.inf, -math.inf, math.nan]))
@@ -310,8 +319,10 @@ def test_split_modes_certify_their_underflow_or_refuse():
         bound = _precision.error_bound(mode, torch.float64, 2)
         assert np.all(np.abs(got.numpy() - np.array(exact)) <= bound * np.abs(np.array(exact)))
     # (1, tiny, 0) . (0, tiny, 1) = tiny**2 = 2**-200 rests on the tiny terms alone, beside scales of 1
-    a, b = torch.tensor([[1.0, tiny, 0.0]], dtype=torch.float64), torch.tensor([[0.0], [tiny], [1.0]],
-                                                                                dtype=torch.float64)
+    a, b = (
+        torch.tensor([[1.0, tiny, 0.0]], dtype=torch.float64),
+        torch.tensor([[0.0], [tiny], [1.0]], dtype=torch.float64),
+    )
     for mode in ("fast", "sr", "dd", "bf16x6"):
         with pytest.raises(ValueError, match=f"mode '{mode}' cannot vouch for its bound on these operands"):
             kernels.matmul(a, b, mode)
@@ -319,6 +330,7 @@ def test_split_modes_certify_their_underflow_or_refuse():
 
 
 # --- operand kinds ---
+
 
 def test_float64_operands_are_rounded_to_bf16_once():
     # nearest bf16 of 1 + 2**-8 + 2**-40 is 1 + 2**-7; rounding through float32 first would tie down to 1
@@ -378,14 +390,19 @@ def test_integer_operands_are_refused(mode):
 
 
 def test_the_former_name_kahan_runs_fp64_with_a_future_warning():
-    """"kahan" promised compensated summation the mode never ran: it is fp64 now, and the old name still runs it
+    """ "kahan" promised compensated summation the mode never ran: it is fp64 now, and the old name still runs it
     for one release, saying so, on every route that takes a mode name."""
     a, b = operands("normal", 16, torch.float32)
     want = (a.double() @ b.double()).float()
-    message = r"precision mode 'kahan' is deprecated .* float64 product on the host, without compensated summation; "\
-              r"use 'fp64'"
-    for call in (lambda: kernels.matmul(a, b, "kahan"), lambda: kernels.bmm(a[None], b[None], "kahan")[0],
-                 lambda: xp.matmul(xp.from_torch(a), xp.from_torch(b), precision="kahan").to_torch()):
+    message = (
+        r"precision mode 'kahan' is deprecated .* float64 product on the host, without compensated summation; "
+        r"use 'fp64'"
+    )
+    for call in (
+        lambda: kernels.matmul(a, b, "kahan"),
+        lambda: kernels.bmm(a[None], b[None], "kahan")[0],
+        lambda: xp.matmul(xp.from_torch(a), xp.from_torch(b), precision="kahan").to_torch(),
+    ):
         with pytest.warns(FutureWarning, match=message):
             assert torch.equal(call(), want)
     with pytest.warns(FutureWarning, match=message):
@@ -393,14 +410,18 @@ def test_the_former_name_kahan_runs_fp64_with_a_future_warning():
             assert torch.equal((xp.from_torch(a) @ xp.from_torch(b)).to_torch(), want)
     with pytest.warns(FutureWarning, match=message):
         assert xp.error_bound("kahan", "float32", 16) == xp.error_bound("fp64", "float32", 16)
-    assert "kahan" not in kernels.reference.MODES and "kahan" not in str(xp.explain("ij,jk->ik", xp.from_torch(a),
-                                                                                   xp.from_torch(b), precision="fp64"))
+    assert "kahan" not in kernels.reference.MODES and "kahan" not in str(
+        xp.explain("ij,jk->ik", xp.from_torch(a), xp.from_torch(b), precision="fp64")
+    )
 
 
-@pytest.mark.parametrize(("slices", "error", "match"), [
-    (0, ValueError, "slices must be in 1..16, got 0"),
-    (2.0, TypeError, "slices must be an int, got float"),
-])
+@pytest.mark.parametrize(
+    ("slices", "error", "match"),
+    [
+        (0, ValueError, "slices must be in 1..16, got 0"),
+        (2.0, TypeError, "slices must be an int, got float"),
+    ],
+)
 def test_ozaki_slices_are_checked(slices, error, match):
     with pytest.raises(error, match=match):
         kernels.matmul(torch.ones(2, 2), torch.ones(2, 2), "ozaki", slices=slices)

@@ -21,7 +21,8 @@ from trn_backend import _precision, kernels
 from trn_backend.kernels import reference
 
 _spec = importlib.util.spec_from_file_location(
-    "bench_emulation", Path(__file__).parents[2] / "benchmarks" / "bench_emulation.py")
+    "bench_emulation", Path(__file__).parents[2] / "benchmarks" / "bench_emulation.py"
+)
 bench_emulation = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(bench_emulation)
 
@@ -72,8 +73,9 @@ def test_the_plan_blocks_small_products_when_lowered(small_blocks):
 
 # 'range' in float32 only: float64 operands take the float64 scaled path whatever their range ('cancel' covers it)
 @pytest.mark.heavy
-@pytest.mark.parametrize("kind, dtype", [("cancel", torch.float32), ("cancel", torch.float64),
-                                         ("range", torch.float32)])
+@pytest.mark.parametrize(
+    "kind, dtype", [("cancel", torch.float32), ("cancel", torch.float64), ("range", torch.float32)]
+)
 @pytest.mark.parametrize("shape", [(200, 300, 160), (64, 3000, 48), (3, 20, 2100, 30)])
 @pytest.mark.parametrize("mode", MODES)
 def test_blocked_modes_stay_within_their_bounds(mode, kind, shape, dtype, small_blocks):
@@ -95,12 +97,13 @@ def test_blocked_results_agree_with_one_block(mode, monkeypatch):
     if mode == "ozaki":
         assert torch.equal(blocked, whole)
     else:
-        scale = (a.double().abs() @ b.double().abs())
+        scale = a.double().abs() @ b.double().abs()
         gap = ((blocked.double() - whole.double()).abs() / scale).max().item()
         assert gap <= 2 * _precision.error_bound(mode, torch.float32, 3000), gap
 
 
 # --- the split modes' shortcuts: each gives the bits of the general path it stands in for ---
+
 
 def _spread(shape: tuple[int, ...], dtype: torch.dtype, low: int, high: int, rows: int, seed: int = 0) -> torch.Tensor:
     """Entries +-[1, 2) times 2**e, e uniform in [low, high) per entry, rows scaled by 2**[-rows, rows)."""
@@ -123,8 +126,9 @@ def test_the_unscaled_split_gives_the_scaled_splits_bits(mode, shape, dtype, mon
     a, b = _spread((*lead, m, k), dtype, -3, 0, 3), _spread((*lead, n, k), dtype, -3, 0, 3, seed=1).transpose(-1, -2)
     decisions = []
     check = reference._common._unscaled_exact
-    monkeypatch.setattr(reference._common, "_unscaled_exact", lambda *args: decisions.append(check(*args)) or
-                        decisions[-1])
+    monkeypatch.setattr(
+        reference._common, "_unscaled_exact", lambda *args: decisions.append(check(*args)) or decisions[-1]
+    )
     unscaled = run(mode, a, b)
     assert decisions == [True]
     monkeypatch.setattr(reference._common, "_unscaled_exact", lambda *args: False)
@@ -151,14 +155,22 @@ def test_scaling_back_by_two_products_gives_ldexps_bits(mode, shape, dtype, rows
     monkeypatch.setattr(reference._common._Scaled, "_finish_scales", spy)
     two_products = run(mode, a, b)
     assert routes == [dtype is torch.float32 and route == 1]
-    monkeypatch.setattr(reference._common._Scaled, "_finish_scales",
-                        lambda self, *args: setattr(self, "fp32_scales", None) or setattr(self, "fp64_scales", None))
+    monkeypatch.setattr(
+        reference._common._Scaled,
+        "_finish_scales",
+        lambda self, *args: setattr(self, "fp32_scales", None) or setattr(self, "fp64_scales", None),
+    )
     assert torch.equal(two_products, run(mode, a, b))
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.floats(2.0**-126, 1.0) | st.floats(-1.0, -(2.0**-126)) | st.just(0.0) | st.just(-0.0),
-                min_size=1, max_size=40))
+@given(
+    st.lists(
+        st.floats(2.0**-126, 1.0) | st.floats(-1.0, -(2.0**-126)) | st.just(0.0) | st.just(-0.0),
+        min_size=1,
+        max_size=40,
+    )
+)
 def test_float64_bit_pattern_split_rounds_to_nearest_ties_away(values):
     """The float64 words' bit-pattern rounding (for rests in bf16's normal range) is the exact nearest bf16
     value, ties away from zero, as the frexp route gives it."""
@@ -184,7 +196,7 @@ def _sum2_chunks_float32(sums: np.ndarray, group: int) -> np.ndarray:
     hi = lo = None
     for start in range(0, len(sums), group):
         part = sums[start]
-        for s in sums[start + 1:start + group]:
+        for s in sums[start + 1 : start + group]:
             part = np.float32(part + s)
         if hi is None:
             hi, lo = part, np.zeros_like(part)
@@ -205,7 +217,7 @@ def test_chunk_sums_combine_in_k_order_however_they_arrive(batches):
     sums = (g.standard_normal((11, 2, 3, 4)) * 2.0 ** g.integers(-30, 30, (11, 1, 1, 1))).astype(np.float32)
     state, start = reference._split._Sum2Chunks(4), 0
     for count in batches:
-        state.add(torch.from_numpy(sums[start:start + count].copy()).transpose(0, 1))  # [b, c, m, n]
+        state.add(torch.from_numpy(sums[start : start + count].copy()).transpose(0, 1))  # [b, c, m, n]
         start += count
     assert np.array_equal(state.result().numpy(), _sum2_chunks_float32(sums, 4))
 
@@ -240,8 +252,7 @@ def test_repeated_and_transposed_operands(mode, layout):
         if mode == "ozaki":
             assert torch.equal(c, kernels.bmm(a.contiguous(), b.contiguous(), mode, **params))
     a, b = _laid_out(layout, torch.float32)
-    assert torch.equal(kernels.bmm(a, b, mode, **params),
-                       kernels.bmm(a.double(), b.double(), mode, **params).float())
+    assert torch.equal(kernels.bmm(a, b, mode, **params), kernels.bmm(a.double(), b.double(), mode, **params).float())
 
 
 def test_empty_batches_give_empty_results():
@@ -260,7 +271,7 @@ def test_ozaki_float64_route_gives_the_fp32_engine_levels_bits(slices, k, start,
     assert reference._ozaki_f64.prefix_start(slices, k) == start
     g = torch.Generator().manual_seed(1)
     a = torch.rand(2, 9, k, generator=g, dtype=torch.float64) * 2 - 1
-    b = torch.randint(-2**15, 2**15, (2, k, 5), generator=g).double() / 2**15  # 16 bits: later digits 0
+    b = torch.randint(-(2**15), 2**15, (2, k, 5), generator=g).double() / 2**15  # 16 bits: later digits 0
     a[0, 0, :4] = torch.tensor([1 - 2**-10, -(1 - 2**-10), 0.5 / 256, 0.5])  # first digits 256 and -256, then 128s
     assert {256.0, -256.0, 128.0} <= set(torch.cat([d.flatten() for d in reference._ozaki._digits(a, slices)]).tolist())
     for x, y in ((a, b), (b.mT, a.mT)):

@@ -29,9 +29,16 @@ def _view(t: torch.Tensor, layout: str) -> torch.Tensor:
 
 
 @settings(max_examples=40)
-@given(st.integers(1, 5), st.integers(1, 7), st.integers(1, 9), st.integers(1, 7),
-       st.sampled_from(LAYOUTS), st.sampled_from(LAYOUTS),
-       st.sampled_from([torch.float32, torch.float64, torch.complex64, torch.complex128]), st.integers(0, 2**16))
+@given(
+    st.integers(1, 5),
+    st.integers(1, 7),
+    st.integers(1, 9),
+    st.integers(1, 7),
+    st.sampled_from(LAYOUTS),
+    st.sampled_from(LAYOUTS),
+    st.sampled_from([torch.float32, torch.float64, torch.complex64, torch.complex128]),
+    st.integers(0, 2**16),
+)
 def test_bmm_on_every_layout_is_the_product_within_the_bound(b, m, k, n, layout_a, layout_b, dtype, seed):
     g = torch.Generator().manual_seed(seed)
     a = torch.randn(b, m, k, dtype=dtype, generator=g)

@@ -77,18 +77,25 @@ def _operands(batch, m, k, n, dtype, spread, seed):
 def _rectangles_wherever_exact(patch: pytest.MonkeyPatch) -> None:
     """The rectangles' route wherever it vouches for the bits (not only where it needs fewer GEMMs)."""
     exact = _ozaki_f64._exact_errors
-    patch.setattr(_ozaki_f64, "_takes_rectangles",
-                  lambda slices, k, start, groups: groups is not None and exact(slices, k, groups))
+    patch.setattr(
+        _ozaki_f64,
+        "_takes_rectangles",
+        lambda slices, k, start, groups: groups is not None and exact(slices, k, groups),
+    )
 
 
-shapes = st.tuples(st.one_of(st.none(), st.integers(1, 3)), st.integers(1, 40), st.integers(1, 300),
-                   st.integers(1, 40))
+shapes = st.tuples(st.one_of(st.none(), st.integers(1, 3)), st.integers(1, 40), st.integers(1, 300), st.integers(1, 40))
 
 
 @pytest.mark.heavy
 @settings(max_examples=30, deadline=None, derandomize=True)
-@given(shapes, st.sampled_from([torch.float32, torch.float64]), st.integers(0, 12), st.integers(0, 2**32 - 1),
-       st.sampled_from([None, 3, 5]))
+@given(
+    shapes,
+    st.sampled_from([torch.float32, torch.float64]),
+    st.integers(0, 12),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([None, 3, 5]),
+)
 def test_rectangles_give_the_levels_bits(shape, dtype, spread, seed, slices):
     """The rectangles' route against the prefix-and-levels route and the fp32 engine chunks, one block and blocked
     (small plans, pieces and K-pieces), bit for bit."""

@@ -43,14 +43,34 @@ def _int_part_fits(value: float, dtype: str) -> bool:
 
 
 FLOATS = st.one_of(
-    st.floats(-1e3, 1e3), st.floats(allow_subnormal=False),
-    st.sampled_from([0.5, -0.5, -1.5, 127.9, 128.0, -128.9, -129.0, 255.5, 256.0, 2.0**31, 2.0**63, -(2.0**63),
-                     2.0**64, math.nan, math.inf, -math.inf]),
+    st.floats(-1e3, 1e3),
+    st.floats(allow_subnormal=False),
+    st.sampled_from(
+        [
+            0.5,
+            -0.5,
+            -1.5,
+            127.9,
+            128.0,
+            -128.9,
+            -129.0,
+            255.5,
+            256.0,
+            2.0**31,
+            2.0**63,
+            -(2.0**63),
+            2.0**64,
+            math.nan,
+            math.inf,
+            -math.inf,
+        ]
+    ),
 )
 INTS = st.one_of(st.integers(-300, 300), st.integers(-(2**65), 2**65))
 
 
 # ---------------------------------------------------------------- np.full_like
+
 
 @given(dtype=st.sampled_from(INT_NAMES + ("bool", "float32", "float64")), fill=st.one_of(INTS, FLOATS))
 def test_np_full_like_fill_casts_as_numpy(dtype, fill):
@@ -71,11 +91,18 @@ def test_np_full_like_fill_casts_as_numpy(dtype, fill):
         assert_same(np.full_like(from_numpy(like), fill), expected)
 
 
-@pytest.mark.parametrize(("dtype", "fill", "error"), [
-    ("int8", 300, OverflowError), ("uint8", -1, OverflowError), ("int64", 2**64, OverflowError),
-    ("int8", 300.0, OverflowError), ("uint8", -1.5, OverflowError), ("int32", math.nan, ValueError),
-    ("int16", math.inf, OverflowError),
-])
+@pytest.mark.parametrize(
+    ("dtype", "fill", "error"),
+    [
+        ("int8", 300, OverflowError),
+        ("uint8", -1, OverflowError),
+        ("int64", 2**64, OverflowError),
+        ("int8", 300.0, OverflowError),
+        ("uint8", -1.5, OverflowError),
+        ("int32", math.nan, ValueError),
+        ("int16", math.inf, OverflowError),
+    ],
+)
 def test_np_full_like_refuses_values_beyond_the_dtype(dtype, fill, error):
     with pytest.raises(error, match=f"full_like.*{dtype}"):
         np.full_like(xp.zeros(2, dtype=dtype), fill)
@@ -84,11 +111,13 @@ def test_np_full_like_refuses_values_beyond_the_dtype(dtype, fill, error):
 def test_np_full_like_truncates_floats_and_wraps_numpy_integers_as_numpy():
     assert_same(np.full_like(xp.zeros(2, dtype=xp.int8), -2.7), np.full(2, -2, dtype=np.int8))
     # a NumPy integer is a strong 0-d array: cast as NumPy casts it (300 wraps to 44 in int8)
-    assert_same(np.full_like(xp.zeros(2, dtype=xp.int8), np.int64(300)),
-                np.full_like(np.zeros(2, np.int8), np.int64(300)))
+    assert_same(
+        np.full_like(xp.zeros(2, dtype=xp.int8), np.int64(300)), np.full_like(np.zeros(2, np.int8), np.int64(300))
+    )
 
 
 # ---------------------------------------------------------------- asarray of floats into integer dtypes
+
 
 def _asarray_case(values: list[float], dtype: str, route: str):
     if route == "scalar":
@@ -98,8 +127,11 @@ def _asarray_case(values: list[float], dtype: str, route: str):
     return np.asarray(values, dtype=np.float64 if route == "float64 array" else np.float32)
 
 
-@given(dtype=st.sampled_from(INT_NAMES), values=st.lists(FLOATS, min_size=1, max_size=4),
-       route=st.sampled_from(["scalar", "list", "float64 array", "float32 array"]))
+@given(
+    dtype=st.sampled_from(INT_NAMES),
+    values=st.lists(FLOATS, min_size=1, max_size=4),
+    route=st.sampled_from(["scalar", "list", "float64 array", "float32 array"]),
+)
 def test_asarray_floats_into_integers(dtype, values, route):
     obj = _asarray_case(values, dtype, route)
     read = [float(v) for v in np.asarray(obj, dtype=np.float64).reshape(-1)]  # what the source holds
@@ -114,15 +146,18 @@ def test_asarray_floats_into_integers(dtype, values, route):
         xp.asarray(obj, dtype=dtype)
 
 
-@pytest.mark.parametrize(("obj", "dtype", "error", "match"), [
-    (math.nan, "int64", ValueError, r"asarray\(\): cannot convert float NaN to int64"),
-    ([1.0, math.nan], "int32", ValueError, "NaN to int32"),
-    (np.array([np.nan]), "int64", ValueError, "NaN to int64"),  # NumPy: RuntimeWarning and garbage
-    (np.array([300.0]), "int8", OverflowError, r"300 is out of range for int8 \[-128, 127\]"),  # NumPy: 44
-    (math.inf, "int8", OverflowError, "cannot convert float inf to int8"),
-    ([-1.5], "uint8", OverflowError, "-1 is out of range for uint8"),
-    (2.0**64, "uint64", OverflowError, "out of range for uint64"),
-])
+@pytest.mark.parametrize(
+    ("obj", "dtype", "error", "match"),
+    [
+        (math.nan, "int64", ValueError, r"asarray\(\): cannot convert float NaN to int64"),
+        ([1.0, math.nan], "int32", ValueError, "NaN to int32"),
+        (np.array([np.nan]), "int64", ValueError, "NaN to int64"),  # NumPy: RuntimeWarning and garbage
+        (np.array([300.0]), "int8", OverflowError, r"300 is out of range for int8 \[-128, 127\]"),  # NumPy: 44
+        (math.inf, "int8", OverflowError, "cannot convert float inf to int8"),
+        ([-1.5], "uint8", OverflowError, "-1 is out of range for uint8"),
+        (2.0**64, "uint64", OverflowError, "out of range for uint64"),
+    ],
+)
 def test_asarray_float_errors(obj, dtype, error, match):
     with pytest.raises(error, match=match):
         xp.asarray(obj, dtype=dtype)
@@ -136,6 +171,7 @@ def test_asarray_float_edges_that_fit():
 
 # ---------------------------------------------------------------- matrix_power of integer matrices
 
+
 def _exact_power(rows: list[list[int]], n: int, dtype: str) -> np.ndarray:
     """Python-int matrix power, reduced to the dtype's range as its modular arithmetic does."""
     size = len(rows)
@@ -143,16 +179,26 @@ def _exact_power(rows: list[list[int]], n: int, dtype: str) -> np.ndarray:
     for _ in range(n):
         result = [[sum(result[i][k] * rows[k][j] for k in range(size)) for j in range(size)] for i in range(size)]
     info = np.iinfo(dtype)
-    span = 2 ** info.bits
+    span = 2**info.bits
     return np.array([[(v - int(info.min)) % span + int(info.min) for v in row] for row in result], dtype=dtype)
 
 
-@given(dtype=st.sampled_from(INT_NAMES), size=st.integers(1, 3), n=st.integers(0, 9), data=st.data(),
-       numpy_route=st.booleans())
+@given(
+    dtype=st.sampled_from(INT_NAMES),
+    size=st.integers(1, 3),
+    n=st.integers(0, 9),
+    data=st.data(),
+    numpy_route=st.booleans(),
+)
 def test_integer_matrix_power_is_exact(dtype, size, n, data, numpy_route):
     info = np.iinfo(dtype)
-    rows = data.draw(st.lists(st.lists(st.integers(int(info.min), int(info.max)), min_size=size, max_size=size),
-                              min_size=size, max_size=size))
+    rows = data.draw(
+        st.lists(
+            st.lists(st.integers(int(info.min), int(info.max)), min_size=size, max_size=size),
+            min_size=size,
+            max_size=size,
+        )
+    )
     x = xp.asarray(np.array(rows, dtype=dtype))
     got = np.linalg.matrix_power(x, n) if numpy_route else xp.linalg.matrix_power(x, n)
     assert_same(got, _exact_power(rows, n, dtype))
@@ -177,8 +223,9 @@ CASTINGS = ("no", "equiv", "safe", "same_kind", "unsafe")
 EINSUM_DTYPES = ("int32", "int64", "float32", "float64", "complex64", "complex128")
 
 
-@given(src=st.sampled_from(EINSUM_DTYPES), dst=st.sampled_from(EINSUM_DTYPES),
-       casting=st.sampled_from(CASTINGS + (None,)))
+@given(
+    src=st.sampled_from(EINSUM_DTYPES), dst=st.sampled_from(EINSUM_DTYPES), casting=st.sampled_from(CASTINGS + (None,))
+)
 def test_einsum_out_follows_numpy_casting(src, dst, casting):
     a = np.arange(4).reshape(2, 2).astype(src)
     kwargs = {} if casting is None else {"casting": casting}

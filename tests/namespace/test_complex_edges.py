@@ -23,18 +23,52 @@ import trn_backend as xp
 from tests.support import COMPLEX_NAMES, from_numpy, to_numpy
 
 NUMPY = {
-    "log1p": np.log1p, "expm1": np.expm1, "log": np.log, "log2": np.log2, "log10": np.log10, "sqrt": np.sqrt,
-    "exp": np.exp, "sin": np.sin, "cos": np.cos, "tan": np.tan, "sinh": np.sinh, "cosh": np.cosh, "tanh": np.tanh,
-    "asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "asinh": np.arcsinh, "acosh": np.arccosh,
-    "atanh": np.arctanh, "reciprocal": np.reciprocal, "sign": np.sign, "abs": np.abs,
+    "log1p": np.log1p,
+    "expm1": np.expm1,
+    "log": np.log,
+    "log2": np.log2,
+    "log10": np.log10,
+    "sqrt": np.sqrt,
+    "exp": np.exp,
+    "sin": np.sin,
+    "cos": np.cos,
+    "tan": np.tan,
+    "sinh": np.sinh,
+    "cosh": np.cosh,
+    "tanh": np.tanh,
+    "asin": np.arcsin,
+    "acos": np.arccos,
+    "atan": np.arctan,
+    "asinh": np.arcsinh,
+    "acosh": np.arccosh,
+    "atanh": np.arctanh,
+    "reciprocal": np.reciprocal,
+    "sign": np.sign,
+    "abs": np.abs,
 }
 MPMATH: dict[str, Callable] = {
-    "log1p": lambda z: mpmath.log(1 + z), "expm1": lambda z: mpmath.exp(z) - 1, "log": mpmath.log,
-    "log2": lambda z: mpmath.log(z) / mpmath.log(2), "log10": lambda z: mpmath.log(z) / mpmath.log(10),
-    "sqrt": mpmath.sqrt, "exp": mpmath.exp, "sin": mpmath.sin, "cos": mpmath.cos, "tan": mpmath.tan,
-    "sinh": mpmath.sinh, "cosh": mpmath.cosh, "tanh": mpmath.tanh, "asin": mpmath.asin, "acos": mpmath.acos,
-    "atan": mpmath.atan, "asinh": mpmath.asinh, "acosh": mpmath.acosh, "atanh": mpmath.atanh,
-    "reciprocal": lambda z: 1 / z, "sign": lambda z: z / abs(z), "abs": abs,
+    "log1p": lambda z: mpmath.log(1 + z),
+    "expm1": lambda z: mpmath.exp(z) - 1,
+    "log": mpmath.log,
+    "log2": lambda z: mpmath.log(z) / mpmath.log(2),
+    "log10": lambda z: mpmath.log(z) / mpmath.log(10),
+    "sqrt": mpmath.sqrt,
+    "exp": mpmath.exp,
+    "sin": mpmath.sin,
+    "cos": mpmath.cos,
+    "tan": mpmath.tan,
+    "sinh": mpmath.sinh,
+    "cosh": mpmath.cosh,
+    "tanh": mpmath.tanh,
+    "asin": mpmath.asin,
+    "acos": mpmath.acos,
+    "atan": mpmath.atan,
+    "asinh": mpmath.asinh,
+    "acosh": mpmath.acosh,
+    "atanh": mpmath.atanh,
+    "reciprocal": lambda z: 1 / z,
+    "sign": lambda z: z / abs(z),
+    "abs": abs,
 }
 # the standard requires f(conj(z)) == conj(f(z)) of these, signed zeros included
 CONJUGATE_SYMMETRIC = [n for n in NUMPY if n not in ("reciprocal", "sign", "abs")]
@@ -52,8 +86,18 @@ def _real(dtype: str) -> type[np.floating]:
 def _grid(dtype: str) -> np.ndarray:
     f = np.finfo(_real(dtype))
     small, overflows_exp = (1e-4, 89.0) if dtype == "complex64" else (1e-8, 710.0)
-    magnitudes = [0.0, f.smallest_subnormal, f.smallest_normal - f.smallest_subnormal, f.smallest_normal, small,
-                  1.0, overflows_exp, float(f.max) / 3, f.max, math.inf]
+    magnitudes = [
+        0.0,
+        f.smallest_subnormal,
+        f.smallest_normal - f.smallest_subnormal,
+        f.smallest_normal,
+        small,
+        1.0,
+        overflows_exp,
+        float(f.max) / 3,
+        f.max,
+        math.inf,
+    ]
     values = np.array(magnitudes + [-v for v in magnitudes] + [math.nan], _real(dtype))
     re, im = np.meshgrid(values, values, indexing="ij")
     return _complex(re.ravel(), im.ravel(), dtype)
@@ -68,6 +112,7 @@ def _complex(re: np.ndarray, im: np.ndarray, dtype: str) -> np.ndarray:
 def _exact(name: str, z: complex, dtype: str, zero: mpmath.mpf = INFINITESIMAL) -> mpmath.mpc:
     def part(p: float) -> mpmath.mpf:
         return mpmath.mpf(p) if p != 0 else math.copysign(1, p) * zero
+
     with mpmath.workprec(PRECISION[dtype]):
         return mpmath.mpc(MPMATH[name](mpmath.mpc(part(z.real), part(z.imag))))
 
@@ -100,16 +145,20 @@ def _part_agrees(got: float, expected: float, scale: float, dtype: str, zero_sig
 def _agrees(got: complex, expected: complex, dtype: str, zero_sign: bool = True) -> bool:
     finite = [abs(p) for p in (expected.real, expected.imag) if math.isfinite(p)]
     scale = max(finite, default=0.0)
-    return all(_part_agrees(g, e, scale, dtype, zero_sign) for g, e in
-               ((got.real, expected.real), (got.imag, expected.imag)))
+    return all(
+        _part_agrees(g, e, scale, dtype, zero_sign) for g, e in ((got.real, expected.real), (got.imag, expected.imag))
+    )
 
 
 def _standard(name: str, z: complex, got: complex) -> bool:
     """Where the array API standard's special cases part from NumPy (and C99), the result follows the standard."""
     if name == "tanh" and math.isinf(z.real) and math.isfinite(z.imag):
         # tanh(+-inf + yj) = +-1 + 0j, the zero signed like y (C99 signs it like sin(2y))
-        return got.real == math.copysign(1, z.real) and got.imag == 0 and (
-            math.copysign(1, got.imag) == math.copysign(1, z.imag))
+        return (
+            got.real == math.copysign(1, z.real)
+            and got.imag == 0
+            and (math.copysign(1, got.imag) == math.copysign(1, z.imag))
+        )
     if name == "expm1" and not (math.isfinite(z.real) and math.isfinite(z.imag)):
         # the standard's expm1 at infinities and nan is C99's cexp(z) - 1; NumPy's expm1 (its own formula) answers
         # expm1(inf + 0j) = inf + nan j
@@ -165,18 +214,19 @@ def test_conjugate_symmetry_on_the_grid(name: str, dtype: str) -> None:
     f = getattr(xp, name)
     direct = to_numpy(f(from_numpy(z))).tolist()
     mirrored = to_numpy(f(from_numpy(np.conj(z)))).tolist()
-    wrong = [f"{name}({zi!r}) = {d!r}, {name}(conj) = {m!r}"
-             for zi, d, m in zip(z.tolist(), direct, mirrored, strict=True)
-             # beside a nan part C99 leaves the other part's sign unspecified (ccosh(0 + inf j) = nan +- 0j)
-             if not (_agrees(d, m.conjugate(), dtype) or math.isnan(d.real) or math.isnan(d.imag))]
+    wrong = [
+        f"{name}({zi!r}) = {d!r}, {name}(conj) = {m!r}"
+        for zi, d, m in zip(z.tolist(), direct, mirrored, strict=True)
+        # beside a nan part C99 leaves the other part's sign unspecified (ccosh(0 + inf j) = nan +- 0j)
+        if not (_agrees(d, m.conjugate(), dtype) or math.isnan(d.real) or math.isnan(d.imag))
+    ]
     assert not wrong, "\n".join(wrong)
 
 
 def test_the_edges_that_numpy_gets_wrong() -> None:
     """The cases the grid settles with mpmath, spelled out."""
     z = np.array([1e-8j, complex(1e-300, 1e-300)])
-    np.testing.assert_allclose(to_numpy(xp.log1p(from_numpy(z))), [5e-17 + 1e-8j, complex(1e-300, 1e-300)],
-                               rtol=1e-15)
+    np.testing.assert_allclose(to_numpy(xp.log1p(from_numpy(z))), [5e-17 + 1e-8j, complex(1e-300, 1e-300)], rtol=1e-15)
     e = complex(to_numpy(xp.expm1(from_numpy(np.array([complex(710, 1e-300)]))))[0])
     assert math.isinf(e.real) and e.imag == pytest.approx(math.exp(355) * 1e-300 * math.exp(355), rel=1e-13)
     r = complex(to_numpy(xp.reciprocal(from_numpy(np.array([complex(1e308, 1e308)]))))[0])
@@ -218,4 +268,3 @@ def test_accurate_over_the_whole_range(name: str, dtype: str, data: st.DataObjec
                 assert gp == r, (name, zi, g, complex(v))
             else:
                 assert abs(mpmath.mpf(gp) - vp) <= 4 * eps * abs(v) + 2 * tiny, (name, zi, g, complex(v))
-

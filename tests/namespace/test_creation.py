@@ -24,10 +24,20 @@ def shares(a: xp.NeuronArray, b: object) -> bool:
 
 # ---------------------------------------------------------------- asarray
 
-@pytest.mark.parametrize("value, expected", [
-    (True, np.bool_), (3, np.int64), (2.5, np.float64), (1 + 2j, np.complex128),
-    ([True, 2], np.int64), ([1, 2.5], np.float64), ([1.0, 1j], np.complex128), ([], np.float64),
-])
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        (True, np.bool_),
+        (3, np.int64),
+        (2.5, np.float64),
+        (1 + 2j, np.complex128),
+        ([True, 2], np.int64),
+        ([1, 2.5], np.float64),
+        ([1.0, 1j], np.complex128),
+        ([], np.float64),
+    ],
+)
 def test_asarray_python_default_dtypes(value, expected):
     # the CPU's default floating dtypes are NumPy's: float64 and complex128
     assert np.asarray(value).dtype == expected
@@ -38,10 +48,13 @@ def test_asarray_python_default_dtypes(value, expected):
 @given(st.sampled_from(INT_NAMES), st.data())
 def test_asarray_nested_ints_every_integer_dtype(name, data):
     info = np.iinfo(name)
-    values = data.draw(st.lists(st.lists(st.integers(int(info.min), int(info.max)), min_size=2, max_size=2),
-                                max_size=3))
-    assert_same(xp.asarray(values, dtype=DT[name]), np.array(values, dtype=name).reshape(len(values), -1)
-                if values else np.zeros((0,), dtype=name))
+    values = data.draw(
+        st.lists(st.lists(st.integers(int(info.min), int(info.max)), min_size=2, max_size=2), max_size=3)
+    )
+    assert_same(
+        xp.asarray(values, dtype=DT[name]),
+        np.array(values, dtype=name).reshape(len(values), -1) if values else np.zeros((0,), dtype=name),
+    )
 
 
 def test_asarray_unsigned_extremes_round_trip():
@@ -72,8 +85,9 @@ def test_asarray_sequence_of_arrays_promotes_and_stacks():
     a = xp.asarray(1, dtype=xp.int8)
     b = xp.asarray(2, dtype=xp.int16)
     assert_same(xp.asarray([a, b, 3]), np.array([1, 2, 3], dtype=np.int16))
-    assert_same(xp.asarray([xp.asarray([1.0, 2.0]), xp.asarray([3.0, 4.0])]),
-                np.array([[1, 2], [3, 4]], dtype=np.float64))
+    assert_same(
+        xp.asarray([xp.asarray([1.0, 2.0]), xp.asarray([3.0, 4.0])]), np.array([[1, 2], [3, 4]], dtype=np.float64)
+    )
     f32 = xp.asarray([1.0, 2.0], dtype=xp.float32)
     assert_same(xp.asarray([f32, f32 + 2]), np.array([[1, 2], [3, 4]], dtype=np.float32))
 
@@ -148,6 +162,7 @@ def test_asarray_device_argument():
 
 # ---------------------------------------------------------------- from_dlpack
 
+
 def test_from_dlpack_shares_and_copies():
     a = np.arange(4, dtype=np.uint32)
     x = xp.from_dlpack(a)
@@ -162,6 +177,7 @@ def test_from_dlpack_shares_and_copies():
 
 
 # ---------------------------------------------------------------- filled arrays
+
 
 @pytest.mark.parametrize("name", DTYPE_NAMES)
 def test_zeros_ones_empty_full_every_dtype(name):
@@ -195,14 +211,24 @@ def test_default_dtypes_and_like_keep_dtype():
 
 # NumPy's and ours on the CPU: the default floating dtypes are float64 and complex128 in both
 DEFAULT_DTYPE_CALLS = {
-    "ones(3)": lambda m: m.ones(3), "zeros((2, 2))": lambda m: m.zeros((2, 2)), "empty(2)": lambda m: m.empty(2),
-    "asarray([1.5])": lambda m: m.asarray([1.5]), "asarray(1.5)": lambda m: m.asarray(1.5),
-    "asarray([1j])": lambda m: m.asarray([1j]), "asarray([])": lambda m: m.asarray([]),
-    "arange(0.0, 1.0, 0.25)": lambda m: m.arange(0.0, 1.0, 0.25), "linspace(0, 1, 5)": lambda m: m.linspace(0, 1, 5),
-    "eye(3)": lambda m: m.eye(3), "full(2, 0.5)": lambda m: m.full(2, 0.5), "full(2, 1j)": lambda m: m.full(2, 1j),
-    "int array * 0.5": lambda m: m.asarray([1, 2]) * 0.5, "int array / int": lambda m: m.asarray([1, 2]) / 2,
-    "mean of ints": lambda m: m.mean(m.asarray([1, 2])), "sqrt of ints": lambda m: m.sqrt(m.asarray([1, 4])),
-    "fft of ints": lambda m: m.fft.fft(m.asarray([1, 2, 3])), "rfftfreq(4)": lambda m: m.fft.rfftfreq(4),
+    "ones(3)": lambda m: m.ones(3),
+    "zeros((2, 2))": lambda m: m.zeros((2, 2)),
+    "empty(2)": lambda m: m.empty(2),
+    "asarray([1.5])": lambda m: m.asarray([1.5]),
+    "asarray(1.5)": lambda m: m.asarray(1.5),
+    "asarray([1j])": lambda m: m.asarray([1j]),
+    "asarray([])": lambda m: m.asarray([]),
+    "arange(0.0, 1.0, 0.25)": lambda m: m.arange(0.0, 1.0, 0.25),
+    "linspace(0, 1, 5)": lambda m: m.linspace(0, 1, 5),
+    "eye(3)": lambda m: m.eye(3),
+    "full(2, 0.5)": lambda m: m.full(2, 0.5),
+    "full(2, 1j)": lambda m: m.full(2, 1j),
+    "int array * 0.5": lambda m: m.asarray([1, 2]) * 0.5,
+    "int array / int": lambda m: m.asarray([1, 2]) / 2,
+    "mean of ints": lambda m: m.mean(m.asarray([1, 2])),
+    "sqrt of ints": lambda m: m.sqrt(m.asarray([1, 4])),
+    "fft of ints": lambda m: m.fft.fft(m.asarray([1, 2, 3])),
+    "rfftfreq(4)": lambda m: m.fft.rfftfreq(4),
     "linalg.inv of ints": lambda m: m.linalg.inv(m.asarray([[2, 0], [0, 4]])),
 }
 
@@ -261,6 +287,7 @@ def test_full_kind_and_shape_errors():
 
 # ---------------------------------------------------------------- ranges
 
+
 @settings(max_examples=40)
 @given(st.integers(-50, 50), st.integers(-50, 50), st.integers(-7, 7).filter(bool))
 def test_arange_integers(start, stop, step):
@@ -308,8 +335,7 @@ def test_arange_arguments_and_errors():
 
 
 @pytest.mark.parametrize("name", ["bool", "int8", "uint16", "uint32", "uint64", "float64", "complex64"])
-@pytest.mark.parametrize("rows, cols, k", [(3, None, 0), (2, 4, 1), (4, 2, -1), (3, 3, 5), (0, 2, 0),
-                                           (2, 2, -2**70)])
+@pytest.mark.parametrize("rows, cols, k", [(3, None, 0), (2, 4, 1), (4, 2, -1), (3, 3, 5), (0, 2, 0), (2, 2, -(2**70))])
 def test_eye(name, rows, cols, k):
     assert_same(xp.eye(rows, cols, k=k, dtype=DT[name]), np.eye(rows, cols, k=max(-9, min(9, k)), dtype=name))
 
@@ -325,16 +351,27 @@ def test_eye_default_dtype_and_errors():
 @pytest.mark.parametrize("num", [0, 1, 2, 7])
 @pytest.mark.parametrize("endpoint", [True, False])
 def test_linspace(num, endpoint):
-    assert_same(xp.linspace(-1, 3, num, endpoint=endpoint, dtype=xp.float32),
-                np.linspace(-1, 3, num, endpoint=endpoint).astype(np.float32))
-    assert_same(xp.linspace(-1, 3, num, endpoint=endpoint),  # float64, the CPU's default float
-                np.linspace(-1, 3, num, endpoint=endpoint), rtol=1e-15)
-    assert_same(xp.linspace(0.1, 0.7, num, endpoint=endpoint, dtype=xp.float64),
-                np.linspace(0.1, 0.7, num, endpoint=endpoint), rtol=1e-15)
-    assert_same(xp.linspace(0, 1 + 2j, num, endpoint=endpoint, dtype=xp.complex64),
-                np.linspace(0, 1 + 2j, num, endpoint=endpoint).astype(np.complex64))
-    assert_same(xp.linspace(0, 1 + 2j, num, endpoint=endpoint),
-                np.linspace(0, 1 + 2j, num, endpoint=endpoint), rtol=1e-15)
+    assert_same(
+        xp.linspace(-1, 3, num, endpoint=endpoint, dtype=xp.float32),
+        np.linspace(-1, 3, num, endpoint=endpoint).astype(np.float32),
+    )
+    assert_same(
+        xp.linspace(-1, 3, num, endpoint=endpoint),  # float64, the CPU's default float
+        np.linspace(-1, 3, num, endpoint=endpoint),
+        rtol=1e-15,
+    )
+    assert_same(
+        xp.linspace(0.1, 0.7, num, endpoint=endpoint, dtype=xp.float64),
+        np.linspace(0.1, 0.7, num, endpoint=endpoint),
+        rtol=1e-15,
+    )
+    assert_same(
+        xp.linspace(0, 1 + 2j, num, endpoint=endpoint, dtype=xp.complex64),
+        np.linspace(0, 1 + 2j, num, endpoint=endpoint).astype(np.complex64),
+    )
+    assert_same(
+        xp.linspace(0, 1 + 2j, num, endpoint=endpoint), np.linspace(0, 1 + 2j, num, endpoint=endpoint), rtol=1e-15
+    )
 
 
 def test_linspace_errors():
@@ -389,8 +426,10 @@ def test_signatures_have_positional_and_keyword_markers():
 
 
 def test_asarray_sequences_of_other_arrays_and_ranges():
-    assert_same(xp.asarray([np.array([1, 2], dtype=np.int8), np.array([3, 4], dtype=np.int8)]),
-                np.array([[1, 2], [3, 4]], dtype=np.int8))
+    assert_same(
+        xp.asarray([np.array([1, 2], dtype=np.int8), np.array([3, 4], dtype=np.int8)]),
+        np.array([[1, 2], [3, 4]], dtype=np.int8),
+    )
     assert_same(xp.asarray([torch.tensor(1.5, dtype=torch.float64), 2]), np.array([1.5, 2.0]))
     assert_same(xp.asarray(range(3)), np.arange(3))
     with pytest.raises(TypeError, match="cannot convert str"):
@@ -415,10 +454,15 @@ def test_device_changes_copy_and_mixed_devices_are_refused():
 
 
 # negative values into unsigned dtypes are left out: NumPy's float-to-unsigned cast of them is platform-dependent
-@pytest.mark.parametrize(("dtype", "start", "stop", "num", "endpoint"), [
-    (dtype, *args) for dtype in ("int8", "int64", "uint8", "uint64", "bool", "float16")
-    for args in ((-1, 1, 5, True), (0, 10, 4, True), (-7.5, 3.2, 9, False), (0, 1, 3, True), (0.1, 0.7, 7, True))
-    if not (np.dtype(dtype).kind == "u" and args[0] < 0)])
+@pytest.mark.parametrize(
+    ("dtype", "start", "stop", "num", "endpoint"),
+    [
+        (dtype, *args)
+        for dtype in ("int8", "int64", "uint8", "uint64", "bool", "float16")
+        for args in ((-1, 1, 5, True), (0, 10, 4, True), (-7.5, 3.2, 9, False), (0, 1, 3, True), (0.1, 0.7, 7, True))
+        if not (np.dtype(dtype).kind == "u" and args[0] < 0)
+    ],
+)
 def test_linspace_into_integer_bool_and_half_dtypes_as_numpy(dtype, start, stop, num, endpoint):
     # integers take the floor (NumPy 2), bool the nonzero-ness, float16 one rounding from the float64 values
     expected = np.linspace(start, stop, num, endpoint=endpoint, dtype=dtype)

@@ -27,8 +27,7 @@ from tests.support import (
 
 DT = {name: getattr(xp, name) for name in DTYPE_NAMES}
 PAIRS = list(itertools.product(DTYPE_NAMES, repeat=2))
-KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating",
-         "numeric")
+KINDS = ("bool", "signed integer", "unsigned integer", "integral", "real floating", "complex floating", "numeric")
 
 
 def _strict(name: str):
@@ -45,13 +44,15 @@ def _kind(name: str) -> str:
 
 # ---------------------------------------------------------------- astype
 
+
 def _sample(name: str) -> np.ndarray:
     """Values every dtype holds exactly, so that any cast can be checked against NumPy."""
     return np.array([0, 1, 5, 100, 127], dtype=name) if name != "bool" else np.array([True, False, True])
 
 
-@pytest.mark.parametrize("src, dst", [p for p in PAIRS if not (p[0] in COMPLEX_NAMES and p[1] not in
-                                                               COMPLEX_NAMES + ("bool",))])
+@pytest.mark.parametrize(
+    "src, dst", [p for p in PAIRS if not (p[0] in COMPLEX_NAMES and p[1] not in COMPLEX_NAMES + ("bool",))]
+)
 def test_astype_every_pair(src, dst):
     a = _sample(src)
     assert_same(xp.astype(from_numpy(a), DT[dst]), a.astype(dst))
@@ -159,6 +160,7 @@ def test_astype_errors():
 
 # ---------------------------------------------------------------- can_cast, result_type, isdtype
 
+
 @pytest.mark.parametrize("src, dst", PAIRS)
 def test_can_cast_matches_the_standard(src, dst):
     if _kind(src) == _kind(dst):
@@ -227,6 +229,7 @@ def test_isdtype_errors():
 
 # ---------------------------------------------------------------- finfo, iinfo
 
+
 @pytest.mark.parametrize("name", FLOAT_NAMES + COMPLEX_NAMES)
 def test_finfo(name):
     real = {"complex64": "float32", "complex128": "float64"}.get(name, name)
@@ -234,7 +237,12 @@ def test_finfo(name):
     for arg in (DT[name], xp.ones(1, dtype=DT[name])):
         fi = xp.finfo(arg)
         assert (fi.bits, fi.eps, fi.max, fi.min, fi.smallest_normal) == (
-            ref.bits, float(ref.eps), float(ref.max), float(ref.min), float(ref.smallest_normal))
+            ref.bits,
+            float(ref.eps),
+            float(ref.max),
+            float(ref.min),
+            float(ref.smallest_normal),
+        )
         assert all(type(v) is float for v in (fi.eps, fi.max, fi.min, fi.smallest_normal))
         assert fi.dtype is DT[real]
 
@@ -290,15 +298,21 @@ def test_every_dtype_spelling_means_the_same_dtype(name):
     public = getattr(xp, name)
     source = from_numpy(np.array([0, 1], dtype=np.int8))
     for spelling in _spellings(name):
-        for made in (xp.zeros(2, dtype=spelling), xp.astype(source, spelling), xp.asarray([0, 1], dtype=spelling),
-                     xp.full(1, 1, dtype=spelling), xp.empty_like(source, dtype=spelling)):
+        for made in (
+            xp.zeros(2, dtype=spelling),
+            xp.astype(source, spelling),
+            xp.asarray([0, 1], dtype=spelling),
+            xp.full(1, 1, dtype=spelling),
+            xp.empty_like(source, dtype=spelling),
+        ):
             assert made.dtype == public and made._t.dtype is getattr(torch, name), (spelling, made.dtype)
         assert xp.result_type(spelling, public) == public
         assert xp.isdtype(spelling, public) and xp.can_cast(spelling, public)
 
 
-@pytest.mark.parametrize(("python_type", "name"), [(bool, "bool"), (int, "int64"), (float, "float64"),
-                                                   (complex, "complex128")])
+@pytest.mark.parametrize(
+    ("python_type", "name"), [(bool, "bool"), (int, "int64"), (float, "float64"), (complex, "complex128")]
+)
 def test_python_types_spell_numpys_dtypes(python_type, name):
     assert np.dtype(python_type) == getattr(xp, name)
     assert xp.zeros(1, dtype=python_type).dtype == getattr(xp, name)
@@ -307,9 +321,14 @@ def test_python_types_spell_numpys_dtypes(python_type, name):
 
 
 def test_inspection_results_are_numpy_dtypes():
-    for dtype in (xp.result_type(xp.int8, xp.float32), xp.result_type(from_numpy(np.ones(1, np.uint8)), 1),
-                  xp.finfo(xp.complex64).dtype, xp.finfo(xp.float64).dtype, xp.iinfo(xp.uint16).dtype,
-                  xp.finfo(xp.bfloat16).dtype):
+    for dtype in (
+        xp.result_type(xp.int8, xp.float32),
+        xp.result_type(from_numpy(np.ones(1, np.uint8)), 1),
+        xp.finfo(xp.complex64).dtype,
+        xp.finfo(xp.float64).dtype,
+        xp.iinfo(xp.uint16).dtype,
+        xp.finfo(xp.bfloat16).dtype,
+    ):
         assert isinstance(dtype, np.dtype), type(dtype)
     assert xp.finfo(xp.complex64).dtype == np.float32 and xp.iinfo(xp.uint16).dtype == np.uint16
 
@@ -319,7 +338,12 @@ def test_extension_dtypes_finfo_matches_numpy(name):
     ref = ml_dtypes.finfo(EXTENSION[name])
     fi = xp.finfo(getattr(xp, name))
     assert (fi.bits, fi.eps, fi.max, fi.min, fi.smallest_normal) == (
-        ref.bits, float(ref.eps), float(ref.max), float(ref.min), float(ref.smallest_normal))
+        ref.bits,
+        float(ref.eps),
+        float(ref.max),
+        float(ref.min),
+        float(ref.smallest_normal),
+    )
     assert fi.dtype == EXTENSION[name]
 
 
@@ -331,10 +355,12 @@ def test_extension_dtypes_are_not_the_standards():
 
 # ---------------------------------------------------------------- float16 and bfloat16 arrays
 
+
 def _float32_values(shape) -> st.SearchStrategy:
     """float32 values without subnormals (torch flushes them on some CPUs), up to beyond float16's range."""
     floats = st.floats(width=32, allow_subnormal=False, min_value=-7e4, max_value=7e4) | st.sampled_from(
-        [np.inf, -np.inf, np.nan, 0.0, -0.0])
+        [np.inf, -np.inf, np.nan, 0.0, -0.0]
+    )
     return hnp.arrays(np.float32, shape, elements=floats)
 
 
@@ -364,8 +390,11 @@ def test_extension_dtypes_round_trip_through_numpy(name, data):
     assert back.dtype == EXTENSION[name]
     np.testing.assert_array_equal(back.view(np.uint16), a.view(np.uint16))  # bit for bit
     wide = a.astype(np.float32)
-    for converted in (xp.asarray(raw, dtype=getattr(xp, name)), xp.astype(from_numpy(raw), name),
-                      xp.astype(from_numpy(raw), getattr(torch, name))):
+    for converted in (
+        xp.asarray(raw, dtype=getattr(xp, name)),
+        xp.astype(from_numpy(raw), name),
+        xp.astype(from_numpy(raw), getattr(torch, name)),
+    ):
         assert converted.dtype == EXTENSION[name]
         np.testing.assert_array_equal(_as_float32(converted), wide)  # float32 -> 16 bits rounds as NumPy
     assert_same(xp.astype(x, xp.float32), wide)  # and back exactly
@@ -403,8 +432,11 @@ def test_extension_dtype_promotion(name):
 @pytest.mark.parametrize("subscripts", ["ij,jk->ik", "ij,ij->i", "bij,bjk->bik"])
 def test_extension_dtype_einsum(name, subscripts):
     rng = np.random.default_rng(7)
-    shapes_ = {"ij,jk->ik": ((4, 16), (16, 3)), "ij,ij->i": ((5, 16), (5, 16)),
-               "bij,bjk->bik": ((2, 3, 16), (2, 16, 4))}[subscripts]
+    shapes_ = {
+        "ij,jk->ik": ((4, 16), (16, 3)),
+        "ij,ij->i": ((5, 16), (5, 16)),
+        "bij,bjk->bik": ((2, 3, 16), (2, 16, 4)),
+    }[subscripts]
     a, b = (rng.standard_normal(s).astype(EXTENSION[name]) for s in shapes_)
     got = xp.einsum(subscripts, xp.asarray(a), xp.asarray(b))
     assert got.dtype == EXTENSION[name]
@@ -430,8 +462,10 @@ def _nearest_bfloat16(value: float) -> float:
     bits = int(near.view(np.uint16)[0])
     candidates = {float(np.array([bits + step], dtype=np.uint16).view(ml_dtypes.bfloat16)[0]) for step in range(-2, 3)}
     exact = Fraction(value)
-    best = min(candidates, key=lambda c: (abs(Fraction(c) - exact),
-                                          int(np.array([c], ml_dtypes.bfloat16).view(np.uint16)[0]) & 1))
+    best = min(
+        candidates,
+        key=lambda c: (abs(Fraction(c) - exact), int(np.array([c], ml_dtypes.bfloat16).view(np.uint16)[0]) & 1),
+    )
     return best
 
 

@@ -150,8 +150,9 @@ def test_binary_matches_numpy(name, data):
     shape1, shape2 = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=2, max_dims=3, max_side=3)).input_shapes
     integer_division = name in ("floor_divide", "remainder") and dtype in INT_NAMES
     a = data.draw(arrays(dtype, shape1), label="x1")
-    b = data.draw(arrays(dtype, shape2, elements=_int_elements(dtype, positive=True) if integer_division else None),
-                  label="x2")
+    b = data.draw(
+        arrays(dtype, shape2, elements=_int_elements(dtype, positive=True) if integer_division else None), label="x2"
+    )
     with np.errstate(all="ignore"):
         expected = np.asarray(np_func(a, b))
     assert_same(getattr(xp, name)(from_numpy(a), from_numpy(b)), expected, rtol=RTOL.get(str(expected.dtype)))
@@ -187,9 +188,17 @@ def test_uint64_extremes():
     big = np.array([2**64 - 1, 2**63, 2**63 - 1, 0, 1], dtype=np.uint64)
     small = np.array([3, 2**63 + 1, 7, 5, 2**64 - 1], dtype=np.uint64)
     x, y = from_numpy(big), from_numpy(small)
-    for name, f in [("floor_divide", np.floor_divide), ("remainder", np.remainder), ("less", np.less),
-                    ("maximum", np.maximum), ("minimum", np.minimum), ("add", np.add), ("multiply", np.multiply),
-                    ("subtract", np.subtract), ("greater_equal", np.greater_equal)]:
+    for name, f in [
+        ("floor_divide", np.floor_divide),
+        ("remainder", np.remainder),
+        ("less", np.less),
+        ("maximum", np.maximum),
+        ("minimum", np.minimum),
+        ("add", np.add),
+        ("multiply", np.multiply),
+        ("subtract", np.subtract),
+        ("greater_equal", np.greater_equal),
+    ]:
         assert_same(getattr(xp, name)(x, y), f(big, small))
     assert_same(xp.bitwise_right_shift(x, 63), big >> np.uint64(63))
     assert_same(xp.divide(x, y), big.astype(np.float64) / small.astype(np.float64))  # the CPU's default float
@@ -281,9 +290,18 @@ def test_remainder_follows_python_for_signed_zeros_and_infinities():
 
 def test_floor_divide_special_values_follow_the_standard():
     # where the standard parts from Python: inf // finite is inf, finite // inf is a signed zero
-    cases = [(math.inf, 2.0, math.inf), (-math.inf, 2.0, -math.inf), (math.inf, -2.0, -math.inf),
-             (5.0, -math.inf, -0.0), (-5.0, math.inf, -0.0), (5.0, math.inf, 0.0), (-5.0, -math.inf, 0.0),
-             (7.0, 2.0, 3.0), (-7.0, 2.0, -4.0), (math.inf, math.inf, math.nan)]
+    cases = [
+        (math.inf, 2.0, math.inf),
+        (-math.inf, 2.0, -math.inf),
+        (math.inf, -2.0, -math.inf),
+        (5.0, -math.inf, -0.0),
+        (-5.0, math.inf, -0.0),
+        (5.0, math.inf, 0.0),
+        (-5.0, -math.inf, 0.0),
+        (7.0, 2.0, 3.0),
+        (-7.0, 2.0, -4.0),
+        (math.inf, math.inf, math.nan),
+    ]
     a = from_numpy(np.array([c[0] for c in cases]))
     b = from_numpy(np.array([c[1] for c in cases]))
     got = xp.floor_divide(a, b)
@@ -332,6 +350,7 @@ def test_cross_device_operands_name_both_devices():
 
 
 # ---------------------------------------------------------------- integer division by zero
+
 
 def _int_operands(dtype: str):
     """Integers of ``dtype`` with the special divisors and dividends (0, ±1, both limits) drawn often."""
@@ -394,8 +413,14 @@ def test_floor_divide_and_remainder_document_division_by_zero():
 
 # ---------------------------------------------------------------- Python ints beyond the dtype
 
-COMPARISONS = {"equal": operator.eq, "not_equal": operator.ne, "less": operator.lt, "less_equal": operator.le,
-               "greater": operator.gt, "greater_equal": operator.ge}
+COMPARISONS = {
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+}
 
 
 @pytest.mark.parametrize("name", sorted(COMPARISONS))
@@ -429,8 +454,9 @@ def test_arithmetic_with_python_ints_beyond_the_dtype_is_an_overflow_error(dtype
 # ---------------------------------------------------------------- shapes that do not broadcast
 
 # every binary element-wise function of the namespace (those with parameters x1 and x2)
-BINARY_NAMES = sorted(n for n in elementwise.__all__
-                      if list(inspect.signature(getattr(xp, n)).parameters) == ["x1", "x2"])
+BINARY_NAMES = sorted(
+    n for n in elementwise.__all__ if list(inspect.signature(getattr(xp, n)).parameters) == ["x1", "x2"]
+)
 
 
 def test_the_binary_table_covers_the_namespace():
@@ -452,8 +478,14 @@ def test_incompatible_shapes_name_the_function_and_both_shapes(name):
 def test_incompatible_shapes_in_operators_clip_and_where():
     x, y = from_numpy(np.ones((2, 6))), from_numpy(np.ones(5))
     shapes_ = re.escape("shapes (2, 6) and (5,) cannot be broadcast together (axis -1: 6 against 5)")
-    for op, name in ((operator.add, "add"), (operator.lt, "less"), (operator.eq, "equal"),
-                     (operator.floordiv, "floor_divide"), (operator.pow, "pow"), (operator.iadd, "add")):
+    for op, name in (
+        (operator.add, "add"),
+        (operator.lt, "less"),
+        (operator.eq, "equal"),
+        (operator.floordiv, "floor_divide"),
+        (operator.pow, "pow"),
+        (operator.iadd, "add"),
+    ):
         with pytest.raises(ValueError, match=f"{name}\\(\\): {shapes_}"):
             op(x, y)
     with pytest.raises(ValueError, match=f"clip\\(\\): {shapes_}"):
@@ -470,8 +502,7 @@ def test_incompatible_shapes_in_operators_clip_and_where():
 
 FAST_FUNCTIONS = {"add": np.add, "subtract": np.subtract, "multiply": np.multiply, "divide": np.divide}
 FAST_OPERATORS = {"add": operator.add, "subtract": operator.sub, "multiply": operator.mul, "divide": operator.truediv}
-FAST_INPLACE = {"add": operator.iadd, "subtract": operator.isub, "multiply": operator.imul,
-                "divide": operator.itruediv}
+FAST_INPLACE = {"add": operator.iadd, "subtract": operator.isub, "multiply": operator.imul, "divide": operator.itruediv}
 FAST_DTYPES = ("float32", "float64", "int8", "int16", "int32", "int64", "uint8")
 
 
@@ -522,10 +553,27 @@ def test_fast_path_takes_same_dtype_same_shape_arrays(name, general_calls):
 
 # (array dtype, Python scalar) pairs the fast path takes, the scalar passed to torch as it is
 FAST_SCALARS = [
-    ("float32", 2.0), ("float32", 0.1), ("float32", -0.0), ("float32", math.inf), ("float32", -math.inf),
-    ("float32", 1e300), ("float32", 3), ("float32", -(2**53)), ("float32", 2**53), ("float64", 0.1),
-    ("float64", 1e-310), ("float64", 2**53), ("float64", -7), ("int8", 127), ("int8", -128), ("int16", -3),
-    ("int32", 2**31 - 1), ("int64", -(2**63)), ("int64", 2**63 - 1), ("uint8", 255), ("uint8", 0),
+    ("float32", 2.0),
+    ("float32", 0.1),
+    ("float32", -0.0),
+    ("float32", math.inf),
+    ("float32", -math.inf),
+    ("float32", 1e300),
+    ("float32", 3),
+    ("float32", -(2**53)),
+    ("float32", 2**53),
+    ("float64", 0.1),
+    ("float64", 1e-310),
+    ("float64", 2**53),
+    ("float64", -7),
+    ("int8", 127),
+    ("int8", -128),
+    ("int16", -3),
+    ("int32", 2**31 - 1),
+    ("int64", -(2**63)),
+    ("int64", 2**63 - 1),
+    ("uint8", 255),
+    ("uint8", 0),
 ]
 
 
@@ -560,9 +608,21 @@ def test_fast_path_takes_python_scalars_with_weak_semantics(name, dtype, value, 
 
 # (array dtype, operand) pairs the fast path hands to the general path, which gives the standard's answer
 GENERAL_SCALARS = [
-    ("float32", math.nan), ("float32", True), ("float32", 2**60 + 1), ("float64", -(2**53) - 1),
-    ("float32", 1 + 2j), ("float32", np.float64(0.5)), ("float32", np.int64(2)), ("int32", 2.5), ("int8", True),
-    ("uint8", -1), ("int8", 128), ("int64", 2**63), ("complex64", 2.0), ("uint16", 7), ("uint64", 2**64 - 1),
+    ("float32", math.nan),
+    ("float32", True),
+    ("float32", 2**60 + 1),
+    ("float64", -(2**53) - 1),
+    ("float32", 1 + 2j),
+    ("float32", np.float64(0.5)),
+    ("float32", np.int64(2)),
+    ("int32", 2.5),
+    ("int8", True),
+    ("uint8", -1),
+    ("int8", 128),
+    ("int64", 2**63),
+    ("complex64", 2.0),
+    ("uint16", 7),
+    ("uint64", 2**64 - 1),
     ("bool", 1),
 ]
 
@@ -601,8 +661,9 @@ def test_fast_path_hands_mixed_arrays_to_the_general_path(general_calls):
     assert_same(xp.add(f32, f64), np.ones(3, np.float32) + np.full(3, 0.1))  # promotion
     zero_d = from_numpy(np.array(0.1))  # a 0-d float64 wins against float32, which torch's own add would not do
     assert xp.multiply(zero_d, f32).dtype == xp.float64
-    assert_same(xp.subtract(from_numpy(np.ones((2, 1))), from_numpy(np.arange(3.0))),
-                np.ones((2, 1)) - np.arange(3.0))  # broadcasting
+    assert_same(
+        xp.subtract(from_numpy(np.ones((2, 1))), from_numpy(np.arange(3.0))), np.ones((2, 1)) - np.arange(3.0)
+    )  # broadcasting
     i = from_numpy(np.arange(1, 4, dtype=np.int32))
     assert_same(xp.divide(i, i), np.ones(3, np.float64))  # integers divide in the default float (CPU: float64)
     c = from_numpy(np.array([complex(0, math.inf)], np.complex128))
@@ -634,9 +695,11 @@ def inplace_fast(monkeypatch):
     answers = []
     for name, (func, run) in list(_array._INPLACE_FAST.items()):
         monkeypatch.setattr(xp, name, func)
+
         def spy(t, other, run=run):
             answers.append(run(t, other))
             return answers[-1]
+
         monkeypatch.setitem(_array._INPLACE_FAST, name, (func, spy))
     return answers
 
@@ -658,8 +721,11 @@ def test_fast_inplace_keeps_the_general_errors(inplace_fast):
     x = from_numpy(np.arange(3, dtype=np.int8))
     with pytest.raises(OverflowError, match="200 is out of range for int8"):
         x += 200
-    with pytest.raises(TypeError, match="in-place multiply: the float64 result cannot be stored in x of dtype int8 "
-                                        "under NumPy's same_kind casting"):
+    with pytest.raises(
+        TypeError,
+        match="in-place multiply: the float64 result cannot be stored in x of dtype int8 "
+        "under NumPy's same_kind casting",
+    ):
         x *= 2.5
     f = from_numpy(np.ones(3, np.float32))
     expected = np.ones(3, np.float32)

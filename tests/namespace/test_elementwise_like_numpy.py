@@ -21,8 +21,10 @@ def test_arange_of_floats_into_an_integer_dtype(bounds, dtype):
     assert_same(np.arange(*bounds, dtype=dtype, like=like), np.arange(*bounds, dtype=dtype))
 
 
-@pytest.mark.parametrize(("dtype", "fill"), [("int16", 2.5), ("uint64", 1e-310), ("int8", -3.9), ("bool", 0.5),
-                                             ("bool", 2**63 - 1), ("float32", 2**63)])
+@pytest.mark.parametrize(
+    ("dtype", "fill"),
+    [("int16", 2.5), ("uint64", 1e-310), ("int8", -3.9), ("bool", 0.5), ("bool", 2**63 - 1), ("float32", 2**63)],
+)
 def test_full_like_converts_as_numpy(dtype, fill):
     x = np.zeros(3, dtype=dtype)
     assert_same(xp.full_like(xp.asarray(x), fill), np.full_like(x, fill))
@@ -33,8 +35,12 @@ def test_full_like_converts_as_numpy(dtype, fill):
 def test_an_int_beyond_int64_beside_a_bool_array_overflows(value):
     """NumPy converts a Python int beside a bool array to int64 first (full, full_like, comparisons)."""
     x = np.array([True, False])
-    for call in (lambda a: np.full_like(a, value), lambda a: np.equal(a, value), lambda a: np.less(value, a),
-                 lambda a: np.full(2, value, dtype=bool, like=a)):
+    for call in (
+        lambda a: np.full_like(a, value),
+        lambda a: np.equal(a, value),
+        lambda a: np.less(value, a),
+        lambda a: np.full(2, value, dtype=bool, like=a),
+    ):
         with pytest.raises(OverflowError):
             call(x)
         with pytest.raises(OverflowError):
@@ -54,8 +60,10 @@ def test_an_int_beyond_an_integer_dtype_still_compares_exactly():
 def test_meshgrid_keeps_each_dtype(dtypes, indexing):
     arrays = [np.arange(i + 2).astype(d) for i, d in enumerate(dtypes)]
     want = np.meshgrid(*arrays, indexing=indexing)
-    for got in (xp.meshgrid(*map(xp.asarray, arrays), indexing=indexing),
-                np.meshgrid(*map(xp.asarray, arrays), indexing=indexing)):
+    for got in (
+        xp.meshgrid(*map(xp.asarray, arrays), indexing=indexing),
+        np.meshgrid(*map(xp.asarray, arrays), indexing=indexing),
+    ):
         assert len(got) == len(want)
         for g, w in zip(got, want, strict=True):
             assert_same(g, w)
@@ -70,10 +78,14 @@ def test_sqrt_is_within_one_ulp_of_the_correctly_rounded_root(dtype):
     if dtype.startswith("float"):
         info = np.finfo(dtype)
         mags = rng.uniform(np.log10(info.smallest_subnormal), np.log10(info.max), 5000)
-        x = np.concatenate([10.0 ** mags, [0.0, -0.0, 2.0, 3.0, np.inf, np.nan, -1.0]]).astype(dtype)
+        x = np.concatenate([10.0**mags, [0.0, -0.0, 2.0, 3.0, np.inf, np.nan, -1.0]]).astype(dtype)
     else:
-        x = np.concatenate([rng.integers(0, np.iinfo(dtype).max, 5000, dtype=dtype, endpoint=True),
-                            np.array([0, 2, 3, 608, 1096], dtype=dtype)])
+        x = np.concatenate(
+            [
+                rng.integers(0, np.iinfo(dtype).max, 5000, dtype=dtype, endpoint=True),
+                np.array([0, 2, 3, 608, 1096], dtype=dtype),
+            ]
+        )
     with np.errstate(all="ignore"):
         want = np.sqrt(x if dtype.startswith("float") else x.astype(np.float64))
     got = np.asarray(xp.sqrt(xp.asarray(x)))

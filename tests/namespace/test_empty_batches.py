@@ -34,8 +34,14 @@ def _check(ours, theirs) -> None:
     assert_same(ours(), np.zeros_like(theirs))
 
 
-ONE_D = {"fft": np.complex128, "ifft": np.complex128, "rfft": np.float64, "irfft": np.complex128,
-         "hfft": np.complex128, "ihfft": np.float64}
+ONE_D = {
+    "fft": np.complex128,
+    "ifft": np.complex128,
+    "rfft": np.float64,
+    "irfft": np.complex128,
+    "hfft": np.complex128,
+    "ihfft": np.float64,
+}
 N_D = {"fftn": np.complex128, "ifftn": np.complex128, "rfftn": np.float64, "irfftn": np.complex128}
 
 
@@ -180,6 +186,7 @@ def test_namespace_linalg_of_empty_batches_and_matrices(name: str, shape: tuple[
         return
     got = NAMESPACE[name](xp.asarray(a))
     expected = _as_numpy(theirs)
-    for g, e in zip(got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple)
-                    else (expected,), strict=True):
+    for g, e in zip(
+        got if isinstance(got, tuple) else (got,), expected if isinstance(expected, tuple) else (expected,), strict=True
+    ):
         assert_same(g, e, rtol=1e-12)

@@ -15,8 +15,7 @@ from tests.support import assert_same, from_numpy
 from trn_backend import fft
 
 NORMS = ("backward", "ortho", "forward")
-COMPLEX_OF = {"float32": "complex64", "float64": "complex128", "complex64": "complex64",
-              "complex128": "complex128"}
+COMPLEX_OF = {"float32": "complex64", "float64": "complex128", "complex64": "complex64", "complex128": "complex128"}
 REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
 # (transform, input kind, output kind): "c" complex of the input's precision, "r" real of it
 ONE_DIM = {"fft": "c", "ifft": "c", "rfft": "c", "irfft": "r", "hfft": "r", "ihfft": "c"}
@@ -45,8 +44,12 @@ def _input_dtypes(name: str) -> list[str]:
 
 
 @settings(max_examples=60)
-@given(data=st.data(), name=st.sampled_from(sorted(ONE_DIM)),
-       shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6), norm=st.sampled_from(NORMS))
+@given(
+    data=st.data(),
+    name=st.sampled_from(sorted(ONE_DIM)),
+    shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=6),
+    norm=st.sampled_from(NORMS),
+)
 def test_one_dimensional_transforms(data, name, shape, norm):
     dtype = data.draw(st.sampled_from(_input_dtypes(name)))
     axis = data.draw(st.integers(-len(shape), len(shape) - 1))
@@ -55,8 +58,14 @@ def test_one_dimensional_transforms(data, name, shape, norm):
         n = 2
     a = _signal(shape, dtype, seed=len(shape))
     got = getattr(fft, name)(from_numpy(a), n=n, axis=axis, norm=norm)
-    _check(got, getattr(np.fft, name)(a.astype(COMPLEX_OF[dtype]) if name not in REAL_INPUT else a.astype(
-        np.float64), n=n, axis=axis, norm=norm), dtype, ONE_DIM[name])
+    _check(
+        got,
+        getattr(np.fft, name)(
+            a.astype(COMPLEX_OF[dtype]) if name not in REAL_INPUT else a.astype(np.float64), n=n, axis=axis, norm=norm
+        ),
+        dtype,
+        ONE_DIM[name],
+    )
 
 
 def _explicit_sizes(shape, s, axes, halved: bool) -> list[int]:
@@ -69,12 +78,23 @@ def _explicit_sizes(shape, s, axes, halved: bool) -> list[int]:
 
 
 @settings(max_examples=60)
-@given(data=st.data(), name=st.sampled_from(sorted(N_DIM)),
-       shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), norm=st.sampled_from(NORMS))
+@given(
+    data=st.data(),
+    name=st.sampled_from(sorted(N_DIM)),
+    shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5),
+    norm=st.sampled_from(NORMS),
+)
 def test_n_dimensional_transforms(data, name, shape, norm):
     dtype = data.draw(st.sampled_from(_input_dtypes(name)))
-    axes = data.draw(st.none() | st.lists(st.integers(-len(shape), len(shape) - 1), min_size=1,
-                                          max_size=len(shape), unique_by=lambda a: a % len(shape)))
+    axes = data.draw(
+        st.none()
+        | st.lists(
+            st.integers(-len(shape), len(shape) - 1),
+            min_size=1,
+            max_size=len(shape),
+            unique_by=lambda a: a % len(shape),
+        )
+    )
     s = None
     if axes is not None and data.draw(st.booleans()):
         s = [data.draw(st.integers(1, 7) | st.just(-1)) for _ in axes]
@@ -129,6 +149,7 @@ def test_fftn_over_no_axes_is_a_copy():
 
 # ---------------------------------------------------------------- frequencies and shifts
 
+
 @pytest.mark.parametrize("n", [1, 2, 5, 8])
 @pytest.mark.parametrize("d", [1.0, 0.25, 3])
 def test_fftfreq_and_rfftfreq(n, d):
@@ -143,12 +164,18 @@ def test_fftfreq_and_rfftfreq(n, d):
 
 
 @settings(max_examples=40)
-@given(data=st.data(), shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5),
-       dtype=st.sampled_from(["bool", "int8", "uint16", "uint32", "uint64", "float32", "complex128"]))
+@given(
+    data=st.data(),
+    shape=hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=5),
+    dtype=st.sampled_from(["bool", "int8", "uint16", "uint32", "uint64", "float32", "complex128"]),
+)
 def test_fftshift_and_ifftshift(data, shape, dtype):
     ndim = len(shape)
-    axes = data.draw(st.none() | st.integers(-ndim, ndim - 1)
-                     | st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim).map(tuple))
+    axes = data.draw(
+        st.none()
+        | st.integers(-ndim, ndim - 1)
+        | st.lists(st.integers(0, ndim - 1), unique=True, max_size=ndim).map(tuple)
+    )
     a = (np.arange(math.prod(shape)).reshape(shape) * 7 % 11).astype(dtype)
     assert_same(fft.fftshift(from_numpy(a), axes=axes), np.fft.fftshift(a, axes=axes))
     assert_same(fft.ifftshift(from_numpy(a), axes=axes), np.fft.ifftshift(a, axes=axes))
@@ -165,6 +192,7 @@ def test_shifting_a_0d_array_raises_like_numpy():
 
 
 # ---------------------------------------------------------------- errors
+
 
 def test_transform_argument_errors():
     x = from_numpy(np.ones(4, np.complex64))

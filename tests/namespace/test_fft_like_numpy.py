@@ -32,8 +32,10 @@ def test_an_empty_transform_axis_is_the_error_numpy_raises_whatever_the_dtype(na
     a = np.zeros((3, 0), dtype)
     kwargs = {"axes": (-2, -1)} if name.endswith("n") else {}
     want = _error_type(lambda: getattr(np.fft, name)(a, **kwargs))
-    for call in (lambda: getattr(fft, name)(from_numpy(a), **kwargs),
-                 lambda: getattr(np.fft, name)(from_numpy(a), **kwargs)):
+    for call in (
+        lambda: getattr(fft, name)(from_numpy(a), **kwargs),
+        lambda: getattr(np.fft, name)(from_numpy(a), **kwargs),
+    ):
         with pytest.raises(want):
             call()
 

@@ -37,11 +37,12 @@ def test_take_along_axis(name, index_name, data):
     n = a.shape[axis]
     # indices broadcast against x on the other axes: some of them may be 1
     ax = axis % a.ndim
-    idx_shape = tuple(data.draw(st.integers(0, 4) if i == ax else st.sampled_from([d, 1]))
-                      for i, d in enumerate(a.shape))
+    idx_shape = tuple(
+        data.draw(st.integers(0, 4) if i == ax else st.sampled_from([d, 1])) for i, d in enumerate(a.shape)
+    )
     low = 0 if np.dtype(index_name).kind == "u" else -n
     if n == 0:
-        idx_shape = idx_shape[:ax] + (0,) + idx_shape[ax + 1:]
+        idx_shape = idx_shape[:ax] + (0,) + idx_shape[ax + 1 :]
     count = int(np.prod(idx_shape))
     values = data.draw(st.lists(st.integers(low, max(n - 1, low)), min_size=count, max_size=count))
     indices = np.array(values, dtype=index_name).reshape(idx_shape)

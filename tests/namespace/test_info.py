@@ -13,8 +13,21 @@ import torch
 import trn_backend as xp
 from trn_backend import _device, _dtypes
 
-ALL_NAMES = ["bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32",
-             "float64", "complex64", "complex128"]
+ALL_NAMES = [
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 KIND_NAMES = {
     "bool": ["bool"],
     "signed integer": ["int8", "int16", "int32", "int64"],
@@ -61,13 +74,21 @@ def test_devices():
     assert devices + (None,) == (*devices, None)
 
 
-CPU_DEFAULTS = {"real floating": np.dtype("float64"), "complex floating": np.dtype("complex128"),
-                "integral": np.dtype("int64"), "indexing": np.dtype("int64")}
+CPU_DEFAULTS = {
+    "real floating": np.dtype("float64"),
+    "complex floating": np.dtype("complex128"),
+    "integral": np.dtype("int64"),
+    "indexing": np.dtype("int64"),
+}
 
 
 def test_default_dtypes_on_the_cpu_are_numpys():
-    expected = {"real floating": np.dtype(float), "complex floating": np.dtype(complex),
-                "integral": np.asarray([1]).dtype, "indexing": np.intp}
+    expected = {
+        "real floating": np.dtype(float),
+        "complex floating": np.dtype(complex),
+        "integral": np.asarray([1]).dtype,
+        "indexing": np.intp,
+    }
     assert expected == CPU_DEFAULTS
     for device in (None, "cpu", torch.device("cpu")):
         got = info.default_dtypes(device=device)
@@ -92,16 +113,24 @@ def test_default_dtypes_on_neuron_are_single_precision(monkeypatch):
     # Neuron engines have no float64. No Neuron device here: the default device is stood in for (no tensors
     # are made on it).
     monkeypatch.setattr(_device, "default_device", lambda: torch.device("xla"))
-    assert info.default_dtypes() == {**CPU_DEFAULTS, "real floating": np.dtype("float32"),
-                                     "complex floating": np.dtype("complex64")}
+    assert info.default_dtypes() == {
+        **CPU_DEFAULTS,
+        "real floating": np.dtype("float32"),
+        "complex floating": np.dtype("complex64"),
+    }
     assert _dtypes.default_float() is torch.float32 and _dtypes.default_complex() is torch.complex64
 
 
-@pytest.mark.parametrize(("device_type", "real", "complex_"), [
-    ("xla", torch.float32, torch.complex64), ("neuron", torch.float32, torch.complex64),
-    ("cpu", torch.float64, torch.complex128), ("cuda", torch.float64, torch.complex128),
-    ("meta", torch.float64, torch.complex128),
-])
+@pytest.mark.parametrize(
+    ("device_type", "real", "complex_"),
+    [
+        ("xla", torch.float32, torch.complex64),
+        ("neuron", torch.float32, torch.complex64),
+        ("cpu", torch.float64, torch.complex128),
+        ("cuda", torch.float64, torch.complex128),
+        ("meta", torch.float64, torch.complex128),
+    ],
+)
 def test_default_float_per_device_type(device_type, real, complex_):
     device = SimpleNamespace(type=device_type)  # torch builds no 'neuron' device without its plugin
     assert _dtypes.default_float(device) is real and _dtypes.default_complex(device) is complex_

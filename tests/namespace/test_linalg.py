@@ -17,8 +17,7 @@ from trn_backend import kernels, linalg
 
 FLOATING = ("float32", "float64", "complex64", "complex128")
 REAL_OF = {"float32": "float32", "float64": "float64", "complex64": "float32", "complex128": "float64"}
-COMPLEX_OF = {"float32": "complex64", "float64": "complex128", "complex64": "complex64",
-              "complex128": "complex128"}
+COMPLEX_OF = {"float32": "complex64", "float64": "complex128", "complex64": "complex64", "complex128": "complex128"}
 TOL = {"float32": 2e-4, "float64": 1e-10, "complex64": 2e-4, "complex128": 1e-10}
 
 
@@ -48,12 +47,15 @@ def _close(actual: xp.NeuronArray, expected: np.ndarray, dtype_name: str) -> Non
 
 
 square_shapes = st.tuples(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3), st.integers(1, 4)).map(
-    lambda t: t[0] + (t[1], t[1]))
-matrix_shapes = st.tuples(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3), st.integers(1, 4),
-                          st.integers(1, 4)).map(lambda t: t[0] + (t[1], t[2]))
+    lambda t: t[0] + (t[1], t[1])
+)
+matrix_shapes = st.tuples(
+    hnp.array_shapes(min_dims=0, max_dims=2, max_side=3), st.integers(1, 4), st.integers(1, 4)
+).map(lambda t: t[0] + (t[1], t[2]))
 
 
 # ---------------------------------------------------------------- determinants, inverses, solvers
+
 
 @settings(max_examples=30)
 @given(shape=square_shapes, dtype=st.sampled_from(FLOATING), seed=st.integers(0, 2**16))
@@ -76,17 +78,24 @@ def test_slogdet_of_singular_matrix_and_fields():
 
 
 @settings(max_examples=30)
-@given(batch1=hnp.array_shapes(min_dims=0, max_dims=2, max_side=3), ones=st.lists(st.booleans(), max_size=2),
-       n=st.integers(1, 4), k=st.integers(1, 3), dtype=st.sampled_from(FLOATING), vector=st.booleans())
+@given(
+    batch1=hnp.array_shapes(min_dims=0, max_dims=2, max_side=3),
+    ones=st.lists(st.booleans(), max_size=2),
+    n=st.integers(1, 4),
+    k=st.integers(1, 3),
+    dtype=st.sampled_from(FLOATING),
+    vector=st.booleans(),
+)
 def test_solve_matches_numpy_with_broadcast_batches(batch1, ones, n, k, dtype, vector):
     # x2's batch: a suffix of x1's with some sizes set to 1 (so the two broadcast)
-    ones = ones[:len(batch1)]
-    batch2 = tuple(1 if one else b for one, b in zip(ones, batch1[len(batch1) - len(ones):], strict=True))
+    ones = ones[: len(batch1)]
+    batch2 = tuple(1 if one else b for one, b in zip(ones, batch1[len(batch1) - len(ones) :], strict=True))
     a = _well_conditioned(batch1 + (n, n), dtype)
     b = _random((n,) if vector else batch2 + (n, k), dtype, seed=1)
     got = linalg.solve(from_numpy(a), from_numpy(b))
-    expected = np.linalg.solve(a.astype(complex) if dtype.startswith("complex") else a.astype(float),
-                               b[:, None] if vector else b)
+    expected = np.linalg.solve(
+        a.astype(complex) if dtype.startswith("complex") else a.astype(float), b[:, None] if vector else b
+    )
     _close(got, expected[..., 0] if vector else expected, dtype)
 
 
@@ -108,6 +117,7 @@ def test_solve_promotes_mixed_dtypes():
 
 
 # ---------------------------------------------------------------- decompositions
+
 
 @pytest.mark.parametrize("dtype", FLOATING)
 @pytest.mark.parametrize("upper", [False, True])
@@ -207,13 +217,23 @@ def test_rank_deficient_matrix_rank():
 
 # ---------------------------------------------------------------- products through matmul
 
+
 def test_reexports_are_the_top_level_functions():
     for name in ("matmul", "matrix_transpose", "tensordot", "vecdot"):
         assert getattr(linalg, name) is getattr(xp, name)
 
 
-@pytest.mark.parametrize("d1, d2", [("float32", "float32"), ("float64", "float32"), ("int8", "int16"),
-                                    ("uint8", "uint8"), ("complex64", "float64"), ("uint16", "uint16")])
+@pytest.mark.parametrize(
+    "d1, d2",
+    [
+        ("float32", "float32"),
+        ("float64", "float32"),
+        ("int8", "int16"),
+        ("uint8", "uint8"),
+        ("complex64", "float64"),
+        ("uint16", "uint16"),
+    ],
+)
 def test_outer(d1, d2):
     a = np.arange(1, 4).astype(d1) if d1 != "complex64" else np.array([1 + 2j, 3j], dtype=d1)
     b = np.arange(2, 4).astype(d2)
@@ -238,16 +258,34 @@ def test_matrix_power(shape, dtype, n):
 def test_matrix_power_returns_a_new_array_and_keeps_integers():
     x = from_numpy(np.eye(2))
     assert linalg.matrix_power(x, 1)._t is not x._t
-    assert_same(linalg.matrix_power(from_numpy(np.array([[1, 1], [0, 1]])), 3),
-                np.array([[1, 3], [0, 1]], dtype=np.int64))  # exact in the integer dtype, as NumPy
-    assert_same(linalg.matrix_power(from_numpy(np.ones((2, 0, 0), dtype=np.float32)), 0),
-                np.ones((2, 0, 0), dtype=np.float32))
+    assert_same(
+        linalg.matrix_power(from_numpy(np.array([[1, 1], [0, 1]])), 3), np.array([[1, 3], [0, 1]], dtype=np.int64)
+    )  # exact in the integer dtype, as NumPy
+    assert_same(
+        linalg.matrix_power(from_numpy(np.ones((2, 0, 0), dtype=np.float32)), 0), np.ones((2, 0, 0), dtype=np.float32)
+    )
 
 
 # ---------------------------------------------------------------- cross, diagonal, trace
 
-@pytest.mark.parametrize("dtype", ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                                   "float32", "float64", "complex64", "complex128"])
+
+@pytest.mark.parametrize(
+    "dtype",
+    [
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "float32",
+        "float64",
+        "complex64",
+        "complex128",
+    ],
+)
 def test_cross_all_numeric_dtypes(dtype):
     rng = np.random.default_rng(4)
     if dtype.startswith("uint"):
@@ -269,7 +307,7 @@ def test_cross_broadcasts_and_takes_an_axis(s1, axis, data):
     shape1.insert(len(shape1) + 1 + axis, 3)
     shape2 = [1 if data.draw(st.booleans()) else n for n in shape1]
     shape2[axis] = 3
-    shape2 = shape2[data.draw(st.integers(0, ndim + axis)):]
+    shape2 = shape2[data.draw(st.integers(0, ndim + axis)) :]
     a, b = _random(tuple(shape1), "float64"), _random(tuple(shape2), "float64", seed=5)
     expected = np.cross(*np.broadcast_arrays(a, b), axis=axis)
     assert_same(linalg.cross(from_numpy(a), from_numpy(b), axis=axis), expected, rtol=1e-12)
@@ -283,8 +321,10 @@ def test_cross_errors():
         linalg.cross(a3, a3, axis=-2)
     with pytest.raises(ValueError, match="ambiguous.*negative axis"):
         linalg.cross(a3, from_numpy(np.ones((2, 3))), axis=0)
-    assert_same(linalg.cross(from_numpy(np.eye(3)), from_numpy(np.eye(3)[::-1].copy()), axis=0),
-                np.cross(np.eye(3), np.eye(3)[::-1], axis=0))
+    assert_same(
+        linalg.cross(from_numpy(np.eye(3)), from_numpy(np.eye(3)[::-1].copy()), axis=0),
+        np.cross(np.eye(3), np.eye(3)[::-1], axis=0),
+    )
     with pytest.raises(ValueError, match="do not broadcast"):
         linalg.cross(from_numpy(np.ones((2, 3))), from_numpy(np.ones((4, 3))))
     with pytest.raises(TypeError, match="numeric"):
@@ -296,8 +336,11 @@ def test_cross_errors():
 
 
 @settings(max_examples=30)
-@given(shape=matrix_shapes, offset=st.integers(-4, 4),
-       dtype=st.sampled_from(["bool", "int8", "uint16", "uint64", "float32", "complex128"]))
+@given(
+    shape=matrix_shapes,
+    offset=st.integers(-4, 4),
+    dtype=st.sampled_from(["bool", "int8", "uint16", "uint64", "float32", "complex128"]),
+)
 def test_diagonal(shape, offset, dtype):
     a = (np.arange(math.prod(shape)).reshape(shape) % 7).astype(dtype)
     got = linalg.diagonal(from_numpy(a), offset=offset)
@@ -311,9 +354,18 @@ def test_diagonal_is_a_new_array():
     assert float(x[0, 0]) == 1.0
 
 
-TRACE_DTYPES = {"int8": "int64", "int32": "int64", "int64": "int64", "uint8": "uint64", "uint16": "uint64",
-                "uint32": "uint64", "uint64": "uint64", "float32": "float32", "float64": "float64",
-                "complex64": "complex64"}
+TRACE_DTYPES = {
+    "int8": "int64",
+    "int32": "int64",
+    "int64": "int64",
+    "uint8": "uint64",
+    "uint16": "uint64",
+    "uint32": "uint64",
+    "uint64": "uint64",
+    "float32": "float32",
+    "float64": "float64",
+    "complex64": "complex64",
+}
 
 
 @pytest.mark.parametrize("dtype", TRACE_DTYPES)
@@ -341,8 +393,13 @@ ORDS = [0, 1, 2, 3.5, 0.5, -0.5, -1, -2, math.inf, -math.inf]
 
 
 @settings(max_examples=40)
-@given(data=st.data(), shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4),
-       dtype=st.sampled_from(FLOATING), ord=st.sampled_from(ORDS), keepdims=st.booleans())
+@given(
+    data=st.data(),
+    shape=hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4),
+    dtype=st.sampled_from(FLOATING),
+    ord=st.sampled_from(ORDS),
+    keepdims=st.booleans(),
+)
 def test_vector_norm(data, shape, dtype, ord, keepdims):  # noqa: A002
     ndim = len(shape)
     axis = data.draw(st.none() | st.integers(-ndim, ndim - 1) if ndim else st.none())
@@ -398,6 +455,7 @@ def test_matrix_norm_errors_and_empty_matrices():
 
 
 # ---------------------------------------------------------------- dtypes and errors common to all functions
+
 
 @pytest.mark.parametrize("dtype", ["int8", "int64", "uint16", "uint64"])
 def test_integer_input_promotes_to_the_default_float(dtype):

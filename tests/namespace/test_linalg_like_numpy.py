@@ -26,8 +26,11 @@ def _numpy_raises_linalgerror(call) -> None:
 NAMESPACE_CASES = {
     "inv": (lambda x: xp.linalg.inv(x), np.linalg.inv, SINGULAR),
     "cholesky": (lambda x: xp.linalg.cholesky(x), np.linalg.cholesky, NOT_POSITIVE_DEFINITE),
-    "solve": (lambda x: xp.linalg.solve(x, xp.ones(2, dtype=xp.float64)),
-              lambda a: np.linalg.solve(a, np.ones(2)), SINGULAR),
+    "solve": (
+        lambda x: xp.linalg.solve(x, xp.ones(2, dtype=xp.float64)),
+        lambda a: np.linalg.solve(a, np.ones(2)),
+        SINGULAR,
+    ),
     "svd": (lambda x: xp.linalg.svd(x), np.linalg.svd, NON_FINITE),
     "svdvals": (lambda x: xp.linalg.svdvals(x), np.linalg.svdvals, NON_FINITE),
     "pinv": (lambda x: xp.linalg.pinv(x), np.linalg.pinv, NON_FINITE),

@@ -33,9 +33,16 @@ def _check(got: xp.NeuronArray, expected: np.ndarray) -> None:
 
 
 @settings(max_examples=60)
-@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
-       st.integers(1, 4), st.integers(0, 4), st.integers(1, 4), st.sampled_from(DTYPES), st.booleans(),
-       st.booleans(), st.data())
+@given(
+    hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+    st.integers(1, 4),
+    st.integers(0, 4),
+    st.integers(1, 4),
+    st.sampled_from(DTYPES),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
 def test_matmul_matches_numpy(batch, m, k, n, dtype, vec1, vec2, data):
     s1 = (k,) if vec1 else batch.input_shapes[0] + (m, k)
     s2 = (k,) if vec2 else batch.input_shapes[1] + (k, n)
@@ -60,7 +67,7 @@ def test_tensordot_matches_numpy(dtype, data):
     shape_a = data.draw(hnp.array_shapes(min_dims=0, max_dims=4, min_side=0, max_side=3), label="shape_a")
     n = data.draw(st.integers(0, len(shape_a)), label="n")
     if data.draw(st.booleans(), label="int axes"):
-        shape_b = shape_a[len(shape_a) - n:] + data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
+        shape_b = shape_a[len(shape_a) - n :] + data.draw(hnp.array_shapes(min_dims=0, max_dims=2, max_side=3))
         axes = n
     else:
         axes_a = data.draw(st.permutations(range(len(shape_a))), label="axes_a")[:n]
@@ -78,13 +85,16 @@ def test_tensordot_matches_numpy(dtype, data):
 
 
 @settings(max_examples=40)
-@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3, max_side=3),
-       st.sampled_from(NUMERIC_NAMES), st.data())
+@given(
+    hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=1, max_dims=3, max_side=3),
+    st.sampled_from(NUMERIC_NAMES),
+    st.data(),
+)
 def test_vecdot_matches_numpy(shapes, dtype, data):
     s1, s2 = shapes.input_shapes
     axis = data.draw(st.integers(-min(len(s1), len(s2)), -1), label="axis")
     size = data.draw(st.integers(0, 3), label="size")  # the contracted axis does not broadcast
-    s1, s2 = (s[:len(s) + axis] + (size,) + s[len(s) + axis + 1:] for s in (s1, s2))
+    s1, s2 = (s[: len(s) + axis] + (size,) + s[len(s) + axis + 1 :] for s in (s1, s2))
     a, b = _values(data, dtype, s1), _values(data, dtype, s2)
     expected = np.sum(np.conj(a) * b if a.dtype.kind == "c" else a * b, axis=axis, dtype=np.result_type(a, b))
     _check(xp.vecdot(from_numpy(a), from_numpy(b), axis=axis), np.asarray(expected))
@@ -119,34 +129,51 @@ _B = xp.NeuronArray(torch.ones(3, 4))
 _META = xp.NeuronArray(torch.ones(3, 4, device="meta"))
 
 
-@pytest.mark.parametrize("call, exc, match", [
-    (lambda: xp.matmul(xp.NeuronArray(torch.tensor(1.0)), _B), ValueError, "x1 is 0-dimensional"),
-    (lambda: xp.matmul(_A, xp.NeuronArray(torch.tensor(1.0))), ValueError, "x2 is 0-dimensional"),
-    (lambda: xp.matmul(_A, _A), ValueError, r"x1 has 3 columns but x2 has 2 rows \(shapes \(2, 3\) and \(2, 3\)\)"),
-    (lambda: xp.matmul(xp.NeuronArray(torch.ones(2, 2, 3)), xp.NeuronArray(torch.ones(4, 3, 1))), ValueError,
-     r"batch shapes \(2,\) and \(4,\) do not broadcast"),
-    (lambda: xp.matmul(_A, np.ones((3, 4))), TypeError, "matmul.*x2.*ndarray"),
-    (lambda: xp.matmul(_A, _META), ValueError, "different devices"),
-    (lambda: xp.matmul(xp.NeuronArray(torch.ones(2, dtype=torch.uint64)),
-                       xp.NeuronArray(torch.ones(2, dtype=torch.int64))), TypeError, "matmul.*uint64"),
-    (lambda: xp.tensordot(_A, _B, axes=3), ValueError, "axes=3 must be between 0 and"),
-    (lambda: xp.tensordot(_A, _B, axes=-1), ValueError, "axes=-1"),
-    (lambda: xp.tensordot(_A, _B, axes=True), TypeError, "axes must be an int or a pair"),
-    (lambda: xp.tensordot(_A, _B, axes="x"), TypeError, "axes must be an int or a pair"),
-    (lambda: xp.tensordot(_A, _B, axes=([0], [0, 1])), ValueError, "name 1 axes of x1 but 2 of x2"),
-    (lambda: xp.tensordot(_A, _B, axes=([0, 0], [0, 1])), ValueError, "repeat an axis of x1"),
-    (lambda: xp.tensordot(_A, _B, axes=([5], [0])), IndexError, "axis 5 is out of bounds"),
-    (lambda: xp.tensordot(_A, _B, axes=([0], [0])), ValueError,
-     r"axis 0 of x1 has size 2 but axis 0 of x2 has size 3"),
-    (lambda: xp.tensordot(xp.NeuronArray(torch.ones(1, 3)), _B, axes=([0], [0])), ValueError,
-     "size 1 but axis 0 of x2 has size 3"),  # contracted axes never broadcast
-    (lambda: xp.vecdot(_A, _A, axis=0), ValueError, "axis must be a negative int"),
-    (lambda: xp.vecdot(_A, _A, axis=-3), IndexError, r"in \[-2, -1\]"),
-    (lambda: xp.vecdot(_A, _A, axis=1.0), TypeError, "axis must be an int"),
-    (lambda: xp.vecdot(_A, xp.NeuronArray(torch.ones(2, 1))), ValueError, "size 3 in x1 but 1 in x2"),
-    (lambda: xp.vecdot(_A, xp.NeuronArray(torch.ones(4, 3))), ValueError, "do not broadcast"),
-    (lambda: xp.matrix_transpose(xp.NeuronArray(torch.ones(3))), ValueError, "at least 2 dimensions"),
-])
+@pytest.mark.parametrize(
+    "call, exc, match",
+    [
+        (lambda: xp.matmul(xp.NeuronArray(torch.tensor(1.0)), _B), ValueError, "x1 is 0-dimensional"),
+        (lambda: xp.matmul(_A, xp.NeuronArray(torch.tensor(1.0))), ValueError, "x2 is 0-dimensional"),
+        (lambda: xp.matmul(_A, _A), ValueError, r"x1 has 3 columns but x2 has 2 rows \(shapes \(2, 3\) and \(2, 3\)\)"),
+        (
+            lambda: xp.matmul(xp.NeuronArray(torch.ones(2, 2, 3)), xp.NeuronArray(torch.ones(4, 3, 1))),
+            ValueError,
+            r"batch shapes \(2,\) and \(4,\) do not broadcast",
+        ),
+        (lambda: xp.matmul(_A, np.ones((3, 4))), TypeError, "matmul.*x2.*ndarray"),
+        (lambda: xp.matmul(_A, _META), ValueError, "different devices"),
+        (
+            lambda: xp.matmul(
+                xp.NeuronArray(torch.ones(2, dtype=torch.uint64)), xp.NeuronArray(torch.ones(2, dtype=torch.int64))
+            ),
+            TypeError,
+            "matmul.*uint64",
+        ),
+        (lambda: xp.tensordot(_A, _B, axes=3), ValueError, "axes=3 must be between 0 and"),
+        (lambda: xp.tensordot(_A, _B, axes=-1), ValueError, "axes=-1"),
+        (lambda: xp.tensordot(_A, _B, axes=True), TypeError, "axes must be an int or a pair"),
+        (lambda: xp.tensordot(_A, _B, axes="x"), TypeError, "axes must be an int or a pair"),
+        (lambda: xp.tensordot(_A, _B, axes=([0], [0, 1])), ValueError, "name 1 axes of x1 but 2 of x2"),
+        (lambda: xp.tensordot(_A, _B, axes=([0, 0], [0, 1])), ValueError, "repeat an axis of x1"),
+        (lambda: xp.tensordot(_A, _B, axes=([5], [0])), IndexError, "axis 5 is out of bounds"),
+        (
+            lambda: xp.tensordot(_A, _B, axes=([0], [0])),
+            ValueError,
+            r"axis 0 of x1 has size 2 but axis 0 of x2 has size 3",
+        ),
+        (
+            lambda: xp.tensordot(xp.NeuronArray(torch.ones(1, 3)), _B, axes=([0], [0])),
+            ValueError,
+            "size 1 but axis 0 of x2 has size 3",
+        ),  # contracted axes never broadcast
+        (lambda: xp.vecdot(_A, _A, axis=0), ValueError, "axis must be a negative int"),
+        (lambda: xp.vecdot(_A, _A, axis=-3), IndexError, r"in \[-2, -1\]"),
+        (lambda: xp.vecdot(_A, _A, axis=1.0), TypeError, "axis must be an int"),
+        (lambda: xp.vecdot(_A, xp.NeuronArray(torch.ones(2, 1))), ValueError, "size 3 in x1 but 1 in x2"),
+        (lambda: xp.vecdot(_A, xp.NeuronArray(torch.ones(4, 3))), ValueError, "do not broadcast"),
+        (lambda: xp.matrix_transpose(xp.NeuronArray(torch.ones(3))), ValueError, "at least 2 dimensions"),
+    ],
+)
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
         call()
@@ -204,9 +231,16 @@ def test_the_default_matmul_plan_gives_way_to_every_precision_choice():
 
 
 @settings(max_examples=60)
-@given(hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
-       st.integers(1, 4), st.integers(0, 4), st.integers(1, 4), st.sampled_from(DTYPES), st.booleans(),
-       st.booleans(), st.data())
+@given(
+    hnp.mutually_broadcastable_shapes(num_shapes=2, min_dims=0, max_dims=3, max_side=4),
+    st.integers(1, 4),
+    st.integers(0, 4),
+    st.integers(1, 4),
+    st.sampled_from(DTYPES),
+    st.booleans(),
+    st.booleans(),
+    st.data(),
+)
 def test_a_repeated_matmul_matches_numpy(batch, m, k, n, dtype, vec1, vec2, data):
     """The second ``x @ y`` of a shape, dtype and device reuses the step the first one planned (for 2-D operands,
     and 3-D ones of one batch size, one kernel call on the operands as they are): the same values as NumPy's
@@ -250,8 +284,9 @@ def test_a_repeated_matmul_keeps_its_errors_and_promotions():
     assert_same(x @ from_numpy(v), a @ v)
     assert_same(from_numpy(v[:3]) @ x, v[:3] @ a)
     assert_same(x @ from_numpy(a.T.astype(np.float64)), a @ a.T.astype(np.float64))
-    assert_same(from_numpy(a.astype(np.int32)) @ from_numpy(a.T.astype(np.int32)), a.astype(np.int32) @
-                a.T.astype(np.int32))
+    assert_same(
+        from_numpy(a.astype(np.int32)) @ from_numpy(a.T.astype(np.int32)), a.astype(np.int32) @ a.T.astype(np.int32)
+    )
     with pytest.raises(ValueError, match=r"matmul\(\): x1 has 4 columns but x2 has 3 rows"):
         x @ x
     with pytest.raises(ValueError, match=r"matmul\(\): x2 is 0-dimensional"):

@@ -25,6 +25,7 @@ def array_and_axis(draw, min_dims=1):
 
 # ---------------------------------------------------------------- broadcasting
 
+
 @settings(max_examples=30)
 @given(hnp.mutually_broadcastable_shapes(num_shapes=3, max_dims=4))
 def test_broadcast_shapes_and_arrays(bshapes):
@@ -90,6 +91,7 @@ def test_broadcast_to(name):
 
 # ---------------------------------------------------------------- joining
 
+
 @settings(max_examples=40)
 @given(names, names, st.data())
 def test_concat_and_stack_promote(n1, n2, data):
@@ -138,6 +140,7 @@ def test_unstack(case):
 
 # ---------------------------------------------------------------- shapes
 
+
 @settings(max_examples=40)
 @given(names, st.data())
 def test_reshape(name, data):
@@ -176,8 +179,7 @@ def test_reshape_copy_false_and_errors():
 def test_expand_dims_and_squeeze(case, count, data):
     a, _ = case
     m = a.ndim + count
-    axes = tuple(data.draw(st.lists(st.integers(-m, m - 1), min_size=count, max_size=count,
-                                    unique_by=lambda v: v % m)))
+    axes = tuple(data.draw(st.lists(st.integers(-m, m - 1), min_size=count, max_size=count, unique_by=lambda v: v % m)))
     expected = np.expand_dims(a, axes)
     out = xp.expand_dims(from_numpy(a), axis=axes if count > 1 else axes[0])
     assert_same(out, expected)
@@ -242,6 +244,7 @@ def test_repeat_errors():
 
 # ---------------------------------------------------------------- reordering
 
+
 @settings(max_examples=40)
 @given(names, st.data())
 def test_permute_dims_and_moveaxis(name, data):
@@ -272,8 +275,11 @@ def test_permute_dims_and_moveaxis_errors():
 @given(names, st.data())
 def test_flip(name, data):
     a = data.draw(arrays(name, shapes()))
-    axis = data.draw(st.none() | (st.integers(-a.ndim, a.ndim - 1) if a.ndim else st.none())
-                     | st.lists(st.integers(0, max(a.ndim - 1, 0)), unique=True, max_size=a.ndim).map(tuple))
+    axis = data.draw(
+        st.none()
+        | (st.integers(-a.ndim, a.ndim - 1) if a.ndim else st.none())
+        | st.lists(st.integers(0, max(a.ndim - 1, 0)), unique=True, max_size=a.ndim).map(tuple)
+    )
     assert_same(xp.flip(from_numpy(a), axis=axis), np.flip(a, axis=axis))
 
 

@@ -15,10 +15,24 @@ import trn_backend as xp
 from tests.support import DTYPE_NAMES, INT_NAMES, assert_same, from_numpy
 
 OPERATORS = {
-    "+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv, "//": operator.floordiv,
-    "%": operator.mod, "**": operator.pow, "&": operator.and_, "|": operator.or_, "^": operator.xor,
-    "<<": operator.lshift, ">>": operator.rshift, "<": operator.lt, "<=": operator.le, ">": operator.gt,
-    ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "**": operator.pow,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
 }
 ARITHMETIC = ("+", "-", "*", "/", "//", "%", "**")
 ORDERING = ("<", "<=", ">", ">=")
@@ -38,8 +52,11 @@ def _compared_pairs() -> list[tuple[str, str]]:
     for a in DTYPE_NAMES:
         for s in DTYPE_NAMES:
             kinds = {_kind(a), _kind(s)}
-            if kinds in ({"i", "f"}, {"i", "c"}) or {a, s} & {"uint64"} and {np.dtype(a).kind, np.dtype(s).kind} == {
-                    "u", "i"}:
+            if (
+                kinds in ({"i", "f"}, {"i", "c"})
+                or {a, s} & {"uint64"}
+                and {np.dtype(a).kind, np.dtype(s).kind} == {"u", "i"}
+            ):
                 continue
             pairs.append((a, s))
     return pairs
@@ -66,8 +83,9 @@ def _skipped(op: str, a: str, s: str) -> bool:
     answers."""
     kinds = {np.dtype(a).kind, np.dtype(s).kind}
     ordering = ORDERING + ("maximum", "minimum")
-    return ((kinds == {"b"} and op in ARITHMETIC + ordering + ("<<", ">>") and op != "/")
-            or ("c" in kinds and op in ordering + ("atan2",)))
+    return (kinds == {"b"} and op in ARITHMETIC + ordering + ("<<", ">>") and op != "/") or (
+        "c" in kinds and op in ordering + ("atan2",)
+    )
 
 
 def _numpy(op: str, left: object, right: object) -> np.ndarray | BaseException:
@@ -97,8 +115,11 @@ def _check(ours_call, expected: np.ndarray | BaseException, op: str) -> None:
     assert_same(result, expected, rtol=RTOL.get(str(expected.dtype)) if inexact else None)
 
 
-IN_PLACE = {op: getattr(operator, f"__i{f.__name__.strip('_')}__") for op, f in OPERATORS.items()
-            if op not in ORDERING + ("==", "!=")}
+IN_PLACE = {
+    op: getattr(operator, f"__i{f.__name__.strip('_')}__")
+    for op, f in OPERATORS.items()
+    if op not in ORDERING + ("==", "!=")
+}
 ORDERS = ("array first", "scalar first", "in place")
 
 
@@ -136,11 +157,20 @@ def test_numpy_scalars_are_strong_in_every_operator_and_order(case):
 
 
 # namespace function -> (NumPy's ufunc, the operator of the same meaning)
-FUNCTIONS = {"add": (np.add, "+"), "subtract": (np.subtract, "-"), "multiply": (np.multiply, "*"),
-             "divide": (np.divide, "/"), "pow": (np.power, "**"), "less": (np.less, "<"),
-             "equal": (np.equal, "=="), "bitwise_and": (np.bitwise_and, "&"),
-             "bitwise_left_shift": (np.left_shift, "<<"), "maximum": (np.maximum, "maximum"),
-             "minimum": (np.minimum, "minimum"), "atan2": (np.arctan2, "atan2")}
+FUNCTIONS = {
+    "add": (np.add, "+"),
+    "subtract": (np.subtract, "-"),
+    "multiply": (np.multiply, "*"),
+    "divide": (np.divide, "/"),
+    "pow": (np.power, "**"),
+    "less": (np.less, "<"),
+    "equal": (np.equal, "=="),
+    "bitwise_and": (np.bitwise_and, "&"),
+    "bitwise_left_shift": (np.left_shift, "<<"),
+    "maximum": (np.maximum, "maximum"),
+    "minimum": (np.minimum, "minimum"),
+    "atan2": (np.arctan2, "atan2"),
+}
 
 
 @given(st.sampled_from(sorted(FUNCTIONS)), st.sampled_from(PAIRS), st.data())
@@ -173,8 +203,12 @@ def test_documented_promotions_with_numpy_scalars():
     assert_same(np.float32(0.5) * i32, np.float32(0.5) * np.array([1, 2**24 + 1], np.float32))
     assert_same(from_numpy(np.ones(2, np.float32)) + np.int64(3), np.full(2, 4, np.float32))
     u64 = from_numpy(np.array([5, 2**64 - 1], np.uint64))
-    for call in (lambda: u64 + np.int64(1), lambda: u64 == np.int8(5), lambda: np.int64(1) + u64,
-                 lambda: xp.add(u64, np.int32(1))):
+    for call in (
+        lambda: u64 + np.int64(1),
+        lambda: u64 == np.int8(5),
+        lambda: np.int64(1) + u64,
+        lambda: xp.add(u64, np.int32(1)),
+    ):
         with pytest.raises(TypeError, match="no integer dtype holds both"):
             call()
 
@@ -203,9 +237,14 @@ def test_examples():
 
 
 def test_in_place_operators_cast_back_under_same_kind():
-    for dtype, value in (("float32", np.float64(1 / 3)), ("int8", np.int64(300)), ("int8", np.int16(-129)),
-                         ("uint8", np.uint32(2**32 - 1)), ("complex64", np.complex128(1 / 3 + 1j)),
-                         ("float32", np.float32(2.0))):
+    for dtype, value in (
+        ("float32", np.float64(1 / 3)),
+        ("int8", np.int64(300)),
+        ("int8", np.int16(-129)),
+        ("uint8", np.uint32(2**32 - 1)),
+        ("complex64", np.complex128(1 / 3 + 1j)),
+        ("float32", np.float32(2.0)),
+    ):
         host = np.array([1, 2], dtype=dtype)
         x = from_numpy(host)
         y = x
@@ -235,13 +274,17 @@ def test_clip_takes_numpy_scalar_bounds_as_arrays():
     assert_same(xp.clip(x, np.float64(-1.5), np.float64(2.5)), np.array([1, -1, 2], np.int8))
     assert_same(xp.clip(x, None, xp.asarray(np.array(np.inf))), host)
     assert_same(xp.clip(x, np.uint64(2**63)), np.array([127, 127, 127], np.int8))
-    assert_same(xp.clip(from_numpy(np.array([1, 2**63 + 5], np.uint64)), np.int64(-5), np.int64(2**62)),
-                np.array([1, 2**62], np.uint64))
+    assert_same(
+        xp.clip(from_numpy(np.array([1, 2**63 + 5], np.uint64)), np.int64(-5), np.int64(2**62)),
+        np.array([1, 2**62], np.uint64),
+    )
     with pytest.raises(ValueError, match=r"clip\(\): min holds NaN"):
         xp.clip(x, np.float64("nan"))
     assert_same(np.clip(x, np.int16(0), np.int16(300)), np.clip(host, np.int16(0), np.int16(300)))
-    assert_same(xp.clip(from_numpy(np.array([0.5, 3.0], np.float32)), np.float64(1.0), np.float64(2.0)),
-                np.array([1.0, 2.0], np.float32))
+    assert_same(
+        xp.clip(from_numpy(np.array([0.5, 3.0], np.float32)), np.float64(1.0), np.float64(2.0)),
+        np.array([1.0, 2.0], np.float32),
+    )
 
 
 def test_einsum_operands():
@@ -264,8 +307,11 @@ def test_einsum_operands():
 def test_numpy_scalars_of_unsupported_dtypes_are_refused():
     x = from_numpy(np.ones(2, np.float32))
     for value in (np.longdouble(1), np.str_("a"), np.datetime64(1, "s")):
-        for call, name in ((lambda v=value: x + v, "add"), (lambda v=value: xp.multiply(v, x), "multiply"),
-                           (lambda v=value: xp.einsum("i,->i", x, v), "einsum")):
+        for call, name in (
+            (lambda v=value: x + v, "add"),
+            (lambda v=value: xp.multiply(v, x), "multiply"),
+            (lambda v=value: xp.einsum("i,->i", x, v), "einsum"),
+        ):
             with pytest.raises(TypeError, match=rf"{name}\(\): a NumPy scalar of dtype .* is not supported"):
                 call()
 
@@ -278,8 +324,9 @@ def test_python_ints_beyond_the_dtype_divide_as_numpy(dtype, op, int_first, data
     """True division computes in the default float, where NumPy 2 converts the int: no overflow (``int8 / 1000``
     is 0.001); floor division and remainder convert it to the array's dtype: OverflowError, as in NumPy."""
     host = np.array(data.draw(st.lists(_elements(dtype), min_size=1, max_size=3)), dtype=dtype)
-    value = data.draw(st.one_of(st.integers(-(2**70), 2**70), st.integers(-300, 300),
-                                st.sampled_from([2**64, -(2**63) - 1, 2**1100])))
+    value = data.draw(
+        st.one_of(st.integers(-(2**70), 2**70), st.integers(-300, 300), st.sampled_from([2**64, -(2**63) - 1, 2**1100]))
+    )
     x = from_numpy(host)
     left, right = ((value, x), (value, host)) if int_first else ((x, value), (host, value))
     _check(lambda: OPERATORS[op](*left), _numpy(op, *right), op)

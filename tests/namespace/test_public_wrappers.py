@@ -40,9 +40,22 @@ def _outcome(call):
         return f"TypeError: {e}"
 
 
-CALLS = [((1, 2), {}), ((1, 2), {"a": None}), ((1, 2), {"b": 1, "c": _MARK}), ((1, 2), {"b": 5}),
-         ((1, 2), {"a": [3], "c": None}), ((1, 2), {"b": True}), ((1, 2), {"k": 4}), ((1, 2), {"k": 4, "m": 1}),
-         ((1,), {"k": 4}), ((1,), {}), ((1, 2, 3), {}), ((1, 2), {"d": 1}), ((), {"x": 1, "y": 2}), ((1,), {"z": 0})]
+CALLS = [
+    ((1, 2), {}),
+    ((1, 2), {"a": None}),
+    ((1, 2), {"b": 1, "c": _MARK}),
+    ((1, 2), {"b": 5}),
+    ((1, 2), {"a": [3], "c": None}),
+    ((1, 2), {"b": True}),
+    ((1, 2), {"k": 4}),
+    ((1, 2), {"k": 4, "m": 1}),
+    ((1,), {"k": 4}),
+    ((1,), {}),
+    ((1, 2, 3), {}),
+    ((1, 2), {"d": 1}),
+    ((), {"x": 1, "y": 2}),
+    ((1,), {"z": 0}),
+]
 
 
 @pytest.mark.parametrize("func", [_f, _required, _positional, _general], ids=lambda f: f.__name__)
@@ -52,8 +65,7 @@ def test_every_spelling_reaches_the_function_as_it_would_directly(func) -> None:
     wrapped = public(func, "f")
     assert inspect.signature(wrapped) == inspect.signature(func)
     for args, kwargs in CALLS:
-        assert _outcome(lambda: wrapped(*args, **kwargs)) == _outcome(lambda: func(*args, **kwargs)), \
-            (args, kwargs)  # noqa: B023 (called at once)
+        assert _outcome(lambda: wrapped(*args, **kwargs)) == _outcome(lambda: func(*args, **kwargs)), (args, kwargs)  # noqa: B023 (called at once)
 
 
 class _Marked:

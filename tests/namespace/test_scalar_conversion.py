@@ -25,11 +25,29 @@ from hypothesis import strategies as st
 import trn_backend as xp
 from tests.support import assert_same, numpy_integer_store
 
-DTYPES = ["bool", "int8", "uint8", "int16", "int32", "uint32", "int64", "uint64", "float16", "bfloat16", "float32",
-          "float64", "complex64", "complex128"]
+DTYPES = [
+    "bool",
+    "int8",
+    "uint8",
+    "int16",
+    "int32",
+    "uint32",
+    "int64",
+    "uint64",
+    "float16",
+    "bfloat16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+]
 # (precision in bits, smallest normal exponent, largest exponent) of each real floating dtype
-FORMATS = {"float16": (11, -14, 15), "bfloat16": (8, -126, 127), "float32": (24, -126, 127),
-           "float64": (53, -1022, 1023)}
+FORMATS = {
+    "float16": (11, -14, 15),
+    "bfloat16": (8, -126, 127),
+    "float32": (24, -126, 127),
+    "float64": (53, -1022, 1023),
+}
 
 
 def _np_dtype(name: str) -> np.dtype:
@@ -70,8 +88,10 @@ def expected(value: object, dtype: str) -> object:
             if abs(value) >= 2**1024 - 2**970:  # float64 would round it to inf: NumPy's OverflowError
                 return OverflowError
         parts = (value.real, value.imag) if isinstance(value, complex) else (value, 0.0)
-        rounded = [part if isinstance(part, float) and not math.isfinite(part) else
-                   _round_exact(Fraction(part), real) for part in parts]
+        rounded = [
+            part if isinstance(part, float) and not math.isfinite(part) else _round_exact(Fraction(part), real)
+            for part in parts
+        ]
         return complex(*rounded) if dtype.startswith("complex") else rounded[0]
     return numpy_integer_store(value, dtype)
 
@@ -87,19 +107,42 @@ def _as_expected_array(value: object, dtype: str, shape: tuple[int, ...]) -> np.
 
 # ints on or beside the ties of float32, float16 and bfloat16 beyond 2**53 (where float64 rounds first), and the
 # edges of the integer dtypes and of float64's range
-LARGE_INTS = [2**53 + 1, 2**63, 2**63 - 1, 2**64 - 1, 2**64, -(2**63) - 1, 16777217 * 2**40 + 1,
-              -(16777217 * 2**40 + 1), 2**65 + 2**41 + 1, 2**1023, 2**1024, -(2**70) - 1, (0x101 << 100) + 1,
-              (0x801 << 100) + 1, 2049 * 2**30 + 1, 65520, 65519, 2**1024 - 2**970, 2**1024 - 2**970 - 1]
+LARGE_INTS = [
+    2**53 + 1,
+    2**63,
+    2**63 - 1,
+    2**64 - 1,
+    2**64,
+    -(2**63) - 1,
+    16777217 * 2**40 + 1,
+    -(16777217 * 2**40 + 1),
+    2**65 + 2**41 + 1,
+    2**1023,
+    2**1024,
+    -(2**70) - 1,
+    (0x101 << 100) + 1,
+    (0x801 << 100) + 1,
+    2049 * 2**30 + 1,
+    65520,
+    65519,
+    2**1024 - 2**970,
+    2**1024 - 2**970 - 1,
+]
 BIG = st.sampled_from(LARGE_INTS)
 VALUES = st.one_of(
-    st.booleans(), st.integers(-(2**66), 2**66), BIG, st.integers(-300, 300),
-    st.floats(allow_nan=True, allow_infinity=True), st.floats(-1e5, 1e5),
+    st.booleans(),
+    st.integers(-(2**66), 2**66),
+    BIG,
+    st.integers(-300, 300),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-1e5, 1e5),
     st.builds(complex, st.floats(-1e40, 1e40), st.floats(-10, 10)),
 )
 
 
 def _routes(dtype: str):
     """(name, call) pairs: call(value) stores value through one route and returns the NeuronArray."""
+
     def fill(v):
         x = xp.zeros(3, dtype=dtype)
         x.fill(v)
@@ -121,8 +164,13 @@ def _routes(dtype: str):
     def nested(v):
         return xp.asarray([[v], [v], [v]], dtype=dtype).reshape((3,))
 
-    return [("fill", fill), ("setitem", setitem), ("setitem_one", setitem_one), ("numpy.full", numpy_full),
-            ("asarray", nested)]
+    return [
+        ("fill", fill),
+        ("setitem", setitem),
+        ("setitem_one", setitem_one),
+        ("numpy.full", numpy_full),
+        ("asarray", nested),
+    ]
 
 
 def _check(call, value: object, dtype: str, want: object, shape: tuple[int, ...]) -> None:
@@ -207,8 +255,10 @@ def test_named_cases() -> None:
     assert_same(xp.asarray([2**62 + 1, 1.5], dtype=xp.int64), np.asarray([2**62 + 1, 1.5], dtype=np.int64))
     assert_same(xp.asarray([[2**64 - 1], [0.5]], dtype=xp.uint64), np.asarray([[2**64 - 1], [0.5]], dtype=np.uint64))
     # beside arrays too
-    assert_same(xp.asarray([xp.asarray(1), 1.5, 2**62 + 1], dtype=xp.int64),
-                np.asarray([np.array(1), 1.5, 2**62 + 1], dtype=np.int64))
+    assert_same(
+        xp.asarray([xp.asarray(1), 1.5, 2**62 + 1], dtype=xp.int64),
+        np.asarray([np.array(1), 1.5, 2**62 + 1], dtype=np.int64),
+    )
     with pytest.raises(OverflowError, match=r"asarray\(\): Python int 300 is out of range for int8"):
         xp.asarray([xp.asarray(1), 300], dtype=xp.int8)
 

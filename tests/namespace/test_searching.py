@@ -18,6 +18,7 @@ def _axis_or_none(ndim):
 
 # ---------------------------------------------------------------- argmax / argmin
 
+
 @pytest.mark.parametrize("dtype_name", ORDERED_NAMES)
 @settings(max_examples=15)
 @given(data=st.data())
@@ -27,8 +28,10 @@ def test_argmax_argmin_match_numpy(dtype_name, data):
     keepdims = data.draw(st.booleans())
     assume(a.size > 0 if axis is None else a.shape[axis] > 0)
     for f, ref in ((xp.argmax, np.argmax), (xp.argmin, np.argmin)):
-        assert_same(f(from_numpy(a), axis=axis, keepdims=keepdims),
-                    np.asarray(ref(a, axis=axis, keepdims=keepdims), dtype=np.int64))
+        assert_same(
+            f(from_numpy(a), axis=axis, keepdims=keepdims),
+            np.asarray(ref(a, axis=axis, keepdims=keepdims), dtype=np.int64),
+        )
 
 
 def test_first_nan_wins_in_long_arrays():
@@ -60,17 +63,22 @@ def test_argmax_errors():
 
 # ---------------------------------------------------------------- count_nonzero / nonzero
 
+
 @pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 @settings(max_examples=10)
 @given(data=st.data())
 def test_count_nonzero_and_nonzero_match_numpy(dtype_name, data):
-    a = data.draw(arrays(dtype_name, shapes(), elements=st.integers(0, 2).map(bool)
-                         if dtype_name == "bool" else st.integers(0, 2)))
-    axis = data.draw(st.none() | st.lists(st.integers(0, a.ndim - 1), unique=True).map(tuple)
-                     if a.ndim else st.none())
+    a = data.draw(
+        arrays(
+            dtype_name, shapes(), elements=st.integers(0, 2).map(bool) if dtype_name == "bool" else st.integers(0, 2)
+        )
+    )
+    axis = data.draw(st.none() | st.lists(st.integers(0, a.ndim - 1), unique=True).map(tuple) if a.ndim else st.none())
     keepdims = data.draw(st.booleans())
-    assert_same(xp.count_nonzero(from_numpy(a), axis=axis, keepdims=keepdims),
-                np.asarray(np.count_nonzero(a, axis=axis, keepdims=keepdims), dtype=np.int64))
+    assert_same(
+        xp.count_nonzero(from_numpy(a), axis=axis, keepdims=keepdims),
+        np.asarray(np.count_nonzero(a, axis=axis, keepdims=keepdims), dtype=np.int64),
+    )
     if a.ndim:
         got = xp.nonzero(from_numpy(a))
         assert isinstance(got, tuple) and len(got) == a.ndim
@@ -88,6 +96,7 @@ def test_nonzero_special_values():
 
 # ---------------------------------------------------------------- searchsorted
 
+
 @pytest.mark.parametrize("dtype_name", ORDERED_NAMES)
 @settings(max_examples=15)
 @given(data=st.data())
@@ -95,8 +104,9 @@ def test_searchsorted_matches_numpy(dtype_name, data):
     x1 = np.sort(data.draw(arrays(dtype_name, st.integers(0, 8))), kind="stable")
     x2 = data.draw(arrays(dtype_name, shapes(max_dims=2)))
     side = data.draw(st.sampled_from(["left", "right"]))
-    assert_same(xp.searchsorted(from_numpy(x1), from_numpy(x2), side=side),
-                np.searchsorted(x1, x2, side=side).astype(np.int64))
+    assert_same(
+        xp.searchsorted(from_numpy(x1), from_numpy(x2), side=side), np.searchsorted(x1, x2, side=side).astype(np.int64)
+    )
 
 
 @pytest.mark.parametrize("dtype_name", ["int8", "uint64", "float32"])
@@ -107,16 +117,20 @@ def test_searchsorted_with_sorter(dtype_name, data):
     sorter = np.argsort(x1, kind="stable")
     x2 = data.draw(arrays(dtype_name, st.integers(0, 4)))
     for side in ("left", "right"):
-        assert_same(xp.searchsorted(from_numpy(x1), from_numpy(x2), side=side, sorter=from_numpy(sorter)),
-                    np.searchsorted(x1, x2, side=side, sorter=sorter).astype(np.int64))
+        assert_same(
+            xp.searchsorted(from_numpy(x1), from_numpy(x2), side=side, sorter=from_numpy(sorter)),
+            np.searchsorted(x1, x2, side=side, sorter=sorter).astype(np.int64),
+        )
 
 
 def test_searchsorted_nan_and_scalars():
     x1 = np.array([1.0, 2.0, np.inf, np.nan, np.nan])
     for side in ("left", "right"):
         for v in (np.nan, np.inf, 2.0, -1.0):
-            assert_same(xp.searchsorted(from_numpy(x1), v, side=side),
-                        np.asarray(np.searchsorted(x1, v, side=side), dtype=np.int64))
+            assert_same(
+                xp.searchsorted(from_numpy(x1), v, side=side),
+                np.asarray(np.searchsorted(x1, v, side=side), dtype=np.int64),
+            )
     # a Python int against int8 stays int8; a float promotes to the default float
     x = from_numpy(np.array([1, 3, 5], np.int8))
     assert_same(xp.searchsorted(x, 3, side="right"), np.array(2))
@@ -154,9 +168,17 @@ def test_searchsorted_errors():
 
 # ---------------------------------------------------------------- where
 
-PAIRS = [("int8", "int16"), ("uint8", "int8"), ("uint16", "uint64"), ("uint32", "int64"),
-         ("float32", "float64"), ("bool", "bool"), ("float32", "complex64"), ("int64", "float32"),
-         ("uint64", "uint64")]
+PAIRS = [
+    ("int8", "int16"),
+    ("uint8", "int8"),
+    ("uint16", "uint64"),
+    ("uint32", "int64"),
+    ("float32", "float64"),
+    ("bool", "bool"),
+    ("float32", "complex64"),
+    ("int64", "float32"),
+    ("uint64", "uint64"),
+]
 # The standard leaves mixed kinds to the implementation; an integer with a float gives that float.
 EXPECTED = {("int64", "float32"): np.float32}
 

@@ -89,8 +89,7 @@ def test_isin_scalars_nan_and_promotion():
     zeros = from_numpy(np.array([-0.0])), from_numpy(np.array([0.0], np.float32))
     assert_same(xp.isin(*zeros), np.array([True]))
     # uint8 and int8 promote to int16: 255 is not -1
-    assert_same(xp.isin(from_numpy(np.array([255], np.uint8)), from_numpy(np.array([-1], np.int8))),
-                np.array([False]))
+    assert_same(xp.isin(from_numpy(np.array([255], np.uint8)), from_numpy(np.array([-1], np.int8))), np.array([False]))
     big = from_numpy(np.array([2**64 - 1, 3], np.uint64))
     assert_same(xp.isin(big, from_numpy(np.array([2**64 - 1], np.uint64))), np.array([True, False]))
 

@@ -12,8 +12,17 @@ from tests.support import DTYPE_NAMES, REAL_NAMES, arrays, assert_same, from_num
 from trn_backend._api import statistical
 
 # The standard's accumulation dtype of sum/prod/cumulative_* without dtype=.
-ACCUMULATOR = {"bool": "int64", "int8": "int64", "int16": "int64", "int32": "int64", "int64": "int64",
-               "uint8": "uint64", "uint16": "uint64", "uint32": "uint64", "uint64": "uint64"}
+ACCUMULATOR = {
+    "bool": "int64",
+    "int8": "int64",
+    "int16": "int64",
+    "int32": "int64",
+    "int64": "int64",
+    "uint8": "uint64",
+    "uint16": "uint64",
+    "uint32": "uint64",
+    "uint64": "uint64",
+}
 
 
 def _elements(dtype_name):
@@ -31,8 +40,13 @@ def _elements(dtype_name):
 @st.composite
 def array_axis(draw, dtype_name, min_dims=0):
     a = draw(arrays(dtype_name, shapes(min_dims=min_dims, max_side=4), elements=_elements(dtype_name)))
-    axis = draw(st.none() | st.integers(-a.ndim, a.ndim - 1)
-                | st.lists(st.integers(0, a.ndim - 1), unique=True).map(tuple)) if a.ndim else None
+    axis = (
+        draw(
+            st.none() | st.integers(-a.ndim, a.ndim - 1) | st.lists(st.integers(0, a.ndim - 1), unique=True).map(tuple)
+        )
+        if a.ndim
+        else None
+    )
     return a, axis
 
 
@@ -41,6 +55,7 @@ def _rtol(dtype):
 
 
 # ---------------------------------------------------------------- sum / prod
+
 
 @pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 @settings(max_examples=12)
@@ -87,13 +102,15 @@ def test_empty_sum_prod_and_axis_forms():
 
 # ---------------------------------------------------------------- max / min
 
+
 @pytest.mark.parametrize("dtype_name", ("bool",) + REAL_NAMES)
 @settings(max_examples=12)
 @given(data=st.data())
 def test_max_min_match_numpy(dtype_name, data):
     a = data.draw(arrays(dtype_name, shapes(max_side=4)))  # NaN and infinities included
-    axis = data.draw(st.none() | st.lists(st.integers(0, a.ndim - 1), unique=True, min_size=1).map(tuple)
-                     if a.ndim else st.none())
+    axis = data.draw(
+        st.none() | st.lists(st.integers(0, a.ndim - 1), unique=True, min_size=1).map(tuple) if a.ndim else st.none()
+    )
     keepdims = data.draw(st.booleans())
     reduced = a.size if axis is None else int(np.prod([a.shape[i] for i in axis]))
     for f, ref in ((xp.max, np.max), (xp.min, np.min)):
@@ -117,6 +134,7 @@ def test_max_min_uint64_and_errors():
 
 
 # ---------------------------------------------------------------- mean / var / std
+
 
 @pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 @settings(max_examples=12)
@@ -142,10 +160,10 @@ def test_mean_var_std_match_numpy(dtype_name, data):
     # var and std lose accuracy to the mean's rounding: an absolute error of about (n eps max|x|)**2 for var
     # (data of equal large values has var 0 but a float32 mean off by eps |x|), n eps max|x| for std
     spread = 4 * max(reduced, 1) * float(np.finfo(real).eps) * float(np.max(np.abs(wide), initial=0))
-    assert_same(xp.var(x, axis=axis, keepdims=keepdims, correction=correction), var, rtol=_rtol(out) * 10,
-                atol=spread**2)
-    assert_same(xp.std(x, axis=axis, keepdims=keepdims, correction=correction), std, rtol=_rtol(out) * 10,
-                atol=spread)
+    assert_same(
+        xp.var(x, axis=axis, keepdims=keepdims, correction=correction), var, rtol=_rtol(out) * 10, atol=spread**2
+    )
+    assert_same(xp.std(x, axis=axis, keepdims=keepdims, correction=correction), std, rtol=_rtol(out) * 10, atol=spread)
 
 
 def test_mean_var_special_cases():
@@ -162,6 +180,7 @@ def test_mean_var_special_cases():
 
 
 # ---------------------------------------------------------------- cumulative_sum / cumulative_prod
+
 
 @pytest.mark.parametrize("dtype_name", DTYPE_NAMES)
 @settings(max_examples=10)
@@ -180,8 +199,7 @@ def test_cumulative_match_numpy(dtype_name, data):
 def test_cumulative_axis_rules_and_dtype():
     v = from_numpy(np.array([1, 2, 3], np.uint16))
     assert_same(xp.cumulative_sum(v), np.array([1, 3, 6], np.uint64))
-    assert_same(xp.cumulative_prod(v, dtype=xp.float32, include_initial=True),
-                np.array([1, 1, 2, 6], np.float32))
+    assert_same(xp.cumulative_prod(v, dtype=xp.float32, include_initial=True), np.array([1, 1, 2, 6], np.float32))
     assert_same(xp.cumulative_sum(from_numpy(np.array(4.0))), np.array([4.0]))  # 0-d: one element, as NumPy
     with pytest.raises(ValueError, match=r"cumulative_sum\(\): axis is required for an array of 2 dim"):
         xp.cumulative_sum(from_numpy(np.ones((2, 2))))
@@ -209,6 +227,7 @@ def test_axis_type_errors():
 
 # ---------------------------------------------------------------- fast paths of sum and mean
 
+
 @pytest.fixture
 def general_reductions(monkeypatch):
     """The functions that ran the general path (flattening the reduced axes in reduce_axes)."""
@@ -235,13 +254,19 @@ def test_fast_sum_and_mean_match_numpy_on_views(dtype_name, data, general_reduct
     base = data.draw(arrays(dtype_name, shapes(min_dims=1, max_side=4), elements=_elements(dtype_name)))
     order = tuple(data.draw(st.permutations(range(base.ndim)), label="order"))
     x, a = xp.permute_dims(from_numpy(base), order), base.transpose(order)  # x: a view of permuted strides
-    axis = data.draw(st.none() | st.integers(-a.ndim, a.ndim - 1)
-                     | st.lists(st.integers(-a.ndim, a.ndim - 1), min_size=1, unique_by=lambda i: i % a.ndim)
-                     .map(tuple), label="axis")
+    axis = data.draw(
+        st.none()
+        | st.integers(-a.ndim, a.ndim - 1)
+        | st.lists(st.integers(-a.ndim, a.ndim - 1), min_size=1, unique_by=lambda i: i % a.ndim).map(tuple),
+        label="axis",
+    )
     keepdims = data.draw(st.booleans(), label="keepdims")
     acc = np.dtype(ACCUMULATOR.get(dtype_name, dtype_name))
-    assert_same(xp.sum(x, axis=axis, keepdims=keepdims), np.asarray(np.sum(a, axis=axis, keepdims=keepdims,
-                                                                              dtype=acc)), rtol=_rtol(acc))
+    assert_same(
+        xp.sum(x, axis=axis, keepdims=keepdims),
+        np.asarray(np.sum(a, axis=axis, keepdims=keepdims, dtype=acc)),
+        rtol=_rtol(acc),
+    )
     if dtype_name in FAST_MEAN:
         wide = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
         with warnings.catch_warnings():

@@ -60,29 +60,30 @@ def test_integer_power_is_modular(case: tuple[str, list[int], list[int]]) -> Non
     x, e = _array(bases, dtype), _array(exponents, dtype)
     host = np.array(bases, dtype=dtype) ** np.array(exponents, dtype=dtype)
     assert host.tolist() == expected  # the oracles agree
-    for result in (x ** e, xp.pow(x, e), np.power(x, e)):
+    for result in (x**e, xp.pow(x, e), np.power(x, e)):
         assert result.dtype == np.dtype(dtype)
         assert np.asarray(result).tolist() == expected
     # one exponent as a Python int (weak: it converts to the array's dtype), either of the numbers as a 0-d array
     for i, exponent in enumerate(exponents):
         row = [_wrapped(pow(b, exponent, 2 ** _bits(dtype)), dtype) for b in bases]
-        assert np.asarray(x ** exponent).tolist() == row
+        assert np.asarray(x**exponent).tolist() == row
         assert np.asarray(xp.pow(x, exponent)).tolist() == row
         assert np.asarray(np.power(x, exponent)).tolist() == row
         assert np.asarray(x ** _array(exponent, dtype)).tolist() == row
         assert np.asarray(bases[i] ** e).tolist() == [
-            _wrapped(pow(bases[i], f, 2 ** _bits(dtype)), dtype) for f in exponents]
+            _wrapped(pow(bases[i], f, 2 ** _bits(dtype)), dtype) for f in exponents
+        ]
 
 
 def test_uint64_power_beyond_2_63() -> None:
     x = _array([3, 2, 2**63 + 3, 2**64 - 1], "uint64")
     for exponent in (2**63, 2**63 + 5, 2**64 - 1):
         expected = [pow(b, exponent, 2**64) for b in (3, 2, 2**63 + 3, 2**64 - 1)]
-        assert np.asarray(x ** exponent).tolist() == expected
+        assert np.asarray(x**exponent).tolist() == expected
         assert np.asarray(x ** np.uint64(exponent)).tolist() == expected
         assert np.asarray(x ** _array([exponent] * 4, "uint64")).tolist() == expected
     with pytest.raises(OverflowError, match=r"pow\(\): Python int 18446744073709551616 is out of range for uint64"):
-        x ** 2**64  # noqa: B018
+        x**2**64  # noqa: B018
     with pytest.raises(OverflowError, match="out of range for int64"):
         _array([3], "int64") ** 2**63  # noqa: B018 - NumPy 2 raises too
 
@@ -98,16 +99,21 @@ def _shifted(x: int, n: int, dtype: str, left: bool) -> int:
 def _shift_case(draw: st.DrawFn) -> tuple[str, list[int], list[int]]:
     dtype = draw(st.sampled_from(INT_DTYPES))
     n = draw(st.integers(1, 4))
-    return (dtype, draw(st.lists(_values(dtype), min_size=n, max_size=n)),
-            draw(st.lists(_values(dtype), min_size=n, max_size=n)))
+    return (
+        dtype,
+        draw(st.lists(_values(dtype), min_size=n, max_size=n)),
+        draw(st.lists(_values(dtype), min_size=n, max_size=n)),
+    )
 
 
 @given(_shift_case())
 def test_shifts_by_any_count(case: tuple[str, list[int], list[int]]) -> None:
     dtype, values, counts = case
     x, n = _array(values, dtype), _array(counts, dtype)
-    for left, ops in ((True, (lambda a, b: a << b, xp.bitwise_left_shift, np.left_shift)),
-                      (False, (lambda a, b: a >> b, xp.bitwise_right_shift, np.right_shift))):
+    for left, ops in (
+        (True, (lambda a, b: a << b, xp.bitwise_left_shift, np.left_shift)),
+        (False, (lambda a, b: a >> b, xp.bitwise_right_shift, np.right_shift)),
+    ):
         expected = [_shifted(v, c, dtype, left) for v, c in zip(values, counts, strict=True)]
         assert ops[2](np.array(values, dtype=dtype), np.array(counts, dtype=dtype)).tolist() == expected
         for op in ops:

@@ -14,8 +14,7 @@ from tests.support import DTYPE_NAMES, arrays, assert_same, from_numpy, shapes
 @given(data=st.data())
 def test_all_any_match_numpy(dtype_name, data):
     a = data.draw(arrays(dtype_name, shapes(max_side=4)))  # NaN, infinities and zeros included
-    axis = data.draw(st.none() | st.lists(st.integers(0, a.ndim - 1), unique=True).map(tuple)
-                     if a.ndim else st.none())
+    axis = data.draw(st.none() | st.lists(st.integers(0, a.ndim - 1), unique=True).map(tuple) if a.ndim else st.none())
     keepdims = data.draw(st.booleans())
     for f, ref in ((xp.all, np.all), (xp.any, np.any)):
         expected = np.asarray(ref(a, axis=axis, keepdims=keepdims))

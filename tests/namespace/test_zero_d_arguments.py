@@ -15,8 +15,7 @@ def test_zero_d_integer_arrays_are_sizes_and_counts() -> None:
     assert xp.ones(n).shape == (4,)
     assert xp.eye(n, k=xp.asarray(1)).shape == (4, 4)
     np.testing.assert_array_equal(np.asarray(xp.arange(n)), np.arange(np.array(4)))
-    np.testing.assert_allclose(np.asarray(xp.linspace(0.0, xp.asarray(2.5), n)),
-                               np.linspace(0.0, np.array(2.5), 4))
+    np.testing.assert_allclose(np.asarray(xp.linspace(0.0, xp.asarray(2.5), n)), np.linspace(0.0, np.array(2.5), 4))
 
 
 def test_zero_d_arrays_are_fill_values_with_their_dtype() -> None:

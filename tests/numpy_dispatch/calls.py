@@ -44,6 +44,7 @@ M24 = rng.standard_normal((2, 4))
 
 # ---------------------------------------------------------------- comparison
 
+
 def _neuron(value: Any) -> Any:
     """ndarrays (also inside lists and tuples) as NeuronArrays."""
     if isinstance(value, np.ndarray):
@@ -109,8 +110,7 @@ def agree(func: Any, *args: Any, rtol: Any = None, atol: Any = 0.0, nan_parts: b
     assert_same_results(ours, theirs, rtol=rtol, atol=atol, nan_parts=nan_parts)
 
 
-def raises_like_numpy(exc: type[BaseException], func: Any, *args: Any, match: str | None = None,
-                      **kwargs: Any) -> None:
+def raises_like_numpy(exc: type[BaseException], func: Any, *args: Any, match: str | None = None, **kwargs: Any) -> None:
     """NumPy raises exc for the ndarrays, and so do we for the NeuronArrays (our message may say more)."""
     with pytest.raises(exc):
         func(*args, **kwargs)
@@ -144,6 +144,7 @@ def agrees(func: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
 
 # ---------------------------------------------------------------- the per-section tables
 
+
 @dataclasses.dataclass
 class Case:
     func: Callable[..., Any]
@@ -175,14 +176,14 @@ def _numpy_tree(value: Any) -> Any:
     if isinstance(value, xp.NeuronArray):
         return to_numpy(value)
     if isinstance(value, tuple):
-        return type(value)(*map(_numpy_tree, value)) if hasattr(value, "_fields") else \
-            tuple(map(_numpy_tree, value))
+        return type(value)(*map(_numpy_tree, value)) if hasattr(value, "_fields") else tuple(map(_numpy_tree, value))
     if isinstance(value, list):
         return [_numpy_tree(v) for v in value]
     return value
 
 
 # ---------------------------------------------------------------- hypothesis: shapes and dtypes
+
 
 @st.composite
 def array_and_axis(draw, dtype_names=DTYPE_NAMES, min_dims=0, elements=None):

@@ -60,15 +60,19 @@ LIKE_CASES = [
     ("tri", lambda like: np.tri(3, 4, -1, like=like)),
     ("tri-int", lambda like: np.tri(3, dtype=np.int8, like=like)),
     ("frombuffer", lambda like: np.frombuffer(np.arange(4.0).tobytes(), like=like)),
-    ("frombuffer-count-offset", lambda like: np.frombuffer(b"\x01\x02\x03\x04", dtype=np.uint8, count=2, offset=1,
-                                                           like=like)),
+    (
+        "frombuffer-count-offset",
+        lambda like: np.frombuffer(b"\x01\x02\x03\x04", dtype=np.uint8, count=2, offset=1, like=like),
+    ),
     ("fromiter", lambda like: np.fromiter(iter(range(5)), dtype=np.int32, like=like)),
     ("fromiter-float", lambda like: np.fromiter((i / 2 for i in range(3)), float, like=like)),
     ("fromfunction", lambda like: np.fromfunction(lambda i, j: i * 10 + j, (2, 3), like=like)),
     ("fromfunction-int", lambda like: np.fromfunction(lambda i, j: i == j, (3, 3), dtype=int, like=like)),
     ("loadtxt", lambda like: np.loadtxt(io.StringIO("1 2\n3 4"), like=like)),
-    ("loadtxt-int-usecols", lambda like: np.loadtxt(io.StringIO("1,2,3\n4,5,6"), dtype=int, delimiter=",",
-                                                    usecols=(0, 2), like=like)),
+    (
+        "loadtxt-int-usecols",
+        lambda like: np.loadtxt(io.StringIO("1,2,3\n4,5,6"), dtype=int, delimiter=",", usecols=(0, 2), like=like),
+    ),
     ("genfromtxt", lambda like: np.genfromtxt(io.StringIO("1,2\n3,nan"), delimiter=",", like=like)),
 ]
 
@@ -85,6 +89,7 @@ def test_creation_with_like_matches_numpy(case, call):
 
 def test_every_like_function_is_in_the_table_and_reached_only_through_like():
     from trn_backend.numpy_dispatch import handled_functions
+
     handled = set(handled_functions())
     for func in creation.LIKE:
         assert f"{func.__module__}.{func.__name__}" in handled
@@ -115,8 +120,11 @@ def test_copy_false_refuses_what_numpy_refuses():
 
 
 def test_results_are_writeable_and_contiguous():
-    for result in (np.full((2, 3), [1.0, 2.0, 3.0], like=LIKE), np.ascontiguousarray(xp.asarray(
-            np.arange(6.0).reshape(2, 3)).mT, like=LIKE), np.frombuffer(bytes(16), like=LIKE)):
+    for result in (
+        np.full((2, 3), [1.0, 2.0, 3.0], like=LIKE),
+        np.ascontiguousarray(xp.asarray(np.arange(6.0).reshape(2, 3)).mT, like=LIKE),
+        np.frombuffer(bytes(16), like=LIKE),
+    ):
         assert result._t.is_contiguous()
         result[0] = 5.0
         assert to_numpy(result).ravel()[0] == 5.0
@@ -172,8 +180,14 @@ def test_like_functions_take_shape_and_order(fill):
     x = xp.asarray(base)
     func = getattr(np, f"{fill}_like")
     extra = (7,) if fill == "full" else ()
-    for kwargs in ({}, {"shape": (4,)}, {"shape": 2, "dtype": np.int64}, {"order": "C", "shape": (1, 2)},
-                   {"order": "K"}, {"order": "A", "dtype": "float64"}):
+    for kwargs in (
+        {},
+        {"shape": (4,)},
+        {"shape": 2, "dtype": np.int64},
+        {"order": "C", "shape": (1, 2)},
+        {"order": "K"},
+        {"order": "A", "dtype": "float64"},
+    ):
         result, expected = func(x, *extra, **kwargs), func(base, *extra, **kwargs)
         assert result.shape == expected.shape and to_numpy(result).dtype == expected.dtype
         if fill != "empty":
@@ -196,11 +210,18 @@ def test_numpys_default_float_is_the_devices_where_no_dtype_is_given(monkeypatch
     """On a device without float64 (Neuron's; stood in for here by torch's meta device) NumPy's default float64
     and complex128 become float32 and complex64; an explicit dtype is kept."""
     monkeypatch.setattr(_dtypes, "NO_FLOAT64_DEVICES", frozenset({"meta"}))
-    for call in (lambda like: np.zeros(2, like=like), lambda like: np.asarray([1.5], like=like),
-                 lambda like: np.eye(2, like=like), lambda like: np.arange(0.0, 1.0, 0.5, like=like),
-                 lambda like: np.loadtxt(io.StringIO("1 2"), like=like), lambda like: np.tri(2, like=like),
-                 lambda like: np.identity(2, like=like), lambda like: np.fromfunction(lambda i: i, (2,), like=like),
-                 lambda like: np.frombuffer(bytes(8), like=like), lambda like: np.full(2, 0.5, like=like)):
+    for call in (
+        lambda like: np.zeros(2, like=like),
+        lambda like: np.asarray([1.5], like=like),
+        lambda like: np.eye(2, like=like),
+        lambda like: np.arange(0.0, 1.0, 0.5, like=like),
+        lambda like: np.loadtxt(io.StringIO("1 2"), like=like),
+        lambda like: np.tri(2, like=like),
+        lambda like: np.identity(2, like=like),
+        lambda like: np.fromfunction(lambda i: i, (2,), like=like),
+        lambda like: np.frombuffer(bytes(8), like=like),
+        lambda like: np.full(2, 0.5, like=like),
+    ):
         assert call(ON_META).dtype == np.float32
     assert np.full(2, 1j, like=ON_META).dtype == np.complex64
     assert np.zeros(2, dtype=np.float64, like=ON_META).dtype == np.float64
@@ -211,11 +232,18 @@ def test_numpys_default_float_is_the_devices_where_no_dtype_is_given(monkeypatch
 # ---------------------------------------------------------------- the table, and creation from a prototype
 
 CASES = [
-    Case(np.tril, (M,)), Case(np.triu, (T3, -1)), Case(np.meshgrid, (V, W[:3])),
-    Case(np.meshgrid, (V, W[:3]), {"indexing": "ij"}), Case(np.zeros_like, (M,)),
-    Case(np.zeros_like, (I,), {"dtype": np.float32, "shape": (2, 2)}), Case(np.ones_like, (I,), {"dtype": "uint16"}),
-    Case(np.full_like, (M, 7.0)), Case(np.full_like, (I, 3), {"shape": 5}), Case(np.empty_like, (M,), post=np.shape),
-    Case(np.copy, (T3,)), Case(np.astype, (M, np.int32)),
+    Case(np.tril, (M,)),
+    Case(np.triu, (T3, -1)),
+    Case(np.meshgrid, (V, W[:3])),
+    Case(np.meshgrid, (V, W[:3]), {"indexing": "ij"}),
+    Case(np.zeros_like, (M,)),
+    Case(np.zeros_like, (I,), {"dtype": np.float32, "shape": (2, 2)}),
+    Case(np.ones_like, (I,), {"dtype": "uint16"}),
+    Case(np.full_like, (M, 7.0)),
+    Case(np.full_like, (I, 3), {"shape": 5}),
+    Case(np.empty_like, (M,), post=np.shape),
+    Case(np.copy, (T3,)),
+    Case(np.astype, (M, np.int32)),
 ]
 
 
@@ -257,8 +285,10 @@ def test_ndarray_astype_and_np_astype_cast_complex_to_real_as_numpy() -> None:
         xp.astype(z, xp.float32)
 
 
-@pytest.mark.parametrize("data", [[[1, 2, 3], [4, 5, 6]], np.arange(24.0).reshape(2, 3, 4), 5, [1.5, 2.5],
-                                  xp.asarray(np.arange(6).reshape(2, 3))])
+@pytest.mark.parametrize(
+    "data",
+    [[[1, 2, 3], [4, 5, 6]], np.arange(24.0).reshape(2, 3, 4), 5, [1.5, 2.5], xp.asarray(np.arange(6).reshape(2, 3))],
+)
 def test_asfortranarray_with_like_is_a_fortran_ordered_neuron_array(data: object) -> None:
     like = xp.asarray(np.zeros(2))
     got = np.asfortranarray(data, like=like)

@@ -16,8 +16,10 @@ rng = np.random.default_rng(1234)
 
 
 CASES = [
-    Case(np.einsum, ("ij,jk->ik", M, N)), Case(np.einsum, ("ij,jk,kl->il", M, N, M52), {"optimize": True}),
-    Case(np.einsum, (M, [0, 1], N, [1, 2], [0, 2])), Case(np.einsum, ("ii->i", SQ)),
+    Case(np.einsum, ("ij,jk->ik", M, N)),
+    Case(np.einsum, ("ij,jk,kl->il", M, N, M52), {"optimize": True}),
+    Case(np.einsum, (M, [0, 1], N, [1, 2], [0, 2])),
+    Case(np.einsum, ("ii->i", SQ)),
     Case(np.einsum_path, ("ij,jk,kl->il", M, N, M52B), {"optimize": "greedy"}, post=lambda r: r[0]),
 ]
 
@@ -33,6 +35,7 @@ def test_agrees_with_numpy(case: Case) -> None:
 
 
 # ---------------------------------------------------------------- einsum on the engine
+
 
 def test_einsum_runs_on_the_kernel_layer() -> None:
     a, b = from_numpy(M), from_numpy(N)
@@ -75,7 +78,8 @@ def test_einsum_respects_the_precision_context() -> None:
 
 def test_einsum_dtype_argument() -> None:
     a = from_numpy(I.astype(np.int32))
-    assert_same_results(np.einsum("ij->j", a, dtype=np.int64), np.einsum("ij->j", I.astype(np.int32), dtype=np.int64),
-                        rtol=OTHER_ORDER)
+    assert_same_results(
+        np.einsum("ij->j", a, dtype=np.int64), np.einsum("ij->j", I.astype(np.int32), dtype=np.int64), rtol=OTHER_ORDER
+    )
     with pytest.raises(TypeError, match="casting='safe'"):
         np.einsum("ij->j", from_numpy(M), dtype=np.float32)

@@ -11,13 +11,26 @@ from tests.numpy_dispatch.calls import CPLX, F32, OTHER_ORDER, T3, Case, M, _app
 from tests.support import assert_same_results
 
 CASES = [
-    Case(np.fft.fft, (CPLX,)), Case(np.fft.fft, (M,), {"n": 6, "axis": 0, "norm": "ortho"}), Case(np.fft.fft, (F32,)),
-    Case(np.fft.ifft, (CPLX,), {"norm": "forward"}), Case(np.fft.rfft, (M,)), Case(np.fft.irfft, (CPLX,), {"n": 6}),
-    Case(np.fft.hfft, (CPLX,)), Case(np.fft.ihfft, (M,)), Case(np.fft.fftn, (T3,)),
-    Case(np.fft.fftn, (T3,), {"s": (4, 4), "axes": (0, 2)}), Case(np.fft.ifftn, (CPLX,)), Case(np.fft.rfftn, (T3,)),
-    Case(np.fft.irfftn, (CPLX,)), Case(np.fft.fft2, (T3,)), Case(np.fft.ifft2, (T3,)), Case(np.fft.rfft2, (T3,)),
-    Case(np.fft.irfft2, (T3 + 1j,), {"s": (3, 6)}), Case(np.fft.fftshift, (T3,)),
-    Case(np.fft.fftshift, (T3,), {"axes": 1}), Case(np.fft.ifftshift, (M,)),
+    Case(np.fft.fft, (CPLX,)),
+    Case(np.fft.fft, (M,), {"n": 6, "axis": 0, "norm": "ortho"}),
+    Case(np.fft.fft, (F32,)),
+    Case(np.fft.ifft, (CPLX,), {"norm": "forward"}),
+    Case(np.fft.rfft, (M,)),
+    Case(np.fft.irfft, (CPLX,), {"n": 6}),
+    Case(np.fft.hfft, (CPLX,)),
+    Case(np.fft.ihfft, (M,)),
+    Case(np.fft.fftn, (T3,)),
+    Case(np.fft.fftn, (T3,), {"s": (4, 4), "axes": (0, 2)}),
+    Case(np.fft.ifftn, (CPLX,)),
+    Case(np.fft.rfftn, (T3,)),
+    Case(np.fft.irfftn, (CPLX,)),
+    Case(np.fft.fft2, (T3,)),
+    Case(np.fft.ifft2, (T3,)),
+    Case(np.fft.rfft2, (T3,)),
+    Case(np.fft.irfft2, (T3 + 1j,), {"s": (3, 6)}),
+    Case(np.fft.fftshift, (T3,)),
+    Case(np.fft.fftshift, (T3,), {"axes": 1}),
+    Case(np.fft.ifftshift, (M,)),
 ]
 
 

@@ -69,8 +69,9 @@ def test_pad_bfloat16_with_an_int_beyond_int64() -> None:
 def test_pad_refuses_complex_into_real_arrays() -> None:
     with pytest.raises(TypeError, match=r"numpy.pad\(\): cannot pad a float64 array with the complex value"):
         np.pad(xp.asarray(np.zeros(2)), 1, constant_values=1 + 2j)
-    assert_same(np.pad(xp.asarray(np.zeros(2, bool)), 1, constant_values=1j), np.pad(np.zeros(2, bool), 1,
-                                                                                       constant_values=1j))
+    assert_same(
+        np.pad(xp.asarray(np.zeros(2, bool)), 1, constant_values=1j), np.pad(np.zeros(2, bool), 1, constant_values=1j)
+    )
 
 
 @pytest.mark.parametrize("dtype", INTS + ["float32", "bool"])

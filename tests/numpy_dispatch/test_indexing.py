@@ -32,9 +32,13 @@ rng = np.random.default_rng(7)
 
 
 CASES = [
-    Case(np.diagonal, (T3,), {"offset": -1, "axis1": 2, "axis2": 0}), Case(np.where, (M > 0, M, 0.0)),
-    Case(np.where, (I, I, -I)), Case(np.where, (M > 0,)), Case(np.nonzero, (I,)),
-    Case(np.take, (M, [[0, 2], [1, 1]]), {"axis": 1}), Case(np.take, (M, [5, -1])),
+    Case(np.diagonal, (T3,), {"offset": -1, "axis1": 2, "axis2": 0}),
+    Case(np.where, (M > 0, M, 0.0)),
+    Case(np.where, (I, I, -I)),
+    Case(np.where, (M > 0,)),
+    Case(np.nonzero, (I,)),
+    Case(np.take, (M, [[0, 2], [1, 1]]), {"axis": 1}),
+    Case(np.take, (M, [5, -1])),
     Case(np.take_along_axis, (M, np.argsort(M, axis=1)), {"axis": 1}),
     Case(np.take_along_axis, (V, np.argsort(V), None)),
 ]
@@ -64,6 +68,7 @@ def test_where_with_python_scalars_follows_numpy() -> None:
 
 # ---------------------------------------------------------------- diagonals
 
+
 @pytest.mark.parametrize("dtype", ["bool", "int8", "uint16", "uint64", "float32", "complex64"])
 @pytest.mark.parametrize("k", [-2, 0, 1, 5])
 def test_diag_and_diagflat(dtype: str, k: int) -> None:
@@ -88,12 +93,19 @@ def test_diag_errors() -> None:
 
 # ---------------------------------------------------------------- select
 
-@pytest.mark.parametrize("case", [
-    (([I > 0, I < -2], [I, -I]), {}), (([I > 0, I < -2], [I, 2.5]), {"default": -1}),
-    (([I > 0], [I.astype(np.int8)]), {"default": 0}), (([I > 0], [I.astype(np.int8)]), {"default": np.int64(3)}),
-    (([M > 0, np.array([True, False, True, False])], [1, 2]), {"default": 3.5}),
-    (([np.array(True), M < 0], [M, 1j]), {}), (([I[0] > 0, I[:, :1] > 1], [I[0], I[:, 0:1]]), {}),
-])
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        (([I > 0, I < -2], [I, -I]), {}),
+        (([I > 0, I < -2], [I, 2.5]), {"default": -1}),
+        (([I > 0], [I.astype(np.int8)]), {"default": 0}),
+        (([I > 0], [I.astype(np.int8)]), {"default": np.int64(3)}),
+        (([M > 0, np.array([True, False, True, False])], [1, 2]), {"default": 3.5}),
+        (([np.array(True), M < 0], [M, 1j]), {}),
+        (([I[0] > 0, I[:, :1] > 1], [I[0], I[:, 0:1]]), {}),
+    ],
+)
 def test_select(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     agree(np.select, *args, **kwargs)
@@ -103,8 +115,14 @@ def test_select(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
 @given(hnp.array_shapes(min_dims=0, max_dims=3, max_side=4), st.integers(1, 4), st.data())
 def test_select_matches_numpy(shape: tuple[int, ...], count: int, data: Any) -> None:
     conditions = [data.draw(hnp.arrays(np.bool_, shape)) for _ in range(count)]
-    choices = [data.draw(st.one_of(hnp.arrays(np.int16, shape, elements=st.integers(-99, 99)),
-                                   st.integers(-99, 99), st.floats(-9, 9))) for _ in range(count)]
+    choices = [
+        data.draw(
+            st.one_of(
+                hnp.arrays(np.int16, shape, elements=st.integers(-99, 99)), st.integers(-99, 99), st.floats(-9, 9)
+            )
+        )
+        for _ in range(count)
+    ]
     agree(np.select, conditions, choices, default=data.draw(st.sampled_from([0, -1.5, np.int8(2)])))
 
 

@@ -36,13 +36,26 @@ rng = np.random.default_rng(7)
 
 
 CASES = [
-    Case(np.concatenate, ([M, N.T[:2]],)), Case(np.concatenate, ([M, I],), {"axis": None}),
-    Case(np.concatenate, ([I, I],), {"axis": 1, "dtype": "float32"}), Case(np.stack, ([V, W],), {"axis": 1}),
-    Case(np.vstack, ([V, W],)), Case(np.vstack, ([M, I],)), Case(np.hstack, ([V, W],)), Case(np.hstack, ([M, I],)),
-    Case(np.dstack, ([M, M],)), Case(np.column_stack, ([V, W],)), Case(np.split, (T3, 2)),
-    Case(np.split, (M, [1, 3]), {"axis": 1}), Case(np.array_split, (np.arange(7), 3)), Case(np.hsplit, (M, 2)),
-    Case(np.vsplit, (M, [1])), Case(np.dsplit, (T3, [1, 3])), Case(np.tile, (M, 2)), Case(np.tile, (V, (2, 1, 2))),
-    Case(np.repeat, (M, 2)), Case(np.repeat, (M, [1, 0, 2]), {"axis": 0}),
+    Case(np.concatenate, ([M, N.T[:2]],)),
+    Case(np.concatenate, ([M, I],), {"axis": None}),
+    Case(np.concatenate, ([I, I],), {"axis": 1, "dtype": "float32"}),
+    Case(np.stack, ([V, W],), {"axis": 1}),
+    Case(np.vstack, ([V, W],)),
+    Case(np.vstack, ([M, I],)),
+    Case(np.hstack, ([V, W],)),
+    Case(np.hstack, ([M, I],)),
+    Case(np.dstack, ([M, M],)),
+    Case(np.column_stack, ([V, W],)),
+    Case(np.split, (T3, 2)),
+    Case(np.split, (M, [1, 3]), {"axis": 1}),
+    Case(np.array_split, (np.arange(7), 3)),
+    Case(np.hsplit, (M, 2)),
+    Case(np.vsplit, (M, [1])),
+    Case(np.dsplit, (T3, [1, 3])),
+    Case(np.tile, (M, 2)),
+    Case(np.tile, (V, (2, 1, 2))),
+    Case(np.repeat, (M, 2)),
+    Case(np.repeat, (M, [1, 0, 2]), {"axis": 0}),
 ]
 
 
@@ -86,20 +99,46 @@ def _pad_input(dtype: str, shape: tuple[int, ...]) -> np.ndarray:
     return a.astype(dtype)
 
 
-@pytest.mark.parametrize("pad_width", [2, (1,), (1, 3), ((1, 3),), ((2, 0), (1, 4)), [[1], [2]], np.array([[0, 3],
-                                       [2, 1]]), {1: 2}, {0: (3, 0), -1: 1}, {}])
+@pytest.mark.parametrize(
+    "pad_width",
+    [
+        2,
+        (1,),
+        (1, 3),
+        ((1, 3),),
+        ((2, 0), (1, 4)),
+        [[1], [2]],
+        np.array([[0, 3], [2, 1]]),
+        {1: 2},
+        {0: (3, 0), -1: 1},
+        {},
+    ],
+)
 def test_pad_width_spellings(pad_width: Any) -> None:
     agree(np.pad, I, pad_width, constant_values=-3)
     agree(np.pad, I, pad_width, mode="edge")
 
 
 MODE_CASES = [
-    ("constant", {}), ("constant", {"constant_values": 7}), ("constant", {"constant_values": ((1, 2), (3, 4))}),
-    ("constant", {"constant_values": (-1.7, 2.6)}), ("edge", {}), ("wrap", {}), ("reflect", {}),
-    ("reflect", {"reflect_type": "odd"}), ("symmetric", {}), ("symmetric", {"reflect_type": "odd"}),
-    ("linear_ramp", {}), ("linear_ramp", {"end_values": (5, -4)}),
-    ("linear_ramp", {"end_values": ((1, 2), (3, 4))}), ("maximum", {}), ("minimum", {"stat_length": 2}),
-    ("mean", {}), ("mean", {"stat_length": ((1, 2), (3, 1))}), ("median", {}), ("median", {"stat_length": 2.4}),
+    ("constant", {}),
+    ("constant", {"constant_values": 7}),
+    ("constant", {"constant_values": ((1, 2), (3, 4))}),
+    ("constant", {"constant_values": (-1.7, 2.6)}),
+    ("edge", {}),
+    ("wrap", {}),
+    ("reflect", {}),
+    ("reflect", {"reflect_type": "odd"}),
+    ("symmetric", {}),
+    ("symmetric", {"reflect_type": "odd"}),
+    ("linear_ramp", {}),
+    ("linear_ramp", {"end_values": (5, -4)}),
+    ("linear_ramp", {"end_values": ((1, 2), (3, 4))}),
+    ("maximum", {}),
+    ("minimum", {"stat_length": 2}),
+    ("mean", {}),
+    ("mean", {"stat_length": ((1, 2), (3, 1))}),
+    ("median", {}),
+    ("median", {"stat_length": 2.4}),
     ("maximum", {"stat_length": None}),
 ]
 
@@ -135,12 +174,17 @@ def test_pad_singleton_axis_reflects_as_edge() -> None:
 
 
 @settings(max_examples=50)
-@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), st.data(),
-       st.sampled_from([m for m, _ in MODE_CASES]), st.sampled_from(["even", "odd"]),
-       st.sampled_from(["int16", "float64"]))
+@given(
+    hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
+    st.data(),
+    st.sampled_from([m for m, _ in MODE_CASES]),
+    st.sampled_from(["even", "odd"]),
+    st.sampled_from(["int16", "float64"]),
+)
 def test_pad_matches_numpy(shape: tuple[int, ...], data: Any, mode: str, reflect_type: str, dtype: str) -> None:
-    widths = data.draw(st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=len(shape),
-                                max_size=len(shape)))
+    widths = data.draw(
+        st.lists(st.tuples(st.integers(0, 9), st.integers(0, 9)), min_size=len(shape), max_size=len(shape))
+    )
     options: dict[str, Any] = {}
     if mode in ("reflect", "symmetric"):
         options["reflect_type"] = reflect_type
@@ -163,24 +207,42 @@ def test_pad_errors() -> None:
 
 # ---------------------------------------------------------------- append, insert, delete
 
-@pytest.mark.parametrize("case", [
-    ((M, 5.0), {}), ((I, M), {}), ((I.astype(np.float32), np.array([1, 2])), {}),
-    ((I, I[:1]), {"axis": 0}), ((I.astype(np.int8), np.array([[1], [2], [3]], dtype=np.int16)), {"axis": 1}),
-    ((np.array(2), [3, 4]), {}),
-])
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((M, 5.0), {}),
+        ((I, M), {}),
+        ((I.astype(np.float32), np.array([1, 2])), {}),
+        ((I, I[:1]), {"axis": 0}),
+        ((I.astype(np.int8), np.array([[1], [2], [3]], dtype=np.int16)), {"axis": 1}),
+        ((np.array(2), [3, 4]), {}),
+    ],
+)
 def test_append(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     agree(np.append, *args, **kwargs)
 
 
-@pytest.mark.parametrize("case", [
-    ((np.arange(5), 2, 9), {}), ((np.arange(5), -1, [7, 8]), {}), ((np.arange(5), 5, 1.9), {}),
-    ((I, 1, 0), {}), ((I, 1, [10, 20, 30]), {"axis": 1}), ((I, [1], [[10], [20], [30]]), {"axis": 1}),
-    ((I, 0, [1, 2, 3, 4]), {"axis": 0}), ((I, [2, 0, 2], [7, 8, 9]), {"axis": 1}),
-    ((I, [2, 0, 2], np.array([[7], [8], [9]]).T), {"axis": 1}), ((I, slice(1, 3), 5), {"axis": 0}),
-    ((I, slice(None, None, -2), [5, 6]), {"axis": 1}), ((np.arange(4), np.array([True, False, True]), 9), {}),
-    ((np.arange(4), [], 3), {}), ((I.astype(np.uint8), np.array(2), [1, 2, 3]), {"axis": 1}),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((np.arange(5), 2, 9), {}),
+        ((np.arange(5), -1, [7, 8]), {}),
+        ((np.arange(5), 5, 1.9), {}),
+        ((I, 1, 0), {}),
+        ((I, 1, [10, 20, 30]), {"axis": 1}),
+        ((I, [1], [[10], [20], [30]]), {"axis": 1}),
+        ((I, 0, [1, 2, 3, 4]), {"axis": 0}),
+        ((I, [2, 0, 2], [7, 8, 9]), {"axis": 1}),
+        ((I, [2, 0, 2], np.array([[7], [8], [9]]).T), {"axis": 1}),
+        ((I, slice(1, 3), 5), {"axis": 0}),
+        ((I, slice(None, None, -2), [5, 6]), {"axis": 1}),
+        ((np.arange(4), np.array([True, False, True]), 9), {}),
+        ((np.arange(4), [], 3), {}),
+        ((I.astype(np.uint8), np.array(2), [1, 2, 3]), {"axis": 1}),
+    ],
+)
 def test_insert(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     agree(np.insert, *args, **kwargs)
@@ -192,8 +254,13 @@ def test_insert_matches_numpy(shape: tuple[int, ...], data: Any) -> None:
     arr = rng.integers(-9, 9, shape).astype(np.int32)
     axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
     n = arr.size if axis is None else shape[axis]
-    obj = data.draw(st.one_of(st.integers(-n, n), st.lists(st.integers(-n, n), max_size=4),
-                              st.builds(slice, st.integers(-5, 5), st.integers(-5, 5), st.sampled_from([1, 2, -1]))))
+    obj = data.draw(
+        st.one_of(
+            st.integers(-n, n),
+            st.lists(st.integers(-n, n), max_size=4),
+            st.builds(slice, st.integers(-5, 5), st.integers(-5, 5), st.sampled_from([1, 2, -1])),
+        )
+    )
     count = len(range(*obj.indices(n))) if isinstance(obj, slice) else None if isinstance(obj, int) else len(obj)
     values = rng.integers(-99, 99, 1 if count is None else max(count, 1)).astype(np.float64)
     if count not in (None, 1) and count != len(values):
@@ -201,12 +268,24 @@ def test_insert_matches_numpy(shape: tuple[int, ...], data: Any) -> None:
     agree(np.insert, arr, obj, values, axis=axis)
 
 
-@pytest.mark.parametrize("case", [
-    ((np.arange(6), 2), {}), ((np.arange(6), -1), {}), ((I, 1), {}), ((I, 1), {"axis": 0}),
-    ((I, [0, 2, -1]), {"axis": 1}), ((I, [[0], [2]]), {"axis": 1}), ((I, np.array([True, False, True])), {"axis": 0}),
-    ((I, slice(None, None, 2)), {"axis": 1}), ((I, slice(3, 0, -2)), {"axis": 1}), ((I, slice(5, 9)), {"axis": 1}),
-    ((I, []), {"axis": 0}), ((I, np.array([1])), {"axis": 1}), ((I.astype(np.uint64), [0, 0, 3]), {"axis": 1}),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((np.arange(6), 2), {}),
+        ((np.arange(6), -1), {}),
+        ((I, 1), {}),
+        ((I, 1), {"axis": 0}),
+        ((I, [0, 2, -1]), {"axis": 1}),
+        ((I, [[0], [2]]), {"axis": 1}),
+        ((I, np.array([True, False, True])), {"axis": 0}),
+        ((I, slice(None, None, 2)), {"axis": 1}),
+        ((I, slice(3, 0, -2)), {"axis": 1}),
+        ((I, slice(5, 9)), {"axis": 1}),
+        ((I, []), {"axis": 0}),
+        ((I, np.array([1])), {"axis": 1}),
+        ((I.astype(np.uint64), [0, 0, 3]), {"axis": 1}),
+    ],
+)
 def test_delete(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     agree(np.delete, *args, **kwargs)
@@ -218,9 +297,14 @@ def test_delete_matches_numpy(shape: tuple[int, ...], data: Any) -> None:
     arr = rng.standard_normal(shape)
     axis = data.draw(st.one_of(st.none(), st.integers(-len(shape), len(shape) - 1)))
     n = arr.size if axis is None else shape[axis]
-    obj = data.draw(st.one_of(st.integers(-n, n - 1), st.lists(st.integers(-n, n - 1), max_size=5),
-                              st.lists(st.booleans(), min_size=n, max_size=n).map(np.array),
-                              st.builds(slice, st.integers(-5, 5), st.integers(-5, 5), st.sampled_from([1, 3, -1]))))
+    obj = data.draw(
+        st.one_of(
+            st.integers(-n, n - 1),
+            st.lists(st.integers(-n, n - 1), max_size=5),
+            st.lists(st.booleans(), min_size=n, max_size=n).map(np.array),
+            st.builds(slice, st.integers(-5, 5), st.integers(-5, 5), st.sampled_from([1, 3, -1])),
+        )
+    )
     agree(np.delete, arr, obj, axis=axis)
 
 

@@ -45,33 +45,72 @@ rng = np.random.default_rng(7)
 
 
 CASES = [
-    Case(np.tensordot, (T3, T342), {"axes": 2}), Case(np.tensordot, (M, N), {"axes": ([1], [0])}),
-    Case(np.dot, (M, N)), Case(np.dot, (T3, V)), Case(np.dot, (V, W)), Case(np.dot, (M, 2.0)),
-    Case(np.dot, (T3, T243)), Case(np.vdot, (CPLX, CPLX[::-1])), Case(np.vdot, (M, M)), Case(np.inner, (M, M24)),
-    Case(np.inner, (V, W)), Case(np.outer, (V, M)), Case(np.kron, (SQ, M)), Case(np.kron, (V, M)),
-    Case(np.kron, (I, I[:2, :2])), Case(np.trace, (T3,), {"axis1": 1, "axis2": 2}),
-    Case(np.trace, (I,), {"offset": 1}), Case(np.linalg.matmul, (M, N)),
-    Case(np.linalg.tensordot, (M, N), {"axes": 1}), Case(np.linalg.vecdot, (M, M)), Case(np.linalg.outer, (V, W)),
-    Case(np.linalg.cross, (M[:, :3], N[:3, :3].T)), Case(np.linalg.norm, (M,)), Case(np.linalg.norm, (V, 1)),
-    Case(np.linalg.norm, (V, np.inf)), Case(np.linalg.norm, (M, "nuc")), Case(np.linalg.norm, (M, -2)),
-    Case(np.linalg.norm, (T3,), {"axis": 1}), Case(np.linalg.norm, (T3, 1, (2, 0)), {"keepdims": True}),
-    Case(np.linalg.norm, (T3,), {"keepdims": True}), Case(np.linalg.norm, (I,)), Case(np.linalg.norm, (CPLX, "fro")),
-    Case(np.linalg.solve, (SPD, V[:3])), Case(np.linalg.solve, (SPD, M)), Case(np.linalg.solve, (STACK_SPD, M)),
-    Case(np.linalg.inv, (SPD,)), Case(np.linalg.det, (STACK_SPD,)),
-    Case(np.linalg.slogdet, (SQ,), post=lambda r: tuple(r)), Case(np.linalg.eigh, (SPD,), post=_abs_parts),
-    Case(np.linalg.eigh, (np.triu(SQ),), {"UPLO": "U"}, post=_abs_parts), Case(np.linalg.eigvalsh, (np.tril(SQ),)),
-    Case(np.linalg.eigvalsh, (np.triu(SQ), "U")), Case(np.linalg.svd, (M,), {"compute_uv": False}),
-    Case(np.linalg.svd, (SQ,), post=_abs_parts), Case(np.linalg.svd, (M,), {"full_matrices": False}, post=_abs_parts),
-    Case(np.linalg.svdvals, (M,)), Case(np.linalg.qr, (M.T,), post=_abs_parts),
-    Case(np.linalg.qr, (M.T, "complete"), post=_abs_parts), Case(np.linalg.qr, (M.T, "r"), post=_abs),
-    Case(np.linalg.cholesky, (SPD,)), Case(np.linalg.cholesky, (SPD,), {"upper": True}),
-    Case(np.linalg.matrix_rank, (M,)), Case(np.linalg.matrix_rank, (np.outer(V, W),)),
-    Case(np.linalg.matrix_rank, (SQ,), {"tol": 10.0}), Case(np.linalg.matrix_rank, (V,), post=np.asarray),
-    Case(np.linalg.matrix_rank, (SPD,), {"hermitian": True}), Case(np.linalg.pinv, (M,)),
-    Case(np.linalg.pinv, (M,), {"rtol": 0.5}), Case(np.linalg.pinv, (M, 0.5)), Case(np.linalg.matrix_power, (SQ, 3)),
-    Case(np.linalg.matrix_power, (SPD, -1)), Case(np.linalg.matrix_transpose, (T3,)),
-    Case(np.linalg.trace, (T3,), {"offset": 1}), Case(np.linalg.diagonal, (T3,)),
-    Case(np.linalg.vector_norm, (T3,), {"axis": (0, 1), "ord": 3}), Case(np.linalg.matrix_norm, (T3,), {"ord": 1}),
+    Case(np.tensordot, (T3, T342), {"axes": 2}),
+    Case(np.tensordot, (M, N), {"axes": ([1], [0])}),
+    Case(np.dot, (M, N)),
+    Case(np.dot, (T3, V)),
+    Case(np.dot, (V, W)),
+    Case(np.dot, (M, 2.0)),
+    Case(np.dot, (T3, T243)),
+    Case(np.vdot, (CPLX, CPLX[::-1])),
+    Case(np.vdot, (M, M)),
+    Case(np.inner, (M, M24)),
+    Case(np.inner, (V, W)),
+    Case(np.outer, (V, M)),
+    Case(np.kron, (SQ, M)),
+    Case(np.kron, (V, M)),
+    Case(np.kron, (I, I[:2, :2])),
+    Case(np.trace, (T3,), {"axis1": 1, "axis2": 2}),
+    Case(np.trace, (I,), {"offset": 1}),
+    Case(np.linalg.matmul, (M, N)),
+    Case(np.linalg.tensordot, (M, N), {"axes": 1}),
+    Case(np.linalg.vecdot, (M, M)),
+    Case(np.linalg.outer, (V, W)),
+    Case(np.linalg.cross, (M[:, :3], N[:3, :3].T)),
+    Case(np.linalg.norm, (M,)),
+    Case(np.linalg.norm, (V, 1)),
+    Case(np.linalg.norm, (V, np.inf)),
+    Case(np.linalg.norm, (M, "nuc")),
+    Case(np.linalg.norm, (M, -2)),
+    Case(np.linalg.norm, (T3,), {"axis": 1}),
+    Case(np.linalg.norm, (T3, 1, (2, 0)), {"keepdims": True}),
+    Case(np.linalg.norm, (T3,), {"keepdims": True}),
+    Case(np.linalg.norm, (I,)),
+    Case(np.linalg.norm, (CPLX, "fro")),
+    Case(np.linalg.solve, (SPD, V[:3])),
+    Case(np.linalg.solve, (SPD, M)),
+    Case(np.linalg.solve, (STACK_SPD, M)),
+    Case(np.linalg.inv, (SPD,)),
+    Case(np.linalg.det, (STACK_SPD,)),
+    Case(np.linalg.slogdet, (SQ,), post=lambda r: tuple(r)),
+    Case(np.linalg.eigh, (SPD,), post=_abs_parts),
+    Case(np.linalg.eigh, (np.triu(SQ),), {"UPLO": "U"}, post=_abs_parts),
+    Case(np.linalg.eigvalsh, (np.tril(SQ),)),
+    Case(np.linalg.eigvalsh, (np.triu(SQ), "U")),
+    Case(np.linalg.svd, (M,), {"compute_uv": False}),
+    Case(np.linalg.svd, (SQ,), post=_abs_parts),
+    Case(np.linalg.svd, (M,), {"full_matrices": False}, post=_abs_parts),
+    Case(np.linalg.svdvals, (M,)),
+    Case(np.linalg.qr, (M.T,), post=_abs_parts),
+    Case(np.linalg.qr, (M.T, "complete"), post=_abs_parts),
+    Case(np.linalg.qr, (M.T, "r"), post=_abs),
+    Case(np.linalg.cholesky, (SPD,)),
+    Case(np.linalg.cholesky, (SPD,), {"upper": True}),
+    Case(np.linalg.matrix_rank, (M,)),
+    Case(np.linalg.matrix_rank, (np.outer(V, W),)),
+    Case(np.linalg.matrix_rank, (SQ,), {"tol": 10.0}),
+    Case(np.linalg.matrix_rank, (V,), post=np.asarray),
+    Case(np.linalg.matrix_rank, (SPD,), {"hermitian": True}),
+    Case(np.linalg.pinv, (M,)),
+    Case(np.linalg.pinv, (M,), {"rtol": 0.5}),
+    Case(np.linalg.pinv, (M, 0.5)),
+    Case(np.linalg.matrix_power, (SQ, 3)),
+    Case(np.linalg.matrix_power, (SPD, -1)),
+    Case(np.linalg.matrix_transpose, (T3,)),
+    Case(np.linalg.trace, (T3,), {"offset": 1}),
+    Case(np.linalg.diagonal, (T3,)),
+    Case(np.linalg.vector_norm, (T3,), {"axis": (0, 1), "ord": 3}),
+    Case(np.linalg.matrix_norm, (T3,), {"ord": 1}),
 ]
 
 
@@ -117,14 +156,23 @@ WIDE = rng.standard_normal((3, 5))
 DEFICIENT = np.outer(rng.standard_normal(5), rng.standard_normal(3))
 
 
-@pytest.mark.parametrize("case", [
-    ((TALL, rng.standard_normal(6)), {}), ((TALL, rng.standard_normal((6, 2))), {}),
-    ((WIDE, rng.standard_normal(3)), {}), ((DEFICIENT, rng.standard_normal(5)), {}),
-    ((TALL, rng.standard_normal(6)), {"rcond": 0.5}), ((TALL, rng.standard_normal(6)), {"rcond": -1}),
-    ((np.arange(12).reshape(6, 2), np.arange(6)), {}), ((TALL + 1j * TALL[::-1], rng.standard_normal((6, 2))), {}),
-    ((np.zeros((3, 0)), np.ones(3)), {}), ((np.zeros((0, 2)), np.ones(0)), {}), ((np.zeros((4, 2)), np.ones(4)), {}),
-    ((TALL, np.zeros((6, 0))), {}),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((TALL, rng.standard_normal(6)), {}),
+        ((TALL, rng.standard_normal((6, 2))), {}),
+        ((WIDE, rng.standard_normal(3)), {}),
+        ((DEFICIENT, rng.standard_normal(5)), {}),
+        ((TALL, rng.standard_normal(6)), {"rcond": 0.5}),
+        ((TALL, rng.standard_normal(6)), {"rcond": -1}),
+        ((np.arange(12).reshape(6, 2), np.arange(6)), {}),
+        ((TALL + 1j * TALL[::-1], rng.standard_normal((6, 2))), {}),
+        ((np.zeros((3, 0)), np.ones(3)), {}),
+        ((np.zeros((0, 2)), np.ones(0)), {}),
+        ((np.zeros((4, 2)), np.ones(4)), {}),
+        ((TALL, np.zeros((6, 0))), {}),
+    ],
+)
 def test_lstsq(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     (x, residuals, rank, s), expected = both(np.linalg.lstsq, *args, **kwargs)
@@ -148,6 +196,7 @@ def test_lstsq_errors() -> None:
 
 # ---------------------------------------------------------------- eig and eigvals
 
+
 def _sorted_values(w: np.ndarray) -> np.ndarray:
     """Eigenvalues in a fixed order (by real, then imaginary part), rounded where LAPACK's order may differ."""
     if w.ndim > 1:
@@ -155,15 +204,18 @@ def _sorted_values(w: np.ndarray) -> np.ndarray:
     return w[np.lexsort((np.round(w.imag, 8), np.round(w.real, 8)))]
 
 
-@pytest.mark.parametrize("matrix", [
-    np.array([[2.0, 1.0], [1.0, 3.0]]),  # real eigenvalues: a real result
-    np.array([[0.0, -1.0], [1.0, 0.0]]),  # a rotation: complex eigenvalues of real input
-    np.array([[1 + 1j, 2.0], [0.5, -1j]]),  # complex input: complex results
-    np.array([[1, 2], [3, 4]]),  # integers: in float64
-    np.array([[[2.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [-1.0, 0.0]]]),  # a stack: one complex matrix makes all so
-    np.array([[4.0, 1.0], [2.0, 3.0]], dtype=np.float32),
-    np.zeros((0, 3, 3)),
-])
+@pytest.mark.parametrize(
+    "matrix",
+    [
+        np.array([[2.0, 1.0], [1.0, 3.0]]),  # real eigenvalues: a real result
+        np.array([[0.0, -1.0], [1.0, 0.0]]),  # a rotation: complex eigenvalues of real input
+        np.array([[1 + 1j, 2.0], [0.5, -1j]]),  # complex input: complex results
+        np.array([[1, 2], [3, 4]]),  # integers: in float64
+        np.array([[[2.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [-1.0, 0.0]]]),  # a stack: one complex matrix makes all so
+        np.array([[4.0, 1.0], [2.0, 3.0]], dtype=np.float32),
+        np.zeros((0, 3, 3)),
+    ],
+)
 def test_eig_and_eigvals_are_neuron_arrays_with_numpys_values(matrix: np.ndarray) -> None:
     a = xp.asarray(matrix)
     theirs = np.linalg.eigvals(matrix)

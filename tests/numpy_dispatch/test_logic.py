@@ -11,11 +11,16 @@ from tests.support import assert_same_results
 
 CASES = [
     Case(np.isclose, (M, M + 1e-9)),
-    Case(np.isclose, (np.array([np.inf, np.nan, 1.0, 0.0]), np.array([np.inf, np.nan, 1.1, 1e-9])),
-         {"equal_nan": True}),
-    Case(np.isclose, (I, I + 1), {"atol": 1.0}), Case(np.isclose, (M, 0.0), {"atol": 0.5}),
-    Case(np.allclose, (M, M + 1e-9)), Case(np.allclose, (M, M + 1e-3)), Case(np.array_equal, (M, M)),
-    Case(np.array_equal, (M, M[:2])), Case(np.array_equal, (WITH_NAN, WITH_NAN), {"equal_nan": True}),
+    Case(
+        np.isclose, (np.array([np.inf, np.nan, 1.0, 0.0]), np.array([np.inf, np.nan, 1.1, 1e-9])), {"equal_nan": True}
+    ),
+    Case(np.isclose, (I, I + 1), {"atol": 1.0}),
+    Case(np.isclose, (M, 0.0), {"atol": 0.5}),
+    Case(np.allclose, (M, M + 1e-9)),
+    Case(np.allclose, (M, M + 1e-3)),
+    Case(np.array_equal, (M, M)),
+    Case(np.array_equal, (M, M[:2])),
+    Case(np.array_equal, (WITH_NAN, WITH_NAN), {"equal_nan": True}),
     Case(np.array_equal, (WITH_NAN, WITH_NAN)),
 ]
 

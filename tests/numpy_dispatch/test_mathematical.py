@@ -38,13 +38,23 @@ NAN = np.nan
 
 
 CASES = [
-    Case(np.diff, (M,)), Case(np.diff, (M,), {"n": 2, "axis": 0}),
-    Case(np.diff, (M,), {"prepend": 0.0, "append": M[:, :1]}), Case(np.clip, (M, -0.5, 0.5)),
-    Case(np.clip, (I,), {"min": -2}), Case(np.clip, (I, 0.5, 2.5)), Case(np.clip, (M, -M[0], None)),
-    Case(np.round, (M * 100, 1)), Case(np.round, (M * 100, -1)), Case(np.round, (M,)),
-    Case(np.round, (np.array([15, 25, -35, 44, 250]), -1)), Case(np.round, (I, 2)),
-    Case(np.around, (np.array([0.5, 1.5, 2.5, -0.5]),)), Case(np.real, (CPLX,)), Case(np.real, (M,)),
-    Case(np.imag, (CPLX,)), Case(np.imag, (M,)),
+    Case(np.diff, (M,)),
+    Case(np.diff, (M,), {"n": 2, "axis": 0}),
+    Case(np.diff, (M,), {"prepend": 0.0, "append": M[:, :1]}),
+    Case(np.clip, (M, -0.5, 0.5)),
+    Case(np.clip, (I,), {"min": -2}),
+    Case(np.clip, (I, 0.5, 2.5)),
+    Case(np.clip, (M, -M[0], None)),
+    Case(np.round, (M * 100, 1)),
+    Case(np.round, (M * 100, -1)),
+    Case(np.round, (M,)),
+    Case(np.round, (np.array([15, 25, -35, 44, 250]), -1)),
+    Case(np.round, (I, 2)),
+    Case(np.around, (np.array([0.5, 1.5, 2.5, -0.5]),)),
+    Case(np.real, (CPLX,)),
+    Case(np.real, (M,)),
+    Case(np.imag, (CPLX,)),
+    Case(np.imag, (M,)),
 ]
 
 
@@ -79,7 +89,8 @@ def _round_case(draw: st.DrawFn) -> tuple[str, int, list[int]]:
     near = st.integers(-3 * step, 3 * step)
     values = st.one_of(
         st.integers(lo, hi),
-        near.map(lambda d: lo + abs(d)), near.map(lambda d: hi - abs(d)),  # near the limits
+        near.map(lambda d: lo + abs(d)),
+        near.map(lambda d: hi - abs(d)),  # near the limits
         st.integers(lo // step, hi // step).map(lambda q: q * step + step // 2),  # ties, half to even
         st.integers(-1000, 1000),
     ).map(lambda v: min(max(v, lo), hi))
@@ -109,15 +120,19 @@ def test_round_of_integers_at_the_reported_cases() -> None:
     int8 = np.array([100, -50, 50, 127, -128, 150 - 256], dtype=np.int8)
     assert_same_results(np.round(from_numpy(int8), -2), np.round(int8, -2), rtol=OTHER_ORDER)
     assert_same_results(np.round(from_numpy(np.array([100], np.int8)), -3), np.zeros(1, np.int8), rtol=OTHER_ORDER)
-    assert_same_results(np.round(from_numpy(np.array([2**64 - 1], np.uint64)), -20), np.zeros(1, np.uint64),
-                        rtol=OTHER_ORDER)
-    assert_same_results(np.round(from_numpy(int8), np.int64(-1)), np.round(int8, np.int64(-1)),
-                        rtol=OTHER_ORDER)  # NumPy integer decimals
+    assert_same_results(
+        np.round(from_numpy(np.array([2**64 - 1], np.uint64)), -20), np.zeros(1, np.uint64), rtol=OTHER_ORDER
+    )
+    assert_same_results(
+        np.round(from_numpy(int8), np.int64(-1)), np.round(int8, np.int64(-1)), rtol=OTHER_ORDER
+    )  # NumPy integer decimals
 
 
 @pytest.mark.parametrize("dtype", ["float16", "float32", "float64", "int16", "bool"])
-@pytest.mark.parametrize("bounds", [(0, 1), (-0.5, None), (None, 2), (True, 3.5), (-1e300, 1e300),
-                                    (np.float32(0.5), 1.0), (0.25, np.float64(0.75))])
+@pytest.mark.parametrize(
+    "bounds",
+    [(0, 1), (-0.5, None), (None, 2), (True, 3.5), (-1e300, 1e300), (np.float32(0.5), 1.0), (0.25, np.float64(0.75))],
+)
 def test_clip_with_python_bounds_keeps_numpy_2_promotion(dtype, bounds) -> None:
     """Python bounds are weak (a real floating array keeps its dtype, which the implementation takes without
     asking the promotion rules); NumPy scalar bounds and integer or boolean arrays promote as NumPy 2 does."""
@@ -137,8 +152,19 @@ def test_numpy_expm1_of_complex_values(dtype):
     namespace's expm1 keeps the standard's (NaN + 0j)."""
     from trn_backend.numpy_dispatch.mathematical import expm1
 
-    x = np.array([-1 + 1j, -3 + 6.2628126e16j, complex(NAN, 0), complex(0, np.inf), 1e-8 + 1e-8j, 2 - 0.5j,
-                  complex(np.inf, 0), complex(-np.inf, 1)], dtype=dtype)
+    x = np.array(
+        [
+            -1 + 1j,
+            -3 + 6.2628126e16j,
+            complex(NAN, 0),
+            complex(0, np.inf),
+            1e-8 + 1e-8j,
+            2 - 0.5j,
+            complex(np.inf, 0),
+            complex(-np.inf, 1),
+        ],
+        dtype=dtype,
+    )
     want = np.expm1(x)
     got = np.asarray(expm1(xp.asarray(x)))
     assert got.dtype == want.dtype
@@ -149,8 +175,9 @@ def test_numpy_expm1_of_complex_values(dtype):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.parametrize("a, b", [([-2.0, np.inf, 3.0, -np.inf], [np.inf, 3.0, -np.inf, 2.0]),
-                                  ([7.0, -7.0], [0.0, 2.5])])
+@pytest.mark.parametrize(
+    "a, b", [([-2.0, np.inf, 3.0, -np.inf], [np.inf, 3.0, -np.inf, 2.0]), ([7.0, -7.0], [0.0, 2.5])]
+)
 def test_floor_divide_ufunc_is_numpys_and_the_operator_the_standards(a, b):
     """np.floor_divide on NeuronArrays gives NumPy's values (-2 // inf is -1); the // operator keeps the array API
     standard's special cases (-0.0 there)."""
@@ -168,8 +195,17 @@ POINTS = np.array([0.0, 1.0, 1.0, 2.5, 4.0])
 VALUES = np.array([1.0, 3.0, -1.0, 2.0, 0.5])
 
 
-@pytest.mark.parametrize("kwargs", [{}, {"left": -7.0}, {"right": 9}, {"left": -1.0, "right": np.float32(2.0)},
-                                    {"period": 3.0}, {"period": -3.0, "left": 5.0}])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {},
+        {"left": -7.0},
+        {"right": 9},
+        {"left": -1.0, "right": np.float32(2.0)},
+        {"period": 3.0},
+        {"period": -3.0, "left": 5.0},
+    ],
+)
 def test_interp(kwargs: dict[str, Any]) -> None:
     x = np.array([-1.0, 0.0, 0.5, 1.0, 1.7, 2.5, 4.0, 5.0, np.nan, np.inf, -np.inf])
     # interpolation's arithmetic, in another order than NumPy's on some devices (fused multiply-adds)
@@ -182,8 +218,15 @@ def test_interp(kwargs: dict[str, Any]) -> None:
 def test_interp_integer_inputs_and_complex_ends() -> None:
     # interpolation's arithmetic, in another order than NumPy's on some devices (fused multiply-adds)
     agree(np.interp, np.arange(-1, 6), np.array([0, 2, 4]), np.array([3, 1, 7]), rtol=1e-12)
-    agree(np.interp, np.array([-1.0, 0.5, 9.0]), np.array([0.0, 1.0]), np.array([1j, 2.0]), left=3j, right=1 + 1j,
-          rtol=1e-12)
+    agree(
+        np.interp,
+        np.array([-1.0, 0.5, 9.0]),
+        np.array([0.0, 1.0]),
+        np.array([1j, 2.0]),
+        left=3j,
+        right=1 + 1j,
+        rtol=1e-12,
+    )
     agree(np.interp, np.array([-1.0, 0.0, 2.0, np.nan]), np.array([0.0]), np.array([5.0]), rtol=1e-12)
 
 
@@ -197,12 +240,14 @@ def test_interp_infinite_values_follow_numpy() -> None:
 
 
 @settings(max_examples=40)
-@given(st.lists(st.floats(-50, 50), min_size=1, max_size=8, unique=True),
-       st.lists(st.floats(-1e3, 1e3), min_size=8, max_size=8),
-       st.lists(st.floats(-60, 60), min_size=0, max_size=10))
+@given(
+    st.lists(st.floats(-50, 50), min_size=1, max_size=8, unique=True),
+    st.lists(st.floats(-1e3, 1e3), min_size=8, max_size=8),
+    st.lists(st.floats(-60, 60), min_size=0, max_size=10),
+)
 def test_interp_matches_numpy(points: list[float], values: list[float], x: list[float]) -> None:
     p = np.sort(np.array(points))
-    agree(np.interp, np.array(x, dtype=np.float64), p, np.array(values[:len(p)]), rtol=1e-9, atol=1e-9)
+    agree(np.interp, np.array(x, dtype=np.float64), p, np.array(values[: len(p)]), rtol=1e-9, atol=1e-9)
 
 
 def test_interp_errors() -> None:
@@ -221,17 +266,30 @@ COORDS = np.array([0.0, 0.5, 1.7, 2.0, 3.5])
 
 
 @pytest.mark.parametrize("edge_order", [1, 2])
-@pytest.mark.parametrize("case", [
-    ((G2,), {}), ((G2, 0.5), {}), ((G2, 2.0, COORDS), {}), ((G2, np.float64(2.0), np.arange(5)), {}),
-    ((G2, COORDS), {"axis": 1}), ((G2, COORDS), {"axis": -1}), ((G3,), {"axis": (0, 2)}),
-    ((G3, 1.5, COORDS), {"axis": [0, 2]}), ((G2[:, 0],), {}), ((G2[:, 0], COORDS[:4]), {}),
-    ((I,), {}), ((I.astype(np.uint8), 2), {}), ((G2.astype(np.float32), COORDS), {"axis": 1}),
-    ((G2.astype(np.float32), 0.3), {}), ((G2 + 1j * G2[::-1], COORDS), {"axis": 1}), ((np.array(1.5),), {}),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((G2,), {}),
+        ((G2, 0.5), {}),
+        ((G2, 2.0, COORDS), {}),
+        ((G2, np.float64(2.0), np.arange(5)), {}),
+        ((G2, COORDS), {"axis": 1}),
+        ((G2, COORDS), {"axis": -1}),
+        ((G3,), {"axis": (0, 2)}),
+        ((G3, 1.5, COORDS), {"axis": [0, 2]}),
+        ((G2[:, 0],), {}),
+        ((G2[:, 0], COORDS[:4]), {}),
+        ((I,), {}),
+        ((I.astype(np.uint8), 2), {}),
+        ((G2.astype(np.float32), COORDS), {"axis": 1}),
+        ((G2.astype(np.float32), 0.3), {}),
+        ((G2 + 1j * G2[::-1], COORDS), {"axis": 1}),
+        ((np.array(1.5),), {}),
+    ],
+)
 def test_gradient(case: tuple[tuple[Any, ...], dict[str, Any]], edge_order: int) -> None:
     args, kwargs = case
-    agree(np.gradient, *args, edge_order=edge_order, rtol=2e-6 if args[0].dtype == np.float32 else 1e-12,
-          **kwargs)
+    agree(np.gradient, *args, edge_order=edge_order, rtol=2e-6 if args[0].dtype == np.float32 else 1e-12, **kwargs)
 
 
 def test_gradient_errors() -> None:
@@ -243,11 +301,17 @@ def test_gradient_errors() -> None:
     raises_like_numpy(TypeError, np.gradient, np.array([True, False, True]), match="boolean")
 
 
-@pytest.mark.parametrize("case", [
-    ((M,), {}), ((I.astype(np.int8) * 30,), {"to_begin": 5, "to_end": np.array([1, 2])}),
-    ((M,), {"to_end": np.array([[1.0], [2.0]])}), ((np.array(3.0),), {"to_begin": 1.5}),
-    ((I.astype(np.uint8),), {"to_begin": np.array([7], dtype=np.uint8)}), ((CPLX_1D,), {"to_end": 2.5}),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((M,), {}),
+        ((I.astype(np.int8) * 30,), {"to_begin": 5, "to_end": np.array([1, 2])}),
+        ((M,), {"to_end": np.array([[1.0], [2.0]])}),
+        ((np.array(3.0),), {"to_begin": 1.5}),
+        ((I.astype(np.uint8),), {"to_begin": np.array([7], dtype=np.uint8)}),
+        ((CPLX_1D,), {"to_end": 2.5}),
+    ],
+)
 def test_ediff1d(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     agree(np.ediff1d, *args, **kwargs)
@@ -264,8 +328,14 @@ SEQUENCE_DTYPES = ["bool", "int8", "uint8", "int64", "uint16", "float32", "float
 
 
 @settings(max_examples=50)
-@given(st.integers(1, 7), st.integers(1, 7), st.sampled_from(SEQUENCE_DTYPES), st.sampled_from(SEQUENCE_DTYPES),
-       st.sampled_from(["full", "same", "valid"]), st.data())
+@given(
+    st.integers(1, 7),
+    st.integers(1, 7),
+    st.sampled_from(SEQUENCE_DTYPES),
+    st.sampled_from(SEQUENCE_DTYPES),
+    st.sampled_from(["full", "same", "valid"]),
+    st.data(),
+)
 def test_convolve_and_correlate_match_numpy(la: int, lv: int, da: str, dv: str, mode: str, data: Any) -> None:
     def sequence(n: int, dtype: str) -> np.ndarray:
         values = data.draw(st.lists(st.integers(-60, 120), min_size=n, max_size=n))
@@ -297,16 +367,20 @@ def test_convolve_and_correlate_errors() -> None:
 
 # ---------------------------------------------------------------- cross
 
-@pytest.mark.parametrize("case", [
-    ((rng.standard_normal(3), rng.standard_normal(3)), {}),
-    ((rng.standard_normal((4, 3)), rng.standard_normal(3)), {}),
-    ((rng.integers(-9, 9, (2, 3)).astype(np.int8), rng.integers(-9, 9, (5, 1, 3)).astype(np.int16)), {}),
-    ((rng.standard_normal((3, 4)), rng.standard_normal((4, 3))), {"axisa": 0, "axisc": 0}),
-    ((rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 2, 4))), {"axis": 0}),
-    ((rng.standard_normal((2, 3)), rng.standard_normal((3, 2))), {"axisb": 0, "axisc": -2}),
-    ((rng.integers(0, 9, (4, 3)).astype(np.uint8), rng.standard_normal((4, 3)).astype(np.float32)), {}),
-    ((CPLX_1D[:3], rng.standard_normal(3)), {}),
-])
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        ((rng.standard_normal(3), rng.standard_normal(3)), {}),
+        ((rng.standard_normal((4, 3)), rng.standard_normal(3)), {}),
+        ((rng.integers(-9, 9, (2, 3)).astype(np.int8), rng.integers(-9, 9, (5, 1, 3)).astype(np.int16)), {}),
+        ((rng.standard_normal((3, 4)), rng.standard_normal((4, 3))), {"axisa": 0, "axisc": 0}),
+        ((rng.standard_normal((3, 2, 4)), rng.standard_normal((3, 2, 4))), {"axis": 0}),
+        ((rng.standard_normal((2, 3)), rng.standard_normal((3, 2))), {"axisb": 0, "axisc": -2}),
+        ((rng.integers(0, 9, (4, 3)).astype(np.uint8), rng.standard_normal((4, 3)).astype(np.float32)), {}),
+        ((CPLX_1D[:3], rng.standard_normal(3)), {}),
+    ],
+)
 def test_cross(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     agree(np.cross, *args, rtol=1e-6, **kwargs)

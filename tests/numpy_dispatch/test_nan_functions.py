@@ -41,8 +41,7 @@ def test_nan_reductions_match_numpy(func: Callable[..., Any], data: str, axis: A
     agrees(func, DATA[data], axis=axis, keepdims=True)
 
 
-@pytest.mark.parametrize("func", [np.nanargmax, np.nanargmin, np.nancumsum, np.nancumprod],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize("func", [np.nanargmax, np.nanargmin, np.nancumsum, np.nancumprod], ids=lambda f: f.__name__)
 @pytest.mark.parametrize("data", DATA, ids=str)
 @pytest.mark.parametrize("axis", [None, 0, -1])
 def test_nan_arg_and_cumulative_functions_match_numpy(func: Callable[..., Any], data: str, axis: Any) -> None:
@@ -92,15 +91,22 @@ def test_nanargmax_counts_nan_as_minus_infinity_as_numpy() -> None:
     agrees(np.nanargmin, np.array([np.nan, np.inf]))
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda a: np.nanmax(a[:0]), ValueError, r"numpy.nanmax\(\): the maximum of an empty slice"),
-    (lambda a: np.nanmin(a[:0], axis=0), ValueError, r"numpy.nanmin\(\): the minimum of an empty slice"),
-    (lambda a: np.nanargmax(a[:0]), ValueError, r"numpy.nanargmax\(\): the argmax of an empty slice"),
-    (lambda a: np.nanargmin(a, axis=2), IndexError, "axis 2 is out of bounds"),
-    (lambda a: np.nanvar(a, ddof=1, correction=1), ValueError, "give ddof= or correction=, not both"),
-    (lambda a: np.nanmean(a, where=a > 0), TypeError, r"numpy.nanmean\(\) on NeuronArray does not support the "
-                                                       "argument where="),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda a: np.nanmax(a[:0]), ValueError, r"numpy.nanmax\(\): the maximum of an empty slice"),
+        (lambda a: np.nanmin(a[:0], axis=0), ValueError, r"numpy.nanmin\(\): the minimum of an empty slice"),
+        (lambda a: np.nanargmax(a[:0]), ValueError, r"numpy.nanargmax\(\): the argmax of an empty slice"),
+        (lambda a: np.nanargmin(a, axis=2), IndexError, "axis 2 is out of bounds"),
+        (lambda a: np.nanvar(a, ddof=1, correction=1), ValueError, "give ddof= or correction=, not both"),
+        (
+            lambda a: np.nanmean(a, where=a > 0),
+            TypeError,
+            r"numpy.nanmean\(\) on NeuronArray does not support the "
+            "argument where=",
+        ),
+    ],
+)
 def test_nan_reduction_errors_are_clear(call: Callable[[Any], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call(from_numpy(F64[0]))

@@ -14,8 +14,11 @@ def test_numpy_functions_on_bool_and_vector_edges() -> None:
     np.testing.assert_array_equal(np.asarray(np.tril(xp.asarray(v))), np.tril(v))
     np.testing.assert_array_equal(np.asarray(np.triu(xp.asarray(v), 1)), np.triu(v, 1))
     assert int(np.trace(xp.asarray(b))) == np.trace(b) and np.trace(xp.asarray(b)).dtype == np.int64
-    for call in (lambda m: np.min(m, initial=True), lambda m: np.max(m, axis=0, initial=False),
-                 lambda m: np.max(m[:0], axis=0, initial=True)):
+    for call in (
+        lambda m: np.min(m, initial=True),
+        lambda m: np.max(m, axis=0, initial=False),
+        lambda m: np.max(m[:0], axis=0, initial=True),
+    ):
         ours, theirs = call(xp.asarray(b)), call(b)
         assert ours.dtype == theirs.dtype
         np.testing.assert_array_equal(np.asarray(ours), theirs)

@@ -14,16 +14,31 @@ import trn_backend as xp
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 NAN = np.nan
-DATA = np.array([
-    [1 + 2j, complex(NAN, 0), 1 + 1j, -1 + 5j, complex(2, NAN)],
-    [3, 2, 1, 0, 1 + 1j],
-    [complex(NAN, 1), complex(NAN, -1), complex(NAN, NAN), complex(-2, NAN), 5],
-    [NAN, NAN, NAN, NAN, NAN],
-    [1 + 1j, 1 + 1j, 1 - 1j, complex(np.inf, 0), complex(-np.inf, 3)],
-])
-FUNCTIONS = [np.sort, partial(np.argsort, kind="stable"), np.max, np.min, np.amax, np.amin, np.argmax, np.argmin,
-             np.nanargmax, np.nanargmin,
-             np.ptp, np.median, np.nanmax, np.nanmin]
+DATA = np.array(
+    [
+        [1 + 2j, complex(NAN, 0), 1 + 1j, -1 + 5j, complex(2, NAN)],
+        [3, 2, 1, 0, 1 + 1j],
+        [complex(NAN, 1), complex(NAN, -1), complex(NAN, NAN), complex(-2, NAN), 5],
+        [NAN, NAN, NAN, NAN, NAN],
+        [1 + 1j, 1 + 1j, 1 - 1j, complex(np.inf, 0), complex(-np.inf, 3)],
+    ]
+)
+FUNCTIONS = [
+    np.sort,
+    partial(np.argsort, kind="stable"),
+    np.max,
+    np.min,
+    np.amax,
+    np.amin,
+    np.argmax,
+    np.argmin,
+    np.nanargmax,
+    np.nanargmin,
+    np.ptp,
+    np.median,
+    np.nanmax,
+    np.nanmin,
+]
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
@@ -46,10 +61,12 @@ def test_orders_complex_as_numpy(func, axis, dtype):
 
 def test_keepdims_and_axis_tuple():
     a = xp.asarray(DATA)
-    np.testing.assert_array_equal(np.asarray(np.max(a, axis=(0, 1), keepdims=True)),
-                                  np.max(DATA, axis=(0, 1), keepdims=True))
-    np.testing.assert_array_equal(np.asarray(np.argmin(a, axis=1, keepdims=True)),
-                                  np.argmin(DATA, axis=1, keepdims=True))
+    np.testing.assert_array_equal(
+        np.asarray(np.max(a, axis=(0, 1), keepdims=True)), np.max(DATA, axis=(0, 1), keepdims=True)
+    )
+    np.testing.assert_array_equal(
+        np.asarray(np.argmin(a, axis=1, keepdims=True)), np.argmin(DATA, axis=1, keepdims=True)
+    )
     np.testing.assert_array_equal(np.asarray(np.max(a, axis=1, initial=3)), np.max(DATA, axis=1, initial=3))
 
 
@@ -68,8 +85,9 @@ def test_empty_reduction_is_a_value_error():
 def test_complex_comparisons(name, other):
     """NumPy's ordering ufuncs on complex NeuronArrays compare lexicographically (the real parts decide only where
     neither imaginary part is NaN), as NumPy's complex loops."""
-    y = {"reversed": DATA[::-1, ::-1], "int": 1, "complex scalar": 2 + 0j,
-         "int array": np.arange(5, dtype=np.int16)}[other]
+    y = {"reversed": DATA[::-1, ::-1], "int": 1, "complex scalar": 2 + 0j, "int array": np.arange(5, dtype=np.int16)}[
+        other
+    ]
     yy = xp.asarray(y) if isinstance(y, np.ndarray) else y
     f = getattr(np, name)
     for got, want in ((f(xp.asarray(DATA), yy), f(DATA, y)), (f(yy, xp.asarray(DATA)), f(y, DATA))):

@@ -114,10 +114,12 @@ CASES: list[tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = [
 ]
 
 
-@pytest.mark.parametrize(("func", "args", "kwargs"), CASES,
-                         ids=[getattr(f, "__qualname__", getattr(f, "__name__", "")) for f, _, _ in CASES])
-def test_functions_outside_the_tables_run_in_numpy_on_host_arrays(func: Callable[..., Any], args: tuple[Any, ...],
-                                                                   kwargs: dict[str, Any]) -> None:
+@pytest.mark.parametrize(
+    ("func", "args", "kwargs"), CASES, ids=[getattr(f, "__qualname__", getattr(f, "__name__", "")) for f, _, _ in CASES]
+)
+def test_functions_outside_the_tables_run_in_numpy_on_host_arrays(
+    func: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
     assert _outside_the_tables(func), f"{func} has an entry in the tables now: pick another function here"
     _same(func(*_neuron(args), **_neuron(kwargs)), func(*args, **kwargs), wrapped=_is_ufunc(func))
 
@@ -190,6 +192,7 @@ def test_host_views_search_tuples_lists_and_dicts() -> None:
 
 # ---------------------------------------------------------------- arrays off the host
 
+
 class _Elsewhere(xp.NeuronArray):
     """A NeuronArray that reports another device (a stand-in for a GPU or Neuron array on this CPU machine)."""
 
@@ -206,19 +209,23 @@ def _elsewhere(a: np.ndarray) -> _Elsewhere:
     return x
 
 
-@pytest.mark.parametrize(("func", "call", "name"), [
-    (np.polyfit, lambda x: np.polyfit(x, x, 1), "numpy.polyfit"),
-    (np.unwrap, lambda x: np.unwrap(x, period=7.0), "numpy.unwrap"),
-    (np.piecewise, lambda x: np.piecewise(x, [V > 1], [1.0, 0.0]), "numpy.piecewise"),
-    (np.histogram2d, lambda x: np.histogram2d(V, V, bins=3, weights=x), "numpy.histogram2d"),
-    (np.fmod, lambda x: np.fmod(x, 3.0), "numpy.fmod"),
-    (np.fmod, lambda x: np.fmod(V, 3.0, out=x), "numpy.fmod"),
-    (np.add.at, lambda x: np.add.at(x, [0], 1.0), "numpy.add.at"),
-    (np.maximum.accumulate, lambda x: np.maximum.accumulate(x), "numpy.maximum.accumulate"),
-    (np.divmod, lambda x: np.divmod(x, 2.0), "numpy.divmod"),
-])
-def test_arrays_off_the_host_are_refused_naming_function_and_device(func: Any, call: Callable[[Any], Any],
-                                                                     name: str) -> None:
+@pytest.mark.parametrize(
+    ("func", "call", "name"),
+    [
+        (np.polyfit, lambda x: np.polyfit(x, x, 1), "numpy.polyfit"),
+        (np.unwrap, lambda x: np.unwrap(x, period=7.0), "numpy.unwrap"),
+        (np.piecewise, lambda x: np.piecewise(x, [V > 1], [1.0, 0.0]), "numpy.piecewise"),
+        (np.histogram2d, lambda x: np.histogram2d(V, V, bins=3, weights=x), "numpy.histogram2d"),
+        (np.fmod, lambda x: np.fmod(x, 3.0), "numpy.fmod"),
+        (np.fmod, lambda x: np.fmod(V, 3.0, out=x), "numpy.fmod"),
+        (np.add.at, lambda x: np.add.at(x, [0], 1.0), "numpy.add.at"),
+        (np.maximum.accumulate, lambda x: np.maximum.accumulate(x), "numpy.maximum.accumulate"),
+        (np.divmod, lambda x: np.divmod(x, 2.0), "numpy.divmod"),
+    ],
+)
+def test_arrays_off_the_host_are_refused_naming_function_and_device(
+    func: Any, call: Callable[[Any], Any], name: str
+) -> None:
     assert _outside_the_tables(func), f"{name} has an entry in the tables now: pick another function here"
     x = _elsewhere(V)
     with pytest.raises(TypeError) as error:
@@ -264,6 +271,7 @@ def test_sharded_arrays_are_refused_naming_their_sharding() -> None:
 
 # ---------------------------------------------------------------- other array types keep their turn
 
+
 class _Deferring:
     """An array-like with its own __array_function__ / __array_ufunc__ that handles everything."""
 
@@ -291,11 +299,32 @@ def test_other_array_types_get_their_turn() -> None:
 
 # ---------------------------------------------------------------- the table
 
-REGISTERED = ["numpy.diag", "numpy.diagflat", "numpy.interp", "numpy.gradient", "numpy.ediff1d", "numpy.convolve",
-              "numpy.correlate", "numpy.cross", "numpy.pad", "numpy.rot90", "numpy.append", "numpy.insert",
-              "numpy.delete", "numpy.argwhere", "numpy.select", "numpy.lexsort", "numpy.linalg.lstsq",
-              "numpy.polyval", "numpy.may_share_memory", "numpy.shares_memory", "numpy.save", "numpy.savez",
-              "numpy.savez_compressed", "numpy.savetxt"]
+REGISTERED = [
+    "numpy.diag",
+    "numpy.diagflat",
+    "numpy.interp",
+    "numpy.gradient",
+    "numpy.ediff1d",
+    "numpy.convolve",
+    "numpy.correlate",
+    "numpy.cross",
+    "numpy.pad",
+    "numpy.rot90",
+    "numpy.append",
+    "numpy.insert",
+    "numpy.delete",
+    "numpy.argwhere",
+    "numpy.select",
+    "numpy.lexsort",
+    "numpy.linalg.lstsq",
+    "numpy.polyval",
+    "numpy.may_share_memory",
+    "numpy.shares_memory",
+    "numpy.save",
+    "numpy.savez",
+    "numpy.savez_compressed",
+    "numpy.savetxt",
+]
 
 
 def test_registered_names() -> None:
@@ -304,17 +333,46 @@ def test_registered_names() -> None:
 
 # The section files' tables (CASES), and the test files with tables of their own for the entries they cover
 # (a function named there as np.<name> counts).
-_SECTIONS = ("creation", "einsum", "fft", "indexing", "joins", "linalg", "logic", "mathematical", "reductions", "sets",
-             "shape", "sorting", "statistics")
-_OWN_TABLES = ("test_statistics.py", "test_nan_functions.py", "test_creation.py", "test_indexing.py",
-               "test_mathematical.py", "test_joins.py", "test_shape.py", "test_sorting.py", "test_linalg.py",
-               "test_polynomials.py", "test_memory.py", "test_io.py", "../ecosystem/test_dask.py",
-               "test_special_values.py", "test_fill_values.py")
+_SECTIONS = (
+    "creation",
+    "einsum",
+    "fft",
+    "indexing",
+    "joins",
+    "linalg",
+    "logic",
+    "mathematical",
+    "reductions",
+    "sets",
+    "shape",
+    "sorting",
+    "statistics",
+)
+_OWN_TABLES = (
+    "test_statistics.py",
+    "test_nan_functions.py",
+    "test_creation.py",
+    "test_indexing.py",
+    "test_mathematical.py",
+    "test_joins.py",
+    "test_shape.py",
+    "test_sorting.py",
+    "test_linalg.py",
+    "test_polynomials.py",
+    "test_memory.py",
+    "test_io.py",
+    "../ecosystem/test_dask.py",
+    "test_special_values.py",
+    "test_fill_values.py",
+)
 
 
 def test_every_handled_function_has_a_case() -> None:
-    covered = {str(case) for section in _SECTIONS
-               for case in importlib.import_module(f"tests.numpy_dispatch.test_{section}").CASES}
+    covered = {
+        str(case)
+        for section in _SECTIONS
+        for case in importlib.import_module(f"tests.numpy_dispatch.test_{section}").CASES
+    }
     here = pathlib.Path(__file__).parent
     elsewhere = "\n".join((here / name).read_text() for name in _OWN_TABLES)
     missing = [f for f in set(handled_functions()) - covered if f"np.{f.removeprefix('numpy.')}" not in elsewhere]
@@ -337,33 +395,43 @@ def test_docs_list_is_generated_from_the_table() -> None:
     start, end = BEGIN, END
     assert start in text and end in text
     generated = text.split(start, 1)[1].split(end, 1)[0]
-    assert generated == markdown(), "docs/numpy.md is out of date: regenerate it with " \
-                                    "python -m trn_backend.numpy_dispatch --write"
+    assert generated == markdown(), (
+        "docs/numpy.md is out of date: regenerate it with python -m trn_backend.numpy_dispatch --write"
+    )
 
 
 # ---------------------------------------------------------------- dispatch rules
 
+
 def test_incompatible_shapes_name_the_function_and_both_shapes() -> None:
     x, y = from_numpy(np.ones((2, 6))), from_numpy(np.ones(5))
     shapes_ = re.escape("shapes (2, 6) and (5,) cannot be broadcast together")
-    for call, name in ((lambda: np.isclose(x, y), "numpy.isclose"), (lambda: np.allclose(x, y), "numpy.allclose"),
-                       (lambda: np.isclose(x, np.ones(5)), "numpy.isclose"), (lambda: np.clip(x, y, 2.0), "clip"),
-                       (lambda: np.where(x > 0, x, y), "where"), (lambda: np.where(x > 0, x, np.ones(5)), "where")):
+    for call, name in (
+        (lambda: np.isclose(x, y), "numpy.isclose"),
+        (lambda: np.allclose(x, y), "numpy.allclose"),
+        (lambda: np.isclose(x, np.ones(5)), "numpy.isclose"),
+        (lambda: np.clip(x, y, 2.0), "clip"),
+        (lambda: np.where(x > 0, x, y), "where"),
+        (lambda: np.where(x > 0, x, np.ones(5)), "where"),
+    ):
         with pytest.raises(ValueError, match=f"{re.escape(name)}\\(\\): {shapes_}"):
             call()
 
 
-@pytest.mark.parametrize(("call", "argument"), [
-    (lambda a: np.sum(a, where=np.ones(4, dtype=bool)), "where="),
-    (lambda a: np.mean(a, where=a > 0), "where="),
-    (lambda a: np.reshape(a, (4, 3), order="F"), "order='F'"),
-    (lambda a: np.unique(a, axis=0), "axis=0"),
-    (lambda a: np.linalg.svd(a, hermitian=True), "hermitian=True"),
-    (lambda a: np.einsum("ij->", a, order="F"), "order='F'"),
-    (lambda a: np.einsum_path("ij->", a, einsum_call=True), "einsum_call=True"),
-    (lambda a: np.std(a, mean=np.mean(a)), "mean="),
-    (lambda a: np.zeros_like(a, subok=False), "subok=False"),
-])
+@pytest.mark.parametrize(
+    ("call", "argument"),
+    [
+        (lambda a: np.sum(a, where=np.ones(4, dtype=bool)), "where="),
+        (lambda a: np.mean(a, where=a > 0), "where="),
+        (lambda a: np.reshape(a, (4, 3), order="F"), "order='F'"),
+        (lambda a: np.unique(a, axis=0), "axis=0"),
+        (lambda a: np.linalg.svd(a, hermitian=True), "hermitian=True"),
+        (lambda a: np.einsum("ij->", a, order="F"), "order='F'"),
+        (lambda a: np.einsum_path("ij->", a, einsum_call=True), "einsum_call=True"),
+        (lambda a: np.std(a, mean=np.mean(a)), "mean="),
+        (lambda a: np.zeros_like(a, subok=False), "subok=False"),
+    ],
+)
 def test_unsupported_arguments_raise_type_error_naming_them(call, argument) -> None:
     with pytest.raises(TypeError, match=re.escape(argument)):
         call(from_numpy(M))
@@ -455,8 +523,10 @@ def test_the_generated_binding_agrees_with_signature_bind(func) -> None:
     for parameter names the generated code uses itself (which keep ``Signature.bind``); errors included."""
     binder = Binder(inspect.signature(func))
     for args, kwargs in _calls(inspect.signature(func)):
-        assert _bind_outcome(lambda: binder(args, kwargs)) == \
-            _bind_outcome(lambda: binder.bind(args, kwargs)), (args, kwargs)  # noqa: B023 (called at once)
+        assert _bind_outcome(lambda: binder(args, kwargs)) == _bind_outcome(lambda: binder.bind(args, kwargs)), (
+            args,
+            kwargs,
+        )  # noqa: B023 (called at once)
 
 
 def test_binding_reaches_the_implementation_in_every_spelling() -> None:
@@ -464,12 +534,25 @@ def test_binding_reaches_the_implementation_in_every_spelling() -> None:
     straight from the namespace, whose parameters are positional-only there)."""
     a = from_numpy(M)
     for calls, expected in (
-            ((lambda: np.sum(a, 1, None, None, True), lambda: np.sum(a, axis=1, keepdims=True),
-              lambda: np.sum(keepdims=True, a=a, axis=1)), np.sum(M, axis=1, keepdims=True)),
-            ((lambda: np.astype(a, np.float32), lambda: np.astype(a, "float32", copy=False)), M.astype(np.float32)),
-            ((lambda: np.linalg.vector_norm(a, axis=1, ord=1),), np.linalg.vector_norm(M, axis=1, ord=1)),
-            ((lambda: np.einsum("ij->j", a), lambda: np.einsum(a, [0, 1], [1]),
-              lambda: np.einsum("ij->j", a, optimize=True)), M.sum(axis=0))):
+        (
+            (
+                lambda: np.sum(a, 1, None, None, True),
+                lambda: np.sum(a, axis=1, keepdims=True),
+                lambda: np.sum(keepdims=True, a=a, axis=1),
+            ),
+            np.sum(M, axis=1, keepdims=True),
+        ),
+        ((lambda: np.astype(a, np.float32), lambda: np.astype(a, "float32", copy=False)), M.astype(np.float32)),
+        ((lambda: np.linalg.vector_norm(a, axis=1, ord=1),), np.linalg.vector_norm(M, axis=1, ord=1)),
+        (
+            (
+                lambda: np.einsum("ij->j", a),
+                lambda: np.einsum(a, [0, 1], [1]),
+                lambda: np.einsum("ij->j", a, optimize=True),
+            ),
+            M.sum(axis=0),
+        ),
+    ):
         for call in calls:
             assert_same_results(call(), expected, rtol=OTHER_ORDER)
 
@@ -482,27 +565,35 @@ def test_dtype_spellings_convert_the_same_every_time() -> None:
             assert np.sum(a, dtype=spelling).dtype == xp.float64
         assert np.sum(a, dtype=int).dtype == xp.int64
         assert np.sum(a, dtype=np.float16).dtype == xp.float16  # an extension dtype
-        for bad, message in ((np.longdouble, "float128 is not supported"), ("bogus", "'bogus' is not a dtype"),
-                             ([("f", "f8")], "is not supported")):
+        for bad, message in (
+            (np.longdouble, "float128 is not supported"),
+            ("bogus", "'bogus' is not a dtype"),
+            ([("f", "f8")], "is not supported"),
+        ):
             with pytest.raises(TypeError, match=re.escape(message)):
                 np.sum(a, dtype=bad)
 
 
 def test_mixed_numpy_and_neuron_inputs_give_neuron_arrays() -> None:
     a = from_numpy(M)
-    for result, expected in ((np.concatenate([a, N.T[:1]]), np.concatenate([M, N.T[:1]])),
-                             (np.dot(M, from_numpy(N)), np.dot(M, N)),
-                             (np.einsum("ij,jk->ik", M, from_numpy(N)), M @ N),
-                             (np.where(M > 0, a, [1.0, 2.0, 3.0, 4.0]), np.where(M > 0, M, [1.0, 2, 3, 4])),
-                             (np.stack([a, [[1, 2, 3, 4]] * 3]), np.stack([M, [[1, 2, 3, 4]] * 3]))):
+    for result, expected in (
+        (np.concatenate([a, N.T[:1]]), np.concatenate([M, N.T[:1]])),
+        (np.dot(M, from_numpy(N)), np.dot(M, N)),
+        (np.einsum("ij,jk->ik", M, from_numpy(N)), M @ N),
+        (np.where(M > 0, a, [1.0, 2.0, 3.0, 4.0]), np.where(M > 0, M, [1.0, 2, 3, 4])),
+        (np.stack([a, [[1, 2, 3, 4]] * 3]), np.stack([M, [[1, 2, 3, 4]] * 3])),
+    ):
         assert_same_results(result, expected, rtol=OTHER_ORDER)
 
 
 def test_numpy_inputs_move_to_the_neuron_arrays_device() -> None:
     # torch's meta device stands in for an accelerator: shapes and dtypes only, no host data
     on_device = xp.NeuronArray(torch.empty(3, dtype=torch.float64, device="meta"))
-    for result in (np.concatenate([on_device, np.ones(2)]), np.einsum("i,i->", on_device, np.ones(3)),
-                   np.where(np.array([True, False, True]), on_device, np.zeros(3))):
+    for result in (
+        np.concatenate([on_device, np.ones(2)]),
+        np.einsum("i,i->", on_device, np.ones(3)),
+        np.where(np.array([True, False, True]), on_device, np.zeros(3)),
+    ):
         assert isinstance(result, xp.NeuronArray) and result.device.type == "meta"
 
 

@@ -10,8 +10,11 @@ from tests.numpy_dispatch.calls import WITH_NAN, Case, I, _apply, _neuron, _nump
 from tests.support import assert_same_results
 
 CASES = [
-    Case(np.isin, (I, [0, 1, 2])), Case(np.isin, (I, [0, 1]), {"invert": True}), Case(np.unique, (I,)),
-    Case(np.unique, (WITH_NAN,)), Case(np.unique, (WITH_NAN,), {"equal_nan": False}),
+    Case(np.isin, (I, [0, 1, 2])),
+    Case(np.isin, (I, [0, 1]), {"invert": True}),
+    Case(np.unique, (I,)),
+    Case(np.unique, (WITH_NAN,)),
+    Case(np.unique, (WITH_NAN,), {"equal_nan": False}),
     Case(np.unique, (I,), {"return_index": True, "return_inverse": True, "return_counts": True}),
     Case(np.unique_values, (np.array([3, 1, 1, 2]),), post=np.sort),
     Case(np.unique_counts, (np.array([3, 1, 1]),), post=lambda r: np.sort(np.stack(r), axis=1)),

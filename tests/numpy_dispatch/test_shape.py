@@ -29,14 +29,32 @@ rng = np.random.default_rng(7)
 
 
 CASES = [
-    Case(np.transpose, (T3,)), Case(np.transpose, (T3,), {"axes": (1, -1, 0)}), Case(np.moveaxis, (T3, 0, -1)),
-    Case(np.swapaxes, (T3, 0, 2)), Case(np.reshape, (T3, (4, -1))), Case(np.reshape, (T3, 24)), Case(np.ravel, (T3,)),
-    Case(np.atleast_1d, (M,)), Case(np.atleast_1d, (np.float64(2.0), V)), Case(np.atleast_2d, (V,)),
-    Case(np.atleast_3d, (V, M)), Case(np.squeeze, (M[None, :, None],)), Case(np.squeeze, (M[None],), {"axis": 0}),
-    Case(np.expand_dims, (M, (0, 3))), Case(np.broadcast_to, (V, (3, 4))), Case(np.broadcast_arrays, (V, M[:, :1])),
-    Case(np.flip, (T3,)), Case(np.flip, (T3,), {"axis": (0, 2)}), Case(np.unstack, (T3,), {"axis": 1}),
-    Case(np.unstack, (V,)), Case(np.roll, (T3, 2)), Case(np.roll, (T3, (1, -1)), {"axis": (0, 2)}),
-    Case(np.shape, (T3,)), Case(np.ndim, (T3,)), Case(np.size, (T3,)), Case(np.size, (T3, -1)),
+    Case(np.transpose, (T3,)),
+    Case(np.transpose, (T3,), {"axes": (1, -1, 0)}),
+    Case(np.moveaxis, (T3, 0, -1)),
+    Case(np.swapaxes, (T3, 0, 2)),
+    Case(np.reshape, (T3, (4, -1))),
+    Case(np.reshape, (T3, 24)),
+    Case(np.ravel, (T3,)),
+    Case(np.atleast_1d, (M,)),
+    Case(np.atleast_1d, (np.float64(2.0), V)),
+    Case(np.atleast_2d, (V,)),
+    Case(np.atleast_3d, (V, M)),
+    Case(np.squeeze, (M[None, :, None],)),
+    Case(np.squeeze, (M[None],), {"axis": 0}),
+    Case(np.expand_dims, (M, (0, 3))),
+    Case(np.broadcast_to, (V, (3, 4))),
+    Case(np.broadcast_arrays, (V, M[:, :1])),
+    Case(np.flip, (T3,)),
+    Case(np.flip, (T3,), {"axis": (0, 2)}),
+    Case(np.unstack, (T3,), {"axis": 1}),
+    Case(np.unstack, (V,)),
+    Case(np.roll, (T3, 2)),
+    Case(np.roll, (T3, (1, -1)), {"axis": (0, 2)}),
+    Case(np.shape, (T3,)),
+    Case(np.ndim, (T3,)),
+    Case(np.size, (T3,)),
+    Case(np.size, (T3, -1)),
     Case(np.matrix_transpose, (T3,)),
 ]
 
@@ -72,6 +90,7 @@ def test_manipulation_matches_numpy(data, shift) -> None:
 
 # ---------------------------------------------------------------- rot90
 
+
 @pytest.mark.parametrize("k", [-3, -1, 0, 1, 2, 3, 6])
 @pytest.mark.parametrize("axes", [(0, 1), (1, 0), (2, 0), (-1, 1)])
 def test_rot90(k: int, axes: tuple[int, int]) -> None:
@@ -85,8 +104,9 @@ def test_rot90_errors() -> None:
     raises_like_numpy(ValueError, np.rot90, M, axes=(0, 3), match="out of range")
 
 
-@pytest.mark.parametrize(("source", "destination"), [(range(2), [2, 3]), (np.array([0, 1]), (2, 3)),
-                                                     (np.arange(1), range(3, 4))])
+@pytest.mark.parametrize(
+    ("source", "destination"), [(range(2), [2, 3]), (np.array([0, 1]), (2, 3)), (np.arange(1), range(3, 4))]
+)
 def test_moveaxis_takes_any_sequence_of_axes(source, destination) -> None:
     x = np.arange(24.0).reshape(1, 2, 3, 4)
     assert_same(np.moveaxis(xp.asarray(x), source, destination), np.moveaxis(x, source, destination))

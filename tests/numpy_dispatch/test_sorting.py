@@ -32,12 +32,19 @@ rng = np.random.default_rng(7)
 
 
 CASES = [
-    Case(np.flatnonzero, (I,)), Case(np.count_nonzero, (I,), {"axis": 0}), Case(np.searchsorted, (SORTED, V)),
+    Case(np.flatnonzero, (I,)),
+    Case(np.count_nonzero, (I,), {"axis": 0}),
+    Case(np.searchsorted, (SORTED, V)),
     Case(np.searchsorted, (SORTED, 0.5), {"side": "right"}),
-    Case(np.searchsorted, (SORTED[::-1], V), {"sorter": np.arange(5, -1, -1)}), Case(np.sort, (M,)),
-    Case(np.sort, (M,), {"axis": None}), Case(np.sort, (WITH_NAN,), {"kind": "stable"}),
-    Case(np.argsort, (I,), {"kind": "stable"}), Case(np.argsort, (M,), {"axis": 0, "stable": True}),
-    Case(np.argmax, (M,)), Case(np.argmax, (M,), {"axis": 1, "keepdims": True}), Case(np.argmin, (WITH_NAN,)),
+    Case(np.searchsorted, (SORTED[::-1], V), {"sorter": np.arange(5, -1, -1)}),
+    Case(np.sort, (M,)),
+    Case(np.sort, (M,), {"axis": None}),
+    Case(np.sort, (WITH_NAN,), {"kind": "stable"}),
+    Case(np.argsort, (I,), {"kind": "stable"}),
+    Case(np.argsort, (M,), {"axis": 0, "stable": True}),
+    Case(np.argmax, (M,)),
+    Case(np.argmax, (M,), {"axis": 1, "keepdims": True}),
+    Case(np.argmin, (WITH_NAN,)),
     Case(np.argmin, (I,), {"axis": 0}),
 ]
 
@@ -71,20 +78,24 @@ def test_searchsorted_matches_numpy(a, v, side) -> None:
 
 # ---------------------------------------------------------------- argwhere and lexsort
 
+
 @pytest.mark.parametrize("a", [I, I > 0, np.array(3), np.array(0.0), np.zeros((2, 0)), rng.standard_normal(4) > 0])
 def test_argwhere(a: np.ndarray) -> None:
     agree(np.argwhere, a)
 
 
-@pytest.mark.parametrize("case", [
-    (((np.array([1, 1, 0, 0, 1]), np.array([3, 1, 2, 1, 3])),), {}),
-    ((np.array([[1, 1, 0, 0, 1], [3, 1, 2, 1, 3], [0, 1, 1, 0, 0]]),), {}),
-    (((rng.integers(0, 2, (3, 6)), rng.integers(0, 3, (3, 6))),), {"axis": 0}),
-    (((rng.integers(0, 2, (3, 6)).astype(np.uint64), rng.standard_normal((3, 6)) > 0),), {"axis": -1}),
-    (((np.array([1.0, np.nan, 1.0, 0.0]), np.array([2.0, 2.0, np.nan, 2.0])),), {}),
-    (((np.array([3, 1, 2, 1]), np.array([1 + 2j, 1 + 1j, 0 + 5j, 1 + 1j])),), {}),
-    ((np.array([3, 1, 2]),), {}),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        (((np.array([1, 1, 0, 0, 1]), np.array([3, 1, 2, 1, 3])),), {}),
+        ((np.array([[1, 1, 0, 0, 1], [3, 1, 2, 1, 3], [0, 1, 1, 0, 0]]),), {}),
+        (((rng.integers(0, 2, (3, 6)), rng.integers(0, 3, (3, 6))),), {"axis": 0}),
+        (((rng.integers(0, 2, (3, 6)).astype(np.uint64), rng.standard_normal((3, 6)) > 0),), {"axis": -1}),
+        (((np.array([1.0, np.nan, 1.0, 0.0]), np.array([2.0, 2.0, np.nan, 2.0])),), {}),
+        (((np.array([3, 1, 2, 1]), np.array([1 + 2j, 1 + 1j, 0 + 5j, 1 + 1j])),), {}),
+        ((np.array([3, 1, 2]),), {}),
+    ],
+)
 def test_lexsort(case: tuple[tuple[Any, ...], dict[str, Any]]) -> None:
     args, kwargs = case
     agree(np.lexsort, *args, **kwargs)

@@ -65,9 +65,11 @@ def test_lazily_conjugated_operands_reach_every_mode(mode: str) -> None:
         assert_same(xp.matmul(imag, xp.asarray(w.real)), -z.numpy().imag @ w.real, rtol=1e-12)
 
 
-@given(a=st.lists(st.sampled_from(SPECIAL), min_size=1, max_size=7),
-       v=st.lists(st.sampled_from(SPECIAL), min_size=1, max_size=7),
-       mode=st.sampled_from(("full", "same", "valid")))
+@given(
+    a=st.lists(st.sampled_from(SPECIAL), min_size=1, max_size=7),
+    v=st.lists(st.sampled_from(SPECIAL), min_size=1, max_size=7),
+    mode=st.sampled_from(("full", "same", "valid")),
+)
 def test_convolve_and_correlate_with_inf_and_nan_match_numpy(a: list[float], v: list[float], mode: str) -> None:
     a_, v_ = np.array(a), np.array(v)
     with np.errstate(all="ignore"):
@@ -91,11 +93,12 @@ def test_complex_correlate_with_inf_and_nan(data: st.DataObject, mode: str) -> N
     v = _complex(data.draw(_parts(lv)), data.draw(_parts(lv)))
     # the textbook products of each lag's overlapping entries (NumPy's own complex correlate sums through BLAS)
     cv = np.conj(v)
-    full = np.array([_textbook_dot(a[max(k, 0):min(la, k + lv)], cv[max(-k, 0):min(lv, la - k)])
-                     for k in range(-(lv - 1), la)])
+    full = np.array(
+        [_textbook_dot(a[max(k, 0) : min(la, k + lv)], cv[max(-k, 0) : min(lv, la - k)]) for k in range(-(lv - 1), la)]
+    )
     with np.errstate(all="ignore"):
         window = np.correlate(np.ones(la), np.ones(lv), mode).shape[0]  # the mode's lag count, NumPy's
     long, short = max(la, lv), min(la, lv)
     start = {"full": 0, "valid": short - 1, "same": short - 1 - short // 2 if la >= lv else short // 2}[mode]
-    assert_same(np.correlate(xp.asarray(a), xp.asarray(v), mode), full[start:start + window], rtol=1e-12)
+    assert_same(np.correlate(xp.asarray(a), xp.asarray(v), mode), full[start : start + window], rtol=1e-12)
     assert window == {"full": la + lv - 1, "valid": long - short + 1, "same": long}[mode]

@@ -53,10 +53,29 @@ DATA = {"float64": F64, "float32": F32, "int64": I64, "int8": I8, "nan": WITH_NA
 AXES = [None, 0, -1, (0, 2)]
 
 REGISTERED = (
-    "numpy.average", "numpy.bincount", "numpy.corrcoef", "numpy.cov", "numpy.histogram", "numpy.median",
-    "numpy.nanargmax", "numpy.nanargmin", "numpy.nancumprod", "numpy.nancumsum", "numpy.nanmax", "numpy.nanmean",
-    "numpy.nanmedian", "numpy.nanmin", "numpy.nanpercentile", "numpy.nanprod", "numpy.nanquantile",
-    "numpy.nanstd", "numpy.nansum", "numpy.nanvar", "numpy.percentile", "numpy.quantile")
+    "numpy.average",
+    "numpy.bincount",
+    "numpy.corrcoef",
+    "numpy.cov",
+    "numpy.histogram",
+    "numpy.median",
+    "numpy.nanargmax",
+    "numpy.nanargmin",
+    "numpy.nancumprod",
+    "numpy.nancumsum",
+    "numpy.nanmax",
+    "numpy.nanmean",
+    "numpy.nanmedian",
+    "numpy.nanmin",
+    "numpy.nanpercentile",
+    "numpy.nanprod",
+    "numpy.nanquantile",
+    "numpy.nanstd",
+    "numpy.nansum",
+    "numpy.nanvar",
+    "numpy.percentile",
+    "numpy.quantile",
+)
 
 
 def test_every_function_is_registered() -> None:
@@ -64,6 +83,7 @@ def test_every_function_is_registered() -> None:
 
 
 # ---------------------------------------------------------------- median, quantile, percentile
+
 
 @pytest.mark.parametrize("data", DATA, ids=str)
 @pytest.mark.parametrize("axis", AXES, ids=str)
@@ -107,14 +127,18 @@ finite = st.floats(-1e6, 1e6, allow_nan=False, allow_subnormal=False)
 
 
 @settings(max_examples=40)
-@given(data=st.data(), method=st.sampled_from(QUANTILE_METHODS), dtype=st.sampled_from(["float64", "float32",
-                                                                                        "int64", "int16"]))
+@given(
+    data=st.data(),
+    method=st.sampled_from(QUANTILE_METHODS),
+    dtype=st.sampled_from(["float64", "float32", "int64", "int16"]),
+)
 def test_quantile_family_matches_numpy_on_drawn_arrays(data: Any, method: str, dtype: str) -> None:
     shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=5), label="shape")
     elements = finite if dtype.startswith("float") else st.integers(-1000, 1000)
     a = data.draw(hnp.arrays(dtype, shape, elements=elements), label="a")
-    q = data.draw(st.one_of(st.floats(0, 1), hnp.arrays("float64", st.integers(0, 3), elements=st.floats(0, 1))),
-                  label="q")
+    q = data.draw(
+        st.one_of(st.floats(0, 1), hnp.arrays("float64", st.integers(0, 3), elements=st.floats(0, 1))), label="q"
+    )
     axis = data.draw(st.sampled_from([None, *range(-a.ndim, a.ndim)]), label="axis")
     keepdims = data.draw(st.booleans(), label="keepdims")
     agrees(np.quantile, a, q, axis=axis, method=method, keepdims=keepdims)
@@ -138,11 +162,13 @@ def test_quantile_with_weights_matches_numpy() -> None:
 
 def test_quantile_takes_q_as_a_neuron_array() -> None:
     q = np.array([0.2, 0.8])
-    assert_same_results(np.quantile(from_numpy(F64), from_numpy(q), axis=0), np.quantile(F64, q, axis=0),
-                        rtol=STATISTICS, atol=1e-12)
+    assert_same_results(
+        np.quantile(from_numpy(F64), from_numpy(q), axis=0), np.quantile(F64, q, axis=0), rtol=STATISTICS, atol=1e-12
+    )
     # the data moves to q's device
-    assert_same_results(np.quantile(F64, from_numpy(q), axis=0), np.quantile(F64, q, axis=0),
-                        rtol=STATISTICS, atol=1e-12)
+    assert_same_results(
+        np.quantile(F64, from_numpy(q), axis=0), np.quantile(F64, q, axis=0), rtol=STATISTICS, atol=1e-12
+    )
 
 
 def test_quantile_writes_out() -> None:
@@ -153,42 +179,54 @@ def test_quantile_writes_out() -> None:
 
 
 def test_all_nan_slices_warn_and_give_nan() -> None:
-    for func in (np.nanmedian, lambda a, axis: np.nanquantile(a, [0.5, 0.9], axis=axis),
-                 lambda a, axis: np.nanpercentile(a, 50, axis=axis, method="lower")):
+    for func in (
+        np.nanmedian,
+        lambda a, axis: np.nanquantile(a, [0.5, 0.9], axis=axis),
+        lambda a, axis: np.nanpercentile(a, 50, axis=axis, method="lower"),
+    ):
         agrees(func, WITH_NAN, axis=1)
     agrees(np.nanmedian, np.array([np.nan, np.nan]))
     agrees(np.median, np.zeros((0, 3)), axis=0)  # Mean of empty slice
     agrees(np.nanmedian, np.zeros((2, 0)), axis=1)
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda a: np.quantile(a, 1.5), ValueError, r"numpy.quantile\(\): q must be in the range \[0, 1\]"),
-    (lambda a: np.quantile(a, np.nan), ValueError, r"q must be in the range"),
-    (lambda a: np.percentile(a, -1), ValueError, r"numpy.percentile\(\): q must be in the range \[0, 100\]"),
-    (lambda a: np.quantile(a, 0.5, method="bogus"), ValueError, r"method='bogus' is not one of NumPy's"),
-    (lambda a: np.quantile(a, np.zeros((1, 1, 1))), ValueError, r"q must be a scalar, 1-d or 2-d"),
-    (lambda a: np.quantile(a, 0.5, weights=np.ones(a.shape)), ValueError, "only method='inverted_cdf'"),
-    (lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=np.ones(5)), TypeError, "need axis="),
-    (lambda a: np.quantile(a, 0.5, axis=0, method="inverted_cdf", weights=np.ones(5)), ValueError,
-     r"weights of shape \(5,\) do not match"),
-    (lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=-np.ones(a.shape)), ValueError,
-     "non-negative"),
-    (lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=np.zeros(a.shape)), ValueError,
-     "sum to zero"),
-    (lambda a: np.quantile(a[:, :0], 0.5, axis=1), IndexError, "axes of total length 0"),
-    (lambda a: np.quantile(a, 0.5, axis=3), IndexError, "axis 3 is out of bounds"),
-    (lambda a: np.quantile(a + 1j, 0.5), TypeError, r"numpy.quantile\(\): complex128 input is not supported"),
-    (lambda a: np.nanmedian(a + 1j), TypeError, r"numpy.nanmedian\(\): complex128"),
-    (lambda a: np.quantile(a > 0, 0.5), TypeError, r"numpy.quantile\(\): bool input is not supported with "
-                                                   "method='linear'"),
-    (lambda a: np.quantile(a, 1j), TypeError, "q must be real"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda a: np.quantile(a, 1.5), ValueError, r"numpy.quantile\(\): q must be in the range \[0, 1\]"),
+        (lambda a: np.quantile(a, np.nan), ValueError, r"q must be in the range"),
+        (lambda a: np.percentile(a, -1), ValueError, r"numpy.percentile\(\): q must be in the range \[0, 100\]"),
+        (lambda a: np.quantile(a, 0.5, method="bogus"), ValueError, r"method='bogus' is not one of NumPy's"),
+        (lambda a: np.quantile(a, np.zeros((1, 1, 1))), ValueError, r"q must be a scalar, 1-d or 2-d"),
+        (lambda a: np.quantile(a, 0.5, weights=np.ones(a.shape)), ValueError, "only method='inverted_cdf'"),
+        (lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=np.ones(5)), TypeError, "need axis="),
+        (
+            lambda a: np.quantile(a, 0.5, axis=0, method="inverted_cdf", weights=np.ones(5)),
+            ValueError,
+            r"weights of shape \(5,\) do not match",
+        ),
+        (lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=-np.ones(a.shape)), ValueError, "non-negative"),
+        (lambda a: np.quantile(a, 0.5, method="inverted_cdf", weights=np.zeros(a.shape)), ValueError, "sum to zero"),
+        (lambda a: np.quantile(a[:, :0], 0.5, axis=1), IndexError, "axes of total length 0"),
+        (lambda a: np.quantile(a, 0.5, axis=3), IndexError, "axis 3 is out of bounds"),
+        (lambda a: np.quantile(a + 1j, 0.5), TypeError, r"numpy.quantile\(\): complex128 input is not supported"),
+        (lambda a: np.nanmedian(a + 1j), TypeError, r"numpy.nanmedian\(\): complex128"),
+        (
+            lambda a: np.quantile(a > 0, 0.5),
+            TypeError,
+            r"numpy.quantile\(\): bool input is not supported with "
+            "method='linear'",
+        ),
+        (lambda a: np.quantile(a, 1j), TypeError, "q must be real"),
+    ],
+)
 def test_quantile_errors_are_clear(call: Callable[[Any], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call(from_numpy(F64[0]))
 
 
 # ---------------------------------------------------------------- average, cov, corrcoef
+
 
 @pytest.mark.parametrize("data", ["float64", "float32", "int64"])
 def test_average_matches_numpy(data: str) -> None:
@@ -204,11 +242,14 @@ def test_average_matches_numpy(data: str) -> None:
     agrees(np.average, a + 1j, axis=0, weights=weights)
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda a: np.average(a, weights=np.ones(4)), TypeError, r"numpy.average\(\): axis must be given"),
-    (lambda a: np.average(a, axis=0, weights=np.ones(3)), ValueError, r"weights of shape \(3,\) do not match"),
-    (lambda a: np.average(a, axis=1, weights=np.zeros(5)), ZeroDivisionError, "the weights sum to zero"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda a: np.average(a, weights=np.ones(4)), TypeError, r"numpy.average\(\): axis must be given"),
+        (lambda a: np.average(a, axis=0, weights=np.ones(3)), ValueError, r"weights of shape \(3,\) do not match"),
+        (lambda a: np.average(a, axis=1, weights=np.zeros(5)), ZeroDivisionError, "the weights sum to zero"),
+    ],
+)
 def test_average_errors_are_clear(call: Callable[[Any], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call(from_numpy(F64[0]))
@@ -220,11 +261,22 @@ FW = np.array([1, 2, 0, 3, 1, 1])
 AW = rng.random(6)
 
 
-@pytest.mark.parametrize("m", [MV, MV.astype(np.float32), rng.integers(0, 5, (3, 6)), MV + 1j * MV[::-1], MV[0]],
-                         ids=["float64", "float32", "int64", "complex128", "1-d"])
+@pytest.mark.parametrize(
+    "m",
+    [MV, MV.astype(np.float32), rng.integers(0, 5, (3, 6)), MV + 1j * MV[::-1], MV[0]],
+    ids=["float64", "float32", "int64", "complex128", "1-d"],
+)
 def test_cov_and_corrcoef_match_numpy(m: np.ndarray) -> None:
-    for options in ({}, {"rowvar": False}, {"bias": True}, {"ddof": 0}, {"fweights": FW}, {"aweights": AW},
-                    {"fweights": FW, "aweights": AW, "ddof": 2}, {"dtype": np.complex64}):
+    for options in (
+        {},
+        {"rowvar": False},
+        {"bias": True},
+        {"ddof": 0},
+        {"fweights": FW},
+        {"aweights": AW},
+        {"fweights": FW, "aweights": AW, "ddof": 2},
+        {"dtype": np.complex64},
+    ):
         agrees(np.cov, m, **options)
     for options in ({}, {"rowvar": False}, {"dtype": np.complex128}):
         agrees(np.corrcoef, m, **options)
@@ -242,17 +294,20 @@ def test_cov_edge_cases_match_numpy() -> None:
     agrees(np.cov, MV, dtype=np.float32)
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda m: np.cov(m, ddof=1.5), ValueError, r"numpy.cov\(\): ddof must be an integer"),
-    (lambda m: np.cov(from_numpy(np.zeros((2, 2, 2)))), ValueError, "m has 3 dimensions"),
-    (lambda m: np.cov(m, Y[:, :4]), ValueError, "m has 6 observations but y has 4"),
-    (lambda m: np.cov(m, fweights=FW + 0.5), TypeError, "fweights must be integers"),
-    (lambda m: np.cov(m, fweights=FW[:4]), RuntimeError, "fweights has 4 entries for 6 observations"),
-    (lambda m: np.cov(m, aweights=np.ones((2, 6))), RuntimeError, "aweights must be 1-dimensional"),
-    (lambda m: np.cov(m, aweights=-AW), ValueError, "aweights cannot be negative"),
-    (lambda m: np.cov(m + 1j, dtype=np.float32), TypeError, "would drop its imaginary part"),
-    (lambda m: np.corrcoef(m + 1j, dtype=np.float64), TypeError, r"numpy.corrcoef\(\): m is complex128"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (lambda m: np.cov(m, ddof=1.5), ValueError, r"numpy.cov\(\): ddof must be an integer"),
+        (lambda m: np.cov(from_numpy(np.zeros((2, 2, 2)))), ValueError, "m has 3 dimensions"),
+        (lambda m: np.cov(m, Y[:, :4]), ValueError, "m has 6 observations but y has 4"),
+        (lambda m: np.cov(m, fweights=FW + 0.5), TypeError, "fweights must be integers"),
+        (lambda m: np.cov(m, fweights=FW[:4]), RuntimeError, "fweights has 4 entries for 6 observations"),
+        (lambda m: np.cov(m, aweights=np.ones((2, 6))), RuntimeError, "aweights must be 1-dimensional"),
+        (lambda m: np.cov(m, aweights=-AW), ValueError, "aweights cannot be negative"),
+        (lambda m: np.cov(m + 1j, dtype=np.float32), TypeError, "would drop its imaginary part"),
+        (lambda m: np.corrcoef(m + 1j, dtype=np.float64), TypeError, r"numpy.corrcoef\(\): m is complex128"),
+    ],
+)
 def test_cov_errors_are_clear(call: Callable[[Any], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call(from_numpy(MV))
@@ -260,9 +315,14 @@ def test_cov_errors_are_clear(call: Callable[[Any], Any], error: type, message: 
 
 # ---------------------------------------------------------------- histogram, bincount
 
-SAMPLES = {"float64": rng.standard_normal(500), "float32": rng.standard_normal(500).astype(np.float32),
-           "int64": rng.integers(-5, 50, 300), "uint8": rng.integers(0, 200, 300).astype(np.uint8),
-           "constant": np.array([1.0, 1.0, 1.0]), "empty": np.array([])}
+SAMPLES = {
+    "float64": rng.standard_normal(500),
+    "float32": rng.standard_normal(500).astype(np.float32),
+    "int64": rng.integers(-5, 50, 300),
+    "uint8": rng.integers(0, 200, 300).astype(np.uint8),
+    "constant": np.array([1.0, 1.0, 1.0]),
+    "empty": np.array([]),
+}
 
 
 @pytest.mark.parametrize("data", SAMPLES, ids=str)
@@ -270,11 +330,19 @@ def test_histogram_matches_numpy(data: str) -> None:
     a = SAMPLES[data]
     # float32 data give float32 weights, which NumPy sums in float32 (we in float64, then round once)
     weights = np.abs(a) + 0.5
-    for options in ({}, {"bins": 7}, {"bins": [-1, 0, 0.5, 2]}, {"bins": np.array([-3, 0, 10, 40])},
-                    {"range": (-1, 1)}, {"range": (-1, 1), "bins": 3, "density": True}, {"weights": weights},
-                    {"weights": (weights * 3).astype(np.int64)}, {"weights": weights.astype(np.float32), "bins": 4},
-                    {"bins": [0, 1, 2], "weights": weights.astype(np.float64), "density": True},
-                    {"weights": weights + 1j}):
+    for options in (
+        {},
+        {"bins": 7},
+        {"bins": [-1, 0, 0.5, 2]},
+        {"bins": np.array([-3, 0, 10, 40])},
+        {"range": (-1, 1)},
+        {"range": (-1, 1), "bins": 3, "density": True},
+        {"weights": weights},
+        {"weights": (weights * 3).astype(np.int64)},
+        {"weights": weights.astype(np.float32), "bins": 4},
+        {"bins": [0, 1, 2], "weights": weights.astype(np.float64), "density": True},
+        {"weights": weights + 1j},
+    ):
         if "density" in options and a.size == 0:
             continue  # 0 / 0: NaN, and NumPy's floating-point warning, which torch does not give
         counts, edges = agrees(np.histogram, a, **options)
@@ -298,28 +366,43 @@ def test_histogram_of_bool_converts_with_numpy_s_warning() -> None:
     agrees(np.histogram, np.array([True, False, True]))
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda a: np.histogram(from_numpy(np.array([1.0, np.nan]))), ValueError,
-     r"numpy.histogram\(\): the data's range \[nan, nan\] is not finite"),
-    (lambda a: np.histogram(a, range=(0, np.inf)), ValueError, r"range=\(0, inf\) is not finite"),
-    (lambda a: np.histogram(a, range=(2, 1)), ValueError, "has max below min"),
-    (lambda a: np.histogram(a, bins=0), ValueError, "bins must be positive, got 0"),
-    (lambda a: np.histogram(a, bins=2.5), TypeError, "bins must be an integer or an array of edges"),
-    (lambda a: np.histogram(a, bins=[1, 0, 2]), ValueError, "must increase monotonically"),
-    (lambda a: np.histogram(a, bins=[[1, 0, 2]]), ValueError, r"bins must be 1-d when an array"),
-    (lambda a: np.histogram(a, bins=[1]), ValueError, "at least 2 edges"),
-    (lambda a: np.histogram(a, bins="auto"), TypeError, "bins='auto' .* is not supported on NeuronArray"),
-    (lambda a: np.histogram(a, weights=np.ones(3)), ValueError, r"weights have shape \(3,\), a has \(4,\)"),
-    (lambda a: np.histogram(a + 1j), TypeError, r"numpy.histogram\(\): complex128 input is not supported"),
-    (lambda a: np.histogram(a, bins=10, range=(1.0, 1.0 + 1e-15)), ValueError, "too many for the range"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda a: np.histogram(from_numpy(np.array([1.0, np.nan]))),
+            ValueError,
+            r"numpy.histogram\(\): the data's range \[nan, nan\] is not finite",
+        ),
+        (lambda a: np.histogram(a, range=(0, np.inf)), ValueError, r"range=\(0, inf\) is not finite"),
+        (lambda a: np.histogram(a, range=(2, 1)), ValueError, "has max below min"),
+        (lambda a: np.histogram(a, bins=0), ValueError, "bins must be positive, got 0"),
+        (lambda a: np.histogram(a, bins=2.5), TypeError, "bins must be an integer or an array of edges"),
+        (lambda a: np.histogram(a, bins=[1, 0, 2]), ValueError, "must increase monotonically"),
+        (lambda a: np.histogram(a, bins=[[1, 0, 2]]), ValueError, r"bins must be 1-d when an array"),
+        (lambda a: np.histogram(a, bins=[1]), ValueError, "at least 2 edges"),
+        (lambda a: np.histogram(a, bins="auto"), TypeError, "bins='auto' .* is not supported on NeuronArray"),
+        (lambda a: np.histogram(a, weights=np.ones(3)), ValueError, r"weights have shape \(3,\), a has \(4,\)"),
+        (lambda a: np.histogram(a + 1j), TypeError, r"numpy.histogram\(\): complex128 input is not supported"),
+        (lambda a: np.histogram(a, bins=10, range=(1.0, 1.0 + 1e-15)), ValueError, "too many for the range"),
+    ],
+)
 def test_histogram_errors_are_clear(call: Callable[[Any], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call(from_numpy(np.array([1.0, 2.0, 3.0, 4.0])))
 
 
-@pytest.mark.parametrize("x", [np.array([0, 1, 1, 5]), np.array([0, 3], np.uint8), np.array([True, False, True]),
-                               np.array([], np.int64), np.array([2, 2], np.int32)], ids=str)
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([0, 1, 1, 5]),
+        np.array([0, 3], np.uint8),
+        np.array([True, False, True]),
+        np.array([], np.int64),
+        np.array([2, 2], np.int32),
+    ],
+    ids=str,
+)
 def test_bincount_matches_numpy(x: np.ndarray) -> None:
     agrees(np.bincount, x)
     agrees(np.bincount, x, minlength=8)
@@ -327,19 +410,31 @@ def test_bincount_matches_numpy(x: np.ndarray) -> None:
     agrees(np.bincount, x, weights=np.arange(x.size), minlength=2)
 
 
-@pytest.mark.parametrize(("call", "error", "message"), [
-    (lambda: np.bincount(from_numpy(np.array([0, -1]))), ValueError, r"numpy.bincount\(\): x must have no "
-                                                                      "negative elements"),
-    (lambda: np.bincount(from_numpy(np.array([0.0, 1.0]))), TypeError, "x must hold integers, got float64"),
-    (lambda: np.bincount(from_numpy(np.array([[0, 1]]))), ValueError, r"x must be 1-dimensional, got shape"),
-    (lambda: np.bincount(from_numpy(np.array([0, 1])), minlength=-1), ValueError, "minlength must not be "
-                                                                                  "negative"),
-    (lambda: np.bincount(from_numpy(np.array([0, 1])), minlength=None), TypeError, "minlength=None"),
-    (lambda: np.bincount(from_numpy(np.array([0, 1])), weights=np.ones(3)), ValueError,
-     r"weights have shape \(3,\), x has \(2,\)"),
-    (lambda: np.bincount(from_numpy(np.array([0, 1])), weights=np.ones(2) * 1j), TypeError,
-     "weights must be real, got complex128"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "message"),
+    [
+        (
+            lambda: np.bincount(from_numpy(np.array([0, -1]))),
+            ValueError,
+            r"numpy.bincount\(\): x must have no "
+            "negative elements",
+        ),
+        (lambda: np.bincount(from_numpy(np.array([0.0, 1.0]))), TypeError, "x must hold integers, got float64"),
+        (lambda: np.bincount(from_numpy(np.array([[0, 1]]))), ValueError, r"x must be 1-dimensional, got shape"),
+        (lambda: np.bincount(from_numpy(np.array([0, 1])), minlength=-1), ValueError, "minlength must not be negative"),
+        (lambda: np.bincount(from_numpy(np.array([0, 1])), minlength=None), TypeError, "minlength=None"),
+        (
+            lambda: np.bincount(from_numpy(np.array([0, 1])), weights=np.ones(3)),
+            ValueError,
+            r"weights have shape \(3,\), x has \(2,\)",
+        ),
+        (
+            lambda: np.bincount(from_numpy(np.array([0, 1])), weights=np.ones(2) * 1j),
+            TypeError,
+            "weights must be real, got complex128",
+        ),
+    ],
+)
 def test_bincount_errors_are_clear(call: Callable[[], Any], error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         call()
@@ -347,22 +442,49 @@ def test_bincount_errors_are_clear(call: Callable[[], Any], error: type, message
 
 # ---------------------------------------------------------------- results stay on the device
 
+
 def test_results_are_neuron_arrays() -> None:
     a = from_numpy(WITH_NAN_NO_EMPTY)
-    results = [np.median(a), np.quantile(a, 0.5), np.percentile(a, [5, 95]), np.nanmedian(a),
-               np.nanquantile(a, 0.5), np.nanpercentile(a, 50), np.nansum(a), np.nanmean(a), np.nanstd(a),
-               np.nanvar(a), np.nanmax(a), np.nanmin(a), np.nanargmax(a), np.nanargmin(a), np.nanprod(a),
-               np.nancumsum(a), np.nancumprod(a), np.average(a), np.cov(a[0]), np.corrcoef(a[0]),
-               *np.histogram(a[0, 0]), np.bincount(from_numpy(np.array([1, 2]))), *np.average(a, returned=True)]
+    results = [
+        np.median(a),
+        np.quantile(a, 0.5),
+        np.percentile(a, [5, 95]),
+        np.nanmedian(a),
+        np.nanquantile(a, 0.5),
+        np.nanpercentile(a, 50),
+        np.nansum(a),
+        np.nanmean(a),
+        np.nanstd(a),
+        np.nanvar(a),
+        np.nanmax(a),
+        np.nanmin(a),
+        np.nanargmax(a),
+        np.nanargmin(a),
+        np.nanprod(a),
+        np.nancumsum(a),
+        np.nancumprod(a),
+        np.average(a),
+        np.cov(a[0]),
+        np.corrcoef(a[0]),
+        *np.histogram(a[0, 0]),
+        np.bincount(from_numpy(np.array([1, 2]))),
+        *np.average(a, returned=True),
+    ]
     for r in results:
         assert isinstance(r, xp.NeuronArray), type(r)
 
 
 CASES = [
-    Case(np.ptp, (M,), {"axis": 1}), Case(np.mean, (M,)), Case(np.mean, (M,), {"axis": (0, 1), "keepdims": True}),
-    Case(np.mean, (CPLX, 0)), Case(np.mean, (I,)), Case(np.mean, (I,), {"dtype": np.float64}),
-    Case(np.var, (M,), {"ddof": 1}), Case(np.var, (M,), {"axis": 0, "correction": 1}),
-    Case(np.std, (T3,), {"axis": 1}), Case(np.std, (I,)),
+    Case(np.ptp, (M,), {"axis": 1}),
+    Case(np.mean, (M,)),
+    Case(np.mean, (M,), {"axis": (0, 1), "keepdims": True}),
+    Case(np.mean, (CPLX, 0)),
+    Case(np.mean, (I,)),
+    Case(np.mean, (I,), {"dtype": np.float64}),
+    Case(np.var, (M,), {"ddof": 1}),
+    Case(np.var, (M,), {"axis": 0, "correction": 1}),
+    Case(np.std, (T3,), {"axis": 1}),
+    Case(np.std, (I,)),
 ]
 
 
@@ -377,8 +499,11 @@ def test_agrees_with_numpy(case: Case) -> None:
 
 
 @settings(max_examples=40)
-@given(data=array_and_axis(("float32", "float64", "complex128"), elements=_small), ddof=st.integers(0, 1),
-       func=st.sampled_from([np.mean, np.var, np.std]))
+@given(
+    data=array_and_axis(("float32", "float64", "complex128"), elements=_small),
+    ddof=st.integers(0, 1),
+    func=st.sampled_from([np.mean, np.var, np.std]),
+)
 def test_moments_match_numpy(data, ddof, func) -> None:
     a, axis = data
     kwargs = {"axis": axis} if func is np.mean else {"axis": axis, "ddof": ddof}

@@ -36,6 +36,7 @@ SIGNED = ("int8", "int16", "int32", "int64")
 
 # ---------------------------------------------------------------- element strategies
 
+
 def _any_float(width: int) -> st.SearchStrategy:
     return st.floats(width=width, allow_subnormal=False)
 
@@ -69,37 +70,70 @@ def _elements(dtype_name: str, domain: str) -> st.SearchStrategy:
 ALL_REAL = REAL_NAMES
 FLOATING = FLOAT_NAMES + COMPLEX_NAMES
 SPECS: dict[np.ufunc, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    np.absolute: (NUMERIC_NAMES, ("any",)), np.negative: (NUMERIC_NAMES, ("any",)),
-    np.positive: (NUMERIC_NAMES, ("any",)), np.square: (NUMERIC_NAMES, ("moderate",)),
-    np.sign: (REAL_NAMES + COMPLEX_NAMES, ("moderate",)), np.conjugate: (NUMERIC_NAMES, ("any",)),
-    np.sqrt: (FLOATING, ("moderate",)), np.exp: (FLOATING, ("moderate",)), np.expm1: (FLOAT_NAMES, ("any",)),
-    np.log: (FLOATING, ("moderate",)), np.log1p: (FLOAT_NAMES, ("any",)), np.log2: (FLOAT_NAMES, ("any",)),
-    np.log10: (FLOAT_NAMES, ("any",)), np.sin: (FLOATING, ("moderate",)), np.cos: (FLOATING, ("moderate",)),
-    np.tan: (FLOAT_NAMES, ("moderate",)), np.arcsin: (FLOAT_NAMES, ("any",)),
-    np.arccos: (FLOAT_NAMES, ("any",)), np.arctan: (FLOAT_NAMES, ("any",)),
-    np.sinh: (FLOAT_NAMES, ("moderate",)), np.cosh: (FLOAT_NAMES, ("moderate",)),
-    np.tanh: (FLOATING, ("moderate",)), np.arcsinh: (FLOAT_NAMES, ("any",)),
-    np.arccosh: (FLOAT_NAMES, ("any",)), np.arctanh: (FLOAT_NAMES, ("any",)),
-    np.floor: (ALL_REAL, ("any",)), np.ceil: (ALL_REAL, ("any",)), np.trunc: (ALL_REAL, ("any",)),
-    np.rint: (FLOAT_NAMES, ("any",)), np.isnan: (NUMERIC_NAMES, ("any",)), np.isinf: (NUMERIC_NAMES, ("any",)),
-    np.isfinite: (NUMERIC_NAMES, ("any",)), np.signbit: (FLOAT_NAMES, ("any",)),
-    np.reciprocal: (FLOATING, ("nonzero",)), np.invert: (INT_NAMES + ("bool",), ("any",)),
+    np.absolute: (NUMERIC_NAMES, ("any",)),
+    np.negative: (NUMERIC_NAMES, ("any",)),
+    np.positive: (NUMERIC_NAMES, ("any",)),
+    np.square: (NUMERIC_NAMES, ("moderate",)),
+    np.sign: (REAL_NAMES + COMPLEX_NAMES, ("moderate",)),
+    np.conjugate: (NUMERIC_NAMES, ("any",)),
+    np.sqrt: (FLOATING, ("moderate",)),
+    np.exp: (FLOATING, ("moderate",)),
+    np.expm1: (FLOAT_NAMES, ("any",)),
+    np.log: (FLOATING, ("moderate",)),
+    np.log1p: (FLOAT_NAMES, ("any",)),
+    np.log2: (FLOAT_NAMES, ("any",)),
+    np.log10: (FLOAT_NAMES, ("any",)),
+    np.sin: (FLOATING, ("moderate",)),
+    np.cos: (FLOATING, ("moderate",)),
+    np.tan: (FLOAT_NAMES, ("moderate",)),
+    np.arcsin: (FLOAT_NAMES, ("any",)),
+    np.arccos: (FLOAT_NAMES, ("any",)),
+    np.arctan: (FLOAT_NAMES, ("any",)),
+    np.sinh: (FLOAT_NAMES, ("moderate",)),
+    np.cosh: (FLOAT_NAMES, ("moderate",)),
+    np.tanh: (FLOATING, ("moderate",)),
+    np.arcsinh: (FLOAT_NAMES, ("any",)),
+    np.arccosh: (FLOAT_NAMES, ("any",)),
+    np.arctanh: (FLOAT_NAMES, ("any",)),
+    np.floor: (ALL_REAL, ("any",)),
+    np.ceil: (ALL_REAL, ("any",)),
+    np.trunc: (ALL_REAL, ("any",)),
+    np.rint: (FLOAT_NAMES, ("any",)),
+    np.isnan: (NUMERIC_NAMES, ("any",)),
+    np.isinf: (NUMERIC_NAMES, ("any",)),
+    np.isfinite: (NUMERIC_NAMES, ("any",)),
+    np.signbit: (FLOAT_NAMES, ("any",)),
+    np.reciprocal: (FLOATING, ("nonzero",)),
+    np.invert: (INT_NAMES + ("bool",), ("any",)),
     np.logical_not: (REAL_NAMES + ("bool",), ("any",)),
-    np.add: (NUMERIC_NAMES, ("any", "any")), np.subtract: (NUMERIC_NAMES, ("any", "any")),
-    np.multiply: (NUMERIC_NAMES, ("small", "small")), np.divide: (FLOATING, ("moderate", "nonzero")),
-    np.floor_divide: (REAL_NAMES, ("small", "nonzero")), np.remainder: (REAL_NAMES, ("small", "nonzero")),
-    np.power: (REAL_NAMES, ("small", "shift")), np.maximum: (REAL_NAMES, ("any", "any")),
-    np.minimum: (REAL_NAMES, ("any", "any")), np.arctan2: (FLOAT_NAMES, ("any", "any")),
-    np.hypot: (FLOAT_NAMES, ("moderate", "moderate")), np.copysign: (FLOAT_NAMES, ("any", "any")),
-    np.nextafter: (FLOAT_NAMES, ("any", "any")), np.logaddexp: (FLOAT_NAMES, ("moderate", "moderate")),
-    np.equal: (NUMERIC_NAMES + ("bool",), ("any", "any")), np.not_equal: (NUMERIC_NAMES + ("bool",), ("any", "any")),
-    np.less: (REAL_NAMES, ("any", "any")), np.less_equal: (REAL_NAMES, ("any", "any")),
-    np.greater: (REAL_NAMES, ("any", "any")), np.greater_equal: (REAL_NAMES, ("any", "any")),
-    np.logical_and: (REAL_NAMES + ("bool",), ("any", "any")), np.logical_or: (REAL_NAMES + ("bool",), ("any", "any")),
+    np.add: (NUMERIC_NAMES, ("any", "any")),
+    np.subtract: (NUMERIC_NAMES, ("any", "any")),
+    np.multiply: (NUMERIC_NAMES, ("small", "small")),
+    np.divide: (FLOATING, ("moderate", "nonzero")),
+    np.floor_divide: (REAL_NAMES, ("small", "nonzero")),
+    np.remainder: (REAL_NAMES, ("small", "nonzero")),
+    np.power: (REAL_NAMES, ("small", "shift")),
+    np.maximum: (REAL_NAMES, ("any", "any")),
+    np.minimum: (REAL_NAMES, ("any", "any")),
+    np.arctan2: (FLOAT_NAMES, ("any", "any")),
+    np.hypot: (FLOAT_NAMES, ("moderate", "moderate")),
+    np.copysign: (FLOAT_NAMES, ("any", "any")),
+    np.nextafter: (FLOAT_NAMES, ("any", "any")),
+    np.logaddexp: (FLOAT_NAMES, ("moderate", "moderate")),
+    np.equal: (NUMERIC_NAMES + ("bool",), ("any", "any")),
+    np.not_equal: (NUMERIC_NAMES + ("bool",), ("any", "any")),
+    np.less: (REAL_NAMES, ("any", "any")),
+    np.less_equal: (REAL_NAMES, ("any", "any")),
+    np.greater: (REAL_NAMES, ("any", "any")),
+    np.greater_equal: (REAL_NAMES, ("any", "any")),
+    np.logical_and: (REAL_NAMES + ("bool",), ("any", "any")),
+    np.logical_or: (REAL_NAMES + ("bool",), ("any", "any")),
     np.logical_xor: (REAL_NAMES + ("bool",), ("any", "any")),
-    np.bitwise_and: (INT_NAMES + ("bool",), ("any", "any")), np.bitwise_or: (INT_NAMES + ("bool",), ("any", "any")),
+    np.bitwise_and: (INT_NAMES + ("bool",), ("any", "any")),
+    np.bitwise_or: (INT_NAMES + ("bool",), ("any", "any")),
     np.bitwise_xor: (INT_NAMES + ("bool",), ("any", "any")),
-    np.left_shift: (INT_NAMES, ("small", "shift")), np.right_shift: (INT_NAMES, ("any", "shift")),
+    np.left_shift: (INT_NAMES, ("small", "shift")),
+    np.right_shift: (INT_NAMES, ("any", "shift")),
 }
 
 
@@ -129,8 +163,10 @@ def test_call_matches_numpy(ufunc, data) -> None:
     dtypes, domains = SPECS[ufunc]
     dtype = data.draw(st.sampled_from(dtypes), label="dtype")
     shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=ufunc.nin, max_dims=3, max_side=4))
-    inputs = [data.draw(hnp.arrays(dtype, shape, elements=_elements(dtype, domain)), label=f"x{i}")
-              for i, (shape, domain) in enumerate(zip(shapes.input_shapes, domains, strict=True))]
+    inputs = [
+        data.draw(hnp.arrays(dtype, shape, elements=_elements(dtype, domain)), label=f"x{i}")
+        for i, (shape, domain) in enumerate(zip(shapes.input_shapes, domains, strict=True))
+    ]
     assert_same(ufunc(*map(from_numpy, inputs)), numpy_answer(ufunc, *inputs), rtol=RTOL, atol=ATOL)
 
 
@@ -161,13 +197,19 @@ def test_uint64_with_signed_integers_is_an_error() -> None:
         np.add(from_numpy(np.arange(3, dtype=np.uint64)), from_numpy(np.arange(3)))
 
 
-@pytest.mark.parametrize(("ufunc", "array", "scalar"), [
-    (np.add, np.arange(3, dtype=np.int8), 5), (np.multiply, np.ones(3, dtype=np.float32), 2.5),
-    (np.subtract, np.ones(3, dtype=np.uint16), 1), (np.add, np.ones(3, dtype=np.complex64), 1j),
-    (np.maximum, np.ones(3, dtype=np.float32), np.float64(2.0)), (np.add, np.ones(3, dtype=np.int16),
-                                                                 np.int32(3)),
-    (np.less, np.arange(3, dtype=np.uint8), 1), (np.power, np.arange(3, dtype=np.float32), 2),
-])
+@pytest.mark.parametrize(
+    ("ufunc", "array", "scalar"),
+    [
+        (np.add, np.arange(3, dtype=np.int8), 5),
+        (np.multiply, np.ones(3, dtype=np.float32), 2.5),
+        (np.subtract, np.ones(3, dtype=np.uint16), 1),
+        (np.add, np.ones(3, dtype=np.complex64), 1j),
+        (np.maximum, np.ones(3, dtype=np.float32), np.float64(2.0)),
+        (np.add, np.ones(3, dtype=np.int16), np.int32(3)),
+        (np.less, np.arange(3, dtype=np.uint8), 1),
+        (np.power, np.arange(3, dtype=np.float32), 2),
+    ],
+)
 def test_scalars_promote_as_in_numpy_2(ufunc, array, scalar) -> None:
     assert_same(ufunc(from_numpy(array), scalar), ufunc(array, scalar), rtol=RTOL, atol=ATOL)
     assert_same(ufunc(scalar, from_numpy(array)), ufunc(scalar, array), rtol=RTOL, atol=ATOL)
@@ -203,8 +245,9 @@ def test_integer_division_by_zero_gives_zero_as_in_numpy(ufunc, dtype) -> None:
 
 
 @pytest.mark.parametrize("dtype", INT_NAMES)
-@pytest.mark.parametrize("ufunc", [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal],
-                         ids=lambda u: u.__name__)
+@pytest.mark.parametrize(
+    "ufunc", [np.equal, np.not_equal, np.less, np.less_equal, np.greater, np.greater_equal], ids=lambda u: u.__name__
+)
 def test_comparisons_with_python_ints_beyond_the_dtype_match_numpy_2(ufunc, dtype) -> None:
     lo, hi = int(np.iinfo(dtype).min), int(np.iinfo(dtype).max)
     a = np.array([lo, lo + 1, 0, hi - 1, hi], dtype=dtype)
@@ -221,8 +264,9 @@ def test_arithmetic_ufuncs_with_python_ints_beyond_the_dtype_overflow() -> None:
             ufunc(from_numpy(np.arange(3, dtype=np.uint8)), -1)
 
 
-@pytest.mark.parametrize("ufunc", sorted((u for u in SPECS if u.nin == 2), key=lambda u: u.__name__),
-                         ids=lambda u: u.__name__)
+@pytest.mark.parametrize(
+    "ufunc", sorted((u for u in SPECS if u.nin == 2), key=lambda u: u.__name__), ids=lambda u: u.__name__
+)
 def test_incompatible_shapes_name_the_ufunc_and_both_shapes(ufunc) -> None:
     dtype = next(d for d in ("float64", "int64", "bool") if d in SPECS[ufunc][0])
     x, y = np.ones((2, 6), dtype), np.ones(5, dtype)
@@ -234,8 +278,12 @@ def test_incompatible_shapes_name_the_ufunc_and_both_shapes(ufunc) -> None:
 
 def test_mixed_numpy_and_neuron_inputs_give_neuron_arrays() -> None:
     a, b = np.arange(6.0).reshape(2, 3), np.arange(3.0)
-    for result in (np.add(from_numpy(a), b), np.add(a, from_numpy(b)), a * from_numpy(b),
-                   np.maximum([1.0, 5.0, 0.0], from_numpy(b))):
+    for result in (
+        np.add(from_numpy(a), b),
+        np.add(a, from_numpy(b)),
+        a * from_numpy(b),
+        np.maximum([1.0, 5.0, 0.0], from_numpy(b)),
+    ):
         assert isinstance(result, xp.NeuronArray)
     assert_same(np.add(a, from_numpy(b)), a + b, rtol=RTOL, atol=ATOL)
     assert_same(np.maximum([1.0, 5.0, 0.0], from_numpy(b)), np.maximum([1.0, 5.0, 0.0], b), rtol=RTOL, atol=ATOL)
@@ -252,9 +300,15 @@ def test_numpy_inputs_move_to_the_neuron_arrays_device() -> None:
 
 # ---------------------------------------------------------------- gufuncs
 
+
 @settings(max_examples=30)
-@given(m=st.integers(1, 4), k=st.integers(1, 4), n=st.integers(1, 4),
-       batch=st.lists(st.integers(1, 3), max_size=2), dtype=st.sampled_from(["float64", "complex128", "int64"]))
+@given(
+    m=st.integers(1, 4),
+    k=st.integers(1, 4),
+    n=st.integers(1, 4),
+    batch=st.lists(st.integers(1, 3), max_size=2),
+    dtype=st.sampled_from(["float64", "complex128", "int64"]),
+)
 def test_matmul_and_vecdot_match_numpy(m, k, n, batch, dtype) -> None:
     rng = np.random.default_rng(m * 100 + k * 10 + n)
     a = (rng.standard_normal((*batch, m, k)) * 3).astype(dtype)
@@ -268,36 +322,59 @@ def test_matmul_and_vecdot_match_numpy(m, k, n, batch, dtype) -> None:
 
 # ---------------------------------------------------------------- reduce, accumulate, outer
 
+
 @pytest.mark.parametrize("ufunc", sorted(REDUCE, key=lambda u: u.__name__), ids=lambda u: u.__name__)
 @settings(max_examples=20)
 @given(data=st.data())
 def test_reduce_matches_numpy(ufunc, data) -> None:
     dtype = data.draw(st.sampled_from(REAL_NAMES + ("bool",)))
-    a = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4),
-                             elements=_elements(dtype, "small")))
-    axis = data.draw(st.sampled_from([None, 0, -1, (0, a.ndim - 1)]) | st.just(()) if a.ndim > 1 else
-                     st.sampled_from([None, 0, -1]))
+    a = data.draw(
+        hnp.arrays(
+            dtype, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=4), elements=_elements(dtype, "small")
+        )
+    )
+    axis = data.draw(
+        st.sampled_from([None, 0, -1, (0, a.ndim - 1)]) | st.just(()) if a.ndim > 1 else st.sampled_from([None, 0, -1])
+    )
     keepdims = data.draw(st.booleans())
     kwargs = {"axis": axis, "keepdims": keepdims}
     if ufunc in (np.maximum, np.minimum) and dtype == "bool":
         return  # the standard's max/min take numbers
     assert_same(ufunc.reduce(from_numpy(a), **kwargs), numpy_answer(ufunc.reduce, a, **kwargs), rtol=RTOL, atol=ATOL)
-    assert_same(ufunc.reduce(from_numpy(a)), numpy_answer(ufunc.reduce, a),
-                rtol=RTOL, atol=ATOL)  # NumPy's default axis is 0
+    assert_same(
+        ufunc.reduce(from_numpy(a)), numpy_answer(ufunc.reduce, a), rtol=RTOL, atol=ATOL
+    )  # NumPy's default axis is 0
 
 
 def test_reduce_arguments() -> None:
     a = np.arange(1, 13, dtype=np.int8).reshape(3, 4)
-    assert_same(np.add.reduce(from_numpy(a), axis=1, dtype=np.float64), np.add.reduce(a, axis=1, dtype=np.float64),
-                rtol=RTOL, atol=ATOL)
-    assert_same(np.multiply.reduce(from_numpy(a), 0, None, None, False, 2),
-                np.multiply.reduce(a, 0, None, None, False, 2), rtol=RTOL, atol=ATOL)
-    assert_same(np.maximum.reduce(from_numpy(a), axis=None, initial=100), np.maximum.reduce(a, axis=None, initial=100),
-                rtol=RTOL, atol=ATOL)
-    assert_same(np.minimum.reduce(from_numpy(a[:0]), axis=0, initial=5), np.minimum.reduce(a[:0], axis=0, initial=5),
-                rtol=RTOL, atol=ATOL)
-    assert_same(np.logical_and.reduce(from_numpy(a > 3), axis=1), np.logical_and.reduce(a > 3, axis=1),
-                rtol=RTOL, atol=ATOL)
+    assert_same(
+        np.add.reduce(from_numpy(a), axis=1, dtype=np.float64),
+        np.add.reduce(a, axis=1, dtype=np.float64),
+        rtol=RTOL,
+        atol=ATOL,
+    )
+    assert_same(
+        np.multiply.reduce(from_numpy(a), 0, None, None, False, 2),
+        np.multiply.reduce(a, 0, None, None, False, 2),
+        rtol=RTOL,
+        atol=ATOL,
+    )
+    assert_same(
+        np.maximum.reduce(from_numpy(a), axis=None, initial=100),
+        np.maximum.reduce(a, axis=None, initial=100),
+        rtol=RTOL,
+        atol=ATOL,
+    )
+    assert_same(
+        np.minimum.reduce(from_numpy(a[:0]), axis=0, initial=5),
+        np.minimum.reduce(a[:0], axis=0, initial=5),
+        rtol=RTOL,
+        atol=ATOL,
+    )
+    assert_same(
+        np.logical_and.reduce(from_numpy(a > 3), axis=1), np.logical_and.reduce(a > 3, axis=1), rtol=RTOL, atol=ATOL
+    )
     assert_same(np.logical_or.reduce(from_numpy(a), axis=0), np.logical_or.reduce(a, axis=0), rtol=RTOL, atol=ATOL)
     with pytest.raises(TypeError, match="where="):
         np.add.reduce(from_numpy(a), where=from_numpy(a > 2))
@@ -308,19 +385,28 @@ def test_reduce_arguments() -> None:
 @given(data=st.data())
 def test_accumulate_matches_numpy(ufunc, data) -> None:
     dtype = data.draw(st.sampled_from(NUMERIC_NAMES + ("bool",)))
-    a = data.draw(hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4),
-                             elements=_elements(dtype, "small")))
+    a = data.draw(
+        hnp.arrays(dtype, hnp.array_shapes(min_dims=1, max_dims=3, max_side=4), elements=_elements(dtype, "small"))
+    )
     axis = data.draw(st.integers(-a.ndim, a.ndim - 1))
-    assert_same(ufunc.accumulate(from_numpy(a), axis=axis), numpy_answer(ufunc.accumulate, a, axis=axis),
-                rtol=RTOL, atol=ATOL)
+    assert_same(
+        ufunc.accumulate(from_numpy(a), axis=axis), numpy_answer(ufunc.accumulate, a, axis=axis), rtol=RTOL, atol=ATOL
+    )
     assert_same(ufunc.accumulate(from_numpy(a)), numpy_answer(ufunc.accumulate, a), rtol=RTOL, atol=ATOL)
     if a.dtype.kind != "c":
-        assert_same(ufunc.accumulate(from_numpy(a), dtype="float64"),
-                    numpy_answer(ufunc.accumulate, a, dtype="float64"), rtol=RTOL, atol=ATOL)
+        assert_same(
+            ufunc.accumulate(from_numpy(a), dtype="float64"),
+            numpy_answer(ufunc.accumulate, a, dtype="float64"),
+            rtol=RTOL,
+            atol=ATOL,
+        )
 
 
-@pytest.mark.parametrize("ufunc", [np.add, np.multiply, np.subtract, np.maximum, np.less, np.power,
-                                   np.arctan2, np.bitwise_and], ids=lambda u: u.__name__)
+@pytest.mark.parametrize(
+    "ufunc",
+    [np.add, np.multiply, np.subtract, np.maximum, np.less, np.power, np.arctan2, np.bitwise_and],
+    ids=lambda u: u.__name__,
+)
 def test_outer_matches_numpy(ufunc) -> None:
     a, b = np.arange(1, 5).reshape(2, 2), np.arange(3)
     if ufunc is np.arctan2:
@@ -338,6 +424,7 @@ def test_methods_numpy_itself_refuses_stay_refused() -> None:
 
 
 # ---------------------------------------------------------------- out=, dtype=, where=, refusals
+
 
 def test_out_writes_into_neuron_arrays() -> None:
     a = np.arange(6.0).reshape(2, 3)
@@ -377,22 +464,29 @@ def test_out_alone_brings_numpy_inputs_to_the_device() -> None:
 
 def test_dtype_argument() -> None:
     a = np.arange(1, 5, dtype=np.int8)
-    assert_same(np.add(from_numpy(a), from_numpy(a), dtype=np.float64), np.add(a, a, dtype=np.float64),
-                rtol=RTOL, atol=ATOL)
+    assert_same(
+        np.add(from_numpy(a), from_numpy(a), dtype=np.float64), np.add(a, a, dtype=np.float64), rtol=RTOL, atol=ATOL
+    )
     assert_same(np.sqrt(from_numpy(a), dtype="float64"), np.sqrt(a, dtype="float64"), rtol=RTOL, atol=ATOL)
     assert_same(np.multiply(from_numpy(a), 3, dtype=np.int32), np.multiply(a, 3, dtype=np.int32), rtol=RTOL, atol=ATOL)
     with pytest.raises(TypeError, match="same_kind"):
         np.add(from_numpy(a.astype(np.float64)), 1, dtype=np.int32)
     with pytest.raises(TypeError, match="float128 is not supported"):
         np.add(from_numpy(a), 1, dtype=np.longdouble)
-    assert_same(np.add(from_numpy(a), 1, dtype=np.float16), np.add(a, 1, dtype=np.float16),
-                rtol=RTOL, atol=ATOL)  # an extension dtype
+    assert_same(
+        np.add(from_numpy(a), 1, dtype=np.float16), np.add(a, 1, dtype=np.float16), rtol=RTOL, atol=ATOL
+    )  # an extension dtype
 
 
-@pytest.mark.parametrize(("kwargs", "argument"), [
-    ({"where": np.array([True, False, True, True])}, "where="), ({"casting": "unsafe"}, "casting='unsafe'"),
-    ({"order": "F"}, "order='F'"), ({"subok": False}, "subok=False"),
-])
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"where": np.array([True, False, True, True])}, "where="),
+        ({"casting": "unsafe"}, "casting='unsafe'"),
+        ({"order": "F"}, "order='F'"),
+        ({"subok": False}, "subok=False"),
+    ],
+)
 def test_unsupported_ufunc_arguments_raise_type_error_naming_them(kwargs, argument) -> None:
     a = from_numpy(np.arange(4.0))
     with pytest.raises(TypeError, match=re.escape(argument)):
@@ -422,10 +516,11 @@ def test_operators_with_ndarrays_dispatch() -> None:
     a, b = np.arange(3.0), from_numpy(np.arange(3.0))
     assert_same(a + b, a + a, rtol=RTOL, atol=ATOL)
     assert_same(a < b, a < a, rtol=RTOL, atol=ATOL)
-    assert_same(a ** b, a ** a, rtol=RTOL, atol=ATOL)
+    assert_same(a**b, a**a, rtol=RTOL, atol=ATOL)
 
 
 # ---------------------------------------------------------------- the call without keywords
+
 
 def _outcome(call: Any) -> Any:
     """What a call gives: its result as NumPy values with its dtype, or its error's type and message."""
@@ -444,8 +539,11 @@ def test_a_call_without_keywords_is_the_general_call(ufunc) -> None:
     takes the general way. Both give the same values, dtypes and errors: for arrays of one shape and of two that
     broadcast or do not, Python scalars on either side, and integer, boolean and floating arrays."""
     rng = np.random.default_rng(0)
-    arrays = {"float32": rng.uniform(-3, 3, (2, 3)).astype(np.float32), "int32": rng.integers(-5, 6, (2, 3)),
-              "bool": rng.random((2, 3)) < 0.5}
+    arrays = {
+        "float32": rng.uniform(-3, 3, (2, 3)).astype(np.float32),
+        "int32": rng.integers(-5, 6, (2, 3)),
+        "bool": rng.random((2, 3)) < 0.5,
+    }
     for x in arrays.values():
         operands = [(x,), (x, x), (x, x[0]), (x[:, :1], x), (x, x[:, :2]), (x, 2), (1.5, x), (x, True)]
         for ops in operands:
@@ -467,8 +565,15 @@ def test_a_call_without_keywords_is_the_general_call(ufunc) -> None:
 
 # SciPy's ufuncs themselves: with SCIPY_ARRAY_API=1 (set for the whole test run) scipy.special.erf is SciPy's
 # array-API wrapper around them (test_scipy_ufuncs_without_the_array_api_switch covers the public names without it)
-FOREIGN = [scipy.special._ufuncs.erf, scipy.special._ufuncs.gamma, scipy.special._ufuncs.expit,
-           scipy.special._ufuncs.fresnel, np.cbrt, np.modf, np.frexp]
+FOREIGN = [
+    scipy.special._ufuncs.erf,
+    scipy.special._ufuncs.gamma,
+    scipy.special._ufuncs.expit,
+    scipy.special._ufuncs.fresnel,
+    np.cbrt,
+    np.modf,
+    np.frexp,
+]
 
 
 @pytest.mark.parametrize("ufunc", FOREIGN, ids=lambda u: u.__name__)
@@ -525,8 +630,9 @@ def test_scipy_ufuncs_without_the_array_api_switch():
     assert proc.returncode == 0, proc.stderr
 
 
-@pytest.mark.parametrize("ufunc", sorted((u for u in UFUNCS if u.nin == 1), key=lambda u: u.__name__),
-                         ids=lambda u: u.__name__)
+@pytest.mark.parametrize(
+    "ufunc", sorted((u for u in UFUNCS if u.nin == 1), key=lambda u: u.__name__), ids=lambda u: u.__name__
+)
 @pytest.mark.parametrize("shape", [(), (3,)])
 def test_every_unary_ufunc_on_bool_answers_as_numpy(ufunc, shape):
     """NumPy computes its unary ufuncs on bool as on 0 and 1 (abs, floor, isnan, square, ...), where the namespace
@@ -552,5 +658,6 @@ def test_every_unary_ufunc_on_bool_answers_as_numpy(ufunc, shape):
     else:
         assert got.dtype == xp.float64
         # the same values, to float16's rounding of NumPy's answer
-        np.testing.assert_allclose(np.asarray(got), np.asarray(want, dtype=np.float64),
-                                   rtol=2 * float(np.finfo(np.float16).eps))
+        np.testing.assert_allclose(
+            np.asarray(got), np.asarray(want, dtype=np.float64), rtol=2 * float(np.finfo(np.float16).eps)
+        )

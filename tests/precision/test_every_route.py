@@ -55,13 +55,29 @@ MODES = ("native", "fast", "sr", "dd", "bf16x6", "ozaki", "fp64")
 FORWARD = (1e-2, 1e-4, 1e-6, 1e-7, 1e-10, 1e-13)
 RELATIVE = (1e-2, 1e-5, 1e-7, 1e-10)
 BF16 = np.dtype(ml_dtypes.bfloat16)
-DTYPES = {"int32": np.dtype("int32"), "int64": np.dtype("int64"), "float16": np.dtype("float16"),
-          "bfloat16": BF16, "float32": np.dtype("float32"), "float64": np.dtype("float64"),
-          "complex64": np.dtype("complex64"), "complex128": np.dtype("complex128")}
+DTYPES = {
+    "int32": np.dtype("int32"),
+    "int64": np.dtype("int64"),
+    "float16": np.dtype("float16"),
+    "bfloat16": BF16,
+    "float32": np.dtype("float32"),
+    "float64": np.dtype("float64"),
+    "complex64": np.dtype("complex64"),
+    "complex128": np.dtype("complex128"),
+}
 PAIRS = [(d, d) for d in DTYPES] + [
-    ("int64", "float32"), ("int32", "float32"), ("float32", "float64"), ("float32", "complex64"),
-    ("float64", "complex64"), ("int64", "float64"), ("float16", "float32"), ("bfloat16", "float16"),
-    ("int32", "complex128"), ("uint32", "float32"), ("uint64", "float64")]
+    ("int64", "float32"),
+    ("int32", "float32"),
+    ("float32", "float64"),
+    ("float32", "complex64"),
+    ("float64", "complex64"),
+    ("int64", "float64"),
+    ("float16", "float32"),
+    ("bfloat16", "float16"),
+    ("int32", "complex128"),
+    ("uint32", "float32"),
+    ("uint64", "float64"),
+]
 # exponent ranges of floating entries (+-(1 + m/8) * 2**e) per family and dtype: "cancel" sums cancel, "wide" spans
 # the dtype's range (products of up to four entries stay inside it), "tiny" puts products in the subnormal range,
 # "huge" puts products of two entries on either side of the dtype's largest value
@@ -76,6 +92,7 @@ EXPONENTS["complex64"], EXPONENTS["complex128"] = EXPONENTS["float32"], EXPONENT
 
 
 # --- cases ---
+
 
 @dataclasses.dataclass
 class Case:
@@ -103,8 +120,9 @@ def _entries(dtype: str, family: str, big: bool) -> st.SearchStrategy:
         # integers: small ones, or around 2**24 where float32 stops holding them (casts round there)
         return st.integers(2**24 - 3, 2**24 + 5) if big else st.integers(0 if dtype[0] == "u" else -3, 3)
     low, high = EXPONENTS[dtype][family]
-    real = st.builds(lambda s, m, e: (-1) ** s * (1 + m / 8) * 2.0**e, st.integers(0, 1), st.integers(0, 7),
-                     st.integers(low, high))
+    real = st.builds(
+        lambda s, m, e: (-1) ** s * (1 + m / 8) * 2.0**e, st.integers(0, 1), st.integers(0, 7), st.integers(low, high)
+    )
     if dtype.startswith("complex"):
         return st.builds(complex, real, st.one_of(st.just(0.0), real))
     return real
@@ -152,13 +170,15 @@ def _layout_extra(draw, case: Case) -> None:
         case.extra["memory_limit"] = max(1, math.prod(_out_shape(case))) + draw(st.integers(0, 2))
     elif case.layout == "out":
         # NumPy's same_kind rule (ml_dtypes' bfloat16 also takes complex values: not here, no rounding keeps them)
-        same_kind = [d for d in DTYPES.values() if np.can_cast(result, d, "same_kind") and
-                     (d.kind == "c" or result.kind != "c")]
+        same_kind = [
+            d for d in DTYPES.values() if np.can_cast(result, d, "same_kind") and (d.kind == "c" or result.kind != "c")
+        ]
         case.extra["out"] = draw(st.sampled_from(same_kind))
     elif case.layout == "dtype":
         floats = [DTYPES[n] for n in ("float16", "float32", "float64", "complex64", "complex128")]
-        case.extra["dtype"] = draw(st.sampled_from([d for d in floats if all(
-            np.can_cast(x, d, "same_kind") for x in dtypes)] or [result]))
+        case.extra["dtype"] = draw(
+            st.sampled_from([d for d in floats if all(np.can_cast(x, d, "same_kind") for x in dtypes)] or [result])
+        )
     elif case.layout == "constants":
         case.extra["constants"] = sorted(draw(st.sets(st.integers(0, len(case.operands) - 1), max_size=2)))
 
@@ -173,7 +193,7 @@ def tensordot_cases(draw) -> Case:
     nd_a, nd_b = draw(st.integers(0, 3)), draw(st.integers(0, 3))
     a_labels = LABELS[:nd_a]
     k = draw(st.integers(0, min(nd_a, nd_b)))
-    free_b = "efg"[:nd_b - k]
+    free_b = "efg"[: nd_b - k]
     shared = draw(st.permutations(a_labels))[:k] if k else ()
     b_labels = list(shared) + list(free_b)
     b_labels = draw(st.permutations(b_labels)) if draw(st.booleans()) else b_labels
@@ -183,11 +203,19 @@ def tensordot_cases(draw) -> Case:
     pair = draw(st.sampled_from(PAIRS))
     family = draw(st.sampled_from(FAMILIES))
     big = draw(st.booleans())
-    operands = [draw(_array(pair[0], tuple(sizes[c] for c in a_labels), family, big)),
-                draw(_array(pair[1], tuple(sizes[c] for c in b_labels), family, big))]
+    operands = [
+        draw(_array(pair[0], tuple(sizes[c] for c in a_labels), family, big)),
+        draw(_array(pair[1], tuple(sizes[c] for c in b_labels), family, big)),
+    ]
     layout = draw(st.sampled_from(("plain", "sharded")))
-    case = Case(f"{a_labels},{''.join(b_labels)}->{output}", operands, draw(_request(layout != "sharded")),
-                layout, family, {"axes": axes})
+    case = Case(
+        f"{a_labels},{''.join(b_labels)}->{output}",
+        operands,
+        draw(_request(layout != "sharded")),
+        layout,
+        family,
+        {"axes": axes},
+    )
     return case
 
 
@@ -206,18 +234,30 @@ def matmul_cases(draw, vecdot: bool = False) -> Case:
     else:
         a_labels = draw(st.sampled_from(["k", "mk", "bmk"]))
         b_labels = draw(st.sampled_from(["k", "kn", "bkn"]))
-        keep = ("b" if "b" in a_labels + b_labels else "") + ("m" if "m" in a_labels else "") + \
-            ("n" if "n" in b_labels else "")
+        keep = (
+            ("b" if "b" in a_labels + b_labels else "")
+            + ("m" if "m" in a_labels else "")
+            + ("n" if "n" in b_labels else "")
+        )
         output = keep
         sizes = {"b": b, "m": m, "k": k, "n": n}
-    operands = [draw(_array(pair[0], tuple(sizes[c] for c in a_labels), family, big)),
-                draw(_array(pair[1], tuple(sizes[c] for c in b_labels), family, big))]
+    operands = [
+        draw(_array(pair[0], tuple(sizes[c] for c in a_labels), family, big)),
+        draw(_array(pair[1], tuple(sizes[c] for c in b_labels), family, big)),
+    ]
     layout = draw(st.sampled_from(("plain", "sharded")))
-    return Case(f"{a_labels},{b_labels}->{output}", operands, draw(_request(layout != "sharded")), layout, family,
-                {"conj": vecdot})
+    return Case(
+        f"{a_labels},{b_labels}->{output}",
+        operands,
+        draw(_request(layout != "sharded")),
+        layout,
+        family,
+        {"conj": vecdot},
+    )
 
 
 # --- the oracle: exact values and the expression on |operands| ---
+
 
 def _exact_value(x) -> tuple[Fraction, Fraction]:
     if isinstance(x, (complex, np.complexfloating)):
@@ -243,8 +283,13 @@ def exact(case: Case) -> tuple[dict, dict]:
             re, im = _exact_value(v)
             if case.extra.get("conj") and i == 0:
                 im = -im
-            values[idx] = (re, im, mpmath.sqrt(mpmath.mpf(re.numerator) / re.denominator * re
-                                               + mpmath.mpf(im.numerator) / im.denominator * im))
+            values[idx] = (
+                re,
+                im,
+                mpmath.sqrt(
+                    mpmath.mpf(re.numerator) / re.denominator * re + mpmath.mpf(im.numerator) / im.denominator * im
+                ),
+            )
         tables.append(values)
     result = {idx: (Fraction(0), Fraction(0)) for idx in itertools.product(*(range(sizes[c]) for c in output))}
     magnitude = {idx: mpmath.mpf(0) for idx in result}
@@ -264,7 +309,7 @@ def _wrapped(value: Fraction, dtype: np.dtype) -> Fraction:
     """An integer result as its dtype holds it (modular, NumPy's integer semantics)."""
     bits = dtype.itemsize * 8
     v = int(value) % 2**bits
-    return Fraction(v - 2**bits if v >= 2**(bits - 1) else v)
+    return Fraction(v - 2**bits if v >= 2 ** (bits - 1) else v)
 
 
 def _mp(x: Fraction) -> mpmath.mpf:
@@ -284,8 +329,9 @@ def _allowance(case: Case, promised: np.dtype) -> mpmath.mpf:
         for c, d in zip(labels, op.shape, strict=True):
             sizes[c] = max(sizes.get(c, 1), d)
     total = math.prod(sizes.values())
-    largest = math.prod(max(1.0, float(np.max(np.abs(op.astype(np.complex128))))) if op.size else 1.0
-                        for op in case.operands)
+    largest = math.prod(
+        max(1.0, float(np.max(np.abs(op.astype(np.complex128))))) if op.size else 1.0 for op in case.operands
+    )
     tiny = max(_tiny(d) for d in [promised, *(op.dtype for op in case.operands)])
     return mpmath.mpf(tiny) * (len(case.operands) + 1) * total * total * mpmath.mpf(largest)
 
@@ -299,16 +345,19 @@ def _tiny(dtype: np.dtype) -> float:
 
 # --- the checks ---
 
-def check(case: Case, run: Callable[[], object], claimed: Callable[[], float | None], *,
-          promised_dtype: np.dtype) -> None:
+
+def check(
+    case: Case, run: Callable[[], object], claimed: Callable[[], float | None], *, promised_dtype: np.dtype
+) -> None:
     """Run the call twice: the first compiles its program, the repeat runs the one the first kept (the front
     doors' fast paths); each result must be within what it promised, and a refusal only where no plan exists."""
     for _ in range(2):
         _check_once(case, run, claimed, promised_dtype)
 
 
-def _check_once(case: Case, run: Callable[[], object], claimed: Callable[[], float | None],
-                promised_dtype: np.dtype) -> None:
+def _check_once(
+    case: Case, run: Callable[[], object], claimed: Callable[[], float | None], promised_dtype: np.dtype
+) -> None:
     kind = case.target[0] if case.target else "mode"
     try:
         got = run()
@@ -355,7 +404,8 @@ def _check_once(case: Case, run: Callable[[], object], claimed: Callable[[], flo
             allowed = limit * magnitudes[idx] + slack
         assert err <= allowed * (1 + mpmath.mpf(10) ** -40), (
             f"{case}: entry {idx} is {entry}, exact {float(re)}+{float(im)}j, error {float(err):.3g} over the "
-            f"promised {float(allowed):.3g}")
+            f"promised {float(allowed):.3g}"
+        )
 
 
 def _event(what: str) -> None:
@@ -367,7 +417,8 @@ def _event(what: str) -> None:
 def _in_range(re: Fraction, im: Fraction, magnitude: mpmath.mpf, dtype: np.dtype) -> bool:
     """Whether an exact entry and its |A||B| are finite, and the entry zero or normal, in ``dtype``."""
     real = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}.get(
-        dtype, dtype)
+        dtype, dtype
+    )
     info = ml_dtypes.finfo(real) if real == BF16 else np.finfo(real)
     parts = [abs(re), abs(im)]
     return magnitude < float(info.max) and all(p == 0 or float(info.tiny) <= p < float(info.max) for p in parts)
@@ -376,8 +427,11 @@ def _in_range(re: Fraction, im: Fraction, magnitude: mpmath.mpf, dtype: np.dtype
 def _operands_in_range(case: Case) -> bool:
     """Whether every operand entry is zero or normal in the dtype the call casts it to (dtype=, else the
     operands' promotion)."""
-    to = case.extra["dtype"] if case.layout == "dtype" else case.extra.get("computed") or \
-        _result_dtype([op.dtype for op in case.operands])
+    to = (
+        case.extra["dtype"]
+        if case.layout == "dtype"
+        else case.extra.get("computed") or _result_dtype([op.dtype for op in case.operands])
+    )
     if to.kind not in "fc" and to != BF16:
         return True
     for op in case.operands:
@@ -399,12 +453,14 @@ def _must_meet(case: Case, delivered: np.dtype) -> bool:
     if delivered in (np.float16,):
         return False
     real = {np.dtype(np.complex64): np.dtype(np.float32), np.dtype(np.complex128): np.dtype(np.float64)}.get(
-        delivered, delivered)
+        delivered, delivered
+    )
     unit = float(ml_dtypes.finfo(real).eps) / 2
     return target[1] >= 2 * unit
 
 
 # --- adapters: how each entry point is called, and what it promised ---
+
 
 def _arrays(case: Case) -> list[xp.NeuronArray]:
     return [xp.asarray(op) for op in case.operands]
@@ -417,8 +473,10 @@ def _path(case: Case) -> dict:
 
 def _explained(case: Case, ops, **kw) -> Callable[[], float | None]:
     """The bound explain() reports for this call (under a mode)."""
+
     def bound() -> float | None:
         return xp.explain(case.subscripts, *ops, precision=case.request["precision"], **_path(case), **kw).bound
+
     return bound
 
 
@@ -445,8 +503,9 @@ def _sharded(case: Case, call: Callable[[list], object], explain_kw: dict | None
             return e
         bound = None
         if "precision" in case.request:
-            bound = xp.explain(case.subscripts, *ops, precision=case.request["precision"], **_path(case),
-                               **(explain_kw or {})).bound
+            bound = xp.explain(
+                case.subscripts, *ops, precision=case.request["precision"], **_path(case), **(explain_kw or {})
+            ).bound
         return np.asarray(out), bound
 
     first = spmd(2, body)[0]
@@ -463,8 +522,12 @@ def _einsum(case: Case) -> None:
     if case.layout == "sharded":
         return _sharded(case, lambda ops: xp.einsum(case.subscripts, *ops, **_path(case), **case.request))
     ops = _arrays(case)
-    check(case, lambda: xp.einsum(case.subscripts, *ops, **_path(case), **case.request), _explained(case, ops),
-          promised_dtype=_promised(case))
+    check(
+        case,
+        lambda: xp.einsum(case.subscripts, *ops, **_path(case), **case.request),
+        _explained(case, ops),
+        promised_dtype=_promised(case),
+    )
 
 
 def _binary(case: Case, call: Callable[[list], object]) -> None:
@@ -516,8 +579,12 @@ def _contract(case: Case) -> None:
         if not np.can_cast(_result_dtype([op.dtype for op in case.operands]), case.extra["out"], "safe"):
             return  # contract's out= takes NumPy einsum's 'safe' rule: numpy.einsum covers same_kind
     try:
-        check(case, lambda: xp.contract(case.subscripts, *ops, **kw, **case.request),
-              _explained(case, ops, **explain_kw), promised_dtype=_promised(case))
+        check(
+            case,
+            lambda: xp.contract(case.subscripts, *ops, **kw, **case.request),
+            _explained(case, ops, **explain_kw),
+            promised_dtype=_promised(case),
+        )
     except ValueError as e:  # cotengra found no slicing within the limit: not a precision matter
         if "memory_limit" not in str(e) or isinstance(e, xp.PrecisionError):
             raise
@@ -582,12 +649,15 @@ def _numpy_einsum(case: Case) -> None:
         case.extra["computed"] = _result_dtype([*(op.dtype for op in case.operands), case.extra["out"]])
         explain_kw["dtype"], explain_kw["out"] = case.extra["computed"], case.extra["out"]
     if case.extra.get("block"):  # the request as a precision block around the call, else as its keywords
+
         def run():
             with _in_block(case):
                 return np.einsum(case.subscripts, *ops, **kw, **_path(case))
     else:
+
         def run():
             return np.einsum(case.subscripts, *ops, **kw, **_path(case), **case.request)
+
     check(case, run, _explained(case, ops, **explain_kw), promised_dtype=_promised(case))
 
 
@@ -614,14 +684,19 @@ def _opt_einsum_route(case: Case) -> None:
     if target is not None and target[0] == "target_forward_error" and calls > 1:
         # each call meets the target alone: their composition is what is promised for the whole
         composed = (1 + target[1]) ** calls - 1
-        whole = dataclasses.replace(case, request={"target_forward_error": composed},
-                                    must_meet=one_dtype and _must_meet(case, _promised(case)))
+        whole = dataclasses.replace(
+            case, request={"target_forward_error": composed}, must_meet=one_dtype and _must_meet(case, _promised(case))
+        )
         return check(whole, run, lambda: None, promised_dtype=_promised(case))
     mode = {"precision": case.request["precision"]} if "precision" in case.request else {}
     if not one_dtype:
         case = dataclasses.replace(case, must_meet=False)
-    check(case, run, lambda: xp.explain(case.subscripts, *ops, route="opt_einsum", **mode).bound,
-          promised_dtype=_promised(case))
+    check(
+        case,
+        run,
+        lambda: xp.explain(case.subscripts, *ops, route="opt_einsum", **mode).bound,
+        promised_dtype=_promised(case),
+    )
 
 
 def _opt_einsum_tensordot(case: Case) -> None:
@@ -643,11 +718,15 @@ ADAPTERS: dict[str, tuple[Callable[[Case], None], st.SearchStrategy]] = {
     "vecdot()": (_vecdot, matmul_cases(vecdot=True)),
     "multi_einsum()": (_multi_einsum, einsum_cases(max_operands=3)),
     "contract()": (_contract, einsum_cases(layouts=("plain", "sliced", "unlimited", "out", "sharded"))),
-    "contract_expression(...)()": (_contract_expression,
-                                   einsum_cases(layouts=("plain", "constants", "out", "shared"))),
-    "numpy.einsum": (_numpy_einsum, einsum_cases(layouts=("plain", "out", "dtype")).flatmap(
-        lambda case: st.booleans().map(lambda block: dataclasses.replace(case, extra={**case.extra,
-                                                                                     "block": block})))),
+    "contract_expression(...)()": (_contract_expression, einsum_cases(layouts=("plain", "constants", "out", "shared"))),
+    "numpy.einsum": (
+        _numpy_einsum,
+        einsum_cases(layouts=("plain", "out", "dtype")).flatmap(
+            lambda case: st.booleans().map(
+                lambda block: dataclasses.replace(case, extra={**case.extra, "block": block})
+            )
+        ),
+    ),
     "opt_einsum backend: einsum": (_opt_einsum_route, einsum_cases(max_operands=3)),
     "opt_einsum backend: tensordot": (_opt_einsum_tensordot, einsum_cases(max_operands=2)),
 }
@@ -655,7 +734,8 @@ ADAPTERS: dict[str, tuple[Callable[[Case], None], st.SearchStrategy]] = {
 
 def test_every_entry_point_has_an_adapter():
     assert set(ADAPTERS) == set(contraction.ENTRY_POINTS), (
-        "a contraction entry point without an adapter here is not tested for its precision promise")
+        "a contraction entry point without an adapter here is not tested for its precision promise"
+    )
 
 
 @pytest.mark.heavy
@@ -668,6 +748,7 @@ def test_every_route_keeps_its_promise(name, data):
 
 # --- one witness per class of fault (see the module docstring) ---
 
+
 def _f32(*values) -> np.ndarray:
     return np.array(values, dtype=np.float32)
 
@@ -675,75 +756,162 @@ def _f32(*values) -> np.ndarray:
 # a chain whose first product rounds (1 + 2**-22 + 2**-30 and 1 - 2**-30 are no float32) and whose second cancels:
 # exactly 2**-22 + 2**-29; each step alone is accurate relative to its own inputs, the whole only where it is
 # carried in float64
-CHAIN = ("ij,jk,kl->il", [_f32(1, 2.0**-30).reshape(1, 2), _f32(1 + 2.0**-22, 1, 1, -1).reshape(2, 2),
-                          _f32(1, -1).reshape(2, 1)])
+CHAIN = (
+    "ij,jk,kl->il",
+    [_f32(1, 2.0**-30).reshape(1, 2), _f32(1 + 2.0**-22, 1, 1, -1).reshape(2, 2), _f32(1, -1).reshape(2, 1)],
+)
 LEFT_TO_RIGHT = {"optimize": [(0, 1), (0, 1)]}
 # complex64 products whose textbook float32 result is 1.84 u off (the sqrt(5) u class), above fp64's K = 1 bound
-Z1, Z2 = (np.array([-0.7185139060020447 + 0.6203960180282593j], np.complex64),
-          np.array([-0.704086422920227 - 0.8082969784736633j], np.complex64))
+Z1, Z2 = (
+    np.array([-0.7185139060020447 + 0.6203960180282593j], np.complex64),
+    np.array([-0.704086422920227 - 0.8082969784736633j], np.complex64),
+)
 WITNESSES = {
     # 1. fallbacks to opt_einsum's own loop: constants=, out=, shared intermediates, memory_limit=None
-    "constants": (_contract_expression, Case(*CHAIN, {"target_relative_error": 1e-6}, "constants",
-                                             extra={"constants": [0, 1], **LEFT_TO_RIGHT})),
-    "expression out=": (_contract_expression, Case(*CHAIN, {"target_relative_error": 1e-6}, "out",
-                                                   extra={"out": np.dtype("float32"), **LEFT_TO_RIGHT})),
-    "shared intermediates": (_contract_expression, Case(*CHAIN, {"target_relative_error": 1e-6}, "shared",
-                                                        extra=dict(LEFT_TO_RIGHT))),
-    "memory_limit=None": (_contract, Case(*CHAIN, {"target_relative_error": 1e-6}, "unlimited",
-                                          extra=dict(LEFT_TO_RIGHT))),
+    "constants": (
+        _contract_expression,
+        Case(*CHAIN, {"target_relative_error": 1e-6}, "constants", extra={"constants": [0, 1], **LEFT_TO_RIGHT}),
+    ),
+    "expression out=": (
+        _contract_expression,
+        Case(*CHAIN, {"target_relative_error": 1e-6}, "out", extra={"out": np.dtype("float32"), **LEFT_TO_RIGHT}),
+    ),
+    "shared intermediates": (
+        _contract_expression,
+        Case(*CHAIN, {"target_relative_error": 1e-6}, "shared", extra=dict(LEFT_TO_RIGHT)),
+    ),
+    "memory_limit=None": (
+        _contract,
+        Case(*CHAIN, {"target_relative_error": 1e-6}, "unlimited", extra=dict(LEFT_TO_RIGHT)),
+    ),
     # 2. two operands with a pre-sum, mixed dtypes
-    "float32 x complex64": (_einsum, Case(
-        "ij,k->k", [_f32(1, 2, 3, 4).reshape(2, 2), np.array([1 + 1j, 2 - 3j], np.complex64)],
-        {"target_relative_error": 1e-3}, must_meet=True)),
-    "int64 x float64": (_einsum, Case(
-        "ij,k->k", [np.arange(4).reshape(2, 2), np.array([1.0, 2.0])], {"target_relative_error": 1e-3},
-        must_meet=True)),
-    "float32 x float64": (_einsum, Case(
-        "ij,k->k", [_f32(1, 2, 3, 4).reshape(2, 2), np.array([1.0, 2.0 + 2.0**-40])],
-        {"target_relative_error": 1e-10}, must_meet=True)),
+    "float32 x complex64": (
+        _einsum,
+        Case(
+            "ij,k->k",
+            [_f32(1, 2, 3, 4).reshape(2, 2), np.array([1 + 1j, 2 - 3j], np.complex64)],
+            {"target_relative_error": 1e-3},
+            must_meet=True,
+        ),
+    ),
+    "int64 x float64": (
+        _einsum,
+        Case(
+            "ij,k->k",
+            [np.arange(4).reshape(2, 2), np.array([1.0, 2.0])],
+            {"target_relative_error": 1e-3},
+            must_meet=True,
+        ),
+    ),
+    "float32 x float64": (
+        _einsum,
+        Case(
+            "ij,k->k",
+            [_f32(1, 2, 3, 4).reshape(2, 2), np.array([1.0, 2.0 + 2.0**-40])],
+            {"target_relative_error": 1e-10},
+            must_meet=True,
+        ),
+    ),
     # 3. casts nobody counted
-    "int64 to float32": (_einsum, Case(
-        "i,i->", [np.array([2**24 + 1, -(2**24) + 2], np.int64), _f32(1, 1)], {"target_relative_error": 1e-6})),
+    "int64 to float32": (
+        _einsum,
+        Case("i,i->", [np.array([2**24 + 1, -(2**24) + 2], np.int64), _f32(1, 1)], {"target_relative_error": 1e-6}),
+    ),
     # (each float64 operand a little under 1 + u_fp32: rounded to float32, each loses u, the product 2u)
-    "dtype=float32 on float64": (_numpy_einsum, Case(
-        "i,i->", [np.array([1 + 2.0**-24 - 2.0**-40]), np.array([1 + 2.0**-24 - 2.0**-40])],
-        {"target_forward_error": 1e-7},
-        "dtype", extra={"dtype": np.dtype("float32"), "block": True})),
-    "integer result into float32 out=": (_numpy_einsum, Case(
-        "i,i->", [np.array([2**24 + 1, 2], np.int64), np.array([1, 1], np.int64)], {"target_relative_error": 1e-9},
-        "out", extra={"out": np.dtype("float32"), "block": True})),
+    "dtype=float32 on float64": (
+        _numpy_einsum,
+        Case(
+            "i,i->",
+            [np.array([1 + 2.0**-24 - 2.0**-40]), np.array([1 + 2.0**-24 - 2.0**-40])],
+            {"target_forward_error": 1e-7},
+            "dtype",
+            extra={"dtype": np.dtype("float32"), "block": True},
+        ),
+    ),
+    "integer result into float32 out=": (
+        _numpy_einsum,
+        Case(
+            "i,i->",
+            [np.array([2**24 + 1, 2], np.int64), np.array([1, 1], np.int64)],
+            {"target_relative_error": 1e-9},
+            "out",
+            extra={"out": np.dtype("float32"), "block": True},
+        ),
+    ),
     # 4. the range of a narrower out=
-    "float16 out= overflows": (_numpy_einsum, Case(
-        "i,i->", [np.array([300.0, 300.0]), np.array([300.0, 300.0])], {"target_relative_error": 1e-2}, "out",
-        extra={"out": np.dtype("float16"), "block": True})),
-    "float16 out= subnormal": (_numpy_einsum, Case(
-        "i,i->", [np.array([2.0**-13, 0.0]), np.array([2.0**-10 * 1.3, 0.0])], {"target_relative_error": 1e-2},
-        "out", extra={"out": np.dtype("float16"), "block": True})),
+    "float16 out= overflows": (
+        _numpy_einsum,
+        Case(
+            "i,i->",
+            [np.array([300.0, 300.0]), np.array([300.0, 300.0])],
+            {"target_relative_error": 1e-2},
+            "out",
+            extra={"out": np.dtype("float16"), "block": True},
+        ),
+    ),
+    "float16 out= subnormal": (
+        _numpy_einsum,
+        Case(
+            "i,i->",
+            [np.array([2.0**-13, 0.0]), np.array([2.0**-10 * 1.3, 0.0])],
+            {"target_relative_error": 1e-2},
+            "out",
+            extra={"out": np.dtype("float16"), "block": True},
+        ),
+    ),
     # and under a forward target, where no cast rounds: a result beyond float32's range came back inf, inf - inf
     # of overflowing products came back nan (exactly 3), and a result below float32's normal range came back 40%
     # off (|A||B| is as small)
-    "forward target, result overflows": (_matmul, Case(
-        "mk,kn->mn", [_f32(3e19, 2e19).reshape(1, 2), _f32(1e19, 1e19).reshape(2, 1)],
-        {"target_forward_error": 1e-2}, must_meet=False)),
-    "forward target, products overflow": (_einsum, Case(
-        "k,k->", [_f32(1e20, 1e20, 3.0), _f32(1e20, -1e20, 1.0)], {"target_forward_error": 1e-6}, must_meet=False)),
-    "forward target, subnormal result": (_matmul, Case(
-        "mk,kn->mn", [_f32(1e-25, 1e-25).reshape(1, 2), _f32(3e-25, 1e-20).reshape(2, 1)],
-        {"target_forward_error": 1e-2}, must_meet=False)),
+    "forward target, result overflows": (
+        _matmul,
+        Case(
+            "mk,kn->mn",
+            [_f32(3e19, 2e19).reshape(1, 2), _f32(1e19, 1e19).reshape(2, 1)],
+            {"target_forward_error": 1e-2},
+            must_meet=False,
+        ),
+    ),
+    "forward target, products overflow": (
+        _einsum,
+        Case("k,k->", [_f32(1e20, 1e20, 3.0), _f32(1e20, -1e20, 1.0)], {"target_forward_error": 1e-6}, must_meet=False),
+    ),
+    "forward target, subnormal result": (
+        _matmul,
+        Case(
+            "mk,kn->mn",
+            [_f32(1e-25, 1e-25).reshape(1, 2), _f32(3e-25, 1e-20).reshape(2, 1)],
+            {"target_forward_error": 1e-2},
+            must_meet=False,
+        ),
+    ),
     # 5. complex products with nothing to contract
     "complex Hadamard under fp64": (_einsum, Case("i,i->i", [Z1, Z2], {"precision": "fp64"})),
-    "complex outer product under a target": (_tensordot, Case(
-        "a,e->ae", [Z1, Z2], {"target_forward_error": 1e-7}, extra={"axes": ([], [])}, must_meet=True)),
+    "complex outer product under a target": (
+        _tensordot,
+        Case("a,e->ae", [Z1, Z2], {"target_forward_error": 1e-7}, extra={"axes": ([], [])}, must_meet=True),
+    ),
     # 6. a sharded one-operand sum under a float64 mode: each rank's partial sum rounded to float32, then their
     # sum, was 1.04e-7 off against fp64's 6e-8
-    "sharded sum under fp64": (_einsum, Case(
-        "ij->j", [np.array([[1.0, 1.0], [2.0**-24, -(2.0**-25)], [2.0**-25, 2.0**-26], [2.0**-26, 1.0]],
-                           np.float32)], {"precision": "fp64"}, "sharded")),
+    "sharded sum under fp64": (
+        _einsum,
+        Case(
+            "ij->j",
+            [np.array([[1.0, 1.0], [2.0**-24, -(2.0**-25)], [2.0**-25, 2.0**-26], [2.0**-26, 1.0]], np.float32)],
+            {"precision": "fp64"},
+            "sharded",
+        ),
+    ),
     # and the opposite fault, a target that carrying float64 meets: 1e-7 on float32 data with a pre-sum, or sliced
-    "1e-7 with a pre-sum": (_einsum, Case(
-        "ij,j->j", [_f32(1, 2, 3, 4).reshape(2, 2), _f32(1, 2)], {"target_forward_error": 1e-7}, must_meet=True)),
-    "1e-7 sliced": (_contract, Case(*CHAIN, {"target_forward_error": 1e-7}, "sliced",
-                                    extra={"memory_limit": 1, **LEFT_TO_RIGHT}, must_meet=True)),
+    "1e-7 with a pre-sum": (
+        _einsum,
+        Case("ij,j->j", [_f32(1, 2, 3, 4).reshape(2, 2), _f32(1, 2)], {"target_forward_error": 1e-7}, must_meet=True),
+    ),
+    "1e-7 sliced": (
+        _contract,
+        Case(
+            *CHAIN, {"target_forward_error": 1e-7}, "sliced", extra={"memory_limit": 1, **LEFT_TO_RIGHT}, must_meet=True
+        ),
+    ),
 }
 
 

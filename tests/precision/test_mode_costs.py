@@ -25,8 +25,11 @@ SIZES = [1e6, 1e9]  # the planted tables' FLOPs
 
 def _entry(**modes) -> dict:
     """A calibration entry at two sizes: each mode's cost relative to native (a number: the same at both)."""
-    return {"flops": SIZES, "sizes": [[100, 50, 100], [1000, 500, 1000]],
-            "modes": {name: v if isinstance(v, list) else [v, v] for name, v in modes.items()}}
+    return {
+        "flops": SIZES,
+        "sizes": [[100, 50, 100], [1000, 500, 1000]],
+        "modes": {name: v if isinstance(v, list) else [v, v] for name, v in modes.items()},
+    }
 
 
 def _table(device="cpu", **modes) -> dict:
@@ -42,6 +45,7 @@ CPU_LIKE = dict(fast=1.5, dd=3.0, bf16x6=6.0, fp64=2.0, **{"ozaki(slices=2)": 10
 
 # --- the committed table ---
 
+
 def test_the_committed_table_gives_the_required_cpu_choices():
     assert select_precision(f32, 1024, 1e-4).mode == "native"
     assert select_precision(f32, 1024, 1e-7).mode == "fp64"
@@ -56,10 +60,12 @@ def test_the_committed_table_gives_the_required_cpu_choices():
 
 @pytest.mark.heavy
 def test_the_table_is_read_lazily_and_once():
-    code = ("import sys, trn_backend; assert 'trn_backend._mode_costs' not in sys.modules; "
-            "trn_backend.select_precision(trn_backend.float32, 64, 1e-3); "
-            "trn_backend.select_precision(trn_backend.float64, 99, 1e-3); "
-            "print(sys.modules['trn_backend._mode_costs']._committed.cache_info())")
+    code = (
+        "import sys, trn_backend; assert 'trn_backend._mode_costs' not in sys.modules; "
+        "trn_backend.select_precision(trn_backend.float32, 64, 1e-3); "
+        "trn_backend.select_precision(trn_backend.float64, 99, 1e-3); "
+        "print(sys.modules['trn_backend._mode_costs']._committed.cache_info())"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, check=True)
     assert "misses=1," in done.stdout
 
@@ -69,6 +75,7 @@ def test_the_table_ships_in_the_package_directory():
 
 
 # --- planted tables ---
+
 
 def test_ranking_follows_a_planted_tables_costs():
     with _precision.planted_costs(_table(**EMULATION_WINS)):
@@ -93,7 +100,8 @@ def test_costs_interpolate_in_log_flops_and_clamp_outside():
     with _precision.planted_costs(_table(**modes)):
         basis = _mode_costs.basis("cpu", f32)
         assert [basis.cost("fast", None, f) for f in (1e3, 1e6, 10**7.5, 1e9, 1e12)] == pytest.approx(
-            [0.5, 0.5, 1.25, 2.0, 2.0])
+            [0.5, 0.5, 1.25, 2.0, 2.0]
+        )
         # fast wins where it is cheaper than native: small steps, not large ones (bmkn: the step's own sizes)
         assert select_precision(f32, 64, 1e-2, bmkn=(1, 8, 64, 8)).mode == "fast"
         assert select_precision(f32, 64, 1e-2, bmkn=(1, 4096, 64, 4096)).mode == "native"
@@ -126,14 +134,19 @@ def test_a_device_without_an_entry_falls_back_to_the_pass_count():
     assert _mode_costs.NATIVE_PASSES == cost.FP32_MATMUL_FACTOR
 
 
-@pytest.mark.parametrize(("change", "match"), [
-    (lambda e: e["modes"].pop("dd"), r"entry's mode 'dd' must be a list of 2 positive numbers"),
-    (lambda e: e["modes"].update(fast=[1.0, -2.0]), r"entry's mode 'fast' must be a list of 2 positive numbers"),
-    (lambda e: e["modes"].update(fast=[1.0]), r"entry's mode 'fast' must be a list of 2 positive numbers"),
-    (lambda e: e.update(flops=[1e9, 1e6]), r"entry's flops must be ascending"),
-    (lambda e: [e["modes"].pop(k) for k in list(e["modes"]) if k.startswith("ozaki")],
-     r"entry measures ozaki at no slice count"),
-])
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        (lambda e: e["modes"].pop("dd"), r"entry's mode 'dd' must be a list of 2 positive numbers"),
+        (lambda e: e["modes"].update(fast=[1.0, -2.0]), r"entry's mode 'fast' must be a list of 2 positive numbers"),
+        (lambda e: e["modes"].update(fast=[1.0]), r"entry's mode 'fast' must be a list of 2 positive numbers"),
+        (lambda e: e.update(flops=[1e9, 1e6]), r"entry's flops must be ascending"),
+        (
+            lambda e: [e["modes"].pop(k) for k in list(e["modes"]) if k.startswith("ozaki")],
+            r"entry measures ozaki at no slice count",
+        ),
+    ],
+)
 def test_a_broken_table_entry_is_an_error_naming_it(change, match):
     table = _table(**EMULATION_WINS)
     change(table["devices"]["cpu"]["float32"])
@@ -142,6 +155,7 @@ def test_a_broken_table_entry_is_an_error_naming_it(change, match):
 
 
 # --- Neuron: the trn2 cost model ---
+
 
 @pytest.fixture
 def planted_model(monkeypatch):
@@ -167,8 +181,10 @@ def test_neuron_ranking_follows_the_cost_model_and_leaves_native_out(planted_mod
     assert select_precision(f32, 16, 1e-4, device=device).mode == "bf16x6"  # modelled cheaper than dd here
     assert select_precision(f32, 1024, 1e-4, device=device).mode == "bf16x6"  # native's bound meets it: left out
     assert select_precision(f32, 16, 1e-2, device=device).label == "fast"
-    assert {c[1:] for c in calls} == {(m, _mode_costs.NEURON_SIZE, False, s) for m, s in
-                                      (("fast", None), ("dd", None), ("bf16x6", None), ("ozaki", 4))}
+    assert {c[1:] for c in calls} == {
+        (m, _mode_costs.NEURON_SIZE, False, s)
+        for m, s in (("fast", None), ("dd", None), ("bf16x6", None), ("ozaki", 4))
+    }
     assert select_precision(f64, 1024, 1e-12, device=device).label == "ozaki(slices=6)"  # no float64 on Neuron
     assert {c[3] for c in calls} == {False, True}  # float64 data: the float64 (words) kernels' costs
     assert select_precision(f32, 1024, 1e-7, device=device).label == "ozaki(slices=4)"  # fp64 (host) comes last
@@ -192,6 +208,7 @@ def test_the_real_cost_model_ranks_by_tensor_engine_passes():
 
 
 # --- CUDA: native only where its bound holds ---
+
 
 def test_native_is_no_candidate_on_cuda_under_tf32():
     with _precision.planted_costs(_table("cuda", **CPU_LIKE)):
@@ -237,6 +254,7 @@ def test_native_reports_the_bound_of_a_reduced_float32_matmul_precision(setting,
 
 
 # --- the calibration script ---
+
 
 def test_the_calibration_script_merges_its_entry_on_request_and_the_table_loads(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))

@@ -24,6 +24,7 @@ f32, f64 = torch.float32, torch.float64
 def neuron_model(monkeypatch):
     """A stand-in for the trn2 cost model (each real model run takes up to a second;
     tests/precision/test_mode_costs.py runs it): a kernel's time in bf16 passes, native's fp32 pass as four."""
+
     def modelled(mode, float64, slices):
         return 4.0 if mode == "native" else float(_precision.MODES[mode].passes(slices))
 
@@ -49,6 +50,7 @@ def test_registry_modes_have_kernels_costs_and_bounds():
 
 
 # --- error_bound ---
+
 
 @pytest.mark.parametrize("K", [16, 512, 4096])
 def test_bounds_fall_along_the_split_ladder(K):
@@ -84,6 +86,7 @@ def test_bounds_of_special_dtypes():
 
 # --- select_precision ---
 
+
 def _cost(resolved: Resolved, dtype: torch.dtype, device: str = "cpu", K: int = 1024) -> float:
     """The cost selection ranks ``resolved`` by (at the default size, M = N = 1024)."""
     real = dtype.to_real() if dtype.is_complex else dtype
@@ -98,41 +101,49 @@ def _meets(name, params, dtype, K, target):
 
 def _cheapest_meeting(dtype, K, target, device="cpu"):
     """The brute-force answer: every rung, the cheapest that meets the target (LADDER order breaks ties)."""
-    meeting = [(name, params) for name, params in _precision._ladder() if _meets(name, params, dtype, K, target)
-               and (name != "native" or _precision._native_ok(device, dtype))]
+    meeting = [
+        (name, params)
+        for name, params in _precision._ladder()
+        if _meets(name, params, dtype, K, target) and (name != "native" or _precision._native_ok(device, dtype))
+    ]
     return min(meeting, key=lambda r: _cost(Resolved(r[0], r[1]), dtype, device, K))
 
 
-@pytest.mark.parametrize(("dtype", "K", "target", "label"), [
-    (f32, 1024, 1e-4, "native"),  # native's bound gamma_K(u) = 6.1e-5 meets it and nothing is cheaper on the CPU
-    (f32, 1024, 1e-7, "fp64"),  # float64 on the host: ozaki(4) meets it too, at 10 times the cost
-    (f32, 16, 1e-4, "native"),
-    (f32, 4096, 1e-4, "fp64"),  # native's bound grows with K: 2.4e-4 here
-    (f64, 4096, 1e-12, "native"),
-    (f64, 4096, 1e-14, "ozaki(slices=7)"),  # below float64's own gamma_K(u): only ozaki reaches it
-    (torch.complex64, 1024, 1e-4, "native"),  # complex: the real dtype's costs
-    (torch.bfloat16, 512, 3.92e-3, "fp64"),  # bf16 operands: split modes run as fast, native has no bound
-])
+@pytest.mark.parametrize(
+    ("dtype", "K", "target", "label"),
+    [
+        (f32, 1024, 1e-4, "native"),  # native's bound gamma_K(u) = 6.1e-5 meets it and nothing is cheaper on the CPU
+        (f32, 1024, 1e-7, "fp64"),  # float64 on the host: ozaki(4) meets it too, at 10 times the cost
+        (f32, 16, 1e-4, "native"),
+        (f32, 4096, 1e-4, "fp64"),  # native's bound grows with K: 2.4e-4 here
+        (f64, 4096, 1e-12, "native"),
+        (f64, 4096, 1e-14, "ozaki(slices=7)"),  # below float64's own gamma_K(u): only ozaki reaches it
+        (torch.complex64, 1024, 1e-4, "native"),  # complex: the real dtype's costs
+        (torch.bfloat16, 512, 3.92e-3, "fp64"),  # bf16 operands: split modes run as fast, native has no bound
+    ],
+)
 def test_selection_on_the_cpu_picks_the_cheapest_mode_that_meets_the_target(dtype, K, target, label):
     chosen = select_precision(dtype, K, target)
     assert chosen.label == label and chosen.bound <= target
-    assert select_precision(dtype, K, target, device="cpu") == chosen == select_precision(dtype, K, target,
-                                                                                          device=CPU)
+    assert select_precision(dtype, K, target, device="cpu") == chosen == select_precision(dtype, K, target, device=CPU)
     assert (chosen.mode, chosen.params) == _cheapest_meeting(dtype, K, target)
     public = _dtypes.PUBLIC[dtype]  # the NumPy dtype users see, and its other spellings, choose the same
     assert select_precision(public, K, target) == select_precision(public.name, K, target) == chosen
 
 
-@pytest.mark.parametrize(("dtype", "K", "target", "label"), [
-    (f32, 512, 1e-2, "fast"),
-    (f32, 16, 1e-4, "dd"),
-    (f32, 512, 2e-5, "bf16x6"),
-    (f32, 4096, 1e-5, "ozaki(slices=3)"),
-    (f64, 4096, 1e-12, "native"),  # one fp32-rate pass (4 bf16 passes) meets it before ozaki(6)'s 22
-    (f32, 16, 7e-8, "ozaki(slices=5)"),
-    (f64, 4096, 1e-14, "ozaki(slices=7)"),
-    (torch.bfloat16, 512, 3.92e-3, "fp64"),
-])
+@pytest.mark.parametrize(
+    ("dtype", "K", "target", "label"),
+    [
+        (f32, 512, 1e-2, "fast"),
+        (f32, 16, 1e-4, "dd"),
+        (f32, 512, 2e-5, "bf16x6"),
+        (f32, 4096, 1e-5, "ozaki(slices=3)"),
+        (f64, 4096, 1e-12, "native"),  # one fp32-rate pass (4 bf16 passes) meets it before ozaki(6)'s 22
+        (f32, 16, 7e-8, "ozaki(slices=5)"),
+        (f64, 4096, 1e-14, "ozaki(slices=7)"),
+        (torch.bfloat16, 512, 3.92e-3, "fp64"),
+    ],
+)
 def test_selection_without_a_calibration_follows_the_pass_count(dtype, K, target, label):
     assert _precision.cost_basis(dtype, "mps") == "pass count (no calibration for mps)"
     chosen = select_precision(dtype, K, target, device="mps")
@@ -156,8 +167,11 @@ def test_selection_never_picks_sr_and_costs_more_as_targets_tighten(dtype, K, de
 
 
 def test_impossible_target_names_the_best_bound():
-    with pytest.raises(ValueError, match=r"no mode reaches target_forward_error=1e-09 for float32 with K=16; "
-                                         r"the best available bound is 5.96e-08, from ozaki\(slices=11\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"no mode reaches target_forward_error=1e-09 for float32 with K=16; "
+        r"the best available bound is 5.96e-08, from ozaki\(slices=11\)",
+    ):
         select_precision(f32, 16, 1e-9)
 
 
@@ -167,6 +181,7 @@ def test_integer_contractions_need_no_mode():
 
 
 # --- resolve and the context ---
+
 
 def test_device_defaults():
     assert resolve(f32, 64, CPU) == Resolved("native", (), error_bound("native", f32, 64))
@@ -267,16 +282,19 @@ def test_next_mode_escalates_to_the_cheapest_smaller_bound():
 
 
 @pytest.mark.parametrize("device", ["cpu", "mps", "xla"])
-@pytest.mark.parametrize(("dtype", "K", "target"), [(f32, 64, 1e-2), (f32, 4096, 1e-3), (f64, 512, 1e-4),
-                                                    (torch.complex128, 64, 1e-6)])
+@pytest.mark.parametrize(
+    ("dtype", "K", "target"), [(f32, 64, 1e-2), (f32, 4096, 1e-3), (f64, 512, 1e-4), (torch.complex128, 64, 1e-6)]
+)
 def test_next_mode_goes_to_strictly_smaller_bounds_in_cost_order(dtype, K, target, device, neuron_model):
     step = select_precision(dtype, K, target, device=device)
     chain = [step]
     while (step := next_mode(step, dtype, K, device=device)) is not None:
         chain.append(step)
-    assert len(chain) >= 3 and chain[-1].bound == min(_precision._resolved(*r, dtype, K).bound
-                                                      for r in _precision._ladder() if _precision._resolved(
-                                                          *r, dtype, K).bound is not None)
+    assert len(chain) >= 3 and chain[-1].bound == min(
+        _precision._resolved(*r, dtype, K).bound
+        for r in _precision._ladder()
+        if _precision._resolved(*r, dtype, K).bound is not None
+    )
     for before, after in zip(chain, chain[1:], strict=False):
         assert after.bound < before.bound and _cost(after, dtype, device, K) >= _cost(before, dtype, device, K)
         # nothing cheaper than ``after`` has a bound below ``before``'s
@@ -285,6 +303,7 @@ def test_next_mode_goes_to_strictly_smaller_bounds_in_cost_order(dtype, K, targe
 
 
 # --- through the namespace ---
+
 
 def test_context_and_per_call_precision_reach_the_kernels():
     g = np.random.default_rng(0)
@@ -305,39 +324,48 @@ def test_context_and_per_call_precision_reach_the_kernels():
 
 # --- error paths ---
 
-@pytest.mark.parametrize(("call", "error", "match"), [
-    (lambda: precision("dd", target_forward_error=1e-6), ValueError, "precision: give a precision mode or"),
-    (lambda: resolve(f32, 8, CPU, precision="dd", target_forward_error=1e-6), ValueError, "resolve: give a"),
-    (lambda: precision("quad"), ValueError, r"unknown precision mode 'quad'; known: native, .*, fp64$"),
-    (lambda: precision(3), TypeError, "a precision mode is a string such as 'dd', got int"),
-    (lambda: precision("dd", slices=3), TypeError, "mode 'dd' takes no parameter 'slices'"),
-    (lambda: precision("ozaki", generator=None), TypeError, "'ozaki' takes no parameter 'generator'; it takes slices"),
-    (lambda: precision("ozaki", slices=17), ValueError, r"slices must be in 1\.\.16, got 17"),
-    (lambda: precision("ozaki", slices=True), TypeError, "slices must be an int, got bool"),
-    (lambda: precision("sr", generator=1), TypeError, "generator must be a torch.Generator, got int"),
-    (lambda: precision(slices=3), TypeError, r"parameters slices need a mode"),
-    (lambda: precision(target_forward_error=0), ValueError, "target_forward_error must be positive, got 0"),
-    (lambda: precision(target_forward_error=float("nan")), ValueError, "must be positive, got nan"),
-    (lambda: precision(target_forward_error="1e-6"), TypeError, "must be a real number, got str"),
-    (lambda: select_precision(f32, 8, -1.0), ValueError, "select_precision: target_forward_error must be positive"),
-    (lambda: select_precision("float12", 8, 1e-3), TypeError, "select_precision: dtype must be a dtype"),
-    (lambda: select_precision(f32, -1, 1e-3), ValueError, "K must be a non-negative int, got -1"),
-    (lambda: select_precision(f32, True, 1e-3), ValueError, "K must be a non-negative int, got True"),
-    (lambda: select_precision(f32, 8, 1e-3, device=0), TypeError, "device must be a torch.device or a string"),
-    (lambda: select_precision(f32, 8, 1e-3, device="gpu7"), ValueError, "select_precision: 'gpu7' is not a device"),
-    (lambda: select_precision(f32, 8, 1e-3, bmkn=(1, 8, 8)), TypeError, r"bmkn must be a tuple of 4 non-negative"),
-    (lambda: select_precision(f32, 8, 1e-3, bmkn=[1, 8, 8, 8]), TypeError, r"bmkn must be a tuple"),
-    (lambda: select_precision(f32, 8, 1e-3, bmkn=(1, 8, 9, 8)), ValueError, r"bmkn's K \(9\) is not K \(8\)"),
-    (lambda: error_bound("dd", f32, 8.0), TypeError, "error_bound: K must be an int, got float"),
-    (lambda: error_bound("nope", f32, 8), ValueError, "error_bound: unknown precision mode 'nope'"),
-    (lambda: error_bound("ozaki", f32, 8, slices=0), ValueError, "error_bound: slices must be in 1..16"),
-])
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: precision("dd", target_forward_error=1e-6), ValueError, "precision: give a precision mode or"),
+        (lambda: resolve(f32, 8, CPU, precision="dd", target_forward_error=1e-6), ValueError, "resolve: give a"),
+        (lambda: precision("quad"), ValueError, r"unknown precision mode 'quad'; known: native, .*, fp64$"),
+        (lambda: precision(3), TypeError, "a precision mode is a string such as 'dd', got int"),
+        (lambda: precision("dd", slices=3), TypeError, "mode 'dd' takes no parameter 'slices'"),
+        (
+            lambda: precision("ozaki", generator=None),
+            TypeError,
+            "'ozaki' takes no parameter 'generator'; it takes slices",
+        ),
+        (lambda: precision("ozaki", slices=17), ValueError, r"slices must be in 1\.\.16, got 17"),
+        (lambda: precision("ozaki", slices=True), TypeError, "slices must be an int, got bool"),
+        (lambda: precision("sr", generator=1), TypeError, "generator must be a torch.Generator, got int"),
+        (lambda: precision(slices=3), TypeError, r"parameters slices need a mode"),
+        (lambda: precision(target_forward_error=0), ValueError, "target_forward_error must be positive, got 0"),
+        (lambda: precision(target_forward_error=float("nan")), ValueError, "must be positive, got nan"),
+        (lambda: precision(target_forward_error="1e-6"), TypeError, "must be a real number, got str"),
+        (lambda: select_precision(f32, 8, -1.0), ValueError, "select_precision: target_forward_error must be positive"),
+        (lambda: select_precision("float12", 8, 1e-3), TypeError, "select_precision: dtype must be a dtype"),
+        (lambda: select_precision(f32, -1, 1e-3), ValueError, "K must be a non-negative int, got -1"),
+        (lambda: select_precision(f32, True, 1e-3), ValueError, "K must be a non-negative int, got True"),
+        (lambda: select_precision(f32, 8, 1e-3, device=0), TypeError, "device must be a torch.device or a string"),
+        (lambda: select_precision(f32, 8, 1e-3, device="gpu7"), ValueError, "select_precision: 'gpu7' is not a device"),
+        (lambda: select_precision(f32, 8, 1e-3, bmkn=(1, 8, 8)), TypeError, r"bmkn must be a tuple of 4 non-negative"),
+        (lambda: select_precision(f32, 8, 1e-3, bmkn=[1, 8, 8, 8]), TypeError, r"bmkn must be a tuple"),
+        (lambda: select_precision(f32, 8, 1e-3, bmkn=(1, 8, 9, 8)), ValueError, r"bmkn's K \(9\) is not K \(8\)"),
+        (lambda: error_bound("dd", f32, 8.0), TypeError, "error_bound: K must be an int, got float"),
+        (lambda: error_bound("nope", f32, 8), ValueError, "error_bound: unknown precision mode 'nope'"),
+        (lambda: error_bound("ozaki", f32, 8, slices=0), ValueError, "error_bound: slices must be in 1..16"),
+    ],
+)
 def test_error_paths(call, error, match):
     with pytest.raises(error, match=match):
         call()
 
 
 # --- the report ---
+
 
 @pytest.mark.heavy
 def test_precision_report_cli_writes_its_table_and_a_png(tmp_path, capsys):
@@ -366,20 +394,27 @@ def test_precision_report_writes_its_png_under_build_by_default(tmp_path, monkey
     assert "plot: build/precision-report.png" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize(("call", "match"), [
-    (lambda x: xp.einsum("ij,jk", x, x, precision="bogus"), r"^einsum\(\): unknown precision mode 'bogus'"),
-    (lambda x: xp.matmul(x, x, precision="dd", target_forward_error=1e-3), r"^matmul\(\): give a precision mode"),
-    (lambda x: xp.einsum("ij,jk", x, x, target_forward_error=1e-30), r"^einsum\(\): no mode reaches"),
-    (lambda x: xp.matmul(x, x, target_forward_error=1e-30), r"^matmul\(\): no mode reaches"),
-    (lambda x: xp.tensordot(x, x, target_forward_error=1e-30), r"^tensordot\(\): no mode reaches"),
-    (lambda x: xp.vecdot(x, x, target_forward_error=1e-30), r"^vecdot\(\): no mode reaches"),
-    (lambda x: x @ x, None),
-    (lambda x: xp.multi_einsum(("ij,jk", x, x), target_forward_error=1e-30), r"^multi_einsum\(\): no mode"),
-    (lambda x: xp.explain("ij,jk", x, x, target_forward_error=1e-30), r"^explain\(\): no mode reaches"),
-    (lambda x: xp.einsum("ij,jk", x, x, target_relative_error=1e-30), r"^einsum\(\): no mode reaches"),
-    (lambda x: xp.matmul(xp.asarray([[1.0, 2.0**-100, 0.0]]), xp.asarray([[0.0], [2.0**-100], [1.0]]),
-                         precision="dd"), r"^matmul\(\): mode 'dd' cannot vouch for its bound"),
-])
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda x: xp.einsum("ij,jk", x, x, precision="bogus"), r"^einsum\(\): unknown precision mode 'bogus'"),
+        (lambda x: xp.matmul(x, x, precision="dd", target_forward_error=1e-3), r"^matmul\(\): give a precision mode"),
+        (lambda x: xp.einsum("ij,jk", x, x, target_forward_error=1e-30), r"^einsum\(\): no mode reaches"),
+        (lambda x: xp.matmul(x, x, target_forward_error=1e-30), r"^matmul\(\): no mode reaches"),
+        (lambda x: xp.tensordot(x, x, target_forward_error=1e-30), r"^tensordot\(\): no mode reaches"),
+        (lambda x: xp.vecdot(x, x, target_forward_error=1e-30), r"^vecdot\(\): no mode reaches"),
+        (lambda x: x @ x, None),
+        (lambda x: xp.multi_einsum(("ij,jk", x, x), target_forward_error=1e-30), r"^multi_einsum\(\): no mode"),
+        (lambda x: xp.explain("ij,jk", x, x, target_forward_error=1e-30), r"^explain\(\): no mode reaches"),
+        (lambda x: xp.einsum("ij,jk", x, x, target_relative_error=1e-30), r"^einsum\(\): no mode reaches"),
+        (
+            lambda x: xp.matmul(
+                xp.asarray([[1.0, 2.0**-100, 0.0]]), xp.asarray([[0.0], [2.0**-100], [1.0]]), precision="dd"
+            ),
+            r"^matmul\(\): mode 'dd' cannot vouch for its bound",
+        ),
+    ],
+)
 def test_precision_errors_name_the_function_the_user_called(call, match):
     x = xp.ones((3, 3))
     with xp.precision(target_forward_error=1e-30):  # a context's impossible target is named the same way

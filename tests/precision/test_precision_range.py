@@ -51,7 +51,8 @@ def _errors_within_bound(got: torch.Tensor, a: torch.Tensor, b: torch.Tensor, bo
             assert value == value and abs(value) != float("inf"), f"entry {i, j} is {value}, exact {float(exact)}"
             assert abs(Fraction(value) - exact) <= Fraction(bound) * scale, (
                 f"entry {i, j}: {value!r} vs exact {float(exact)!r}, error {float(abs(Fraction(value) - exact))} "
-                f"> {bound} * |A||B| = {float(Fraction(bound) * scale)}")
+                f"> {bound} * |A||B| = {float(Fraction(bound) * scale)}"
+            )
 
 
 @pytest.mark.parametrize("mode", MODES)

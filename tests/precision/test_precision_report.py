@@ -67,22 +67,33 @@ def test_host_only_modes():
     assert not any(report.host_only(m, torch.float32) for m in report.MODES if m != "fp64")
 
 
-@pytest.mark.parametrize(("points", "front"), [
-    ([], []),
-    ([(1.0, 1.0)], [0]),
-    ([(2.0, 1e-3), (1.0, 1e-2), (3.0, 1e-3), (4.0, 1e-8)], [1, 0, 3]),  # (3, 1e-3): costlier, no more accurate
-    ([(1.0, 1e-3), (1.0, 1e-3)], [0, 1]),  # equal points: both stay
-    ([(1.0, 1e-3), (1.0, 1e-5)], [1]),  # same cost: the more accurate wins
-    ([(2.0, 1e-5), (1.0, 1e-5)], [1]),  # same error: the cheaper wins
-    ([(5.0, 1.0), (1.0, 10.0), (3.0, 2.0)], [1, 2, 0]),  # none dominated: ordered by cost
-])
+@pytest.mark.parametrize(
+    ("points", "front"),
+    [
+        ([], []),
+        ([(1.0, 1.0)], [0]),
+        ([(2.0, 1e-3), (1.0, 1e-2), (3.0, 1e-3), (4.0, 1e-8)], [1, 0, 3]),  # (3, 1e-3): costlier, no more accurate
+        ([(1.0, 1e-3), (1.0, 1e-3)], [0, 1]),  # equal points: both stay
+        ([(1.0, 1e-3), (1.0, 1e-5)], [1]),  # same cost: the more accurate wins
+        ([(2.0, 1e-5), (1.0, 1e-5)], [1]),  # same error: the cheaper wins
+        ([(5.0, 1.0), (1.0, 10.0), (3.0, 2.0)], [1, 2, 0]),  # none dominated: ordered by cost
+    ],
+)
 def test_pareto_front(points, front):
     assert report.pareto_front(points) == front
 
 
-@pytest.mark.parametrize(("seconds", "text"), [
-    (1.7808e-5, "17.8 us"), (8.3333e-8, "83.3 ns"), (1.2e-4, "120 us"), (2.8e-6, "2.80 us"), (9.9996e-4, "1.00 ms"),
-    (2.5, "2.50 s"), (4e-10, "0.400 ns"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (1.7808e-5, "17.8 us"),
+        (8.3333e-8, "83.3 ns"),
+        (1.2e-4, "120 us"),
+        (2.8e-6, "2.80 us"),
+        (9.9996e-4, "1.00 ms"),
+        (2.5, "2.50 s"),
+        (4e-10, "0.400 ns"),
+    ],
+)
 def test_format_seconds(seconds, text):
     assert cost.format_seconds(seconds) == text

@@ -38,8 +38,11 @@ def small_gate(monkeypatch):
 
 def _row(case: check_neuron.Case, mode: str, result: str = "ok") -> re.Pattern[str]:
     """A table line of ``case`` in ``mode`` whose result column reads ``result``."""
-    return re.compile(rf"^{case.kernel}\s+{mode}\s+{re.escape(case.inputs_label)}\s+{case.shape}\s+\S+\s+\S+\s+"
-                      rf"{result}\s", re.MULTILINE)
+    return re.compile(
+        rf"^{case.kernel}\s+{mode}\s+{re.escape(case.inputs_label)}\s+{case.shape}\s+\S+\s+\S+\s+"
+        rf"{result}\s",
+        re.MULTILINE,
+    )
 
 
 def _assumption(out: str, label: str) -> tuple[str, str]:
@@ -109,11 +112,13 @@ def test_the_gate_runs_first_and_every_mode_compiles_and_runs(model_json):
     code, out, data = model_json
     lines = out.splitlines()
     assert lines[0] == "trn_backend check-neuron"
-    assert lines[1].startswith("compile-and-run gate (each mode once through the kernel layer's NKI route on the "
-                               "CPU model of a trn2 NeuronCore, matmul 200x300x700, bmm 3x200x300x700, at LNC=2")
+    assert lines[1].startswith(
+        "compile-and-run gate (each mode once through the kernel layer's NKI route on the "
+        "CPU model of a trn2 NeuronCore, matmul 200x300x700, bmm 3x200x300x700, at LNC=2"
+    )
     modes = list(check_neuron.GATE_MODES)
     assert set(modes) == set(check_neuron.nki.MODES) | {"ozaki"}  # every kernel mode and ozaki's level sums
-    for line, mode in zip(lines[2:2 + len(modes)], modes, strict=True):
+    for line, mode in zip(lines[2 : 2 + len(modes)], modes, strict=True):
         assert line.startswith(f"  {mode}: compiles and runs; max error <= bound: matmul 200x300x700 "), line
         assert (" bmm 3x200x300x700 " in line) and "FAIL" not in line
     assert "the sr kernel 200x300x700, bf16 result" in lines[2 + modes.index("sr")]
@@ -152,8 +157,11 @@ def test_a_mode_that_fails_the_gate_stops_the_command(monkeypatch, capsys, tmp_p
     assert re.search(r"^  fast: compiles and runs; ", out, re.MULTILINE)
     assert "  NKI toolchain" in out and "device: no Neuron device" in out  # what a report of the failure needs
     assert not table and "device assumptions (" not in out and "measurements (" not in out  # nothing else ran
-    assert re.search(r"check-neuron: FAIL: the compile-and-run gate failed for native, dd on the CPU model of a trn2 "
-                     r"NeuronCore; nothing else ran", out)
+    assert re.search(
+        r"check-neuron: FAIL: the compile-and-run gate failed for native, dd on the CPU model of a trn2 "
+        r"NeuronCore; nothing else ran",
+        out,
+    )
     data = json.loads(path.read_text())
     assert [g["mode"] for g in data["gate"] if not g["ok"]] == ["native", "dd"]
     assert data["table"] == [] and data["kernels"] == [] and data["probes"] == []
@@ -169,8 +177,10 @@ def test_a_mode_that_misses_its_nki_route_fails_the_gate(monkeypatch, capsys):
     monkeypatch.setattr(check_neuron, "run_gate", torch_route)
     assert main(["check-neuron"]) == 1
     out = capsys.readouterr().out
-    assert "  ozaki: FAIL: matmul 3x5x7: the NKI route did not run (kernels.matmul ran ozaki without nki.matmul)" \
+    assert (
+        "  ozaki: FAIL: matmul 3x5x7: the NKI route did not run (kernels.matmul ran ozaki without nki.matmul)"
         in out.splitlines()
+    )
 
 
 def test_device_assumptions_on_the_model(model_run):
@@ -331,8 +341,11 @@ def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, 
     dma = [f"dma: runs of {r['run_bytes']} B, {per_partition[r['bytes'] // 128]} per partition" for r in data["dma"]]
     left_out = [p.split(" took ")[0] for p in problems]
     assert sorted(x for x in dma + left_out if x.startswith("dma: ")) == [
-        "dma: runs of 256 B, 1 KiB per partition", "dma: runs of 256 B, 512 B per partition",
-        "dma: runs of 512 B, 1 KiB per partition", "dma: runs of 512 B, 512 B per partition"]
+        "dma: runs of 256 B, 1 KiB per partition",
+        "dma: runs of 256 B, 512 B per partition",
+        "dma: runs of 512 B, 1 KiB per partition",
+        "dma: runs of 512 B, 512 B per partition",
+    ]
     assert all(r["transfers"] == 4 for r in data["dma"])
     assert [r["bmkn"] for r in data["compile"]] == [[1, 128, 128, 128], [1, 128, 256, 256]]
     assert data["compile"][0]["instructions"] < data["compile"][1]["instructions"]
@@ -340,11 +353,15 @@ def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, 
     assert data["tensor"] is None or (data["tensor"]["bmkn"] == [1, 128, 256, 256] and data["tensor"]["tensor_s"] > 0)
     # our kernels, every mode at each shape (the sr kernel is matmul only), at the runtime's LNC
     expected = [f"nki.matmul[{mode}] 3x5x7" for mode in ("fast", "native", "dd", "bf16x6", "ozaki", "sr")] + [
-        f"nki.bmm[{mode}] 2x3x5x7" for mode in ("fast", "native", "dd", "bf16x6", "ozaki")]
-    rows = [f"nki.{r['kernel']}[{r['mode']}] {'x'.join(map(str, r['bmkn'][1 if r['kernel'] == 'matmul' else 0:]))}"
-            for r in data["kernels"]]
-    assert sorted(rows + [x.removeprefix("kernels: ") for x in left_out if x.startswith("kernels: ")]) == \
-        sorted(expected)
+        f"nki.bmm[{mode}] 2x3x5x7" for mode in ("fast", "native", "dd", "bf16x6", "ozaki")
+    ]
+    rows = [
+        f"nki.{r['kernel']}[{r['mode']}] {'x'.join(map(str, r['bmkn'][1 if r['kernel'] == 'matmul' else 0 :]))}"
+        for r in data["kernels"]
+    ]
+    assert sorted(rows + [x.removeprefix("kernels: ") for x in left_out if x.startswith("kernels: ")]) == sorted(
+        expected
+    )
     assert all(r["lnc"] == 1 and r["a_transposed"] is False and r["seconds"] > 0 for r in data["kernels"])
     assert all(g["ok"] and g["lnc"] == 1 for g in data["gate"])
 
@@ -377,13 +394,14 @@ def test_our_kernels_are_timed_in_every_mode(monkeypatch):
     rows = check_neuron.measure_kernels(where, 0.0, problems)
     assert problems == []
     assert [(r["kernel"], r["mode"], r["bmkn"]) for r in rows] == [
-        ("matmul", mode, [1, 3, 5, 7]) for mode in ("fast", "native", "dd", "bf16x6", "ozaki", "sr")] + [
-        ("bmm", mode, [2, 3, 5, 7]) for mode in ("fast", "native", "dd", "bf16x6", "ozaki")]
+        ("matmul", mode, [1, 3, 5, 7]) for mode in ("fast", "native", "dd", "bf16x6", "ozaki", "sr")
+    ] + [("bmm", mode, [2, 3, 5, 7]) for mode in ("fast", "native", "dd", "bf16x6", "ozaki")]
     assert all(set(r) == {"kernel", "mode", "bmkn", "lnc", "a_transposed", "seconds"} for r in rows)
     assert all(r["lnc"] == 2 and r["seconds"] > 0 for r in rows)  # NEURON_LOGICAL_NC_CONFIG unset: trn2's 2
     assert check_neuron.measure_kernels(where, 1e9, problems) == [] and len(problems) == len(rows)
-    line = "\n".join(check_neuron.measurement_lines(where, check_neuron.Measured({"value": 2, "how": ""},
-                                                                                 kernels=rows)))
+    line = "\n".join(
+        check_neuron.measurement_lines(where, check_neuron.Measured({"value": 2, "how": ""}, kernels=rows))
+    )
     assert re.search(r"^  nki\.bmm 2x3x5x7 at LNC=2 \(less the launch\): fast \S+ \S+, native ", line, re.MULTILINE)
 
 
@@ -425,6 +443,7 @@ def test_the_switch_probe_subprocess_needs_a_device():
 
 # --- the verdict helpers on made-up values ---
 
+
 def test_accumulation_verdicts():
     exact = 1.0000038146972656  # fp32(1 + 127 * 2**-25)
     assert check_neuron.accumulation_verdict(1.0, exact) == "sequential fp32 in K order"
@@ -443,8 +462,10 @@ def test_rounding_verdict_tells_nearest_even_from_other_roundings():
     away = np.float32([1.0 + 2.0**-23, 1.0 + 2.0**-22, 4.0])  # ties away from zero
     holds, evidence = check_neuron.rounding_verdict(x, y, away, nearest_difference)
     assert not holds
-    assert evidence == "1 of 6 results differ from IEEE nearest even; first: 1.0 + 5.960464477539063e-08 gave " \
-                       "1.0000001192092896, IEEE 1.0"
+    assert (
+        evidence == "1 of 6 results differ from IEEE nearest even; first: 1.0 + 5.960464477539063e-08 gave "
+        "1.0000001192092896, IEEE 1.0"
+    )
     truncated = np.float32([1.0, 1.0 + 2.0**-23, 4.0])  # toward zero
     assert not check_neuron.rounding_verdict(x, y, truncated, nearest_difference)[0]
     assert not check_neuron.rounding_verdict(x, y, nearest_sum, np.float32([1.0 - 2.0**-24, 1.0, np.nan]))[0]
@@ -468,8 +489,10 @@ def test_switch_verdicts():
     off = {"up": 0, "down": 65536, "other": 0}
     verdict, evidence = check_neuron.switch_verdict(on, off)
     assert verdict == "verified"
-    assert evidence == ("65536 casts of 1 + 2**-10 to bf16 (1/8 of the way to 1 + 2**-7): with the switch 8192 "
-                        "rounded up (stochastic rounding: ~8192), 0 neither neighbour; without it 0 up, 0 neither")
+    assert evidence == (
+        "65536 casts of 1 + 2**-10 to bf16 (1/8 of the way to 1 + 2**-7): with the switch 8192 "
+        "rounded up (stochastic rounding: ~8192), 0 neither neighbour; without it 0 up, 0 neither"
+    )
     assert check_neuron.switch_verdict(off, off)[0] == "refuted"  # the switch does not reach the cast
     assert check_neuron.switch_verdict(on, on)[0] == "inconclusive"  # rounds up without the switch too
     assert check_neuron.switch_verdict({"up": 1, "down": 65534, "other": 1}, off)[0] == "inconclusive"
@@ -489,14 +512,19 @@ def test_unbiased_verdicts():
 
 
 def test_python_dash_m_generation_trn1():
-    done = subprocess.run([sys.executable, "-m", "trn_backend", "check-neuron", "--generation", "trn1"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "trn_backend", "check-neuron", "--generation", "trn1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "CPU model of a trn1 NeuronCore" in done.stdout and "time (modelled, trn1)" in done.stdout
     assert "check-neuron: ok" in done.stdout
 
 
 # --- toolchain detection by distribution version ---
+
 
 def _installed(monkeypatch, **versions: str | None) -> None:
     """importlib.metadata as if the distributions named (underscores for dashes) had these versions (None: not
@@ -530,8 +558,11 @@ def test_the_nki_version_is_the_distributions_not_dunder_version(monkeypatch):
     assert modules is not None and modules[0] is sys.modules["nki"]
     assert found == "0.6.1 (distribution nki)"
     assert toolchain.select("nki")[3] == "nki 0.6.1"
-    assert toolchain.distributions() == [("nki", "0.6.1 (distribution nki)"), ("neuronx-cc", "2.21.33363.0"),
-                                         ("torch-neuronx", "not installed")]
+    assert toolchain.distributions() == [
+        ("nki", "0.6.1 (distribution nki)"),
+        ("neuronx-cc", "2.21.33363.0"),
+        ("torch-neuronx", "not installed"),
+    ]
     shown = dict(check_neuron.versions())
     assert shown["nki"] == "0.6.1 (distribution nki)" and shown["neuronx-cc"] == "2.21.33363.0"
     assert shown["torch-neuronx"] == "not installed" and shown["torch"] == importlib.metadata.version("torch")
@@ -540,13 +571,17 @@ def test_the_nki_version_is_the_distributions_not_dunder_version(monkeypatch):
 def test_an_old_or_broken_nki_is_ignored_and_says_why(monkeypatch):
     _installed(monkeypatch, nki=None)
     assert toolchain.detect() == (None, "not installed")
-    with pytest.raises(ImportError, match="TRN_BACKEND_NKI_TOOLCHAIN=nki but the NKI toolchain is not installed; "
-                                          "it is the distribution nki"):
+    with pytest.raises(
+        ImportError,
+        match="TRN_BACKEND_NKI_TOOLCHAIN=nki but the NKI toolchain is not installed; it is the distribution nki",
+    ):
         toolchain.select("nki")
     _installed(monkeypatch, nki="0.5.2")
     _fake_nki(monkeypatch, "0.6.0")  # importable, and its __version__ claims 0.6: the distribution decides
-    assert toolchain.detect() == (None, "0.5.2 installed but older than 0.6: ignored (the kernels need NKI 0.6 or "
-                                        "newer, Neuron 2.32+)")
+    assert toolchain.detect() == (
+        None,
+        "0.5.2 installed but older than 0.6: ignored (the kernels need NKI 0.6 or newer, Neuron 2.32+)",
+    )
     with pytest.raises(ImportError, match="is 0.5.2 installed but older than 0.6: ignored"):
         toolchain.select("nki")
     assert toolchain.select("auto")[3] == "cpu-model"  # auto falls back to the model
@@ -554,13 +589,18 @@ def test_an_old_or_broken_nki_is_ignored_and_says_why(monkeypatch):
     for name in ("nki", "nki.language", "nki.isa"):
         monkeypatch.setitem(sys.modules, name, None)  # import fails (PyPI's placeholder has no submodules)
     modules, found = toolchain.detect()
-    assert modules is None and found.startswith("0.6.0 installed but does not import (") and found.endswith(
-        "): ignored")
+    assert (
+        modules is None and found.startswith("0.6.0 installed but does not import (") and found.endswith("): ignored")
+    )
     assert dict(check_neuron.versions())["nki"] == found
 
 
-@given(major=st.integers(0, 3), minor=st.integers(0, 12), patch=st.integers(0, 40),
-       suffix=st.sampled_from(("", ".dev3", "rc1", ".post2", "+local.1")))
+@given(
+    major=st.integers(0, 3),
+    minor=st.integers(0, 12),
+    patch=st.integers(0, 40),
+    suffix=st.sampled_from(("", ".dev3", "rc1", ".post2", "+local.1")),
+)
 def test_nki_versions_from_0_6_on_are_used(major, minor, patch, suffix):
     version = f"{major}.{minor}.{patch}{suffix}"
     with pytest.MonkeyPatch.context() as patch_:
@@ -569,9 +609,11 @@ def test_nki_versions_from_0_6_on_are_used(major, minor, patch, suffix):
         modules, found = toolchain.detect()
     supported = major > 0 or minor >= 6  # (major, minor) >= (0, 6), written out
     assert (modules is not None) == supported
-    assert found == (f"{version} (distribution nki)" if supported else
-                     f"{version} installed but older than 0.6: ignored (the kernels need NKI 0.6 or newer, Neuron "
-                     "2.32+)")
+    assert found == (
+        f"{version} (distribution nki)"
+        if supported
+        else f"{version} installed but older than 0.6: ignored (the kernels need NKI 0.6 or newer, Neuron 2.32+)"
+    )
 
 
 def test_lnc_from_the_environment_or_the_generations_default(monkeypatch):
@@ -579,14 +621,18 @@ def test_lnc_from_the_environment_or_the_generations_default(monkeypatch):
     model = check_neuron.Where(torch.device("cpu"), False, "", "")
     monkeypatch.delenv("NEURON_LOGICAL_NC_CONFIG", raising=False)
     assert check_neuron.logical_cores(device, "trn2") == {
-        "value": 2, "how": "NEURON_LOGICAL_NC_CONFIG not set: the trn2 runtime's default, 2"}
+        "value": 2,
+        "how": "NEURON_LOGICAL_NC_CONFIG not set: the trn2 runtime's default, 2",
+    }
     assert check_neuron.logical_cores(device, "trn1")["value"] == 1
     assert check_neuron.logical_cores(model, "trn2")["value"] is None  # no runtime on the CPU
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "1")
     assert check_neuron.logical_cores(device, "trn2") == {"value": 1, "how": "NEURON_LOGICAL_NC_CONFIG=1"}
     monkeypatch.setenv("NEURON_LOGICAL_NC_CONFIG", "two")
     assert check_neuron.logical_cores(device, "trn2") == {
-        "value": None, "how": "NEURON_LOGICAL_NC_CONFIG='two' is not a core count"}
+        "value": None,
+        "how": "NEURON_LOGICAL_NC_CONFIG='two' is not a core count",
+    }
 
 
 def test_the_dma_probe_moves_runs_of_the_asked_length():

@@ -50,8 +50,9 @@ def test_a_named_folder_without_the_suite_fails(runner, monkeypatch, tmp_path, c
 def test_the_make_target_fails_without_the_suite(tmp_path):
     """What `make conformance` runs, in a fresh interpreter, exits non-zero when there is no checkout."""
     env = {"PATH": "/usr/bin:/bin", "ARRAY_API_TESTS_DIR": str(tmp_path / "absent")}
-    proc = subprocess.run([sys.executable, str(ROOT / "conformance" / "run.py")], env=env, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "conformance" / "run.py")], env=env, capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "git clone" in proc.stderr
 
@@ -86,7 +87,10 @@ def test_the_test_suite_has_no_timing_deadline():
     offenders = []
     for path in (ROOT / "tests").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.keyword) and node.arg == "deadline" and not (
-                    isinstance(node.value, ast.Constant) and node.value.value is None):
+            if (
+                isinstance(node, ast.keyword)
+                and node.arg == "deadline"
+                and not (isinstance(node.value, ast.Constant) and node.value.value is None)
+            ):
                 offenders.append(f"{path.relative_to(ROOT)}:{node.value.lineno}")
     assert offenders == []

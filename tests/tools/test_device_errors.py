@@ -103,8 +103,9 @@ def test_neuron_and_xla_name_the_device_type_the_real_registration_makes(tmp_pat
     env = {k: v for k, v in os.environ.items() if k != _device.ENV_VAR}
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # this checkout's trn_backend
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), root, env.get("PYTHONPATH", "")])
-    run = subprocess.run([sys.executable, "-c", REGISTERED_DEVICES], env=env, capture_output=True, text=True,
-                         timeout=120)
+    run = subprocess.run(
+        [sys.executable, "-c", REGISTERED_DEVICES], env=env, capture_output=True, text=True, timeout=120
+    )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout) == [f"{kind}:0", f"{kind}:0", kind, f"{kind}:1", f"{kind}:2", f"{kind}:1"]
 
@@ -136,8 +137,11 @@ def test_a_cuda_index_beyond_the_device_count_names_the_devices_there(monkeypatc
 
 @pytest.mark.parametrize("spec", ["gpu", "CPU", "cuda0", "trainium", "", "cpu:x"])
 def test_a_string_that_names_no_device_lists_the_valid_forms(spec):
-    with pytest.raises(ValueError, match=rf"zeros\(\) device: {spec!r} is not a device; valid forms: 'cpu', "
-                                         r"'cuda', 'cuda:N', 'neuron' or 'xla'"):
+    with pytest.raises(
+        ValueError,
+        match=rf"zeros\(\) device: {spec!r} is not a device; valid forms: 'cpu', "
+        r"'cuda', 'cuda:N', 'neuron' or 'xla'",
+    ):
         xp.zeros((2,), device=spec)
 
 
@@ -161,8 +165,13 @@ def test_usable_devices_pass_through_and_failures_are_not_remembered(monkeypatch
 
 def test_device_type_names_a_device_it_does_not_require(no_neuron, cpu_only_torch):
     """For choices about a device (ranking precision modes for Neuron on any machine): no availability check."""
-    assert [_device.device_type(d) for d in ("neuron", "xla:1", "cuda:7", "cpu", torch.device("xla", 0))] == \
-        ["neuron", "xla", "cuda", "cpu", "xla"]
+    assert [_device.device_type(d) for d in ("neuron", "xla:1", "cuda:7", "cpu", torch.device("xla", 0))] == [
+        "neuron",
+        "xla",
+        "cuda",
+        "cpu",
+        "xla",
+    ]
     with pytest.raises(ValueError, match=r"select_precision: 'gpu' is not a device; valid forms: 'cpu'"):
         _device.device_type("gpu", "select_precision")
     with pytest.raises(ValueError, match="'neuron:one' is not a device"):
@@ -190,10 +199,16 @@ IMPORT_CASES = {
 
 @pytest.fixture(scope="module")
 def imports_under_the_variable() -> dict[str, subprocess.CompletedProcess]:
-    started = {value: subprocess.Popen([sys.executable, "-c", "import trn_backend"],
-                                       env={**os.environ, _device.ENV_VAR: value},
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-               for value in IMPORT_CASES}
+    started = {
+        value: subprocess.Popen(
+            [sys.executable, "-c", "import trn_backend"],
+            env={**os.environ, _device.ENV_VAR: value},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for value in IMPORT_CASES
+    }
     done = {}
     for value, process in started.items():
         out, err = process.communicate(timeout=120)
@@ -202,10 +217,18 @@ def imports_under_the_variable() -> dict[str, subprocess.CompletedProcess]:
 
 
 @pytest.mark.heavy
-@pytest.mark.parametrize("value", [
-    pytest.param(value, marks=pytest.mark.skipif(value == "neuron" and _device.neuron_available(),
-                                                 reason="the Neuron toolchain is installed here"))
-    for value in IMPORT_CASES])
+@pytest.mark.parametrize(
+    "value",
+    [
+        pytest.param(
+            value,
+            marks=pytest.mark.skipif(
+                value == "neuron" and _device.neuron_available(), reason="the Neuron toolchain is installed here"
+            ),
+        )
+        for value in IMPORT_CASES
+    ],
+)
 def test_the_environment_variable_is_checked_at_import(imports_under_the_variable, value):
     run = imports_under_the_variable[value]
     expected = IMPORT_CASES[value]

@@ -31,8 +31,20 @@ MATRIX = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 2.0]])
 
 # ---------------------------------------------------------------- fft and linalg on float16 / bfloat16
 
-_ONE_ARRAY_FFT = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn", "irfftn", "fftshift",
-                  "ifftshift")
+_ONE_ARRAY_FFT = (
+    "fft",
+    "ifft",
+    "rfft",
+    "irfft",
+    "hfft",
+    "ihfft",
+    "fftn",
+    "ifftn",
+    "rfftn",
+    "irfftn",
+    "fftshift",
+    "ifftshift",
+)
 
 
 def test_every_fft_function_is_covered():
@@ -69,18 +81,49 @@ def test_fft_frequencies_in_half_precision(name, half):
 
 # (function, arguments from one matrix x); every linalg function of the namespace appears once
 _LINALG = {
-    "cholesky": lambda x: (x,), "det": lambda x: (x,), "eig": lambda x: (x,), "eigh": lambda x: (x,),
-    "eigvals": lambda x: (x,), "eigvalsh": lambda x: (x,), "inv": lambda x: (x,), "matrix_rank": lambda x: (x,),
-    "pinv": lambda x: (x,), "qr": lambda x: (x,), "slogdet": lambda x: (x,), "solve": lambda x: (x, x),
-    "svd": lambda x: (x,), "svdvals": lambda x: (x,),
+    "cholesky": lambda x: (x,),
+    "det": lambda x: (x,),
+    "eig": lambda x: (x,),
+    "eigh": lambda x: (x,),
+    "eigvals": lambda x: (x,),
+    "eigvalsh": lambda x: (x,),
+    "inv": lambda x: (x,),
+    "matrix_rank": lambda x: (x,),
+    "pinv": lambda x: (x,),
+    "qr": lambda x: (x,),
+    "slogdet": lambda x: (x,),
+    "solve": lambda x: (x, x),
+    "svd": lambda x: (x,),
+    "svdvals": lambda x: (x,),
     # NumPy keeps float16 in these: they compute in x's dtype
-    "cross": lambda x: (x, x), "diagonal": lambda x: (x,), "matmul": lambda x: (x, x),
-    "matrix_norm": lambda x: (x,), "matrix_power": lambda x: (x, 2), "matrix_transpose": lambda x: (x,),
-    "outer": lambda x: (x[0], x[1]), "tensordot": lambda x: (x, x), "trace": lambda x: (x,),
-    "vecdot": lambda x: (x, x), "vector_norm": lambda x: (x,),
+    "cross": lambda x: (x, x),
+    "diagonal": lambda x: (x,),
+    "matmul": lambda x: (x, x),
+    "matrix_norm": lambda x: (x,),
+    "matrix_power": lambda x: (x, 2),
+    "matrix_transpose": lambda x: (x,),
+    "outer": lambda x: (x[0], x[1]),
+    "tensordot": lambda x: (x, x),
+    "trace": lambda x: (x,),
+    "vecdot": lambda x: (x, x),
+    "vector_norm": lambda x: (x,),
 }
-_REFUSED = ("cholesky", "det", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matrix_rank", "pinv", "qr", "slogdet",
-            "solve", "svd", "svdvals")
+_REFUSED = (
+    "cholesky",
+    "det",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "matrix_rank",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+)
 
 
 def test_every_linalg_function_is_covered():
@@ -93,24 +136,34 @@ def test_linalg_of_half_precision(name, half):
     x = xp.astype(xp.asarray(MATRIX), half)
     if name in _REFUSED:
         arg = "x1" if name == "solve" else "x"
-        with pytest.raises(TypeError, match=rf"linalg\.{name}\(\).*{arg} of dtype {half}.*"
-                                            rf"xp\.astype\({arg}, xp\.float32\)"):
+        with pytest.raises(
+            TypeError,
+            match=rf"linalg\.{name}\(\).*{arg} of dtype {half}.*"
+            rf"xp\.astype\({arg}, xp\.float32\)",
+        ):
             getattr(xp.linalg, name)(*_LINALG[name](x))
         return
     result = getattr(xp.linalg, name)(*_LINALG[name](x))
     assert result.dtype == x.dtype
-    expected = getattr(np.linalg, name)(*(to_numpy(xp.astype(a, xp.float64)) if isinstance(a, xp.NeuronArray)
-                                          else a for a in _LINALG[name](x)))
+    expected = getattr(np.linalg, name)(
+        *(to_numpy(xp.astype(a, xp.float64)) if isinstance(a, xp.NeuronArray) else a for a in _LINALG[name](x))
+    )
     np.testing.assert_allclose(to_numpy(xp.astype(result, xp.float64)), expected, rtol=2e-2)
 
 
 @pytest.mark.parametrize("half", HALF)
-@pytest.mark.parametrize(("call", "name"), [
-    (lambda x: np.linalg.inv(x), "inv"), (lambda x: np.linalg.solve(x, x), "solve"),
-    (lambda x: np.linalg.svd(x), "svd"), (lambda x: np.linalg.eigh(x), "eigh"),
-    (lambda x: np.linalg.norm(x, 2), "matrix_norm"), (lambda x: xp.linalg.matrix_norm(x, ord="nuc"), "matrix_norm"),
-    (lambda x: np.linalg.matrix_power(x, -1), "inv"),
-])
+@pytest.mark.parametrize(
+    ("call", "name"),
+    [
+        (lambda x: np.linalg.inv(x), "inv"),
+        (lambda x: np.linalg.solve(x, x), "solve"),
+        (lambda x: np.linalg.svd(x), "svd"),
+        (lambda x: np.linalg.eigh(x), "eigh"),
+        (lambda x: np.linalg.norm(x, 2), "matrix_norm"),
+        (lambda x: xp.linalg.matrix_norm(x, ord="nuc"), "matrix_norm"),
+        (lambda x: np.linalg.matrix_power(x, -1), "inv"),
+    ],
+)
 def test_numpy_linalg_of_half_precision_names_the_cast(call, name, half):
     x = xp.astype(xp.asarray(MATRIX), half)
     with pytest.raises(TypeError, match=rf"linalg\.{name}\(\).*{half}.*xp\.astype"):
@@ -119,9 +172,13 @@ def test_numpy_linalg_of_half_precision_names_the_cast(call, name, half):
 
 # ---------------------------------------------------------------- dask percentiles of NeuronArray chunks
 
-@given(values=st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=40, unique=True),
-       chunk=st.integers(1, 9), q=st.lists(st.floats(0, 100), min_size=1, max_size=4).map(sorted),
-       method=st.sampled_from(["linear", "lower", "higher", "midpoint", "nearest"]))
+
+@given(
+    values=st.lists(st.floats(-1e6, 1e6), min_size=1, max_size=40, unique=True),
+    chunk=st.integers(1, 9),
+    q=st.lists(st.floats(0, 100), min_size=1, max_size=4).map(sorted),
+    method=st.sampled_from(["linear", "lower", "higher", "midpoint", "nearest"]),
+)
 def test_dask_percentile_of_neuron_chunks_matches_numpy_chunks(values, chunk, q, method):
     """The oracle is dask on NumPy chunks, with its merge step's argsort made stable: dask merges the per-chunk
     percentiles sorted with NumPy's default (unstable) argsort, whose order of equal values decides some results;
@@ -130,8 +187,9 @@ def test_dask_percentile_of_neuron_chunks_matches_numpy_chunks(values, chunk, q,
     stable = functools.partial(np.argsort, kind="stable")
     with mock.patch.object(np, "argsort", stable):
         expected = da.percentile(da.from_array(data, chunks=chunk), q, method=method).compute(scheduler="sync")
-    got = da.percentile(da.from_array(data, chunks=chunk).map_blocks(xp.asarray), q,
-                        method=method).compute(scheduler="sync")
+    got = da.percentile(da.from_array(data, chunks=chunk).map_blocks(xp.asarray), q, method=method).compute(
+        scheduler="sync"
+    )
     assert isinstance(got, xp.NeuronArray)
     assert_same(got, expected)
 
@@ -144,10 +202,31 @@ def test_dask_percentile_of_a_chunked_neuron_array():
 
 # ---------------------------------------------------------------- torch.Tensor operands
 
-_OPERATORS = (operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv, operator.mod,
-              operator.pow, operator.matmul, operator.and_, operator.or_, operator.xor, operator.lshift,
-              operator.rshift, operator.lt, operator.le, operator.gt, operator.ge, operator.eq, operator.ne,
-              operator.iadd, operator.isub, operator.imul, operator.imatmul)
+_OPERATORS = (
+    operator.add,
+    operator.sub,
+    operator.mul,
+    operator.truediv,
+    operator.floordiv,
+    operator.mod,
+    operator.pow,
+    operator.matmul,
+    operator.and_,
+    operator.or_,
+    operator.xor,
+    operator.lshift,
+    operator.rshift,
+    operator.lt,
+    operator.le,
+    operator.gt,
+    operator.ge,
+    operator.eq,
+    operator.ne,
+    operator.iadd,
+    operator.isub,
+    operator.imul,
+    operator.imatmul,
+)
 
 
 @pytest.mark.parametrize("op", _OPERATORS, ids=lambda op: op.__name__)
@@ -168,6 +247,7 @@ def test_wrapped_tensor_combines_without_a_copy():
 
 
 # ---------------------------------------------------------------- precision modes spelled as explain() prints them
+
 
 def _spellable_modes():
     """Every registered mode with every value of the parameters a string can spell (a torch.Generator cannot:
@@ -194,8 +274,11 @@ def test_explain_spelling_round_trips(name, params):
     assert xp.error_bound(label, xp.float32, 3) == xp.error_bound(name, xp.float32, 3, **params)
 
 
-@given(name=st.sampled_from(sorted(_precision.MODES)), slices=st.integers(1, reference.MAX_SLICES),
-       spaces=st.sampled_from(["", " "]))
+@given(
+    name=st.sampled_from(sorted(_precision.MODES)),
+    slices=st.integers(1, reference.MAX_SLICES),
+    spaces=st.sampled_from(["", " "]),
+)
 def test_mode_spellings_parse_back(name, slices, spaces):
     params = {"slices": slices} if "slices" in _precision.MODES[name].params else {}
     inner = f"{spaces},{spaces}".join(f"{k}{spaces}={spaces}{v!r}" for k, v in params.items())
@@ -204,9 +287,22 @@ def test_mode_spellings_parse_back(name, slices, spaces):
     assert _precision.resolve(torch.float32, 8, torch.device("cpu"), precision=spelled).label == expected
 
 
-@pytest.mark.parametrize("spelled", ["ozaki(slices=5", "ozaki(5)", "ozaki(slices=x)", "ozaki(slices=5, slices=6)",
-                                     "dd(slices=2)", "ozaki(slices=99)", "ozaki(slices=2.0)", "ozaki[slices=2]", "",
-                                     "quad", "ozaki(slices=5)x"])
+@pytest.mark.parametrize(
+    "spelled",
+    [
+        "ozaki(slices=5",
+        "ozaki(5)",
+        "ozaki(slices=x)",
+        "ozaki(slices=5, slices=6)",
+        "dd(slices=2)",
+        "ozaki(slices=99)",
+        "ozaki(slices=2.0)",
+        "ozaki[slices=2]",
+        "",
+        "quad",
+        "ozaki(slices=5)x",
+    ],
+)
 @pytest.mark.parametrize("use", ["einsum", "context", "error_bound"])
 def test_malformed_spellings_list_the_valid_ones(spelled, use):
     a = xp.ones((2, 2))
@@ -224,15 +320,19 @@ def test_a_parameter_given_twice_is_refused():
         xp.precision("ozaki(slices=4)", slices=5)
 
 
-@pytest.mark.parametrize("keyword, value", [("precision", "dd"), ("target_forward_error", 1e-6),
-                                            ("target_relative_error", 1e-6)])
+@pytest.mark.parametrize(
+    "keyword, value", [("precision", "dd"), ("target_forward_error", 1e-6), ("target_relative_error", 1e-6)]
+)
 def test_opt_einsum_contract_with_a_precision_keyword_says_what_to_write(keyword, value):
     # a batched step: opt_einsum sends it to the backend's einsum, with the keywords it does not know itself
     import opt_einsum
 
     a, b = xp.ones((2, 3, 5)), xp.ones((3, 5))
-    with pytest.raises(TypeError, match=rf"takes no {keyword}=: write `with trn_backend.precision\(...\):` "
-                                        rf"around the call, or call trn_backend.contract"):
+    with pytest.raises(
+        TypeError,
+        match=rf"takes no {keyword}=: write `with trn_backend.precision\(...\):` "
+        rf"around the call, or call trn_backend.contract",
+    ):
         opt_einsum.contract("ijk,jk->ij", a, b, backend="trn", **{keyword: value})
     with pytest.raises(TypeError, match="unexpected keyword arguments bogus"):
         opt_einsum.contract("ijk,jk->ij", a, b, backend="trn", bogus=1)

@@ -22,10 +22,12 @@ PASSES = {"fast": 1.0, "sr": 1.0, "native": 4.0, "dd": 3.0, "bf16x6": 6.0, "ozak
 
 def _planted(table, refuse=()):
     """Times of each mode, n^3 times a per-mode factor; modes in ``refuse`` raise as a kernel that refuses."""
+
     def seconds(mode, n):
         if mode in refuse:
             raise AssertionError(f"{mode} refuses n = {n}")
         return table[mode] * n**3 * 1e-12
+
     return seconds
 
 
@@ -60,12 +62,16 @@ def test_the_front_with_times_in_passes():
         assert r.dominated_by["unknown"] == ()  # in passes each step up in accuracy costs more: nothing dominated
     # dd is less accurate than an SGEMM and cheaper: no domination either way, in either case
     assert by[4096, "dd"].dominated_by["fp32-accurate"] == () and by[4096, "native"].dominated_by == {
-        "fp32-accurate": (), "unknown": ()}
+        "fp32-accurate": (),
+        "unknown": (),
+    }
     text = front.markdown(rows)
     assert "| 4096 | native | nki.matmul[native] |" in text and "if fp32-accurate, else unknown" in text
     assert "not compared (bound unknown)" in text
-    assert "- On the known facts alone (native's fp32 precision unknown: native neither dominates nor is dominated): "\
-           "no mode is dominated." in text
+    assert (
+        "- On the known facts alone (native's fp32 precision unknown: native neither dominates nor is dominated): "
+        "no mode is dominated." in text
+    )
     assert "- fast and sr tie (the same kernel time and bound) at n = 1024, 4096: neither dominates the other." in text
 
 
@@ -75,8 +81,10 @@ def test_a_mode_dominated_only_if_fp32_is_accurate():
     dd = next(r for r in rows if r.mode == "dd")
     assert dd.dominated_by == {"fp32-accurate": ("native",), "unknown": ()}
     lines = front.summary(rows)
-    assert lines[0] == "- If the Tensor Engine's fp32 products are as accurate as SGEMM's (u_s per product): dd is " \
-                       "dominated at n = 1024 (by native)."
+    assert (
+        lines[0] == "- If the Tensor Engine's fp32 products are as accurate as SGEMM's (u_s per product): dd is "
+        "dominated at n = 1024 (by native)."
+    )
     assert lines[1].endswith(": no mode is dominated.")
 
 
@@ -94,8 +102,10 @@ def test_a_kernel_that_refuses_a_size_is_not_compared():
     assert ozaki.seconds is None and ozaki.problem == "AssertionError: ozaki refuses n = 1024"
     assert ozaki.dominated_by == {"fp32-accurate": (), "unknown": ()}
     assert "| 1024 | ozaki | nki.matmul[ozaki] | no kernel |" in front.table(rows)
-    assert "- ozaki has no kernel at n = 1024 (AssertionError: ozaki refuses n = 1024): not compared there." in \
-        front.summary(rows)
+    assert (
+        "- ozaki has no kernel at n = 1024 (AssertionError: ozaki refuses n = 1024): not compared there."
+        in front.summary(rows)
+    )
 
 
 def test_the_command_and_the_docs_block(monkeypatch, capsys, tmp_path):
@@ -128,7 +138,8 @@ def test_the_docs_table_is_current():
     assert documented, "docs/precision.md has no front-table block"
     assert documented.group(1) == front.markdown(), (
         "docs/precision.md's front-table is stale: run python -m trn_backend precision-report --front --docs "
-        "docs/precision.md")
+        "docs/precision.md"
+    )
 
 
 def test_sizes_and_modes():

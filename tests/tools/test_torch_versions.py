@@ -49,8 +49,13 @@ def test_the_requirement_is_exactly_the_minor_series_from_oldest_to_first_refuse
     """Every release from 1.0.0 to 3.30.9, exhaustively (the space is small): admitted exactly when its
     (major, minor) lies in [OLDEST, FIRST_REFUSED); the oracle is tuple order, not packaging's specifier logic."""
     specifier = _torch_requirement().specifier
-    wrong = [f"{major}.{minor}.{micro}" for major in (1, 2, 3) for minor in range(31) for micro in (0, 1, 9)
-             if specifier.contains(f"{major}.{minor}.{micro}") != (OLDEST <= (major, minor) < FIRST_REFUSED)]
+    wrong = [
+        f"{major}.{minor}.{micro}"
+        for major in (1, 2, 3)
+        for minor in range(31)
+        for micro in (0, 1, 9)
+        if specifier.contains(f"{major}.{minor}.{micro}") != (OLDEST <= (major, minor) < FIRST_REFUSED)
+    ]
     assert not wrong, f"pyproject's torch requirement {specifier} admits or refuses wrongly: {wrong}"
 
 

@@ -31,14 +31,30 @@ from .._scalars import check_fill_int, convert_scalar, float_to_int, int_value
 from .data_types import check_castable, convert, promoted
 
 __all__ = [
-    "arange", "asarray", "empty", "empty_like", "eye", "from_dlpack", "from_torch", "full", "full_like", "linspace",
-    "meshgrid", "ones", "ones_like", "tril", "triu", "zeros", "zeros_like",
+    "arange",
+    "asarray",
+    "empty",
+    "empty_like",
+    "eye",
+    "from_dlpack",
+    "from_torch",
+    "full",
+    "full_like",
+    "linspace",
+    "meshgrid",
+    "ones",
+    "ones_like",
+    "tril",
+    "triu",
+    "zeros",
+    "zeros_like",
 ]
 
 Device = torch.device | str | None
 Shape = int | tuple[int, ...]
 # NumPy dtypes asarray takes (either byte order: non-native ones are copied)
 # ---------------------------------------------------------------- arguments
+
 
 def _device_arg(device: Device, func: str) -> torch.device:
     return _device.default_device() if device is None else _device.normalize(device, f"{func}() device")
@@ -103,14 +119,16 @@ def _scalars_dtype(values: Sequence[object], device: torch.device) -> torch.dtyp
 
 # ---------------------------------------------------------------- asarray and from_dlpack
 
+
 def from_torch(tensor: torch.Tensor, /) -> NeuronArray:
     """A NeuronArray holding ``tensor`` itself (beyond the standard): no copy, on the tensor's device, and
     writes through either are seen by the other. ``x.to_torch()`` goes the other way."""
     return wrap(holdable(tensor, "from_torch()"))
 
 
-def asarray(obj: object, /, *, dtype: _dtypes.DType | None = None, device: Device = None,
-            copy: bool | None = None) -> NeuronArray:
+def asarray(
+    obj: object, /, *, dtype: _dtypes.DType | None = None, device: Device = None, copy: bool | None = None
+) -> NeuronArray:
     """Convert arrays, tensors, NumPy data, DLPack or buffer objects, Python scalars and nested sequences.
 
     Arrays and tensors stay on their device; other data goes to ``device`` or the default device. Memory is
@@ -121,8 +139,10 @@ def asarray(obj: object, /, *, dtype: _dtypes.DType | None = None, device: Devic
     source = _source_tensor(obj, copy)
     if source is None:
         if copy is False:
-            raise ValueError("asarray(copy=False): Python scalars and sequences have no buffer to share; "
-                             "a new array is always made (pass copy=None)")
+            raise ValueError(
+                "asarray(copy=False): Python scalars and sequences have no buffer to share; "
+                "a new array is always made (pass copy=None)"
+            )
         return wrap(_from_python(obj, target, dev))
     t, home, fresh = source
     if target in _dtypes.INTEGER and t.dtype in _dtypes.REAL_FLOAT:
@@ -149,16 +169,20 @@ def _source_tensor(obj: object, copy: bool | None) -> tuple[torch.Tensor, torch.
     except TypeError:
         if isinstance(obj, Sequence) and not isinstance(obj, str):
             return None
-        raise TypeError(f"asarray(): cannot convert {type(obj).__name__}; expected an array, a Python "
-                        "scalar, a nested sequence, or an object with __dlpack__ or the buffer "
-                        "protocol") from None
+        raise TypeError(
+            f"asarray(): cannot convert {type(obj).__name__}; expected an array, a Python "
+            "scalar, a nested sequence, or an object with __dlpack__ or the buffer "
+            "protocol"
+        ) from None
     return from_numpy(np.asarray(view), copy)
 
 
 def _supported(t: torch.Tensor, func: str) -> torch.Tensor:
     if t.dtype not in _dtypes.ALL:
-        raise TypeError(f"{func}(): dtype {t.dtype} is not a dtype of this namespace; "
-                        f"supported: {', '.join(_dtypes.NAMES.values())}")
+        raise TypeError(
+            f"{func}(): dtype {t.dtype} is not a dtype of this namespace; "
+            f"supported: {', '.join(_dtypes.NAMES.values())}"
+        )
     return t
 
 
@@ -189,8 +213,12 @@ def _from_python(obj: object, dtype: torch.dtype | None, device: torch.device | 
     if arrays:
         dtype = dtype or promoted(leaves, "asarray")
         device = device or arrays[0].device
-        parts = [convert(leaf._t, dtype, device, None, "asarray") if isinstance(leaf, NeuronArray)
-                 else convert_scalar(leaf, dtype, device, "asarray") for leaf in leaves]
+        parts = [
+            convert(leaf._t, dtype, device, None, "asarray")
+            if isinstance(leaf, NeuronArray)
+            else convert_scalar(leaf, dtype, device, "asarray")
+            for leaf in leaves
+        ]
         return torch.stack(parts).reshape(shape)
     device = device or _device.default_device()
     dtype = dtype or _scalars_dtype(leaves, device)
@@ -237,8 +265,11 @@ def from_dlpack(x: object, /, *, device: Device = None, copy: bool | None = None
     from .._indexing import readonly
 
     if isinstance(x, NeuronArray):
-        if type(x) is _ReversedView and not copy and (device is None or _device.same(
-                _device.normalize(device, "from_dlpack() device"), x.device)):
+        if (
+            type(x) is _ReversedView
+            and not copy
+            and (device is None or _device.same(_device.normalize(device, "from_dlpack() device"), x.device))
+        ):
             return x[...]  # the same view with negative steps, over the same memory
         t = x._t
     elif hasattr(x, "__dlpack__"):
@@ -249,29 +280,35 @@ def from_dlpack(x: object, /, *, device: Device = None, copy: bool | None = None
         read_only, negative = dlpack_facts(capsule)
         if negative:
             if copy is False:
-                raise BufferError(f"from_dlpack(copy=False): the {type(x).__name__} has negative strides, which "
-                                  "torch cannot hold; pass copy=None or True to copy it")
+                raise BufferError(
+                    f"from_dlpack(copy=False): the {type(x).__name__} has negative strides, which "
+                    "torch cannot hold; pass copy=None or True to copy it"
+                )
             try:
                 capsule = x.__dlpack__(max_version=(1, 0), copy=True)
             except TypeError:
-                raise BufferError(f"from_dlpack(): the {type(x).__name__} has negative strides, which torch "
-                                  "cannot hold, and its exporter cannot copy (DLPack 1.0's copy=True); pass a "
-                                  "copy with non-negative strides") from None
+                raise BufferError(
+                    f"from_dlpack(): the {type(x).__name__} has negative strides, which torch "
+                    "cannot hold, and its exporter cannot copy (DLPack 1.0's copy=True); pass a "
+                    "copy with non-negative strides"
+                ) from None
             read_only, negative = dlpack_facts(capsule)
             if negative:
-                raise BufferError(f"from_dlpack(): the {type(x).__name__}'s copy still has negative strides, "
-                                  "which torch cannot hold; pass a C-contiguous copy")
+                raise BufferError(
+                    f"from_dlpack(): the {type(x).__name__}'s copy still has negative strides, "
+                    "which torch cannot hold; pass a C-contiguous copy"
+                )
         t = _supported(torch.from_dlpack(capsule), "from_dlpack")
         if read_only:
             t = readonly(t)  # torch ignores the flag: NumPy's from_dlpack gives a read-only view here
     else:
-        raise AttributeError(f"from_dlpack(): {type(x).__name__} has no __dlpack__ method; "
-                             "use asarray instead")
+        raise AttributeError(f"from_dlpack(): {type(x).__name__} has no __dlpack__ method; use asarray instead")
     dev = t.device if device is None else _device.normalize(device, "from_dlpack() device")
     return wrap(convert(t, t.dtype, dev, copy, "from_dlpack"))
 
 
 # ---------------------------------------------------------------- filled arrays
+
 
 def _fill_tensor(value: object, dtype: torch.dtype, device: torch.device, func: str) -> torch.Tensor:
     """A 0-d tensor of ``dtype`` holding a Python scalar or the value of a 0-d array (cast as ``astype`` does,
@@ -292,16 +329,15 @@ def _fill_tensor(value: object, dtype: torch.dtype, device: torch.device, func: 
     return convert_scalar(value, dtype, device, func)
 
 
-def _full(shape: tuple[int, ...], fill_value: object, dtype: torch.dtype, device: torch.device,
-          func: str) -> NeuronArray:
+def _full(
+    shape: tuple[int, ...], fill_value: object, dtype: torch.dtype, device: torch.device, func: str
+) -> NeuronArray:
     return wrap(_fill_tensor(fill_value, dtype, device, func).expand(shape).contiguous())
 
 
-def _filled(fill: Callable[..., torch.Tensor], shape: Shape, dtype: object, device: Device,
-            func: str) -> NeuronArray:
+def _filled(fill: Callable[..., torch.Tensor], shape: Shape, dtype: object, device: Device, func: str) -> NeuronArray:
     dev = _device_arg(device, func)
-    return wrap(fill(_shape_arg(shape, func), dtype=_dtype_arg(dtype, func, _dtypes.default_float(dev)),
-                     device=dev))
+    return wrap(fill(_shape_arg(shape, func), dtype=_dtype_arg(dtype, func, _dtypes.default_float(dev)), device=dev))
 
 
 def empty(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
@@ -319,8 +355,13 @@ def ones(shape: Shape, *, dtype: _dtypes.DType | None = None, device: Device = N
     return _filled(torch.ones, shape, dtype, device, "ones")
 
 
-def full(shape: Shape, fill_value: bool | int | float | complex | NeuronArray, *,
-         dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
+def full(
+    shape: Shape,
+    fill_value: bool | int | float | complex | NeuronArray,
+    *,
+    dtype: _dtypes.DType | None = None,
+    device: Device = None,
+) -> NeuronArray:
     """An array filled with ``fill_value`` (a Python scalar, or a 0-d array as in NumPy and torch); without
     ``dtype``, the default dtype of a scalar's kind, or a 0-d array's dtype."""
     dev = _device_arg(device, "full")
@@ -332,8 +373,9 @@ def full(shape: Shape, fill_value: bool | int | float | complex | NeuronArray, *
     return _full(_shape_arg(shape, "full"), fill_value, _dtype_arg(dtype, "full", default), dev, "full")
 
 
-def _like(x: NeuronArray, dtype: object, device: Device, func: str) -> tuple[tuple[int, ...], torch.dtype,
-                                                                              torch.device]:
+def _like(
+    x: NeuronArray, dtype: object, device: Device, func: str
+) -> tuple[tuple[int, ...], torch.dtype, torch.device]:
     """Shape of ``x``, and its dtype and device unless overridden."""
     t = tensor(x, func)
     dev = t.device if device is None else _device.normalize(device, f"{func}() device")
@@ -358,8 +400,14 @@ def ones_like(x: NeuronArray, /, *, dtype: _dtypes.DType | None = None, device: 
     return wrap(torch.ones(shape, dtype=dtype, device=dev))
 
 
-def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
-              dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
+def full_like(
+    x: NeuronArray,
+    /,
+    fill_value: bool | int | float | complex,
+    *,
+    dtype: _dtypes.DType | None = None,
+    device: Device = None,
+) -> NeuronArray:
     """``fill_value`` with ``x``'s shape (and dtype and device unless given)."""
     shape, dtype, dev = _like(x, dtype, device, "full_like")
     return _full(shape, fill_value, dtype, dev, "full_like")
@@ -367,14 +415,24 @@ def full_like(x: NeuronArray, /, fill_value: bool | int | float | complex, *,
 
 # ---------------------------------------------------------------- ranges and grids
 
-def arange(start: int | float, /, stop: int | float | None = None, step: int | float = 1, *,
-           dtype: _dtypes.DType | None = None, device: Device = None) -> NeuronArray:
+
+def arange(
+    start: int | float,
+    /,
+    stop: int | float | None = None,
+    step: int | float = 1,
+    *,
+    dtype: _dtypes.DType | None = None,
+    device: Device = None,
+) -> NeuronArray:
     """Values ``start + i*step`` in ``[start, stop)``, ``ceil((stop-start)/step)`` of them (none if the signs
     differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern), and rounded once from
     there to a floating dtype."""
     # each an int or a float (_number of (int, float)); only stop may be None
-    start, stop, step = (None if v is None else _number(v, "arange", a, (int, float))  # type: ignore[assignment]
-                         for v, a in ((start, "start"), (stop, "stop"), (step, "step")))
+    start, stop, step = (
+        None if v is None else _number(v, "arange", a, (int, float))  # type: ignore[assignment]
+        for v, a in ((start, "start"), (stop, "stop"), (step, "step"))
+    )
     if stop is None:
         start, stop = 0, start
     if step == 0:
@@ -397,14 +455,25 @@ def arange(start: int | float, /, stop: int | float | None = None, step: int | f
         for exact in (_dtypes.int64, _dtypes.uint64):
             lo, hi = _dtypes.int_range(exact)
             if lo <= min(ends) and max(ends) <= hi:
-                return wrap(_dtypes.cast(_integer_range(start, stop, step,  # type: ignore[arg-type]  # all_int: ints
-                                                        exact, dev), target))
+                return wrap(
+                    _dtypes.cast(
+                        _integer_range(
+                            start,
+                            stop,
+                            step,  # type: ignore[arg-type]  # all_int: ints
+                            exact,
+                            dev,
+                        ),
+                        target,
+                    )
+                )
     real = torch.arange(n, dtype=torch.float64, device=dev) * float(step) + float(start)
     return wrap(_dtypes.cast(real, target))
 
 
-def _integer_range_of_floats(start: float, stop: float, step: float, dtype: torch.dtype,
-                             device: torch.device) -> torch.Tensor:
+def _integer_range_of_floats(
+    start: float, stop: float, step: float, dtype: torch.dtype, device: torch.device
+) -> torch.Tensor:
     """An integer dtype's range from a float start, stop or step, as NumPy computes it: ceil((stop - start) /
     step) values; the first two, start and start + step, are truncated to integers, and their difference is
     the step of the rest (so arange(-0.5, 3, 0.7, dtype=int8) is five zeros)."""
@@ -419,27 +488,29 @@ def _integer_range_of_floats(start: float, stop: float, step: float, dtype: torc
     delta = second - first
     lo, hi = _dtypes.int_range(dtype)
     if n and not (lo <= first <= hi and lo <= first + (n - 1) * delta <= hi):
-        raise OverflowError(f"arange(): values from {first} to {first + (n - 1) * delta} do not fit "
-                            f"{_dtypes.name(dtype)}")
+        raise OverflowError(
+            f"arange(): values from {first} to {first + (n - 1) * delta} do not fit {_dtypes.name(dtype)}"
+        )
     values = torch.arange(n, dtype=torch.int64, device=device) * delta + first
     return _dtypes.restore(values, dtype)
 
 
-def _integer_range(start: int, stop: int, step: int, dtype: torch.dtype,
-                   device: torch.device) -> torch.Tensor:
+def _integer_range(start: int, stop: int, step: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
     n = max(0, -((start - stop) // step))  # ceil((stop - start) / step) in exact integer arithmetic
     lo, hi = _dtypes.int_range(dtype)
     if n and not (lo <= start <= hi and lo <= start + (n - 1) * step <= hi):
-        raise OverflowError(f"arange(): values from {start} to {start + (n - 1) * step} do not fit "
-                            f"{_dtypes.name(dtype)}")
+        raise OverflowError(
+            f"arange(): values from {start} to {start + (n - 1) * step} do not fit {_dtypes.name(dtype)}"
+        )
     wrap64 = lambda v: (v + 2**63) % 2**64 - 2**63  # noqa: E731 - the int64 with v's low 64 bits
     # int64 arithmetic is modular, so the low 64 bits (and so every in-range value) come out exact
     values = torch.arange(n, dtype=torch.int64, device=device) * wrap64(step) + wrap64(start)
     return _dtypes.restore(values, dtype)
 
 
-def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: _dtypes.DType | None = None,
-        device: Device = None) -> NeuronArray:
+def eye(
+    n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: _dtypes.DType | None = None, device: Device = None
+) -> NeuronArray:
     """Ones on the ``k``-th diagonal, zeros elsewhere (any dtype: built as a mask and cast)."""
     rows = int_arg(n_rows, "eye", "n_rows", minimum=0)
     cols = rows if n_cols is None else int_arg(n_cols, "eye", "n_cols", minimum=0)
@@ -451,13 +522,20 @@ def eye(n_rows: int, n_cols: int | None = None, /, *, k: int = 0, dtype: _dtypes
     return wrap(_dtypes.cast(offsets == k, target))
 
 
-def linspace(start: int | float | complex, stop: int | float | complex, /, num: int, *,
-             dtype: _dtypes.DType | None = None, device: Device = None, endpoint: bool = True) -> NeuronArray:
+def linspace(
+    start: int | float | complex,
+    stop: int | float | complex,
+    /,
+    num: int,
+    *,
+    dtype: _dtypes.DType | None = None,
+    device: Device = None,
+    endpoint: bool = True,
+) -> NeuronArray:
     """``num`` evenly spaced values from ``start`` to ``stop`` (excluded when ``endpoint=False``), computed in
     double precision and rounded once to ``dtype``; an integer dtype takes their floor, bool their nonzero-ness, as
     in NumPy."""
-    start, stop = (_number(v, "linspace", a, (int, float, complex))
-                   for v, a in ((start, "start"), (stop, "stop")))
+    start, stop = (_number(v, "linspace", a, (int, float, complex)) for v, a in ((start, "start"), (stop, "stop")))
     num = int_arg(num, "linspace", "num", minimum=0)
     if not isinstance(endpoint, bool):
         raise TypeError(f"linspace(): endpoint must be a bool, got {type(endpoint).__name__}")
@@ -471,8 +549,13 @@ def linspace(start: int | float | complex, stop: int | float | complex, /, num: 
         start, stop = (_dtypes.round_int(v, target, "linspace") if type(v) is int else v for v in (start, stop))
     wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
     kind = complex if wide is _dtypes.complex128 else float
-    values = torch.linspace(kind(start), kind(stop),  # type: ignore[arg-type]  # float: no complex (check_castable)
-                            num + (not endpoint), dtype=wide, device=dev)[:num]
+    values = torch.linspace(
+        kind(start),
+        kind(stop),  # type: ignore[arg-type]  # float: no complex (check_castable)
+        num + (not endpoint),
+        dtype=wide,
+        device=dev,
+    )[:num]
     if target in _dtypes.INTEGER:
         values = values.floor()
     return wrap(_dtypes.cast(values, target))

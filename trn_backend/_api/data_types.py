@@ -52,18 +52,21 @@ def _dtype_of(obj: object, func: str, arg: str) -> torch.dtype:
 def check_castable(src: torch.dtype, dst: torch.dtype, func: str) -> None:
     """Complex to real drops the imaginary part, which the standard asks implementations to refuse."""
     if src in _dtypes.COMPLEX_FLOAT and dst in _dtypes.NUMERIC and dst not in _dtypes.COMPLEX_FLOAT:
-        raise TypeError(f"{func}(): casting {_dtypes.name(src)} to {_dtypes.name(dst)} would drop the "
-                        "imaginary part; cast real(x) or imag(x) instead")
+        raise TypeError(
+            f"{func}(): casting {_dtypes.name(src)} to {_dtypes.name(dst)} would drop the "
+            "imaginary part; cast real(x) or imag(x) instead"
+        )
 
 
-def convert(t: torch.Tensor, dtype: torch.dtype, device: torch.device, copy: bool | None,
-            func: str) -> torch.Tensor:
+def convert(t: torch.Tensor, dtype: torch.dtype, device: torch.device, copy: bool | None, func: str) -> torch.Tensor:
     """``t`` in ``dtype`` on ``device`` with the standard's copy keyword: True always gives new memory, False
     refuses (ValueError) a dtype or device change, None copies only for such a change."""
     moves = not _device.same(t.device, device)
     if copy is False and (dtype is not t.dtype or moves):
-        raise ValueError(f"{func}(copy=False): converting {_dtypes.name(t.dtype)} on {t.device} to "
-                         f"{_dtypes.name(dtype)} on {device} needs a copy; pass copy=None to allow it")
+        raise ValueError(
+            f"{func}(copy=False): converting {_dtypes.name(t.dtype)} on {t.device} to "
+            f"{_dtypes.name(dtype)} on {device} needs a copy; pass copy=None to allow it"
+        )
     check_castable(t.dtype, dtype, func)
     out = _dtypes.cast(t.to(device) if moves else t, dtype)
     # a cast may return its input or a view of it (uint64 <-> int64 keep their bits)
@@ -72,8 +75,9 @@ def convert(t: torch.Tensor, dtype: torch.dtype, device: torch.device, copy: boo
     return out
 
 
-def astype(x: NeuronArray, dtype: _dtypes.DType, /, *, copy: bool = True,
-           device: torch.device | str | None = None) -> NeuronArray:
+def astype(
+    x: NeuronArray, dtype: _dtypes.DType, /, *, copy: bool = True, device: torch.device | str | None = None
+) -> NeuronArray:
     """Cast to ``dtype`` (and optionally move); ``copy=False`` returns ``x`` itself when nothing changes.
 
     Complex to real is a TypeError, as the standard asks: say which part to keep with ``real(x)`` or
@@ -103,24 +107,28 @@ def finfo(type: _dtypes.DType | NeuronArray, /) -> finfo_object:  # noqa: A002 -
     """Limits of a floating dtype; a complex dtype describes its real component (and reports that dtype)."""
     dtype = _dtype_of(type, "finfo", "type")
     if dtype not in _dtypes.FLOATING:
-        raise TypeError(f"finfo() needs a floating-point dtype, got {_dtypes.name(dtype)}; "
-                        "use iinfo for integers")
+        raise TypeError(f"finfo() needs a floating-point dtype, got {_dtypes.name(dtype)}; use iinfo for integers")
     return _finfo(_dtypes.real_of(dtype))
 
 
 @functools.cache
 def _finfo(dtype: torch.dtype) -> finfo_object:
     fi = torch.finfo(dtype)
-    return finfo_object(bits=fi.bits, eps=float(fi.eps), max=float(fi.max), min=float(fi.min),
-                        smallest_normal=float(fi.smallest_normal), dtype=_dtypes.PUBLIC[dtype])
+    return finfo_object(
+        bits=fi.bits,
+        eps=float(fi.eps),
+        max=float(fi.max),
+        min=float(fi.min),
+        smallest_normal=float(fi.smallest_normal),
+        dtype=_dtypes.PUBLIC[dtype],
+    )
 
 
 def iinfo(type: _dtypes.DType | NeuronArray, /) -> iinfo_object:  # noqa: A002 - the standard's name
     """Limits of an integer dtype (computed here: torch.iinfo lacks uint16/32/64 in some versions)."""
     dtype = _dtype_of(type, "iinfo", "type")
     if dtype not in _dtypes.INTEGER:
-        raise TypeError(f"iinfo() needs an integer dtype, got {_dtypes.name(dtype)}; "
-                        "use finfo for floating types")
+        raise TypeError(f"iinfo() needs an integer dtype, got {_dtypes.name(dtype)}; use finfo for floating types")
     lo, hi = _dtypes.int_range(dtype)
     return iinfo_object(bits=dtype.itemsize * 8, max=hi, min=lo, dtype=_dtypes.PUBLIC[dtype])
 
@@ -140,8 +148,7 @@ def _is_kind(dtype: torch.dtype, kind: object) -> bool:
         return dtype in _dtypes.KINDS[kind]
     if isinstance(kind, (torch.dtype, np.dtype, type)):
         return dtype is _dtypes.to_dtype(kind, "isdtype() kind")
-    raise TypeError(f"isdtype(): kind must be a dtype, a kind name or a tuple of these, "
-                    f"got {type(kind).__name__}")
+    raise TypeError(f"isdtype(): kind must be a dtype, a kind name or a tuple of these, got {type(kind).__name__}")
 
 
 def result_type(*arrays_and_dtypes: NeuronArray | _dtypes.DType | bool | int | float | complex) -> np.dtype:

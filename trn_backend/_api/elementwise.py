@@ -33,13 +33,73 @@ from .._helpers import (
 from .._indexing import overlaps
 
 __all__ = [
-    "abs", "acos", "acosh", "add", "asin", "asinh", "atan", "atan2", "atanh", "bitwise_and",
-    "bitwise_left_shift", "bitwise_invert", "bitwise_or", "bitwise_right_shift", "bitwise_xor", "ceil", "clip",
-    "conj", "copysign", "cos", "cosh", "divide", "equal", "exp", "expm1", "floor", "floor_divide", "greater",
-    "greater_equal", "hypot", "imag", "isfinite", "isinf", "isnan", "less", "less_equal", "log", "log1p", "log2",
-    "log10", "logaddexp", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum",
-    "multiply", "negative", "nextafter", "not_equal", "positive", "pow", "real", "reciprocal", "remainder",
-    "round", "sign", "signbit", "sin", "sinh", "square", "sqrt", "subtract", "tan", "tanh", "trunc",
+    "abs",
+    "acos",
+    "acosh",
+    "add",
+    "asin",
+    "asinh",
+    "atan",
+    "atan2",
+    "atanh",
+    "bitwise_and",
+    "bitwise_left_shift",
+    "bitwise_invert",
+    "bitwise_or",
+    "bitwise_right_shift",
+    "bitwise_xor",
+    "ceil",
+    "clip",
+    "conj",
+    "copysign",
+    "cos",
+    "cosh",
+    "divide",
+    "equal",
+    "exp",
+    "expm1",
+    "floor",
+    "floor_divide",
+    "greater",
+    "greater_equal",
+    "hypot",
+    "imag",
+    "isfinite",
+    "isinf",
+    "isnan",
+    "less",
+    "less_equal",
+    "log",
+    "log1p",
+    "log2",
+    "log10",
+    "logaddexp",
+    "logical_and",
+    "logical_not",
+    "logical_or",
+    "logical_xor",
+    "maximum",
+    "minimum",
+    "multiply",
+    "negative",
+    "nextafter",
+    "not_equal",
+    "positive",
+    "pow",
+    "real",
+    "reciprocal",
+    "remainder",
+    "round",
+    "sign",
+    "signbit",
+    "sin",
+    "sinh",
+    "square",
+    "sqrt",
+    "subtract",
+    "tan",
+    "tanh",
+    "trunc",
 ]
 
 Tensor = torch.Tensor
@@ -56,8 +116,10 @@ def _to_floating(t: Tensor) -> Tensor:
 
 def _define_unary(name: str, impl: Unary, doc: str) -> Unary:
     """Give a generated function the standard's name, positional-only signature and a docstring."""
+
     def f(x: NeuronArray, /) -> NeuronArray:
         return impl(x)
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
@@ -65,8 +127,10 @@ def _define_unary(name: str, impl: Unary, doc: str) -> Unary:
 
 def _define_binary(name: str, impl: Binary, doc: str) -> Binary:
     """Give a generated function the standard's name, positional-only signature and a docstring."""
+
     def f(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
         return impl(x1, x2)
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
@@ -74,13 +138,16 @@ def _define_binary(name: str, impl: Binary, doc: str) -> Binary:
 
 # ---------------------------------------------------------------- unary
 
+
 def _unary_float(name: str, op: Callable[[Tensor], Tensor], *, real_only: bool = False) -> Unary:
     """A floating-point function: integers promote to the default float, complex is rejected if real_only."""
+
     def impl(x: NeuronArray) -> NeuronArray:
         t = tensor(x, name)
         if real_only and t.dtype in _dtypes.COMPLEX_FLOAT:
             raise TypeError(f"{name}() needs a real-valued dtype, got {_dtypes.name(t.dtype)}")
         return wrap(op(_to_floating(t)))
+
     return _define_unary(name, impl, f"Element-wise {name} (floating-point; integers promote to the default float).")
 
 
@@ -142,6 +209,8 @@ sin = _unary_float("sin", torch.sin)
 sinh = _unary_float("sinh", torch.sinh)
 sqrt = _unary_float("sqrt", torch.sqrt)
 tan = _unary_float("tan", torch.tan)
+
+
 def _tanh(t: Tensor) -> Tensor:
     out = torch.tanh(t)
     if t.is_complex():
@@ -153,6 +222,8 @@ def _tanh(t: Tensor) -> Tensor:
 
 
 tanh = _unary_float("tanh", _tanh)
+
+
 def _scaled(t: Tensor) -> tuple[Tensor, Tensor, Tensor]:
     """The parts of complex t divided by m = max(|re|, |im|), and m: |z| and 1/z of the scaled parts neither overflow
     nor underflow, where torch's |z| overflows past 1.3e154 and underflows below 1e-154 (1/(1e308 + 1e308j) came out
@@ -179,14 +250,17 @@ reciprocal = _unary_float("reciprocal", _reciprocal)
 signbit = _unary_float("signbit", torch.signbit, real_only=True)
 
 
-def _unary_numeric(name: str, op: Callable[[Tensor], Tensor], category: str = "numeric",
-                   returns_bool: bool = False) -> Unary:
+def _unary_numeric(
+    name: str, op: Callable[[Tensor], Tensor], category: str = "numeric", returns_bool: bool = False
+) -> Unary:
     """A same-dtype function; unsigned types go through their compute dtype and wrap back."""
+
     def impl(x: NeuronArray) -> NeuronArray:
         t = tensor(x, name)
         _dtypes.check(t.dtype, category, name)
         out = op(_dtypes.compute(t))
         return wrap(out if returns_bool else _dtypes.restore(out, t.dtype))
+
     return _define_unary(name, impl, f"Element-wise {name} ({category} dtypes).")
 
 
@@ -232,8 +306,11 @@ def sign(x: NeuronArray, /) -> NeuronArray:
     t = tensor(x, "sign")
     _dtypes.check(t.dtype, "numeric", "sign")
     if t.dtype in _dtypes.UNSIGNED_INT:
-        return wrap((t != 0).to(t.dtype) if t.dtype is torch.uint8 else _dtypes.restore(
-            (_dtypes.compute(t) != 0).to(_dtypes.compute(t).dtype), t.dtype))
+        return wrap(
+            (t != 0).to(t.dtype)
+            if t.dtype is torch.uint8
+            else _dtypes.restore((_dtypes.compute(t) != 0).to(_dtypes.compute(t).dtype), t.dtype)
+        )
     if t.is_complex():
         # z/|z| on the scaled parts (torch's sgn(inf j) is nan); zero stays zero, a nan part makes nan + nan j
         sx, sy, m = _scaled(t)
@@ -272,6 +349,7 @@ def conj(x: NeuronArray, /) -> NeuronArray:
 
 # ---------------------------------------------------------------- binary
 
+
 class _Fast(NamedTuple):
     """Where torch's own function is a binary function of the standard exactly, so a call skips promotion,
     checks and casts: two arrays of one of ``dtypes``, of one shape, on one device; or one such array and a
@@ -290,14 +368,22 @@ def _scalar_fits(t: Tensor, value: object, fast: _Fast) -> bool:
     """Whether torch combines the Python scalar ``value``, as it is, with ``t`` as the general path would."""
     bounds = _dtypes.WEAK_SCALARS.get((t.dtype, type(value)))
     # bounds is found only for the int and float keys of WEAK_SCALARS, so value is a number where it compares
-    return (bounds is not None and t.dtype in fast.dtypes and bounds[0] <= value <= bounds[1]  # type: ignore[operator]
-            and (t.is_cpu or (fast.cuda_scalars and t.is_cuda)))
+    return (
+        bounds is not None
+        and t.dtype in fast.dtypes
+        and bounds[0] <= value <= bounds[1]  # type: ignore[operator]
+        and (t.is_cpu or (fast.cuda_scalars and t.is_cuda))
+    )
 
 
 def _same_layout(t1: Tensor, t2: Tensor, fast: _Fast) -> bool:
     """Two arrays torch's function takes as they are: one fast dtype, one shape, one device."""
-    return t1.dtype is t2.dtype and t1.dtype in fast.dtypes and t1.shape == t2.shape and (
-        t1.is_cpu and t2.is_cpu or t1.device == t2.device)  # two CPU tensors: no device objects to compare
+    return (
+        t1.dtype is t2.dtype
+        and t1.dtype in fast.dtypes
+        and t1.shape == t2.shape
+        and (t1.is_cpu and t2.is_cpu or t1.device == t2.device)
+    )  # two CPU tensors: no device objects to compare
 
 
 def _with_fast_path(name: str, general: Binary, fast: _Fast, doc: str) -> Binary:
@@ -337,9 +423,15 @@ def _with_fast_path(name: str, general: Binary, fast: _Fast, doc: str) -> Binary
     return f
 
 
-def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], category: str,
-            result: str = "same", doc: str = "", compare: Callable[[int, int], bool] | None = None,
-            fast: _Fast | None = None) -> Binary:
+def _binary(
+    name: str,
+    op: Callable[[Tensor, Tensor, torch.dtype], Tensor],
+    category: str,
+    result: str = "same",
+    doc: str = "",
+    compare: Callable[[int, int], bool] | None = None,
+    fast: _Fast | None = None,
+) -> Binary:
     """A binary function: promote, check the category, compute, and bring unsigned results back.
 
     result: "same" (the promoted dtype, wrapped back from the compute dtype), "bool" (comparisons) or
@@ -366,6 +458,7 @@ def _binary(name: str, op: Callable[[Tensor, Tensor, torch.dtype], Tensor], cate
         if result == "bool" or out.dtype is dtype:
             return wrap(out)
         return wrap(_dtypes.restore(out, dtype))
+
     doc = f"Element-wise {name} ({category} dtypes, standard type promotion).{doc}"
     if fast is not None:
         return _with_fast_path(name, impl, fast, doc)
@@ -470,8 +563,10 @@ def _right_shift(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
 def _pow(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
     if dtype in _dtypes.SIGNED_INT and bool((b < 0).any()):
         # torch answers 0 (or 1, -1) where the true power is a fraction; an integer result cannot hold it
-        raise ValueError(f"pow(): integer {_dtypes.name(dtype)} arrays cannot be raised to negative integer "
-                         "powers; convert to a floating dtype first")
+        raise ValueError(
+            f"pow(): integer {_dtypes.name(dtype)} arrays cannot be raised to negative integer "
+            "powers; convert to a floating dtype first"
+        )
     base = _dtypes.compute(a)
     if dtype in _dtypes.INTEGER:
         # torch's integer powers square and multiply, wrapping as NumPy's do; a uint64 exponent from 2**63 up
@@ -514,30 +609,51 @@ def _real_float(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Ten
 def _complex_safe(op: Callable[[Tensor, Tensor], Tensor]) -> Callable[[Tensor, Tensor, torch.dtype], Tensor]:
     """torch's complex add/subtract multiply the second operand by alpha=1, which turns 0+inf*j into nan+inf*j;
     complex operands are combined part by part instead."""
+
     def run(a: Tensor, b: Tensor, dtype: torch.dtype) -> Tensor:
         if a.is_complex():
             return torch.complex(op(a.real, b.real), op(a.imag, b.imag))
         return op(_dtypes.compute(a), _dtypes.compute(b))
+
     return run
 
 
 _NATIVE = _dtypes.NATIVE_ARITHMETIC
 add = _binary("add", _complex_safe(torch.add), "numeric", fast=_Fast(torch.add, Tensor.add_, _NATIVE, True))
-subtract = _binary("subtract", _complex_safe(torch.subtract), "numeric",
-                   fast=_Fast(torch.subtract, Tensor.sub_, _NATIVE, True))
-multiply = _binary("multiply", _plain(torch.multiply), "numeric",
-                   fast=_Fast(torch.multiply, Tensor.mul_, _NATIVE, True))
-divide = _binary("divide", lambda a, b, d: torch.divide(a, b), "floating-point", result="float",
-                 fast=_Fast(torch.divide, Tensor.div_, frozenset(_dtypes.REAL_FLOAT), False))
-floor_divide = _binary("floor_divide", _floor_divide, "real numeric", doc=(
-    " Rounds the quotient toward -inf. Integer division by zero gives 0, as in NumPy (which also warns), and "
-    "INT_MIN // -1 wraps to INT_MIN; floating inf // finite is inf and finite // inf a signed zero, as the "
-    "standard asks."))
-remainder = _binary("remainder", _remainder, "real numeric", doc=(
-    " The result has the divisor's sign, as Python's %. Integer x % 0 gives 0, as in NumPy (which also warns)."))
+subtract = _binary(
+    "subtract", _complex_safe(torch.subtract), "numeric", fast=_Fast(torch.subtract, Tensor.sub_, _NATIVE, True)
+)
+multiply = _binary(
+    "multiply", _plain(torch.multiply), "numeric", fast=_Fast(torch.multiply, Tensor.mul_, _NATIVE, True)
+)
+divide = _binary(
+    "divide",
+    lambda a, b, d: torch.divide(a, b),
+    "floating-point",
+    result="float",
+    fast=_Fast(torch.divide, Tensor.div_, frozenset(_dtypes.REAL_FLOAT), False),
+)
+floor_divide = _binary(
+    "floor_divide",
+    _floor_divide,
+    "real numeric",
+    doc=(
+        " Rounds the quotient toward -inf. Integer division by zero gives 0, as in NumPy (which also warns), and "
+        "INT_MIN // -1 wraps to INT_MIN; floating inf // finite is inf and finite // inf a signed zero, as the "
+        "standard asks."
+    ),
+)
+remainder = _binary(
+    "remainder",
+    _remainder,
+    "real numeric",
+    doc=(" The result has the divisor's sign, as Python's %. Integer x % 0 gives 0, as in NumPy (which also warns)."),
+)
 pow = _binary("pow", _pow, "numeric")  # noqa: A001
-_BEYOND = (" A Python int beyond the array's integer dtype compares by its value (uint8 array > -1 is all True), "
-           "as in NumPy 2.")
+_BEYOND = (
+    " A Python int beyond the array's integer dtype compares by its value (uint8 array > -1 is all True), "
+    "as in NumPy 2."
+)
 equal = _binary("equal", _plain(torch.eq), "any", "bool", _BEYOND, operator.eq)
 not_equal = _binary("not_equal", _plain(torch.ne), "any", "bool", _BEYOND, operator.ne)
 less = _binary("less", _ordered(torch.lt), "real numeric", "bool", _BEYOND, operator.lt)
@@ -551,6 +667,8 @@ bitwise_or = _binary("bitwise_or", _plain(torch.bitwise_or), "integer or boolean
 bitwise_xor = _binary("bitwise_xor", _plain(torch.bitwise_xor), "integer or boolean")
 bitwise_left_shift = _binary("bitwise_left_shift", _plain(torch.bitwise_left_shift), "integer")
 bitwise_right_shift = _binary("bitwise_right_shift", _right_shift, "integer")
+
+
 def _scalar_truth(value: NeuronArray | complex, name: str) -> NeuronArray | complex:
     """A Python scalar operand of a logical function as its truth value, as NumPy reads it: a Python int beside
     a narrow array is no overflow there (logical_or(607, uint8 array) is True), but NumPy converts it to int64
@@ -568,6 +686,7 @@ def _logical_function(name: str, op: Callable[[Tensor, Tensor], Tensor]) -> Bina
     @functools.wraps(f)
     def logical(x1: NeuronArray | complex, x2: NeuronArray | complex, /) -> NeuronArray:
         return f(_scalar_truth(x1, name), _scalar_truth(x2, name))
+
     return logical
 
 
@@ -581,8 +700,12 @@ logaddexp = _binary("logaddexp", _real_float(torch.logaddexp), "real numeric", r
 nextafter = _binary("nextafter", _real_float(torch.nextafter), "real numeric", result="float")
 
 
-def clip(x: NeuronArray, /, min: NeuronArray | float | None = None,  # noqa: A002
-         max: NeuronArray | float | None = None) -> NeuronArray:  # noqa: A002
+def clip(
+    x: NeuronArray,
+    /,
+    min: NeuronArray | float | None = None,  # noqa: A002
+    max: NeuronArray | float | None = None,
+) -> NeuronArray:  # noqa: A002
     """Clamp to [min, max]; bounds are arrays broadcast with x, or Python scalars. x's dtype is kept."""
     t = tensor(x, "clip")
     _dtypes.check(t.dtype, "real numeric", "clip")
@@ -631,6 +754,7 @@ def _saturated(bound: Tensor, dtype: torch.dtype, arg: str, to_int: Callable[[fl
     lo, hi = _dtypes.int_range(dtype)
     b = wrap(bound)
     ends = [_dtypes.compute(scalar_to_tensor(v, dtype, bound.device, "clip")) for v in (lo, hi)]
-    held = torch.where(less(b, lo)._t, ends[0], torch.where(greater(b, hi)._t, ends[1],
-                                                             _dtypes.compute(_dtypes.cast(bound, dtype))))
+    held = torch.where(
+        less(b, lo)._t, ends[0], torch.where(greater(b, hi)._t, ends[1], _dtypes.compute(_dtypes.cast(bound, dtype)))
+    )
     return _dtypes.restore(held, dtype)

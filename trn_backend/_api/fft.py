@@ -12,8 +12,20 @@ from .. import _device, _dtypes
 from .._helpers import NeuronArray, normalize_axes, normalize_axis, tensor, wrap
 
 __all__ = [
-    "fft", "ifft", "fftn", "ifftn", "rfft", "irfft", "rfftn", "irfftn", "hfft", "ihfft", "fftfreq",
-    "rfftfreq", "fftshift", "ifftshift",
+    "fft",
+    "ifft",
+    "fftn",
+    "ifftn",
+    "rfft",
+    "irfft",
+    "rfftn",
+    "irfftn",
+    "hfft",
+    "ihfft",
+    "fftfreq",
+    "rfftfreq",
+    "fftshift",
+    "ifftshift",
 ]
 
 Tensor = torch.Tensor
@@ -22,13 +34,21 @@ _NORMS = ("backward", "ortho", "forward")
 
 # the generated functions' signatures, the standard's (the checker holds each generated f to its protocol)
 class OneDimTransform(Protocol):
-    def __call__(self, x: NeuronArray, /, *, n: int | None = None, axis: int = -1,
-                 norm: str = "backward") -> NeuronArray: ...
+    def __call__(
+        self, x: NeuronArray, /, *, n: int | None = None, axis: int = -1, norm: str = "backward"
+    ) -> NeuronArray: ...
 
 
 class NDimTransform(Protocol):
-    def __call__(self, x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-                 norm: str = "backward") -> NeuronArray: ...
+    def __call__(
+        self,
+        x: NeuronArray,
+        /,
+        *,
+        s: Sequence[int] | None = None,
+        axes: Sequence[int] | None = None,
+        norm: str = "backward",
+    ) -> NeuronArray: ...
 
 
 class Shift(Protocol):
@@ -36,6 +56,7 @@ class Shift(Protocol):
 
 
 # ---------------------------------------------------------------- argument checks
+
 
 def _complex_input(x: object, func: str) -> Tensor:
     """Input of a transform that takes complex data: real data is read as complex of the same precision."""
@@ -81,17 +102,22 @@ def _points(t: Tensor, dim: int, n: int | None, halved: bool, func: str) -> int:
     size = t.shape[dim]
     points = 2 * (size - 1) if halved else size
     if points < 1:
-        raise ValueError(f"{func}(): an input of length {size} along axis {dim} gives {points} output "
-                         "points; pass the output length explicitly (n= or s=)")
+        raise ValueError(
+            f"{func}(): an input of length {size} along axis {dim} gives {points} output "
+            "points; pass the output length explicitly (n= or s=)"
+        )
     return points
 
 
-def _sizes_and_axes(t: Tensor, s: Sequence[int] | None, axes: Sequence[int] | None, halved: bool,
-                    func: str) -> tuple[list[int], tuple[int, ...]]:
+def _sizes_and_axes(
+    t: Tensor, s: Sequence[int] | None, axes: Sequence[int] | None, halved: bool, func: str
+) -> tuple[list[int], tuple[int, ...]]:
     """Resolve s and axes of an n-dimensional transform: axes default to all, s to the input's sizes."""
     if s is not None and axes is None:
-        raise ValueError(f"{func}(): s needs axes (the standard leaves the axes of s unspecified); "
-                         f"pass axes=tuple(range(-{len(s)}, 0)) for the last {len(s)} axes")
+        raise ValueError(
+            f"{func}(): s needs axes (the standard leaves the axes of s unspecified); "
+            f"pass axes=tuple(range(-{len(s)}, 0)) for the last {len(s)} axes"
+        )
     dims = normalize_axes(axes, t.dim(), func)
     if s is None:
         s = [-1] * len(dims)
@@ -103,6 +129,7 @@ def _sizes_and_axes(t: Tensor, s: Sequence[int] | None, axes: Sequence[int] | No
 
 
 # ---------------------------------------------------------------- transforms
+
 
 def _transform(op: Callable[..., Tensor], t: Tensor, dims: Sequence[int], **kwargs: object) -> Tensor:
     """``op(t, **kwargs)``, transforming ``dims``. An empty axis among the others (the batch) gives an empty
@@ -117,11 +144,12 @@ def _transform(op: Callable[..., Tensor], t: Tensor, dims: Sequence[int], **kwar
     return torch.empty(shape, dtype=probe.dtype, device=t.device)
 
 
-def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool,
-             doc: str) -> OneDimTransform:
+def _one_dim(
+    name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool, doc: str
+) -> OneDimTransform:
     """A 1-D transform with the standard's signature (x, /, *, n=None, axis=-1, norm='backward')."""
-    def f(x: NeuronArray, /, *, n: int | None = None, axis: int = -1,
-          norm: str = "backward") -> NeuronArray:
+
+    def f(x: NeuronArray, /, *, n: int | None = None, axis: int = -1, norm: str = "backward") -> NeuronArray:
         # the number of points is checked before the dtype, as in NumPy: complex input of rfft with an empty
         # axis is the ValueError of the empty transform, not the TypeError of the dtype
         t = tensor(x, name)
@@ -129,17 +157,27 @@ def _one_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, st
         points = _points(t, dim, None if n is None else _length(n, name), halved, name)
         t = prepare(x, name)
         return wrap(_transform(op, t, (dim,), n=points, dim=dim, norm=_norm(norm, name)))
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
 
 
-def _n_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str], Tensor], halved: bool,
-           doc: str, *, real: bool = False) -> NDimTransform:
+def _n_dim(
+    name: str,
+    op: Callable[..., Tensor],
+    prepare: Callable[[object, str], Tensor],
+    halved: bool,
+    doc: str,
+    *,
+    real: bool = False,
+) -> NDimTransform:
     """An n-D transform with the standard's signature (x, /, *, s=None, axes=None, norm='backward'); the
     real-data transforms (real=True) need an axis to halve."""
-    def f(x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
-          norm: str = "backward") -> NeuronArray:
+
+    def f(
+        x: NeuronArray, /, *, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str = "backward"
+    ) -> NeuronArray:
         # the sizes before the dtype, as in NumPy (see _one_dim)
         sizes, dims = _sizes_and_axes(tensor(x, name), s, axes, halved, name)
         t = prepare(x, name)
@@ -149,39 +187,92 @@ def _n_dim(name: str, op: Callable[..., Tensor], prepare: Callable[[object, str]
                 raise ValueError(f"{name}() needs at least one axis to transform")
             return wrap(t.clone())
         return wrap(_transform(op, t, dims, s=sizes, dim=dims, norm=norm))
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
 
 
-fft = _one_dim("fft", torch.fft.fft, _complex_input, False,
-               "1-D discrete Fourier transform along axis (n pads or trims), complex of x's precision.")
-ifft = _one_dim("ifft", torch.fft.ifft, _complex_input, False,
-                "1-D inverse discrete Fourier transform along axis, complex of x's precision.")
-rfft = _one_dim("rfft", torch.fft.rfft, _real_input, False,
-                "1-D transform of real input; n//2 + 1 complex outputs of x's precision.")
-irfft = _one_dim("irfft", torch.fft.irfft, _complex_input, True,
-                 "Inverse of rfft: n real outputs (default 2*(M-1)) of x's precision.")
-hfft = _one_dim("hfft", torch.fft.hfft, _complex_input, True,
-                "Transform of a Hermitian-symmetric signal given by its first half: n real outputs (default "
-                "2*(M-1)).")
-ihfft = _one_dim("ihfft", torch.fft.ihfft, _real_input, False,
-                 "Inverse of hfft for real input: n//2 + 1 complex outputs of x's precision.")
-fftn = _n_dim("fftn", torch.fft.fftn, _complex_input, False,
-              "n-D discrete Fourier transform over axes (s pads or trims each), complex of x's precision.")
-ifftn = _n_dim("ifftn", torch.fft.ifftn, _complex_input, False,
-               "n-D inverse discrete Fourier transform over axes, complex of x's precision.")
-rfftn = _n_dim("rfftn", torch.fft.rfftn, _real_input, False,
-               "n-D transform of real input; the last axis keeps s[-1]//2 + 1 complex outputs.", real=True)
-irfftn = _n_dim("irfftn", torch.fft.irfftn, _complex_input, True,
-                "Inverse of rfftn: real output of shape s (last axis default 2*(M-1)) and x's precision.",
-                real=True)
+fft = _one_dim(
+    "fft",
+    torch.fft.fft,
+    _complex_input,
+    False,
+    "1-D discrete Fourier transform along axis (n pads or trims), complex of x's precision.",
+)
+ifft = _one_dim(
+    "ifft",
+    torch.fft.ifft,
+    _complex_input,
+    False,
+    "1-D inverse discrete Fourier transform along axis, complex of x's precision.",
+)
+rfft = _one_dim(
+    "rfft",
+    torch.fft.rfft,
+    _real_input,
+    False,
+    "1-D transform of real input; n//2 + 1 complex outputs of x's precision.",
+)
+irfft = _one_dim(
+    "irfft",
+    torch.fft.irfft,
+    _complex_input,
+    True,
+    "Inverse of rfft: n real outputs (default 2*(M-1)) of x's precision.",
+)
+hfft = _one_dim(
+    "hfft",
+    torch.fft.hfft,
+    _complex_input,
+    True,
+    "Transform of a Hermitian-symmetric signal given by its first half: n real outputs (default 2*(M-1)).",
+)
+ihfft = _one_dim(
+    "ihfft",
+    torch.fft.ihfft,
+    _real_input,
+    False,
+    "Inverse of hfft for real input: n//2 + 1 complex outputs of x's precision.",
+)
+fftn = _n_dim(
+    "fftn",
+    torch.fft.fftn,
+    _complex_input,
+    False,
+    "n-D discrete Fourier transform over axes (s pads or trims each), complex of x's precision.",
+)
+ifftn = _n_dim(
+    "ifftn",
+    torch.fft.ifftn,
+    _complex_input,
+    False,
+    "n-D inverse discrete Fourier transform over axes, complex of x's precision.",
+)
+rfftn = _n_dim(
+    "rfftn",
+    torch.fft.rfftn,
+    _real_input,
+    False,
+    "n-D transform of real input; the last axis keeps s[-1]//2 + 1 complex outputs.",
+    real=True,
+)
+irfftn = _n_dim(
+    "irfftn",
+    torch.fft.irfftn,
+    _complex_input,
+    True,
+    "Inverse of rfftn: real output of shape s (last axis default 2*(M-1)) and x's precision.",
+    real=True,
+)
 
 
 # ---------------------------------------------------------------- frequencies and shifts
 
-def _freq_args(n: object, d: object, dtype: _dtypes.DType | None, device: object,
-               func: str) -> tuple[int, float, torch.dtype, torch.device]:
+
+def _freq_args(
+    n: object, d: object, dtype: _dtypes.DType | None, device: object, func: str
+) -> tuple[int, float, torch.dtype, torch.device]:
     n = _length(n, func)
     if isinstance(d, NeuronArray) and d.ndim == 0 and d._t.dtype in _dtypes.REAL_FLOAT + _dtypes.INTEGER:
         d = d._scalar("fftfreq d")  # a 0-d real array is a number, as in NumPy
@@ -193,15 +284,17 @@ def _freq_args(n: object, d: object, dtype: _dtypes.DType | None, device: object
     return n, float(d), dtype, device
 
 
-def fftfreq(n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None,
-            device: torch.device | None = None) -> NeuronArray:
+def fftfreq(
+    n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None, device: torch.device | None = None
+) -> NeuronArray:
     """Sample frequencies of an n-point transform with sample spacing d: [0, 1, ..., -1] / (d*n)."""
     n, d, dtype, device = _freq_args(n, d, dtype, device, "fftfreq")
     return wrap(torch.fft.fftfreq(n, d, dtype=dtype, device=device))
 
 
-def rfftfreq(n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None,
-             device: torch.device | None = None) -> NeuronArray:
+def rfftfreq(
+    n: int, /, *, d: float = 1.0, dtype: _dtypes.DType | None = None, device: torch.device | None = None
+) -> NeuronArray:
     """Sample frequencies of rfft's n//2 + 1 outputs (the Nyquist frequency counted positive)."""
     n, d, dtype, device = _freq_args(n, d, dtype, device, "rfftfreq")
     return wrap(torch.fft.rfftfreq(n, d, dtype=dtype, device=device))
@@ -215,12 +308,15 @@ def _shift(name: str, op: Callable[..., Tensor], doc: str) -> Shift:
             raise ValueError(f"{name}() needs an array of at least one dimension, got a 0-d array")
         dims = normalize_axes(axes, t.dim(), name)
         return wrap(op(t, dim=dims) if dims else t.clone())
+
     f.__name__ = f.__qualname__ = name
     f.__doc__ = doc
     return f
 
 
-fftshift = _shift("fftshift", torch.fft.fftshift,
-                  "Move the zero-frequency term to the centre of each of axes (all when None).")
-ifftshift = _shift("ifftshift", torch.fft.ifftshift, "Inverse of fftshift (they differ by one place on "
-                   "odd-length axes).")
+fftshift = _shift(
+    "fftshift", torch.fft.fftshift, "Move the zero-frequency term to the centre of each of axes (all when None)."
+)
+ifftshift = _shift(
+    "ifftshift", torch.fft.ifftshift, "Inverse of fftshift (they differ by one place on odd-length axes)."
+)

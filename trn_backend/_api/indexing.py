@@ -52,11 +52,12 @@ def take_along_axis(x: NeuronArray, indices: NeuronArray, /, *, axis: int = -1) 
     axis = normalize_axis(axis, t.dim(), "take_along_axis")
     shape = tuple(tensor(indices, "take_along_axis", "indices").shape)
     if len(shape) != t.dim():
-        raise ValueError(f"take_along_axis(): indices of shape {shape} must have the {t.dim()} dimensions "
-                         "of x")
+        raise ValueError(f"take_along_axis(): indices of shape {shape} must have the {t.dim()} dimensions of x")
     for i, (a, b) in enumerate(zip(t.shape, shape, strict=True)):
         if i != axis and a != b and 1 not in (a, b):
-            raise ValueError(f"take_along_axis(): x of shape {tuple(t.shape)} and indices of shape {shape} "
-                             f"do not broadcast on axis {i}")
+            raise ValueError(
+                f"take_along_axis(): x of shape {tuple(t.shape)} and indices of shape {shape} "
+                f"do not broadcast on axis {i}"
+            )
     p = _positions(t, indices, axis, "take_along_axis")
     return wrap(via_compute(lambda c: torch.take_along_dim(c, p, dim=axis), t))

@@ -59,8 +59,9 @@ class Info:
             "indexing": _dtypes.PUBLIC[_dtypes.default_int()],
         }
 
-    def dtypes(self, *, device: torch.device | str | None = None,
-               kind: str | tuple[str, ...] | None = None) -> dict[str, np.dtype]:
+    def dtypes(
+        self, *, device: torch.device | str | None = None, kind: str | tuple[str, ...] | None = None
+    ) -> dict[str, np.dtype]:
         """The supported dtypes by canonical name; kind ('bool', 'signed integer', 'numeric', ...) or a tuple
         of kinds selects their union."""
         _check_device(device, "dtypes")

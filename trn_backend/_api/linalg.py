@@ -19,9 +19,31 @@ from .linear_algebra import matmul, matrix_transpose, tensordot, vecdot
 
 # matmul, matrix_transpose, tensordot and vecdot are the top-level functions (the contraction planner's)
 __all__ = [
-    "cholesky", "cross", "det", "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "matmul",
-    "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "outer", "pinv", "qr", "slogdet",
-    "solve", "svd", "svdvals", "tensordot", "trace", "vecdot", "vector_norm",
+    "cholesky",
+    "cross",
+    "det",
+    "diagonal",
+    "eig",
+    "eigh",
+    "eigvals",
+    "eigvalsh",
+    "inv",
+    "matmul",
+    "matrix_norm",
+    "matrix_power",
+    "matrix_rank",
+    "matrix_transpose",
+    "outer",
+    "pinv",
+    "qr",
+    "slogdet",
+    "solve",
+    "svd",
+    "svdvals",
+    "tensordot",
+    "trace",
+    "vecdot",
+    "vector_norm",
 ]
 
 Tensor = torch.Tensor
@@ -56,6 +78,7 @@ class SVDResult(NamedTuple):
 
 # ---------------------------------------------------------------- argument checks
 
+
 def _as_floating(t: Tensor, func: str, arg: str) -> Tensor:
     _dtypes.check(t.dtype, "numeric", func, arg)
     return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float(t.device))
@@ -69,11 +92,11 @@ def _floating(x: object, func: str, arg: str = "x") -> Tensor:
 def _matrices(t: Tensor, func: str, *, square: bool = False, arg: str = "x") -> Tensor:
     """Check that ``t`` is a (stack of) matrices, square ones when asked."""
     if t.dim() < 2:
-        raise ValueError(f"{func}() needs {arg} of shape (..., M, N) with at least 2 dimensions, "
-                         f"got shape {tuple(t.shape)}")
+        raise ValueError(
+            f"{func}() needs {arg} of shape (..., M, N) with at least 2 dimensions, got shape {tuple(t.shape)}"
+        )
     if square and t.shape[-1] != t.shape[-2]:
-        raise ValueError(f"{func}() needs square matrices, {arg} of shape (..., M, M); "
-                         f"got shape {tuple(t.shape)}")
+        raise ValueError(f"{func}() needs square matrices, {arg} of shape (..., M, M); got shape {tuple(t.shape)}")
     return t
 
 
@@ -81,8 +104,10 @@ def _half_refused(t: Tensor, func: str, arg: str = "x") -> Tensor:
     """``t`` unless it is float16 or bfloat16, which the LAPACK-backed functions refuse as NumPy's linalg refuses
     float16 (torch has no half-precision kernels for them): a TypeError saying how to cast."""
     if t.dtype in _dtypes.EXTENSION_FLOAT:
-        raise TypeError(f"linalg.{func}() does not take {arg} of dtype {_dtypes.name(t.dtype)} (NumPy's linalg "
-                        f"refuses half precision too); cast it first: xp.astype({arg}, xp.float32)")
+        raise TypeError(
+            f"linalg.{func}() does not take {arg} of dtype {_dtypes.name(t.dtype)} (NumPy's linalg "
+            f"refuses half precision too); cast it first: xp.astype({arg}, xp.float32)"
+        )
     return t
 
 
@@ -116,6 +141,7 @@ def _numpy_errors(func: Callable[..., object]) -> Callable[..., object]:
 
 
 # ---------------------------------------------------------------- decompositions and solvers
+
 
 def cholesky(x: NeuronArray, /, *, upper: bool = False) -> NeuronArray:
     """Cholesky factor (lower, or upper with upper=True) of Hermitian positive-definite matrices."""
@@ -154,13 +180,16 @@ def solve(x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
     if vector:
         b = b.unsqueeze(-1)
     if b.shape[-2] != a.shape[-1]:
-        raise ValueError(f"solve(): x1 of shape {tuple(a.shape)} needs x2 of shape ({a.shape[-1]},) or "
-                         f"(..., {a.shape[-1]}, K), got shape {tuple(x2.shape)}")
+        raise ValueError(
+            f"solve(): x1 of shape {tuple(a.shape)} needs x2 of shape ({a.shape[-1]},) or "
+            f"(..., {a.shape[-1]}, K), got shape {tuple(x2.shape)}"
+        )
     try:
         batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     except RuntimeError:
-        raise ValueError(f"solve(): the batch shapes of x1 {tuple(a.shape)} and x2 {tuple(x2.shape)} do not "
-                         "broadcast") from None
+        raise ValueError(
+            f"solve(): the batch shapes of x1 {tuple(a.shape)} and x2 {tuple(x2.shape)} do not broadcast"
+        ) from None
     out = torch.linalg.solve(a.expand(batch + a.shape[-2:]), b.expand(batch + b.shape[-2:]))
     return wrap(out.squeeze(-1) if vector else out)
 
@@ -228,8 +257,10 @@ def _rtol(rtol: float | NeuronArray | None, t: Tensor, func: str) -> float | Ten
         try:
             torch.broadcast_shapes(r.shape, t.shape[:-2])
         except RuntimeError:
-            raise ValueError(f"{func}(): rtol of shape {tuple(r.shape)} does not broadcast with the batch "
-                             f"shape {tuple(t.shape[:-2])} of x") from None
+            raise ValueError(
+                f"{func}(): rtol of shape {tuple(r.shape)} does not broadcast with the batch "
+                f"shape {tuple(t.shape[:-2])} of x"
+            ) from None
         return r
     if isinstance(rtol, bool) or not isinstance(rtol, (int, float)):
         raise TypeError(f"{func}(): rtol must be a float or a real floating array, got {type(rtol).__name__}")
@@ -249,6 +280,7 @@ def pinv(x: NeuronArray, /, *, rtol: float | NeuronArray | None = None) -> Neuro
 
 
 # ---------------------------------------------------------------- products built on matmul
+
 
 def outer(x1: NeuronArray, x2: NeuronArray, /) -> NeuronArray:
     """Outer product of two vectors, computed as the (N, 1) @ (1, M) matmul so it reaches the kernel layer."""
@@ -285,6 +317,7 @@ def matrix_power(x: NeuronArray, n: int, /) -> NeuronArray:
 
 # ---------------------------------------------------------------- vectors, diagonals and norms
 
+
 def cross(x1: NeuronArray, x2: NeuronArray, /, *, axis: int = -1) -> NeuronArray:
     """Cross product of 3-vectors along ``axis`` (negative, counted from the end); the other axes
     broadcast."""
@@ -309,12 +342,15 @@ def _cross_axis(axis: int, a: Tensor, b: Tensor) -> int:
     ndim = min(a.dim(), b.dim())
     if axis >= 0:
         if a.dim() != b.dim():
-            raise ValueError(f"cross(): axis={axis} is ambiguous for inputs of {a.dim()} and {b.dim()} "
-                             f"dimensions; pass a negative axis, e.g. axis={axis - a.dim()}")
+            raise ValueError(
+                f"cross(): axis={axis} is ambiguous for inputs of {a.dim()} and {b.dim()} "
+                f"dimensions; pass a negative axis, e.g. axis={axis - a.dim()}"
+            )
         axis -= a.dim()
     if not -ndim <= axis <= -1:
-        raise IndexError(f"cross(): axis {axis} is out of bounds for inputs of shapes {tuple(a.shape)} and "
-                         f"{tuple(b.shape)}")
+        raise IndexError(
+            f"cross(): axis {axis} is out of bounds for inputs of shapes {tuple(a.shape)} and {tuple(b.shape)}"
+        )
     return axis
 
 
@@ -340,8 +376,9 @@ def _order(value: object, func: str) -> float:
     return value
 
 
-def vector_norm(x: NeuronArray, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False,
-                ord: int | float = 2) -> NeuronArray:  # noqa: A002
+def vector_norm(
+    x: NeuronArray, /, *, axis: int | tuple[int, ...] | None = None, keepdims: bool = False, ord: int | float = 2
+) -> NeuronArray:  # noqa: A002
     """The ord-norm over ``axis`` (all axes when None; () takes each element alone), real-valued."""
     t = _floating(x, "vector_norm")
     p = _order(ord, "vector_norm")
@@ -363,8 +400,9 @@ def _empty_vector_norm(t: Tensor, axes: tuple[int, ...], keepdims: bool, p: floa
     """torch refuses norms without an identity on empty input; NumPy's values: inf-norm 0 (a max of absolute
     values), negative orders inf (a power of an empty sum), -inf undefined (a min of nothing)."""
     if p == -inf:
-        raise ValueError(f"vector_norm(): ord=-inf of an empty set of values (shape {tuple(t.shape)}, "
-                         f"axes {axes}) is undefined")
+        raise ValueError(
+            f"vector_norm(): ord=-inf of an empty set of values (shape {tuple(t.shape)}, axes {axes}) is undefined"
+        )
     shape = [1 if i in axes else n for i, n in enumerate(t.shape) if keepdims or i not in axes]
     return torch.full(shape, 0.0 if p == inf else inf, dtype=_dtypes.real_of(t.dtype), device=t.device)
 
@@ -372,22 +410,19 @@ def _empty_vector_norm(t: Tensor, axes: tuple[int, ...], keepdims: bool, p: floa
 _MATRIX_ORDS = ("fro", "nuc", 1, -1, 2, -2, inf, -inf)
 
 
-def matrix_norm(x: NeuronArray, /, *, keepdims: bool = False,
-                ord: int | float | str | None = "fro") -> NeuronArray:  # noqa: A002
+def matrix_norm(x: NeuronArray, /, *, keepdims: bool = False, ord: int | float | str | None = "fro") -> NeuronArray:  # noqa: A002
     """Frobenius, nuclear or induced 1/2/inf norm of each matrix (negative ords: the minimum-based
     variants)."""
     t = _matrices(_floating(x, "matrix_norm"), "matrix_norm")
     if ord is None:
         ord = "fro"
     if isinstance(ord, bool) or ord not in _MATRIX_ORDS:
-        raise ValueError(f"matrix_norm(): ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf; "
-                         f"got {ord!r}")
+        raise ValueError(f"matrix_norm(): ord must be one of 'fro', 'nuc', 1, -1, 2, -2, inf, -inf; got {ord!r}")
     if ord in (2, -2, "nuc"):  # singular values
         _half_refused(t, "matrix_norm")
     m, n = t.shape[-2], t.shape[-1]
     if {-1: n, -2: min(m, n), -inf: m}.get(ord) == 0:  # type: ignore[arg-type]  # a str ord is simply no key
-        raise ValueError(f"matrix_norm(): ord={ord} takes a minimum over an empty set for shape "
-                         f"{tuple(t.shape)}")
+        raise ValueError(f"matrix_norm(): ord={ord} takes a minimum over an empty set for shape {tuple(t.shape)}")
     return wrap(torch.linalg.matrix_norm(t, ord=ord, dim=(-2, -1), keepdim=bool(keepdims)))
 
 

@@ -31,8 +31,21 @@ from .creation import int_arg, int_tuple
 from .data_types import promoted
 
 __all__ = [
-    "broadcast_arrays", "broadcast_shapes", "broadcast_to", "concat", "expand_dims", "flip", "moveaxis",
-    "permute_dims", "repeat", "reshape", "roll", "squeeze", "stack", "tile", "unstack",
+    "broadcast_arrays",
+    "broadcast_shapes",
+    "broadcast_to",
+    "concat",
+    "expand_dims",
+    "flip",
+    "moveaxis",
+    "permute_dims",
+    "repeat",
+    "reshape",
+    "roll",
+    "squeeze",
+    "stack",
+    "tile",
+    "unstack",
 ]
 
 Axes = int | tuple[int, ...]
@@ -51,6 +64,7 @@ def _axes_tuple(axis: object, func: str, arg: str = "axis") -> tuple[int, ...]:
 
 # ---------------------------------------------------------------- broadcasting
 
+
 def broadcast_shapes(*shapes: tuple[int, ...]) -> tuple[int, ...]:
     """The shape the given shapes broadcast to; incompatible shapes are a ValueError naming both."""
     dims = [int_tuple(s, "broadcast_shapes", f"shapes[{i}]", minimum=0) for i, s in enumerate(shapes)]
@@ -63,7 +77,7 @@ def broadcast_to(x: NeuronArray, /, shape: tuple[int, ...]) -> NeuronArray:
     match (aligned from the right)."""
     t = x._base if type(x) is _ReversedView else tensor(x, "broadcast_to")
     target = int_tuple(shape, "broadcast_to", "shape", minimum=0)
-    trailing = target[len(target) - t.dim():]
+    trailing = target[len(target) - t.dim() :]
     fits = t.dim() <= len(target) and all(d in (1, s) for d, s in zip(t.shape, trailing, strict=True))
     if not fits:
         raise ValueError(f"broadcast_to(): cannot broadcast an array of shape {tuple(t.shape)} to {target}")
@@ -81,6 +95,7 @@ def broadcast_arrays(*arrays: NeuronArray) -> tuple[NeuronArray, ...]:
 
 
 # ---------------------------------------------------------------- joining and splitting
+
 
 def _joinable(arrays: Sequence[NeuronArray], func: str) -> list[torch.Tensor]:
     """The tensors of a non-empty list of arrays on one device, cast to their promoted dtype."""
@@ -100,7 +115,7 @@ def concat(arrays: tuple[NeuronArray, ...] | list[NeuronArray], /, *, axis: int 
     axis = normalize_axis(axis, len(first), "concat")
     for t in ts[1:]:
         shape = tuple(t.shape)
-        if len(shape) != len(first) or shape[:axis] + shape[axis + 1:] != first[:axis] + first[axis + 1:]:
+        if len(shape) != len(first) or shape[:axis] + shape[axis + 1 :] != first[:axis] + first[axis + 1 :]:
             raise ValueError(f"concat(): shapes {first} and {shape} differ outside axis {axis}")
     return wrap(torch.cat(ts, dim=axis))
 
@@ -123,6 +138,7 @@ def unstack(x: NeuronArray, /, *, axis: int = 0) -> tuple[NeuronArray, ...]:
 
 # ---------------------------------------------------------------- shapes
 
+
 def reshape(x: NeuronArray, /, shape: tuple[int, ...], *, copy: bool | None = None) -> NeuronArray:
     """``x`` with a new shape (one entry may be -1); ``copy=False`` refuses (ValueError) to copy."""
     t = x._base if type(x) is _ReversedView else tensor(x, "reshape")
@@ -136,8 +152,10 @@ def reshape(x: NeuronArray, /, shape: tuple[int, ...], *, copy: bool | None = No
     try:
         return wrap(t.view(new))
     except RuntimeError:
-        raise ValueError(f"reshape(copy=False): an array of shape {tuple(t.shape)} and strides {t.stride()} "
-                         f"cannot be viewed as shape {new}; pass copy=None to allow a copy") from None
+        raise ValueError(
+            f"reshape(copy=False): an array of shape {tuple(t.shape)} and strides {t.stride()} "
+            f"cannot be viewed as shape {new}; pass copy=None to allow a copy"
+        ) from None
 
 
 def _reshaped_reversed(x: _ReversedView, new: tuple[int, ...], copy: bool | None) -> NeuronArray:
@@ -148,9 +166,10 @@ def _reshaped_reversed(x: _ReversedView, new: tuple[int, ...], copy: bool | None
             return numpy_view(x, lambda a: np.reshape(a, new, copy=False))
         except ValueError:
             if copy is False:
-                raise ValueError(f"reshape(copy=False): a view with negative steps of shape {x.shape} and strides "
-                                 f"{x.strides} cannot be viewed as shape {new}; pass copy=None to allow a copy") \
-                    from None
+                raise ValueError(
+                    f"reshape(copy=False): a view with negative steps of shape {x.shape} and strides "
+                    f"{x.strides} cannot be viewed as shape {new}; pass copy=None to allow a copy"
+                ) from None
     return wrap(x._t.clone().reshape(new))  # x._t is a read-only copy; its clone is the writeable one
 
 
@@ -162,7 +181,7 @@ def _resolve_shape(old: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, .
     if len(unknown) > 1:
         raise ValueError(f"reshape(): shape {shape} has more than one -1")
     if unknown and known and size % known == 0:
-        return shape[:unknown[0]] + (size // known,) + shape[unknown[0] + 1:]
+        return shape[: unknown[0]] + (size // known,) + shape[unknown[0] + 1 :]
     if not unknown and known == size:
         return shape
     raise ValueError(f"reshape(): cannot reshape an array of shape {old} (size {size}) into shape {shape}")
@@ -205,8 +224,11 @@ def repeat(x: NeuronArray, repeats: int | NeuronArray, /, *, axis: int | None = 
     if axis is None:
         t, axis = t.reshape(-1), 0
     axis = normalize_axis(axis, t.dim(), "repeat")
-    counts = _repeat_counts(t, repeats, axis) if isinstance(repeats, NeuronArray) \
+    counts = (
+        _repeat_counts(t, repeats, axis)
+        if isinstance(repeats, NeuronArray)
         else int_arg(repeats, "repeat", "repeats", minimum=0)
+    )
     return wrap(via_compute(lambda c: torch.repeat_interleave(c, counts, dim=axis), t))
 
 
@@ -227,13 +249,15 @@ def _repeat_counts(x: torch.Tensor, repeats: NeuronArray, axis: int) -> torch.Te
 
 # ---------------------------------------------------------------- reordering
 
+
 def permute_dims(x: NeuronArray, /, axes: tuple[int, ...]) -> NeuronArray:
     """Reorder the axes: ``axes`` is a permutation of all of them (negative entries count from the end)."""
     t = x._base if type(x) is _ReversedView else tensor(x, "permute_dims")
     order = _axes_tuple(axes, "permute_dims", "axes")
     if len(order) != t.dim():
-        raise ValueError(f"permute_dims(): axes {order} must list all {t.dim()} axes of an array of shape "
-                         f"{tuple(t.shape)}")
+        raise ValueError(
+            f"permute_dims(): axes {order} must list all {t.dim()} axes of an array of shape {tuple(t.shape)}"
+        )
     order = normalize_axes(order, t.dim(), "permute_dims")
     if type(x) is _ReversedView:  # NumPy's view, over x's memory
         return numpy_view(x, lambda a: np.transpose(a, order))

@@ -30,8 +30,7 @@ __all__ = ["argmax", "argmin", "count_nonzero", "nonzero", "searchsorted", "wher
 Tensor = torch.Tensor
 
 
-def _arg_extreme(x: NeuronArray, axis: int | None, keepdims: bool, func: str,
-                 op: Callable[..., Tensor]) -> NeuronArray:
+def _arg_extreme(x: NeuronArray, axis: int | None, keepdims: bool, func: str, op: Callable[..., Tensor]) -> NeuronArray:
     t = tensor(x, func)
     key = order_key(t, func)
     if axis is None:
@@ -39,8 +38,7 @@ def _arg_extreme(x: NeuronArray, axis: int | None, keepdims: bool, func: str,
     else:
         dim = normalize_axis(axis, t.dim(), func)
     if key.shape[dim] == 0:
-        raise ValueError(f"{func}(): attempt to search an empty axis (x has shape {tuple(t.shape)}, "
-                         f"axis={axis})")
+        raise ValueError(f"{func}(): attempt to search an empty axis (x has shape {tuple(t.shape)}, axis={axis})")
     idx = op(key, dim=dim)
     if key.is_floating_point():
         # torch's vectorized kernels may skip NaN; NumPy returns the first NaN
@@ -76,13 +74,15 @@ def nonzero(x: NeuronArray, /) -> tuple[NeuronArray, ...]:
     """Indices of the non-zero elements, one int64 array per dimension, in row-major order."""
     t = tensor(x, "nonzero")
     if t.dim() == 0:
-        raise ValueError("nonzero(): x must have at least one dimension, got a 0-dimensional array "
-                         "(use reshape(x, (1,)) first)")
+        raise ValueError(
+            "nonzero(): x must have at least one dimension, got a 0-dimensional array (use reshape(x, (1,)) first)"
+        )
     return tuple(wrap(i) for i in torch.nonzero(truth(t), as_tuple=True))
 
 
-def searchsorted(x1: NeuronArray, x2: NeuronArray | int | float, /, *, side: str = "left",
-                 sorter: NeuronArray | None = None) -> NeuronArray:
+def searchsorted(
+    x1: NeuronArray, x2: NeuronArray | int | float, /, *, side: str = "left", sorter: NeuronArray | None = None
+) -> NeuronArray:
     """Insertion indices (int64) of ``x2`` into the ascending 1-D ``x1`` (or x1[sorter]) keeping order."""
     t1 = tensor(x1, "searchsorted", "x1")
     if t1.dim() != 1:
@@ -115,8 +115,7 @@ def _sorter_index(sorter: object, t1: Tensor) -> Tensor:
     if s.dtype not in _dtypes.INTEGER:
         raise TypeError(f"searchsorted(): sorter must have an integer dtype, got {_dtypes.name(s.dtype)}")
     if s.shape != t1.shape:
-        raise ValueError(f"searchsorted(): sorter must have x1's shape {tuple(t1.shape)}, "
-                         f"got {tuple(s.shape)}")
+        raise ValueError(f"searchsorted(): sorter must have x1's shape {tuple(t1.shape)}, got {tuple(s.shape)}")
     return _dtypes.cast(s, torch.int64)
 
 
@@ -130,8 +129,10 @@ def where(condition: NeuronArray, x1: NeuronArray | complex, x2: NeuronArray | c
     if c.dtype is not _dtypes.bool:
         raise TypeError(f"where(): condition must have a boolean dtype, got {_dtypes.name(c.dtype)}")
     if not isinstance(x1, NeuronArray) and not isinstance(x2, NeuronArray):
-        raise TypeError(f"where(): x1 and x2 are both scalars ({type(x1).__name__} and {type(x2).__name__}); "
-                        "the standard needs at least one of them to be an array (e.g. asarray(x1))")
+        raise TypeError(
+            f"where(): x1 and x2 are both scalars ({type(x1).__name__} and {type(x2).__name__}); "
+            "the standard needs at least one of them to be an array (e.g. asarray(x1))"
+        )
     t1, t2, dtype = binary_operands(x1, x2, "where", broadcast=True)
     check_same_device((c, t1, t2), "where", "condition, x1 and x2")
     if not c.shape == t1.shape == t2.shape:  # x1 and x2 broadcast (binary_operands); the condition must too

@@ -110,7 +110,7 @@ def _isin_pairwise(a: Tensor, b: Tensor) -> Tensor:
     """isin by comparing every pair (torch.isin has no complex kernel); NaN compares unequal by itself."""
     flat = a.reshape(-1)
     step = max(1, _PAIRWISE_CHUNK // max(1, b.numel()))
-    parts = [(flat[i:i + step, None] == b[None, :]).any(dim=1) for i in range(0, flat.numel(), step)]
+    parts = [(flat[i : i + step, None] == b[None, :]).any(dim=1) for i in range(0, flat.numel(), step)]
     if not parts:
         return torch.zeros(a.shape, dtype=torch.bool, device=a.device)
     return torch.cat(parts).reshape(a.shape)

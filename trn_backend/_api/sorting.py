@@ -20,8 +20,10 @@ def order_key(t: torch.Tensor, func: str, arg: str = "x") -> torch.Tensor:
     """A tensor whose torch ordering is the standard's ordering of ``t`` (real-valued and boolean dtypes);
     ``_dtypes.unordered`` maps sorted keys back. Complex input is a TypeError: it has no order."""
     if t.dtype in _dtypes.COMPLEX_FLOAT:
-        raise TypeError(f"{func}() needs {arg} of a real-valued or boolean dtype, got "
-                        f"{_dtypes.name(t.dtype)} (complex numbers have no order)")
+        raise TypeError(
+            f"{func}() needs {arg} of a real-valued or boolean dtype, got "
+            f"{_dtypes.name(t.dtype)} (complex numbers have no order)"
+        )
     if t.dtype is _dtypes.bool:
         return t.to(torch.uint8)
     return _dtypes.ordered(t, t.dtype)
@@ -39,13 +41,11 @@ def _sort(x: NeuronArray, axis: int, descending: bool, func: str) -> tuple[torch
     return _dtypes.unordered(values, t.dtype), indices
 
 
-def sort(x: NeuronArray, /, *, axis: int = -1, descending: bool = False,
-         stable: bool = True) -> NeuronArray:
+def sort(x: NeuronArray, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> NeuronArray:
     """A sorted copy of ``x`` along ``axis`` (stable; NaN last in ascending order)."""
     return wrap(_sort(x, axis, descending, "sort")[0])
 
 
-def argsort(x: NeuronArray, /, *, axis: int = -1, descending: bool = False,
-            stable: bool = True) -> NeuronArray:
+def argsort(x: NeuronArray, /, *, axis: int = -1, descending: bool = False, stable: bool = True) -> NeuronArray:
     """The int64 indices that sort ``x`` along ``axis`` (stable; NaN last in ascending order)."""
     return wrap(_sort(x, axis, descending, "argsort")[1])

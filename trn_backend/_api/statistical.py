@@ -64,8 +64,9 @@ def _to_floating(t: Tensor) -> Tensor:
     return t if t.dtype in _dtypes.FLOATING else _dtypes.cast(t, _dtypes.default_float(t.device))
 
 
-def _sum_or_prod(x: NeuronArray, axis: Axis, dtype: object, keepdims: bool, func: str,
-                 op: Callable[..., Tensor]) -> NeuronArray:
+def _sum_or_prod(
+    x: NeuronArray, axis: Axis, dtype: object, keepdims: bool, func: str, op: Callable[..., Tensor]
+) -> NeuronArray:
     t = tensor(x, func)
     target = _accumulation_dtype(t.dtype, dtype, func)
     c = _accumulator_tensor(t, target)
@@ -101,8 +102,9 @@ def _torch_dims(axis: Axis, ndim: int, func: str) -> object:
     return dims if dims else _GENERAL
 
 
-def _fast_reduce(x: object, axis: Axis, keepdims: bool, func: str, op: Callable[..., Tensor],
-                 dtypes: frozenset[torch.dtype]) -> NeuronArray | None:
+def _fast_reduce(
+    x: object, axis: Axis, keepdims: bool, func: str, op: Callable[..., Tensor], dtypes: frozenset[torch.dtype]
+) -> NeuronArray | None:
     """``op`` (torch.sum or torch.mean) on a plain array of one of ``dtypes``; None where the general path must
     run (a registered subclass, sharded arrays, keeps its own)."""
     if type(x) is not NeuronArray or x._t.dtype not in dtypes:
@@ -114,8 +116,14 @@ def _fast_reduce(x: object, axis: Axis, keepdims: bool, func: str, op: Callable[
     return None if dims is _GENERAL else wrap(op(t, dim=dims, keepdim=builtins.bool(keepdims)))
 
 
-def sum(x: NeuronArray, /, *, axis: Axis = None, dtype: _dtypes.DType | None = None,  # noqa: A001
-        keepdims: bool = False) -> NeuronArray:
+def sum(
+    x: NeuronArray,
+    /,
+    *,
+    axis: Axis = None,
+    dtype: _dtypes.DType | None = None,  # noqa: A001
+    keepdims: bool = False,
+) -> NeuronArray:
     """Sum over ``axis`` (all axes by default) in the standard's accumulation dtype; the empty sum is 0."""
     if dtype is None:
         out = _fast_reduce(x, axis, keepdims, "sum", torch.sum, _SUM_NATIVE)
@@ -124,8 +132,9 @@ def sum(x: NeuronArray, /, *, axis: Axis = None, dtype: _dtypes.DType | None = N
     return _sum_or_prod(x, axis, dtype, keepdims, "sum", torch.sum)
 
 
-def prod(x: NeuronArray, /, *, axis: Axis = None, dtype: _dtypes.DType | None = None,
-         keepdims: bool = False) -> NeuronArray:
+def prod(
+    x: NeuronArray, /, *, axis: Axis = None, dtype: _dtypes.DType | None = None, keepdims: bool = False
+) -> NeuronArray:
     """Product over ``axis`` (all axes by default) in the standard's accumulation dtype; empty product 1."""
     return _sum_or_prod(x, axis, dtype, keepdims, "prod", torch.prod)
 
@@ -136,8 +145,10 @@ def _extreme(x: NeuronArray, axis: Axis, keepdims: bool, func: str, op: Callable
 
     def reduce(f: Tensor) -> Tensor:
         if f.shape[-1] == 0:
-            raise ValueError(f"{func}(): zero-size reduction over axis={axis} of an array of shape "
-                             f"{tuple(t.shape)}; the {func}imum of no elements is undefined")
+            raise ValueError(
+                f"{func}(): zero-size reduction over axis={axis} of an array of shape "
+                f"{tuple(t.shape)}; the {func}imum of no elements is undefined"
+            )
         return op(f, dim=-1)
 
     out = reduce_axes(order_key(t, func), axis, keepdims, func, reduce)
@@ -166,8 +177,9 @@ def mean(x: NeuronArray, /, *, axis: Axis = None, keepdims: bool = False) -> Neu
     return wrap(reduce_axes(t, axis, keepdims, "mean", lambda f: torch.mean(f, dim=-1)))
 
 
-def _spread(x: NeuronArray, axis: Axis, correction: float, keepdims: bool, func: str,
-            op: Callable[..., Tensor]) -> NeuronArray:
+def _spread(
+    x: NeuronArray, axis: Axis, correction: float, keepdims: bool, func: str, op: Callable[..., Tensor]
+) -> NeuronArray:
     """var/std with divisor M - correction; NaN where that divisor is not positive (the standard's rule)."""
     t = _to_floating(tensor(x, func))
     if isinstance(correction, bool) or not isinstance(correction, numbers.Real):
@@ -181,27 +193,33 @@ def _spread(x: NeuronArray, axis: Axis, correction: float, keepdims: bool, func:
     return wrap(reduce_axes(t, axis, keepdims, func, reduce))
 
 
-def var(x: NeuronArray, /, *, axis: Axis = None, correction: int | float = 0.0,
-        keepdims: bool = False) -> NeuronArray:
+def var(x: NeuronArray, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False) -> NeuronArray:
     """Variance over ``axis`` with divisor M - correction; NaN when M - correction <= 0."""
     return _spread(x, axis, correction, keepdims, "var", torch.var)
 
 
-def std(x: NeuronArray, /, *, axis: Axis = None, correction: int | float = 0.0,
-        keepdims: bool = False) -> NeuronArray:
+def std(x: NeuronArray, /, *, axis: Axis = None, correction: int | float = 0.0, keepdims: bool = False) -> NeuronArray:
     """Standard deviation over ``axis`` with divisor M - correction; NaN when M - correction <= 0."""
     return _spread(x, axis, correction, keepdims, "std", torch.std)
 
 
-def _cumulative(x: NeuronArray, axis: int | None, dtype: object, include_initial: bool, func: str,
-                op: Callable[..., Tensor], identity: int) -> NeuronArray:
+def _cumulative(
+    x: NeuronArray,
+    axis: int | None,
+    dtype: object,
+    include_initial: bool,
+    func: str,
+    op: Callable[..., Tensor],
+    identity: int,
+) -> NeuronArray:
     t = tensor(x, func)
     if t.dim() == 0:
         t = t.reshape(1)  # unspecified by the standard; NumPy treats a 0-d array as one element
     if axis is None:
         if t.dim() > 1:
-            raise ValueError(f"{func}(): axis is required for an array of {t.dim()} dimensions "
-                             f"(shape {tuple(t.shape)})")
+            raise ValueError(
+                f"{func}(): axis is required for an array of {t.dim()} dimensions (shape {tuple(t.shape)})"
+            )
         axis = 0
     dim = normalize_axis(axis, t.dim(), func)
     target = _accumulation_dtype(t.dtype, dtype, func)
@@ -239,13 +257,15 @@ def _complex_products_as_numpy(c: Tensor, out: Tensor, dim: int) -> Tensor:
     return done.movedim(-1, dim)
 
 
-def cumulative_sum(x: NeuronArray, /, *, axis: int | None = None, dtype: _dtypes.DType | None = None,
-                   include_initial: bool = False) -> NeuronArray:
+def cumulative_sum(
+    x: NeuronArray, /, *, axis: int | None = None, dtype: _dtypes.DType | None = None, include_initial: bool = False
+) -> NeuronArray:
     """Running sum along ``axis`` (required for ndim > 1); include_initial prepends the empty sum 0."""
     return _cumulative(x, axis, dtype, include_initial, "cumulative_sum", torch.cumsum, 0)
 
 
-def cumulative_prod(x: NeuronArray, /, *, axis: int | None = None, dtype: _dtypes.DType | None = None,
-                    include_initial: bool = False) -> NeuronArray:
+def cumulative_prod(
+    x: NeuronArray, /, *, axis: int | None = None, dtype: _dtypes.DType | None = None, include_initial: bool = False
+) -> NeuronArray:
     """Running product along ``axis`` (required for ndim > 1); include_initial prepends the identity 1."""
     return _cumulative(x, axis, dtype, include_initial, "cumulative_prod", torch.cumprod, 1)

@@ -36,8 +36,15 @@ def any(x: NeuronArray, /, *, axis: Axis = None, keepdims: bool = False) -> Neur
     return wrap(reduce_axes(nz, axis, keepdims, "any", lambda f: torch.any(f, dim=-1)))
 
 
-def diff(x: NeuronArray, /, *, axis: int = -1, n: int = 1, prepend: NeuronArray | None = None,
-         append: NeuronArray | None = None) -> NeuronArray:
+def diff(
+    x: NeuronArray,
+    /,
+    *,
+    axis: int = -1,
+    n: int = 1,
+    prepend: NeuronArray | None = None,
+    append: NeuronArray | None = None,
+) -> NeuronArray:
     """n-th forward difference along ``axis`` of x joined with prepend and append (the axis shrinks by n)."""
     t = tensor(x, "diff")
     if t.dim() == 0:
@@ -68,6 +75,7 @@ def _edge(v: object, t: Tensor, dim: int, arg: str) -> Tensor:
     p = tensor(v, "diff", arg)
     check_same_device((t, p), "diff", f"x and {arg}")
     if p.dim() != t.dim() or builtins.any(p.shape[d] != t.shape[d] for d in range(t.dim()) if d != dim):
-        raise ValueError(f"diff(): {arg} must have x's shape {tuple(t.shape)} except along axis {dim}, "
-                         f"got {tuple(p.shape)}")
+        raise ValueError(
+            f"diff(): {arg} must have x's shape {tuple(t.shape)} except along axis {dim}, got {tuple(p.shape)}"
+        )
     return p

@@ -19,7 +19,22 @@ from .multi import multi_einsum
 from .opt_einsum_backend import Expression, contract, contract_expression
 from .plan import Plan
 
-__all__ = ["einsum", "tensordot", "matmul", "vecdot", "contract", "contract_expression", "multi_einsum", "explain",
-           "error_bound", "Explanation", "Check", "Expression", "Plan", "ENTRY_POINTS", "COMPILED"]
+__all__ = [
+    "einsum",
+    "tensordot",
+    "matmul",
+    "vecdot",
+    "contract",
+    "contract_expression",
+    "multi_einsum",
+    "explain",
+    "error_bound",
+    "Explanation",
+    "Check",
+    "Expression",
+    "Plan",
+    "ENTRY_POINTS",
+    "COMPILED",
+]
 
 opt_einsum_backend.register()

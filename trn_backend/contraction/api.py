@@ -37,13 +37,26 @@ from .plan import result_dtype
 from .program import Program, single
 from .runner import run
 
-__all__ = ["einsum", "einsum_operands", "einsum_tensors", "contract_spec", "tensordot_tensors", "matmul_tensors",
-           "vecdot_tensors", "ranks_of", "matmul", "matmul_operator", "tensordot", "vecdot"]
+__all__ = [
+    "einsum",
+    "einsum_operands",
+    "einsum_tensors",
+    "contract_spec",
+    "tensordot_tensors",
+    "matmul_tensors",
+    "vecdot_tensors",
+    "ranks_of",
+    "matmul",
+    "matmul_operator",
+    "tensordot",
+    "vecdot",
+]
 
 
 @entry_point("einsum()")
-def einsum(request: Request | None, subscripts: str, /, *operands: NeuronArray,
-           optimize: object = "auto") -> NeuronArray:
+def einsum(
+    request: Request | None, subscripts: str, /, *operands: NeuronArray, optimize: object = "auto"
+) -> NeuronArray:
     """Einstein summation with NumPy's semantics, every product a planned matmul or bmm in the kernel layer.
 
     ``optimize`` picks the order of a contraction of three or more operands (see ``trn_backend.contraction.paths``);
@@ -76,23 +89,47 @@ def einsum_operands(operands: Sequence[object], func: str) -> list[torch.Tensor]
     else:  # scalars only: each takes its default dtype (what it combines to with bool), then promotion decides
         dtype, device = _dtypes.bool, _device.default_device()
     found = iter(arrays)
-    return [next(found) if not isinstance(x, PY_SCALARS) else
-            scalar_to_tensor(x, scalar_dtype(x, dtype, func, device), device, func) for x in values]
+    return [
+        next(found)
+        if not isinstance(x, PY_SCALARS)
+        else scalar_to_tensor(x, scalar_dtype(x, dtype, func, device), device, func)
+        for x in values
+    ]
 
 
-def einsum_tensors(request: Request | None, subscripts: str, ts: list[torch.Tensor], optimize: object = "auto", *,
-                   result: torch.dtype | None = None, out: torch.dtype | None = None) -> torch.Tensor:
+def einsum_tensors(
+    request: Request | None,
+    subscripts: str,
+    ts: list[torch.Tensor],
+    optimize: object = "auto",
+    *,
+    result: torch.dtype | None = None,
+    out: torch.dtype | None = None,
+) -> torch.Tensor:
     """``einsum`` on torch tensors (validated, on one device); ``result``: the dtype to compute the result in
     (numpy.einsum's dtype=), ``out``: the dtype to deliver it in (out='s)."""
-    if len(ts) == 2 and (request is None or request.relative is None) and optimize.__class__ is str and \
-            optimize in paths.OPTIMIZERS and result is None and out is None:
+    if (
+        len(ts) == 2
+        and (request is None or request.relative is None)
+        and optimize.__class__ is str
+        and optimize in paths.OPTIMIZERS
+        and result is None
+        and out is None
+    ):
         # the common call (each step opt_einsum's loop sends as an einsum): two plain operands, found by subscripts,
         # shapes, dtypes, device and request in one lookup
         a, b = ts
         if not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS):
-            key: tuple | None = ("einsum2", subscripts, a.shape, b.shape, a.dtype, b.dtype,
-                                 _CPU if a.is_cpu else a.device,
-                                 request if request is None or request.mode is not None else cache_key(request))
+            key: tuple | None = (
+                "einsum2",
+                subscripts,
+                a.shape,
+                b.shape,
+                a.dtype,
+                b.dtype,
+                _CPU if a.is_cpu else a.device,
+                request if request is None or request.mode is not None else cache_key(request),
+            )
             found = _get(key)
             if found is None:
                 shapes: tuple[torch.Size, ...] = (a.shape, b.shape)
@@ -107,21 +144,32 @@ def einsum_tensors(request: Request | None, subscripts: str, ts: list[torch.Tens
     sharded = ranks_of(ts)
     key = None
     if optimize_key is not None and sharded == 1 and cacheable(request):
-        key = ("einsum", subscripts, shapes, dtypes, ts[0].device if ts else None, optimize_key, cache_key(request),
-               result, out)
+        key = (
+            "einsum",
+            subscripts,
+            shapes,
+            dtypes,
+            ts[0].device if ts else None,
+            optimize_key,
+            cache_key(request),
+            result,
+            out,
+        )
         found = COMPILED.get(key)
         if found is not None:
             return run(found, ts)
     spec = parse(subscripts, shapes)
-    c = compile(paths.program(spec, shapes, optimize), request, dtypes, _device_of(ts), result=result, out=out,
-                ranks=sharded)
+    c = compile(
+        paths.program(spec, shapes, optimize), request, dtypes, _device_of(ts), result=result, out=out, ranks=sharded
+    )
     if key is not None:
         COMPILED.put(key, c)
     return run(c, ts)
 
 
-def contract_spec(request: Request | None, spec: Spec, ts: list[torch.Tensor],
-                  optimize: object = "auto") -> torch.Tensor:
+def contract_spec(
+    request: Request | None, spec: Spec, ts: list[torch.Tensor], optimize: object = "auto"
+) -> torch.Tensor:
     """Contract tensors labelled by a parsed ``spec``: one step, or a path of them."""
     shapes = tuple(t.shape for t in ts)
     paths.check_optimize(optimize)
@@ -147,8 +195,9 @@ Size = tuple[int, ...]
 
 
 @entry_point("tensordot()")
-def tensordot(request: Request | None, x1: NeuronArray, x2: NeuronArray, /,
-              axes: int | tuple[Sequence[int], Sequence[int]] = 2) -> NeuronArray:
+def tensordot(
+    request: Request | None, x1: NeuronArray, x2: NeuronArray, /, axes: int | tuple[Sequence[int], Sequence[int]] = 2
+) -> NeuronArray:
     """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences.
     ``axes`` may also be passed by position, as in NumPy and autoray (a superset of the standard)."""
     t1, t2 = _operands(x1, x2, "tensordot")
@@ -173,10 +222,25 @@ def _kept_call(t1: torch.Tensor, t2: torch.Tensor, request: Request | None) -> t
     default, a mode or a forward target, whose compiled program is kept (found by shapes, dtypes and request in
     one lookup) and is one kernel call on the operands as they are (``Compiled.call``, what ``run`` would call;
     the kernel layer routes it, by config.nki, and counts it, as on every call)."""
-    if t1.is_cpu and t2.is_cpu and type(t1) is _TENSOR and type(t2) is _TENSOR and \
-            (request is None or request.relative is None):
-        found = _get(("matmul", t1.shape, t2.shape, t1.dtype, t2.dtype, _CPU,
-                      request if request is None or request.mode is not None else cache_key(request), None))
+    if (
+        t1.is_cpu
+        and t2.is_cpu
+        and type(t1) is _TENSOR
+        and type(t2) is _TENSOR
+        and (request is None or request.relative is None)
+    ):
+        found = _get(
+            (
+                "matmul",
+                t1.shape,
+                t2.shape,
+                t1.dtype,
+                t2.dtype,
+                _CPU,
+                request if request is None or request.mode is not None else cache_key(request),
+                None,
+            )
+        )
         if found is not None and found.call is not None:
             kernel, mode = found.call
             return kernel(t1, t2, mode)
@@ -244,14 +308,30 @@ def vecdot_tensors(request: Request | None, a: torch.Tensor, b: torch.Tensor, ax
     return _one_step("vecdot", a, b, axis, _given, (spec,), request)
 
 
-def _one_step(kind: str, a: torch.Tensor, b: torch.Tensor, extra: object, spec_of: Callable[..., Spec],
-              spec_args: tuple, request: Request | None) -> torch.Tensor:
+def _one_step(
+    kind: str,
+    a: torch.Tensor,
+    b: torch.Tensor,
+    extra: object,
+    spec_of: Callable[..., Spec],
+    spec_args: tuple,
+    request: Request | None,
+) -> torch.Tensor:
     """The one-step program of a binary front door: from the fast path where it may be kept, else validated
     (``spec_of(*spec_args)`` raises the front door's errors), compiled and run."""
-    if (request is None or request.relative is None) and \
-            (not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS)):
-        key = (kind, a.shape, b.shape, a.dtype, b.dtype, _CPU if a.is_cpu else a.device,
-               request if request is None or request.mode is not None else cache_key(request), extra)
+    if (request is None or request.relative is None) and (
+        not EXECUTORS or (type(a) not in EXECUTORS and type(b) not in EXECUTORS)
+    ):
+        key = (
+            kind,
+            a.shape,
+            b.shape,
+            a.dtype,
+            b.dtype,
+            _CPU if a.is_cpu else a.device,
+            request if request is None or request.mode is not None else cache_key(request),
+            extra,
+        )
         found = _get(key)
         if found is None:
             program = _program(spec_of(*spec_args), (tuple(a.shape), tuple(b.shape)))
@@ -283,27 +363,30 @@ _get = COMPILED.get
 def _matmul_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype) -> Spec:
     for shape, name in ((sa, "x1"), (sb, "x2")):
         if not shape:
-            raise ValueError(f"matmul(): {name} is 0-dimensional; matmul needs arrays of at least 1 dimension "
-                             "(use multiply for scalars)")
+            raise ValueError(
+                f"matmul(): {name} is 0-dimensional; matmul needs arrays of at least 1 dimension "
+                "(use multiply for scalars)"
+            )
     result_dtype((da, db), "matmul")
     ka, kb = sa[-1], sb[-2 if len(sb) > 1 else -1]
     if ka != kb:
-        raise ValueError(f"matmul(): x1 has {ka} columns but x2 has {kb} rows (shapes {tuple(sa)} and "
-                         f"{tuple(sb)})")
+        raise ValueError(f"matmul(): x1 has {ka} columns but x2 has {kb} rows (shapes {tuple(sa)} and {tuple(sb)})")
     _check_broadcast(sa[:-2], sb[:-2], "matmul", "batch shapes", sa, sb)
     width = max(len(sa), len(sb), 2) - 2
     batch = "".join(symbol(i) for i in range(width))
     m, k, n = (symbol(width + i) for i in range(3))
-    la = batch[width - len(sa) + 2:] + m + k if len(sa) > 1 else k
-    lb = batch[width - len(sb) + 2:] + k + n if len(sb) > 1 else k
+    la = batch[width - len(sa) + 2 :] + m + k if len(sa) > 1 else k
+    lb = batch[width - len(sb) + 2 :] + k + n if len(sb) > 1 else k
     return Spec((la, lb), batch + m * (len(sa) > 1) + n * (len(sb) > 1))
 
 
 def _check_broadcast(s1: Size, s2: Size, func: str, what: str, full1: Size, full2: Size) -> None:
     for d1, d2 in zip(reversed(s1), reversed(s2), strict=False):
         if d1 != d2 and 1 not in (d1, d2):
-            raise ValueError(f"{func}(): the {what} {tuple(s1)} and {tuple(s2)} do not broadcast (shapes "
-                             f"{tuple(full1)} and {tuple(full2)})")
+            raise ValueError(
+                f"{func}(): the {what} {tuple(s1)} and {tuple(s2)} do not broadcast (shapes "
+                f"{tuple(full1)} and {tuple(full2)})"
+            )
 
 
 @functools.lru_cache(maxsize=4096)
@@ -314,13 +397,15 @@ def _vecdot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axis: int
     low = -min(len(sa), len(sb))
     if not low <= axis <= -1:
         raise (ValueError if axis >= 0 else IndexError)(
-            f"vecdot(): axis must be a negative int in [{low}, -1] (it counts from the end of both arrays), "
-            f"got {axis}")
+            f"vecdot(): axis must be a negative int in [{low}, -1] (it counts from the end of both arrays), got {axis}"
+        )
     result_dtype((da, db), "vecdot")
     if sa[axis] != sb[axis]:
-        raise ValueError(f"vecdot(): axis {axis} has size {sa[axis]} in x1 but {sb[axis]} in x2 "
-                         f"(shapes {tuple(sa)} and {tuple(sb)}); the contracted axis does not broadcast")
+        raise ValueError(
+            f"vecdot(): axis {axis} has size {sa[axis]} in x1 but {sb[axis]} in x2 "
+            f"(shapes {tuple(sa)} and {tuple(sb)}); the contracted axis does not broadcast"
+        )
     _check_broadcast(sa, sb, "vecdot", "shapes", sa, sb)
     width = max(len(sa), len(sb))
     labels = "".join(symbol(i) for i in range(width))
-    return Spec((labels[width - len(sa):], labels[width - len(sb):]), labels.replace(labels[axis], ""))
+    return Spec((labels[width - len(sa) :], labels[width - len(sb) :]), labels.replace(labels[axis], ""))

@@ -23,8 +23,13 @@ Axes = int | tuple[tuple[int, ...], tuple[int, ...]]  # canonical axes (``canoni
 
 def canonical_axes(axes: object) -> Axes:
     """``axes`` as an int or a pair of int tuples; anything else is a TypeError naming it."""
-    if type(axes) is tuple and len(axes) == 2 and type(axes[0]) is tuple and type(axes[1]) is tuple and \
-            all(type(i) is int for i in axes[0] + axes[1]):
+    if (
+        type(axes) is tuple
+        and len(axes) == 2
+        and type(axes[0]) is tuple
+        and type(axes[1]) is tuple
+        and all(type(i) is int for i in axes[0] + axes[1])
+    ):
         return axes  # already canonical: what opt_einsum passes on every step
     if is_int(axes):
         return int(axes)
@@ -48,8 +53,10 @@ def tensordot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: A
     result_dtype((da, db), "tensordot")
     if isinstance(axes, int):
         if not 0 <= axes <= min(len(sa), len(sb)):
-            raise ValueError(f"tensordot(): axes={axes} must be between 0 and the smaller rank "
-                             f"({min(len(sa), len(sb))}) of x1 and x2")
+            raise ValueError(
+                f"tensordot(): axes={axes} must be between 0 and the smaller rank "
+                f"({min(len(sa), len(sb))}) of x1 and x2"
+            )
         axes_a, axes_b = tuple(range(len(sa) - axes, len(sa))), tuple(range(axes))
     else:
         axes_a, axes_b = axes
@@ -62,8 +69,10 @@ def tensordot_spec(sa: Size, sb: Size, da: torch.dtype, db: torch.dtype, axes: A
                 raise ValueError(f"tensordot(): axes {axes!r} repeat an axis of {name}")
     for i, j in zip(axes_a, axes_b, strict=True):
         if sa[i] != sb[j]:
-            raise ValueError(f"tensordot(): axis {i} of x1 has size {sa[i]} but axis {j} of x2 has size "
-                             f"{sb[j]} (shapes {tuple(sa)} and {tuple(sb)}); contracted sizes must be equal")
+            raise ValueError(
+                f"tensordot(): axis {i} of x1 has size {sa[i]} but axis {j} of x2 has size "
+                f"{sb[j]} (shapes {tuple(sa)} and {tuple(sb)}); contracted sizes must be equal"
+            )
     a = [symbol(i) for i in range(len(sa))]
     b = [symbol(len(sa) + j) for j in range(len(sb))]
     for i, j in zip(axes_a, axes_b, strict=True):

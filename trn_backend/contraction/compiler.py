@@ -40,12 +40,17 @@ from .parse import ELLIPSIS_LABELS
 from .plan import Plan, entry, result_dtype
 from .program import Program
 
-__all__ = ["Rounding", "Compiled", "compile", "WIDE", "COMPILED", "ProgramCache", "cacheable", "cache_key",
-           "NOT_KEPT"]
+__all__ = ["Rounding", "Compiled", "compile", "WIDE", "COMPILED", "ProgramCache", "cacheable", "cache_key", "NOT_KEPT"]
 
 # where a narrower dtype's expression is carried between steps so that it is rounded once, at the end
-WIDE = {torch.float16: torch.float64, torch.bfloat16: torch.float64, torch.float32: torch.float64,
-        torch.float64: torch.float64, torch.complex64: torch.complex128, torch.complex128: torch.complex128}
+WIDE = {
+    torch.float16: torch.float64,
+    torch.bfloat16: torch.float64,
+    torch.float32: torch.float64,
+    torch.float64: torch.float64,
+    torch.complex64: torch.complex128,
+    torch.complex128: torch.complex128,
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,9 +112,17 @@ class Compiled:
         return self.acc if self.program.sliced else self.compute
 
 
-def compile(program: Program, request: _precision.Request | None, dtypes: Sequence[torch.dtype],
-            device: torch.device, *, result: torch.dtype | None = None, out: torch.dtype | None = None,
-            ranks: int = 1, carry: bool | None = None) -> Compiled:
+def compile(
+    program: Program,
+    request: _precision.Request | None,
+    dtypes: Sequence[torch.dtype],
+    device: torch.device,
+    *,
+    result: torch.dtype | None = None,
+    out: torch.dtype | None = None,
+    ranks: int = 1,
+    carry: bool | None = None,
+) -> Compiled:
     """``program`` for operands of ``dtypes`` on ``device`` under ``request``: the result in ``result`` (default:
     the operands' promotion; numpy.einsum's dtype=), delivered in ``out`` (default: ``result``; out='s dtype);
     ``ranks``: the size of the mesh of sharded operands; ``carry``: under a forward target, True computes in
@@ -120,8 +133,12 @@ def compile(program: Program, request: _precision.Request | None, dtypes: Sequen
     inexact = result.is_floating_point or result.is_complex
     if request is None or request.mode is not None or not inexact:
         compute = result
-        if request is not None and request.mode is not None and inexact and \
-                _precision.MODES[request.mode].float64_working:
+        if (
+            request is not None
+            and request.mode is not None
+            and inexact
+            and _precision.MODES[request.mode].float64_working
+        ):
             compute = WIDE[result]  # fp64 and ozaki work in float64: the expression is rounded once, at the end
         values = out if compute is not out else None
 
@@ -139,7 +156,9 @@ def compile(program: Program, request: _precision.Request | None, dtypes: Sequen
                 costs = ", ".join(f"{r.what} costs {r.bound:.3g}" for r in compiled.roundings)
                 raise _precision.PrecisionError(
                     f"no mode reaches target_forward_error={request.target:g} for {program.spec.subscripts!r}: "
-                    f"the steps are exact, but {costs}", "contraction")
+                    f"the steps are exact, but {costs}",
+                    "contraction",
+                )
             if request.relative is not None and compiled.roundings:
                 return dataclasses.replace(compiled, final_check=request.relative)
         return compiled
@@ -158,9 +177,17 @@ def _no_rounding(rounding: Rounding, request: _precision.Request) -> str:
 Chooser = Callable[[torch.dtype, int, tuple[int, int, int, int]], _precision.Resolved]
 
 
-def _assemble(program: Program, request: _precision.Request | None, dtypes: tuple[torch.dtype, ...],
-              device: torch.device, result: torch.dtype, compute: torch.dtype, out: torch.dtype, ranks: int,
-              choose: Chooser) -> Compiled:
+def _assemble(
+    program: Program,
+    request: _precision.Request | None,
+    dtypes: tuple[torch.dtype, ...],
+    device: torch.device,
+    result: torch.dtype,
+    compute: torch.dtype,
+    out: torch.dtype,
+    ranks: int,
+    choose: Chooser,
+) -> Compiled:
     """The plans of ``program`` computed in ``compute``, each GEMM and pre-sum under ``choose``'s mode, and every
     rounding of the call in order."""
     inexact = compute.is_floating_point or compute.is_complex
@@ -170,8 +197,9 @@ def _assemble(program: Program, request: _precision.Request | None, dtypes: tupl
         if d is not compute:
             b = bounds.cast_bound(d, compute)
             if b != 0:
-                roundings.append(Rounding(f"c{i}", f"cast of operand {i}, {_dtypes.name(d)} to "
-                                                   f"{_dtypes.name(compute)}", b))
+                roundings.append(
+                    Rounding(f"c{i}", f"cast of operand {i}, {_dtypes.name(d)} to {_dtypes.name(compute)}", b)
+                )
     stochastic = request is not None and request.mode == "sr" and compute in (torch.bfloat16, torch.float16)
     plans = []
     for number, step in enumerate(program.steps, start=1):
@@ -181,9 +209,11 @@ def _assemble(program: Program, request: _precision.Request | None, dtypes: tupl
         if base.kernel is None:
             resolved = None
         elif base.kernel == "mul":  # one product per entry: its bound is the dtype's, whatever the mode
-            resolved = _precision.Resolved(request.mode, request.params, bounds.product_bound(compute, stochastic)) \
-                if inexact and request is not None and request.mode is not None else \
-                _precision.Resolved("native", (), bounds.product_bound(compute) if inexact else None)
+            resolved = (
+                _precision.Resolved(request.mode, request.params, bounds.product_bound(compute, stochastic))
+                if inexact and request is not None and request.mode is not None
+                else _precision.Resolved("native", (), bounds.product_bound(compute) if inexact else None)
+            )
         else:
             resolved = choose(base.dtype, base.bmkn[2], base.bmkn)
         plan = found.with_modes(resolved, sums)
@@ -195,12 +225,20 @@ def _assemble(program: Program, request: _precision.Request | None, dtypes: tupl
             roundings.append(Rounding(f"{number}{letter}", f"{readable(s.subscripts)}", s.resolved.bound, True))
         if plan.kernel is not None:
             assert resolved is not None  # a step with a kernel was resolved above
-            what = readable(plan.subscripts) if plan.kernel != "mul" else \
-                f"elementwise product {readable(plan.subscripts)}"
+            what = (
+                readable(plan.subscripts)
+                if plan.kernel != "mul"
+                else f"elementwise product {readable(plan.subscripts)}"
+            )
             roundings.append(Rounding(str(number), what, resolved.bound, plan.kernel != "mul"))
         if ranks > 1 and not program.sliced and plan.roundings:
-            roundings.append(Rounding(f"{number}r", f"sum over {ranks} ranks, where the result is pending",
-                                      bounds.sum_bound(compute, ranks)))
+            roundings.append(
+                Rounding(
+                    f"{number}r",
+                    f"sum over {ranks} ranks, where the result is pending",
+                    bounds.sum_bound(compute, ranks),
+                )
+            )
     acc = compute
     if program.sliced:
         acc = _dtypes.COMPUTE.get(compute, compute)
@@ -208,33 +246,62 @@ def _assemble(program: Program, request: _precision.Request | None, dtypes: tupl
             acc = WIDE[compute]  # under a precision choice the slices are summed in float64, then rounded once
         slices = math.prod(program.sizes)
         if inexact and slices > 1:
-            roundings.append(Rounding("slices", f"sum of {slices} slices in {_dtypes.name(acc)}",
-                                      bounds.sum_bound(acc, slices)))
+            roundings.append(
+                Rounding("slices", f"sum of {slices} slices in {_dtypes.name(acc)}", bounds.sum_bound(acc, slices))
+            )
         if inexact and ranks > 1:
-            roundings.append(Rounding("ranks", f"sum over {ranks} ranks in {_dtypes.name(acc)}",
-                                      bounds.sum_bound(acc, ranks)))
+            roundings.append(
+                Rounding("ranks", f"sum over {ranks} ranks in {_dtypes.name(acc)}", bounds.sum_bound(acc, ranks))
+            )
     held = acc if program.sliced else compute
     if _dtypes.COMPUTE.get(out, out) is not held and held is not out:
         b = bounds.cast_bound(held, out)
         if b != 0:
             roundings.append(Rounding("out", f"final rounding to {_dtypes.name(out)}", b))
     single = None
-    if len(plans) == 1 and not program.sliced and all(c is None for c in casts) and held is out and \
-            program.steps[0].operands == tuple(range(program.operands)) and program.steps[0].perm is None:
+    if (
+        len(plans) == 1
+        and not program.sliced
+        and all(c is None for c in casts)
+        and held is out
+        and program.steps[0].operands == tuple(range(program.operands))
+        and program.steps[0].perm is None
+    ):
         single = plans[0]
     checked = request is not None and request.mode is None  # a target: values must stay in their dtype's range
     # a checked call's one step is run by ``run``, which vouches for its result: no kernel call to make directly
-    return Compiled(program, request, device, dtypes, result, compute, acc, out, casts, tuple(plans),
-                    tuple(roundings), ranks, checked, None, None, single,
-                    None if checked else _kernel_call(single, program))
+    return Compiled(
+        program,
+        request,
+        device,
+        dtypes,
+        result,
+        compute,
+        acc,
+        out,
+        casts,
+        tuple(plans),
+        tuple(roundings),
+        ranks,
+        checked,
+        None,
+        None,
+        single,
+        None if checked else _kernel_call(single, program),
+    )
 
 
 def _kernel_call(plan: Plan | None, program: Program) -> tuple[Callable[..., torch.Tensor], str] | None:
     """(kernel function, mode) where running ``plan`` is that kernel called on the two operands in order, as
     they are (``execute``'s direct step with no cast, permute or reshape, and no output layout): a 2-D x 2-D
     matmul, or a bmm of two 3-D operands of one batch size. None for every other plan."""
-    if plan is None or plan.direct is None or plan.out_shape is not None or plan.out_perm is not None or \
-            len(program.steps[0].operands) != 2:
+    if (
+        plan is None
+        or plan.direct is None
+        or plan.out_shape is not None
+        or plan.out_perm is not None
+        or len(program.steps[0].operands) != 2
+    ):
         return None
     i, perm, shape, j, perm_b, shape_b, kernel, mode = plan.direct
     if (i, j) != (0, 1) or perm is not None or shape is not None or perm_b is not None or shape_b is not None:
@@ -242,9 +309,18 @@ def _kernel_call(plan: Plan | None, program: Program) -> tuple[Callable[..., tor
     return getattr(kernels, kernel), mode
 
 
-def _for_target(program: Program, request: _precision.Request, target: float, dtypes: tuple[torch.dtype, ...],
-                device: torch.device, result: torch.dtype, out: torch.dtype, ranks: int,
-                carry: bool | None, keyword: str = "target_forward_error") -> Compiled:
+def _for_target(
+    program: Program,
+    request: _precision.Request,
+    target: float,
+    dtypes: tuple[torch.dtype, ...],
+    device: torch.device,
+    result: torch.dtype,
+    out: torch.dtype,
+    ranks: int,
+    carry: bool | None,
+    keyword: str = "target_forward_error",
+) -> Compiled:
     """The cheapest plan meeting a forward ``target`` for the whole call: in the result dtype, else carried in
     float64 (see the module docstring). ``keyword``: the target the caller asked for, as a refusal names it (a
     relative target's plan starts from the forward one at the same value)."""
@@ -255,8 +331,11 @@ def _for_target(program: Program, request: _precision.Request, target: float, dt
         layout = _assemble(program, request, dtypes, device, result, compute, out, ranks, _placeholder)
         fixed = [r for r in layout.roundings if not r.chosen]
         chosen = [r for r in layout.roundings if r.chosen]
-        where = "in " + _dtypes.name(compute) if compute is result else \
-            f"carried in {_dtypes.name(compute)} and rounded once"
+        where = (
+            "in " + _dtypes.name(compute)
+            if compute is result
+            else f"carried in {_dtypes.name(compute)} and rounded once"
+        )
         blocked = next((r for r in fixed if r.bound is None), None)
         if blocked is not None:
             reasons.append(f"{where}, {blocked.what} is not a rounding any bound describes")
@@ -266,15 +345,18 @@ def _for_target(program: Program, request: _precision.Request, target: float, dt
         budget = (target - cost) / (1 + cost)  # (1 + target) / (1 + cost) - 1, without its cancellation
         if not budget > 0 or (chosen and not _precision.share(budget, len(chosen)) > 0):
             listed = ", ".join(f"{r.what} {r.bound:.3g}" for r in fixed if r.bound)
-            reasons.append(f"{where}, the roundings the dtypes fix ({listed}) alone cost {cost:.3g}; the target "
-                           f"is {target:g}" if len(fixed) > 1 else f"{where}, the {fixed[0].what} alone costs "
-                           f"{cost:.3g}; the target is {target:g}")
+            reasons.append(
+                f"{where}, the roundings the dtypes fix ({listed}) alone cost {cost:.3g}; the target is {target:g}"
+                if len(fixed) > 1
+                else f"{where}, the {fixed[0].what} alone costs {cost:.3g}; the target is {target:g}"
+            )
             continue
         share = _precision.share(budget, len(chosen)) if chosen else budget
 
         # a def, not a lambda: mypy cannot infer a lambda with the extra ``share`` parameter as a Chooser
-        def choose(dtype: torch.dtype, K: int, bmkn: tuple[int, int, int, int],
-                   share: float = share) -> _precision.Resolved:
+        def choose(
+            dtype: torch.dtype, K: int, bmkn: tuple[int, int, int, int], share: float = share
+        ) -> _precision.Resolved:
             return _precision.select(dtype, K, share, device, bmkn)
 
         try:
@@ -283,7 +365,9 @@ def _for_target(program: Program, request: _precision.Request, target: float, dt
             reasons.append(f"{where}, {_short_of(layout, share, device)}")
     raise _precision.PrecisionError(
         f"no mode reaches {keyword}={target:g} for {program.spec.subscripts!r} "
-        f"({_dtypes.name(result)}): {'; '.join(reasons)}", "contraction")
+        f"({_dtypes.name(result)}): {'; '.join(reasons)}",
+        "contraction",
+    )
 
 
 def _placeholder(dtype: torch.dtype, K: int, bmkn: tuple[int, int, int, int]) -> _precision.Resolved:
@@ -298,20 +382,31 @@ def _short_of(layout: Compiled, share: float, device: torch.device) -> str:
             best = _precision.best_available(p.dtype, p.bmkn[2], device, p.bmkn)
             # best_available picks among bounded modes only: ``best.bound is not None`` always holds
             if best is not None and best.bound is not None and best.bound > share:
-                return (f"step {number} ({readable(p.subscripts)}, K={p.bmkn[2]}) needs {share:.3g} and the best "
-                        f"available bound is {best.bound:.3g}, from {best.label}")
+                return (
+                    f"step {number} ({readable(p.subscripts)}, K={p.bmkn[2]}) needs {share:.3g} and the best "
+                    f"available bound is {best.bound:.3g}, from {best.label}"
+                )
     return f"each product and pre-sum needs {share:.3g}"
 
 
-def _for_relative(program: Program, request: _precision.Request, dtypes: tuple[torch.dtype, ...],
-                  device: torch.device, result: torch.dtype, out: torch.dtype, ranks: int) -> Compiled:
+def _for_relative(
+    program: Program,
+    request: _precision.Request,
+    dtypes: tuple[torch.dtype, ...],
+    device: torch.device,
+    result: torch.dtype,
+    out: torch.dtype,
+    ranks: int,
+) -> Compiled:
     """Under a relative target: one rounding is checked where it runs (``posteriori``), several as a whole."""
     target = request.relative
     assert target is not None  # compile() routes only relative targets here
     if ranks > 1:
         raise _precision.PrecisionError(
             "target_relative_error= is not available for sharded operands (the a posteriori check needs the "
-            "whole result and its magnitudes on one rank); use target_forward_error= or a mode", "contraction")
+            "whole result and its magnitudes on one rank); use target_forward_error= or a mode",
+            "contraction",
+        )
 
     def start(dtype: torch.dtype, K: int, bmkn: tuple[int, int, int, int]) -> _precision.Resolved:
         return _precision.relative_start(dtype, K, target, device, bmkn)
@@ -327,13 +422,15 @@ def _for_relative(program: Program, request: _precision.Request, dtypes: tuple[t
             # the pre-sums keep their modes (there are none here: a product and a pre-sum would be two roundings)
             sums = tuple(None if s is None else s.resolved for s in plan.sums)
             plan = entry(*_step_key(program, result)).with_modes(
-                dataclasses.replace(plan.resolved, target_relative_error=target), sums)
+                dataclasses.replace(plan.resolved, target_relative_error=target), sums
+            )
             plain = dataclasses.replace(plain, plans=(plan,), single=plan if plain.single is not None else None)
         return plain
     # several roundings: the whole expression, carried in float64 and checked once; its plans are the first
     # forward try's (what explain() shows)
-    first = _for_target(program, request, target, dtypes, device, result, out, ranks, carry=True,
-                        keyword="target_relative_error")
+    first = _for_target(
+        program, request, target, dtypes, device, result, out, ranks, carry=True, keyword="target_relative_error"
+    )
     return dataclasses.replace(first, relative=target, single=None)
 
 
@@ -353,6 +450,7 @@ def readable(subscripts: str) -> str:
 
 
 # --- the fast path ---
+
 
 class ProgramCache:
     """Compiled programs by a key the front door builds (everything the compiled program depends on), bounded."""

@@ -90,8 +90,10 @@ def _general(plan: Plan, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
             out = posteriori.run(plan, ops[0].flatten(0, 1), ops[1].flatten(0, 1)).unflatten(0, ops[0].shape[:2])
     elif plan.loop is not None:
         kernel, axis = getattr(kernels, plan.kernel), plan.loop[0]
-        out = torch.stack([kernel(a, b, r.mode, **r.kwargs)
-                           for a, b in zip(ops[0].unbind(axis), ops[1].unbind(axis), strict=True)], axis)
+        out = torch.stack(
+            [kernel(a, b, r.mode, **r.kwargs) for a, b in zip(ops[0].unbind(axis), ops[1].unbind(axis), strict=True)],
+            axis,
+        )
     else:
         out = getattr(kernels, plan.kernel)(ops[0], ops[1], r.mode, **r.kwargs)
     return out
@@ -133,7 +135,8 @@ def _check_product(plan: Plan, a: torch.Tensor, b: torch.Tensor, out: torch.Tens
             f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (nothing to contract, "
             f"{_dtypes.name(plan.dtype)}): each entry is one product rounded once, and the estimate reached is "
             f"{estimate:.3g}",
-            "contraction")
+            "contraction",
+        )
 
 
 def _presum(t: torch.Tensor, dims: tuple[int, ...], plan: Plan) -> torch.Tensor:

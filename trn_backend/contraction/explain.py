@@ -88,8 +88,12 @@ class Explanation:
 
     def _kernel_sums(self) -> list[Plan]:
         """The pre-sums that run as a kernel call (native sums with torch's sum instead)."""
-        return [s for p in self.steps for s in p.sums
-                if s is not None and s.resolved is not None and s.resolved.mode != "native"]
+        return [
+            s
+            for p in self.steps
+            for s in p.sums
+            if s is not None and s.resolved is not None and s.resolved.mode != "native"
+        ]
 
     @property
     def largest_intermediate(self) -> int:
@@ -113,7 +117,8 @@ class Explanation:
         """How many kernel calls the contraction makes: one per step with a kernel (one per entry of a looped batch
         axis), and one per pre-sum that runs as a kernel."""
         return sum(1 if p.loop is None else p.loop[1] for p in self.steps if p.kernel is not None) + len(
-            self._kernel_sums())
+            self._kernel_sums()
+        )
 
     @property
     def calls(self) -> tuple[float | None, ...]:
@@ -121,8 +126,9 @@ class Explanation:
         each an expression of its own; empty otherwise."""
         bounds, start = [], 1
         for n in self.call_steps:
-            bounds.append(_precision.compose(r.bound for r in self.rounding_steps
-                                             if start <= (_step_of(r.row) or 0) < start + n))
+            bounds.append(
+                _precision.compose(r.bound for r in self.rounding_steps if start <= (_step_of(r.row) or 0) < start + n)
+            )
             start += n
         return tuple(bounds)
 
@@ -132,53 +138,97 @@ class Explanation:
         # a step's pre-sums and product print from its plan; casts, sums over ranks or slices and final
         # roundings as rows of their own, before the step they feed or after the one they follow
         before = [r for r in self.rounding_steps if r.row.lstrip("0123456789").startswith("c")]
-        after = [r for r in self.rounding_steps if r not in before and r.row not in plan_rows and
-                 not (r.row[:-1] in plan_rows and r.row[-1] in "ab")]
+        after = [
+            r
+            for r in self.rounding_steps
+            if r not in before and r.row not in plan_rows and not (r.row[:-1] in plan_rows and r.row[-1] in "ab")
+        ]
         rows = [_fixed_row(r) for r in before if _step_of(r.row) is None]
-        for i, (p, impl, estimate) in enumerate(zip(self.steps, self.implementations, self.modelled, strict=True),
-                                                start=1):
+        for i, (p, impl, estimate) in enumerate(
+            zip(self.steps, self.implementations, self.modelled, strict=True), start=1
+        ):
             rows += [_fixed_row(r) for r in before if _step_of(r.row) == i]
             # each pre-sum (an index of one operand only, summed under the mode) is a row of its own
             sums = [s for s in p.sums if s is not None]
-            runs = self.sum_implementations[i - 1] if self.sum_implementations else \
-                [_sum_implementation(s, _device.default_device()) for s in sums]
+            runs = (
+                self.sum_implementations[i - 1]
+                if self.sum_implementations
+                else [_sum_implementation(s, _device.default_device()) for s in sums]
+            )
             for letter, s, run in zip("ab", sums, runs, strict=False):  # at most two
-                rows.append((f"{i}{letter}", readable(s.subscripts), run, str(s.bmkn),
-                             f"{2 * s.bmkn[1] * s.bmkn[2]:.3g}", f"{s.bmkn[1]:,}", _mode_text(s), _bound_text(s),
-                             "-"))
+                rows.append(
+                    (
+                        f"{i}{letter}",
+                        readable(s.subscripts),
+                        run,
+                        str(s.bmkn),
+                        f"{2 * s.bmkn[1] * s.bmkn[2]:.3g}",
+                        f"{s.bmkn[1]:,}",
+                        _mode_text(s),
+                        _bound_text(s),
+                        "-",
+                    )
+                )
             if p.kernel is not None or not p.sums:
                 modelled = _modelled_text(p, estimate)
                 if estimate is not None and not impl.startswith("nki."):  # a first call, before the compile
                     impl = f"{impl} (first call)"
                     if self.compiled_implementations:
                         modelled = f"then {self.compiled_implementations[i - 1]}: {modelled}"
-                rows.append((str(i), readable(p.subscripts), impl, str(p.bmkn) if p.kernel else "-",
-                             f"{p.flops:.3g}", f"{p.size:,}", _mode_text(p), _bound_text(p), modelled))
+                rows.append(
+                    (
+                        str(i),
+                        readable(p.subscripts),
+                        impl,
+                        str(p.bmkn) if p.kernel else "-",
+                        f"{p.flops:.3g}",
+                        f"{p.size:,}",
+                        _mode_text(p),
+                        _bound_text(p),
+                        modelled,
+                    )
+                )
             rows += [_fixed_row(r) for r in after if _step_of(r.row) == i]
         rows += [_fixed_row(r) for r in after if _step_of(r.row) is None]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-        lines = [f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
-                 f"dtype {_dtypes.name(self.dtype)}"]
+        lines = [
+            f"contraction {self.subscripts!r}  operands {', '.join(map(_shape_text, self.shapes))}  "
+            f"dtype {_dtypes.name(self.dtype)}"
+        ]
         if self.device is not None:
-            lines.append(f"device: {self.device}" + (
-                " (a preview of a Neuron device with the NKI toolchain: none here; kernel times from the trn2 cost "
-                "model)" if self.preview else ""))
-        lines += [f"path: {list(self.path)}",
-                 "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip()]
+            lines.append(
+                f"device: {self.device}"
+                + (
+                    " (a preview of a Neuron device with the NKI toolchain: none here; kernel times from the trn2 cost "
+                    "model)"
+                    if self.preview
+                    else ""
+                )
+            )
+        lines += [
+            f"path: {list(self.path)}",
+            "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
+        ]
         lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
         if self.cost_basis is not None:
             lines.append(f"modes: the cheapest meeting the target, cost basis: {self.cost_basis}")
-        lines.append(f"total: {self.kernel_calls} kernel call(s), {self.flops:.3g} FLOPs, "
-                     f"largest intermediate {self.largest_intermediate:,} elements")
+        lines.append(
+            f"total: {self.kernel_calls} kernel call(s), {self.flops:.3g} FLOPs, "
+            f"largest intermediate {self.largest_intermediate:,} elements"
+        )
         bound = self.bound
         if self.roundings:
-            lines.append(f"whole expression: bound {'-' if bound is None else f'{bound:.2g}'} of the expression "
-                         f"on |operands|, {self.roundings} rounding(s) composed")
+            lines.append(
+                f"whole expression: bound {'-' if bound is None else f'{bound:.2g}'} of the expression "
+                f"on |operands|, {self.roundings} rounding(s) composed"
+            )
         lines += self.dominated
         lines += self._sr_as_fast()
         if self.sharding:
-            lines.append("placements on the mesh (per step: operands -> result, collectives with this rank's bytes, "
-                         "modelled time, next-best placements):")
+            lines.append(
+                "placements on the mesh (per step: operands -> result, collectives with this rank's bytes, "
+                "modelled time, next-best placements):"
+            )
             lines += [f"  {i}: {d}" for i, d in enumerate(self.sharding, start=1)]
         if self.note:
             lines.append(self.note)
@@ -187,20 +237,23 @@ class Explanation:
     def _sr_as_fast(self) -> list[str]:
         """A line per step run in sr whose result is not bf16/fp16: there sr is fast, bit for bit, on every
         device (stochastic rounding applies only where an fp32 result is rounded to a narrower output)."""
-        return [f"step {i}: sr equals fast here, bit for bit: sr rounds stochastically only a bf16/fp16 result, and "
-                f"this step's is {_dtypes.name(p.dtype)}, so there is nothing to round at random"
-                for i, p in enumerate(self.steps, start=1)
-                if p.resolved is not None and p.resolved.mode == "sr"
-                and p.dtype not in (torch.bfloat16, torch.float16)]
+        return [
+            f"step {i}: sr equals fast here, bit for bit: sr rounds stochastically only a bf16/fp16 result, and "
+            f"this step's is {_dtypes.name(p.dtype)}, so there is nothing to round at random"
+            for i, p in enumerate(self.steps, start=1)
+            if p.resolved is not None and p.resolved.mode == "sr" and p.dtype not in (torch.bfloat16, torch.float16)
+        ]
 
     def __repr__(self) -> str:
-        return (f"Explanation({self.subscripts!r}, steps={len(self.steps)}, flops={self.flops:.3g}, "
-                f"largest_intermediate={self.largest_intermediate})")
+        return (
+            f"Explanation({self.subscripts!r}, steps={len(self.steps)}, flops={self.flops:.3g}, "
+            f"largest_intermediate={self.largest_intermediate})"
+        )
 
 
 def _step_of(row: str) -> int | None:
     """The step a rounding's row name belongs to ("2a", "2r", "2out": 2; "c0", "slices", "out": None)."""
-    digits = row[:len(row) - len(row.lstrip("0123456789"))]
+    digits = row[: len(row) - len(row.lstrip("0123456789"))]
     return int(digits) if digits else None
 
 
@@ -209,10 +262,20 @@ def _fixed_row(r: Rounding) -> tuple[str, ...]:
     return (r.row, r.what, "-", "-", "-", "-", "-", "-" if r.bound is None else f"{r.bound:.2g}", "-")
 
 
-def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = "auto",
-            precision: str | None = None, target_forward_error: float | None = None,
-            target_relative_error: float | None = None, dtype: object = None, out: object = None,
-            memory_limit: int | str | None = None, route: str = "trn", device: object = None) -> Explanation:
+def explain(
+    subscripts: str,
+    /,
+    *operands_or_shapes: object,
+    optimize: object = "auto",
+    precision: str | None = None,
+    target_forward_error: float | None = None,
+    target_relative_error: float | None = None,
+    dtype: object = None,
+    out: object = None,
+    memory_limit: int | str | None = None,
+    route: str = "trn",
+    device: object = None,
+) -> Explanation:
     """What ``einsum(subscripts, *operands, optimize=..., precision=...)`` would run: path, per-step plans,
     every rounding with its bound, totals. Operands may be arrays (NeuronArray, NumPy, torch) or shapes.
     ``dtype``: the dtype shapes stand for (default: the default float), and the result's where arrays of other
@@ -225,16 +288,22 @@ def explain(subscripts: str, /, *operands_or_shapes: object, optimize: object = 
     Neuron device with the NKI toolchain runs (its default mode, its ranking of modes for targets, the kernel
     layer's routing rule and the cost model's times), the same Explanation the device would build."""
     shapes, dtypes, operands_device, ranks = _describe(operands_or_shapes, dtype)
-    tensors = [x._t if isinstance(x, NeuronArray) else x for x in operands_or_shapes
-               if isinstance(x, (NeuronArray, torch.Tensor))]
+    tensors = [
+        x._t if isinstance(x, NeuronArray) else x
+        for x in operands_or_shapes
+        if isinstance(x, (NeuronArray, torch.Tensor))
+    ]
     target = _target(device, operands_device)
     spec = parse(subscripts, shapes, "explain")
     if route not in _ROUTES:
         raise ValueError(f"explain(): route must be one of {', '.join(map(repr, _ROUTES))}, got {route!r}")
     request = _precision.request_of(precision, target_forward_error, target_relative_error, "explain()")
     paths.check_optimize(optimize, "explain")
-    result = _dtypes.to_dtype(dtype, "explain()") if dtype is not None and any(
-        isinstance(x, (NeuronArray, torch.Tensor, np.ndarray)) for x in operands_or_shapes) else None
+    result = (
+        _dtypes.to_dtype(dtype, "explain()")
+        if dtype is not None and any(isinstance(x, (NeuronArray, torch.Tensor, np.ndarray)) for x in operands_or_shapes)
+        else None
+    )
     out_dtype = _out_dtype(out)
     try:
         if route == "opt_einsum":
@@ -286,27 +355,47 @@ def _target(device: object, operands_device: torch.device) -> _Target:
     return _Target(torch.device("xla", int(index)) if index not in (None, "") else torch.device("xla"), kind, True)
 
 
-def _explanation(subscripts: str, shapes: Shapes, c: Compiled, target: _Target,
-                 request: _precision.Request | None, note: str | None = None,
-                 plans: Sequence[Plan] | None = None, rounding_steps: Sequence[Rounding] | None = None,
-                 path: tuple[tuple[int, ...], ...] | None = None) -> Explanation:
+def _explanation(
+    subscripts: str,
+    shapes: Shapes,
+    c: Compiled,
+    target: _Target,
+    request: _precision.Request | None,
+    note: str | None = None,
+    plans: Sequence[Plan] | None = None,
+    rounding_steps: Sequence[Rounding] | None = None,
+    path: tuple[tuple[int, ...], ...] | None = None,
+) -> Explanation:
     plans = tuple(c.plans if plans is None else plans)
     if note is None and c.relative is not None:
-        note = (f"checked as a whole, a posteriori, to target_relative_error={c.relative:g}: the modes above are the "
-                "first forward try, carried in float64; a miss reruns them tighter")
+        note = (
+            f"checked as a whole, a posteriori, to target_relative_error={c.relative:g}: the modes above are the "
+            "first forward try, carried in float64; a miss reruns them tighter"
+        )
     device = target.device
     implementations = tuple(_implementation(p, device, preview=target.preview) for p in plans)
     # the modelled kernel of every step that runs one once compiled (a first call may run torch meanwhile)
     compiled = tuple(_implementation(p, device, compiled=True, preview=target.preview) for p in plans)
     dominated = _dominated(plans, compiled) if device.type in kernels.NEURON_DEVICE_TYPES else ()
-    return Explanation(subscripts, shapes, _dtypes.PUBLIC[c.out], c.program.path if path is None else path,
-                       plans, implementations,
-                       tuple(_estimate(p, impl) for p, impl in zip(plans, compiled, strict=True)), compiled,
-                       _cost_basis(c.result, device, request),
-                       tuple(c.roundings if rounding_steps is None else rounding_steps), note,
-                       device=target.name, preview=target.preview, dominated=dominated,
-                       sum_implementations=tuple(tuple(_sum_implementation(s, device, target.preview)
-                                                       for s in p.sums if s is not None) for p in plans))
+    return Explanation(
+        subscripts,
+        shapes,
+        _dtypes.PUBLIC[c.out],
+        c.program.path if path is None else path,
+        plans,
+        implementations,
+        tuple(_estimate(p, impl) for p, impl in zip(plans, compiled, strict=True)),
+        compiled,
+        _cost_basis(c.result, device, request),
+        tuple(c.roundings if rounding_steps is None else rounding_steps),
+        note,
+        device=target.name,
+        preview=target.preview,
+        dominated=dominated,
+        sum_implementations=tuple(
+            tuple(_sum_implementation(s, device, target.preview) for s in p.sums if s is not None) for p in plans
+        ),
+    )
 
 
 def _dominated(plans: Sequence[Plan], compiled: Sequence[str]) -> tuple[str, ...]:
@@ -319,20 +408,27 @@ def _dominated(plans: Sequence[Plan], compiled: Sequence[str]) -> tuple[str, ...
         if p.kernel is None or not impl.startswith("nki."):
             continue
         assert p.resolved is not None  # the compiler resolves every step with a kernel
-        line = _neuron_front.step_note(i, p.resolved.mode, p.dtype, p.bmkn[2], p.resolved.bound,
-                                       _slices(p.resolved))
+        line = _neuron_front.step_note(i, p.resolved.mode, p.dtype, p.bmkn[2], p.resolved.bound, _slices(p.resolved))
         if line is not None:
             lines.append(line)
     return tuple(lines)
 
 
-def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch.dtype, ...],
-                      target: _Target, request: _precision.Request | None, optimize: object) -> Explanation:
+def _opt_einsum_route(
+    subscripts: str,
+    spec,
+    shapes: Shapes,
+    dtypes: tuple[torch.dtype, ...],
+    target: _Target,
+    request: _precision.Request | None,
+    optimize: object,
+) -> Explanation:
     """Each call opt_einsum's own loop makes (a tensordot, an einsum), compiled as the expression of its own it
     is, on the dtypes it gets (an operand's, or an earlier call's result): the rows of every call, their bounds
     composed, and a note of what a target then holds for."""
-    _, contraction_list = opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=optimize,
-                                                   einsum_call=True)
+    _, contraction_list = opt_einsum.contract_path(
+        subscripts, *shapes, shapes=True, optimize=optimize, einsum_call=True
+    )
     terms = list(zip(shapes, dtypes, strict=True))
     plans: list[Plan]
     first: Compiled | None
@@ -354,12 +450,16 @@ def _opt_einsum_route(subscripts: str, spec, shapes: Shapes, dtypes: tuple[torch
         path.append(tuple(sorted(inds)))
     assert first is not None  # opt_einsum's contraction list has a call for every contraction (one operand too)
     targeted = request is not None and request.mode is None
-    note = (f"opt_einsum.contract(backend='trn') runs its loop itself: each of its {len(contraction_list)} "
-            "call(s) (tensordot or einsum) is an expression of its own, " +
-            ("and a target holds for each call, not for the whole; " if targeted else "") +
-            "the bound above composes the calls' bounds (trn_backend.contract runs the whole as one program)")
-    return dataclasses.replace(_explanation(subscripts, shapes, first, target, request, note, plans, rows,
-                                            tuple(path)), call_steps=tuple(sizes))
+    note = (
+        f"opt_einsum.contract(backend='trn') runs its loop itself: each of its {len(contraction_list)} "
+        "call(s) (tensordot or einsum) is an expression of its own, "
+        + ("and a target holds for each call, not for the whole; " if targeted else "")
+        + "the bound above composes the calls' bounds (trn_backend.contract runs the whole as one program)"
+    )
+    return dataclasses.replace(
+        _explanation(subscripts, shapes, first, target, request, note, plans, rows, tuple(path)),
+        call_steps=tuple(sizes),
+    )
 
 
 def _renumbered(row: str, start: int, last: int) -> str:
@@ -382,8 +482,9 @@ def _out_dtype(out: object) -> torch.dtype | None:
     return _dtypes.to_dtype(out, "explain()")
 
 
-def error_bound(mode: str, dtype: object, K: int | str, /, *shapes: object, ranks: int = 1,
-                optimize: object = "auto", **params: Any) -> float | None:
+def error_bound(
+    mode: str, dtype: object, K: int | str, /, *shapes: object, ranks: int = 1, optimize: object = "auto", **params: Any
+) -> float | None:
     """The published bound of ``mode`` (with its ``params``) for results of ``dtype``, in units of the absolute
     value: for one step of contracted length ``K`` (units of ``|A||B|``, output rounding included), or, with
     subscripts and operand shapes in place of K (``error_bound("dd", xp.float32, "ij,jk->ik", (8, 64),
@@ -401,8 +502,7 @@ def error_bound(mode: str, dtype: object, K: int | str, /, *shapes: object, rank
     if ranks == 1 or bound is None or not explanation.roundings:
         return bound
     # the partial results of the ranks are summed as the sharded engine sums them: see _precision.error_bound
-    return _precision.compose([bound, _precision.error_bound(mode, cast(torch.dtype, dtype), 0, ranks=ranks,
-                                                             **params)])
+    return _precision.compose([bound, _precision.error_bound(mode, cast(torch.dtype, dtype), 0, ranks=ranks, **params)])
 
 
 def _cost_basis(dtype: torch.dtype, device: torch.device, request: _precision.Request | None) -> str | None:
@@ -419,12 +519,12 @@ def _implementation(p: Plan, device: torch.device, compiled: bool | None = None,
         return "-"
     assert p.resolved is not None  # the compiler resolves every step with a kernel
     if p.loop is None:
-        return kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs,
-                                      compiled, preview)
+        return kernels.implementation(
+            p.kernel, p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs, compiled, preview
+        )
     calls = p.loop[1]  # one call per entry of the loop's axis, each of the rest of the batch
     each = (p.bmkn[0] // calls, *p.bmkn[1:])
-    one = kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, each, p.resolved.kwargs, compiled,
-                                 preview)
+    one = kernels.implementation(p.kernel, p.resolved.mode, p.dtype, device, each, p.resolved.kwargs, compiled, preview)
     return f"{one} x{calls}"
 
 
@@ -435,12 +535,12 @@ def _estimate(p: Plan, implementation: str) -> object:
 
     # an NKI implementation: a step with a kernel, which the compiler resolves
     assert p.kernel is not None and p.resolved is not None
-    return cost.modelled(p.kernel, cost.runs_as(p.resolved.mode), p.bmkn, float64=p.dtype is torch.float64,
-                         slices=_slices(p.resolved))
+    return cost.modelled(
+        p.kernel, cost.runs_as(p.resolved.mode), p.bmkn, float64=p.dtype is torch.float64, slices=_slices(p.resolved)
+    )
 
 
-def _describe(operands: Sequence[object], dtype: object
-              ) -> tuple[Shapes, tuple[torch.dtype, ...], torch.device, int]:
+def _describe(operands: Sequence[object], dtype: object) -> tuple[Shapes, tuple[torch.dtype, ...], torch.device, int]:
     """Shapes, dtypes, device and ranks (sharded arrays') of arrays or shapes (shapes take ``dtype`` and the
     default device)."""
     default = _dtypes.to_dtype(dtype, "explain()") if dtype is not None else _dtypes.default_float()
@@ -467,15 +567,19 @@ def _numpy_dtype(dtype: np.dtype, i: int) -> torch.dtype:
     try:
         return _dtypes.to_dtype(dtype)
     except TypeError:
-        raise TypeError(f"explain(): operand {i} has NumPy dtype {dtype}, which trn_backend does not support; "
-                        f"supported: {', '.join(_dtypes.NAMES.values())}") from None
+        raise TypeError(
+            f"explain(): operand {i} has NumPy dtype {dtype}, which trn_backend does not support; "
+            f"supported: {', '.join(_dtypes.NAMES.values())}"
+        ) from None
 
 
 def _supported(dtype: torch.dtype, i: int) -> torch.dtype:
     """A dtype of the namespace; others (float16, bfloat16, ...) are a TypeError naming the operand."""
     if dtype not in _dtypes.ALL:
-        raise TypeError(f"explain(): operand {i} has dtype {_dtypes.name(dtype)}, which trn_backend does not "
-                        f"support; supported: {', '.join(_dtypes.NAMES.values())}")
+        raise TypeError(
+            f"explain(): operand {i} has dtype {_dtypes.name(dtype)}, which trn_backend does not "
+            f"support; supported: {', '.join(_dtypes.NAMES.values())}"
+        )
     return dtype
 
 
@@ -497,8 +601,10 @@ def _modelled_text(p: Plan, estimate) -> str:
     work = "one fp32 pass" if passes is None else f"{passes} bf16 pass{'es' if passes > 1 else ''}"
     from ..kernels.nki import cost
 
-    return (f"{estimate.seconds * 1e3:.3g} ms, {work}, {estimate.program_instructions:,} instructions "
-            f"(compile ~{cost.format_seconds(estimate.compile_seconds)}), LNC={estimate.cores}")
+    return (
+        f"{estimate.seconds * 1e3:.3g} ms, {work}, {estimate.program_instructions:,} instructions "
+        f"(compile ~{cost.format_seconds(estimate.compile_seconds)}), LNC={estimate.cores}"
+    )
 
 
 def _bound_text(p: Plan) -> str:
@@ -510,8 +616,9 @@ def _sum_implementation(p: Plan, device: torch.device, preview: bool = False) ->
     assert p.resolved is not None  # the compiler resolves every pre-sum
     if p.resolved.mode == "native":
         return "torch.sum"
-    return kernels.implementation("matmul", p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs,
-                                  preview=preview)
+    return kernels.implementation(
+        "matmul", p.resolved.mode, p.dtype, device, p.bmkn, p.resolved.kwargs, preview=preview
+    )
 
 
 def _slices(r: _precision.Resolved) -> int | None:
@@ -521,4 +628,3 @@ def _slices(r: _precision.Resolved) -> int | None:
 
 def _shape_text(shape: tuple[int, ...]) -> str:
     return "x".join(map(str, shape)) if shape else "scalar"
-

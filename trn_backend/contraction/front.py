@@ -54,18 +54,22 @@ _Error = _precision.PrecisionError
 
 
 @overload
-def entry_point(name: str, *, key: str | None = None,
-                takes_precision: Literal[True] = True) -> Callable[[Body[P, R]], Door[P, R]]: ...
+def entry_point(
+    name: str, *, key: str | None = None, takes_precision: Literal[True] = True
+) -> Callable[[Body[P, R]], Door[P, R]]: ...
 @overload
-def entry_point(name: str, *, key: str | None = None,
-                takes_precision: Literal[False]) -> Callable[[Body[P, R]], Callable[P, R]]: ...
-def entry_point(name: str, *, key: str | None = None,
-                takes_precision: bool = True) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def entry_point(
+    name: str, *, key: str | None = None, takes_precision: Literal[False]
+) -> Callable[[Body[P, R]], Callable[P, R]]: ...
+def entry_point(
+    name: str, *, key: str | None = None, takes_precision: bool = True
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Make ``body(request, *args, **kwargs)`` the public ``name`` (see the module docstring), listed in
     ``ENTRY_POINTS`` as ``key`` (default: ``name``; several functions may share a name in errors)."""
 
     def decorate(body: Callable[..., Any]) -> Callable[..., Any]:
         if takes_precision:
+
             @functools.wraps(body)
             def door(*args: Any, **kwargs: Any) -> Any:
                 if not kwargs:  # the common call (the @ operator, each step of a network): no keywords to pass
@@ -74,8 +78,11 @@ def entry_point(name: str, *, key: str | None = None,
                     except _Error as e:
                         raise e.named(name) from e.__cause__
                 if "precision" in kwargs or "target_forward_error" in kwargs or "target_relative_error" in kwargs:
-                    chosen = (kwargs.pop("precision", None), kwargs.pop("target_forward_error", None),
-                              kwargs.pop("target_relative_error", None))
+                    chosen = (
+                        kwargs.pop("precision", None),
+                        kwargs.pop("target_forward_error", None),
+                        kwargs.pop("target_relative_error", None),
+                    )
                     own = _precision.request_of(*chosen, name)
                     try:
                         # given as the defaults (the block's request, its report), or no relative target (no
@@ -91,6 +98,7 @@ def entry_point(name: str, *, key: str | None = None,
                 except _Error as e:
                     raise e.named(name) from e.__cause__
         else:
+
             @functools.wraps(body)
             def door(*args: Any, **kwargs: Any) -> Any:
                 try:
@@ -109,9 +117,15 @@ def _public_signature(body: Callable[..., Any], takes_precision: bool) -> inspec
     """``body``'s signature without its request, with the precision keywords where the door takes them."""
     params = list(inspect.signature(body).parameters.values())[1:]
     if takes_precision:
-        extra = [inspect.Parameter(k, inspect.Parameter.KEYWORD_ONLY, default=None,
-                                   annotation="str | None" if k == "precision" else "float | None")
-                 for k in _KEYWORDS]
+        extra = [
+            inspect.Parameter(
+                k,
+                inspect.Parameter.KEYWORD_ONLY,
+                default=None,
+                annotation="str | None" if k == "precision" else "float | None",
+            )
+            for k in _KEYWORDS
+        ]
         at = next((i for i, p in enumerate(params) if p.kind is inspect.Parameter.VAR_KEYWORD), len(params))
         params[at:at] = extra
     return inspect.Signature(params, return_annotation=inspect.signature(body).return_annotation)

@@ -54,8 +54,10 @@ def _run_group(request: Request | None, spec: Spec, operands: list[tuple[torch.T
 def _unpack(contraction: object, i: int) -> tuple[Spec, tuple[torch.Tensor, ...]]:
     """The parsed subscripts and operand tensors of contraction ``i``; errors name it."""
     if not isinstance(contraction, (tuple, list)) or not contraction or not isinstance(contraction[0], str):
-        raise TypeError(f"multi_einsum() expects each contraction as a tuple (subscripts, *operands), such as "
-                        f"('ij,jk->ik', a, b); contraction {i} is {_describe(contraction)}")
+        raise TypeError(
+            f"multi_einsum() expects each contraction as a tuple (subscripts, *operands), such as "
+            f"('ij,jk->ik', a, b); contraction {i} is {_describe(contraction)}"
+        )
     subscripts, *arrays = contraction
     ts = tuple(tensor(x, "multi_einsum", f"operand {j} of contraction {i}") for j, x in enumerate(arrays))
     check_same_device(ts, "multi_einsum", f"the operands of contraction {i}")

@@ -59,8 +59,16 @@ from .parse import parse
 from .plan import result_dtype
 from .program import Program, from_contraction_list, shape_of
 
-__all__ = ["einsum", "tensordot", "transpose", "contract", "contract_expression", "Expression", "register",
-           "OPT_EINSUM_SERIES"]
+__all__ = [
+    "einsum",
+    "tensordot",
+    "transpose",
+    "contract",
+    "contract_expression",
+    "Expression",
+    "register",
+    "OPT_EINSUM_SERIES",
+]
 
 _CPU = torch.device("cpu")
 _TENSOR = torch.Tensor
@@ -80,8 +88,10 @@ def to_trn(x: object) -> NeuronArray:
     if isinstance(x, (np.ndarray, np.generic)):
         t, device, _ = from_numpy(np.asarray(x), None)  # what asarray(x) does with NumPy data
         return wrap(t if _device.same(t.device, device) else t.to(device))
-    raise TypeError(f"opt_einsum backend 'trn' got an operand of type {type(x).__name__}; "
-                    "pass NeuronArray, NumPy or torch arrays, or Python scalars")
+    raise TypeError(
+        f"opt_einsum backend 'trn' got an operand of type {type(x).__name__}; "
+        "pass NeuronArray, NumPy or torch arrays, or Python scalars"
+    )
 
 
 def _operands(operands: tuple[object, ...], func: str) -> list[torch.Tensor]:
@@ -95,9 +105,16 @@ def _operands(operands: tuple[object, ...], func: str) -> list[torch.Tensor]:
 
 # --- the functions opt_einsum's loop calls, one step each ---
 
+
 @entry_point(_OPT_EINSUM_CALL, key="opt_einsum backend: einsum", takes_precision=False)
-def einsum(request: Request | None, subscripts: str, *operands: object, out: NeuronArray | None = None,
-           optimize: object = "auto", **kwargs: Any) -> NeuronArray:
+def einsum(
+    request: Request | None,
+    subscripts: str,
+    *operands: object,
+    out: NeuronArray | None = None,
+    optimize: object = "auto",
+    **kwargs: Any,
+) -> NeuronArray:
     """The einsum opt_einsum calls for steps that are not plain tensordots (batched ones, for instance); an
     ``out`` must have the result's shape and a dtype NumPy's einsum could write it to (casting='safe').
     opt_einsum hands it the keywords it does not know itself: a precision choice among them is refused with
@@ -107,11 +124,14 @@ def einsum(request: Request | None, subscripts: str, *operands: object, out: Neu
     if kwargs:
         chosen = sorted(set(kwargs) & {"precision", "target_forward_error", "target_relative_error"})
         if chosen:
-            raise TypeError(f"opt_einsum.contract(backend='trn') takes no {chosen[0]}=: write `with "
-                            f"trn_backend.precision(...):` around the call, or call trn_backend.contract(..., "
-                            f"{chosen[0]}=...) with the same arguments")
-        raise TypeError(f"einsum() of the opt_einsum backend 'trn' got unexpected keyword arguments "
-                        f"{', '.join(sorted(kwargs))}")
+            raise TypeError(
+                f"opt_einsum.contract(backend='trn') takes no {chosen[0]}=: write `with "
+                f"trn_backend.precision(...):` around the call, or call trn_backend.contract(..., "
+                f"{chosen[0]}=...) with the same arguments"
+            )
+        raise TypeError(
+            f"einsum() of the opt_einsum backend 'trn' got unexpected keyword arguments {', '.join(sorted(kwargs))}"
+        )
     ts = _operands(operands, "einsum")
     if out is not None:
         check_out(out, subscripts, ts, "einsum")
@@ -129,12 +149,28 @@ def tensordot(request: Request | None, x: object, y: object, axes: int | tuple[A
         _adapt()
     if type(x) is NeuronArray and type(y) is NeuronArray:
         a, b = x._t, y._t
-        if a.is_cpu and b.is_cpu and (request is None or request.relative is None) and type(a) is _TENSOR and \
-                type(b) is _TENSOR and canonical_axes(axes) is axes:
+        if (
+            a.is_cpu
+            and b.is_cpu
+            and (request is None or request.relative is None)
+            and type(a) is _TENSOR
+            and type(b) is _TENSOR
+            and canonical_axes(axes) is axes
+        ):
             # every step of a network: plain CPU tensors, axes as opt_einsum passes them (checked first: 1.0 and
             # True hash like 1), its compiled program found in one lookup (``api.tensordot_tensors``' own key)
-            found = _get(("tensordot", a.shape, b.shape, a.dtype, b.dtype, _CPU,
-                          request if request is None or request.mode is not None else cache_key(request), axes))
+            found = _get(
+                (
+                    "tensordot",
+                    a.shape,
+                    b.shape,
+                    a.dtype,
+                    b.dtype,
+                    _CPU,
+                    request if request is None or request.mode is not None else cache_key(request),
+                    axes,
+                )
+            )
             if found is not None and found.single is not None and not found.checked:
                 return wrap(execute(found.single, (a, b)))
         if (a.is_cpu and b.is_cpu) or a.device == b.device:  # nothing to convert
@@ -159,17 +195,21 @@ def check_out(out: object, subscripts: object, ts: list[torch.Tensor], func: str
         spec = parse(subscripts, tuple(tuple(t.shape) for t in ts), func)
         shape = shape_of(spec.output, list(zip(spec.inputs, (tuple(t.shape) for t in ts), strict=True)))
         if out.shape != shape:
-            raise ValueError(f"{func}(): out= has shape {out.shape}, but the result of {subscripts!r} has shape "
-                             f"{shape}")
+            raise ValueError(
+                f"{func}(): out= has shape {out.shape}, but the result of {subscripts!r} has shape {shape}"
+            )
     dtype = result_dtype(tuple(t.dtype for t in ts), func)
     if not np.can_cast(_dtypes.PUBLIC[dtype], out.dtype, casting="safe"):
-        raise TypeError(f"{func}(): cannot write the {_dtypes.name(dtype)} result into out= of dtype "
-                        f"{_dtypes.name(out.dtype)} (NumPy's einsum casting='safe' rule)")
+        raise TypeError(
+            f"{func}(): cannot write the {_dtypes.name(dtype)} result into out= of dtype "
+            f"{_dtypes.name(out.dtype)} (NumPy's einsum casting='safe' rule)"
+        )
     if ts and out.device != ts[0].device:
         raise ValueError(f"{func}(): out= is on {out.device}, the operands on {ts[0].device}")
 
 
 # --- conversions for opt_einsum's ContractExpression on NumPy arrays and for constants ---
+
 
 @to_backend_cache_wrap
 def _to_trn_shared(x: object) -> NeuronArray | None:
@@ -271,9 +311,11 @@ def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs:
         raise TypeError("trn_backend.contract() always uses backend='trn'; call opt_einsum.contract for others")
     unknown = sorted(set(kwargs) - _CONTRACT_KEYWORDS)
     if unknown:
-        raise TypeError(f"contract() got unexpected keyword arguments {', '.join(unknown)}; it takes "
-                        f"{', '.join(sorted(_CONTRACT_KEYWORDS))} and precision=, target_forward_error=, "
-                        "target_relative_error=")
+        raise TypeError(
+            f"contract() got unexpected keyword arguments {', '.join(unknown)}; it takes "
+            f"{', '.join(sorted(_CONTRACT_KEYWORDS))} and precision=, target_forward_error=, "
+            "target_relative_error="
+        )
     if not isinstance(subscripts, str):
         subscripts, operands = convert_interleaved_input((subscripts, *operands))
     ts = _operands(operands, "contract")
@@ -282,9 +324,15 @@ def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs:
         check_out(out, subscripts, ts, "contract")
     out_dtype = None if out is None else out._t.dtype
     if kwargs.get("memory_limit") is not None:
-        result = slicing.contract(request, subscripts, ts, memory_limit=kwargs["memory_limit"],
-                                  optimize=kwargs.get("optimize", "auto"), progress=kwargs.get("progress"),
-                                  out=out_dtype)
+        result = slicing.contract(
+            request,
+            subscripts,
+            ts,
+            memory_limit=kwargs["memory_limit"],
+            optimize=kwargs.get("optimize", "auto"),
+            progress=kwargs.get("progress"),
+            out=out_dtype,
+        )
     else:
         if kwargs.get("progress"):
             raise TypeError("contract(): progress= goes with memory_limit= (a sliced contraction)")
@@ -293,14 +341,32 @@ def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs:
         device = ts[0].device if ts else _device.default_device()
         dtypes, ranks = tuple(t.dtype for t in ts), ranks_of(ts)
         key = None
-        if cacheable(request) and ranks == 1 and (optimize is False or paths.check_optimize(optimize, "contract")
-                                                   is not None):
-            key = ("contract", subscripts, shapes, dtypes, device, optimize if optimize is False else
-                   paths.check_optimize(optimize, "contract"), bool(use_blas), out_dtype, cache_key(request))
+        if (
+            cacheable(request)
+            and ranks == 1
+            and (optimize is False or paths.check_optimize(optimize, "contract") is not None)
+        ):
+            key = (
+                "contract",
+                subscripts,
+                shapes,
+                dtypes,
+                device,
+                optimize if optimize is False else paths.check_optimize(optimize, "contract"),
+                bool(use_blas),
+                out_dtype,
+                cache_key(request),
+            )
         c = COMPILED.get(key) if key is not None else None
         if c is None:
-            c = compile(_opt_einsum_program(subscripts, shapes, optimize, use_blas), request, dtypes, device,
-                        out=out_dtype, ranks=ranks)
+            c = compile(
+                _opt_einsum_program(subscripts, shapes, optimize, use_blas),
+                request,
+                dtypes,
+                device,
+                out=out_dtype,
+                ranks=ranks,
+            )
             if key is not None:
                 COMPILED.put(key, c)
         result = runner.run(c, ts)
@@ -310,8 +376,9 @@ def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs:
     return out
 
 
-def _opt_einsum_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object,
-                        use_blas: bool) -> Program:
+def _opt_einsum_program(
+    subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object, use_blas: bool
+) -> Program:
     """The program of opt_einsum's contraction list for this contraction (cached by hashable arguments)."""
     key = paths.check_optimize(optimize, "contract") if optimize is not False else False
     if key is None:  # an optimizer object keeps state: no cache
@@ -320,19 +387,21 @@ def _opt_einsum_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], op
 
 
 @functools.lru_cache(maxsize=1024)
-def _cached_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object,
-                    use_blas: bool) -> Program:
-    return _contraction_list_program(subscripts, shapes, list(optimize) if isinstance(optimize, tuple) else optimize,
-                                     use_blas)
+def _cached_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object, use_blas: bool) -> Program:
+    return _contraction_list_program(
+        subscripts, shapes, list(optimize) if isinstance(optimize, tuple) else optimize, use_blas
+    )
 
 
-def _contraction_list_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object,
-                              use_blas: bool) -> Program:
+def _contraction_list_program(
+    subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object, use_blas: bool
+) -> Program:
     spec = parse(subscripts, shapes, "contract")
     if optimize is False:  # opt_einsum's "no optimization": left to right, through the planner
         return paths.program(spec, shapes, False)
-    _, contraction_list = opt_einsum.contract_path(subscripts, *shapes, shapes=True, optimize=optimize,
-                                                   use_blas=use_blas, einsum_call=True)
+    _, contraction_list = opt_einsum.contract_path(
+        subscripts, *shapes, shapes=True, optimize=optimize, use_blas=use_blas, einsum_call=True
+    )
     return from_contraction_list(contraction_list, spec, shapes)
 
 
@@ -346,8 +415,13 @@ class Expression:
     precision request and dtypes: its roundings are the expression's, counted in its bound).
     """
 
-    def __init__(self, expression: ContractExpression, subscripts: str, constants: dict[int, NeuronArray],
-                 request: Request | None) -> None:
+    def __init__(
+        self,
+        expression: ContractExpression,
+        subscripts: str,
+        constants: dict[int, NeuronArray],
+        request: Request | None,
+    ) -> None:
         self.expression = expression
         self.subscripts = subscripts
         self.constants = constants
@@ -366,13 +440,18 @@ class Expression:
             if len(self._programs) >= 64:
                 self._programs.clear()
             spec = parse(self.subscripts, shapes, "contract_expression")
-            found = self._programs[shapes] = from_contraction_list(self.expression._full_contraction_list, spec,
-                                                                   shapes)
+            found = self._programs[shapes] = from_contraction_list(self.expression._full_contraction_list, spec, shapes)
         return found
 
-    def _compiled(self, shapes: tuple[tuple[int, ...], ...], request: Request | None,
-                  dtypes: tuple[torch.dtype, ...], device: torch.device, out: torch.dtype | None,
-                  ranks: int) -> Compiled:
+    def _compiled(
+        self,
+        shapes: tuple[tuple[int, ...], ...],
+        request: Request | None,
+        dtypes: tuple[torch.dtype, ...],
+        device: torch.device,
+        out: torch.dtype | None,
+        ranks: int,
+    ) -> Compiled:
         """The program compiled for this call: kept (``cacheable``) per shapes, dtypes, device, out dtype and
         request (``cache_key``); compiled per call under a relative target."""
         if not cacheable(request) or ranks > 1:
@@ -414,12 +493,13 @@ def _evaluate(request: Request | None, expression: Expression, arrays: tuple[Any
 
 def _run_expression(request: Request | None, expression: Expression, arrays: tuple[Any, ...], out: Any) -> Any:
     if expression.expression.kwargs:  # einsum keywords (order=...) that opt_einsum would hand to the backend
-        raise TypeError(f"contract_expression() got einsum keyword arguments the trn backend does not take: "
-                        f"{', '.join(sorted(expression.expression.kwargs))}")
+        raise TypeError(
+            f"contract_expression() got einsum keyword arguments the trn backend does not take: "
+            f"{', '.join(sorted(expression.expression.kwargs))}"
+        )
     n = expression.expression.num_args
     if len(arrays) != n:
-        raise ValueError(f"This `ContractExpression` takes exactly {n} array arguments but received "
-                         f"{len(arrays)}.")
+        raise ValueError(f"This `ContractExpression` takes exactly {n} array arguments but received {len(arrays)}.")
     numpy_in = bool(arrays) and all(isinstance(x, np.ndarray) for x in arrays)
     given = iter([x._t for x in (_to_trn_shared(x) for x in arrays)])
     total = expression.expression._full_num_args
@@ -428,11 +508,11 @@ def _run_expression(request: Request | None, expression: Expression, arrays: tup
     shapes = tuple(tuple(t.shape) for t in full)
     devices = {t.device for t in full}
     if len(devices) > 1:
-        raise ValueError(f"contract_expression(...)(): the operands are on different devices, "
-                         f"{', '.join(map(str, devices))}")
+        raise ValueError(
+            f"contract_expression(...)(): the operands are on different devices, {', '.join(map(str, devices))}"
+        )
     out_dtype = out._t.dtype if isinstance(out, NeuronArray) else None
-    c = expression._compiled(shapes, request, tuple(t.dtype for t in full), full[0].device, out_dtype,
-                             ranks_of(full))
+    c = expression._compiled(shapes, request, tuple(t.dtype for t in full), full[0].device, out_dtype, ranks_of(full))
     if constants and c.relative is None:
         folded = expression._folded(c, [t if i in constants else None for i, t in enumerate(full)])
         result = runner.run(c, [None if i in constants else t for i, t in enumerate(full)], preset=folded)
@@ -447,14 +527,18 @@ def _run_expression(request: Request | None, expression: Expression, arrays: tup
     return np.asarray(wrap(result)) if numpy_in else wrap(result)
 
 
-def contract_expression(subscripts: Any, *shapes: Any, precision: str | None = None,
-                        target_forward_error: float | None = None, target_relative_error: float | None = None,
-                        **kwargs: Any) -> Expression:
+def contract_expression(
+    subscripts: Any,
+    *shapes: Any,
+    precision: str | None = None,
+    target_forward_error: float | None = None,
+    target_relative_error: float | None = None,
+    **kwargs: Any,
+) -> Expression:
     """``opt_einsum.contract_expression`` (shapes, ``constants=``, ``optimize=``...) run by this package: the
     expression's path as one program, under ``precision=`` or a target given here for every call (else the
     precision in force at each call)."""
-    request = _precision.request_of(precision, target_forward_error, target_relative_error,
-                                  "contract_expression()")
+    request = _precision.request_of(precision, target_forward_error, target_relative_error, "contract_expression()")
     if precision is None and target_forward_error is None and target_relative_error is None:
         request = None  # the request in force at each call
     if not isinstance(subscripts, str):

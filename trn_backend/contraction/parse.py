@@ -29,9 +29,12 @@ _NO_SPACES = str.maketrans("", "", _SPACES)
 _SYNTAX = ",.->" + _SPACES
 # Ellipsis dimensions get labels no subscripts can contain: the characters below U+00C0 that are neither letters
 # nor syntax: digits first, then control characters, then punctuation (over a hundred, more than any tensor has).
-ELLIPSIS_LABELS = string.digits + "".join(sorted(
-    (c for c in map(chr, range(1, FIRST_GENERATED)) if not is_label(c) and c not in _SYNTAX and not c.isdigit()),
-    key=lambda c: (c.isprintable(), c)))
+ELLIPSIS_LABELS = string.digits + "".join(
+    sorted(
+        (c for c in map(chr, range(1, FIRST_GENERATED)) if not is_label(c) and c not in _SYNTAX and not c.isdigit()),
+        key=lambda c: (c.isprintable(), c),
+    )
+)
 _ELLIPSIS_SET = frozenset(ELLIPSIS_LABELS)
 
 __all__ = ["Spec", "parse", "symbol", "is_label", "ELLIPSIS_LABELS"]
@@ -66,15 +69,20 @@ def parse(subscripts: str, shapes: Shapes, func: str = "einsum") -> Spec:
     for part, where in ((lhs, "inputs"), (rhs, "output")):
         bad = next((c for c in part if c in "->"), None)
         if bad is not None:
-            raise ValueError(f"{func}(): stray {bad!r} in the {where} of subscripts {subscripts!r}; "
-                             "use a single '->' between inputs and output")
+            raise ValueError(
+                f"{func}(): stray {bad!r} in the {where} of subscripts {subscripts!r}; "
+                "use a single '->' between inputs and output"
+            )
     terms = lhs.split(",")
     if len(terms) != len(shapes):
-        raise ValueError(f"{func}(): subscripts {subscripts!r} describe {len(terms)} operand(s), "
-                         f"got {len(shapes)} operand(s)")
+        raise ValueError(
+            f"{func}(): subscripts {subscripts!r} describe {len(terms)} operand(s), got {len(shapes)} operand(s)"
+        )
     parsed = [_term(t, f"operand {i}", func) for i, t in enumerate(terms)]
-    n_ellipsis = [_ellipsis_dims(labels, has, shape, i, func)
-                  for i, ((labels, has), shape) in enumerate(zip(parsed, shapes, strict=True))]
+    n_ellipsis = [
+        _ellipsis_dims(labels, has, shape, i, func)
+        for i, ((labels, has), shape) in enumerate(zip(parsed, shapes, strict=True))
+    ]
     width = max(n_ellipsis, default=0)
     inputs = tuple(_expand(labels, has, width - n, n) for (labels, has), n in zip(parsed, n_ellipsis, strict=True))
     _check_sizes(inputs, shapes, func)
@@ -90,23 +98,27 @@ def _term(term: str, where: str, func: str) -> tuple[str, bool]:
         raise ValueError(f"{func}(): {where} {term!r} has a '.' that is not part of one '...'")
     for c in letters:
         if not is_label(c):
-            raise ValueError(f"{func}(): invalid subscript {c!r} in {where} {term!r}; subscripts are letters (or "
-                             f"characters from U+00C0 on, as opt_einsum generates)")
+            raise ValueError(
+                f"{func}(): invalid subscript {c!r} in {where} {term!r}; subscripts are letters (or "
+                f"characters from U+00C0 on, as opt_einsum generates)"
+            )
     return letters if not has else term.replace("...", "\0", 1), has
 
 
 def _ellipsis_dims(labels: str, has: bool, shape: tuple[int, ...], i: int, func: str) -> int:
     named = len(labels) - has
     if (has and len(shape) < named) or (not has and len(shape) != named):
-        raise ValueError(f"{func}(): operand {i} has {len(shape)} dimension(s) (shape {tuple(shape)}) but its "
-                         f"subscripts {labels.replace(chr(0), '...')!r} name {named}"
-                         + ("" if has else "; add '...' to broadcast the others"))
+        raise ValueError(
+            f"{func}(): operand {i} has {len(shape)} dimension(s) (shape {tuple(shape)}) but its "
+            f"subscripts {labels.replace(chr(0), '...')!r} name {named}"
+            + ("" if has else "; add '...' to broadcast the others")
+        )
     return len(shape) - named
 
 
 def _expand(labels: str, has: bool, start: int, n: int) -> str:
     """Replace the ellipsis marker by the labels of its dimensions (right-aligned across operands)."""
-    return labels.replace("\0", ELLIPSIS_LABELS[start:start + n]) if has else labels
+    return labels.replace("\0", ELLIPSIS_LABELS[start : start + n]) if has else labels
 
 
 def _describe(label: str) -> str:
@@ -120,12 +132,16 @@ def _check_sizes(inputs: tuple[str, ...], shapes: Shapes, func: str) -> None:
         own: dict[str, int] = {}
         for label, size in zip(labels, shape, strict=True):
             if own.setdefault(label, size) != size:
-                raise ValueError(f"{func}(): {_describe(label)} is repeated in operand {i} with sizes "
-                                 f"{own[label]} and {size}; a repeated index takes a diagonal of equal sizes")
+                raise ValueError(
+                    f"{func}(): {_describe(label)} is repeated in operand {i} with sizes "
+                    f"{own[label]} and {size}; a repeated index takes a diagonal of equal sizes"
+                )
             j, other = seen.setdefault(label, (i, size))
             if other != size and 1 not in (other, size):
-                raise ValueError(f"{func}(): {_describe(label)} has size {other} in operand {j} (shape "
-                                 f"{tuple(shapes[j])}) and size {size} in operand {i} (shape {tuple(shape)})")
+                raise ValueError(
+                    f"{func}(): {_describe(label)} has size {other} in operand {j} (shape "
+                    f"{tuple(shapes[j])}) and size {size} in operand {i} (shape {tuple(shape)})"
+                )
             if other == 1:
                 seen[label] = (i, size)
 
@@ -137,8 +153,10 @@ def _output(rhs: str, arrow: str, inputs: tuple[str, ...], width: int, func: str
         return ellipsis + "".join(sorted(c for c in set(counts) if c not in _ELLIPSIS_SET and counts.count(c) == 1))
     letters, has = _term(rhs, "the output", func)
     if width and not has:
-        raise ValueError(f"{func}(): the operands have {width} ellipsis dimension(s) but the output "
-                         f"{rhs!r} has no '...' to keep them")
+        raise ValueError(
+            f"{func}(): the operands have {width} ellipsis dimension(s) but the output "
+            f"{rhs!r} has no '...' to keep them"
+        )
     output = _expand(letters, has, 0, width)
     known = set("".join(inputs))
     for c in letters:

@@ -59,11 +59,16 @@ def check_optimize(optimize: object, func: str = "einsum") -> object:
         return None
     if isinstance(optimize, (list, tuple)):
         path = list(optimize[1:] if optimize and optimize[0] == "einsum_path" else optimize)
-        if all(isinstance(step, (list, tuple)) and all(
-                isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in step) for step in path):
+        if all(
+            isinstance(step, (list, tuple))
+            and all(isinstance(i, (int, np.integer)) and not isinstance(i, bool) for i in step)
+            for step in path
+        ):
             return tuple(tuple(int(i) for i in step) for step in path)
-    raise TypeError(f"{func}(): optimize must be an optimizer name, a PathOptimizer, an explicit path such as "
-                    f"[(0, 1), (0, 1)], True or False; got {optimize!r}")
+    raise TypeError(
+        f"{func}(): optimize must be an optimizer name, a PathOptimizer, an explicit path such as "
+        f"[(0, 1), (0, 1)], True or False; got {optimize!r}"
+    )
 
 
 @functools.lru_cache(maxsize=1024)

@@ -167,8 +167,9 @@ class Entry:
         self.base = base
         self.by_mode: dict[tuple, Plan] = {}
 
-    def with_modes(self, resolved: _precision.Resolved | None,
-                   sums: tuple[_precision.Resolved | None, ...] = ()) -> Plan:
+    def with_modes(
+        self, resolved: _precision.Resolved | None, sums: tuple[_precision.Resolved | None, ...] = ()
+    ) -> Plan:
         """The plan with its kernel under ``resolved`` and each pre-sum under its entry of ``sums``."""
         key = (resolved, sums)
         plan = self.by_mode.get(key)
@@ -179,16 +180,18 @@ class Entry:
         return plan
 
 
-def _with_mode(base: Plan, resolved: _precision.Resolved | None,
-               sums: tuple[_precision.Resolved | None, ...] = ()) -> Plan:
+def _with_mode(
+    base: Plan, resolved: _precision.Resolved | None, sums: tuple[_precision.Resolved | None, ...] = ()
+) -> Plan:
     """``dataclasses.replace(base, resolved=resolved)`` without its per-field keyword call (this runs once per new
     step): the fields copied as they are, none of ``base``'s cached properties; each pre-sum's plan under its
     mode in ``sums``."""
     plan = object.__new__(Plan)
     plan.__dict__.update({f: base.__dict__[f] for f in _PLAN_FIELDS}, resolved=resolved)
     if sums:
-        plan.__dict__["sums"] = tuple(None if p is None else _with_mode(p, m) for p, m in zip(base.sums, sums,
-                                                                                              strict=True))
+        plan.__dict__["sums"] = tuple(
+            None if p is None else _with_mode(p, m) for p, m in zip(base.sums, sums, strict=True)
+        )
     return plan
 
 
@@ -251,13 +254,23 @@ def _sums(subscripts: str, dtype: torch.dtype, operands) -> tuple[Plan | None, .
             continue
         rows = math.prod(sizes[c] for i, c in enumerate(labels) if i not in op.summed)
         summed = "".join(labels[d] for d in op.summed)
-        sums.append(Plan(f"{labels}->{labels.translate({ord(c): None for c in summed})} (sum {summed})", dtype,
-                         (Operand(), Operand()), (0, 1), "matmul", (1, rows, ks, 1), None, None, (rows, 1)))
+        sums.append(
+            Plan(
+                f"{labels}->{labels.translate({ord(c): None for c in summed})} (sum {summed})",
+                dtype,
+                (Operand(), Operand()),
+                (0, 1),
+                "matmul",
+                (1, rows, ks, 1),
+                None,
+                None,
+                (rows, 1),
+            )
+        )
     return tuple(sums) if any(p is not None for p in sums) else ()
 
 
-def _groups(a: str, b: str, size_a: dict[str, int], size_b: dict[str, int], keep: str,
-            a_is_larger: bool) -> _Groups:
+def _groups(a: str, b: str, size_a: dict[str, int], size_b: dict[str, int], keep: str, a_is_larger: bool) -> _Groups:
     """Roles of the indices of two operands (each without repeated indices) for the kept output indices."""
     # list comprehensions, not generators: this runs once per new step, and they build short tuples faster
     drop_a = tuple([c for c in a if c in size_b and size_a[c] == 1 != size_b[c]])
@@ -266,7 +279,8 @@ def _groups(a: str, b: str, size_a: dict[str, int], size_b: dict[str, int], keep
     has_b = "".join([c for c in b if c not in drop_b]) if drop_b else b
     shared = has_a if a_is_larger else has_b
     return _Groups(
-        drop_a, drop_b,
+        drop_a,
+        drop_b,
         sum_a=tuple([c for c in has_a if c not in keep and c not in has_b]),
         sum_b=tuple([c for c in has_b if c not in keep and c not in has_a]),
         batch=tuple([c for c in shared if c in has_a and c in has_b and c in keep]),
@@ -288,8 +302,9 @@ SPREAD_MIN_ELEMENTS = 2**16
 SPREAD_MIN_SLICE = 2**10
 
 
-def _spread(x: str, free: tuple[str, ...], contracted: tuple[str, ...], batch: tuple[str, ...], size,
-            numel: int) -> tuple[str, ...]:
+def _spread(
+    x: str, free: tuple[str, ...], contracted: tuple[str, ...], batch: tuple[str, ...], size, numel: int
+) -> tuple[str, ...]:
     """Free indices of the larger operand ``x`` laid out [batch, lead, contracted, trail] (lead and trail free)
     that should become batch indices, the other operand broadcast over them (a stride-0 view). [free, K] would
     copy x there (its free indices are not adjacent); [batch+lead, K, trail] is a view of it. Size-1 dimensions
@@ -297,12 +312,12 @@ def _spread(x: str, free: tuple[str, ...], contracted: tuple[str, ...], batch: t
     order = [c for c in x if size(c) != 1 and (c in free or c in contracted or c in batch)]
     shared = [c for c in batch if size(c) != 1]
     k = [c for c in contracted if size(c) != 1]
-    if order[:len(shared)] != shared or not k:
+    if order[: len(shared)] != shared or not k:
         return ()
-    rest = order[len(shared):]
+    rest = order[len(shared) :]
     n_lead = next((i for i, c in enumerate(rest) if c not in free), len(rest))
-    lead, trail = rest[:n_lead], rest[n_lead + len(k):]
-    if not lead or not trail or rest[n_lead:n_lead + len(k)] != k or any(c not in free for c in trail):
+    lead, trail = rest[:n_lead], rest[n_lead + len(k) :]
+    if not lead or not trail or rest[n_lead : n_lead + len(k)] != k or any(c not in free for c in trail):
         return ()
     batches = math.prod(size(c) for c in shared + lead)
     if numel < SPREAD_MIN_ELEMENTS or numel < SPREAD_MIN_SLICE * batches:
@@ -346,8 +361,7 @@ def _layout(inputs: tuple[str, ...], output: str, shapes: Shapes) -> _Layout:
     common = (a, b, diag_a, diag_b, size_a, size_b, size, g, a_larger)
     if all([size(c) == 1 for c in g.contracted]):
         return _Layout(*common, True)  # positional: keywords cost more, and this runs once per new step
-    spread = _spread(a if a_larger else b, g.m if a_larger else g.n, g.contracted, g.batch, size,
-                     max(numel_a, numel_b))
+    spread = _spread(a if a_larger else b, g.m if a_larger else g.n, g.contracted, g.batch, size, max(numel_a, numel_b))
     m, n = (tuple([c for c in group if c not in spread]) if spread else group for group in (g.m, g.n))
     # The kernel's left operand is the one whose free indices come first in the output.
     first_free = next((c for c in output if c in m or c in n), None)
@@ -357,14 +371,18 @@ def _layout(inputs: tuple[str, ...], output: str, shapes: Shapes) -> _Layout:
 
 
 def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dtype) -> Plan:
-    a, b, diag_a, diag_b, size_a, size_b, size, g, a_larger, product, spread, batch, swap, rows, cols = \
-        _layout(inputs, output, shapes)
+    a, b, diag_a, diag_b, size_a, size_b, size, g, a_larger, product, spread, batch, swap, rows, cols = _layout(
+        inputs, output, shapes
+    )
     if product:
-        return _product(inputs, output, (a, b), (diag_a, diag_b), (g.sum_a, g.sum_b), (size_a, size_b), g, size,
-                        dtype)
+        return _product(inputs, output, (a, b), (diag_a, diag_b), (g.sum_a, g.sum_b), (size_a, size_b), g, size, dtype)
     m, n = (cols, rows) if swap else (rows, cols)
-    B, M, K, N = math.prod(map(size, batch)), math.prod(map(size, rows)), math.prod(map(size, g.contracted)), \
-        math.prod(map(size, cols))
+    B, M, K, N = (
+        math.prod(map(size, batch)),
+        math.prod(map(size, rows)),
+        math.prod(map(size, g.contracted)),
+        math.prod(map(size, cols)),
+    )
     kernel = "bmm" if batch and B != 1 else "matmul"
     lead: tuple[int, ...] = (B,) if kernel == "bmm" else ()
     loop = None
@@ -387,17 +405,31 @@ def _pair(inputs: tuple[str, ...], output: str, shapes: Shapes, dtype: torch.dty
     subscripts = f"{inputs[0]},{inputs[1]}->{output}"
     sums = _sums(subscripts, dtype, ((a_op, a, size_a), (b_op, b, size_b)))
     return Plan(
-        subscripts=subscripts, dtype=dtype,
-        operands=(b_op, a_op) if swap else (a_op, b_op), order=(1, 0) if swap else (0, 1),
-        kernel=kernel, bmkn=(B, M, K, N),
+        subscripts=subscripts,
+        dtype=dtype,
+        operands=(b_op, a_op) if swap else (a_op, b_op),
+        order=(1, 0) if swap else (0, 1),
+        kernel=kernel,
+        bmkn=(B, M, K, N),
         out_shape=None if out_shape == kernel_shape else out_shape,
-        out_perm=_perm(produced, output), shape=tuple(map(size, output)),
-        sums=sums[::-1] if swap and sums else sums, loop=loop,
+        out_perm=_perm(produced, output),
+        shape=tuple(map(size, output)),
+        sums=sums[::-1] if swap and sums else sums,
+        loop=loop,
     )
 
 
-def _product(inputs: tuple[str, ...], output: str, labels: tuple[str, str], diagonals, summed, sizes, g: _Groups,
-             size, dtype: torch.dtype) -> Plan:
+def _product(
+    inputs: tuple[str, ...],
+    output: str,
+    labels: tuple[str, str],
+    diagonals,
+    summed,
+    sizes,
+    g: _Groups,
+    size,
+    dtype: torch.dtype,
+) -> Plan:
     """A step with nothing to contract (see the module docstring): each operand, after its diagonals and sums,
     permuted to the output order of the indices it has, then reshaped (a view) to one dimension per output
     index, 1 where it lacks the index or broadcasts it; its size-1 indices outside the output merge away."""
@@ -407,19 +439,38 @@ def _product(inputs: tuple[str, ...], output: str, labels: tuple[str, str], diag
         ordered = "".join(c for c in output if c in rest) + "".join(c for c in rest if c not in output)
         shape = tuple(own_size[c] if c in rest else 1 for c in output)
         now = tuple(own_size[c] for c in ordered)
-        operands.append(Operand(diag, tuple(own.index(c) for c in sums), _perm(rest, ordered), None,
-                                None if shape == now else shape))
+        operands.append(
+            Operand(
+                diag, tuple(own.index(c) for c in sums), _perm(rest, ordered), None, None if shape == now else shape
+            )
+        )
     B, M, N = (math.prod(size(c) for c in group) for group in (g.batch, g.m, g.n))
     subscripts = f"{inputs[0]},{inputs[1]}->{output}"
-    return Plan(subscripts=subscripts, dtype=dtype, operands=tuple(operands),
-                order=(0, 1), kernel="mul", bmkn=(B, M, 1, N), out_shape=None, out_perm=None,
-                shape=tuple(size(c) for c in output),
-                sums=_sums(subscripts, dtype, zip(operands, labels, sizes, strict=True)))
+    return Plan(
+        subscripts=subscripts,
+        dtype=dtype,
+        operands=tuple(operands),
+        order=(0, 1),
+        kernel="mul",
+        bmkn=(B, M, 1, N),
+        out_shape=None,
+        out_perm=None,
+        shape=tuple(size(c) for c in output),
+        sums=_sums(subscripts, dtype, zip(operands, labels, sizes, strict=True)),
+    )
 
 
-def _operand(labels: str, diagonals: tuple[tuple[int, int], ...], summed: tuple[str, ...],
-             dropped: tuple[str, ...], batch: tuple[str, ...], missing: tuple[str, ...],
-             groups: tuple[tuple[str, ...], tuple[str, ...]], size, target: tuple[int, ...]) -> Operand:
+def _operand(
+    labels: str,
+    diagonals: tuple[tuple[int, int], ...],
+    summed: tuple[str, ...],
+    dropped: tuple[str, ...],
+    batch: tuple[str, ...],
+    missing: tuple[str, ...],
+    groups: tuple[tuple[str, ...], tuple[str, ...]],
+    size,
+    target: tuple[int, ...],
+) -> Operand:
     """Sum, then permute to [dropped size-1 dims, batch, groups...] and reshape to the kernel's operand shape
     ``target`` (size-1 dimensions merge into any group, so dropping them costs nothing). An operand ``missing``
     batch indices (the last batch dimension of ``target``, after the shared ones) is reshaped with 1 there,
@@ -431,6 +482,11 @@ def _operand(labels: str, diagonals: tuple[tuple[int, int], ...], summed: tuple[
     expand = None
     if missing:
         at = len(target) - 3  # the broadcast batch dimension: [..., Q, rows, cols]
-        expand, shape = (target[:at] + (1,) + target[at + 1:], target), target
-    return Operand(diagonals, tuple([labels.index(c) for c in summed]), _perm(rest, order), expand,
-                   None if shape == target else target)
+        expand, shape = (target[:at] + (1,) + target[at + 1 :], target), target
+    return Operand(
+        diagonals,
+        tuple([labels.index(c) for c in summed]),
+        _perm(rest, order),
+        expand,
+        None if shape == target else target,
+    )

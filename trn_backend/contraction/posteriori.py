@@ -68,7 +68,9 @@ def run(plan: Plan, a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
             f"target_relative_error={target:g} is out of reach for {plan.subscripts!r} (K={K}, "
             f"{_dtypes.name(plan.dtype)}): the best a posteriori estimate reached is {best:.3g}, with {label} "
             f"(tried: {steps}); |C| is too small "
-            "against |A||B| for this dtype, or underflows it", "contraction") from error
+            "against |A||B| for this dtype, or underflows it",
+            "contraction",
+        ) from error
     return out
 
 
@@ -90,8 +92,9 @@ def _terms(resolved: _precision.Resolved, dtype: torch.dtype, K: int) -> tuple[f
     return bound, u / (1 - u), underflow
 
 
-def _escalate(resolved: _precision.Resolved, dtype: torch.dtype, K: int, device: torch.device,
-              bmkn: tuple[int, int, int, int]) -> _precision.Resolved | None:
+def _escalate(
+    resolved: _precision.Resolved, dtype: torch.dtype, K: int, device: torch.device, bmkn: tuple[int, int, int, int]
+) -> _precision.Resolved | None:
     """The next mode (``next_mode``, in cost order on ``device``) that at least halves the bound the estimate
     uses: modes that improve it less (float32 ozaki past its output rounding, say) barely move the estimate and
     are skipped."""
@@ -129,8 +132,15 @@ def _special(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor | None:
     return ~(rows.unsqueeze(-1) & cols.unsqueeze(-2))
 
 
-def _estimate(out: torch.Tensor, scale: torch.Tensor, zero: torch.Tensor, bound: float, rounding: float,
-              underflow: float, special: torch.Tensor | None) -> float:
+def _estimate(
+    out: torch.Tensor,
+    scale: torch.Tensor,
+    zero: torch.Tensor,
+    bound: float,
+    rounding: float,
+    underflow: float,
+    special: torch.Tensor | None,
+) -> float:
     """max over entries of r / (1 - r), r = (bound * scale + underflow) / |out| + rounding (see the module
     docstring)."""
     c = out.abs().double()

@@ -106,8 +106,10 @@ def build(spec: Spec, shapes: Shapes, path: Sequence[Sequence[int]]) -> Program:
     steps: list[Step] = []
     for number, step in enumerate(path):
         if not step or len(set(step)) != len(step) or not all(0 <= p < len(terms) for p in step):
-            raise ValueError(f"einsum(): path step {number} {tuple(step)} must name distinct operands among the "
-                             f"{len(terms)} left at that point")
+            raise ValueError(
+                f"einsum(): path step {number} {tuple(step)} must name distinct operands among the "
+                f"{len(terms)} left at that point"
+            )
         positions = tuple(sorted(step, reverse=True))
         taken = [terms.pop(p) for p in positions][::-1]
         registers = [live.pop(p) for p in positions][::-1]
@@ -124,8 +126,9 @@ def build(spec: Spec, shapes: Shapes, path: Sequence[Sequence[int]]) -> Program:
             if last and i == len(taken):
                 out = spec.output
             else:
-                out = natural_output(pair, "".join(dict.fromkeys(c for c in acc[0] + nxt[0] if c in keep)),
-                                     (acc[1], nxt[1]))
+                out = natural_output(
+                    pair, "".join(dict.fromkeys(c for c in acc[0] + nxt[0] if c in keep)), (acc[1], nxt[1])
+                )
             steps.append(Step(n + len(steps), (register, other), pair, out, (acc[1], nxt[1])))
             acc, register = (out, shape_of(out, [acc, nxt])), steps[-1].register
         terms.append(acc)
@@ -153,8 +156,7 @@ def from_contraction_list(contraction_list: Sequence[Any], spec: Spec, shapes: S
             natural = "".join(s for s in left + right if s not in idx_rm)
             perm = None if natural == result else tuple(map(natural.index, result))
             steps.append(Step(n + len(steps), registers, labels, natural, tuple(taken), perm))
-            shape = tuple(steps[-1].shapes[0][left.index(c)] if c in left else taken[1][right.index(c)]
-                          for c in result)
+            shape = tuple(steps[-1].shapes[0][left.index(c)] if c in left else taken[1][right.index(c)] for c in result)
         elif len(taken) <= 2:
             step_spec = parse(einsum_str, tuple(taken))
             steps.append(Step(n + len(steps), registers, step_spec.inputs, step_spec.output, tuple(taken)))
@@ -163,16 +165,20 @@ def from_contraction_list(contraction_list: Sequence[Any], spec: Spec, shapes: S
             step_spec = parse(einsum_str, tuple(taken))
             inner = build(step_spec, tuple(taken), ((0, 1),) * (len(taken) - 1))
             offset = n + len(steps)
-            renumber = {**{i: r for i, r in enumerate(registers)},
-                        **{s.register: offset + k for k, s in enumerate(inner.steps)}}
+            renumber = {
+                **{i: r for i, r in enumerate(registers)},
+                **{s.register: offset + k for k, s in enumerate(inner.steps)},
+            }
             for s in inner.steps:
-                steps.append(dataclasses.replace(s, register=renumber[s.register],
-                                                 operands=tuple(renumber[r] for r in s.operands)))
+                steps.append(
+                    dataclasses.replace(
+                        s, register=renumber[s.register], operands=tuple(renumber[r] for r in s.operands)
+                    )
+                )
             shape = shape_of(step_spec.output, list(zip(step_spec.inputs, taken, strict=True)))
         terms.append(shape)
         live.append(steps[-1].register)
-    return Program(n, tuple(tuple(sorted(step[0])) for step in contraction_list), tuple(steps), spec,
-                   _sizes(shapes))
+    return Program(n, tuple(tuple(sorted(step[0])) for step in contraction_list), tuple(steps), spec, _sizes(shapes))
 
 
 def single(spec: Spec, shapes: Shapes) -> Program:
@@ -187,17 +193,22 @@ def sliced(spec: Spec, shapes: Shapes, path: Sequence[Sequence[int]], indices: S
     (the operands without the sliced indices; one operand: its one step)."""
     indices = tuple(indices)
     inner = Spec(tuple(_drop(labels, indices) for labels in spec.inputs), _drop(spec.output, indices))
-    inner_shapes = tuple(tuple(int(d) for c, d in zip(labels, s, strict=True) if c not in indices)
-                         for labels, s in zip(spec.inputs, shapes, strict=True))
+    inner_shapes = tuple(
+        tuple(int(d) for c, d in zip(labels, s, strict=True) if c not in indices)
+        for labels, s in zip(spec.inputs, shapes, strict=True)
+    )
     if len(inner_shapes) == 1 or not path:
         one = single(inner, inner_shapes)
     else:
         one = build(inner, inner_shapes, path)
     sizes = label_sizes(zip(spec.inputs, shapes, strict=True))
-    varies = tuple(tuple(dict.fromkeys(c for c, d in zip(labels, s, strict=True) if c in indices and d != 1))
-                   for labels, s in zip(spec.inputs, shapes, strict=True))
-    return Program(one.operands, one.path, one.steps, spec, _sizes(shapes), indices,
-                   tuple(sizes[c] for c in indices), varies)
+    varies = tuple(
+        tuple(dict.fromkeys(c for c, d in zip(labels, s, strict=True) if c in indices and d != 1))
+        for labels, s in zip(spec.inputs, shapes, strict=True)
+    )
+    return Program(
+        one.operands, one.path, one.steps, spec, _sizes(shapes), indices, tuple(sizes[c] for c in indices), varies
+    )
 
 
 def _sizes(shapes: Iterable[Sequence[int]]) -> Shapes:

@@ -37,8 +37,18 @@ from .compiler import Compiled, compile
 from .execute import execute
 from .program import Program, label_sizes
 
-__all__ = ["run", "partial", "finish", "fold", "Folded", "cast", "CASTS", "READS", "PROGRESS_DECIDE_S",
-           "PROGRESS_MIN_S"]
+__all__ = [
+    "run",
+    "partial",
+    "finish",
+    "fold",
+    "Folded",
+    "cast",
+    "CASTS",
+    "READS",
+    "PROGRESS_DECIDE_S",
+    "PROGRESS_MIN_S",
+]
 
 # Casts of tensor subclasses done their own way: trn_backend.distributed registers DTensor's (a pending sum over
 # ranks is resolved first: rounding each rank's summand would not be the rounding of the sum).
@@ -63,8 +73,9 @@ class Folded:
     operands: tuple[torch.Tensor, ...] = ()
 
 
-def run(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded | None = None,
-        progress: bool | None = None) -> torch.Tensor:
+def run(
+    c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded | None = None, progress: bool | None = None
+) -> torch.Tensor:
     """The result of ``c`` on ``tensors`` (the operands, of ``c.dtypes``; with ``preset``, the steps ``fold``
     computed, whose operands may then be None), in ``c.out``."""
     if c.single is not None and preset is None:  # one step on the operands as they are (``Compiled.single``)
@@ -77,8 +88,11 @@ def run(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded |
         # relative targets are checked as a whole, never folded (no ``preset``): every operand is given
         return _checked(c, typing.cast(Sequence[torch.Tensor], tensors))
     # every operand: all given without ``preset``; else the given ones and the constants the folded steps read
-    operands = typing.cast(Sequence[torch.Tensor], tensors) if preset is None else \
-        [*preset.operands, *(t for t in tensors if t is not None)]
+    operands = (
+        typing.cast(Sequence[torch.Tensor], tensors)
+        if preset is None
+        else [*preset.operands, *(t for t in tensors if t is not None)]
+    )
     return finish(c, partial(c, tensors, preset=preset, progress=progress), operands)
 
 
@@ -103,8 +117,14 @@ def fold(c: Compiled, tensors: Sequence[torch.Tensor | None]) -> Folded:
     return Folded(folded, frozenset(done), tuple(t for t in tensors if t is not None))
 
 
-def partial(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Folded | None = None,
-            progress: bool | None = None, share: tuple[int, int] = (1, 0)) -> torch.Tensor:
+def partial(
+    c: Compiled,
+    tensors: Sequence[torch.Tensor | None],
+    *,
+    preset: Folded | None = None,
+    progress: bool | None = None,
+    share: tuple[int, int] = (1, 0),
+) -> torch.Tensor:
     """The result of ``c`` held before its final rounding (in ``c.held``); ``share``: (ranks, rank), the
     contiguous block of the slices this rank sums, where ranks share a sliced program's slices."""
     registers = _cast_operands(c, tensors)
@@ -124,8 +144,7 @@ def partial(c: Compiled, tensors: Sequence[torch.Tensor | None], *, preset: Fold
             registers[i] = None  # each register is read once: free it as soon as it is consumed
         # each step reads registers filled before it (operands, preset or earlier steps' results): a dataflow fact
         # the checker cannot see, and a cast would cost a call per step
-        registers[step.register] = \
-            _step(step, plan, args) if not shared else _shared_step(step, plan, args)  # type: ignore[arg-type]
+        registers[step.register] = _step(step, plan, args) if not shared else _shared_step(step, plan, args)  # type: ignore[arg-type]
     return registers[c.program.result]  # type: ignore[return-value]  # the last step fills the result register
 
 
@@ -150,8 +169,15 @@ def _shared_step(step, plan, args: list[torch.Tensor]) -> torch.Tensor:
     cache = sharing.get_sharing_cache()
     for t in args:
         cache["tensor", id(t)] = t
-    key = ("trn", alpha_canonicalize(plan.subscripts), plan.resolved, plan.sums, plan.dtype, step.perm,
-           *(id(t) for t in args))
+    key = (
+        "trn",
+        alpha_canonicalize(plan.subscripts),
+        plan.resolved,
+        plan.sums,
+        plan.dtype,
+        step.perm,
+        *(id(t) for t in args),
+    )
     found = cache.get(key)
     if found is None:
         found = cache[key] = _step(step, plan, args)
@@ -170,13 +196,16 @@ def finish(c: Compiled, held: torch.Tensor, operands: Sequence[torch.Tensor]) ->
         rounding = c.final
         # compile sets final_check only where the call's one rounding is the final one, with a bound
         assert rounding is not None and rounding.bound is not None
-        check = _precision.Check(c.program.spec.subscripts, c.program.contracted, c.final_check,
-                                 ((rounding.what, rounding.bound),))
+        check = _precision.Check(
+            c.program.spec.subscripts, c.program.contracted, c.final_check, ((rounding.what, rounding.bound),)
+        )
         _precision.record(check)
         if not check.met:
             raise _precision.PrecisionError(
                 f"target_relative_error={c.final_check:g} is out of reach for {c.program.spec.subscripts!r}: the "
-                f"steps are exact, and the {rounding.what} alone costs {rounding.bound:.3g}", "contraction")
+                f"steps are exact, and the {rounding.what} alone costs {rounding.bound:.3g}",
+                "contraction",
+            )
     return held
 
 
@@ -184,8 +213,7 @@ def cast(t: torch.Tensor, dtype: torch.dtype, checked: bool = False, what: str =
     """``t`` in ``dtype``; ``checked``: a target is promised, so values that leave ``dtype``'s range raise."""
     special = CASTS.get(type(t))
     out = _dtypes.cast(t, dtype) if special is None else special(t, dtype)
-    if checked and (dtype.is_floating_point or dtype.is_complex) and t.dtype is not torch.bool and \
-            t.dtype is not dtype:
+    if checked and (dtype.is_floating_point or dtype.is_complex) and t.dtype is not torch.bool and t.dtype is not dtype:
         _check_range(t, out, dtype, what)
     return out
 
@@ -195,18 +223,25 @@ def _check_range(source: torch.Tensor, rounded: torch.Tensor, dtype: torch.dtype
     range (subnormal or flushed to zero, far off in relative terms), are out of every bound."""
     real = dtype.to_real() if dtype.is_complex else dtype
     tiny = torch.finfo(real).smallest_normal
-    parts = ((source.real, rounded.real), (source.imag, rounded.imag)) if source.is_complex() else \
-        ((source, rounded.real if rounded.is_complex() else rounded),)
+    parts = (
+        ((source.real, rounded.real), (source.imag, rounded.imag))
+        if source.is_complex()
+        else ((source, rounded.real if rounded.is_complex() else rounded),)
+    )
     for s, r in parts:
         s = s.double() if not (s.is_floating_point() and s.dtype is torch.float64) else s
         if _true((torch.isfinite(s) & ~torch.isfinite(r)).any()):
             raise _precision.PrecisionError(
                 f"{what} overflows {_dtypes.name(dtype)} (its largest finite value is {torch.finfo(real).max:.4g}): "
-                "no bound holds for it", "contraction")
+                "no bound holds for it",
+                "contraction",
+            )
         if _true(((s != 0) & (s.abs() < tiny)).any()):
             raise _precision.PrecisionError(
                 f"{what} has values below the normal range of {_dtypes.name(dtype)} (under {tiny:.4g}), where its "
-                "rounding is no longer relative: no bound holds for them", "contraction")
+                "rounding is no longer relative: no bound holds for them",
+                "contraction",
+            )
 
 
 def _vouch(c: Compiled, operands: Sequence[torch.Tensor], result: torch.Tensor) -> None:
@@ -225,13 +260,17 @@ def _vouch(c: Compiled, operands: Sequence[torch.Tensor], result: torch.Tensor) 
         raise _precision.PrecisionError(
             f"the result of {c.program.spec.subscripts!r} overflows {_dtypes.name(c.out)} (its largest finite "
             f"value is {torch.finfo(_real(c.out)).max:.4g}) or an intermediate overflowed, although every operand "
-            "is finite: no bound holds for it", "contraction")
+            "is finite: no bound holds for it",
+            "contraction",
+        )
     tiny = torch.finfo(_real(c.out)).smallest_normal
     if _true(((result.abs() < tiny) & (result != 0)).any()):
         raise _precision.PrecisionError(
             f"the result of {c.program.spec.subscripts!r} has values below the normal range of "
             f"{_dtypes.name(c.out)} (under {tiny:.4g}), where its rounding is no longer relative: no bound holds "
-            "for them", "contraction")
+            "for them",
+            "contraction",
+        )
 
 
 def _read(reduced: torch.Tensor) -> torch.Tensor:
@@ -253,6 +292,7 @@ def _finite(t: torch.Tensor) -> bool:
 
 
 # --- relative targets on whole expressions ---
+
 
 def _checked(c: Compiled, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
     """``c`` checked as a whole (``whole.checked``): forward targets carried in float64, and native float64 on
@@ -278,6 +318,7 @@ def _checked(c: Compiled, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
 
 # --- sliced programs ---
 
+
 @dataclasses.dataclass(frozen=True)
 class _Order:
     """How the slices of a program are walked: the sliced indices from the slowest odometer digit to the
@@ -298,23 +339,27 @@ def _order(program: Program) -> _Order:
     depends: list[frozenset[str]] = [frozenset(v) for v in program.varies]
     for step in program.steps:
         depends.append(frozenset().union(*(depends[i] for i in step.operands)))
-    step_depends = depends[program.operands:]
+    step_depends = depends[program.operands :]
     order = _odometer_order(sliced, sizes, step_depends)
     digit = {c: i for i, c in enumerate(order)}
     positions = range(max(len(order), 1))  # without sliced indices, the one slice turns position 0
     # Turning digit p restarts every later digit, so it makes stale whatever varies along a digit at p or later.
     leaves = [tuple(digit[c] for c in v) for v in program.varies]
     return _Order(
-        order, tuple(sizes[c] for c in order),
+        order,
+        tuple(sizes[c] for c in order),
         tuple(tuple(i for i, d in enumerate(leaves) if d and max(d) >= p) for p in positions),
-        tuple(tuple(k for k, dep in enumerate(step_depends) if dep and max(digit[c] for c in dep) >= p)
-              for p in positions),
+        tuple(
+            tuple(k for k, dep in enumerate(step_depends) if dep and max(digit[c] for c in dep) >= p) for p in positions
+        ),
         tuple(k for k, dep in enumerate(step_depends) if not dep),
-        tuple(c for c in program.spec.output if c in sliced))
+        tuple(c for c in program.spec.output if c in sliced),
+    )
 
 
-def _sum_slices(c: Compiled, registers: list[torch.Tensor | None], progress: bool | None,
-                share: tuple[int, int]) -> torch.Tensor:
+def _sum_slices(
+    c: Compiled, registers: list[torch.Tensor | None], progress: bool | None, share: tuple[int, int]
+) -> torch.Tensor:
     """The sum over this rank's block of the slices (all of them on one rank), held in ``c.acc``."""
     program, order = c.program, _order(c.program)
     digit = {label: i for i, label in enumerate(order.indices)}
@@ -389,8 +434,7 @@ def tqdm_bar():
     return tqdm
 
 
-def _odometer_order(sliced: tuple[str, ...], sizes: dict[str, int],
-                    depends: list[frozenset[str]]) -> tuple[str, ...]:
+def _odometer_order(sliced: tuple[str, ...], sizes: dict[str, int], depends: list[frozenset[str]]) -> tuple[str, ...]:
     """The sliced indices from the slowest odometer digit to the fastest. A step runs again each time a digit up
     to the fastest one it depends on turns, so the fast digits should be indices few steps depend on: chosen
     greedily from the fastest, each time the index that the fewest steps not yet placed depend on (ties: the
@@ -421,8 +465,9 @@ def _odometer(digits: tuple[int, ...], start: int, stop: int) -> Iterator[tuple[
         yield i, tuple(value)
 
 
-def _leading(labels: str, t: torch.Tensor, sliced: tuple[str, ...],
-             varies: tuple[str, ...]) -> tuple[torch.Tensor, str]:
+def _leading(
+    labels: str, t: torch.Tensor, sliced: tuple[str, ...], varies: tuple[str, ...]
+) -> tuple[torch.Tensor, str]:
     """``t`` at 0 along the sliced indices it broadcasts from size 1, its dimensions of the sliced indices it
     ``varies`` along moved first (in that order; a repeated index's dimensions side by side), and their labels:
     indexing it with the values of those labels gives a view of one slice of ``t``."""

@@ -38,9 +38,16 @@ Path = tuple[tuple[int, ...], ...]
 OVER_RANKS: list[Callable[..., torch.Tensor | None]] = []
 
 
-def contract(request: Request | None, subscripts: object, ts: Sequence[torch.Tensor], *, memory_limit: int | str,
-             optimize: object = "auto", progress: bool | None = None,
-             out: torch.dtype | None = None) -> torch.Tensor:
+def contract(
+    request: Request | None,
+    subscripts: object,
+    ts: Sequence[torch.Tensor],
+    *,
+    memory_limit: int | str,
+    optimize: object = "auto",
+    progress: bool | None = None,
+    out: torch.dtype | None = None,
+) -> torch.Tensor:
     """The contraction of ``ts`` with no intermediate above ``memory_limit`` elements ("max_input": the largest
     operand), as a sum over cotengra's slices. ``optimize``: what opt_einsum takes, a
     ``cotengra.HyperOptimizer``, or a ``cotengra.ContractionTree`` (its path and sliced indices are used as they
@@ -71,15 +78,17 @@ def memory_limit_of(memory_limit: object, shapes: Sequence[Sequence[int]]) -> ob
     return max(math.prod(s) for s in shapes) if memory_limit == "max_input" else memory_limit
 
 
-def slicing(spec: Spec, shapes: Sequence[tuple[int, ...]], memory_limit: object,
-            optimize: object = "auto") -> tuple[Path, tuple[str, ...]]:
+def slicing(
+    spec: Spec, shapes: Sequence[tuple[int, ...]], memory_limit: object, optimize: object = "auto"
+) -> tuple[Path, tuple[str, ...]]:
     """cotengra's choice for this contraction: the path of the sliced network and the sliced indices, such
     that no intermediate exceeds ``memory_limit`` elements (an error when slicing cannot get there)."""
     import cotengra as ctg
 
     if isinstance(memory_limit, bool) or not isinstance(memory_limit, int) or memory_limit < 1:
-        raise ValueError(f"contract(): memory_limit must be a positive number of elements or 'max_input', got "
-                         f"{memory_limit!r}")
+        raise ValueError(
+            f"contract(): memory_limit must be a positive number of elements or 'max_input', got {memory_limit!r}"
+        )
     sizes = label_sizes(zip(spec.inputs, shapes, strict=True))
     inputs = [tuple(s) for s in spec.inputs]
     if isinstance(optimize, ctg.ContractionTree):
@@ -87,8 +96,9 @@ def slicing(spec: Spec, shapes: Sequence[tuple[int, ...]], memory_limit: object,
     elif isinstance(optimize, ctg.HyperOptimizer):
         tree = optimize.search(inputs, tuple(spec.output), sizes)
     else:
-        path = opt_einsum.contract_path(",".join(spec.inputs) + "->" + spec.output, *shapes, shapes=True,
-                                        optimize=optimize)[0]
+        path = opt_einsum.contract_path(
+            ",".join(spec.inputs) + "->" + spec.output, *shapes, shapes=True, optimize=optimize
+        )[0]
         tree = ctg.ContractionTree.from_path(inputs, tuple(spec.output), sizes, path=path)
     if tree.max_size() > memory_limit and len(inputs) > 1:  # one operand: its only intermediate is the output
         try:
@@ -96,9 +106,11 @@ def slicing(spec: Spec, shapes: Sequence[tuple[int, ...]], memory_limit: object,
         except (RuntimeError, KeyError):  # cotengra ran out of contracted indices to slice (a KeyError when
             pass  # the tree came with sliced indices)
     if tree.max_size() > memory_limit:
-        raise ValueError(f"contract(): no slicing of contracted indices keeps every intermediate within "
-                         f"memory_limit={memory_limit} elements (the smallest reaches {tree.max_size()}; the output "
-                         f"has {math.prod(sizes[c] for c in spec.output)})")
+        raise ValueError(
+            f"contract(): no slicing of contracted indices keeps every intermediate within "
+            f"memory_limit={memory_limit} elements (the smallest reaches {tree.max_size()}; the output "
+            f"has {math.prod(sizes[c] for c in spec.output)})"
+        )
     return tuple(map(tuple, tree.get_path())), tuple(tree.sliced_inds)
 
 
@@ -109,14 +121,16 @@ def _rebuilt(given, spec: Spec, sizes: dict[str, int]):
 
     inputs = tuple(tuple(s) for s in spec.inputs)
     if tuple(map(tuple, given.inputs)) != inputs or tuple(given.output) != tuple(spec.output):
-        raise ValueError(f"contract(): optimize= is a cotengra ContractionTree of another contraction (inputs "
-                         f"{given.inputs}, output {given.output}), not of {spec.subscripts!r}")
+        raise ValueError(
+            f"contract(): optimize= is a cotengra ContractionTree of another contraction (inputs "
+            f"{given.inputs}, output {given.output}), not of {spec.subscripts!r}"
+        )
     if any(info.project is not None for info in given.sliced_inds.values()):
-        raise ValueError("contract(): optimize= is a ContractionTree with projected indices (a single value, not "
-                         "a sum over slices); pass the tree before remove_ind(..., project=...)")
+        raise ValueError(
+            "contract(): optimize= is a ContractionTree with projected indices (a single value, not "
+            "a sum over slices); pass the tree before remove_ind(..., project=...)"
+        )
     tree = ctg.ContractionTree.from_path(inputs, tuple(spec.output), sizes, path=given.get_path())
     for ind in given.sliced_inds:
         tree = tree.remove_ind(ind)
     return tree
-
-

@@ -46,18 +46,29 @@ _SUBNORMAL64 = 2.0**-1074
 _TRIES = 6
 
 
-def checked(subscripts: str, run: Runner, tensors: Sequence[torch.Tensor], sizes: dict[str, int],
-            output: str, target: float, out: torch.dtype) -> torch.Tensor:
+def checked(
+    subscripts: str,
+    run: Runner,
+    tensors: Sequence[torch.Tensor],
+    sizes: dict[str, int],
+    output: str,
+    target: float,
+    out: torch.dtype,
+) -> torch.Tensor:
     """The result of ``run`` on ``tensors`` (labelled by ``sizes``' labels; ``output`` the kept ones) in dtype
     ``out`` (inexact), with every entry's error within ``target`` relative to the exact entry, or a
     ``PrecisionError``."""
     K = math.prod(s for c, s in sizes.items() if c not in output)
     real = out.to_real() if out.is_complex else out
     # the final rounding, relative to |C|: float64 results are not rounded again (the steps' bounds hold it all)
-    rounding = 0.0 if real is torch.float64 else bounds.unit(real) / (1 - bounds.unit(real)) * (
-        math.sqrt(2) if out.is_complex else 1)
-    rounded = [bounds.cast_bound(t.dtype.to_real() if t.dtype.is_complex else t.dtype, torch.float64) or 0.0
-               for t in tensors]
+    rounding = (
+        0.0
+        if real is torch.float64
+        else bounds.unit(real) / (1 - bounds.unit(real)) * (math.sqrt(2) if out.is_complex else 1)
+    )
+    rounded = [
+        bounds.cast_bound(t.dtype.to_real() if t.dtype.is_complex else t.dtype, torch.float64) or 0.0 for t in tensors
+    ]
     scale, exact_zeros = _magnitude(run, tensors, sizes, rounded)
     special = _special(run, tensors)
     work = sum(math.prod(sizes.values()) for _ in tensors) + math.prod(sizes[c] for c in output)
@@ -92,7 +103,9 @@ def checked(subscripts: str, run: Runner, tensors: Sequence[torch.Tensor], sizes
             f"target_relative_error={target:g} is out of reach for {subscripts!r} as a whole ({_dtypes.name(out)}"
             f"): the best a posteriori estimate reached is {best:.3g} (tried: "
             f"{', '.join(f'{m} {e:.3g}' for m, e in tried) or 'none'}); |C| is too small against the expression "
-            "on |operands| for this dtype, or underflows it", "contraction") from error
+            "on |operands| for this dtype, or underflows it",
+            "contraction",
+        ) from error
     assert result is not None  # met: the try that met the target rounded its result
     return result
 
@@ -105,8 +118,9 @@ def _magnitudes(t: torch.Tensor) -> torch.Tensor:
 _NATIVE = _precision.request("native", (), None)
 
 
-def _magnitude(run: Runner, tensors: Sequence[torch.Tensor], sizes: dict[str, int],
-               rounded: Sequence[float]) -> tuple[torch.Tensor, torch.Tensor | None]:
+def _magnitude(
+    run: Runner, tensors: Sequence[torch.Tensor], sizes: dict[str, int], rounded: Sequence[float]
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """An upper bound of S (float64) and where S is exactly zero (None where underflow could hide a term);
     ``rounded``: per operand, what its float64 magnitudes may have lost (int64 beyond 2**53)."""
     scaled, exponent, smallest = [], 0, 1.0
@@ -135,8 +149,12 @@ def _finite(m: torch.Tensor) -> torch.Tensor:
 
 def _special(run: Runner, tensors: Sequence[torch.Tensor]) -> torch.Tensor | None:
     """Entries of the result fed by an inf or nan operand entry (None when no operand has one)."""
-    flags = [(~torch.isfinite(t)).double() if t.is_floating_point() or t.is_complex() else
-             torch.zeros(t.shape, dtype=torch.float64, device=t.device) for t in tensors]
+    flags = [
+        (~torch.isfinite(t)).double()
+        if t.is_floating_point() or t.is_complex()
+        else torch.zeros(t.shape, dtype=torch.float64, device=t.device)
+        for t in tensors
+    ]
     if not any(bool(f.any()) for f in flags):
         return None
     ones = [torch.ones_like(f) for f in flags]
@@ -148,8 +166,15 @@ def _special(run: Runner, tensors: Sequence[torch.Tensor]) -> torch.Tensor | Non
     return marks
 
 
-def _estimate(out: torch.Tensor, scale: torch.Tensor, exact_zeros: torch.Tensor | None, bound: float,
-              rounding: float, underflow: float, special: torch.Tensor | None) -> tuple[float, float]:
+def _estimate(
+    out: torch.Tensor,
+    scale: torch.Tensor,
+    exact_zeros: torch.Tensor | None,
+    bound: float,
+    rounding: float,
+    underflow: float,
+    special: torch.Tensor | None,
+) -> tuple[float, float]:
     """(max over entries of r / (1 - r), r = (bound * scale + underflow) / |out| + rounding; min |out| /
     scale)."""
     c = out.abs().double()

@@ -37,8 +37,24 @@ from ._mesh import check_mesh, chunk_sizes, default_mesh, local_slice, mesh, who
 from ._record import Counted, Record, count, record, use_network
 from ._strategy import Decision
 
-__all__ = ["ShardedNeuronArray", "Sharding", "shard", "replicate", "from_local", "default_mesh", "mesh", "local_slice",
-           "einsum", "record", "count", "use_network", "Link", "Decision", "Record", "Counted"]
+__all__ = [
+    "ShardedNeuronArray",
+    "Sharding",
+    "shard",
+    "replicate",
+    "from_local",
+    "default_mesh",
+    "mesh",
+    "local_slice",
+    "einsum",
+    "record",
+    "count",
+    "use_network",
+    "Link",
+    "Decision",
+    "Record",
+    "Counted",
+]
 
 
 def shard(x: NeuronArray, axis: Any, mesh: DeviceMesh | None = None) -> ShardedNeuronArray:
@@ -50,8 +66,9 @@ def shard(x: NeuronArray, axis: Any, mesh: DeviceMesh | None = None) -> ShardedN
     mesh = check_mesh(mesh, "shard")
     target = Sharding(mesh, _axis(axis, t.dim(), "shard"))
     if target.pending:
-        raise ValueError(f"shard(): axis {axis!r} asks for a pending sum; from_local(summand, ..., "
-                         "pending=True) makes one")
+        raise ValueError(
+            f"shard(): axis {axis!r} asks for a pending sum; from_local(summand, ..., pending=True) makes one"
+        )
     if isinstance(x, ShardedNeuronArray):
         return x.to_device(target)
     return wrap_dtensor(place(t, target, "shard"))
@@ -59,8 +76,9 @@ def shard(x: NeuronArray, axis: Any, mesh: DeviceMesh | None = None) -> ShardedN
 
 def _axis(axis: Any, ndim: int, func: str) -> Any:
     if isinstance(axis, (tuple, list)):
-        return tuple(normalize_axis(a, ndim, func) if isinstance(a, int) and not isinstance(a, bool) else a
-                     for a in axis)
+        return tuple(
+            normalize_axis(a, ndim, func) if isinstance(a, int) and not isinstance(a, bool) else a for a in axis
+        )
     return None if axis is None else normalize_axis(axis, ndim, func)
 
 
@@ -75,16 +93,19 @@ def replicate(x: NeuronArray, mesh: DeviceMesh | None = None) -> ShardedNeuronAr
     return wrap_dtensor(place(t, target, "replicate"))
 
 
-def from_local(local: NeuronArray, axis: Any, mesh: DeviceMesh | None = None, *,
-               pending: bool = False) -> ShardedNeuronArray:
+def from_local(
+    local: NeuronArray, axis: Any, mesh: DeviceMesh | None = None, *, pending: bool = False
+) -> ShardedNeuronArray:
     """The array whose block along ``axis`` each rank holds as ``local`` (blocks in rank order, sized as
     ``local_slice`` gives them; one all-gather of the shapes checks that). ``axis=None``: every rank holds the
     whole array, or with ``pending=True`` a summand of it. On an N-D mesh ``axis`` has one entry per mesh
     dimension: an axis partitioned over it, None (whole over it) or ``"sum"`` (a summand over it)."""
     t = tensor(local, "from_local", "local")
     if isinstance(local, ShardedNeuronArray):
-        raise TypeError("from_local(): local must be a plain NeuronArray (this rank's block), got a sharded "
-                        "array; its own block is local.local()")
+        raise TypeError(
+            "from_local(): local must be a plain NeuronArray (this rank's block), got a sharded "
+            "array; its own block is local.local()"
+        )
     mesh = check_mesh(mesh, "from_local")
     if pending and axis is not None:
         raise ValueError(f"from_local(): a pending sum has no partitioned axis; got axis={axis} with pending=True")
@@ -95,8 +116,9 @@ def from_local(local: NeuronArray, axis: Any, mesh: DeviceMesh | None = None, *,
     if not any(p.is_shard() for p in placements):
         return wrap_dtensor(DTensor.from_local(t, mesh, placements, shape=t.shape, stride=t.stride()))
     shape = _global_shape(tuple(t.shape), sharding, mesh)
-    return wrap_dtensor(DTensor.from_local(t, mesh, placements, shape=torch.Size(shape),
-                                           stride=_contract.global_stride(t, shape)))
+    return wrap_dtensor(
+        DTensor.from_local(t, mesh, placements, shape=torch.Size(shape), stride=_contract.global_stride(t, shape))
+    )
 
 
 def _global_shape(local: tuple[int, ...], sharding: Sharding, mesh: DeviceMesh) -> tuple[int, ...]:
@@ -107,18 +129,24 @@ def _global_shape(local: tuple[int, ...], sharding: Sharding, mesh: DeviceMesh) 
     shapes = dict(everyone)
     split = {a: d for d, a in enumerate(sharding.axes) if isinstance(a, int)}
     held = [s for _, s in everyone]
-    if len({len(s) for s in held}) != 1 or len({tuple(n for i, n in enumerate(s) if i not in split)
-                                                for s in held}) != 1:
-        raise ValueError(f"from_local(): the blocks' shapes must agree except along the partitioned axes "
-                         f"{sorted(split)}; the ranks hold {held}")
+    if (
+        len({len(s) for s in held}) != 1
+        or len({tuple(n for i, n in enumerate(s) if i not in split) for s in held}) != 1
+    ):
+        raise ValueError(
+            f"from_local(): the blocks' shapes must agree except along the partitioned axes "
+            f"{sorted(split)}; the ranks hold {held}"
+        )
     whole = list(local)
     for a, d in split.items():
         along = [shapes[tuple(c if e == d else 0 for e in range(mesh.ndim))][a] for c in range(mesh.size(d))]
         rows = {tuple(shapes[k][a] for k in sorted(shapes) if k[d] == c) for c in range(mesh.size(d))}
         if along != chunk_sizes(sum(along), len(along)) or any(len(set(r)) != 1 for r in rows):
-            raise ValueError(f"from_local(): blocks of sizes {along} along axis {a} over mesh dimension {d}; an "
-                             f"axis of length {sum(along)} is split as {chunk_sizes(sum(along), len(along))} "
-                             "(torch.chunk's layout, which local_slice(n, mesh, mesh_dim) gives each rank)")
+            raise ValueError(
+                f"from_local(): blocks of sizes {along} along axis {a} over mesh dimension {d}; an "
+                f"axis of length {sum(along)} is split as {chunk_sizes(sum(along), len(along))} "
+                "(torch.chunk's layout, which local_slice(n, mesh, mesh_dim) gives each rank)"
+            )
         whole[a] = sum(along)
     return tuple(whole)
 
@@ -131,7 +159,7 @@ def einsum(subscripts: str, /, *operands: Any, sharding: Sharding, **kwargs: Any
 
     spec_output = subscripts.replace(" ", "").partition("->")[2]
     if "->" not in subscripts:
-        raise ValueError("einsum(sharding=...): give the output explicitly (\"ij,jk->ik\")")
+        raise ValueError('einsum(sharding=...): give the output explicitly ("ij,jk->ik")')
     forced = tuple(spec_output[a] if isinstance(a, int) else a for a in _checked_axes(sharding, len(spec_output)))
     with _contract.forcing(spec_output, forced):
         # sharded operands make a sharded result (its last step placed as forced; plain operands alone would make

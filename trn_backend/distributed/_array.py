@@ -23,8 +23,21 @@ from .._overrides import public
 from . import _comm, _record
 from ._mesh import local_device
 
-__all__ = ["PENDING", "Sharding", "ShardedNeuronArray", "sharding_of", "placement", "axes_of", "is_pending",
-           "is_partitioned", "replicated", "redistribute", "as_dtensor", "place", "wrap_dtensor"]
+__all__ = [
+    "PENDING",
+    "Sharding",
+    "ShardedNeuronArray",
+    "sharding_of",
+    "placement",
+    "axes_of",
+    "is_pending",
+    "is_partitioned",
+    "replicated",
+    "redistribute",
+    "as_dtensor",
+    "place",
+    "wrap_dtensor",
+]
 
 
 PENDING = "sum"  # a mesh dimension over which the array is a pending sum (DTensor's Partial("sum"))
@@ -46,29 +59,39 @@ class Sharding:
         shape = tuple(mesh.shape)
         if isinstance(axis, (tuple, list)):
             if pending:
-                raise ValueError(f"Sharding: pending=True with per-dimension axes {tuple(axis)}; write "
-                                 f"{PENDING!r} for the mesh dimensions over which the array is a pending sum")
+                raise ValueError(
+                    f"Sharding: pending=True with per-dimension axes {tuple(axis)}; write "
+                    f"{PENDING!r} for the mesh dimensions over which the array is a pending sum"
+                )
             axes = tuple(axis)
             if len(axes) != len(shape):
-                raise ValueError(f"Sharding: one entry per mesh dimension: a mesh of shape {_text(shape)} has "
-                                 f"{len(shape)}, got {len(axes)} in {axes}")
+                raise ValueError(
+                    f"Sharding: one entry per mesh dimension: a mesh of shape {_text(shape)} has "
+                    f"{len(shape)}, got {len(axes)} in {axes}"
+                )
         else:
             if pending and axis is not None:
                 raise ValueError(f"Sharding: a pending sum is not partitioned; got axis={axis} with pending=True")
             if len(shape) != 1:
-                raise ValueError(f"Sharding: on a {len(shape)}-dimensional mesh of shape {_text(shape)} give one "
-                                 f"entry per mesh dimension (an axis, None or {PENDING!r}), e.g. axis=(0, None); "
-                                 f"got axis={axis!r}")
+                raise ValueError(
+                    f"Sharding: on a {len(shape)}-dimensional mesh of shape {_text(shape)} give one "
+                    f"entry per mesh dimension (an axis, None or {PENDING!r}), e.g. axis=(0, None); "
+                    f"got axis={axis!r}"
+                )
             axes = (PENDING if pending else axis,)
         for a in axes:
             if a is not None and a != PENDING and (isinstance(a, bool) or not isinstance(a, int)):
-                raise TypeError(f"Sharding: each mesh dimension takes an array axis (int), None (replicated) or "
-                                f"{PENDING!r} (a pending sum), got {a!r}")
+                raise TypeError(
+                    f"Sharding: each mesh dimension takes an array axis (int), None (replicated) or "
+                    f"{PENDING!r} (a pending sum), got {a!r}"
+                )
         split = [a for a in axes if isinstance(a, int)]
         if len(split) != len(set(split)):
             twice = next(a for a in split if split.count(a) > 1)
-            raise ValueError(f"Sharding: axis {twice} is partitioned over two mesh dimensions ({axes}); an axis is "
-                             "partitioned over one (reshape it into two axes to split it over two)")
+            raise ValueError(
+                f"Sharding: axis {twice} is partitioned over two mesh dimensions ({axes}); an axis is "
+                "partitioned over one (reshape it into two axes to split it over two)"
+            )
         object.__setattr__(self, "mesh", mesh)
         object.__setattr__(self, "axes", axes)
 
@@ -100,8 +123,10 @@ class Sharding:
         return hash((self.mesh, self.axes))
 
     def __reduce__(self) -> Any:
-        return (Sharding, (self.mesh, self.axes if len(self.axes) > 1 else self.axis, len(self.axes) == 1
-                           and self.pending))
+        return (
+            Sharding,
+            (self.mesh, self.axes if len(self.axes) > 1 else self.axis, len(self.axes) == 1 and self.pending),
+        )
 
     def __repr__(self) -> str:
         def one(a: int | str | None) -> str:
@@ -111,8 +136,9 @@ class Sharding:
         if len(self.axes) == 1:
             return f"Sharding({one(self.axes[0])}, ranks={ranks}, device='{self.mesh.device_type}')"
         where = " | ".join(one(a) for a in self.axes)
-        return (f"Sharding({where}, mesh={_text(tuple(self.mesh.shape))}, ranks={ranks}, "
-                f"device='{self.mesh.device_type}')")
+        return (
+            f"Sharding({where}, mesh={_text(tuple(self.mesh.shape))}, ranks={ranks}, device='{self.mesh.device_type}')"
+        )
 
 
 def _text(shape: tuple[int, ...]) -> str:
@@ -121,8 +147,10 @@ def _text(shape: tuple[int, ...]) -> str:
 
 def placement(sharding: Sharding) -> tuple[Placement, ...]:
     """The DTensor placements of a sharding, one per mesh dimension."""
-    return tuple(Partial("sum") if a == PENDING else Replicate() if a is None else Shard(a)  # type: ignore[arg-type]
-                 for a in sharding.axes)
+    return tuple(
+        Partial("sum") if a == PENDING else Replicate() if a is None else Shard(a)  # type: ignore[arg-type]
+        for a in sharding.axes
+    )
 
 
 def axes_of(placements: Sequence[Placement]) -> tuple[int | str | None, ...]:
@@ -133,8 +161,11 @@ def axes_of(placements: Sequence[Placement]) -> tuple[int | str | None, ...]:
 def sharding_of(t: DTensor) -> Sharding:
     """The sharding of a DTensor placed the ways sharded arrays are (Shard, Replicate, Partial sum)."""
     axes = axes_of(t.placements)
-    return Sharding(t.device_mesh, axes if len(axes) > 1 else axes[0] if axes[0] != PENDING else None,
-                    len(axes) == 1 and axes[0] == PENDING)
+    return Sharding(
+        t.device_mesh,
+        axes if len(axes) > 1 else axes[0] if axes[0] != PENDING else None,
+        len(axes) == 1 and axes[0] == PENDING,
+    )
 
 
 def is_pending(t: DTensor) -> bool:
@@ -167,8 +198,9 @@ def redistribute(t: DTensor, target: Placement | Sequence[Placement]) -> DTensor
     if tuple(t.placements) == after:
         return t
     coordinate = mesh.get_coordinate() or [0] * mesh.ndim
-    for m in _comm.moves(tuple(t.shape), t.dtype, tuple(mesh.shape), t.placements, after, coordinate,
-                         _record.links(mesh.ndim)):
+    for m in _comm.moves(
+        tuple(t.shape), t.dtype, tuple(mesh.shape), t.placements, after, coordinate, _record.links(mesh.ndim)
+    ):
         _record.moved(m, tuple(t.shape), t.dtype)
         placements = list(t.placements)
         placements[m.mesh_dim] = m.after
@@ -181,8 +213,7 @@ def _one_move(t: DTensor, placements: tuple[Placement, ...], before: Placement) 
     if t.dtype not in _dtypes.COMPUTE or before.is_replicate():  # from a replica: no collective, blocks stay views
         return t.redistribute(mesh, placements)
     ordered = getattr(before, "reduce_op", None) in _ORDERED_OPS
-    into, back = (_dtypes.ordered, _dtypes.unordered) if ordered else (lambda x, _: _dtypes.compute(x),
-                                                                       _dtypes.restore)
+    into, back = (_dtypes.ordered, _dtypes.unordered) if ordered else (lambda x, _: _dtypes.compute(x), _dtypes.restore)
     moved = _relocal(t, into(t.to_local(), t.dtype)).redistribute(mesh, placements)
     return _relocal(moved, back(moved.to_local(), t.dtype))
 
@@ -263,8 +294,9 @@ class ShardedNeuronArray(NeuronArray):
         if axis is None:
             if not is_pending(self._t):
                 return self
-            return wrap_dtensor(redistribute(self._t, tuple(Replicate() if p.is_partial() else p
-                                                            for p in self._t.placements)))
+            return wrap_dtensor(
+                redistribute(self._t, tuple(Replicate() if p.is_partial() else p for p in self._t.placements))
+            )
         return self.redistribute(axis)
 
     @overload
@@ -298,8 +330,10 @@ class ShardedNeuronArray(NeuronArray):
             elif why is _BY_FLAG:  # a view of a read-only array, as in NumPy: its flag cannot be lifted
                 why = "it is a view of a read-only array"
             if _reverses(key):
-                why = ("x[::-1] of a sharded array is a copy (DTensor has no negative strides), which refuses "
-                       "writes rather than losing them; write into x with the mirrored key instead")
+                why = (
+                    "x[::-1] of a sharded array is a copy (DTensor has no negative strides), which refuses "
+                    "writes rather than losing them; write into x with the mirrored key instead"
+                )
             if why is not None:
                 r._why = why
         return r
@@ -385,6 +419,7 @@ def _whole(x: Any) -> Any:
 
 def _resolved_first(op: Any) -> Any:
     """An in-place operator that resolves a pending sum first (the result is then written block by block)."""
+
     def inplace(self: ShardedNeuronArray, other: Any, /) -> Any:
         if is_pending(self._t):
             self._t = self.resolve()._t

@@ -32,8 +32,20 @@ from torch.distributed.tensor import Partial, Placement, Replicate, Shard
 
 from .. import _dtypes
 
-__all__ = ["KINDS", "Link", "Network", "Move", "link", "network", "moves", "local_shape", "describe",
-           "wire_dtype", "regressors", "seconds"]
+__all__ = [
+    "KINDS",
+    "Link",
+    "Network",
+    "Move",
+    "link",
+    "network",
+    "moves",
+    "local_shape",
+    "describe",
+    "wire_dtype",
+    "regressors",
+    "seconds",
+]
 
 KINDS = ("all_gather", "reduce_scatter", "all_reduce", "all_to_all")
 
@@ -88,10 +100,14 @@ def link(name: str) -> Link:
     kinds = {k: v for k, v in entry["collectives"].items() if v is not None}
     if not entry["all_to_all_native"]:  # DTensor's fallback is an all-gather: its cost is the all-gather's
         kinds["all_to_all"] = kinds["all_gather"]
-    return Link(name, {k: float(v["alpha_s"]) for k, v in kinds.items()},
-                {k: float(v["beta_s_per_byte"]) for k, v in kinds.items()}, bool(entry["all_to_all_native"]),
-                {k: float(v) for k, v in entry.get("matmul_flops_per_s", {}).items()},
-                f"{entry['basis']} ({entry.get('date') or ', '.join(entry.get('sources', []))})")
+    return Link(
+        name,
+        {k: float(v["alpha_s"]) for k, v in kinds.items()},
+        {k: float(v["beta_s_per_byte"]) for k, v in kinds.items()},
+        bool(entry["all_to_all_native"]),
+        {k: float(v) for k, v in entry.get("matmul_flops_per_s", {}).items()},
+        f"{entry['basis']} ({entry.get('date') or ', '.join(entry.get('sources', []))})",
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,8 +156,9 @@ def wire_dtype(dtype: torch.dtype, before: Placement) -> torch.dtype:
     return _dtypes.compute(torch.empty(0, dtype=dtype)).dtype
 
 
-def local_shape(shape: Sequence[int], placements: Sequence[Placement], mesh_shape: Sequence[int],
-                coordinate: Sequence[int]) -> list[int]:
+def local_shape(
+    shape: Sequence[int], placements: Sequence[Placement], mesh_shape: Sequence[int], coordinate: Sequence[int]
+) -> list[int]:
     """The block of a global ``shape`` at mesh ``coordinate`` (torch.chunk's layout: blocks of ceil(n / p), the
     last ones shorter or empty)."""
     local = list(shape)
@@ -153,8 +170,15 @@ def local_shape(shape: Sequence[int], placements: Sequence[Placement], mesh_shap
     return local
 
 
-def moves(shape: Sequence[int], dtype: torch.dtype, mesh_shape: Sequence[int], before: Sequence[Placement],
-          after: Sequence[Placement], coordinate: Sequence[int], links: Sequence[Link]) -> list[Move]:
+def moves(
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    mesh_shape: Sequence[int],
+    before: Sequence[Placement],
+    after: Sequence[Placement],
+    coordinate: Sequence[int],
+    links: Sequence[Link],
+) -> list[Move]:
     """The moves from placements ``before`` to ``after`` of an array of global ``shape``, in the order they run:
     first blocks leave their axis (all-gather, or all-to-all to an axis no other dimension splits), then pending
     sums resolve (all-reduce, or reduce-scatter), then replicas take their block (no communication). ``nbytes``
@@ -168,15 +192,26 @@ def moves(shape: Sequence[int], dtype: torch.dtype, mesh_shape: Sequence[int], b
         nbytes = _nbytes(kind, shape, dtype, mesh_shape, current, d, to, coordinate)
         worst = _nbytes(kind, shape, dtype, mesh_shape, current, d, to, [0] * len(mesh_shape))
         issued = "all_gather" if kind == "all_to_all" and not links[d].all_to_all_native else kind
-        out.append(Move(d, was, to, kind, issued, mesh_shape[d], nbytes,
-                        0.0 if kind is None else seconds(kind, mesh_shape[d], worst, links[d])))
+        out.append(
+            Move(
+                d,
+                was,
+                to,
+                kind,
+                issued,
+                mesh_shape[d],
+                nbytes,
+                0.0 if kind is None else seconds(kind, mesh_shape[d], worst, links[d]),
+            )
+        )
         current[d] = to
 
     for d in reversed(range(len(current))):  # blocks leave their axis, innermost dimension first
         was, to = current[d], after[d]
         if isinstance(was, Shard) and was != to:
-            free = isinstance(to, Shard) and not any(isinstance(p, Shard) and p.dim == to.dim
-                                                     for e, p in enumerate(current) if e != d)
+            free = isinstance(to, Shard) and not any(
+                isinstance(p, Shard) and p.dim == to.dim for e, p in enumerate(current) if e != d
+            )
             move(d, to if free else Replicate())
     for d in range(len(current)):  # pending sums resolve
         if isinstance(current[d], Partial) and current[d] != after[d]:
@@ -195,8 +230,16 @@ def _kind(was: Placement, to: Placement) -> str | None:
     return None  # a replica takes its block, or keeps a summand: local
 
 
-def _nbytes(kind: str | None, shape: Sequence[int], dtype: torch.dtype, mesh_shape: Sequence[int],
-            current: Sequence[Placement], d: int, to: Placement, coordinate: Sequence[int]) -> int:
+def _nbytes(
+    kind: str | None,
+    shape: Sequence[int],
+    dtype: torch.dtype,
+    mesh_shape: Sequence[int],
+    current: Sequence[Placement],
+    d: int,
+    to: Placement,
+    coordinate: Sequence[int],
+) -> int:
     """What one rank hands to the collective of mesh dimension ``d``, in DTensor's layout."""
     if kind is None:
         return 0
@@ -215,6 +258,7 @@ def _nbytes(kind: str | None, shape: Sequence[int], dtype: torch.dtype, mesh_sha
 def describe(placements: Sequence[Placement], labels: str | None = None) -> str:
     """Placements as text, one per mesh dimension: "S(i)" (sharded along the axis of label i, or S(0) by axis),
     "R" (replicated), "P" (a pending sum); "[S(Q), R]"."""
+
     def one(p: Placement) -> str:
         if isinstance(p, Shard):
             return f"S({labels[p.dim] if labels else p.dim})"

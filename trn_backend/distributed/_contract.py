@@ -75,24 +75,48 @@ def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> DTensor:
     return finish(out, dts[0].device_mesh, chosen.output, plan.shape)
 
 
-def decision(tensors: Sequence[torch.Tensor | _Placed], inputs: Sequence[str], output: str, dtype: torch.dtype,
-             what: str, mesh: DeviceMesh | None = None) -> tuple[DeviceMesh, _strategy.Decision]:
+def decision(
+    tensors: Sequence[torch.Tensor | _Placed],
+    inputs: Sequence[str],
+    output: str,
+    dtype: torch.dtype,
+    what: str,
+    mesh: DeviceMesh | None = None,
+) -> tuple[DeviceMesh, _strategy.Decision]:
     """The mesh of the sharded operands and the planner's placement of the step (without running it)."""
     mesh = mesh or next(t.device_mesh for t in tensors if isinstance(t, DTensor))
     for t in tensors:
         if isinstance(t, (DTensor, _Placed)) and t.device_mesh != mesh:
-            raise ValueError(f"contraction {what!r}: operands live on different device meshes, {mesh} and "
-                             f"{t.device_mesh}; move one with x.to_device(y.device)")
-    placements = tuple(tuple(t.placements) if isinstance(t, (DTensor, _Placed)) else (Replicate(),) * mesh.ndim
-                       for t in tensors)
+            raise ValueError(
+                f"contraction {what!r}: operands live on different device meshes, {mesh} and "
+                f"{t.device_mesh}; move one with x.to_device(y.device)"
+            )
+    placements = tuple(
+        tuple(t.placements) if isinstance(t, (DTensor, _Placed)) else (Replicate(),) * mesh.ndim for t in tensors
+    )
     coordinate = tuple(mesh.get_coordinate() or (0,) * mesh.ndim)
-    chosen = _strategy.decide(tuple(inputs), output, tuple(tuple(t.shape) for t in tensors), placements, dtype,
-                              tuple(mesh.shape), coordinate, _record.network(mesh.ndim), _forced(output))
+    chosen = _strategy.decide(
+        tuple(inputs),
+        output,
+        tuple(tuple(t.shape) for t in tensors),
+        placements,
+        dtype,
+        tuple(mesh.shape),
+        coordinate,
+        _record.network(mesh.ndim),
+        _forced(output),
+    )
     return mesh, chosen
 
 
-def localize(tensors: Sequence[torch.Tensor], inputs: Sequence[str], output: str, dtype: torch.dtype, what: str,
-             mesh: DeviceMesh | None = None) -> tuple[list[DTensor], _strategy.Decision]:
+def localize(
+    tensors: Sequence[torch.Tensor],
+    inputs: Sequence[str],
+    output: str,
+    dtype: torch.dtype,
+    what: str,
+    mesh: DeviceMesh | None = None,
+) -> tuple[list[DTensor], _strategy.Decision]:
     """The operands as DTensors placed as the planner decides for the step (see the module docstring), and the
     decision (recorded where a ``td.record()`` block records)."""
     mesh, chosen = decision(tensors, inputs, output, dtype, what, mesh)
@@ -102,8 +126,9 @@ def localize(tensors: Sequence[torch.Tensor], inputs: Sequence[str], output: str
     return dts, chosen
 
 
-def placements_of_program(program: Any, plans: Sequence[Plan], tensors: Sequence[torch.Tensor]
-                          ) -> tuple[_strategy.Decision, ...]:
+def placements_of_program(
+    program: Any, plans: Sequence[Plan], tensors: Sequence[torch.Tensor]
+) -> tuple[_strategy.Decision, ...]:
     """explain()'s view: the planner's decision for every step of ``program`` on operands placed as ``tensors``
     are (plain ones replicated), each step's result placed as decided, without running anything."""
     mesh = next(t.device_mesh for t in tensors if isinstance(t, DTensor))
@@ -111,8 +136,14 @@ def placements_of_program(program: Any, plans: Sequence[Plan], tensors: Sequence
     decisions = []
     for step, plan in zip(program.steps, plans, strict=True):
         args = [registers[i] for i in step.operands]
-        _, chosen = decision([_Placed(a, step.shapes[k], mesh) for k, a in enumerate(args)], step.inputs,
-                             step.output, plan.dtype, step.subscripts, mesh)
+        _, chosen = decision(
+            [_Placed(a, step.shapes[k], mesh) for k, a in enumerate(args)],
+            step.inputs,
+            step.output,
+            plan.dtype,
+            step.subscripts,
+            mesh,
+        )
         decisions.append(chosen)
         output = chosen.output
         if step.perm is not None:  # the result's axes permuted: a partition follows its axis
@@ -129,8 +160,9 @@ class _Placed:
     placements: tuple[Placement, ...]
     device_mesh: DeviceMesh
 
-    def __init__(self, t: Any, shape: Sequence[int], mesh: DeviceMesh,
-                 placements: tuple[Placement, ...] | None = None) -> None:
+    def __init__(
+        self, t: Any, shape: Sequence[int], mesh: DeviceMesh, placements: tuple[Placement, ...] | None = None
+    ) -> None:
         if isinstance(t, _Placed):
             shape, placements = t.shape, t.placements
         elif isinstance(t, DTensor):
@@ -155,8 +187,11 @@ def _agree(refusal: PrecisionError | None, mesh: DeviceMesh, device: torch.devic
     if refusal is not None:
         raise refusal
     if int(flag.item()):
-        raise PrecisionError(f"another rank's blocks of {what!r} are beyond what the mode can vouch for (it raised "
-                             "there, with the reason); use precision='fp64'", "contraction")
+        raise PrecisionError(
+            f"another rank's blocks of {what!r} are beyond what the mode can vouch for (it raised "
+            "there, with the reason); use precision='fp64'",
+            "contraction",
+        )
 
 
 def cast(t: DTensor, dtype: torch.dtype) -> DTensor:
@@ -194,8 +229,14 @@ def _local_plan(plan: Plan, inputs: tuple[str, ...], output: str, blocks: list[t
     # sum, covers the block's)
     # (a block may sum fewer terms than the whole: one term is exact, and has no pre-sum plan)
     # where a block sums (more than one term), the whole sums more: ``theirs`` is a plan too
-    sums = tuple(None if mine is None else dataclasses.replace(mine, resolved=typing.cast(Plan, theirs).resolved)
-                 for mine, theirs in zip(base.sums, plan.sums, strict=True)) if base.sums else ()
+    sums = (
+        tuple(
+            None if mine is None else dataclasses.replace(mine, resolved=typing.cast(Plan, theirs).resolved)
+            for mine, theirs in zip(base.sums, plan.sums, strict=True)
+        )
+        if base.sums
+        else ()
+    )
     if base.kernel is None:
         return dataclasses.replace(base, sums=sums)
     return dataclasses.replace(plan, sums=sums, **{f: getattr(base, f) for f in _LAYOUT})
@@ -216,4 +257,3 @@ def global_stride(local: torch.Tensor, shape: Sequence[int]) -> tuple[int, ...]:
         strides[d] = step
         step *= max(int(shape[d]), 1)
     return tuple(strides)
-

@@ -36,18 +36,41 @@ from ._strategy import PlacementError
 __all__ = ["call", "GATHERED_CALLS"]
 
 # Linear in their (first) array argument: a pending sum stays pending.
-LINEAR = frozenset({
-    "negative", "positive", "real", "imag", "conj", "sum", "mean", "cumulative_sum", "reshape", "permute_dims",
-    "matrix_transpose", "expand_dims", "squeeze", "linalg.matrix_transpose",
-})
+LINEAR = frozenset(
+    {
+        "negative",
+        "positive",
+        "real",
+        "imag",
+        "conj",
+        "sum",
+        "mean",
+        "cumulative_sum",
+        "reshape",
+        "permute_dims",
+        "matrix_transpose",
+        "expand_dims",
+        "squeeze",
+        "linalg.matrix_transpose",
+    }
+)
 # Sums: pending only when every array operand is (a pending sum plus a whole array is not one).
 ADDITIVE = frozenset({"add", "subtract"})
 # Products: linear in each factor, so one pending factor stays pending (divide: its dividend only).
 PRODUCTS = frozenset({"multiply", "divide"})
 # The planner's executor handles pending and partitioned operands itself (``_contract``).
-CONTRACTIONS = frozenset({
-    "einsum", "tensordot", "matmul", "vecdot", "contract", "linalg.matmul", "linalg.tensordot", "linalg.vecdot",
-})
+CONTRACTIONS = frozenset(
+    {
+        "einsum",
+        "tensordot",
+        "matmul",
+        "vecdot",
+        "contract",
+        "linalg.matmul",
+        "linalg.tensordot",
+        "linalg.vecdot",
+    }
+)
 # Reductions the namespace computes by flattening the reduced axes, which DTensor cannot do with a partitioned
 # one: over the partitioned axis and others they run in two steps (the others, then the partitioned axis).
 STAGED = frozenset({"sum", "prod", "mean", "max", "min", "all", "any", "count_nonzero"})
@@ -67,8 +90,11 @@ def _involves_sharding(args: tuple, kwargs: dict[str, Any]) -> bool:
             return True
     for x in kwargs.values():
         kind = type(x)
-        if kind is ShardedNeuronArray or kind is Sharding or (
-                kind in _SEQUENCES and any(type(y) is ShardedNeuronArray for y in x)):
+        if (
+            kind is ShardedNeuronArray
+            or kind is Sharding
+            or (kind in _SEQUENCES and any(type(y) is ShardedNeuronArray for y in x))
+        ):
             return True
     return False
 
@@ -84,6 +110,7 @@ def _leaves(args: tuple, kwargs: dict[str, Any]) -> Iterator[Any]:
 
 def _map(f: Callable[[Any], Any], args: tuple, kwargs: dict[str, Any]) -> tuple[tuple, dict[str, Any]]:
     """``f`` applied to every argument and to the elements of list and tuple arguments."""
+
     def one(x: Any) -> Any:
         return type(x)(map(f, x)) if type(x) in _SEQUENCES else f(x)
 
@@ -106,8 +133,9 @@ def call(func: Callable[..., Any], name: str, args: tuple, kwargs: dict[str, Any
         try:
             with implicit_replication(), _SameOnEveryRank(), warnings.catch_warnings():
                 # plain arrays count as replicated by design: DTensor warns about each 1-element one
-                warnings.filterwarnings("ignore", message="Found a non-scalar tensor with numel=1 and ndim!=0",
-                                        category=UserWarning)
+                warnings.filterwarnings(
+                    "ignore", message="Found a non-scalar tensor with numel=1 and ndim!=0", category=UserWarning
+                )
                 result = func(*args, **kwargs)
         except (PrecisionError, PlacementError):  # made on every rank alike (``_contract``): not a missing rule
             raise
@@ -122,8 +150,7 @@ def call(func: Callable[..., Any], name: str, args: tuple, kwargs: dict[str, Any
 
 # Tensor methods that hand values to Python. DTensor answers them from this rank's block, even for a block of a
 # partitioned array or a pending sum (its item() reads the local scalar), so branches on them would differ.
-_VALUE_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__complex__",
-                            "__index__"})
+_VALUE_METHODS = frozenset({"item", "tolist", "numpy", "__bool__", "__int__", "__float__", "__complex__", "__index__"})
 
 
 class _SameOnEveryRank(TorchFunctionMode):
@@ -141,21 +168,26 @@ def _has_empty_block(x: object) -> bool:
         return False
     mesh = x._t.device_mesh
     # (is_shard() means a Shard, which has a dim; the checker cannot narrow by it)
-    return any(p.is_shard() and not all(chunk_sizes(x.shape[p.dim], mesh.size(d)))  # type: ignore[attr-defined]
-               for d, p in enumerate(x._t.placements))
+    return any(
+        p.is_shard() and not all(chunk_sizes(x.shape[p.dim], mesh.size(d)))  # type: ignore[attr-defined]
+        for d, p in enumerate(x._t.placements)
+    )
 
 
 def _mesh(args: tuple, kwargs: dict[str, Any], name: str) -> Any:
     """The one mesh of the sharded arguments; two are a ValueError."""
     meshes = list(dict.fromkeys(x._t.device_mesh for x in _leaves(args, kwargs) if isinstance(x, ShardedNeuronArray)))
     if len(meshes) > 1:
-        raise ValueError(f"{name}(): sharded arguments live on different device meshes, {meshes[0]} and "
-                         f"{meshes[1]}; move one with x.to_device(y.device)")
+        raise ValueError(
+            f"{name}(): sharded arguments live on different device meshes, {meshes[0]} and "
+            f"{meshes[1]}; move one with x.to_device(y.device)"
+        )
     return meshes[0]
 
 
-def _reduced_partition(name: str, args: tuple,
-                       kwargs: dict[str, Any]) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+def _reduced_partition(
+    name: str, args: tuple, kwargs: dict[str, Any]
+) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
     """For a reduction of a partitioned array over a partitioned axis: those axes and all reduced axes."""
     if name not in STAGED or not args or not isinstance(args[0], ShardedNeuronArray):
         return None
@@ -167,16 +199,16 @@ def _reduced_partition(name: str, args: tuple,
     return (inside, axes) if inside else None
 
 
-def _staged(name: str, x: ShardedNeuronArray, reduced: tuple[tuple[int, ...], tuple[int, ...]],
-            kwargs: dict[str, Any]) -> Any:
+def _staged(
+    name: str, x: ShardedNeuronArray, reduced: tuple[tuple[int, ...], tuple[int, ...]], kwargs: dict[str, Any]
+) -> Any:
     """The reduction over the other axes on each rank's block, then over each partitioned axis alone (a pending
     sum for sums); a count of nonzeros then adds the counts."""
     ns = _namespace  # the public functions: each step is a call on sharded arrays again
     split, axes = reduced
     out = getattr(ns, name)(x, **{**kwargs, "axis": tuple(a for a in axes if a not in split), "keepdims": True})
     for axis in split:
-        out = getattr(ns, "sum" if name == "count_nonzero" else name)(out, **{**kwargs, "axis": axis,
-                                                                              "keepdims": True})
+        out = getattr(ns, "sum" if name == "count_nonzero" else name)(out, **{**kwargs, "axis": axis, "keepdims": True})
     return out if kwargs.get("keepdims") else ns.squeeze(out, axis=axes)
 
 
@@ -247,9 +279,15 @@ def _normalized(x: NeuronArray, mesh: Any) -> ShardedNeuronArray:
         return wrap_dtensor(as_dtensor(t, mesh))
     if all(type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op == "sum") for p in t.placements):
         return cast(ShardedNeuronArray, x)  # an array over a DTensor is a ShardedNeuronArray (``wrap_dtensor``)
-    return wrap_dtensor(redistribute(t, tuple(p if type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op
-                                                                                   == "sum") else Replicate()
-                                              for p in t.placements)))
+    return wrap_dtensor(
+        redistribute(
+            t,
+            tuple(
+                p if type(p) in (Shard, Replicate) or (type(p) is Partial and p.reduce_op == "sum") else Replicate()
+                for p in t.placements
+            ),
+        )
+    )
 
 
 def _placed(x: NeuronArray, target: Sharding, name: str) -> ShardedNeuronArray:

@@ -48,16 +48,19 @@ def mesh(shape: int | tuple[int, ...], names: tuple[str, ...] | None = None) -> 
         raise ValueError(f"mesh(): shape must be positive integers, one per mesh dimension, got {shape!r}")
     world = dist.get_world_size()
     if math.prod(dims) != world:
-        raise ValueError(f"mesh(): a mesh of shape {'x'.join(map(str, dims))} needs {math.prod(dims)} ranks; the "
-                         f"world has {world} (start {math.prod(dims)} ranks, e.g. torchrun --nproc-per-node "
-                         f"{math.prod(dims)}, or pick a shape whose product is {world})")
+        raise ValueError(
+            f"mesh(): a mesh of shape {'x'.join(map(str, dims))} needs {math.prod(dims)} ranks; the "
+            f"world has {world} (start {math.prod(dims)} ranks, e.g. torchrun --nproc-per-node "
+            f"{math.prod(dims)}, or pick a shape whose product is {world})"
+        )
     if names is not None and len(names) != len(dims):
         raise ValueError(f"mesh(): {len(names)} names {names} for a {len(dims)}-dimensional shape {dims}")
     key = (dist.group.WORLD, dims, names)
     made = _MESHES.get(key)
     if made is None:
-        made = _MESHES[key] = DeviceMesh(_device.default_device().type, torch.arange(world).reshape(dims),
-                                         mesh_dim_names=names)
+        made = _MESHES[key] = DeviceMesh(
+            _device.default_device().type, torch.arange(world).reshape(dims), mesh_dim_names=names
+        )
     return made
 
 
@@ -67,8 +70,10 @@ def whole_group(mesh: DeviceMesh) -> dist.ProcessGroup | None:
         return mesh.get_group()
     if mesh.size() == dist.get_world_size():
         return None
-    raise ValueError(f"a {mesh.ndim}-dimensional mesh over part of the world ({mesh.size()} of "
-                     f"{dist.get_world_size()} ranks) is not supported; build it over every rank with mesh()")
+    raise ValueError(
+        f"a {mesh.ndim}-dimensional mesh over part of the world ({mesh.size()} of "
+        f"{dist.get_world_size()} ranks) is not supported; build it over every rank with mesh()"
+    )
 
 
 def _init_world() -> None:
@@ -120,8 +125,10 @@ def check_mesh(mesh: object, func: str) -> DeviceMesh:
     if mesh is None:
         return default_mesh()
     if not isinstance(mesh, DeviceMesh):
-        raise TypeError(f"{func}(): mesh must be a torch.distributed DeviceMesh (or None for the default mesh "
-                        f"over the world), got {type(mesh).__name__}")
+        raise TypeError(
+            f"{func}(): mesh must be a torch.distributed DeviceMesh (or None for the default mesh "
+            f"over the world), got {type(mesh).__name__}"
+        )
     if mesh.ndim > 1:
         whole_group(mesh)  # a mesh over part of the world is refused here, not at its first collective
     return mesh

@@ -68,6 +68,7 @@ def decided(decision: Any) -> None:
 
 # --- the interconnects the planner models ---
 
+
 def links(ndim: int) -> tuple[_comm.Link, ...]:
     """The interconnect of each mesh dimension of an ``ndim``-dimensional mesh (``use_network``, else gloo)."""
     return network(ndim).links
@@ -103,6 +104,7 @@ def use_network(*links: str | _comm.Link) -> Iterator[None]:
 
 # --- counting what torch runs ---
 
+
 @dataclasses.dataclass(frozen=True)
 class Counted:
     """One collective torch.distributed ran: its name ("all_gather", "reduce_scatter", "all_reduce",
@@ -114,11 +116,20 @@ class Counted:
 
 # the ops' names, native functional collectives and the eager c10d ops alike, by what they are
 _KINDS = {
-    "all_gather_into_tensor": "all_gather", "all_gather_tensor": "all_gather", "allgather_": "all_gather",
-    "_allgather_base_": "all_gather", "reduce_scatter_tensor": "reduce_scatter",
-    "_reduce_scatter_base_": "reduce_scatter", "reduce_scatter_": "reduce_scatter", "all_reduce": "all_reduce",
-    "allreduce_": "all_reduce", "all_to_all_single": "all_to_all", "alltoall_base_": "all_to_all",
-    "alltoall_": "all_to_all", "broadcast_": "broadcast", "broadcast": "broadcast",
+    "all_gather_into_tensor": "all_gather",
+    "all_gather_tensor": "all_gather",
+    "allgather_": "all_gather",
+    "_allgather_base_": "all_gather",
+    "reduce_scatter_tensor": "reduce_scatter",
+    "_reduce_scatter_base_": "reduce_scatter",
+    "reduce_scatter_": "reduce_scatter",
+    "all_reduce": "all_reduce",
+    "allreduce_": "all_reduce",
+    "all_to_all_single": "all_to_all",
+    "alltoall_base_": "all_to_all",
+    "alltoall_": "all_to_all",
+    "broadcast_": "broadcast",
+    "broadcast": "broadcast",
 }
 
 
@@ -161,4 +172,3 @@ def count() -> Iterator[list[Counted]]:
     mode = _counting()()
     with mode:
         yield mode.collectives
-

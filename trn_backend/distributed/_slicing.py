@@ -31,8 +31,15 @@ from ._mesh import default_mesh, whole_group
 __all__ = ["contract"]
 
 
-def contract(request: Request | None, spec: Spec, ts: list[torch.Tensor], limit: object, optimize: object,
-             progress: bool | None, out: torch.dtype | None) -> torch.Tensor | None:
+def contract(
+    request: Request | None,
+    spec: Spec,
+    ts: list[torch.Tensor],
+    limit: object,
+    optimize: object,
+    progress: bool | None,
+    out: torch.dtype | None,
+) -> torch.Tensor | None:
     """The sliced contraction of ``ts`` over the ranks (see the module docstring), or None where no operand is
     sharded and no process group runs. Called by ``contraction.slicing.contract`` after its checks."""
     if not any(isinstance(t, DTensor) for t in ts) and not dist.is_initialized():
@@ -53,16 +60,24 @@ def contract(request: Request | None, spec: Spec, ts: list[torch.Tensor], limit:
     if dist.is_initialized() and dist.get_rank() != 0:
         progress = False  # one bar, not one per rank
     pending = any(p.is_partial() for p in placements)
-    c = compile(programs.sliced(spec, shapes, path, sliced), request, tuple(b.dtype for b in blocks), blocks[0].device,
-                result=dtype, out=out, ranks=mesh.size() if pending else 1)
+    c = compile(
+        programs.sliced(spec, shapes, path, sliced),
+        request,
+        tuple(b.dtype for b in blocks),
+        blocks[0].device,
+        result=dtype,
+        out=out,
+        ranks=mesh.size() if pending else 1,
+    )
     coordinate = mesh.get_coordinate() or [0] * mesh.ndim
     share = (mesh.size(), int(np.ravel_multi_index(tuple(coordinate), tuple(mesh.shape)))) if spread else (1, 0)
     held = runner.partial(c, blocks, progress=progress, share=share)
     return runner.finish(c, _contract.finish(held, mesh, placements, shape), dts)
 
 
-def _decided(choice: tuple[slicing.Path, tuple[str, ...]],
-             mesh: DeviceMesh | None) -> tuple[slicing.Path, tuple[str, ...]]:
+def _decided(
+    choice: tuple[slicing.Path, tuple[str, ...]], mesh: DeviceMesh | None
+) -> tuple[slicing.Path, tuple[str, ...]]:
     """The first rank's choice, on every rank (one broadcast)."""
     if mesh is None or mesh.size() == 1:
         return choice
@@ -70,4 +85,3 @@ def _decided(choice: tuple[slicing.Path, tuple[str, ...]],
     group = whole_group(mesh)
     dist.broadcast_object_list(box, src=int(mesh.mesh.flatten()[0]), group=group)
     return box[0]
-

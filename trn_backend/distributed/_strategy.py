@@ -82,9 +82,11 @@ class Decision:
 
     def __str__(self) -> str:
         moved = "; ".join(f"operand {i} {m}" for i, ms in enumerate(self.moves) for m in ms if m.kind) or "none"
-        text = (f"{self.subscripts}: {self.placements_text()}{' (forced)' if self.forced else ''}; collectives: "
-                f"{moved}; modelled {_us(self.seconds)} (compute {_us(self.compute_seconds)}, communication "
-                f"{_us(self.communication_seconds)}")
+        text = (
+            f"{self.subscripts}: {self.placements_text()}{' (forced)' if self.forced else ''}; collectives: "
+            f"{moved}; modelled {_us(self.seconds)} (compute {_us(self.compute_seconds)}, communication "
+            f"{_us(self.communication_seconds)}"
+        )
         text += f", later reduce-scatter {_us(self.deferred_seconds)})" if self.deferred_seconds else ")"
         if self.alternatives:
             text += "; next: " + ", ".join(f"{d} {_us(s)}" for d, s in self.alternatives[:3])
@@ -95,25 +97,53 @@ def _us(seconds: float) -> str:
     return f"{seconds * 1e6:.3g} us" if seconds < 1e-2 else f"{seconds:.3g} s"
 
 
-def decide(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...],
-           placements: tuple[Placements, ...], dtype: torch.dtype, mesh_shape: tuple[int, ...],
-           coordinate: tuple[int, ...], network: _comm.Network, forced: Forced | None = None) -> Decision:
+def decide(
+    inputs: tuple[str, ...],
+    output: str,
+    shapes: tuple[tuple[int, ...], ...],
+    placements: tuple[Placements, ...],
+    dtype: torch.dtype,
+    mesh_shape: tuple[int, ...],
+    coordinate: tuple[int, ...],
+    network: _comm.Network,
+    forced: Forced | None = None,
+) -> Decision:
     """The least modelled time placement of the step ``inputs -> output`` (see the module docstring); ``forced``:
     the result's placement the caller requires. A ``ValueError`` where no assignment gives ``forced``."""
-    return _decide(inputs, output, shapes, placements, dtype, mesh_shape, coordinate, network.links,
-                   tuple(sorted(network.flops.items())), forced)
+    return _decide(
+        inputs,
+        output,
+        shapes,
+        placements,
+        dtype,
+        mesh_shape,
+        coordinate,
+        network.links,
+        tuple(sorted(network.flops.items())),
+        forced,
+    )
 
 
 @functools.lru_cache(maxsize=4096)
-def _decide(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...],
-            placements: tuple[Placements, ...], dtype: torch.dtype, mesh_shape: tuple[int, ...],
-            coordinate: tuple[int, ...], links: tuple[_comm.Link, ...], flops: tuple[tuple[str, float], ...],
-            forced: Forced | None) -> Decision:
+def _decide(
+    inputs: tuple[str, ...],
+    output: str,
+    shapes: tuple[tuple[int, ...], ...],
+    placements: tuple[Placements, ...],
+    dtype: torch.dtype,
+    mesh_shape: tuple[int, ...],
+    coordinate: tuple[int, ...],
+    links: tuple[_comm.Link, ...],
+    flops: tuple[tuple[str, float], ...],
+    forced: Forced | None,
+) -> Decision:
     network = _comm.Network(links, dict(flops))
-    sizes = {c: n for labels, shape in zip(inputs, shapes, strict=True) for c, n in zip(labels, shape, strict=True)
-             if n != 1}
-    usable = [c for c in dict.fromkeys("".join(inputs)) if c in sizes and all(
-        labels.count(c) <= 1 for labels in inputs)]
+    sizes = {
+        c: n for labels, shape in zip(inputs, shapes, strict=True) for c, n in zip(labels, shape, strict=True) if n != 1
+    }
+    usable = [
+        c for c in dict.fromkeys("".join(inputs)) if c in sizes and all(labels.count(c) <= 1 for labels in inputs)
+    ]
     options: list[list[Choice]] = []
     # A floating pending operand is resolved before the product: the step's bound is in units of its operands,
     # and a rank's summand can be far larger than their sum (summands that cancel); rounded products of the
@@ -130,20 +160,30 @@ def _decide(inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...],
         plan = _assignment(choice, inputs, output, shapes, placements)
         if forced is not None and _forced_of(plan[1], output) != forced:
             continue
-        scored.append(_score(choice, plan, inputs, output, shapes, placements, dtype, mesh_shape, coordinate,
-                             network, sizes, order))
+        scored.append(
+            _score(
+                choice, plan, inputs, output, shapes, placements, dtype, mesh_shape, coordinate, network, sizes, order
+            )
+        )
     if not scored:
-        raise PlacementError(f"contraction {','.join(inputs)}->{output}: no placement of the step gives the result "
-                         f"placed as {forced} (a label it keeps for each partitioned mesh dimension, None, or 'sum' "
-                         "where a contracted label is partitioned)")
+        raise PlacementError(
+            f"contraction {','.join(inputs)}->{output}: no placement of the step gives the result "
+            f"placed as {forced} (a label it keeps for each partitioned mesh dimension, None, or 'sum' "
+            "where a contracted label is partitioned)"
+        )
     scored.sort(key=lambda s: s[0])
     best = scored[0][1]
     alternatives = tuple((d.placements_text(), d.seconds) for _, d in scored[1:4])
     return dataclasses.replace(best, alternatives=alternatives, forced=forced is not None)
 
 
-def _assignment(choice: Sequence[Choice], inputs: tuple[str, ...], output: str, shapes: tuple[tuple[int, ...], ...],
-                placements: tuple[Placements, ...]) -> tuple[tuple[Placements, ...], Placements]:
+def _assignment(
+    choice: Sequence[Choice],
+    inputs: tuple[str, ...],
+    output: str,
+    shapes: tuple[tuple[int, ...], ...],
+    placements: tuple[Placements, ...],
+) -> tuple[tuple[Placements, ...], Placements]:
     """The operands' placements and the result's for one assignment of the mesh dimensions."""
     operands: list[list[Placement]] = [[] for _ in inputs]
     result: list[Placement] = []
@@ -164,28 +204,57 @@ def _assignment(choice: Sequence[Choice], inputs: tuple[str, ...], output: str, 
     return tuple(map(tuple, operands)), tuple(result)
 
 
-def _score(choice: Sequence[Choice], plan: tuple[tuple[Placements, ...], Placements], inputs: tuple[str, ...],
-           output: str, shapes: tuple[tuple[int, ...], ...], placements: tuple[Placements, ...], dtype: torch.dtype,
-           mesh_shape: tuple[int, ...], coordinate: tuple[int, ...], network: _comm.Network,
-           sizes: dict[str, int], order: int) -> tuple[tuple[float, int, int, int], Decision]:
+def _score(
+    choice: Sequence[Choice],
+    plan: tuple[tuple[Placements, ...], Placements],
+    inputs: tuple[str, ...],
+    output: str,
+    shapes: tuple[tuple[int, ...], ...],
+    placements: tuple[Placements, ...],
+    dtype: torch.dtype,
+    mesh_shape: tuple[int, ...],
+    coordinate: tuple[int, ...],
+    network: _comm.Network,
+    sizes: dict[str, int],
+    order: int,
+) -> tuple[tuple[float, int, int, int], Decision]:
     operands, result = plan
-    moves = tuple(tuple(_comm.moves(shape, dtype, mesh_shape, before, after, coordinate, network.links))
-                  for shape, before, after in zip(shapes, placements, operands, strict=True))
+    moves = tuple(
+        tuple(_comm.moves(shape, dtype, mesh_shape, before, after, coordinate, network.links))
+        for shape, before, after in zip(shapes, placements, operands, strict=True)
+    )
     communication = sum(m.seconds for ms in moves for m in ms)
     zero = (0,) * len(mesh_shape)
-    worst = moves if coordinate == zero else tuple(
-        tuple(_comm.moves(shape, dtype, mesh_shape, before, after, zero, network.links))
-        for shape, before, after in zip(shapes, placements, operands, strict=True))
+    worst = (
+        moves
+        if coordinate == zero
+        else tuple(
+            tuple(_comm.moves(shape, dtype, mesh_shape, before, after, zero, network.links))
+            for shape, before, after in zip(shapes, placements, operands, strict=True)
+        )
+    )
     worst_bytes = sum(m.nbytes for ms in worst for m in ms)
     split = {c: mesh_shape[d] for d, c in enumerate(choice) if isinstance(c, str)}
     work = math.prod(-(-n // split[c]) if c in split else n for c, n in sizes.items())
     per_flop = 8 if dtype.is_complex else 2
     compute = per_flop * work / network.flops_per_s(dtype)
     out_shape = [sizes.get(c, 1) for c in output]
-    deferred = sum(m.seconds for m in _comm.moves(out_shape, dtype, mesh_shape, result, _resolved(result, out_shape),
-                                                  zero, network.links))
-    decision = Decision(f"{','.join(inputs)}->{output}", shapes, placements, operands, result, moves, compute,
-                        communication, deferred, ())
+    deferred = sum(
+        m.seconds
+        for m in _comm.moves(out_shape, dtype, mesh_shape, result, _resolved(result, out_shape), zero, network.links)
+    )
+    decision = Decision(
+        f"{','.join(inputs)}->{output}",
+        shapes,
+        placements,
+        operands,
+        result,
+        moves,
+        compute,
+        communication,
+        deferred,
+        (),
+    )
     pending = sum(isinstance(p, Partial) for p in result)
     return (decision.seconds, worst_bytes, pending, order), decision
 
@@ -203,5 +272,4 @@ def _resolved(result: Placements, shape: Sequence[int]) -> Placements:
 
 
 def _forced_of(result: Placements, output: str) -> Forced:
-    return tuple(output[p.dim] if isinstance(p, Shard) else "sum" if isinstance(p, Partial) else None
-                 for p in result)
+    return tuple(output[p.dim] if isinstance(p, Shard) else "sum" if isinstance(p, Partial) else None for p in result)

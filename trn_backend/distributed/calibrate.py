@@ -55,6 +55,7 @@ RUN_TIMEOUT_S = 900.0  # the whole run of one group size
 
 # --- the model (``_comm``'s formulas, one place) ---
 
+
 def modelled_seconds(kind: str, p: int, n_bytes: float, alpha: float, beta: float) -> float:
     """The model's time in seconds of one ``kind`` collective over ``p`` ranks, each handing in ``n_bytes``."""
     a, b = regressors(kind, p, n_bytes)
@@ -111,6 +112,7 @@ def residuals(kind: str, samples: Iterable[tuple[int, float, float]], alpha: flo
 
 # --- the measurement, on every rank ---
 
+
 def _collectives() -> dict[str, Callable[[torch.Tensor, Any], torch.Tensor]]:
     """The functional collective of each kind, on dimension 0, as DTensor calls it: ``*_single`` where torch has
     it (DTensor's redistribution calls these), else the older ``*_tensor`` names they replaced."""
@@ -161,8 +163,9 @@ def _rank_main(rank: int, p: int, store_path: str, result_path: str, sizes: Sequ
     # several processes share few cores: one thread each keeps them from fighting over the cores
     torch.set_num_threads(1)
     store = dist.FileStore(store_path, p)
-    dist.init_process_group("gloo", store=store, rank=rank, world_size=p,
-                            timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
+    dist.init_process_group(
+        "gloo", store=store, rank=rank, world_size=p, timeout=datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S)
+    )
     try:
         group = dist.group.WORLD
         kinds = [k for k in KINDS if k != "all_to_all" or _probe_all_to_all(group)]
@@ -184,9 +187,10 @@ def _rank_main(rank: int, p: int, store_path: str, result_path: str, sizes: Sequ
         # the collective ends when its slowest rank does
         dist.all_reduce(times, op=dist.ReduceOp.MAX, group=group)
         if rank == 0:
-            samples = {kind: [[p, 8 * numel, statistics.median(times[i, j].tolist())]
-                              for j, numel in enumerate(numels[kind])]
-                       for i, kind in enumerate(kinds)}
+            samples = {
+                kind: [[p, 8 * numel, statistics.median(times[i, j].tolist())] for j, numel in enumerate(numels[kind])]
+                for i, kind in enumerate(kinds)
+            }
             Path(result_path).write_text(json.dumps({"samples": samples, "all_to_all": "all_to_all" in kinds}))
         leave_together(store, datetime.timedelta(seconds=COLLECTIVE_TIMEOUT_S))
     except BaseException:
@@ -202,8 +206,13 @@ def _run_group(p: int, sizes: Sequence[int], reps: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="trn-calibrate-") as tmp:
         store_path = os.path.join(tmp, "store")
         result_path = os.path.join(tmp, "result.json")
-        context = mp.start_processes(_rank_main, args=(p, store_path, result_path, tuple(sizes), reps),
-                                     nprocs=p, join=False, start_method="spawn")
+        context = mp.start_processes(
+            _rank_main,
+            args=(p, store_path, result_path, tuple(sizes), reps),
+            nprocs=p,
+            join=False,
+            start_method="spawn",
+        )
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while not context.join(timeout=max(0.1, deadline - time.monotonic())):
             if time.monotonic() > deadline:
@@ -288,8 +297,9 @@ def calibrate(ranks: Sequence[int] = (2, 4), quick: bool = False) -> dict[str, A
         # (torch.distributed.tensor._collective_utils.shard_dim_alltoall), whatever gloo itself supports
         "all_to_all_native": False,
         "matmul_flops_per_s": {dtype: max(by_size.values()) for dtype, by_size in rates.items()},
-        "matmul_flops_per_s_by_size": {dtype: {str(m): r for m, r in by_size.items()}
-                                       for dtype, by_size in rates.items()},
+        "matmul_flops_per_s_by_size": {
+            dtype: {str(m): r for m, r in by_size.items()} for dtype, by_size in rates.items()
+        },
         "fit_residuals": fit_residuals,
         "load_average_1min_at_start": load,
         "ranks": list(ranks),
@@ -311,8 +321,10 @@ def table(entry: dict[str, Any]) -> str:
         beta = fit["beta_s_per_byte"]
         bw = f"{1 / beta / 1e9:.3f}" if beta > 0 else "inf"
         res = entry["fit_residuals"][kind]
-        lines.append(f"{kind:<15}{fit['alpha_s'] * 1e6:>12.1f}{bw:>15}   "
-                     f"{res['min']:.2f} / {res['median']:.2f} / {res['max']:.2f}")
+        lines.append(
+            f"{kind:<15}{fit['alpha_s'] * 1e6:>12.1f}{bw:>15}   "
+            f"{res['min']:.2f} / {res['median']:.2f} / {res['max']:.2f}"
+        )
     for dtype, by_size in entry["matmul_flops_per_s_by_size"].items():
         sizes = ", ".join(f"{m}^3: {r / 1e9:.2f}" for m, r in by_size.items())
         lines.append(f"matmul {dtype}: {sizes} GFLOP/s")
@@ -322,8 +334,10 @@ def table(entry: dict[str, Any]) -> str:
 def _dumps(data: dict[str, Any]) -> str:
     """JSON with each innermost list of numbers on one line (the samples stay readable)."""
     text = json.dumps(data, indent=1)
-    return re.sub(r"\[([-+0-9.eE,\s]*)\]", lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",")) + "]",
-                  text) + "\n"
+    return (
+        re.sub(r"\[([-+0-9.eE,\s]*)\]", lambda m: "[" + ", ".join(v.strip() for v in m.group(1).split(",")) + "]", text)
+        + "\n"
+    )
 
 
 def write_entry(entry: dict[str, Any], out: Path) -> None:
@@ -339,8 +353,11 @@ def write_entry(entry: dict[str, Any], out: Path) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """The command line: calibrate, print the table, write the entry."""
-    parser = argparse.ArgumentParser(prog="python -m trn_backend.distributed.calibrate", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m trn_backend.distributed.calibrate",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--ranks", type=int, nargs="+", default=[2, 4], help="group sizes to run (default 2 4)")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help=f"JSON file to update (default {DEFAULT_OUT})")
     parser.add_argument("--quick", action="store_true", help="fewer sizes and repetitions (a smoke run)")

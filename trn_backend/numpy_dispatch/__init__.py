@@ -43,8 +43,16 @@ from . import (  # noqa: F401  (register the table's entries)
 from ._registry import TABLE, dispatch, method, qualname
 from .ufuncs import UFUNCS, array_ufunc, methods
 
-__all__ = ["array_function", "array_ufunc", "handled_functions", "handled_ufuncs", "markdown", "register_dask", "BEGIN",
-           "END"]
+__all__ = [
+    "array_function",
+    "array_ufunc",
+    "handled_functions",
+    "handled_ufuncs",
+    "markdown",
+    "register_dask",
+    "BEGIN",
+    "END",
+]
 
 # The generated section of docs/numpy.md lies between these lines.
 BEGIN = "<!-- BEGIN GENERATED: python -m trn_backend.numpy_dispatch -->\n"
@@ -83,8 +91,11 @@ def _aliases(obj: Any, module: str) -> list[str]:
     mod = importlib.import_module(module)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return sorted(f"{module}.{n}" for n in dir(mod)
-                      if not n.startswith("_") and n != obj.__name__ and getattr(mod, n, None) is obj)
+        return sorted(
+            f"{module}.{n}"
+            for n in dir(mod)
+            if not n.startswith("_") and n != obj.__name__ and getattr(mod, n, None) is obj
+        )
 
 
 def _entry(name: str, obj: Any, module: str) -> str:
@@ -99,12 +110,14 @@ def markdown() -> str:
     lines = [f"### Functions ({len(functions_)})", ""]
     lines += [_entry(qualname(f), f, f.__module__) for f in functions_]
     lines += ["", f"### Ufuncs ({len(ufuncs)})", ""]
-    lines += [_entry(f"numpy.{u.__name__}", u, "numpy") + ": " + ", ".join(f"`{m}`" for m in methods(u))
-              for u in ufuncs]
+    lines += [
+        _entry(f"numpy.{u.__name__}", u, "numpy") + ": " + ", ".join(f"`{m}`" for m in methods(u)) for u in ufuncs
+    ]
     return "\n".join(lines) + "\n"
 
 
 # The array object's NumPy protocols (it imports nothing above it; see _array.PROTOCOLS). ``array_function`` is
 # ``dispatch`` itself: NumPy calls it for every function, and a forwarding call would cost a frame each time.
-_array.PROTOCOLS.update(array_function=dispatch, array_ufunc=array_ufunc, register_dask=register_dask,
-                        like=creation.LIKE, method=method)
+_array.PROTOCOLS.update(
+    array_function=dispatch, array_ufunc=array_ufunc, register_dask=register_dask, like=creation.LIKE, method=method
+)

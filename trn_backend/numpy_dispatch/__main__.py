@@ -9,8 +9,12 @@ from . import BEGIN, END, markdown
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m trn_backend.numpy_dispatch", description=__doc__)
-    parser.add_argument("--write", type=pathlib.Path, metavar="FILE",
-                        help=f"replace the text between {BEGIN.strip()!r} and {END!r} in FILE")
+    parser.add_argument(
+        "--write",
+        type=pathlib.Path,
+        metavar="FILE",
+        help=f"replace the text between {BEGIN.strip()!r} and {END!r} in FILE",
+    )
     args = parser.parse_args()
     if args.write is None:
         print(markdown(), end="")

@@ -36,6 +36,7 @@ Shape = tuple[int, ...]
 
 # ---------------------------------------------------------------- registering the standard's own functions
 
+
 def _lookup(path: str) -> Callable[..., Any]:
     obj: Any = xp
     for part in path.split("."):
@@ -55,14 +56,19 @@ def _direct(np_func: Callable[..., Any], path: str, arrays: str) -> None:
 
     positional = inspect.Parameter.POSITIONAL_OR_KEYWORD
     impl.__signature__ = signature.replace(  # type: ignore[attr-defined]
-        parameters=[p.replace(kind=inspect.Parameter.POSITIONAL_ONLY) if p.kind is positional else p
-                    for p in signature.parameters.values() if p.name != "out"])
+        parameters=[
+            p.replace(kind=inspect.Parameter.POSITIONAL_ONLY) if p.kind is positional else p
+            for p in signature.parameters.values()
+            if p.name != "out"
+        ]
+    )
     impl.__name__ = np_func.__name__
     impl.__doc__ = f"{qualname(np_func)} as trn_backend.{path}: the same signature and semantics."
     implements(np_func, arrays=arrays)(impl)
 
 
 # ---------------------------------------------------------------- shapes, axes and dtypes as NumPy takes them
+
 
 def _shape(shape: int | Sequence[int]) -> Shape:
     return (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(d) for d in shape)
@@ -107,8 +113,9 @@ def _along(axis: int, key: Any) -> tuple[Any, ...]:
 def _cast(x: A, dtype: Any, casting: str, func: str) -> A:
     """``x`` as ``dtype`` if NumPy's ``casting`` rule allows it, else TypeError."""
     if not can_cast(x._t.dtype, dtype, casting):
-        raise TypeError(f"{func}(): cannot cast {_dtypes.name(x.dtype)} to {_dtypes.name(dtype)} under "
-                        f"casting={casting!r}")
+        raise TypeError(
+            f"{func}(): cannot cast {_dtypes.name(x.dtype)} to {_dtypes.name(dtype)} under casting={casting!r}"
+        )
     return xp.astype(x, dtype, copy=False)
 
 
@@ -142,6 +149,7 @@ def _as(x: A, dtype: torch.dtype | np.dtype) -> A:
 
 # ---------------------------------------------------------------- max and min with initial
 
+
 def _reduced_shape(a: A, axis: Any, keepdims: bool, func: str) -> Shape:
     axes = normalize_axes(axis, a.ndim, func)
     if keepdims:
@@ -174,6 +182,7 @@ def _extreme(which: str, a: A, axis: Any, keepdims: bool, initial: Any) -> A:
 
 
 # ---------------------------------------------------------------- NaN and complex input of the nan-functions
+
 
 def _name(dtype: torch.dtype) -> str:
     return _dtypes.name(dtype)
@@ -221,6 +230,7 @@ def _check_reducible(a: A, axis: Any, func: str, what: str) -> None:
 
 # ---------------------------------------------------------------- lexsort's composed stable sorts
 
+
 def _lexsort(keys: list[A], axis: int) -> A:
     order = None
     for key in _real_keys(keys):
@@ -247,6 +257,7 @@ def _real_keys(keys: list[A]) -> list[A]:
 # NaN part, and maximum/minimum (so max, min, argmax, argmin, ptp) propagate the first NaN. Torch has no order on
 # complex numbers, so every NumPy entry point that orders them goes through these helpers.
 
+
 def _complex_keys(t: torch.Tensor) -> list[A]:
     """Real sort keys giving numpy.sort's order of the complex tensor ``t``, least significant first (lexsort's
     order): imaginary part, real part, whether the imaginary part is NaN, whether the real part is NaN. The
@@ -255,8 +266,12 @@ def _complex_keys(t: torch.Tensor) -> list[A]:
     re, im = t.real, t.imag
     re_nan, im_nan = torch.isnan(re), torch.isnan(im)
     zero = torch.zeros((), dtype=re.dtype, device=t.device)
-    return [wrap(torch.where(im_nan, zero, im)), wrap(torch.where(re_nan, zero, re)),
-            wrap(im_nan.to(torch.uint8)), wrap(re_nan.to(torch.uint8))]
+    return [
+        wrap(torch.where(im_nan, zero, im)),
+        wrap(torch.where(re_nan, zero, re)),
+        wrap(im_nan.to(torch.uint8)),
+        wrap(re_nan.to(torch.uint8)),
+    ]
 
 
 def _complex_argsort(a: A, axis: int) -> A:
@@ -288,8 +303,9 @@ def _complex_arg_extreme(which: str, t: torch.Tensor, dim: int, skip_nan: bool =
     return torch.where(torch.any(nan, dim=dim, keepdim=True), first_nan, first_hit)
 
 
-def _complex_extreme(which: str, a: A, axis: Any, keepdims: bool, func: str, *, arg: bool = False,
-                     skip_nan: bool = False) -> A:
+def _complex_extreme(
+    which: str, a: A, axis: Any, keepdims: bool, func: str, *, arg: bool = False, skip_nan: bool = False
+) -> A:
     """numpy.max/min (or, with ``arg``, argmax/argmin: one axis or None) of complex ``a`` in NumPy's order."""
     axes = normalize_axes(_axis_arg(axis), a.ndim, func)
     if math.prod(a.shape[i] for i in axes) == 0:
@@ -309,8 +325,7 @@ def _complex_compare(name: str, x1: Any, x2: Any) -> A:
     maximum/minimum return the first operand with a NaN part."""
     dtype = xp.result_type(*(x for x in (x1, x2)))
     device = next(x.device for x in (x1, x2) if isinstance(x, A))
-    a, b = (xp.astype(x, dtype) if isinstance(x, A) else xp.asarray(x, dtype=dtype, device=device)
-            for x in (x1, x2))
+    a, b = (xp.astype(x, dtype) if isinstance(x, A) else xp.asarray(x, dtype=dtype, device=device) for x in (x1, x2))
     a, b = xp.broadcast_arrays(a, b)
     ar, ai, br, bi = a._t.real, a._t.imag, b._t.real, b._t.imag
     # NumPy's CLT/CLE/CGT/CGE: the real parts decide only where neither imaginary part is NaN
@@ -366,9 +381,9 @@ def _lags(full: torch.Tensor, a: A, v: A, mode: str) -> A:
     if mode == "full":
         return wrap(full)
     if mode == "valid":
-        return wrap(full[short - 1:long])
+        return wrap(full[short - 1 : long])
     start = short - 1 - short // 2 if a.shape[0] >= v.shape[0] else short // 2
-    return wrap(full[start:start + long])
+    return wrap(full[start : start + long])
 
 
 def _full_correlation(a: torch.Tensor, v: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -381,7 +396,7 @@ def _full_correlation(a: torch.Tensor, v: torch.Tensor, dtype: torch.dtype) -> t
     a64, v64 = (_dtypes.compute(t).to(torch.int64) for t in (a, v))
     windows = F.pad(a64, (v64.shape[0] - 1, v64.shape[0] - 1)).unfold(0, v64.shape[0], 1)
     rows = builtins.max(1, _EXACT_CHUNK // v64.shape[0])
-    sums = torch.cat([(windows[i:i + rows] * v64).sum(-1) for i in range(0, windows.shape[0], rows)])
+    sums = torch.cat([(windows[i : i + rows] * v64).sum(-1) for i in range(0, windows.shape[0], rows)])
     return sums != 0 if dtype is _dtypes.bool else _dtypes.restore(sums, dtype)
 
 

@@ -26,8 +26,24 @@ from .. import _device, _dtypes
 from .. import _namespace as xp  # the namespace, for every module of this package: its one import
 from .._helpers import PY_SCALARS, NeuronArray
 
-__all__ = ["Entry", "Binder", "TABLE", "implements", "dispatch", "device_of", "call_device", "as_array",
-           "as_arrays", "to_dtype", "write_out", "qualname", "on_host", "host_views", "run_on_host", "xp"]
+__all__ = [
+    "Entry",
+    "Binder",
+    "TABLE",
+    "implements",
+    "dispatch",
+    "device_of",
+    "call_device",
+    "as_array",
+    "as_arrays",
+    "to_dtype",
+    "write_out",
+    "qualname",
+    "on_host",
+    "host_views",
+    "run_on_host",
+    "xp",
+]
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -146,21 +162,30 @@ def _names(spec: str) -> frozenset[str]:
     return frozenset(spec.split())
 
 
-def implements(*np_funcs: Callable[..., Any], arrays: str = "", sequences: str = "", weak: str = "",
-               dtypes: str = "dtype") -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def implements(
+    *np_funcs: Callable[..., Any], arrays: str = "", sequences: str = "", weak: str = "", dtypes: str = "dtype"
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function for each NumPy function in ``np_funcs``; parameter groups are
     space-separated NumPy parameter names: ``arrays`` hold one array (for ``*args`` each element), ``sequences``
     a sequence of arrays, ``dtypes`` a dtype. Python scalars in ``weak`` parameters stay Python scalars, so they
     promote weakly as in NumPy 2."""
+
     def register(impl: Callable[..., Any]) -> Callable[..., Any]:
         for f in np_funcs:
             TABLE[f] = _entry(f, impl, _names(arrays), _names(sequences), _names(weak), _names(dtypes))
         return impl
+
     return register
 
 
-def _entry(np_func: Callable[..., Any], impl: Callable[..., Any], arrays: frozenset[str],
-           sequences: frozenset[str], weak: frozenset[str], dtypes: frozenset[str]) -> Entry:
+def _entry(
+    np_func: Callable[..., Any],
+    impl: Callable[..., Any],
+    arrays: frozenset[str],
+    sequences: frozenset[str],
+    weak: frozenset[str],
+    dtypes: frozenset[str],
+) -> Entry:
     signature = inspect.signature(np_func)
     params = list(inspect.signature(impl).parameters.values())
     converters = {}
@@ -175,12 +200,18 @@ def _entry(np_func: Callable[..., Any], impl: Callable[..., Any], arrays: frozen
     star = next((i for i, p in enumerate(params) if p.kind is _P.VAR_POSITIONAL), None)
     by_position = params[:star] if star is not None else [p for p in params if p.kind is _P.POSITIONAL_ONLY]
     any_keyword = any(p.kind is _P.VAR_KEYWORD for p in params)
-    return Entry(impl=impl, name=qualname(np_func), binder=Binder(signature),
-                 impl_names=frozenset(p.name for p in params), any_keyword=any_keyword, converters=converters,
-                 writes_out=not any_keyword and "out" not in {p.name for p in params},
-                 by_keyword=star is None and not by_position,
-                 by_position=tuple((p.name, p.default) for p in by_position),
-                 var_positional=None if star is None else params[star].name)
+    return Entry(
+        impl=impl,
+        name=qualname(np_func),
+        binder=Binder(signature),
+        impl_names=frozenset(p.name for p in params),
+        any_keyword=any_keyword,
+        converters=converters,
+        writes_out=not any_keyword and "out" not in {p.name for p in params},
+        by_keyword=star is None and not by_position,
+        by_position=tuple((p.name, p.default) for p in by_position),
+        var_positional=None if star is None else params[star].name,
+    )
 
 
 def _converter(array: bool, sequence: bool, dtype: bool, weak: bool, star: bool) -> Converter | None:
@@ -293,6 +324,7 @@ def check_writeable(out: Any, func: str) -> None:
 
 # --- the host fallback: NumPy functions and ufuncs outside the tables ---
 
+
 def on_host(x: NeuronArray) -> bool:
     """Whether ``x`` lives in host memory, so that ``np.asarray(x)`` is a view of it rather than a copy (a sharded
     array's device is its ``Sharding``: never)."""
@@ -316,17 +348,21 @@ class _Views:
         off the host is a TypeError (its NumPy view would be a copy, and NumPy's writes would be lost)."""
         if isinstance(value, NeuronArray):
             if not on_host(value):
-                raise TypeError(f"{self.name} is not supported on NeuronArray on device {value.device}: "
-                                "np.asarray(x) copies x to the host, where NumPy runs it; docs/numpy.md lists "
-                                "the functions that run on the device")
+                raise TypeError(
+                    f"{self.name} is not supported on NeuronArray on device {value.device}: "
+                    "np.asarray(x) copies x to the host, where NumPy runs it; docs/numpy.md lists "
+                    "the functions that run on the device"
+                )
             self.found += 1
             a = np.asarray(value)
             if not a.flags.writeable:
                 t = value._t
                 self.read_only.append(
                     f"a NeuronArray of shape {value.shape} is a lazy conjugate (torch's conj()), which NumPy sees "
-                    "as a read-only copy; resolve it first: xp.asarray(x, copy=True)" if t.is_conj() or t.is_neg()
-                    else f"a NeuronArray of shape {value.shape} is read-only (x.flags.writeable is False)")
+                    "as a read-only copy; resolve it first: xp.asarray(x, copy=True)"
+                    if t.is_conj() or t.is_neg()
+                    else f"a NeuronArray of shape {value.shape} is read-only (x.flags.writeable is False)"
+                )
             return a
         if isinstance(value, (tuple, list)):
             items = [self.convert(v) for v in value]
@@ -349,8 +385,9 @@ def _same_tuple_type(value: tuple[Any, ...], items: list[Any]) -> tuple[Any, ...
     return make(items) if make is not None else type(value)(items)
 
 
-def host_views(name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) \
-        -> tuple[tuple[Any, ...], dict[str, Any], _Views]:
+def host_views(
+    name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any], _Views]:
     """``args`` and ``kwargs`` with their NeuronArrays as NumPy views (see ``_Views.convert``)."""
     views = _Views(name)
     return views.convert(args), views.convert(kwargs), views
@@ -362,9 +399,11 @@ def run_on_host(name: str, call: Callable[..., Any], args: tuple[Any, ...], kwar
     new_args, new_kwargs, views = host_views(name, args, kwargs)
     if views.found == 0:
         # NumPy saw a NeuronArray that this search cannot reach: like=, or one inside another kind of object
-        raise TypeError(f"{name} has no NeuronArray implementation, and its NeuronArray argument is not one the "
-                        "host fallback converts (like= is handled only by the functions docs/numpy.md lists; "
-                        "arrays are searched for in tuples, lists and dicts)")
+        raise TypeError(
+            f"{name} has no NeuronArray implementation, and its NeuronArray argument is not one the "
+            "host fallback converts (like= is handled only by the functions docs/numpy.md lists; "
+            "arrays are searched for in tuples, lists and dicts)"
+        )
     try:
         result = call(*new_args, **new_kwargs)
     except ValueError as e:
@@ -404,10 +443,10 @@ _IMPLICIT_DEFAULTS: dict[str, Any] = {"where": True, "keepdims": False}
 def _is_default(value: Any, param: inspect.Parameter | None) -> bool:
     if param is None or param.default is _P.empty:
         return False
-    default = _IMPLICIT_DEFAULTS.get(param.name, param.default) if param.default is np._NoValue else \
-        param.default
-    return value is default or (type(value) is type(default) and isinstance(value, (*PY_SCALARS, str))
-                                and value == default)
+    default = _IMPLICIT_DEFAULTS.get(param.name, param.default) if param.default is np._NoValue else param.default
+    return value is default or (
+        type(value) is type(default) and isinstance(value, (*PY_SCALARS, str)) and value == default
+    )
 
 
 def _supported(given: dict[str, Any], entry: Entry) -> dict[str, Any]:
@@ -415,8 +454,9 @@ def _supported(given: dict[str, Any], entry: Entry) -> dict[str, Any]:
     params = entry.signature.parameters
     for k, v in given.items():
         if k not in entry.impl_names and not _is_default(v, params.get(k)):
-            raise TypeError(f"{entry.name}() on NeuronArray does not support the argument {k}={_short(v)}; "
-                            "leave it at its default")
+            raise TypeError(
+                f"{entry.name}() on NeuronArray does not support the argument {k}={_short(v)}; leave it at its default"
+            )
     return {k: v for k, v in given.items() if k in entry.impl_names}
 
 
@@ -446,6 +486,7 @@ def _call(entry: Entry, values: dict[str, Any]) -> Any:
 
 
 # --- conversions ---
+
 
 def device_of(values: Any) -> torch.device:
     """The device of the first NeuronArray in ``values`` (searched through tuples, lists and dicts); for a
@@ -524,17 +565,21 @@ def write_out(result: Any, out: Any, func: str, *, broadcast: bool = False, cast
             raise TypeError(f"{func}(): out= must hold one array, got {len(out)}")
         (out,) = out
     if not isinstance(out, NeuronArray):
-        raise TypeError(f"{func}(): out= must be a NeuronArray, got {type(out).__name__} (writing a NeuronArray "
-                        "result into it would copy device data to the host)")
+        raise TypeError(
+            f"{func}(): out= must be a NeuronArray, got {type(out).__name__} (writing a NeuronArray "
+            "result into it would copy device data to the host)"
+        )
     check_writeable(out, func)
     if not isinstance(result, NeuronArray):
         raise TypeError(f"{func}(): out= needs a function with one array result")
     if result.device != out.device:
         raise ValueError(f"{func}(): out is on {out.device}, the result on {result.device}")
     if not can_cast(result._t.dtype, out._t.dtype, casting):
-        raise TypeError(f"{func}(): cannot write a {_dtypes.name(result.dtype)} result into out of dtype "
-                        f"{_dtypes.name(out.dtype)} under NumPy's {casting} casting"
-                        + ("; pass casting='same_kind' to round into out" if casting == "safe" else ""))
+        raise TypeError(
+            f"{func}(): cannot write a {_dtypes.name(result.dtype)} result into out of dtype "
+            f"{_dtypes.name(out.dtype)} under NumPy's {casting} casting"
+            + ("; pass casting='same_kind' to round into out" if casting == "safe" else "")
+        )
     if result.shape != out.shape and not broadcast:
         raise ValueError(f"{func}(): out has shape {out.shape}, the result {result.shape}")
     t = result._t if result.shape == out.shape else xp.broadcast_to(result, out.shape)._t

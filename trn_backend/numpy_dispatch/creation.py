@@ -79,11 +79,11 @@ def _dtype_or_default(dtype: Any, device: torch.device, func: str) -> torch.dtyp
 
 def _check_order(order: str | None, func: str) -> None:
     if order not in (None, "K", "A", "C"):
-        raise ValueError(f"{func}(): order={order!r} cannot be met: NeuronArrays are C-ordered (use 'C', 'K' "
-                         "or 'A')")
+        raise ValueError(f"{func}(): order={order!r} cannot be met: NeuronArrays are C-ordered (use 'C', 'K' or 'A')")
 
 
 # ---------------------------------------------------------------- from shape or value
+
 
 def _filled(fill: str, shape: Any, dtype: torch.dtype | None, like: A, device: Any) -> A:
     """The namespace's empty, zeros or ones, in NumPy's default float unless a dtype is given."""
@@ -157,8 +157,7 @@ def empty_like(prototype: A, dtype: Any = None, order: str = "K", shape: Any = N
 
 
 @implements(np.full_like, arrays="a")
-def full_like(a: A, fill_value: Any, dtype: Any = None, order: str = "K", shape: Any = None,
-              device: Any = None) -> A:
+def full_like(a: A, fill_value: Any, dtype: Any = None, order: str = "K", shape: Any = None, device: Any = None) -> A:
     """numpy.full_like: the value is cast to the result's dtype as NumPy casts it (1.9 fills an int array with 1).
     A Python int must fit the dtype (OverflowError, as in NumPy); a float into an integer dtype is truncated, and
     NaN or a float beyond the dtype is refused (NumPy stores an undefined value there)."""
@@ -187,6 +186,7 @@ def identity(n: int, dtype: Any = None, *, like: A) -> A:
 
 # ---------------------------------------------------------------- from existing data
 
+
 def _converted(a: Any, dtype: torch.dtype | None, device: torch.device, copy: bool | None) -> A:
     """``a`` as a NeuronArray on ``device``: a NeuronArray is converted on the devices; other data goes
     through NumPy, so its dtype is inferred as NumPy does ([1.0] is float64, [1] int64)."""
@@ -201,8 +201,9 @@ def _converted(a: Any, dtype: torch.dtype | None, device: torch.device, copy: bo
 
 
 @_creation(np.array)
-def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: str | None = "K",
-          ndmin: int = 0, like: A) -> A:
+def array(
+    object: Any, dtype: Any = None, *, copy: bool | None = True, order: str | None = "K", ndmin: int = 0, like: A
+) -> A:
     """numpy.array(..., like=x): a copy unless copy=False or None allows sharing, at least ndmin dimensions."""
     _check_order(order, "numpy.array")
     result = _converted(object, dtype, like.device, copy)
@@ -210,8 +211,9 @@ def array(object: Any, dtype: Any = None, *, copy: bool | None = True, order: st
 
 
 @_creation(np.asarray, np.asanyarray)
-def asarray(a: Any, dtype: Any = None, order: str | None = None, *, device: Any = None, copy: bool | None = None,
-            like: A) -> A:
+def asarray(
+    a: Any, dtype: Any = None, order: str | None = None, *, device: Any = None, copy: bool | None = None, like: A
+) -> A:
     """numpy.asarray / numpy.asanyarray(..., like=x): on x's device, memory shared where possible."""
     _check_order(order, "numpy.asarray")
     return _converted(a, dtype, _target_device(like, device, "numpy.asarray"), copy)
@@ -239,9 +241,22 @@ def asfortranarray(a: Any, dtype: Any = None, *, like: A) -> A:
     return A(t.permute(reverse).contiguous().permute(reverse))
 
 
-_REQUIREMENTS = {"C": "C", "C_CONTIGUOUS": "C", "CONTIGUOUS": "C", "F": "F", "F_CONTIGUOUS": "F",
-                 "FORTRAN": "F", "A": "A", "ALIGNED": "A", "W": "W", "WRITEABLE": "W", "O": "O", "OWNDATA": "O",
-                 "E": "E", "ENSUREARRAY": "E"}
+_REQUIREMENTS = {
+    "C": "C",
+    "C_CONTIGUOUS": "C",
+    "CONTIGUOUS": "C",
+    "F": "F",
+    "F_CONTIGUOUS": "F",
+    "FORTRAN": "F",
+    "A": "A",
+    "ALIGNED": "A",
+    "W": "W",
+    "WRITEABLE": "W",
+    "O": "O",
+    "OWNDATA": "O",
+    "E": "E",
+    "ENSUREARRAY": "E",
+}
 
 
 @_creation(np.require)
@@ -259,8 +274,9 @@ def require(a: Any, dtype: Any = None, requirements: Any = None, *, like: A) -> 
         flags.add(flag)
     result = _converted(a, dtype, like.device, True if "O" in flags else None)
     if "F" in flags and result.ndim > 1:
-        raise ValueError(f"numpy.require(): requirement 'F' cannot be met: NeuronArrays are C-ordered (shape "
-                         f"{result.shape})")
+        raise ValueError(
+            f"numpy.require(): requirement 'F' cannot be met: NeuronArrays are C-ordered (shape {result.shape})"
+        )
     if "C" in flags and not result._t.is_contiguous():
         return A(result._t.contiguous())
     return result
@@ -284,8 +300,9 @@ def real_part_if_narrowing(x: A, dtype: Any) -> A:
     a complex number casts by its truth, both parts, without a warning in NumPy and in the namespace)."""
     target = _dtypes.to_dtype(dtype)
     if x._t.dtype in _dtypes.COMPLEX_FLOAT and target not in _dtypes.COMPLEX_FLOAT and target is not _dtypes.bool:
-        warnings.warn("Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning,
-                      stacklevel=4)
+        warnings.warn(
+            "Casting complex values to real discards the imaginary part", np.exceptions.ComplexWarning, stacklevel=4
+        )
         return xp.real(x)
     return x
 
@@ -315,8 +332,10 @@ def _host_reader(np_func: Callable[..., Any]) -> None:
         like = given.pop("like")
         host = np_func(**given)
         if not isinstance(host, np.ndarray) or host.dtype.names is not None:
-            raise TypeError(f"{name}(..., like=NeuronArray) read {type(host).__name__} of dtype "
-                            f"{getattr(host, 'dtype', None)}; a NeuronArray holds plain numeric arrays only")
+            raise TypeError(
+                f"{name}(..., like=NeuronArray) read {type(host).__name__} of dtype "
+                f"{getattr(host, 'dtype', None)}; a NeuronArray holds plain numeric arrays only"
+            )
         return _from_host(host, like.device, _asks_for_dtype(given.get("dtype")))
 
     impl.__signature__ = signature  # type: ignore[attr-defined]
@@ -330,6 +349,7 @@ for _reader in (np.frombuffer, np.fromiter, np.fromfile, np.loadtxt, np.genfromt
 
 
 # ---------------------------------------------------------------- numerical ranges
+
 
 def _arange_dtype(values: Sequence[Any]) -> torch.dtype:
     """NumPy's arange dtype: at least the default integer, promoted with each given value's dtype."""
@@ -345,8 +365,9 @@ def _python_number(value: Any) -> Any:
 
 
 @_creation(np.arange)
-def arange(start: Any = None, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None,
-           like: A) -> A:
+def arange(
+    start: Any = None, stop: Any = None, step: Any = None, dtype: Any = None, *, device: Any = None, like: A
+) -> A:
     """numpy.arange(..., like=x): NumPy's dtype (int64 for integers, float64 for floats); one bound is the
     stop, by position or by name."""
     if start is None and stop is None:
@@ -374,6 +395,7 @@ def meshgrid(*xi: A, copy: bool = True, indexing: str = "xy") -> tuple[A, ...]:
 
 
 # ---------------------------------------------------------------- building matrices
+
 
 @_creation(np.tri, dtypes="")
 def tri(N: int, M: int | None = None, k: int = 0, dtype: Any = None, *, like: A) -> A:

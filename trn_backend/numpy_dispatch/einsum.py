@@ -46,8 +46,14 @@ def _optimize(optimize: Any) -> Any:
 
 @implements(np.einsum)
 @entry_point("numpy.einsum")
-def einsum(request: Request | None, *operands: Any, out: Any = None, optimize: Any = False, dtype: Any = None,
-           casting: str = "safe") -> A:
+def einsum(
+    request: Request | None,
+    *operands: Any,
+    out: Any = None,
+    optimize: Any = False,
+    dtype: Any = None,
+    casting: str = "safe",
+) -> A:
     """numpy.einsum on the contraction engine: one program under ``precision`` (else the active
     ``trn_backend.precision`` block); ``optimize`` takes NumPy's values and opt_einsum's optimizers. ``casting``
     (NumPy's default 'safe') rules both the cast of the operands to ``dtype`` and the write into ``out``."""
@@ -64,13 +70,17 @@ def einsum(request: Request | None, *operands: Any, out: Any = None, optimize: A
     if result is not None:
         for o in ops:
             if not can_cast(o._t.dtype, result, casting):
-                raise TypeError(f"numpy.einsum(): cannot cast {_dtypes.name(o.dtype)} to {_dtypes.name(result)} "
-                                f"under casting={casting!r}")
+                raise TypeError(
+                    f"numpy.einsum(): cannot cast {_dtypes.name(o.dtype)} to {_dtypes.name(result)} "
+                    f"under casting={casting!r}"
+                )
     if out_dtype is not None and not can_cast(result, out_dtype, casting):  # before the work, not after it
         assert result is not None  # out= gives a result dtype above
-        raise TypeError(f"numpy.einsum(): cannot write a {_dtypes.name(result)} result into out of dtype "
-                        f"{_dtypes.name(out_dtype)} under NumPy's {casting} casting"
-                        + ("; pass casting='same_kind' to round into out" if casting == "safe" else ""))
+        raise TypeError(
+            f"numpy.einsum(): cannot write a {_dtypes.name(result)} result into out of dtype "
+            f"{_dtypes.name(out_dtype)} under NumPy's {casting} casting"
+            + ("; pass casting='same_kind' to round into out" if casting == "safe" else "")
+        )
     t = einsum_tensors(request, subscripts, [o._t for o in ops], _optimize(optimize), result=result, out=out_dtype)
     if out is None:
         return wrap(t)

@@ -32,8 +32,16 @@ def _complex(x: A) -> A:
 
 # the input each transform takes: complex (real input promotes, as NumPy allows) or real
 _FFT_INPUT: dict[str, Callable[[A], A]] = {
-    "fft": _complex, "ifft": _complex, "irfft": _complex, "hfft": _complex, "rfft": _floating,
-    "ihfft": _floating, "fftn": _complex, "ifftn": _complex, "irfftn": _complex, "rfftn": _floating,
+    "fft": _complex,
+    "ifft": _complex,
+    "irfft": _complex,
+    "hfft": _complex,
+    "rfft": _floating,
+    "ihfft": _floating,
+    "fftn": _complex,
+    "ifftn": _complex,
+    "irfftn": _complex,
+    "rfftn": _floating,
 }
 
 
@@ -67,6 +75,7 @@ def _fft_1d(name: str) -> Callable[..., A]:
         if a._t.dtype is _dtypes.float16 and (n is None or n >= 1):
             return _float16_1d(name, a, n, axis, _norm(norm))
         return getattr(xp.fft, name)(_FFT_INPUT[name](a), n=n, axis=axis, norm=_norm(norm))
+
     impl.__name__ = name
     impl.__doc__ = f"numpy.fft.{name} (norm=None is 'backward'; integers transform in the default float)."
     return impl
@@ -76,9 +85,11 @@ def _fft_nd(name: str, default_axes: tuple[int, ...] | None) -> Callable[..., A]
     """An n-d transform; the 2-d ones are the same with axes (-2, -1) by default."""
     base = name.replace("2", "n")
 
-    def impl(a: A, s: Sequence[int] | None = None, axes: Sequence[int] | None = default_axes,
-             norm: str | None = None) -> A:
+    def impl(
+        a: A, s: Sequence[int] | None = None, axes: Sequence[int] | None = default_axes, norm: str | None = None
+    ) -> A:
         return getattr(xp.fft, base)(_FFT_INPUT[base](a), s=s, axes=axes, norm=_norm(norm))
+
     impl.__name__ = name
     impl.__doc__ = f"numpy.fft.{name} (norm=None is 'backward'; integers transform in the default float)."
     return impl

@@ -26,6 +26,7 @@ from ._registry import as_array, device_of, implements, xp
 
 # ---------------------------------------------------------------- generating index arrays
 
+
 @implements(np.nonzero, arrays="a")
 def nonzero(a: A) -> tuple[A, ...]:
     """numpy.nonzero: one index array per axis."""
@@ -59,8 +60,9 @@ def _index_mode(index: A, d: int, mode: str, axis: int) -> A:
     if mode != "raise":
         raise ValueError(f"numpy.ravel_multi_index(): mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
     if index.size and (int(xp.min(index)) < 0 or int(xp.max(index)) >= d):
-        raise ValueError(f"numpy.ravel_multi_index(): invalid entry in coordinates array for dimension {axis} of "
-                         f"length {d}")
+        raise ValueError(
+            f"numpy.ravel_multi_index(): invalid entry in coordinates array for dimension {axis} of length {d}"
+        )
     return index
 
 
@@ -70,16 +72,17 @@ def ravel_multi_index(multi_index: Sequence[A], dims: Any, mode: Any = "raise", 
     dimensions or one each; C or Fortran order)."""
     dims = _shape(dims)
     if len(multi_index) != len(dims):
-        raise ValueError(f"numpy.ravel_multi_index(): {len(multi_index)} coordinate arrays for {len(dims)} "
-                         "dimensions")
+        raise ValueError(f"numpy.ravel_multi_index(): {len(multi_index)} coordinate arrays for {len(dims)} dimensions")
     if order not in ("C", "F"):
         raise ValueError(f"numpy.ravel_multi_index(): order must be 'C' or 'F', got {order!r}")
     modes = [mode] * len(dims) if isinstance(mode, str) else list(mode)
     coords = []
     for axis, (index, d, m) in enumerate(zip(multi_index, dims, modes, strict=True)):
         if index._t.dtype not in _dtypes.INTEGER:
-            raise TypeError(f"numpy.ravel_multi_index(): coordinates must be integers, got "
-                            f"{_dtypes.name(index.dtype)} for dimension {axis}")
+            raise TypeError(
+                f"numpy.ravel_multi_index(): coordinates must be integers, got "
+                f"{_dtypes.name(index.dtype)} for dimension {axis}"
+            )
         coords.append(_index_mode(xp.astype(index, _dtypes.int64), d, m, axis))
     if not coords:
         raise ValueError("numpy.ravel_multi_index(): dims must name at least one dimension")
@@ -108,13 +111,14 @@ def unravel_index(indices: A, shape: Any, order: str = "C") -> tuple[A, ...]:
             bad = low if low < 0 else high
             raise ValueError(f"numpy.unravel_index(): index {bad} is out of bounds for array with size {size}")
     coords = []
-    for d in (reversed(dims) if order == "C" else dims):  # the fastest-varying dimension first
+    for d in reversed(dims) if order == "C" else dims:  # the fastest-varying dimension first
         coords.append(xp.remainder(flat, d) if d else flat)
         flat = xp.floor_divide(flat, d) if d else flat
     return tuple(reversed(coords)) if order == "C" else tuple(coords)
 
 
 # ---------------------------------------------------------------- indexing-like operations
+
 
 @implements(np.take, arrays="a indices")
 def take(a: A, indices: A, axis: int | None = None) -> A:
@@ -123,7 +127,7 @@ def take(a: A, indices: A, axis: int | None = None) -> A:
         a, axis = _flat(a), 0
     axis = normalize_axis(axis, a.ndim, "numpy.take")
     taken = xp.take(a, _flat(indices), axis=axis)
-    return xp.reshape(taken, a.shape[:axis] + indices.shape + a.shape[axis + 1:])
+    return xp.reshape(taken, a.shape[:axis] + indices.shape + a.shape[axis + 1 :])
 
 
 @implements(np.take_along_axis, arrays="arr indices")
@@ -157,8 +161,10 @@ def diagonal(a: A, offset: int = 0, axis1: int = 0, axis2: int = 1) -> A:
     """numpy.diagonal: the diagonal over any two axes, appended as the last axis; a read-only view of a, as
     NumPy's (``d.flags.writeable = True`` allows writes into a, as NumPy does; of a sharded array: a copy)."""
     if not viewable(a):  # a copy (sharded): read-only still, so that a write meant for a is refused
-        return readonly_view(xp.linalg.diagonal(_to_end(a, axis1, axis2), offset=offset),
-                             "numpy.diagonal of a sharded array is a copy, read-only as NumPy's view is")
+        return readonly_view(
+            xp.linalg.diagonal(_to_end(a, axis1, axis2), offset=offset),
+            "numpy.diagonal of a sharded array is a copy, read-only as NumPy's view is",
+        )
     func = "numpy.diagonal"
     if a.ndim < 2:
         raise ValueError(f"{func}(): needs an array of at least 2 dimensions, got shape {a.shape}")
@@ -183,8 +189,9 @@ def select(condlist: Sequence[A], choicelist: Sequence[Any], default: Any = 0) -
     dtype = _promoted(*choices)
     for i, cond in enumerate(condlist):
         if cond._t.dtype is not _dtypes.bool:
-            raise TypeError(f"{func}(): condlist[{i}] has dtype {_dtypes.name(cond._t.dtype)}; conditions must be "
-                            "boolean")
+            raise TypeError(
+                f"{func}(): condlist[{i}] has dtype {_dtypes.name(cond._t.dtype)}; conditions must be boolean"
+            )
     shape = xp.broadcast_shapes(*(c.shape for c in condlist), *(c.shape for c in choices if isinstance(c, A)))
     choices = [_as(c, dtype) if isinstance(c, A) else xp.asarray(c, dtype=dtype, device=device) for c in choices]
     result = xp.broadcast_to(choices[-1], shape)

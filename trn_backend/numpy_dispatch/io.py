@@ -33,13 +33,30 @@ def savez(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None
 @implements(np.savez_compressed)
 def savez_compressed(file: Any, *args: Any, allow_pickle: bool = True, **kwds: Any) -> None:
     """numpy.savez_compressed: NeuronArrays (positional or named) are written as their host copies."""
-    np.savez_compressed(file, *map(_host, args), allow_pickle=allow_pickle,
-                        **{k: _host(v) for k, v in kwds.items()})
+    np.savez_compressed(file, *map(_host, args), allow_pickle=allow_pickle, **{k: _host(v) for k, v in kwds.items()})
 
 
 @implements(np.savetxt)
-def savetxt(fname: Any, X: Any, fmt: Any = "%.18e", delimiter: str = " ", newline: str = "\n", header: str = "",
-            footer: str = "", comments: str = "# ", encoding: Any = None) -> None:
+def savetxt(
+    fname: Any,
+    X: Any,
+    fmt: Any = "%.18e",
+    delimiter: str = " ",
+    newline: str = "\n",
+    header: str = "",
+    footer: str = "",
+    comments: str = "# ",
+    encoding: Any = None,
+) -> None:
     """numpy.savetxt of a NeuronArray on any device: the host copy is written."""
-    np.savetxt(fname, _host(X), fmt=fmt, delimiter=delimiter, newline=newline, header=header, footer=footer,
-               comments=comments, encoding=encoding)
+    np.savetxt(
+        fname,
+        _host(X),
+        fmt=fmt,
+        delimiter=delimiter,
+        newline=newline,
+        header=header,
+        footer=footer,
+        comments=comments,
+        encoding=encoding,
+    )

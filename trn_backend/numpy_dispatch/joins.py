@@ -28,6 +28,7 @@ from ._registry import as_array, implements, xp
 
 # ---------------------------------------------------------------- joining arrays
 
+
 @implements(np.concatenate, sequences="arrays")
 def concatenate(arrays: Sequence[A], axis: int | None = 0, dtype: Any = None, casting: str = "same_kind") -> A:
     """numpy.concatenate (also numpy.concat); axis=None joins the flattened arrays."""
@@ -67,6 +68,7 @@ def column_stack(tup: Sequence[A]) -> A:
 
 # ---------------------------------------------------------------- splitting arrays
 
+
 def _split(ary: A, indices_or_sections: Any, axis: int, func: str, *, equal: bool) -> list[A]:
     axis = normalize_axis(axis, ary.ndim, func)
     n = ary.shape[axis]
@@ -75,8 +77,10 @@ def _split(ary: A, indices_or_sections: Any, axis: int, func: str, *, equal: boo
         if sections <= 0:
             raise ValueError(f"{func}(): the number of sections must be positive, got {sections}")
         if equal and n % sections:
-            raise ValueError(f"{func}(): an axis of length {n} does not split into {sections} equal sections "
-                             "(numpy.array_split allows unequal ones)")
+            raise ValueError(
+                f"{func}(): an axis of length {n} does not split into {sections} equal sections "
+                "(numpy.array_split allows unequal ones)"
+            )
         size, extra = divmod(n, sections)
         bounds = [i * size + builtins.min(i, extra) for i in range(sections + 1)]
     else:
@@ -123,6 +127,7 @@ def dsplit(ary: A, indices_or_sections: Any) -> list[A]:
 
 # ---------------------------------------------------------------- tiling arrays
 
+
 @implements(np.tile, arrays="A")
 def tile(A: A, reps: int | Sequence[int]) -> A:
     """numpy.tile."""
@@ -136,6 +141,7 @@ def repeat(a: A, repeats: int | A, axis: int | None = None) -> A:
 
 
 # ---------------------------------------------------------------- adding and removing elements
+
 
 def _index_array(positions: np.ndarray, device: torch.device) -> A:
     return xp.asarray(np.asarray(positions, dtype=np.int64), device=device)
@@ -188,8 +194,9 @@ def insert(arr: A, obj: Any, values: A, axis: int | None = None) -> A:
     _check_integer_indices(indices, func)
     outside = np.atleast_1d((indices < -n) | (indices > n))
     if outside.any():
-        raise IndexError(f"{func}(): index {np.atleast_1d(indices)[outside][0]} is out of bounds for axis {axis} "
-                         f"with size {n}")
+        raise IndexError(
+            f"{func}(): index {np.atleast_1d(indices)[outside][0]} is out of bounds for axis {axis} with size {n}"
+        )
     if type(values) in (bool, int, float, complex, list, tuple):  # not NumPy scalars: strong arrays, cast
         # Python data converts to arr's dtype element by element, as NumPy's array(values, dtype=arr.dtype) does
         # (an int beyond the dtype is an OverflowError there, not a wrapped value)
@@ -197,8 +204,7 @@ def insert(arr: A, obj: Any, values: A, axis: int | None = None) -> A:
     values = _as(as_array(values, arr.device), arr._t.dtype)
     if indices.size == 1:
         index = int(indices.flat[0])
-        return _insert_block(arr, index + n if index < 0 else index, values, axis, scalar=indices.ndim == 0,
-                             func=func)
+        return _insert_block(arr, index + n if index < 0 else index, values, axis, scalar=indices.ndim == 0, func=func)
     positions = np.where(indices < 0, indices + n, indices)
     order = np.argsort(positions, kind="stable")
     positions[order] += np.arange(positions.size)  # each value lands after the ones inserted before it
@@ -220,16 +226,16 @@ def _insert_block(arr: A, index: int, values: A, axis: int, *, scalar: bool, fun
     if scalar:
         values = xp.moveaxis(values, 0, axis)
     values = _broadcast_to(values, _block_shape(arr, axis, values.shape[axis]), func)
-    return xp.concat([arr[_along(axis, slice(None, index))], values, arr[_along(axis, slice(index, None))]],
-                     axis=axis)
+    return xp.concat([arr[_along(axis, slice(None, index))], values, arr[_along(axis, slice(index, None))]], axis=axis)
 
 
 def _broadcast_to(values: A, shape: tuple[int, ...], func: str) -> A:
     try:
         return xp.broadcast_to(values, shape)
     except (ValueError, RuntimeError):
-        raise ValueError(f"{func}(): values of shape {values.shape} do not broadcast to the inserted shape "
-                         f"{shape}") from None
+        raise ValueError(
+            f"{func}(): values of shape {values.shape} do not broadcast to the inserted shape {shape}"
+        ) from None
 
 
 @implements(np.delete, arrays="arr")
@@ -256,24 +262,33 @@ def delete(arr: A, obj: Any, axis: int | None = None) -> A:
             _check_integer_indices(indices, func)
             outside = np.atleast_1d((indices < -n) | (indices >= n))
             if outside.any():
-                raise IndexError(f"{func}(): index {np.atleast_1d(indices)[outside][0]} is out of bounds for "
-                                 f"axis {axis} with size {n}")
+                raise IndexError(
+                    f"{func}(): index {np.atleast_1d(indices)[outside][0]} is out of bounds for "
+                    f"axis {axis} with size {n}"
+                )
             keep[indices] = False
     return xp.take(arr, _index_array(np.flatnonzero(keep), arr.device), axis=axis)
 
 
 def _check_mask(shape: tuple[int, ...], n: int, func: str) -> None:
     if tuple(shape) != (n,):
-        raise ValueError(f"{func}(): a boolean obj must be 1-d and match the axis length {n}, got shape "
-                         f"{tuple(shape)}")
+        raise ValueError(f"{func}(): a boolean obj must be 1-d and match the axis length {n}, got shape {tuple(shape)}")
 
 
 # ---------------------------------------------------------------- padding arrays
 
 _PAD_OPTIONS = {
-    "constant": ("constant_values",), "edge": (), "linear_ramp": ("end_values",), "maximum": ("stat_length",),
-    "mean": ("stat_length",), "median": ("stat_length",), "minimum": ("stat_length",),
-    "reflect": ("reflect_type",), "symmetric": ("reflect_type",), "wrap": (), "empty": (),
+    "constant": ("constant_values",),
+    "edge": (),
+    "linear_ramp": ("end_values",),
+    "maximum": ("stat_length",),
+    "mean": ("stat_length",),
+    "median": ("stat_length",),
+    "minimum": ("stat_length",),
+    "reflect": ("reflect_type",),
+    "symmetric": ("reflect_type",),
+    "wrap": (),
+    "empty": (),
 }
 
 
@@ -290,19 +305,32 @@ Pairs = list[tuple[Any, Any]]
 
 
 @implements(np.pad, arrays="array")
-def pad(array: A, pad_width: Any, mode: Any = "constant", constant_values: Any = _UNSET, end_values: Any = _UNSET,
-        stat_length: Any = _UNSET, reflect_type: Any = _UNSET) -> A:
+def pad(
+    array: A,
+    pad_width: Any,
+    mode: Any = "constant",
+    constant_values: Any = _UNSET,
+    end_values: Any = _UNSET,
+    stat_length: Any = _UNSET,
+    reflect_type: Any = _UNSET,
+) -> A:
     """numpy.pad in every named mode, pad_width in each of NumPy's spellings (an int, a pair, a pair per axis,
     a dict of axis -> int or pair). Axes pad one after another, so corners come from the later axes, as in
     NumPy. A callable mode runs Python per vector and is refused."""
     func = "numpy.pad"
     if callable(mode):
-        raise TypeError(f"{func}(): a callable mode is not supported on NeuronArray (it runs Python on every "
-                        "vector); use one of the named modes, or call numpy.pad on np.asarray(array)")
+        raise TypeError(
+            f"{func}(): a callable mode is not supported on NeuronArray (it runs Python on every "
+            "vector); use one of the named modes, or call numpy.pad on np.asarray(array)"
+        )
     if mode not in _PAD_OPTIONS:
         raise ValueError(f"{func}(): mode {mode!r} is not supported; use one of {', '.join(_PAD_OPTIONS)}")
-    options = {"constant_values": constant_values, "end_values": end_values, "stat_length": stat_length,
-               "reflect_type": reflect_type}
+    options = {
+        "constant_values": constant_values,
+        "end_values": end_values,
+        "stat_length": stat_length,
+        "reflect_type": reflect_type,
+    }
     given = {k: v for k, v in options.items() if v is not _UNSET}
     unsupported = sorted(set(given) - set(_PAD_OPTIONS[mode]))
     if unsupported:
@@ -313,8 +341,7 @@ def pad(array: A, pad_width: Any, mode: Any = "constant", constant_values: Any =
     if array.size == 0:
         for ax, (before, after) in enumerate(widths):
             if array.shape[ax] == 0 and (before or after):
-                raise ValueError(f"{func}(): can't extend empty axis {ax} using modes other than 'constant' or "
-                                 "'empty'")
+                raise ValueError(f"{func}(): can't extend empty axis {ax} using modes other than 'constant' or 'empty'")
         shape = tuple(d + before + after for d, (before, after) in zip(array.shape, widths, strict=True))
         return xp.empty(shape, dtype=array._t.dtype, device=array.device)
     if mode == "edge":
@@ -328,8 +355,9 @@ def pad(array: A, pad_width: Any, mode: Any = "constant", constant_values: Any =
         kind = given.get("reflect_type", "even")
         if kind not in ("even", "odd"):
             raise ValueError(f"{func}(): reflect_type must be 'even' or 'odd', got {kind!r}")
-        return _pad_each_axis(array, widths, lambda x, ax, w: _reflect_blocks(x, ax, w, mode == "symmetric",
-                                                                              kind == "odd"))
+        return _pad_each_axis(
+            array, widths, lambda x, ax, w: _reflect_blocks(x, ax, w, mode == "symmetric", kind == "odd")
+        )
     lengths = _pairs(given.get("stat_length"), array.ndim, func, "stat_length", as_index=True)
     return _pad_each_axis(array, widths, lambda x, ax, w: _stat_blocks(x, ax, w, lengths[ax], mode, func))
 
@@ -341,8 +369,11 @@ def _pad_widths(pad_width: Any, ndim: int, func: str) -> list[tuple[int, int]]:
             ax = _axis(ax, ndim, func)
             if isinstance(width, (int, np.integer)):
                 pairs[ax] = (int(width), int(width))
-            elif (isinstance(width, tuple) and len(width) == 2
-                  and builtins.all(isinstance(w, (int, np.integer)) for w in width)):
+            elif (
+                isinstance(width, tuple)
+                and len(width) == 2
+                and builtins.all(isinstance(w, (int, np.integer)) for w in width)
+            ):
                 pairs[ax] = (int(width[0]), int(width[1]))
             else:
                 raise TypeError(f"{func}(): pad_width[{ax}] must be an int or a pair of ints, got {width!r}")
@@ -369,15 +400,17 @@ def _pairs(value: Any, ndim: int, func: str, arg: str, *, as_index: bool) -> Pai
         try:
             pairs = [tuple(p) for p in np.broadcast_to(x, (ndim, 2)).tolist()]
         except ValueError:
-            raise ValueError(f"{func}(): {arg} of shape {x.shape} does not give a (before, after) pair for each "
-                             f"of {ndim} axes") from None
+            raise ValueError(
+                f"{func}(): {arg} of shape {x.shape} does not give a (before, after) pair for each of {ndim} axes"
+            ) from None
     if as_index and builtins.any(v < 0 for pair in pairs for v in pair):
         raise ValueError(f"{func}(): {arg} can't contain negative values")
     return pairs
 
 
-def _pad_each_axis(array: A, widths: list[tuple[int, int]],
-                   blocks: Callable[[A, int, tuple[int, int]], tuple[A, A]]) -> A:
+def _pad_each_axis(
+    array: A, widths: list[tuple[int, int]], blocks: Callable[[A, int, tuple[int, int]], tuple[A, A]]
+) -> A:
     """Pad axis after axis: ``blocks(x, axis, widths)`` gives the (before, after) blocks of x along axis, x
     already padded along the earlier axes."""
     x = array
@@ -399,9 +432,11 @@ def _pad_constant(array: A, widths: list[tuple[int, int]], values: Any, empty: b
         if fills is None:
             before, after = (xp.empty(_block_shape(x, ax, n), dtype=x._t.dtype, device=x.device) for n in w)
         else:
-            before, after = (xp.broadcast_to(_fill(v, x, func), _block_shape(x, ax, n))
-                             for v, n in zip(fills[ax], w, strict=True))
+            before, after = (
+                xp.broadcast_to(_fill(v, x, func), _block_shape(x, ax, n)) for v, n in zip(fills[ax], w, strict=True)
+            )
         return before, after
+
     return _pad_each_axis(array, widths, blocks)
 
 
@@ -412,8 +447,7 @@ def _fill(value: Any, like: A, func: str) -> A:
     every integer dtype); a complex value into a real array is a TypeError (NumPy drops its imaginary part)."""
     value = as_py_scalar(value)
     if isinstance(value, complex) and like._t.dtype not in _dtypes.COMPLEX_FLOAT and like._t.dtype is not _dtypes.bool:
-        raise TypeError(f"{func}(): cannot pad a {_dtypes.name(like._t.dtype)} array with the complex value "
-                        f"{value!r}")
+        raise TypeError(f"{func}(): cannot pad a {_dtypes.name(like._t.dtype)} array with the complex value {value!r}")
     return wrap(convert_scalar(value, like._t.dtype, like.device, func))
 
 
@@ -445,8 +479,9 @@ def _ramp(edge: A, end: Any, n: int, axis: int) -> A:
     work = _dtypes.complex_of(real) if dtype in _dtypes.COMPLEX_FLOAT or np.iscomplexobj(end) else real
     start = xp.asarray(np.asarray(end), dtype=work, device=edge.device)
     delta = _as(edge, work) - start
-    k = xp.reshape(xp.arange(n, dtype=real, device=edge.device), tuple(-1 if i == axis else 1
-                                                                       for i in range(edge.ndim)))
+    k = xp.reshape(
+        xp.arange(n, dtype=real, device=edge.device), tuple(-1 if i == axis else 1 for i in range(edge.ndim))
+    )
     step = delta / n
     # np.linspace's two formulas: k * step, or (k / n) * delta where some step underflows to zero
     ramp = (k / n) * delta if builtins.bool(xp.any(step == 0)) else k * step
@@ -493,8 +528,9 @@ def _odd(chunk: A, edge: A) -> A:
     return 2 * edge - chunk
 
 
-def _stat_blocks(x: A, axis: int, widths: tuple[int, int], lengths: tuple[Any, Any], mode: str,
-                 func: str) -> tuple[A, A]:
+def _stat_blocks(
+    x: A, axis: int, widths: tuple[int, int], lengths: tuple[Any, Any], mode: str, func: str
+) -> tuple[A, A]:
     """Blocks filled with a statistic of the first/last ``lengths`` values (all of them for None); rounded
     half to even for integer arrays, as NumPy rounds them."""
     n = x.shape[axis]
@@ -503,8 +539,10 @@ def _stat_blocks(x: A, axis: int, widths: tuple[int, int], lengths: tuple[Any, A
         raise ValueError(f"{func}(): stat_length of 0 yields no value for padding")
     chunks = (x[_along(axis, slice(0, counts[0]))], x[_along(axis, slice(n - counts[1], n))])
     stats = [_statistic(chunk, axis, mode) for chunk in chunks]
-    before, after = (xp.broadcast_to(_as_pad_value(s, x._t.dtype), _block_shape(x, axis, w))
-                     for s, w in zip(stats, widths, strict=True))
+    before, after = (
+        xp.broadcast_to(_as_pad_value(s, x._t.dtype), _block_shape(x, axis, w))
+        for s, w in zip(stats, widths, strict=True)
+    )
     return before, after
 
 

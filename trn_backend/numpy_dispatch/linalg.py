@@ -23,6 +23,7 @@ from ._registry import implements, xp
 
 # ---------------------------------------------------------------- matrix and vector products
 
+
 @implements(np.dot, arrays="a b")
 def dot(a: A, b: A) -> A:
     """numpy.dot: a product for 0-d operands, else the last axis of a with the second-to-last of b."""
@@ -77,6 +78,7 @@ def matrix_power(a: A, n: int) -> A:
 
 # ---------------------------------------------------------------- decompositions
 
+
 @implements(np.linalg.cholesky, arrays="a")
 def cholesky(a: A, upper: bool = False) -> A:
     """numpy.linalg.cholesky."""
@@ -87,8 +89,9 @@ def cholesky(a: A, upper: bool = False) -> A:
 def qr(a: A, mode: str = "reduced") -> Any:
     """numpy.linalg.qr for modes 'reduced', 'complete' and 'r' (R alone)."""
     if mode not in ("reduced", "complete", "r"):
-        raise ValueError(f"numpy.linalg.qr(): mode={mode!r} is not supported on NeuronArray; use 'reduced', "
-                         "'complete' or 'r'")
+        raise ValueError(
+            f"numpy.linalg.qr(): mode={mode!r} is not supported on NeuronArray; use 'reduced', 'complete' or 'r'"
+        )
     result = xp.linalg.qr(_floating(a), mode="reduced" if mode == "r" else mode)
     return result.R if mode == "r" else result
 
@@ -101,6 +104,7 @@ def svd(a: A, full_matrices: bool = True, compute_uv: bool = True) -> Any:
 
 
 # ---------------------------------------------------------------- eigenvalues
+
 
 def _hermitian_lower(a: A, uplo: str, func: str) -> A:
     """The matrix whose lower triangle holds the Hermitian matrix NumPy reads from ``UPLO``."""
@@ -152,6 +156,7 @@ def eigvals(a: A) -> A:
 
 # ---------------------------------------------------------------- norms and other numbers
 
+
 @implements(np.linalg.norm, arrays="x")
 def norm(x: A, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A:
     """numpy.linalg.norm: a vector norm over one axis, a matrix norm over two, the 2-norm of the flattened
@@ -161,8 +166,7 @@ def norm(x: A, ord: Any = None, axis: Any = None, keepdims: bool = False) -> A:
         if ord is None:
             return xp.linalg.vector_norm(x, keepdims=keepdims)
         if x.ndim not in (1, 2):
-            raise ValueError(f"numpy.linalg.norm(): ord={ord!r} needs a 1-d or 2-d array or axis=, got shape "
-                             f"{x.shape}")
+            raise ValueError(f"numpy.linalg.norm(): ord={ord!r} needs a 1-d or 2-d array or axis=, got shape {x.shape}")
         axis = tuple(range(x.ndim))
     axes = normalize_axes(axis, x.ndim, "numpy.linalg.norm")
     if len(axes) == 1:
@@ -211,6 +215,7 @@ def trace(a: A, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = No
 
 # ---------------------------------------------------------------- solving equations and inverting matrices
 
+
 @implements(np.linalg.solve, arrays="a b")
 def solve(a: A, b: A) -> A:
     """numpy.linalg.solve (b is a vector only when 1-d, as in NumPy 2)."""
@@ -240,8 +245,7 @@ def lstsq(a: A, b: A, rcond: Any = None) -> tuple[A, A, np.int32, A]:
     if not bool(xp.all(xp.isfinite(a))):
         # LAPACK's gelsd, NumPy's solver, never converges on inf or nan in a (the SVD's own scaling fails);
         # torch's SVD returns NaNs for some such inputs instead of raising
-        raise np.linalg.LinAlgError(f"{func}(): SVD did not converge in Linear Least Squares: a contains infs or "
-                                    "NaNs")
+        raise np.linalg.LinAlgError(f"{func}(): SVD did not converge in Linear Least Squares: a contains infs or NaNs")
     x, s, rank = _svd_solve(a, rhs, cutoff_ratio)
     if rank == n and m > n:
         residuals = xp.sum(xp.square(xp.abs(rhs - xp.matmul(a, x))), axis=0)
@@ -298,11 +302,16 @@ def pinv(a: A, rcond: Any = None, hermitian: bool = False, rtol: Any = np._NoVal
 # ---------------------------------------------------------------- the functions NumPy 2 took from the standard
 
 for _np_func, _path, _arrays in (
-    (np.linalg.matmul, "matmul", "x1 x2"), (np.linalg.tensordot, "tensordot", "x1 x2"),
-    (np.linalg.vecdot, "vecdot", "x1 x2"), (np.linalg.outer, "linalg.outer", "x1 x2"),
-    (np.linalg.cross, "linalg.cross", "x1 x2"), (np.linalg.matrix_transpose, "matrix_transpose", "x"),
-    (np.linalg.trace, "linalg.trace", "x"), (np.linalg.diagonal, "linalg.diagonal", "x"),
-    (np.linalg.vector_norm, "linalg.vector_norm", "x"), (np.linalg.matrix_norm, "linalg.matrix_norm", "x"),
+    (np.linalg.matmul, "matmul", "x1 x2"),
+    (np.linalg.tensordot, "tensordot", "x1 x2"),
+    (np.linalg.vecdot, "vecdot", "x1 x2"),
+    (np.linalg.outer, "linalg.outer", "x1 x2"),
+    (np.linalg.cross, "linalg.cross", "x1 x2"),
+    (np.linalg.matrix_transpose, "matrix_transpose", "x"),
+    (np.linalg.trace, "linalg.trace", "x"),
+    (np.linalg.diagonal, "linalg.diagonal", "x"),
+    (np.linalg.vector_norm, "linalg.vector_norm", "x"),
+    (np.linalg.matrix_norm, "linalg.matrix_norm", "x"),
     (np.linalg.svdvals, "linalg.svdvals", "x"),
 ):
     _direct(_np_func, _path, arrays=_arrays)

@@ -40,6 +40,7 @@ from ._registry import can_cast, implements, xp
 
 # ---------------------------------------------------------------- sums, products, differences
 
+
 @implements(np.diff, arrays="a prepend append")
 def diff(a: A, n: int = 1, axis: int = -1, prepend: A | None = None, append: A | None = None) -> A:
     """numpy.diff; a 0-d prepend or append is repeated along the axis, as in NumPy."""
@@ -69,8 +70,9 @@ def gradient(f: A, *varargs: Any, axis: Any = None, edge_order: int = 1) -> A | 
         raise TypeError(f"{func}(): f is boolean; differences of booleans are undefined (cast it first)")
     out_dtype = f._t.dtype if f._t.dtype in _dtypes.FLOATING else _float_for(f.device)
     f = _as(f, out_dtype)
-    grads = tuple(_as(_gradient_along(f, ax, dx, edge_order, func), out_dtype) for ax, dx in zip(axes, spacings,
-                                                                                                    strict=True))
+    grads = tuple(
+        _as(_gradient_along(f, ax, dx, edge_order, func), out_dtype) for ax, dx in zip(axes, spacings, strict=True)
+    )
     return grads[0] if len(grads) == 1 else grads
 
 
@@ -81,8 +83,9 @@ def _gradient_spacings(f: A, axes: tuple[int, ...], varargs: tuple[Any, ...], fu
     if len(varargs) == 1 and np.ndim(varargs[0]) == 0:
         return [varargs[0]] * len(axes)
     if len(varargs) != len(axes):
-        raise TypeError(f"{func}(): give no spacing, one scalar, or one spacing per axis ({len(axes)}); got "
-                        f"{len(varargs)}")
+        raise TypeError(
+            f"{func}(): give no spacing, one scalar, or one spacing per axis ({len(axes)}); got {len(varargs)}"
+        )
     return [_axis_spacing(f, ax, spacing, func) for ax, spacing in zip(axes, varargs, strict=True)]
 
 
@@ -92,8 +95,9 @@ def _axis_spacing(f: A, axis: int, spacing: Any, func: str) -> Any:
     if spacing.ndim != 1:
         raise ValueError(f"{func}(): spacings must be scalars or 1-d coordinates, got shape {spacing.shape}")
     if spacing.shape[0] != f.shape[axis]:
-        raise ValueError(f"{func}(): coordinates of length {spacing.shape[0]} do not match the length "
-                         f"{f.shape[axis]} of axis {axis}")
+        raise ValueError(
+            f"{func}(): coordinates of length {spacing.shape[0]} do not match the length {f.shape[axis]} of axis {axis}"
+        )
     if spacing._t.dtype in _dtypes.INTEGER or spacing._t.dtype is _dtypes.bool:
         spacing = _as(spacing, _float_for(spacing.device))
     steps = xp.diff(spacing)
@@ -106,8 +110,9 @@ def _axis_spacing(f: A, axis: int, spacing: Any, func: str) -> Any:
 def _gradient_along(f: A, axis: int, dx: Any, edge_order: int, func: str) -> A:
     n = f.shape[axis]
     if n < edge_order + 1:
-        raise ValueError(f"{func}(): axis {axis} has {n} elements; edge_order={edge_order} needs at least "
-                         f"{edge_order + 1}")
+        raise ValueError(
+            f"{func}(): axis {axis} has {n} elements; edge_order={edge_order} needs at least {edge_order + 1}"
+        )
 
     def at(i: int | slice) -> A:
         return f[_along(axis, slice(i, i + 1 or None) if isinstance(i, int) else i)]
@@ -118,8 +123,7 @@ def _gradient_along(f: A, axis: int, dx: Any, edge_order: int, func: str) -> A:
     else:
         shape = tuple(-1 if i == axis else 1 for i in range(f.ndim))
         d1, d2 = dx[:-1], dx[1:]
-        a, b, c = (xp.reshape(w, shape) for w in (-d2 / (d1 * (d1 + d2)), (d2 - d1) / (d1 * d2),
-                                                   d1 / (d2 * (d1 + d2))))
+        a, b, c = (xp.reshape(w, shape) for w in (-d2 / (d1 * (d1 + d2)), (d2 - d1) / (d1 * d2), d1 / (d2 * (d1 + d2))))
         inner = a * at(slice(None, -2)) + b * at(slice(1, -1)) + c * at(slice(2, None))
     if edge_order == 1:
         first = (at(1) - at(0)) / (dx if uniform else dx[0])
@@ -157,8 +161,10 @@ def ediff1d(ary: A, to_end: A | None = None, to_begin: A | None = None) -> A:
         if extra is None:
             continue
         if not can_cast(extra._t.dtype, dtype, "same_kind"):
-            raise TypeError(f"numpy.ediff1d(): {name} of dtype {_dtypes.name(extra._t.dtype)} cannot be cast to "
-                            f"ary's dtype {_dtypes.name(dtype)} under the same_kind rule")
+            raise TypeError(
+                f"numpy.ediff1d(): {name} of dtype {_dtypes.name(extra._t.dtype)} cannot be cast to "
+                f"ary's dtype {_dtypes.name(dtype)} under the same_kind rule"
+            )
         extra = _as(_flat(extra), dtype)
         parts = [extra, *parts] if name == "to_begin" else [*parts, extra]
     return xp.concat(parts) if len(parts) > 1 else parts[0]
@@ -175,11 +181,16 @@ def cross(a: A, b: A, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: i
     b = xp.moveaxis(b, _axis(axisb, b.ndim, func), -1) if b.ndim else b
     la, lb = a.shape[-1] if a.ndim else 0, b.shape[-1] if b.ndim else 0
     if la not in (2, 3) or lb not in (2, 3):
-        raise ValueError(f"{func}(): incompatible dimensions for cross product (dimension must be 2 or 3), got "
-                         f"vectors of length {la} and {lb}")
+        raise ValueError(
+            f"{func}(): incompatible dimensions for cross product (dimension must be 2 or 3), got "
+            f"vectors of length {la} and {lb}"
+        )
     if la == 2 or lb == 2:
-        _warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors "
-                     "instead. (deprecated in NumPy 2.0)", DeprecationWarning)
+        _warn(
+            "Arrays of 2-dimensional vectors are deprecated. Use arrays of 3-dimensional vectors "
+            "instead. (deprecated in NumPy 2.0)",
+            DeprecationWarning,
+        )
     dtype = _promoted(a, b)
     a, b = _as(a, dtype), _as(b, dtype)
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
@@ -201,6 +212,7 @@ def cross(a: A, b: A, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: i
 
 # ---------------------------------------------------------------- rounding
 
+
 def floor_divide(x1: Any, x2: Any) -> A:
     """numpy.floor_divide's values: for floats, NumPy's divmod (the quotient of x1 - fmod(x1, x2), stepped down
     where the remainder's sign differs from x2's, snapped to an integer), so -2 // inf is -1 and inf // 3 NaN
@@ -209,8 +221,9 @@ def floor_divide(x1: Any, x2: Any) -> A:
     r = xp.floor_divide(x1, x2)
     if r._t.dtype not in _dtypes.REAL_FLOAT:
         return r
-    arr1, arr2 = (xp.astype(x, r.dtype) if isinstance(x, A) else xp.asarray(x, dtype=r.dtype, device=r.device)
-                  for x in (x1, x2))
+    arr1, arr2 = (
+        xp.astype(x, r.dtype) if isinstance(x, A) else xp.asarray(x, dtype=r.dtype, device=r.device) for x in (x1, x2)
+    )
     arr1, arr2 = xp.broadcast_arrays(arr1, arr2)
     # float16 and bfloat16 compute in float32, as NumPy's half loops
     work = torch.float32 if r._t.dtype in _dtypes.EXTENSION_FLOAT else r._t.dtype
@@ -256,8 +269,10 @@ def round(a: A, decimals: int = 0) -> A:
         # NumPy rounds bools with the floating ufunc rint (float16 there; here, the rule for integer input of
         # floating operations: the default float), and other decimals fail on its bool scaling
         if decimals != 0:
-            raise TypeError(f"numpy.round(): cannot round a bool array to {decimals} decimals (NumPy's scaling "
-                            "of bools fails too); cast it to a number first")
+            raise TypeError(
+                f"numpy.round(): cannot round a bool array to {decimals} decimals (NumPy's scaling "
+                "of bools fails too); cast it to a number first"
+            )
         return rint(a)
     if decimals == 0 or (decimals > 0 and a._t.dtype not in _dtypes.FLOATING):
         return xp.round(a) if a._t.dtype in _dtypes.FLOATING else xp.asarray(a, copy=True)
@@ -266,7 +281,7 @@ def round(a: A, decimals: int = 0) -> A:
         if decimals > 0:
             return xp.divide(xp.round(xp.multiply(a, scale)), scale)
         return xp.multiply(xp.round(xp.divide(a, scale)), scale)
-    return _round_integer(a, 10 ** -decimals)
+    return _round_integer(a, 10**-decimals)
 
 
 def _round_integer(a: A, step: int) -> A:
@@ -289,6 +304,7 @@ def _round_integer(a: A, step: int) -> A:
 
 # ---------------------------------------------------------------- handling complex numbers
 
+
 @implements(np.real, arrays="val")
 def real(val: A) -> A:
     """numpy.real (a real array is its own real part)."""
@@ -302,6 +318,7 @@ def imag(val: A) -> A:
 
 
 # ---------------------------------------------------------------- miscellaneous
+
 
 @implements(np.convolve, arrays="a v")
 def convolve(a: A, v: A, mode: str = "full") -> A:
@@ -345,7 +362,7 @@ def _direct_full_correlation(a: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
     rows = builtins.max(1, _SPECIAL_CHUNK // lv)
     parts = []
     for i in range(0, windows.shape[0], rows):
-        w, keep = windows[i:i + rows], inside[i:i + rows]
+        w, keep = windows[i : i + rows], inside[i : i + rows]
         if a.is_complex():
             wr, wi, vr, vi = w.real, w.imag, v.real, v.imag
             re = torch.where(keep, wr * vr - wi * vi, 0).sum(-1)
@@ -366,8 +383,10 @@ def nan_to_num(x: A, copy: bool = True, nan: Any = 0.0, posinf: Any = None, negi
         return xp.asarray(x, copy=True) if copy else x
     real = _dtypes.real_of(t.dtype)
     largest = float(torch.finfo(real).max)
-    values = [convert_scalar(v, real, t.device, "numpy.nan_to_num") for v in
-              (nan, largest if posinf is None else posinf, -largest if neginf is None else neginf)]
+    values = [
+        convert_scalar(v, real, t.device, "numpy.nan_to_num")
+        for v in (nan, largest if posinf is None else posinf, -largest if neginf is None else neginf)
+    ]
 
     def replaced(part: torch.Tensor) -> torch.Tensor:
         out = torch.where(torch.isnan(part), values[0], part)
@@ -414,8 +433,7 @@ def _interp(x: A, points: A, values: A, left: Any, right: Any, period: Any) -> A
     if points.ndim != 1 or values.ndim != 1:
         raise ValueError(f"{func}(): xp and fp must be 1-d, got shapes {points.shape} and {values.shape}")
     if points.shape[0] != values.shape[0]:
-        raise ValueError(f"{func}(): fp and xp are not of the same length ({values.shape[0]} and "
-                         f"{points.shape[0]})")
+        raise ValueError(f"{func}(): fp and xp are not of the same length ({values.shape[0]} and {points.shape[0]})")
     if points.shape[0] == 0:
         raise ValueError(f"{func}(): the array of sample points xp is empty")
     if period is not None:
@@ -425,8 +443,12 @@ def _interp(x: A, points: A, values: A, left: Any, right: Any, period: Any) -> A
     right_value = values[-1] if right is None else _end_value(right, complex_values, func, "right")
     if not complex_values:
         return _interp_real(x, points, values, left_value, right_value)
-    parts = [_interp_real(x, points, part(values), part(_as_array_like(left_value, values)),
-                          part(_as_array_like(right_value, values))) for part in (xp.real, xp.imag)]
+    parts = [
+        _interp_real(
+            x, points, part(values), part(_as_array_like(left_value, values)), part(_as_array_like(right_value, values))
+        )
+        for part in (xp.real, xp.imag)
+    ]
     return wrap(torch.complex(parts[0]._t, parts[1]._t))
 
 
@@ -472,8 +494,9 @@ def _interp_real(x: A, points: A, values: A, left: Any, right: Any) -> A:
     if points.shape[0] == 1:
         return xp.where(x < first, left, xp.where(x > last, right, xp.broadcast_to(values[0], x.shape)))
     j = _flat(xp.clip(xp.searchsorted(points, x, side="right") - 1, 0, points.shape[0] - 2))
-    x0, x1, y0, y1 = (xp.reshape(xp.take(v, i), x.shape) for v, i in ((points, j), (points, j + 1),
-                                                                       (values, j), (values, j + 1)))
+    x0, x1, y0, y1 = (
+        xp.reshape(xp.take(v, i), x.shape) for v, i in ((points, j), (points, j + 1), (values, j), (values, j + 1))
+    )
     slope = (y1 - y0) / (x1 - x0)
     inner = slope * (x - x0) + y0
     inner = xp.where(xp.isnan(inner), slope * (x - x1) + y1, inner)

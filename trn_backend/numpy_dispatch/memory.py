@@ -41,8 +41,9 @@ def _share_test(numpy_test: Callable[..., bool], a: Any, b: Any, max_work: Any, 
     if builtins.any(layout is None for layout in layouts):
         # a tensor without addresses (a lazy or distributed tensor): only its storage can be compared
         if exact:
-            raise np.exceptions.TooHardError(f"{numpy_test.__name__}(): arrays on {device} have no memory "
-                                             "addresses to compare exactly")
+            raise np.exceptions.TooHardError(
+                f"{numpy_test.__name__}(): arrays on {device} have no memory addresses to compare exactly"
+            )
         return True
     return builtins.bool(numpy_test(*layouts, max_work=max_work))
 
@@ -53,8 +54,13 @@ class _MemoryLayout:
 
     def __init__(self, t: torch.Tensor) -> None:
         size = t.element_size()
-        self.__array_interface__ = {"version": 3, "shape": tuple(t.shape), "typestr": f"|V{size}",
-                                    "strides": tuple(s * size for s in t.stride()), "data": (t.data_ptr(), True)}
+        self.__array_interface__ = {
+            "version": 3,
+            "shape": tuple(t.shape),
+            "typestr": f"|V{size}",
+            "strides": tuple(s * size for s in t.stride()),
+            "data": (t.data_ptr(), True),
+        }
 
 
 def _layout(x: A) -> np.ndarray | None:

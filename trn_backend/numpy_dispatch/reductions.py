@@ -36,6 +36,7 @@ from ._registry import implements, xp
 
 # ---------------------------------------------------------------- sums and products
 
+
 @implements(np.sum, arrays="a")
 def sum(a: A, axis: Any = None, dtype: Any = None, keepdims: bool = False, initial: Any = None) -> A:
     """numpy.sum (integers accumulate in int64/uint64, as in NumPy and the standard)."""
@@ -114,6 +115,7 @@ def nancumprod(a: A, axis: int | None = None, dtype: Any = None) -> A:
 
 # ---------------------------------------------------------------- extrema
 
+
 @implements(np.max, np.amax, arrays="a")
 def max(a: A, axis: Any = None, keepdims: bool = False, initial: Any = None) -> A:
     """numpy.max / numpy.amax (NaN propagates)."""
@@ -182,6 +184,7 @@ def nanmin(a: A, axis: Any = None, keepdims: bool = False, initial: Any = None) 
 
 
 # ---------------------------------------------------------------- truth value testing
+
 
 @implements(np.all, arrays="a")
 def all(a: A, axis: Any = None, keepdims: bool = False) -> A:

@@ -23,8 +23,14 @@ def _run_starts(s: A, equal_nan: bool) -> A:
 
 
 @implements(np.unique, arrays="ar")
-def unique(ar: A, return_index: bool = False, return_inverse: bool = False, return_counts: bool = False,
-           equal_nan: bool = True, sorted: bool = True) -> A | tuple[A, ...]:
+def unique(
+    ar: A,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    equal_nan: bool = True,
+    sorted: bool = True,
+) -> A | tuple[A, ...]:
     """numpy.unique of the flattened array, sorted (which sorted=False allows), NaNs merged under equal_nan;
     the inverse has the input's shape, as in NumPy 2."""
     flat = _flat(ar)
@@ -48,7 +54,6 @@ for _name in ("unique_values", "unique_counts", "unique_inverse", "unique_all"):
 
 
 @implements(np.isin, arrays="element test_elements")
-def isin(element: A, test_elements: A, assume_unique: bool = False, invert: bool = False,
-         kind: str | None = None) -> A:
+def isin(element: A, test_elements: A, assume_unique: bool = False, invert: bool = False, kind: str | None = None) -> A:
     """numpy.isin (assume_unique and kind are performance hints; the answer does not depend on them)."""
     return xp.isin(element, test_elements, invert=invert)

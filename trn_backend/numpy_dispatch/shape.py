@@ -22,6 +22,7 @@ from ._registry import implements, xp
 
 # ---------------------------------------------------------------- basic operations
 
+
 @implements(np.shape, arrays="a")
 def shape(a: A) -> Shape:
     """numpy.shape (a tuple of ints, as in NumPy)."""
@@ -42,6 +43,7 @@ def size(a: A, axis: int | None = None) -> int:
 
 # ---------------------------------------------------------------- changing array shape
 
+
 @implements(np.reshape, arrays="a")
 def reshape(a: A, shape: int | Sequence[int], copy: bool | None = None) -> A:
     """numpy.reshape (C order)."""
@@ -55,6 +57,7 @@ def ravel(a: A) -> A:
 
 
 # ---------------------------------------------------------------- transpose-like operations
+
 
 @implements(np.transpose, arrays="a")
 def transpose(a: A, axes: Sequence[int] | None = None) -> A:
@@ -84,6 +87,7 @@ _direct(np.matrix_transpose, "matrix_transpose", arrays="x")
 
 
 # ---------------------------------------------------------------- changing number of dimensions
+
 
 def _at_least_all(arys: Sequence[A], ndim: int) -> A | tuple[A, ...]:
     out = tuple(_at_least(x, ndim) for x in arys)
@@ -134,6 +138,7 @@ def squeeze(a: A, axis: int | tuple[int, ...] | None = None) -> A:
 
 
 # ---------------------------------------------------------------- rearranging elements
+
 
 @implements(np.flip, arrays="m")
 def flip(m: A, axis: int | Sequence[int] | None = None) -> A:
@@ -197,5 +202,7 @@ def rot90(m: A, k: int = 1, axes: Sequence[int] = (0, 1)) -> A:
     return readonly_view(xp.flip(xp.permute_dims(m, tuple(order)), axis=second), why)
 
 
-_SHARDED_COPY = ("{} of a sharded array is a copy (DTensor has no negative strides), which refuses writes rather "
-                 "than losing them; write into the array itself")
+_SHARDED_COPY = (
+    "{} of a sharded array is a copy (DTensor has no negative strides), which refuses writes rather "
+    "than losing them; write into the array itself"
+)

@@ -35,6 +35,7 @@ from ._registry import implements, xp
 
 # ---------------------------------------------------------------- sorting
 
+
 def _check_kind(kind: str | None, stable: bool | None, func: str) -> None:
     if kind not in (None, "quicksort", "mergesort", "heapsort", "stable"):
         raise ValueError(f"{func}(): unknown kind={kind!r}; use 'quicksort', 'mergesort', 'heapsort' or 'stable'")
@@ -111,6 +112,7 @@ def argpartition(a: A, kth: Any, axis: int | None = -1) -> A:
 
 # ---------------------------------------------------------------- searching
 
+
 @implements(np.argmax, arrays="a")
 def argmax(a: A, axis: int | None = None, keepdims: bool = False) -> A:
     """numpy.argmax (the first NaN counts as the maximum; complex numbers in NumPy's lexicographic order)."""
@@ -183,6 +185,7 @@ def searchsorted(a: A, v: Any, side: str = "left", sorter: A | None = None) -> A
 
 
 # ---------------------------------------------------------------- counting
+
 
 @implements(np.count_nonzero, arrays="a")
 def count_nonzero(a: A, axis: int | Sequence[int] | None = None, keepdims: bool = False) -> A:

@@ -94,19 +94,35 @@ class _Slices:
 # ---------------------------------------------------------------- order statistics and medians
 
 QUANTILE_METHODS = (
-    "inverted_cdf", "averaged_inverted_cdf", "closest_observation", "interpolated_inverted_cdf", "hazen",
-    "weibull", "linear", "median_unbiased", "normal_unbiased", "lower", "higher", "midpoint", "nearest")
+    "inverted_cdf",
+    "averaged_inverted_cdf",
+    "closest_observation",
+    "interpolated_inverted_cdf",
+    "hazen",
+    "weibull",
+    "linear",
+    "median_unbiased",
+    "normal_unbiased",
+    "lower",
+    "higher",
+    "midpoint",
+    "nearest",
+)
 # Hyndman and Fan's continuous methods as their (alpha, beta): the virtual index is n q + alpha + q (1 - alpha -
 # beta) - 1 (NumPy's formula, evaluated in the same order so the floating-point result is the same)
-_PLOTTING_POSITIONS = {"interpolated_inverted_cdf": (0.0, 1.0), "hazen": (0.5, 0.5), "weibull": (0.0, 0.0),
-                       "median_unbiased": (1 / 3.0, 1 / 3.0), "normal_unbiased": (3 / 8.0, 3 / 8.0)}
+_PLOTTING_POSITIONS = {
+    "interpolated_inverted_cdf": (0.0, 1.0),
+    "hazen": (0.5, 0.5),
+    "weibull": (0.0, 0.0),
+    "median_unbiased": (1 / 3.0, 1 / 3.0),
+    "normal_unbiased": (3 / 8.0, 3 / 8.0),
+}
 # the methods that pick one element (NumPy takes it without interpolating)
 _DISCRETE = frozenset({"inverted_cdf", "closest_observation", "lower", "higher", "nearest"})
 
 
 @functools.cache
-def _quantile_dtype(func: str, a_dtype: np.dtype, q_kind: tuple[str, Any], method: str, weighted: bool) \
-        -> np.dtype:
+def _quantile_dtype(func: str, a_dtype: np.dtype, q_kind: tuple[str, Any], method: str, weighted: bool) -> np.dtype:
     """The dtype NumPy's ``func`` gives, asked of NumPy on a two-element probe. Its rule depends on the method,
     on q's dtype and on whether q is a Python scalar (which promotes weakly), in ways a table here would only
     copy: int8 data with ``q=0.5`` gives float64 but float16 data float16, an integer q keeps integer data
@@ -120,8 +136,9 @@ def _quantile_dtype(func: str, a_dtype: np.dtype, q_kind: tuple[str, Any], metho
         try:
             return np.asarray(getattr(np, func)(probe, q, method=method, **weights)).dtype
         except TypeError:
-            raise TypeError(f"numpy.{func}(): {a_dtype} input is not supported with method={method!r} (NumPy "
-                            "refuses it too)") from None
+            raise TypeError(
+                f"numpy.{func}(): {a_dtype} input is not supported with method={method!r} (NumPy refuses it too)"
+            ) from None
 
 
 class _Quantiles:
@@ -210,8 +227,7 @@ def _pick(s: torch.Tensor, n: torch.Tensor, index: torch.Tensor) -> torch.Tensor
     return _gather(s, index.clamp(0, builtins.max(s.shape[-1] - 1, 0)))
 
 
-def _quantile_values(s: torch.Tensor, n: torch.Tensor, q: _Quantiles, method: str,
-                     dtype: torch.dtype) -> torch.Tensor:
+def _quantile_values(s: torch.Tensor, n: torch.Tensor, q: _Quantiles, method: str, dtype: torch.dtype) -> torch.Tensor:
     """The quantiles of each sorted slice of ``s`` (valid elements first, ``n`` of them per slice), shape
     ``kept + (len(p),)``, in ``dtype``."""
     n_pos = n.to(q.p.dtype)
@@ -228,8 +244,7 @@ def _quantile_values(s: torch.Tensor, n: torch.Tensor, q: _Quantiles, method: st
     return _lerp(lo, hi, _gamma(method, position, below), dtype)
 
 
-def _weighted_values(s: torch.Tensor, w: torch.Tensor, counted: torch.Tensor, q: _Quantiles,
-                     func: str) -> torch.Tensor:
+def _weighted_values(s: torch.Tensor, w: torch.Tensor, counted: torch.Tensor, q: _Quantiles, func: str) -> torch.Tensor:
     """``inverted_cdf`` with weights: in each sorted slice of ``s`` (weights ``w`` in the same order), the first
     element whose cumulative weight reaches q; shape ``kept + (len(p),)``, in the data's dtype (NumPy's). Only
     the slices in ``counted`` need weights with a positive finite sum (all-NaN slices of the nan-versions are
@@ -253,11 +268,11 @@ def _weights_for(a: A, weights: Any, axis: Any, func: str) -> A:
             raise TypeError(f"{func}(): weights of shape {w.shape} need axis= when a has shape {a.shape}")
         axes = normalize_axes(_axis_arg(axis), a.ndim, func)
         if w.shape != tuple(a.shape[i] for i in axes):
-            raise ValueError(f"{func}(): weights of shape {w.shape} do not match a of shape {a.shape} along "
-                             f"axis {axis}")
+            raise ValueError(
+                f"{func}(): weights of shape {w.shape} do not match a of shape {a.shape} along axis {axis}"
+            )
         order = sorted(range(len(axes)), key=lambda i: axes[i])
-        w = xp.reshape(xp.permute_dims(w, tuple(order)),
-                       tuple(s if i in axes else 1 for i, s in enumerate(a.shape)))
+        w = xp.reshape(xp.permute_dims(w, tuple(order)), tuple(s if i in axes else 1 for i, s in enumerate(a.shape)))
         w = xp.broadcast_to(w, a.shape)
     if _is_complex(w._t):
         raise TypeError(f"{func}(): weights must be real, got {_name(w._t.dtype)}")
@@ -266,8 +281,9 @@ def _weights_for(a: A, weights: Any, axis: Any, func: str) -> A:
     return w
 
 
-def _quantile(a: A, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, *, func: str,
-              percent: bool, skip_nan: bool) -> A:
+def _quantile(
+    a: A, q: Any, axis: Any, method: str, keepdims: bool, weights: Any, *, func: str, percent: bool, skip_nan: bool
+) -> A:
     """quantile, percentile and their nan-versions: q's shape, then the reduction's."""
     name = f"numpy.{func}"
     _refuse_complex(a, name, "NumPy requires real numbers too")
@@ -284,8 +300,7 @@ def _quantile(a: A, q: Any, axis: Any, method: str, keepdims: bool, weights: Any
     shape = quantiles.shape + slices.shape(keepdims)
     if slices.n == 0:
         if not nan_function:  # NumPy's nan-quantiles of no data are NaN, integer data included
-            raise IndexError(f"{name}(): cannot take a quantile along axes of total length 0 (a has shape "
-                             f"{a.shape})")
+            raise IndexError(f"{name}(): cannot take a quantile along axes of total length 0 (a has shape {a.shape})")
         _warn("Mean of empty slice")  # NumPy's warning here: its nan-quantiles of no data are nanmean's
         return xp.full(shape, math.nan, dtype=dtype, device=a.device)
     if weights is None:
@@ -331,29 +346,57 @@ def _nan_slices(values: torch.Tensor, s: torch.Tensor, n: torch.Tensor, skip_nan
 
 
 @implements(np.quantile, arrays="a q weights", weak="q")
-def quantile(a: A, q: Any, axis: Any = None, overwrite_input: bool = False, method: str = "linear",
-             keepdims: bool = False, weights: A | None = None) -> A:
+def quantile(
+    a: A,
+    q: Any,
+    axis: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    weights: A | None = None,
+) -> A:
     """numpy.quantile: every method of NumPy's; weights with method='inverted_cdf' (overwrite_input is a hint)."""
     return _quantile(a, q, axis, method, keepdims, weights, func="quantile", percent=False, skip_nan=False)
 
 
 @implements(np.percentile, arrays="a q weights", weak="q")
-def percentile(a: A, q: Any, axis: Any = None, overwrite_input: bool = False, method: str = "linear",
-               keepdims: bool = False, weights: A | None = None) -> A:
+def percentile(
+    a: A,
+    q: Any,
+    axis: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    weights: A | None = None,
+) -> A:
     """numpy.percentile: numpy.quantile of q / 100."""
     return _quantile(a, q, axis, method, keepdims, weights, func="percentile", percent=True, skip_nan=False)
 
 
 @implements(np.nanquantile, arrays="a q weights", weak="q")
-def nanquantile(a: A, q: Any, axis: Any = None, overwrite_input: bool = False, method: str = "linear",
-                keepdims: bool = False, weights: A | None = None) -> A:
+def nanquantile(
+    a: A,
+    q: Any,
+    axis: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    weights: A | None = None,
+) -> A:
     """numpy.nanquantile: quantiles of the elements that are not NaN; NaN, with a warning, for all-NaN slices."""
     return _quantile(a, q, axis, method, keepdims, weights, func="nanquantile", percent=False, skip_nan=True)
 
 
 @implements(np.nanpercentile, arrays="a q weights", weak="q")
-def nanpercentile(a: A, q: Any, axis: Any = None, overwrite_input: bool = False, method: str = "linear",
-                  keepdims: bool = False, weights: A | None = None) -> A:
+def nanpercentile(
+    a: A,
+    q: Any,
+    axis: Any = None,
+    overwrite_input: bool = False,
+    method: str = "linear",
+    keepdims: bool = False,
+    weights: A | None = None,
+) -> A:
     """numpy.nanpercentile: numpy.nanquantile of q / 100."""
     return _quantile(a, q, axis, method, keepdims, weights, func="nanpercentile", percent=True, skip_nan=True)
 
@@ -424,6 +467,7 @@ def ptp(a: A, axis: Any = None, keepdims: bool = False) -> A:
 
 # ---------------------------------------------------------------- averages and variances
 
+
 @implements(np.mean, arrays="a")
 def mean(a: A, axis: Any = None, dtype: Any = None, keepdims: bool = False) -> A:
     """numpy.mean (integers average in the default float, float32, where NumPy uses float64)."""
@@ -444,8 +488,9 @@ def nanmean(a: A, axis: Any = None, dtype: Any = None, keepdims: bool = False) -
     """numpy.nanmean: the mean of the elements that are not NaN; NaN, with a warning, for all-NaN slices."""
     filled, mask = _without_nan(_cast(a, dtype), 0.0)
     if mask is None:  # integers: numpy.mean (float64)
-        return xp.mean(_cast(filled, _mean_dtype(filled._t.dtype, filled._t.device)), axis=_axis_arg(axis),
-                       keepdims=keepdims)
+        return xp.mean(
+            _cast(filled, _mean_dtype(filled._t.dtype, filled._t.device)), axis=_axis_arg(axis), keepdims=keepdims
+        )
     total = xp.sum(filled, axis=_axis_arg(axis), keepdims=keepdims)
     count = _counts(mask, axis, keepdims)
     if bool(xp.any(xp.equal(count, 0))):
@@ -457,20 +502,21 @@ def _moment(which: str, a: A, axis: Any, dtype: Any, ddof: float, keepdims: bool
     if correction is not None and ddof != 0:
         raise ValueError(f"numpy.{which}(): give ddof= or correction=, not both")
     a = a if dtype is None else xp.astype(a, dtype)
-    return getattr(xp, which)(a, axis=axis, correction=ddof if correction is None else correction,
-                              keepdims=keepdims)
+    return getattr(xp, which)(a, axis=axis, correction=ddof if correction is None else correction, keepdims=keepdims)
 
 
 @implements(np.var, arrays="a")
-def var(a: A, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False,
-        correction: Any = None) -> A:
+def var(
+    a: A, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False, correction: Any = None
+) -> A:
     """numpy.var (ddof or correction)."""
     return _moment("var", a, axis, dtype, ddof, keepdims, correction)
 
 
 @implements(np.std, arrays="a")
-def std(a: A, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False,
-        correction: Any = None) -> A:
+def std(
+    a: A, axis: Any = None, dtype: Any = None, ddof: float = 0, keepdims: bool = False, correction: Any = None
+) -> A:
     """numpy.std (ddof or correction)."""
     return _moment("std", a, axis, dtype, ddof, keepdims, correction)
 
@@ -489,14 +535,18 @@ def _nanvar(a: A, axis: Any, dtype: Any, ddof: Any, keepdims: bool, func: str) -
     a = _cast(a, dtype)
     filled, mask = _without_nan(a, 0.0)
     if mask is None:  # integers: numpy.var (float64)
-        return xp.var(_cast(a, _mean_dtype(a._t.dtype, a._t.device)), axis=_axis_arg(axis), correction=ddof,
-                      keepdims=keepdims)
+        return xp.var(
+            _cast(a, _mean_dtype(a._t.dtype, a._t.device)), axis=_axis_arg(axis), correction=ddof, keepdims=keepdims
+        )
     count = _counts(mask, axis, keepdims=True)
     real = _dtypes.real_of(filled._t.dtype)
     mean = xp.divide(xp.sum(filled, axis=_axis_arg(axis), keepdims=True), xp.astype(count, real))
     deviation = wrap(_fill_nan(xp.subtract(filled, mean)._t, mask, 0.0))
-    squares = xp.real(xp.multiply(deviation, xp.conj(deviation))) if _is_complex(deviation._t) else \
-        xp.multiply(deviation, deviation)
+    squares = (
+        xp.real(xp.multiply(deviation, xp.conj(deviation)))
+        if _is_complex(deviation._t)
+        else xp.multiply(deviation, deviation)
+    )
     dof = xp.subtract(xp.astype(count, real), ddof)
     if not keepdims:
         dof = xp.reshape(dof, _reduced_shape(a, _axis_arg(axis), False, func))
@@ -509,15 +559,17 @@ def _nanvar(a: A, axis: Any, dtype: Any, ddof: Any, keepdims: bool, func: str) -
 
 
 @implements(np.nanvar, arrays="a")
-def nanvar(a: A, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: bool = False,
-           correction: Any = None) -> A:
+def nanvar(
+    a: A, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: bool = False, correction: Any = None
+) -> A:
     """numpy.nanvar (ddof or correction; real for complex data)."""
     return _nanvar(a, axis, dtype, _ddof(ddof, correction, "numpy.nanvar"), keepdims, "numpy.nanvar")
 
 
 @implements(np.nanstd, arrays="a")
-def nanstd(a: A, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: bool = False,
-           correction: Any = None) -> A:
+def nanstd(
+    a: A, axis: Any = None, dtype: Any = None, ddof: Any = 0, keepdims: bool = False, correction: Any = None
+) -> A:
     """numpy.nanstd: the square root of numpy.nanvar."""
     return xp.sqrt(_nanvar(a, axis, dtype, _ddof(ddof, correction, "numpy.nanstd"), keepdims, "numpy.nanstd"))
 
@@ -527,18 +579,17 @@ def _average_weights(a: A, w: A, axes: tuple[int, ...] | None, func: str) -> A:
     if w.shape == a.shape:
         return w
     if axes is None:
-        raise TypeError(f"{func}(): axis must be given when the weights' shape {w.shape} differs from a's "
-                        f"{a.shape}")
+        raise TypeError(f"{func}(): axis must be given when the weights' shape {w.shape} differs from a's {a.shape}")
     if w.shape != tuple(a.shape[i] for i in axes):
-        raise ValueError(f"{func}(): weights of shape {w.shape} do not match a of shape {a.shape} along axis "
-                         f"{axes}")
+        raise ValueError(f"{func}(): weights of shape {w.shape} do not match a of shape {a.shape} along axis {axes}")
     order = sorted(range(len(axes)), key=lambda i: axes[i])
     return xp.reshape(xp.permute_dims(w, tuple(order)), tuple(s if i in axes else 1 for i, s in enumerate(a.shape)))
 
 
 @implements(np.average, arrays="a weights")
-def average(a: A, axis: Any = None, weights: A | None = None, returned: bool = False,
-            keepdims: bool = False) -> A | tuple[A, A]:
+def average(
+    a: A, axis: Any = None, weights: A | None = None, returned: bool = False, keepdims: bool = False
+) -> A | tuple[A, A]:
     """numpy.average: the mean, or the weights-weighted mean (float64 at least for integer data); with
     returned=True also the sum of the weights (the count without weights), shaped like the average."""
     func = "numpy.average"
@@ -566,13 +617,13 @@ def average(a: A, axis: Any = None, weights: A | None = None, returned: bool = F
 
 # ---------------------------------------------------------------- correlating
 
+
 def _rows(x: A, dtype: torch.dtype, name: str, func: str) -> A:
     """``x`` as a 2-d array of ``dtype`` (NumPy's ndmin=2: a 1-d array is one row)."""
     if x.ndim > 2:
         raise ValueError(f"{func}(): {name} has {x.ndim} dimensions; at most 2 are allowed")
     if _is_complex(x._t) and dtype not in _dtypes.COMPLEX_FLOAT:
-        raise TypeError(f"{func}(): {name} is {_name(x._t.dtype)}; dtype={_name(dtype)} would drop its imaginary "
-                        "part")
+        raise TypeError(f"{func}(): {name} is {_name(x._t.dtype)}; dtype={_name(dtype)} would drop its imaginary part")
     x = _cast(x, dtype)
     return xp.reshape(x, (1,) * (2 - x.ndim) + x.shape) if x.ndim < 2 else x
 
@@ -594,14 +645,31 @@ def _frequency_weights(w: A | None, kind: str, samples: int, dtype: torch.dtype,
 
 
 @implements(np.cov, arrays="m y fweights aweights")
-def cov(m: A, y: A | None = None, rowvar: bool = True, bias: bool = False, ddof: Any = None,
-        fweights: A | None = None, aweights: A | None = None, dtype: Any = None) -> A:
+def cov(
+    m: A,
+    y: A | None = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: Any = None,
+    fweights: A | None = None,
+    aweights: A | None = None,
+    dtype: Any = None,
+) -> A:
     """numpy.cov: variables in rows (rowvar) or columns, float64 at least (complex stays complex)."""
     return _covariance(m, y, rowvar, bias, ddof, fweights, aweights, dtype, "numpy.cov")
 
 
-def _covariance(m: A, y: A | None, rowvar: bool, bias: bool, ddof: Any, fweights: A | None, aweights: A | None,
-                dtype: Any, func: str) -> A:
+def _covariance(
+    m: A,
+    y: A | None,
+    rowvar: bool,
+    bias: bool,
+    ddof: Any,
+    fweights: A | None,
+    aweights: A | None,
+    dtype: Any,
+    func: str,
+) -> A:
     """NumPy's cov, its errors naming ``func``."""
     if ddof is not None and ddof != int(ddof):
         raise ValueError(f"{func}(): ddof must be an integer, got {ddof!r}")
@@ -687,6 +755,7 @@ def correlate(a: A, v: A, mode: str = "valid") -> A:
 
 # ---------------------------------------------------------------- histograms
 
+
 def _host_scalar(value: Any) -> Any:
     """A range bound or a data extreme as NumPy holds it: a NumPy scalar of the array's dtype (a NeuronArray
     copies its one value to the host), Python numbers as they are."""
@@ -719,14 +788,17 @@ def _bin_edges(a: A, bins: Any, range: Any, func: str) -> tuple[A, torch.dtype]:
     """The edges (a NeuronArray) and the dtype values compare with them in: the edges' own for equal bins (NumPy
     casts the data to them), else the common dtype of data and edges."""
     if isinstance(bins, str):
-        raise TypeError(f"{func}(): bins={bins!r} (a bin-width estimator) is not supported on NeuronArray; give "
-                        "the number of bins or the edges")
+        raise TypeError(
+            f"{func}(): bins={bins!r} (a bin-width estimator) is not supported on NeuronArray; give "
+            "the number of bins or the edges"
+        )
     if np.ndim(bins) == 0:
         try:
             count = operator.index(bins)
         except TypeError:
-            raise TypeError(f"{func}(): bins must be an integer or an array of edges, got "
-                            f"{type(bins).__name__}") from None
+            raise TypeError(
+                f"{func}(): bins must be an integer or an array of edges, got {type(bins).__name__}"
+            ) from None
         if count < 1:
             raise ValueError(f"{func}(): bins must be positive, got {count}")
         first, last = _outer_edges(a, range, func)
@@ -736,8 +808,9 @@ def _bin_edges(a: A, bins: Any, range: Any, func: str) -> tuple[A, torch.dtype]:
         # bins + 1 values from NumPy's own linspace: the same edges, so values on an edge fall in the same bin
         host_edges = np.linspace(first, last, count + 1, endpoint=True, dtype=bin_type)
         if np.any(host_edges[:-1] >= host_edges[1:]):
-            raise ValueError(f"{func}(): {count} bins are too many for the range [{first}, {last}]: they are not "
-                             "all of finite size")
+            raise ValueError(
+                f"{func}(): {count} bins are too many for the range [{first}, {last}]: they are not all of finite size"
+            )
         dtype = _on(a._t.device, bin_type)
         return xp.asarray(host_edges.astype(_public(dtype)), device=a.device), dtype
     edges = bins if isinstance(bins, A) else as_array(bins, a.device)
@@ -768,8 +841,7 @@ def _accumulator(dtype: torch.dtype, device: torch.device) -> torch.dtype:
 
 
 @implements(np.histogram, arrays="a weights")
-def histogram(a: A, bins: Any = 10, range: Any = None, density: Any = None,
-              weights: A | None = None) -> tuple[A, A]:
+def histogram(a: A, bins: Any = 10, range: Any = None, density: Any = None, weights: A | None = None) -> tuple[A, A]:
     """numpy.histogram: (counts, edges), counts int64 (the weights' dtype with weights; float64 with density),
     bins a count (equal bins over range or the data's extremes) or increasing edges; the last bin is closed."""
     func = "numpy.histogram"

@@ -43,33 +43,97 @@ _OWN_TYPES = (A, np.ndarray, np.generic)  # operands this module handles (others
 
 # ufunc -> the namespace function of the same meaning
 UFUNCS: dict[np.ufunc, str] = {
-    np.absolute: "abs", np.add: "add", np.arccos: "acos", np.arccosh: "acosh", np.arcsin: "asin",
-    np.arcsinh: "asinh", np.arctan: "atan", np.arctan2: "atan2", np.arctanh: "atanh",
-    np.bitwise_and: "bitwise_and", np.bitwise_or: "bitwise_or", np.bitwise_xor: "bitwise_xor",
-    np.invert: "bitwise_invert", np.left_shift: "bitwise_left_shift", np.right_shift: "bitwise_right_shift",
-    np.ceil: "ceil", np.conjugate: "conj", np.copysign: "copysign", np.cos: "cos", np.cosh: "cosh",
-    np.divide: "divide", np.equal: "equal", np.exp: "exp", np.expm1: "expm1", np.floor: "floor",
-    np.floor_divide: "floor_divide", np.greater: "greater", np.greater_equal: "greater_equal",
-    np.hypot: "hypot", np.isfinite: "isfinite", np.isinf: "isinf", np.isnan: "isnan", np.less: "less",
-    np.less_equal: "less_equal", np.log: "log", np.log1p: "log1p", np.log2: "log2", np.log10: "log10",
-    np.logaddexp: "logaddexp", np.logical_and: "logical_and", np.logical_not: "logical_not",
-    np.logical_or: "logical_or", np.logical_xor: "logical_xor", np.maximum: "maximum", np.minimum: "minimum",
-    np.multiply: "multiply", np.negative: "negative", np.nextafter: "nextafter", np.not_equal: "not_equal",
-    np.positive: "positive", np.power: "pow", np.reciprocal: "reciprocal", np.remainder: "remainder",
-    np.rint: "round", np.sign: "sign", np.signbit: "signbit", np.sin: "sin", np.sinh: "sinh", np.sqrt: "sqrt",
-    np.square: "square", np.subtract: "subtract", np.tan: "tan", np.tanh: "tanh", np.trunc: "trunc",
-    np.matmul: "matmul", np.vecdot: "vecdot",
+    np.absolute: "abs",
+    np.add: "add",
+    np.arccos: "acos",
+    np.arccosh: "acosh",
+    np.arcsin: "asin",
+    np.arcsinh: "asinh",
+    np.arctan: "atan",
+    np.arctan2: "atan2",
+    np.arctanh: "atanh",
+    np.bitwise_and: "bitwise_and",
+    np.bitwise_or: "bitwise_or",
+    np.bitwise_xor: "bitwise_xor",
+    np.invert: "bitwise_invert",
+    np.left_shift: "bitwise_left_shift",
+    np.right_shift: "bitwise_right_shift",
+    np.ceil: "ceil",
+    np.conjugate: "conj",
+    np.copysign: "copysign",
+    np.cos: "cos",
+    np.cosh: "cosh",
+    np.divide: "divide",
+    np.equal: "equal",
+    np.exp: "exp",
+    np.expm1: "expm1",
+    np.floor: "floor",
+    np.floor_divide: "floor_divide",
+    np.greater: "greater",
+    np.greater_equal: "greater_equal",
+    np.hypot: "hypot",
+    np.isfinite: "isfinite",
+    np.isinf: "isinf",
+    np.isnan: "isnan",
+    np.less: "less",
+    np.less_equal: "less_equal",
+    np.log: "log",
+    np.log1p: "log1p",
+    np.log2: "log2",
+    np.log10: "log10",
+    np.logaddexp: "logaddexp",
+    np.logical_and: "logical_and",
+    np.logical_not: "logical_not",
+    np.logical_or: "logical_or",
+    np.logical_xor: "logical_xor",
+    np.maximum: "maximum",
+    np.minimum: "minimum",
+    np.multiply: "multiply",
+    np.negative: "negative",
+    np.nextafter: "nextafter",
+    np.not_equal: "not_equal",
+    np.positive: "positive",
+    np.power: "pow",
+    np.reciprocal: "reciprocal",
+    np.remainder: "remainder",
+    np.rint: "round",
+    np.sign: "sign",
+    np.signbit: "signbit",
+    np.sin: "sin",
+    np.sinh: "sinh",
+    np.sqrt: "sqrt",
+    np.square: "square",
+    np.subtract: "subtract",
+    np.tan: "tan",
+    np.tanh: "tanh",
+    np.trunc: "trunc",
+    np.matmul: "matmul",
+    np.vecdot: "vecdot",
 }
 
 # ufunc.reduce -> namespace reduction, and ufunc.accumulate -> namespace cumulative function
-REDUCE: dict[np.ufunc, str] = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
-                               np.logical_and: "all", np.logical_or: "any"}
+REDUCE: dict[np.ufunc, str] = {
+    np.add: "sum",
+    np.multiply: "prod",
+    np.maximum: "max",
+    np.minimum: "min",
+    np.logical_and: "all",
+    np.logical_or: "any",
+}
 ACCUMULATE: dict[np.ufunc, str] = {np.add: "cumulative_sum", np.multiply: "cumulative_prod"}
 
 _LOGICAL = frozenset({np.logical_and, np.logical_or, np.logical_xor, np.logical_not})
 # NumPy's defaults of the loop controls we do not implement; any other value is a TypeError
-_DEFAULTS: dict[str, Any] = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
-                             "signature": None, "axes": None, "axis": None, "keepdims": False}
+_DEFAULTS: dict[str, Any] = {
+    "where": True,
+    "casting": "same_kind",
+    "order": "K",
+    "subok": True,
+    "signature": None,
+    "axes": None,
+    "axis": None,
+    "keepdims": False,
+}
 
 
 def methods(ufunc: np.ufunc) -> tuple[str, ...]:
@@ -103,8 +167,11 @@ def array_ufunc(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: d
                     return getattr(xp, fname)(a, b)
                 if (ta is A and tb in _WEAK_TYPES) or (tb is A and ta in _WEAK_TYPES):
                     return getattr(xp, fname)(a, b)
-            elif len(inputs) == 1 and type(inputs[0]) is A and (inputs[0]._t.dtype is not torch.bool
-                                                                 or ufunc not in _BOOL_LOOPS):
+            elif (
+                len(inputs) == 1
+                and type(inputs[0]) is A
+                and (inputs[0]._t.dtype is not torch.bool or ufunc not in _BOOL_LOOPS)
+            ):
                 return getattr(xp, fname)(inputs[0])
     name = _NAMES.get((ufunc, method))
     if name is None:
@@ -121,8 +188,9 @@ def _fallback(ufunc: np.ufunc, method: str, inputs: tuple[Any, ...], kwargs: dic
     if _foreign(inputs, kwargs.get("out")):
         return NotImplemented
     own = getattr(np, ufunc.__name__, None) is ufunc  # NumPy's, or another library's (scipy.special.erf)
-    name = (f"numpy.{ufunc.__name__}" if own else f"the ufunc {ufunc.__name__}") + \
-        ("" if method == "__call__" else f".{method}")
+    name = (f"numpy.{ufunc.__name__}" if own else f"the ufunc {ufunc.__name__}") + (
+        "" if method == "__call__" else f".{method}"
+    )
     if method == "at" and inputs and isinstance(inputs[0], A):
         _check_at_target(inputs[0], name)
     return _as_neuron_arrays(name, run_on_host(name, getattr(ufunc, method), inputs, kwargs))
@@ -133,12 +201,16 @@ def _check_at_target(x: A, name: str) -> None:
     (complex arrays): checked here, before the host view is handed over (a lazy conjugate's is a copy)."""
     t = x._t
     if t.is_conj() or t.is_neg():
-        raise ValueError(f"{name}: assignment destination is read-only: a NeuronArray of shape {x.shape} is a "
-                         "lazy conjugate (torch's conj()), which NumPy sees as a read-only copy; resolve it first: "
-                         "xp.asarray(x, copy=True)")
+        raise ValueError(
+            f"{name}: assignment destination is read-only: a NeuronArray of shape {x.shape} is a "
+            "lazy conjugate (torch's conj()), which NumPy sees as a read-only copy; resolve it first: "
+            "xp.asarray(x, copy=True)"
+        )
     if not x.flags.writeable:
-        raise ValueError(f"{name}: assignment destination is read-only: a NeuronArray of shape {x.shape} is "
-                         "read-only (x.flags.writeable is False)")
+        raise ValueError(
+            f"{name}: assignment destination is read-only: a NeuronArray of shape {x.shape} is "
+            "read-only (x.flags.writeable is False)"
+        )
 
 
 def _as_neuron_arrays(name: str, result: Any) -> Any:
@@ -149,8 +221,10 @@ def _as_neuron_arrays(name: str, result: Any) -> Any:
     if not isinstance(result, (np.ndarray, np.generic)):
         return result
     if result.dtype not in _dtypes.TORCH_OF_PUBLIC:
-        raise TypeError(f"{name} on NeuronArrays computed a {result.dtype} result, which a NeuronArray cannot hold; "
-                        "call it on np.asarray(x) to get NumPy's array")
+        raise TypeError(
+            f"{name} on NeuronArrays computed a {result.dtype} result, which a NeuronArray cannot hold; "
+            "call it on np.asarray(x) to get NumPy's array"
+        )
     return xp.asarray(result, device=_HOST)
 
 
@@ -174,8 +248,7 @@ def _reject(kwargs: dict[str, Any], name: str) -> None:
     for k, v in kwargs.items():
         default = _DEFAULTS.get(k, np._NoValue)
         if not (v is default or (type(v) is type(default) and v == default)):
-            raise TypeError(f"{name}() on NeuronArray does not support the argument {k}={v!r}; leave it at "
-                            "its default")
+            raise TypeError(f"{name}() on NeuronArray does not support the argument {k}={v!r}; leave it at its default")
 
 
 def _operands(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, dtype: Any, name: str) -> list[Any]:
@@ -192,8 +265,10 @@ def _operands(ufunc: np.ufunc, inputs: tuple[Any, ...], out: Any, dtype: Any, na
     if dtype is not None:
         for x in ops:
             if isinstance(x, A) and not can_cast(x._t.dtype, dtype):
-                raise TypeError(f"{name}(): cannot cast an input of dtype {_dtypes.name(x.dtype)} to "
-                                f"dtype={_dtypes.name(dtype)} under NumPy's same_kind casting")
+                raise TypeError(
+                    f"{name}(): cannot cast an input of dtype {_dtypes.name(x.dtype)} to "
+                    f"dtype={_dtypes.name(dtype)} under NumPy's same_kind casting"
+                )
         ops = [xp.astype(x, dtype, copy=False) if isinstance(x, A) else x for x in ops]
     return ops
 
@@ -224,15 +299,18 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
     _reject(kwargs, name)
     if ufunc in _BOOL_LOOPS and isinstance(ops[0], A) and ops[0]._t.dtype is torch.bool:
         return _finish(_on_bool(ufunc, ops[0]), out, name)
-    if ufunc is np.reciprocal and any(isinstance(x, A) and (x._t.dtype in _dtypes.INTEGER or x._t.dtype is torch.bool)
-                                      for x in ops):
+    if ufunc is np.reciprocal and any(
+        isinstance(x, A) and (x._t.dtype in _dtypes.INTEGER or x._t.dtype is torch.bool) for x in ops
+    ):
         # NumPy's integer reciprocal truncates (1 // x); the namespace's is floating: refuse rather than differ
-        raise TypeError(f"{name}() of an integer NeuronArray is not supported; use numpy.divide(1, x) or "
-                        "numpy.floor_divide(1, x)")
+        raise TypeError(
+            f"{name}() of an integer NeuronArray is not supported; use numpy.divide(1, x) or numpy.floor_divide(1, x)"
+        )
     if ufunc is np.power:
         _check_integer_power(*ops, name=name)
-    if ufunc in _COMPLEX_ORDER and any(isinstance(x, complex) or (
-            isinstance(x, A) and x._t.dtype in _dtypes.COMPLEX_FLOAT) for x in ops):
+    if ufunc in _COMPLEX_ORDER and any(
+        isinstance(x, complex) or (isinstance(x, A) and x._t.dtype in _dtypes.COMPLEX_FLOAT) for x in ops
+    ):
         return _finish(_complex_compare(ufunc.__name__, *ops), out, name)
     rule = _NUMPY_RULES.get(ufunc)
     if rule is not None:
@@ -242,8 +320,9 @@ def _call(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], name
 
 # Unary ufuncs with a loop for bool in NumPy where the namespace (the standard: numeric dtypes only) refuses bool:
 # NumPy computes them on bool as on 0 and 1, in the dtype its loop gives (bool, or int8 for conjugate and square)
-_BOOL_LOOPS = frozenset({np.absolute, np.ceil, np.floor, np.trunc, np.conjugate, np.square, np.isfinite, np.isinf,
-                         np.isnan})
+_BOOL_LOOPS = frozenset(
+    {np.absolute, np.ceil, np.floor, np.trunc, np.conjugate, np.square, np.isfinite, np.isinf, np.isnan}
+)
 
 
 def _on_bool(ufunc: np.ufunc, x: A) -> A:
@@ -259,19 +338,24 @@ def _on_bool(ufunc: np.ufunc, x: A) -> A:
 _COMPLEX_ORDER = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.maximum, np.minimum})
 # The ufuncs whose NumPy values differ from the namespace function's (the standard's special cases: -2 // inf is
 # -0 there and -1 in NumPy; complex expm1 of NaN; rint of integers in a floating dtype): NumPy's rule
-_NUMPY_RULES: dict[np.ufunc, Callable[..., A]] = {np.floor_divide: mathematical.floor_divide,
-                                                   np.expm1: mathematical.expm1, np.rint: mathematical.rint}
+_NUMPY_RULES: dict[np.ufunc, Callable[..., A]] = {
+    np.floor_divide: mathematical.floor_divide,
+    np.expm1: mathematical.expm1,
+    np.rint: mathematical.rint,
+}
 
 
 def _check_integer_power(base: Any, exponent: Any, *, name: str) -> None:
     """NumPy refuses negative integer powers of integers (the namespace's answer, 0, would differ)."""
     if isinstance(exponent, bool) or not all(
-            isinstance(x, int) or (isinstance(x, A) and x._t.dtype in _dtypes.INTEGER) for x in (base, exponent)):
+        isinstance(x, int) or (isinstance(x, A) and x._t.dtype in _dtypes.INTEGER) for x in (base, exponent)
+    ):
         return
     negative = exponent < 0 if isinstance(exponent, int) else bool(xp.any(xp.less(exponent, 0)))
     if negative:
-        raise ValueError(f"{name}(): integers to negative integer powers are not allowed (as in NumPy); "
-                         "use a floating base")
+        raise ValueError(
+            f"{name}(): integers to negative integer powers are not allowed (as in NumPy); use a floating base"
+        )
 
 
 def _vecdot_axis(axis: int, ops: list[Any]) -> int:
@@ -295,8 +379,11 @@ def _reduce(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], na
             r = getattr(xp, UFUNCS[ufunc])(r, initial)
     else:
         (x,) = _operands(ufunc, inputs, out, dtype, name)
-        r = _extreme(fname, x, axis, keepdims, initial) if fname in ("max", "min") else \
-            getattr(xp, fname)(x, axis=axis, keepdims=keepdims)
+        r = (
+            _extreme(fname, x, axis, keepdims, initial)
+            if fname in ("max", "min")
+            else getattr(xp, fname)(x, axis=axis, keepdims=keepdims)
+        )
     return _finish(r, out, name)
 
 
@@ -325,9 +412,11 @@ def _outer(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any], nam
 # The ufuncs whose call without keywords on NeuronArrays is the namespace function alone (see ``array_ufunc``):
 # not the logical ones (their operands become truth values), nor reciprocal and power (integer checks), nor the
 # ones with NumPy's own rules (complex order, special values)
-_PLAIN: dict[np.ufunc, str] = {u: f for u, f in UFUNCS.items()
-                               if u not in _LOGICAL and u not in (np.reciprocal, np.power)
-                               and u not in _COMPLEX_ORDER and u not in _NUMPY_RULES}
+_PLAIN: dict[np.ufunc, str] = {
+    u: f
+    for u, f in UFUNCS.items()
+    if u not in _LOGICAL and u not in (np.reciprocal, np.power) and u not in _COMPLEX_ORDER and u not in _NUMPY_RULES
+}
 # the gufuncs among them (matmul, vecdot): core dimensions, which the element-wise broadcast check must not see
 _CORE = frozenset(u for u in _PLAIN if u.signature is not None)
 # Python scalars: weak operands that ``_operands`` passes on as they are (exact types: NumPy scalars subclass them)
@@ -336,4 +425,5 @@ _WEAK_TYPES = frozenset(PY_SCALARS)
 _HANDLERS = {"__call__": _call, "reduce": _reduce, "accumulate": _accumulate, "outer": _outer}
 # (ufunc, method) -> the name errors give, for each handled pair: built once, as array_ufunc runs on every call
 _NAMES: dict[tuple[np.ufunc, str], str] = {
-    (u, m): f"numpy.{u.__name__}" + ("" if m == "__call__" else f".{m}") for u in UFUNCS for m in methods(u)}
+    (u, m): f"numpy.{u.__name__}" + ("" if m == "__call__" else f".{m}") for u in UFUNCS for m in methods(u)
+}

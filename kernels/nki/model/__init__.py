@@ -38,8 +38,25 @@ import torch
 from . import core, isa, language
 from .core import Core, Launch, ModelError, Tensor
 
-__all__ = ["jit", "simulate", "Kernel", "Launcher", "Simulation", "language", "isa", "Core", "Launch", "ModelError",
-           "Tensor", "counting_only", "shape_only", "targeting", "target", "runtime_lnc", "STRICT_VARIABLE"]
+__all__ = [
+    "jit",
+    "simulate",
+    "Kernel",
+    "Launcher",
+    "Simulation",
+    "language",
+    "isa",
+    "Core",
+    "Launch",
+    "ModelError",
+    "Tensor",
+    "counting_only",
+    "shape_only",
+    "targeting",
+    "target",
+    "runtime_lnc",
+    "STRICT_VARIABLE",
+]
 
 VERSION = "cpu-model"
 STRICT_VARIABLE = "TRN_BACKEND_NKI_MODEL_STRICT"
@@ -112,11 +129,16 @@ class Kernel:
         chip = target()
         runtime = core.runtime_lnc(chip)
         if lnc != runtime:
-            how = f"{core.LNC_VARIABLE}={os.environ[core.LNC_VARIABLE]}" if core.LNC_VARIABLE in os.environ \
+            how = (
+                f"{core.LNC_VARIABLE}={os.environ[core.LNC_VARIABLE]}"
+                if core.LNC_VARIABLE in os.environ
                 else f"the default of {chip.name}"
-            raise ModelError(f"{self.__name__} launched with LNC={lnc} on a runtime of LNC={runtime} ({how}): "
-                             f"the launch's LNC must match the runtime's (a mismatch is a runtime error); launch "
-                             f"it as {self.__name__}[{runtime}](...)")
+            )
+            raise ModelError(
+                f"{self.__name__} launched with LNC={lnc} on a runtime of LNC={runtime} ({how}): "
+                f"the launch's LNC must match the runtime's (a mismatch is a runtime error); launch "
+                f"it as {self.__name__}[{runtime}](...)"
+            )
         launch = Launch(chip, lnc, strict=os.environ.get(STRICT_VARIABLE, "1") != "0", arithmetic=not _COUNTING[-1])
         self.last_run = launch
         torch_io = any(isinstance(a, torch.Tensor) for a in args)
@@ -152,9 +174,11 @@ class Simulation:
 
     def __getitem__(self, lnc):
         name = self.kernel.__name__
-        raise ModelError(f"nki.simulate({name})[{lnc}]: the simulator takes the launch, not the other way round: "
-                         f"write nki.simulate({name}[{lnc}])(...) (the nki.jit stub's example, "
-                         "nki/api/nki/__init__.py: nki.simulate(kernel[2])(a, b); NKI_FACTS.md section 14)")
+        raise ModelError(
+            f"nki.simulate({name})[{lnc}]: the simulator takes the launch, not the other way round: "
+            f"write nki.simulate({name}[{lnc}])(...) (the nki.jit stub's example, "
+            "nki/api/nki/__init__.py: nki.simulate(kernel[2])(a, b); NKI_FACTS.md section 14)"
+        )
 
 
 def simulate(kernel) -> Simulation:
@@ -198,8 +222,10 @@ def _run_programs(kernel: Kernel, launch: Launch, inputs: tuple) -> list:
     if launch.lnc == 1:
         program(0)
     else:
-        threads = [threading.Thread(target=program, args=(p,), name=f"{kernel.__name__} program {p}", daemon=True)
-                   for p in range(launch.lnc)]
+        threads = [
+            threading.Thread(target=program, args=(p,), name=f"{kernel.__name__} program {p}", daemon=True)
+            for p in range(launch.lnc)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -233,7 +259,8 @@ def _check_control_flow(name: str, launch: Launch) -> None:
                 "between the cores of a multi-core launch is undefined behaviour (nki/get-started/about/lnc.rst); "
                 "every program must run the same nl.fori_loop ranges and reach the same nisa.core_barrier calls in "
                 "the same order: split the work with program_id-dependent static offsets or per-program data (for "
-                "example counter start values in SBUF), not with different loop bounds")
+                "example counter start values in SBUF), not with different loop bounds"
+            )
 
 
 def _describe(flow: list[tuple], i: int, program: int, kind: str) -> str:
@@ -241,7 +268,7 @@ def _describe(flow: list[tuple], i: int, program: int, kind: str) -> str:
         what = "loop" if kind == "fori_loop" else "barrier"
         return f"program {program} has no such {what} (its control flow ends after {len(flow)} steps)"
     step = flow[i]
-    number = sum(1 for e in flow[:i + 1] if e[0] == step[0])
+    number = sum(1 for e in flow[: i + 1] if e[0] == step[0])
     if step[0] == "fori_loop":
         return f"program {program} runs loop #{number} with range({step[1]}, {step[2]}, {step[3]})"
     return f"program {program} reaches nisa.core_barrier #{number} (cores {step[1]})"
@@ -274,34 +301,49 @@ def _check_module(path: str | None) -> None:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Raise):
-            found.append((node.lineno, "`raise` in a kernel module: NKI kernels check conditions only with `assert` "
-                                       "(write `assert condition, message`)"))
-    kernel_source = any(isinstance(n, ast.ImportFrom) and n.level == 1 and n.module == "toolchain"
-                        for n in tree.body)
+            found.append(
+                (
+                    node.lineno,
+                    "`raise` in a kernel module: NKI kernels check conditions only with `assert` "
+                    "(write `assert condition, message`)",
+                )
+            )
+    kernel_source = any(isinstance(n, ast.ImportFrom) and n.level == 1 and n.module == "toolchain" for n in tree.body)
     if kernel_source:
         for node in ast.walk(tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)) and not _toolchain_import(node):
-                found.append((node.lineno, f"`{ast.unparse(node)}` in a kernel source: a kernel module takes NKI "
-                                           "from the toolchain and imports nothing else (NKI traces only builtins, "
-                                           "plain tuples and classes that inherit nl.NKIObject: nki/get-started/"
-                                           "nki-language-guide.rst, class support; a NamedTuple, dataclass or "
-                                           "collections type fails to compile); write `from .toolchain import nki, "
-                                           "nl, nisa` only, and plain functions, tuples or nl.NKIObject classes"))
+                found.append(
+                    (
+                        node.lineno,
+                        f"`{ast.unparse(node)}` in a kernel source: a kernel module takes NKI "
+                        "from the toolchain and imports nothing else (NKI traces only builtins, "
+                        "plain tuples and classes that inherit nl.NKIObject: nki/get-started/"
+                        "nki-language-guide.rst, class support; a NamedTuple, dataclass or "
+                        "collections type fails to compile); write `from .toolchain import nki, "
+                        "nl, nisa` only, and plain functions, tuples or nl.NKIObject classes",
+                    )
+                )
             elif isinstance(node, ast.ClassDef) and not _nki_object_class(node):
                 bases = ", ".join(ast.unparse(b) for b in [*node.bases, *node.keywords])
-                found.append((node.lineno, f"`class {node.name}({bases})` in a kernel source: NKI supports only "
-                                           "classes that inherit nl.NKIObject and nothing else (nki/get-started/"
-                                           "nki-language-guide.rst, class support; the simulator runs any class but "
-                                           "the compiler rejects it, nki/guides/nki_simulator.rst); write `class "
-                                           f"{node.name}(nl.NKIObject):` or use a plain tuple"))
+                found.append(
+                    (
+                        node.lineno,
+                        f"`class {node.name}({bases})` in a kernel source: NKI supports only "
+                        "classes that inherit nl.NKIObject and nothing else (nki/get-started/"
+                        "nki-language-guide.rst, class support; the simulator runs any class but "
+                        "the compiler rejects it, nki/guides/nki_simulator.rst); write `class "
+                        f"{node.name}(nl.NKIObject):` or use a plain tuple",
+                    )
+                )
     if found:
         line, message = min(found)
         raise ModelError(f"{path}:{line}: {message}")
 
 
 def _toolchain_import(node: ast.Import | ast.ImportFrom) -> bool:
-    return isinstance(node, ast.ImportFrom) and ((node.level == 1 and node.module == "toolchain")
-                                                 or (node.level == 0 and node.module == "__future__"))
+    return isinstance(node, ast.ImportFrom) and (
+        (node.level == 1 and node.module == "toolchain") or (node.level == 0 and node.module == "__future__")
+    )
 
 
 def _nki_object_class(node: ast.ClassDef) -> bool:
@@ -309,13 +351,25 @@ def _nki_object_class(node: ast.ClassDef) -> bool:
         return False
     base = node.bases[0]
     return (isinstance(base, ast.Name) and base.id == "NKIObject") or (
-        isinstance(base, ast.Attribute) and base.attr == "NKIObject" and isinstance(base.value, ast.Name)
-        and base.value.id == "nl")
+        isinstance(base, ast.Attribute)
+        and base.attr == "NKIObject"
+        and isinstance(base.value, ast.Name)
+        and base.value.id == "nl"
+    )
 
 
 # --- classes in the kernel's frames while it runs ---------------------------------------------------------------
-_ALLOWED = (core.Tensor, core.VirtualRegister, core.Buffer, language.Op, language.NKIObject, np.dtype,
-            type(language.tile_size), Kernel, Launcher)
+_ALLOWED = (
+    core.Tensor,
+    core.VirtualRegister,
+    core.Buffer,
+    language.Op,
+    language.NKIObject,
+    np.dtype,
+    type(language.tile_size),
+    Kernel,
+    Launcher,
+)
 
 
 @contextlib.contextmanager
@@ -378,7 +432,8 @@ def _check_frame(frame, kernel: str, when: str, returned) -> None:
                 f"{held}: NKI traces only instances of classes that inherit nl.NKIObject, plain tuples and builtins "
                 "(nki/get-started/nki-language-guide.rst, class support; the simulator runs any Python but the "
                 f"compiler rejects it, nki/guides/nki_simulator.rst); make {kind.__qualname__} inherit "
-                "nl.NKIObject and nothing else, or use a tuple")
+                "nl.NKIObject and nothing else, or use a tuple"
+            )
 
 
 def _foreign(value, depth: int) -> type | None:
@@ -408,10 +463,12 @@ def _input(arg, index: int):
     constants. Torch tensors of unsigned dtypes other than uint8 are refused (torch supports them only partly)."""
     if isinstance(arg, torch.Tensor):
         if arg.dtype in _TORCH_UNSIGNED:
-            raise ModelError(f"kernel input {index}: a torch.{str(arg.dtype).removeprefix('torch.')} tensor: torch's "
-                             "unsigned dtypes other than uint8 have limited support (its documentation), so a kernel "
-                             "input is uint8 or signed; pass the bits as int32 (or int16) and reinterpret them on "
-                             "chip with .view(nl.uint32)")
+            raise ModelError(
+                f"kernel input {index}: a torch.{str(arg.dtype).removeprefix('torch.')} tensor: torch's "
+                "unsigned dtypes other than uint8 have limited support (its documentation), so a kernel "
+                "input is uint8 or signed; pass the bits as int32 (or int16) and reinterpret them on "
+                "chip with .view(nl.uint32)"
+            )
         arg = _numpy(arg)
     if isinstance(arg, np.ndarray):
         return Tensor.allocate(arg.shape, arg.dtype, core.SHARED_HBM, f"input {index}", data=arg)
@@ -435,16 +492,21 @@ def _output(out, torch_io: bool, launch: Launch, others: list):
     if not isinstance(out, Tensor):
         raise ModelError(f"a kernel returns the tensors it allocated in nl.shared_hbm, got {type(out).__name__}")
     if out.buffer is not core.SHARED_HBM:
-        raise ModelError(f"kernel output {out.name!r} is in {out.buffer.name}; outputs must be allocated with "
-                         "buffer=nl.shared_hbm")
+        raise ModelError(
+            f"kernel output {out.name!r} is in {out.buffer.name}; outputs must be allocated with buffer=nl.shared_hbm"
+        )
     if any(not isinstance(o, Tensor) or o.alloc is not out.alloc or o.shape != out.shape for o in others):
-        raise ModelError(f"kernel output {out.name!r}: the programs of a launch return different tensors; every "
-                         "program returns the same shared_hbm outputs")
+        raise ModelError(
+            f"kernel output {out.name!r}: the programs of a launch return different tensors; every "
+            "program returns the same shared_hbm outputs"
+        )
     strict, arithmetic = launch.cores[0].strict, launch.cores[0].arithmetic
     written = functools.reduce(np.logical_or, [o.written for o in others], out.written)  # each program's view
     if strict and not written.all():
-        raise ModelError(f"kernel output {out.name!r} {out.shape}: {int((~written).sum())} elements were "
-                         f"never written (by any of the {launch.lnc} programs)")
+        raise ModelError(
+            f"kernel output {out.name!r} {out.shape}: {int((~written).sum())} elements were "
+            f"never written (by any of the {launch.lnc} programs)"
+        )
     if not arithmetic:
         return out.data
     data = np.array(out.data)

@@ -35,9 +35,27 @@ from numpy.lib.array_utils import byte_bounds
 
 from ....errors import ModelError, RegisterUseError
 
-__all__ = ["Target", "TARGETS", "Core", "Launch", "Allocation", "Tensor", "Buffer", "ModelError", "current",
-           "running", "target_from_environment", "runtime_lnc", "LNC_VARIABLE", "VirtualRegister", "RegisterUseError",
-           "IndirectView", "access_pattern", "compile_time_int", "register_int"]
+__all__ = [
+    "Target",
+    "TARGETS",
+    "Core",
+    "Launch",
+    "Allocation",
+    "Tensor",
+    "Buffer",
+    "ModelError",
+    "current",
+    "running",
+    "target_from_environment",
+    "runtime_lnc",
+    "LNC_VARIABLE",
+    "VirtualRegister",
+    "RegisterUseError",
+    "IndirectView",
+    "access_pattern",
+    "compile_time_int",
+    "register_int",
+]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,8 +93,10 @@ def target_from_environment() -> Target:
     try:
         return TARGETS[name]
     except KeyError:
-        raise ModelError(f"{TARGET_VARIABLE}={name!r}: the CPU model knows {', '.join(TARGETS)} "
-                         "(trn3's wider moving tiles are not modelled)") from None
+        raise ModelError(
+            f"{TARGET_VARIABLE}={name!r}: the CPU model knows {', '.join(TARGETS)} "
+            "(trn3's wider moving tiles are not modelled)"
+        ) from None
 
 
 LNC_VARIABLE = "NEURON_LOGICAL_NC_CONFIG"  # the runtime's logical NeuronCore size (1 or 2 physical cores)
@@ -91,15 +111,17 @@ def runtime_lnc(target: Target) -> int:
         return target.default_lnc
     choices = tuple(range(1, target.max_lnc + 1))
     if text.strip() not in tuple(map(str, choices)):
-        raise ModelError(f"{LNC_VARIABLE}={text!r}: {target.name} runs logical NeuronCores of "
-                         f"{' or '.join(map(str, choices))} physical cores")
+        raise ModelError(
+            f"{LNC_VARIABLE}={text!r}: {target.name} runs logical NeuronCores of "
+            f"{' or '.join(map(str, choices))} physical cores"
+        )
     return int(text)
 
 
 def no_memory(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
     """A read-only array with contiguous strides over a single element: shapes and strides for cost modelling,
     never read (the core skips arithmetic)."""
-    strides = tuple(int(np.prod(shape[i + 1:])) * dtype.itemsize for i in range(len(shape)))
+    strides = tuple(int(np.prod(shape[i + 1 :])) * dtype.itemsize for i in range(len(shape)))
     return np.lib.stride_tricks.as_strided(np.zeros(1, dtype), shape, strides, writeable=False)
 
 
@@ -128,8 +150,14 @@ class Core:
     needs (free elements per partition; bytes and contiguous run for DMA; operand sizes and widths). ``issued``
     names each instruction in order: its index is the clock of allocation lifetimes."""
 
-    def __init__(self, target: Target | None = None, strict: bool = True, arithmetic: bool = True,
-                 launch: Launch | None = None, program: int = 0) -> None:
+    def __init__(
+        self,
+        target: Target | None = None,
+        strict: bool = True,
+        arithmetic: bool = True,
+        launch: Launch | None = None,
+        program: int = 0,
+    ) -> None:
         self.target = target or target_from_environment()
         self.strict = strict
         self.arithmetic = arithmetic  # False: check rules and count, but skip the data (cost modelling)
@@ -159,15 +187,15 @@ class Core:
         self.fences: dict[Allocation, int] = {}
 
     # --- accounting -----------------------------------------------------------------------------------------
-    def count(self, engine: str, instruction: str, *details: object, reads: tuple = (),
-              writes: tuple = ()) -> None:
+    def count(self, engine: str, instruction: str, *details: object, reads: tuple = (), writes: tuple = ()) -> None:
         """Count an instruction; ``reads`` and ``writes`` are the tensors it reads and writes (their allocations
         order the instructions in the cost model's schedule)."""
         key = (engine, instruction, *details)  # not starred in the subscript: mypy reads that as 3.11 syntax
         self.events[key] += 1
         self.issued.append(f"{engine} {instruction}")
-        self.trace.append((engine, instruction, details, tuple(t.alloc.serial for t in reads),
-                           tuple(t.alloc.serial for t in writes)))
+        self.trace.append(
+            (engine, instruction, details, tuple(t.alloc.serial for t in reads), tuple(t.alloc.serial for t in writes))
+        )
 
     @property
     def step(self) -> int:
@@ -176,8 +204,11 @@ class Core:
 
     def instructions(self, engine: str | None = None, instruction: str | None = None) -> int:
         """How many instructions ran (on ``engine``, of kind ``instruction``; None means any)."""
-        return sum(n for key, n in self.events.items()
-                   if (engine is None or key[0] == engine) and (instruction is None or key[1] == instruction))
+        return sum(
+            n
+            for key, n in self.events.items()
+            if (engine is None or key[0] == engine) and (instruction is None or key[1] == instruction)
+        )
 
     @property
     def program_instructions(self) -> int:
@@ -192,29 +223,35 @@ class Core:
         target = self.target
         self.sbuf_peak, at, live = self._peak(SBUF, lambda a: a.partition_bytes)
         if self.sbuf_peak > target.sbuf_partition_bytes:
-            raise ModelError(f"SBUF budget exceeded: {self.sbuf_peak} bytes per partition are live {at}, over the "
-                             f"{target.sbuf_partition_bytes} usable bytes per partition of {target.name}; largest "
-                             f"live: {_largest(live, lambda a: f'{a.partition_bytes} bytes')}")
+            raise ModelError(
+                f"SBUF budget exceeded: {self.sbuf_peak} bytes per partition are live {at}, over the "
+                f"{target.sbuf_partition_bytes} usable bytes per partition of {target.name}; largest "
+                f"live: {_largest(live, lambda a: f'{a.partition_bytes} bytes')}"
+            )
         self.banks_peak, at, live = self._peak(PSUM, lambda a: a.banks)
         if self.banks_peak > target.psum_banks:
-            raise ModelError(f"PSUM banks exhausted: {self.banks_peak} banks are live {at}, over the "
-                             f"{target.psum_banks} of {target.name} (at most {target.psum_banks} accumulation groups "
-                             f"in flight); largest live: {_largest(live, lambda a: f'{a.banks} banks')}")
+            raise ModelError(
+                f"PSUM banks exhausted: {self.banks_peak} banks are live {at}, over the "
+                f"{target.psum_banks} of {target.name} (at most {target.psum_banks} accumulation groups "
+                f"in flight); largest live: {_largest(live, lambda a: f'{a.banks} banks')}"
+            )
 
     def _peak(self, buffer: Buffer, size) -> tuple[int, str, list[Lifetime]]:
         """(peak of ``size`` summed over the live allocations of ``buffer``, where it is, the allocations live
         there), sweeping creations and last uses in instruction order (an allocation dies after its last use)."""
         allocations = [a for a in self.on_chip if a.buffer is buffer]
-        changes = sorted([(a.created, size(a)) for a in allocations]
-                         + [(a.last_use + 1, -size(a)) for a in allocations])
+        changes = sorted(
+            [(a.created, size(a)) for a in allocations] + [(a.last_use + 1, -size(a)) for a in allocations]
+        )
         peak, when, total = 0, 0, 0
         for time, change in changes:  # at equal times deaths (negative) come first
             total += change
             if total > peak:
                 peak, when = total, time
         live = [a for a in allocations if a.created <= when <= a.last_use]
-        where = (f"at instruction {when} ({self.issued[when]})" if when < len(self.issued)
-                 else "after the last instruction")
+        where = (
+            f"at instruction {when} ({self.issued[when]})" if when < len(self.issued) else "after the last instruction"
+        )
         return peak, where, live
 
 
@@ -262,13 +299,16 @@ class Launch:
             index = core.shared_made
             core.shared_made += 1
             if index == len(self.shared):
-                self.shared.append(Allocation(core, shape, dtype, SHARED_HBM, name, programs=self.lnc,
-                                              serial=next(self.serials)))
+                self.shared.append(
+                    Allocation(core, shape, dtype, SHARED_HBM, name, programs=self.lnc, serial=next(self.serials))
+                )
             alloc = self.shared[index]
         if alloc.data.shape != shape or alloc.data.dtype != dtype:
-            raise ModelError(f"{name}: program {core.program} makes shared_hbm allocation {index} as {shape} "
-                             f"{dtype}, an earlier program as {alloc.data.shape} {alloc.data.dtype}: the programs "
-                             "of a launch share their shared_hbm tensors, the k-th of each program is one tensor")
+            raise ModelError(
+                f"{name}: program {core.program} makes shared_hbm allocation {index} as {shape} "
+                f"{dtype}, an earlier program as {alloc.data.shape} {alloc.data.dtype}: the programs "
+                "of a launch share their shared_hbm tensors, the k-th of each program is one tensor"
+            )
         return alloc
 
     # --- the launch's counts, for callers of a single core's ---------------------------------------------------
@@ -438,8 +478,17 @@ class Allocation:
     A shared_hbm allocation of a launch of ``programs`` programs has a written-mask per program (``masks``): the
     elements that program may read, its own writes and the others' published by a barrier (``publish``)."""
 
-    def __init__(self, core: Core, shape: tuple[int, ...], dtype: np.dtype, buffer: Buffer, name: str,
-                 data: np.ndarray | None = None, programs: int = 1, serial: int | None = None) -> None:
+    def __init__(
+        self,
+        core: Core,
+        shape: tuple[int, ...],
+        dtype: np.dtype,
+        buffer: Buffer,
+        name: str,
+        data: np.ndarray | None = None,
+        programs: int = 1,
+        serial: int | None = None,
+    ) -> None:
         self.core, self.buffer, self.name = core, buffer, name
         self.serial = next(core.serials) if serial is None else serial  # names the allocation in Core.trace
         self.masks: list[np.ndarray] | None = None
@@ -449,11 +498,15 @@ class Allocation:
             raise ModelError(f"{name}: shape {shape} has a dimension that is not positive")
         if buffer.on_chip:
             if len(shape) < 2:
-                raise ModelError(f"{name}: on-chip tensors have a partition dimension and at least one free "
-                                 f"dimension, got shape {shape}")
+                raise ModelError(
+                    f"{name}: on-chip tensors have a partition dimension and at least one free "
+                    f"dimension, got shape {shape}"
+                )
             if shape[0] > core.target.partitions:
-                raise ModelError(f"{name}: partition dimension {shape[0]} exceeds {core.target.partitions} "
-                                 "(nl.tile_size.pmax); dim 0 of an on-chip tensor is the partition dimension")
+                raise ModelError(
+                    f"{name}: partition dimension {shape[0]} exceeds {core.target.partitions} "
+                    "(nl.tile_size.pmax); dim 0 of an on-chip tensor is the partition dimension"
+                )
         if data is not None:  # an input: written
             self.data, self.written = data, np.ones((), bool)
         elif not core.arithmetic and not buffer.on_chip:
@@ -477,15 +530,20 @@ class Allocation:
         target = core.target
         step = core.step
         if self.buffer is SBUF and self.partition_bytes > target.sbuf_partition_bytes:
-            raise ModelError(f"SBUF budget exceeded allocating {name}: {self.partition_bytes} bytes per partition, "
-                             f"over the {target.sbuf_partition_bytes} usable bytes per partition of {target.name}")
+            raise ModelError(
+                f"SBUF budget exceeded allocating {name}: {self.partition_bytes} bytes per partition, "
+                f"over the {target.sbuf_partition_bytes} usable bytes per partition of {target.name}"
+            )
         self.banks = max(1, math.ceil(self.partition_bytes / target.psum_bank_bytes)) if self.buffer is PSUM else 0
         total = target.psum_banks * target.psum_bank_bytes
         if self.buffer is PSUM and self.partition_bytes > total:
-            raise ModelError(f"PSUM allocation {name} needs {self.partition_bytes} bytes per partition; PSUM has "
-                             f"{total} ({target.psum_banks} banks of {target.psum_bank_bytes})")
-        self.life = Lifetime(name, self.data.shape, self.data.dtype, self.buffer, self.partition_bytes, self.banks,
-                             step, step)
+            raise ModelError(
+                f"PSUM allocation {name} needs {self.partition_bytes} bytes per partition; PSUM has "
+                f"{total} ({target.psum_banks} banks of {target.psum_bank_bytes})"
+            )
+        self.life = Lifetime(
+            name, self.data.shape, self.data.dtype, self.buffer, self.partition_bytes, self.banks, step, step
+        )
         core.on_chip.append(self.life)
 
     def mask(self, program: int) -> np.ndarray:
@@ -507,7 +565,8 @@ class Allocation:
                     f"{self.name!r} {self.data.shape} was allocated in the body of an nl.fori_loop and is used after "
                     "the loop ended: tensors declared in a dynamic loop's body cannot be used after the loop (NKI "
                     "0.5 -> 0.6 migration guide, nki/migration/index.rst; nki/deep-dives/nki-dynamic-loops.rst); "
-                    "allocate it before the loop (nl.ndarray outside body_fun) to use it afterwards")
+                    "allocate it before the loop (nl.ndarray outside body_fun) to use it afterwards"
+                )
             self.life.last_use = self.core.step
 
     def next_iteration(self) -> None:
@@ -529,8 +588,13 @@ class Allocation:
         self.loop_ended = True
 
 
-FLOAT_DTYPES = {np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16),
-                np.dtype(ml_dtypes.float8_e4m3), np.dtype(ml_dtypes.float8_e5m2)}
+FLOAT_DTYPES = {
+    np.dtype(np.float32),
+    np.dtype(np.float16),
+    np.dtype(ml_dtypes.bfloat16),
+    np.dtype(ml_dtypes.float8_e4m3),
+    np.dtype(ml_dtypes.float8_e5m2),
+}
 
 
 def _reshaped(array: np.ndarray, shape: tuple[int, ...], name: str) -> np.ndarray:
@@ -624,8 +688,9 @@ class Tensor:
             if isinstance(k, slice):
                 start, stop, step = k.start or 0, size if k.stop is None else k.stop, k.step or 1
                 if step <= 0 or start < 0 or stop > size or start > stop:
-                    raise ModelError(f"{self.name}: slice {start}:{stop}:{step} is out of bounds for dimension "
-                                     f"{d} of size {size}")
+                    raise ModelError(
+                        f"{self.name}: slice {start}:{stop}:{step} is out of bounds for dimension {d} of size {size}"
+                    )
             elif not -size <= int(k) < size:
                 raise ModelError(f"{self.name}: index {k} is out of bounds for dimension {d} of size {size}")
 
@@ -635,13 +700,15 @@ class Tensor:
         leaves out views that rescale the last dimension)."""
         dtype = np.dtype(dtype)
         if dtype.itemsize != self.dtype.itemsize:
-            raise ModelError(f"{self.name}: the CPU model supports .view() between dtypes of one width, not "
-                             f"{self.dtype} -> {dtype}")
+            raise ModelError(
+                f"{self.name}: the CPU model supports .view() between dtypes of one width, not {self.dtype} -> {dtype}"
+            )
         return Tensor(self.alloc, self.data.view(dtype), self.written, self.state)
 
     @model_code
-    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
-           dtype=None) -> Tensor:
+    def ap(
+        self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0, dtype=None
+    ) -> Tensor:
         """``NkiTensor.ap``: an explicit [[stride, count], ...] access pattern over the allocation's storage, with
         an optional dynamic offset (a VirtualRegister); see access_pattern."""
         return access_pattern(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
@@ -653,8 +720,9 @@ class Tensor:
         if self.buffer.on_chip and shape[0] != self.shape[0]:
             raise ModelError(f"{self.name}: reshape to {shape} changes the partition dimension {self.shape[0]}")
         state = None if self.state is None else _reshaped(self.state, shape, self.name)
-        return Tensor(self.alloc, _reshaped(self.data, shape, self.name), _reshaped(self.written, shape, self.name),
-                      state)
+        return Tensor(
+            self.alloc, _reshaped(self.data, shape, self.name), _reshaped(self.written, shape, self.name), state
+        )
 
     # --- where a view lies on chip ---------------------------------------------------------------------------
     def partitions(self) -> tuple[int, int]:
@@ -665,12 +733,15 @@ class Tensor:
         start = (byte_bounds(self.data)[0] - byte_bounds(base)[0]) // stride
         count = self.shape[0]
         if count > 1 and self.data.strides[0] != stride:
-            raise ModelError(f"{self.name}: a view with a stride along the partition dimension (partitions must "
-                             "be consecutive)")
+            raise ModelError(
+                f"{self.name}: a view with a stride along the partition dimension (partitions must be consecutive)"
+            )
         allowed = (0,) if count > 64 else (0, 64) if count > 32 else (0, 32, 64, 96)
         if start not in allowed:
-            raise ModelError(f"{self.name}: a view over {count} partitions must start at partition "
-                             f"{' or '.join(map(str, allowed))}, not {start}")
+            raise ModelError(
+                f"{self.name}: a view over {count} partitions must start at partition "
+                f"{' or '.join(map(str, allowed))}, not {start}"
+            )
         return start, count
 
     def free_bytes(self) -> tuple[int, int]:
@@ -686,7 +757,7 @@ class Tensor:
 
 # --- virtual registers and NkiTensor.ap (dynamic offsets; the loops that hand them out: loops.py) ---------------
 
-INT32_MIN, INT32_MAX = -2**31, 2**31 - 1  # registers are 32-bit (SDK isa register_alloc: "64x 32-bit registers")
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1  # registers are 32-bit (SDK isa register_alloc: "64x 32-bit registers")
 
 
 class VirtualRegister:
@@ -702,8 +773,10 @@ class VirtualRegister:
         self._induction = induction  # an nl.fori_loop's induction register: read-only (loops.py)
 
     def __repr__(self) -> str:
-        return ("VirtualRegister (a run-time value; address memory with it through "
-                "tensor.ap(pattern, scalar_offset=reg, indirect_dim=d))")
+        return (
+            "VirtualRegister (a run-time value; address memory with it through "
+            "tensor.ap(pattern, scalar_offset=reg, indirect_dim=d))"
+        )
 
 
 def _refusal(what: str):
@@ -713,16 +786,39 @@ def _refusal(what: str):
             "traced kernel cannot compute with it, compare it, convert it or branch on it (NKI documents no "
             "register arithmetic). Use it as a dynamic offset, tensor.ap(pattern, scalar_offset=reg, "
             "indirect_dim=d), or as a loop bound, and carry other loop state in SBUF (exact int32 nisa.tensor_tensor "
-            "adds on GpSimd, then nisa.register_load)")
+            "adds on GpSimd, then nisa.register_load)"
+        )
+
     return refuse
 
 
-_CONVERSIONS = {"__bool__": "a Python if/while/and/or (bool())", "__int__": "int()",
-                "__index__": "use as a Python int (range(), indexing, slicing)", "__float__": "float()",
-                "__complex__": "complex()", "__round__": "round()", "__trunc__": "math.trunc()",
-                "__floor__": "math.floor()", "__ceil__": "math.ceil()"}
-_OPERATORS = ("add", "sub", "mul", "truediv", "floordiv", "mod", "divmod", "pow", "lshift", "rshift", "and", "xor",
-              "or", "matmul")
+_CONVERSIONS = {
+    "__bool__": "a Python if/while/and/or (bool())",
+    "__int__": "int()",
+    "__index__": "use as a Python int (range(), indexing, slicing)",
+    "__float__": "float()",
+    "__complex__": "complex()",
+    "__round__": "round()",
+    "__trunc__": "math.trunc()",
+    "__floor__": "math.floor()",
+    "__ceil__": "math.ceil()",
+}
+_OPERATORS = (
+    "add",
+    "sub",
+    "mul",
+    "truediv",
+    "floordiv",
+    "mod",
+    "divmod",
+    "pow",
+    "lshift",
+    "rshift",
+    "and",
+    "xor",
+    "or",
+    "matmul",
+)
 for _name, _what in _CONVERSIONS.items():
     setattr(VirtualRegister, _name, _refusal(_what))
 for _op in _OPERATORS:
@@ -752,8 +848,9 @@ def register_int(x: object, what: str) -> int:
 
 
 # --- NkiTensor.ap ------------------------------------------------------------------------------------------------
-def access_pattern(t: Tensor, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0,
-                   dtype=None) -> Tensor:
+def access_pattern(
+    t: Tensor, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim: int = 0, dtype=None
+) -> Tensor:
     """``t.ap(...)``: the view of t's allocation whose element [j0, j1, ...] is storage element
     start + sum(j_d * stride_d) for ``pattern`` [[stride_d, count_d], ...] (in elements of ``dtype``), where
     start = t's storage offset + ``offset`` + ``scalar_offset`` * (the stride of t's dimension ``indirect_dim``)
@@ -762,19 +859,25 @@ def access_pattern(t: Tensor, pattern, offset=None, scalar_offset=None, vector_o
     allocation is an error (dma_copy's default oob_mode=error)."""
     where = f"{t.name}.ap"
     if isinstance(t, IndirectView):
-        raise ModelError(f"{where}: this view already has a dynamic offset (an indirect view cannot be re-indirected: "
-                         "SDK NkiTensor.is_indirect); build the whole access with one .ap() on the tensor")
+        raise ModelError(
+            f"{where}: this view already has a dynamic offset (an indirect view cannot be re-indirected: "
+            "SDK NkiTensor.is_indirect); build the whole access with one .ap() on the tensor"
+        )
     if vector_offset is not None:
         raise ModelError(f"{where}: vector_offset (per-partition indirect access) is not modelled by the CPU model")
     entries = _pattern(pattern, where)
     storage = t.alloc.data
     dtype = t.dtype if dtype is None else np.dtype(dtype)
     if dtype.itemsize != storage.dtype.itemsize:
-        raise ModelError(f"{where}: the CPU model reinterprets storage only between dtypes of one width, not "
-                         f"{storage.dtype} -> {dtype}")
+        raise ModelError(
+            f"{where}: the CPU model reinterprets storage only between dtypes of one width, not "
+            f"{storage.dtype} -> {dtype}"
+        )
     if not storage.flags.c_contiguous:
-        raise ModelError(f"{where}: {t.alloc.name} is a non-contiguous input; the CPU model addresses .ap() "
-                         "patterns in contiguous storage only")
+        raise ModelError(
+            f"{where}: {t.alloc.name} is a non-contiguous input; the CPU model addresses .ap() "
+            "patterns in contiguous storage only"
+        )
     start = (t.data.__array_interface__["data"][0] - storage.__array_interface__["data"][0]) // storage.itemsize
     if offset is not None:
         start += compile_time_int(offset, f"{where}: offset")
@@ -788,11 +891,15 @@ def access_pattern(t: Tensor, pattern, offset=None, scalar_offset=None, vector_o
     if isinstance(scalar_offset, Tensor):
         _check_offset_tile(scalar_offset, where)
     elif not isinstance(scalar_offset, VirtualRegister):
-        raise ModelError(f"{where}: scalar_offset must be an int, a VirtualRegister or a [1, 1] int32 SBUF tile, "
-                         f"got {type(scalar_offset).__name__}")
+        raise ModelError(
+            f"{where}: scalar_offset must be an int, a VirtualRegister or a [1, 1] int32 SBUF tile, "
+            f"got {type(scalar_offset).__name__}"
+        )
     if t.buffer.on_chip and indirect_dim == 0:
-        raise ModelError(f"{where}: a dynamic offset along the partition dimension of an on-chip tensor (the SDK's "
-                         "dynamic select forbids dim 0 on SBUF/PSUM); index a free dimension (indirect_dim >= 1)")
+        raise ModelError(
+            f"{where}: a dynamic offset along the partition dimension of an on-chip tensor (the SDK's "
+            "dynamic select forbids dim 0 on SBUF/PSUM); index a free dimension (indirect_dim >= 1)"
+        )
     _check_dynamic_base(t, indirect_dim, where)
     return IndirectView(t.alloc, dtype, start, stride, scalar_offset, entries, where)
 
@@ -803,25 +910,35 @@ def _check_dynamic_base(t: Tensor, indirect_dim: int, where: str) -> None:
     or sliced view; on the tensor as allocated, with the last dimension (stride one element), both readings agree
     and the offset counts elements (NKI_FACTS.md section 14)."""
     storage = t.alloc.data
-    unreshaped = (t.data.shape == storage.shape and t.data.strides == storage.strides and t.dtype == storage.dtype
-                  and t.data.__array_interface__["data"][0] == storage.__array_interface__["data"][0])
+    unreshaped = (
+        t.data.shape == storage.shape
+        and t.data.strides == storage.strides
+        and t.dtype == storage.dtype
+        and t.data.__array_interface__["data"][0] == storage.__array_interface__["data"][0]
+    )
     if not unreshaped or indirect_dim != t.ndim - 1:
-        what = (f"along indirect_dim={indirect_dim} of a {t.ndim}-D tensor" if unreshaped else
-                f"on a view {t.shape} {t.dtype} of {t.alloc.name!r} {storage.shape} {storage.dtype} (a slice, "
-                "reshape or .view of it)")
+        what = (
+            f"along indirect_dim={indirect_dim} of a {t.ndim}-D tensor"
+            if unreshaped
+            else f"on a view {t.shape} {t.dtype} of {t.alloc.name!r} {storage.shape} {storage.dtype} (a slice, "
+            "reshape or .view of it)"
+        )
         raise ModelError(
             f"{where}: a dynamic offset (scalar_offset) {what}: the SDK stub (NkiTensor.ap, "
             "nki/api/nki/language/__init__.py) and nki/deep-dives/nki-aps.rst disagree on what indirect_dim refers "
             "to for a reshaped view, so call .ap on the tensor exactly as allocated (a kernel argument or "
             f"nl.ndarray) with indirect_dim={len(storage.shape) - 1}, its last dimension (the offset counts "
-            "elements), and put any static part of the address in offset= and the pattern")
+            "elements), and put any static part of the address in offset= and the pattern"
+        )
 
 
 def _pattern(pattern, where: str) -> tuple[tuple[int, int], ...]:
     if not isinstance(pattern, list) or not pattern or not all(isinstance(e, list) for e in pattern):
-        raise ModelError(f"{where}: pattern must be a non-empty list of lists [[stride, count], ...] (NkiTensor.ap's "
-                         "pattern: list[list[int]], SDK nki/api/nki/language/__init__.py and every example in "
-                         f"nki/deep-dives/nki-aps.rst), got {pattern!r}; write [[s0, c0], [s1, c1]], not tuples")
+        raise ModelError(
+            f"{where}: pattern must be a non-empty list of lists [[stride, count], ...] (NkiTensor.ap's "
+            "pattern: list[list[int]], SDK nki/api/nki/language/__init__.py and every example in "
+            f"nki/deep-dives/nki-aps.rst), got {pattern!r}; write [[s0, c0], [s1, c1]], not tuples"
+        )
     entries = []
     for entry in pattern:
         if len(entry) != 2:
@@ -829,41 +946,53 @@ def _pattern(pattern, where: str) -> tuple[tuple[int, int], ...]:
         stride = compile_time_int(entry[0], f"{where}: pattern stride")
         count = compile_time_int(entry[1], f"{where}: pattern count")
         if stride < 0 or count < 1:
-            raise ModelError(f"{where}: pattern entry [{stride}, {count}] needs stride >= 0 and count >= 1 (negative "
-                             "strides are not documented)")
+            raise ModelError(
+                f"{where}: pattern entry [{stride}, {count}] needs stride >= 0 and count >= 1 (negative "
+                "strides are not documented)"
+            )
         entries.append((stride, count))
     return tuple(entries)
 
 
 def _check_offset_tile(tile: Tensor, where: str) -> None:
     if tile.buffer is not SBUF or tile.shape != (1, 1) or tile.dtype != np.int32:
-        raise ModelError(f"{where}: a tensor scalar_offset is a [1, 1] int32 SBUF tile (nki-aps.rst), got "
-                         f"{tile.buffer.name} {tile.shape} {tile.dtype}")
+        raise ModelError(
+            f"{where}: a tensor scalar_offset is a [1, 1] int32 SBUF tile (nki-aps.rst), got "
+            f"{tile.buffer.name} {tile.shape} {tile.dtype}"
+        )
 
 
-def _view(alloc: Allocation, dtype: np.dtype, start: int, entries: tuple[tuple[int, int], ...],
-          where: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+def _view(
+    alloc: Allocation, dtype: np.dtype, start: int, entries: tuple[tuple[int, int], ...], where: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
     """(data, written, state) of the pattern at storage element ``start``, checking that every element lies in
     the allocation (on chip: within the partitions, the first entry stepping whole partitions)."""
     storage = alloc.data
     last = start + sum(stride * (count - 1) for stride, count in entries)
     if start < 0 or last >= storage.size:
-        raise ModelError(f"{where}: the access covers storage elements {start}..{last} of {alloc.name} "
-                         f"{storage.shape}, which has {storage.size}: out of bounds (oob_mode=error)")
+        raise ModelError(
+            f"{where}: the access covers storage elements {start}..{last} of {alloc.name} "
+            f"{storage.shape}, which has {storage.size}: out of bounds (oob_mode=error)"
+        )
     if alloc.buffer.on_chip:
         row = storage.size // storage.shape[0]  # elements per partition
         if len(entries) < 2 or entries[0][0] != row:
-            raise ModelError(f"{where}: on {alloc.buffer.name}, the first pattern entry is the partition dimension "
-                             f"and steps whole partitions: [{row}, partitions] for {alloc.name} {storage.shape}, "
-                             f"then at least one free entry; got {[list(e) for e in entries]} (nki-aps.rst)")
+            raise ModelError(
+                f"{where}: on {alloc.buffer.name}, the first pattern entry is the partition dimension "
+                f"and steps whole partitions: [{row}, partitions] for {alloc.name} {storage.shape}, "
+                f"then at least one free entry; got {[list(e) for e in entries]} (nki-aps.rst)"
+            )
         column = start % row
         if column + sum(stride * (count - 1) for stride, count in entries[1:]) >= row:
-            raise ModelError(f"{where}: the free pattern starting at element {column} of a partition runs past the "
-                             f"{row} elements of each partition of {alloc.name} {storage.shape}")
+            raise ModelError(
+                f"{where}: the free pattern starting at element {column} of a partition runs past the "
+                f"{row} elements of each partition of {alloc.name} {storage.shape}"
+            )
     shape = tuple(count for _, count in entries)
     strides = tuple(stride for stride, _ in entries)
-    data = np.lib.stride_tricks.as_strided(storage.reshape(-1).view(dtype)[start:], shape,
-                                           tuple(s * dtype.itemsize for s in strides))
+    data = np.lib.stride_tricks.as_strided(
+        storage.reshape(-1).view(dtype)[start:], shape, tuple(s * dtype.itemsize for s in strides)
+    )
     mask = alloc.mask(current().program)
     if mask.ndim == 0:  # an input or a counting-only output: all of it counts as written
         written = np.broadcast_to(mask, shape)
@@ -882,8 +1011,16 @@ class IndirectView(Tensor):
 
     __slots__ = ("dtype_", "start", "stride", "source", "entries", "where", "resolved")
 
-    def __init__(self, alloc: Allocation, dtype: np.dtype, start: int, stride: int,
-                 source: VirtualRegister | Tensor, entries: tuple[tuple[int, int], ...], where: str) -> None:
+    def __init__(
+        self,
+        alloc: Allocation,
+        dtype: np.dtype,
+        start: int,
+        stride: int,
+        source: VirtualRegister | Tensor,
+        entries: tuple[tuple[int, int], ...],
+        where: str,
+    ) -> None:
         self.alloc, self.dtype_, self.start, self.stride = alloc, dtype, start, stride
         self.source, self.entries, self.where = source, entries, where
         self.resolved: tuple[int, tuple] | None = None  # (offset, (data, written, state)) of the last use
@@ -891,8 +1028,16 @@ class IndirectView(Tensor):
     def _resolve(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         offset = self._offset()
         if self.resolved is None or self.resolved[0] != offset:
-            self.resolved = offset, _view(self.alloc, self.dtype_, self.start + offset * self.stride, self.entries,
-                                          f"{self.where}(scalar_offset={offset})")
+            self.resolved = (
+                offset,
+                _view(
+                    self.alloc,
+                    self.dtype_,
+                    self.start + offset * self.stride,
+                    self.entries,
+                    f"{self.where}(scalar_offset={offset})",
+                ),
+            )
         return self.resolved[1]
 
     def _offset(self) -> int:
@@ -907,8 +1052,9 @@ class IndirectView(Tensor):
             value = int(self.source.data[0, 0]) if run.arithmetic else None
         if value is None:
             if run.arithmetic:
-                raise ModelError(f"{self.where}: the scalar_offset register was never written (register_alloc() "
-                                 "without a value)")
+                raise ModelError(
+                    f"{self.where}: the scalar_offset register was never written (register_alloc() without a value)"
+                )
             return 0
         return value
 
@@ -941,7 +1087,9 @@ class IndirectView(Tensor):
         return math.prod(self.shape)
 
     def _refuse(self, *args, **kwargs):
-        raise ModelError(f"{self.where}: a view with a dynamic offset cannot be indexed, viewed or reshaped "
-                         "further (the CPU model does not compose them); describe the whole access in one .ap()")
+        raise ModelError(
+            f"{self.where}: a view with a dynamic offset cannot be indexed, viewed or reshaped "
+            "further (the CPU model does not compose them); describe the whole access in one .ap()"
+        )
 
     __getitem__ = view = reshape = _refuse

@@ -12,20 +12,51 @@ from . import core
 from . import language as nl
 from .core import MATMUL, OTHER, UNWRITTEN, ModelError, Tensor
 
-__all__ = ["engine", "tensor_engine", "vector_engine", "scalar_engine", "gpsimd_engine", "unknown_engine",
-           "dma_copy", "tensor_copy", "memset", "nc_matmul", "nc_transpose", "tensor_tensor", "activation",
-           "get_nc_version", "nc_version", "rng", "set_rng_seed", "rand_set_state", "dge_mode", "core_barrier"]
+__all__ = [
+    "engine",
+    "tensor_engine",
+    "vector_engine",
+    "scalar_engine",
+    "gpsimd_engine",
+    "unknown_engine",
+    "dma_copy",
+    "tensor_copy",
+    "memset",
+    "nc_matmul",
+    "nc_transpose",
+    "tensor_tensor",
+    "activation",
+    "get_nc_version",
+    "nc_version",
+    "rng",
+    "set_rng_seed",
+    "rand_set_state",
+    "dge_mode",
+    "core_barrier",
+]
 
 
 class engine:
     """``nisa.engine``: where an instruction runs."""
 
-    tensor, vector, scalar, gpsimd, dma, sync, unknown = "tensor", "vector", "scalar", "gpsimd", "dma", "sync", \
-        "unknown"
+    tensor, vector, scalar, gpsimd, dma, sync, unknown = (
+        "tensor",
+        "vector",
+        "scalar",
+        "gpsimd",
+        "dma",
+        "sync",
+        "unknown",
+    )
 
 
 tensor_engine, vector_engine, scalar_engine, gpsimd_engine, unknown_engine = (
-    engine.tensor, engine.vector, engine.scalar, engine.gpsimd, engine.unknown)
+    engine.tensor,
+    engine.vector,
+    engine.scalar,
+    engine.gpsimd,
+    engine.unknown,
+)
 
 
 class dge_mode:
@@ -56,8 +87,10 @@ def _tensor(x: object, role: str, instruction: str) -> Tensor:
 
 def _on_chip(t: Tensor, role: str, instruction: str, allowed: tuple[core.Buffer, ...]) -> tuple[int, int]:
     if t.buffer not in allowed:
-        raise ModelError(f"{instruction}: {role} {t.name!r} is in {t.buffer.name}; it must be in "
-                         f"{' or '.join(b.name for b in allowed)}")
+        raise ModelError(
+            f"{instruction}: {role} {t.name!r} is in {t.buffer.name}; it must be in "
+            f"{' or '.join(b.name for b in allowed)}"
+        )
     t.alloc.use()
     return t.partitions()
 
@@ -67,8 +100,10 @@ def _read(t: Tensor, role: str, instruction: str, shape: tuple[int, ...] | None 
     element no instruction wrote is an error."""
     core_ = core.current()
     if core_.strict and not t.written.all():
-        raise ModelError(f"{instruction}: {role} {t.name!r} {t.shape} reads memory that was allocated but never "
-                         "written (uninitialized; the simulator fills it with NaN)")
+        raise ModelError(
+            f"{instruction}: {role} {t.name!r} {t.shape} reads memory that was allocated but never "
+            "written (uninitialized; the simulator fills it with NaN)"
+        )
     if not core_.arithmetic:
         return None
     return t.data if shape is None else t.data.reshape(shape)
@@ -90,18 +125,19 @@ def _cast(x: np.ndarray, dtype: np.dtype) -> np.ndarray:
     if dtype.kind in "iu" and x.dtype.kind not in "iu":  # fp -> int: nearest even, saturating (as the hardware)
         info = np.iinfo(dtype)
         return np.clip(np.rint(x.astype(np.float64)), info.min, info.max).astype(dtype)
-    return x.astype(np.float32).astype(dtype) if x.dtype.kind not in "iu" or dtype.kind not in "iu" \
-        else x.astype(dtype)
+    return x.astype(np.float32).astype(dtype) if x.dtype.kind not in "iu" or dtype.kind not in "iu" else x.astype(dtype)
 
 
 def _constant(value, role: str, instruction: str):
     """A constant operand: integer values in the kernel language are 32-bit signed (NKI_FACTS.md section 13, the
     language guide), so a Python int outside int32 is refused."""
-    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and not -2**31 <= value < 2**31:
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool) and not -(2**31) <= value < 2**31:
         same_bits = f" ({int(value) - 2**32} has the same bits)" if 2**31 <= value < 2**32 else ""
-        raise ModelError(f"{instruction}: {role} {value} ({int(value):#x}) is outside int32: integer values in the "
-                         f"kernel language are 32-bit signed; write an int32 value{same_bits} into an int32 tile "
-                         "and reinterpret it with .view(nl.uint32)")
+        raise ModelError(
+            f"{instruction}: {role} {value} ({int(value):#x}) is outside int32: integer values in the "
+            f"kernel language are 32-bit signed; write an int32 value{same_bits} into an int32 tile "
+            "and reinterpret it with .view(nl.uint32)"
+        )
     return value
 
 
@@ -119,8 +155,10 @@ def _free(t: Tensor) -> int:
 
 def _same_layout(dst: Tensor, src: Tensor, instruction: str) -> None:
     if dst.shape[0] != src.shape[0] or _free(dst) != _free(src):
-        raise ModelError(f"{instruction}: dst {dst.shape} and source {src.shape} differ in partitions or elements "
-                         "per partition (no broadcasting)")
+        raise ModelError(
+            f"{instruction}: dst {dst.shape} and source {src.shape} differ in partitions or elements "
+            "per partition (no broadcasting)"
+        )
 
 
 def _no_gpsimd_psum(chosen: str, instruction: str, *tensors: Tensor) -> None:
@@ -152,8 +190,9 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         raise ModelError(f"nisa.dma_copy: dst {dst.shape} and src {src.shape} hold different element counts")
     mode = "unknown" if dge_mode is None else dge_mode
     if mode not in _DGE_MODES:
-        raise ModelError(f"{instruction}: dge_mode {dge_mode!r} is not a nisa.dge_mode member "
-                         f"({', '.join(_DGE_MODES)})")
+        raise ModelError(
+            f"{instruction}: dge_mode {dge_mode!r} is not a nisa.dge_mode member ({', '.join(_DGE_MODES)})"
+        )
     dynamic = isinstance(src, core.IndirectView) or isinstance(dst, core.IndirectView)
     if dynamic and mode not in ("hwdge", "swdge"):
         operand = "dst" if isinstance(dst, core.IndirectView) else "src"
@@ -162,7 +201,8 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
             f"(scalar_offset), and dge_mode={mode}: a dynamic address needs descriptors generated when the DMA runs "
             "(nki/deep-dives/nki-dge.rst: dge_mode.none cannot handle dynamic addresses, dge_mode.unknown leaves it "
             "to the compiler); pass dge_mode=nisa.dge_mode.hwdge (the hardware DGE, what nki-library passes) or "
-            "nisa.dge_mode.swdge (GpSimd) explicitly")
+            "nisa.dge_mode.swdge (GpSimd) explicitly"
+        )
     for t in (dst, src):
         if t.buffer.on_chip:
             t.alloc.use()
@@ -176,8 +216,15 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         if isinstance(dst, core.IndirectView) and dst.buffer is core.SHARED_HBM:
             run.dynamic_writes[dst.alloc] = run.step
     hbm = src if not src.buffer.on_chip else dst
-    run.count("dma", "dma_copy", src.size * src.dtype.itemsize, _contiguous_run(hbm), mode if dynamic else False,
-              reads=(src,), writes=(dst,))
+    run.count(
+        "dma",
+        "dma_copy",
+        src.size * src.dtype.itemsize,
+        _contiguous_run(hbm),
+        mode if dynamic else False,
+        reads=(src,),
+        writes=(dst,),
+    )
 
 
 _DGE_MODES = ("unknown", "swdge", "hwdge", "none")
@@ -185,8 +232,13 @@ _DGE_MODES = ("unknown", "swdge", "hwdge", "none")
 
 def _same_view(a: Tensor, b: Tensor) -> bool:
     """Whether two static views address the same elements in the same order (an HBM fence's dst and src)."""
-    return (a.alloc is b.alloc and a.dtype == b.dtype and a.shape == b.shape and a.data.strides == b.data.strides
-            and a.data.__array_interface__["data"][0] == b.data.__array_interface__["data"][0])
+    return (
+        a.alloc is b.alloc
+        and a.dtype == b.dtype
+        and a.shape == b.shape
+        and a.data.strides == b.data.strides
+        and a.data.__array_interface__["data"][0] == b.data.__array_interface__["data"][0]
+    )
 
 
 def check_fences(outputs) -> None:
@@ -204,7 +256,8 @@ def check_fences(outputs) -> None:
                 f"kernel with an HBM fence, nisa.dma_copy(dst=view, src=view) on the output or on the region this "
                 "program wrote (nki-library experimental/dynamic_shapes/dynamic_elementwise_add.py: dma_copy(dst="
                 "result, src=result) 'to ensure all DMA writes complete before kernel returns'; with LNC=2 fence "
-                "what this program wrote, the other program's region may not be written yet)")
+                "what this program wrote, the other program's region may not be written yet)"
+            )
 
 
 def _contiguous_run(t: Tensor) -> int:
@@ -251,19 +304,24 @@ def _memset_values(dst: Tensor, value) -> np.ndarray:
     if dst.dtype.kind in "iu":
         info = np.iinfo(dst.dtype)
         if not integer or not info.min <= value <= info.max:
-            raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: an "
-                             f"integer dst takes an int in {info.min}..{info.max}")
+            raise ModelError(
+                f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: an "
+                f"integer dst takes an int in {info.min}..{info.max}"
+            )
         if not -MEMSET_INT_LIMIT <= value <= MEMSET_INT_LIMIT:
             raise ModelError(
                 f"nisa.memset: integer value {value} is outside [-2**24, 2**24]: memset's exactness for larger int32 "
                 "values is not documented (SDK nki/api/nki/isa/__init__.py memset; nl.copy is known to cast through "
                 "fp32, release notes 0.4.0 known issues; NKI_FACTS.md section 14); memset a value within 2**24 and "
                 "build the constant with exact int32 nisa.tensor_tensor adds or multiplies on GpSimd (all-int32 "
-                "operands, engine=nisa.gpsimd_engine)")
+                "operands, engine=nisa.gpsimd_engine)"
+            )
         return np.full(dst.shape, value, dst.dtype)
     if not isinstance(value, (float, np.floating)):
-        raise ModelError(f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: a float "
-                         f"dst takes a float value (write {float(value)!r})")
+        raise ModelError(
+            f"nisa.memset: value {value!r} does not match dst {dst.name!r} dtype {dst.dtype}: a float "
+            f"dst takes a float value (write {float(value)!r})"
+        )
     return np.full(dst.shape, value, np.float32)
 
 
@@ -281,9 +339,11 @@ def core_barrier(data, cores, engine=None, name=None) -> None:
     run = core.current()
     programs = 1 if run.launch is None else run.launch.lnc
     if not isinstance(cores, tuple) or cores != tuple(range(programs)):
-        raise ModelError(f"{instruction}: cores must be the tuple of the launch's program ids, "
-                         f"{tuple(range(programs))} at LNC={programs} (the model synchronises every program of a "
-                         f"launch; a tuple, as nki-library passes (0, 1)), got {cores!r}")
+        raise ModelError(
+            f"{instruction}: cores must be the tuple of the launch's program ids, "
+            f"{tuple(range(programs))} at LNC={programs} (the model synchronises every program of a "
+            f"launch; a tuple, as nki-library passes (0, 1)), got {cores!r}"
+        )
     chosen = _engine(engine, gpsimd_engine, instruction, (gpsimd_engine,))
     if data.buffer.on_chip:
         _on_chip(data, "data", instruction, (core.SBUF, core.PSUM))
@@ -302,12 +362,15 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None) -> None:
     if not isinstance(op, nl.Op):
         raise ModelError(f"{instruction}: op must be an operator token such as nl.add, got {op!r}")
     integer = all(t.dtype in (nl.int32, nl.uint32) for t in (dst, data1, data2))
-    default = gpsimd_engine if integer and not any(t.buffer is core.PSUM for t in (dst, data1, data2)) \
-        else vector_engine
+    default = (
+        gpsimd_engine if integer and not any(t.buffer is core.PSUM for t in (dst, data1, data2)) else vector_engine
+    )
     chosen = _engine(engine, default, instruction, (vector_engine, gpsimd_engine))
     if op.bitwise and chosen != vector_engine:  # NKI_FACTS.md section 13: bitvec operators are Vector Engine only
-        raise ModelError(f"{instruction}: {op!r} is a bitvec operator, documented on the Vector Engine only, not "
-                         f"{chosen} (the default for all-32-bit-integer operands): pass engine=nisa.vector_engine")
+        raise ModelError(
+            f"{instruction}: {op!r} is a bitvec operator, documented on the Vector Engine only, not "
+            f"{chosen} (the default for all-32-bit-integer operands): pass engine=nisa.vector_engine"
+        )
     for t, role in ((dst, "dst"), (data1, "data1"), (data2, "data2")):
         _on_chip(t, role, instruction, (core.SBUF, core.PSUM))
     if data1.buffer is core.PSUM and data2.buffer is core.PSUM:
@@ -332,8 +395,9 @@ def tensor_tensor(dst, data1, data2, op, engine=None, name=None) -> None:
     core.current().count(chosen, "tensor_tensor", _free(dst), reads=(data1, data2), writes=(dst,))
 
 
-def activation(dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None,
-               name=None) -> None:
+def activation(
+    dst, op, data, bias=None, scale=1.0, reduce_op=None, reduce_res=None, reduce_cmd=None, name=None
+) -> None:
     """dst = op(data * scale + bias) on the Scalar Engine in fp32; the model implements op=nl.copy."""
     instruction = "nisa.activation"
     dst, data = _tensor(dst, "dst", instruction), _tensor(data, "data", instruction)
@@ -353,16 +417,16 @@ def nc_transpose(dst, data, engine=None, name=None) -> None:
     Vector Engine (at most 32 x 32)."""
     instruction = "nisa.nc_transpose"
     dst, data = _tensor(dst, "dst", instruction), _tensor(data, "data", instruction)
-    chosen = _engine(engine, tensor_engine if dst.buffer is core.PSUM else vector_engine, instruction,
-                     (tensor_engine, vector_engine))
+    chosen = _engine(
+        engine, tensor_engine if dst.buffer is core.PSUM else vector_engine, instruction, (tensor_engine, vector_engine)
+    )
     if data.ndim != 2 or dst.shape != data.shape[::-1]:
         raise ModelError(f"{instruction}: dst {dst.shape} must be the transpose of data {data.shape} (2-D)")
     if dst.dtype != data.dtype:
         raise ModelError(f"{instruction}: dst dtype {dst.dtype} must equal data dtype {data.dtype}")
     limit = 128 if chosen == tensor_engine else 32
     if max(data.shape) > limit:
-        raise ModelError(f"{instruction}: the {chosen} engine transposes at most {limit} x {limit}, got "
-                         f"{data.shape}")
+        raise ModelError(f"{instruction}: the {chosen} engine transposes at most {limit} x {limit}, got {data.shape}")
     if chosen == tensor_engine:
         _on_chip(data, "data", instruction, (core.SBUF,))
         _on_chip(dst, "dst", instruction, (core.PSUM,))
@@ -380,13 +444,26 @@ def _one_bank(dst: Tensor, instruction: str) -> None:
     bank = core.current().target.psum_bank_bytes
     first, last = dst.free_bytes()
     if first // bank != last // bank:
-        raise ModelError(f"{instruction}: dst {dst.name!r} {dst.shape} {dst.dtype} spans bytes {first}..{last} of "
-                         f"each partition, crossing a {bank}-byte PSUM bank boundary (one matmul writes one bank: "
-                         f"at most {bank // 4} fp32 per partition)")
+        raise ModelError(
+            f"{instruction}: dst {dst.name!r} {dst.shape} {dst.dtype} spans bytes {first}..{last} of "
+            f"each partition, crossing a {bank}-byte PSUM bank boundary (one matmul writes one bank: "
+            f"at most {bank // 4} fp32 per partition)"
+        )
 
 
-def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_onezero=False, is_transpose=False,
-              accumulate=None, tile_position=(), tile_size=(), perf_mode=None, name=None) -> None:
+def nc_matmul(
+    dst,
+    stationary,
+    moving,
+    is_stationary_onezero=False,
+    is_moving_onezero=False,
+    is_transpose=False,
+    accumulate=None,
+    tile_position=(),
+    tile_size=(),
+    perf_mode=None,
+    name=None,
+) -> None:
     """dst[M, N] (PSUM, fp32) = stationary[K, M].T @ moving[K, N] (both SBUF), K <= 128 partitions, M <= 128,
     N <= 512. accumulate=False overwrites, True adds to what earlier matmuls wrote there, None infers it (overwrite
     where nothing was written, add where a matmul wrote); adding onto memory a matmul did not write is an error
@@ -398,21 +475,28 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         raise ModelError(f"{instruction}: transpose mode, PE tiling and perf modes are not modelled")
     target = core.current().target
     if stationary.ndim != 2 or moving.ndim != 2 or dst.ndim != 2:
-        raise ModelError(f"{instruction}: the model takes 2-D operands, got dst {dst.shape}, stationary "
-                         f"{stationary.shape}, moving {moving.shape}")
+        raise ModelError(
+            f"{instruction}: the model takes 2-D operands, got dst {dst.shape}, stationary "
+            f"{stationary.shape}, moving {moving.shape}"
+        )
     _on_chip(stationary, "stationary", instruction, (core.SBUF,))
     _on_chip(moving, "moving", instruction, (core.SBUF,))
     _on_chip(dst, "dst", instruction, (core.PSUM,))
     (k, m), (k2, n) = stationary.shape, moving.shape
     if k != k2:
-        raise ModelError(f"{instruction}: stationary {stationary.shape} and moving {moving.shape} differ in the "
-                         "contraction (partition) dimension")
+        raise ModelError(
+            f"{instruction}: stationary {stationary.shape} and moving {moving.shape} differ in the "
+            "contraction (partition) dimension"
+        )
     if m > target.stationary_fmax:
-        raise ModelError(f"{instruction}: stationary free size {m} exceeds {target.stationary_fmax} "
-                         "(nl.tile_size.gemm_stationary_fmax)")
+        raise ModelError(
+            f"{instruction}: stationary free size {m} exceeds {target.stationary_fmax} "
+            "(nl.tile_size.gemm_stationary_fmax)"
+        )
     if n > target.moving_fmax:
-        raise ModelError(f"{instruction}: moving free size {n} exceeds {target.moving_fmax} "
-                         "(nl.tile_size.gemm_moving_fmax)")
+        raise ModelError(
+            f"{instruction}: moving free size {n} exceeds {target.moving_fmax} (nl.tile_size.gemm_moving_fmax)"
+        )
     if dst.shape != (m, n):
         raise ModelError(f"{instruction}: dst {dst.shape} must be (stationary free, moving free) = {(m, n)}")
     for t, role in ((stationary, "stationary"), (moving, "moving")):
@@ -420,26 +504,32 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
             raise ModelError(f"{instruction}: {role} dtype {t.dtype} is not a Tensor Engine input dtype")
     fp32 = stationary.dtype == nl.float32 or moving.dtype == nl.float32
     if fp32 and stationary.dtype != moving.dtype:
-        raise ModelError(f"{instruction}: fp32 operands multiply only with fp32 (got {stationary.dtype} and "
-                         f"{moving.dtype})")
+        raise ModelError(
+            f"{instruction}: fp32 operands multiply only with fp32 (got {stationary.dtype} and {moving.dtype})"
+        )
     if dst.dtype != nl.float32:
         raise ModelError(f"{instruction}: dst must be fp32 in PSUM on NeuronCore-v2/v3, got {dst.dtype}")
     _one_bank(dst, instruction)
     state = dst.state
     if accumulate is None:
         if (state == OTHER).any():
-            raise ModelError(f"{instruction}: accumulating onto PSUM written by a non-matmul instruction (memset, "
-                             "tensor_copy) is undefined behaviour on NeuronCore-v2/v3")
+            raise ModelError(
+                f"{instruction}: accumulating onto PSUM written by a non-matmul instruction (memset, "
+                "tensor_copy) is undefined behaviour on NeuronCore-v2/v3"
+            )
         adds = state == MATMUL
         if adds.any() and not adds.all():
-            raise ModelError(f"{instruction}: dst {dst.name!r} is partly matmul-written and partly not; "
-                             "pass accumulate= explicitly")
+            raise ModelError(
+                f"{instruction}: dst {dst.name!r} is partly matmul-written and partly not; pass accumulate= explicitly"
+            )
         add = bool(adds.all())
     elif accumulate:
         if (state != MATMUL).any():
             what = "uninitialized" if (state == UNWRITTEN).any() else "written by a non-matmul instruction"
-            raise ModelError(f"{instruction}: accumulate=True onto PSUM {what} (undefined on NeuronCore-v2/v3: "
-                             "start each accumulation group with accumulate=False)")
+            raise ModelError(
+                f"{instruction}: accumulate=True onto PSUM {what} (undefined on NeuronCore-v2/v3: "
+                "start each accumulation group with accumulate=False)"
+            )
         add = True
     else:
         add = False
@@ -452,8 +542,7 @@ def nc_matmul(dst, stationary, moving, is_stationary_onezero=False, is_moving_on
         for i in range(k):  # fp32 accumulation in K order: product rounded to fp32 (exact for bf16), then added
             values += np.multiply.outer(s32[i], m32[i])
     _write(dst, values, MATMUL)
-    core.current().count(tensor_engine, "nc_matmul", n, m, k, bool(fp32), reads=(stationary, moving),
-                         writes=(dst,))
+    core.current().count(tensor_engine, "nc_matmul", n, m, k, bool(fp32), reads=(stationary, moving), writes=(dst,))
 
 
 # --- random numbers ------------------------------------------------------------------------------------------
@@ -475,8 +564,9 @@ def set_rng_seed(src_seeds, name=None) -> None:
     src_seeds = _tensor(src_seeds, "src_seeds", "nisa.set_rng_seed")
     _on_chip(src_seeds, "src_seeds", "nisa.set_rng_seed", (core.SBUF,))
     if src_seeds.shape != (1, 1) or src_seeds.dtype.itemsize != 4:
-        raise ModelError(f"nisa.set_rng_seed: the seed is a [1, 1] 32-bit tile, got {src_seeds.shape} "
-                         f"{src_seeds.dtype}")
+        raise ModelError(
+            f"nisa.set_rng_seed: the seed is a [1, 1] 32-bit tile, got {src_seeds.shape} {src_seeds.dtype}"
+        )
     _seed(vector_engine, _read(src_seeds, "src_seeds", "nisa.set_rng_seed"), core.current().target.partitions)
     core.current().count(vector_engine, "set_rng_seed", 1, reads=(src_seeds,))
 
@@ -487,19 +577,24 @@ def rand_set_state(src_seeds, engine=None, name=None) -> None:
     instruction = "nisa.rand_set_state"
     src_seeds = _tensor(src_seeds, "src_seeds", instruction)
     if core.current().target.name == "trn1":
-        raise ModelError(f"{instruction} needs NeuronCore-v3+ (trn2); on trn1 seed the Vector Engine with "
-                         "nisa.set_rng_seed")
+        raise ModelError(
+            f"{instruction} needs NeuronCore-v3+ (trn2); on trn1 seed the Vector Engine with nisa.set_rng_seed"
+        )
     chosen = _engine(engine, gpsimd_engine, instruction, (gpsimd_engine,))
     _on_chip(src_seeds, "src_seeds", instruction, (core.SBUF,))
     words = XORWOW_STATE[chosen]
     if src_seeds.dtype != nl.uint32 or src_seeds.ndim != 2 or src_seeds.shape[1] != words:
-        raise ModelError(f"{instruction}: {chosen}'s XORWOW state is {words} uint32 per lane: src_seeds must be a "
-                         f"uint32 [lanes, {words}] tile, got {src_seeds.shape} {src_seeds.dtype}")
+        raise ModelError(
+            f"{instruction}: {chosen}'s XORWOW state is {words} uint32 per lane: src_seeds must be a "
+            f"uint32 [lanes, {words}] tile, got {src_seeds.shape} {src_seeds.dtype}"
+        )
     start, lanes = src_seeds.partitions()
     values = _read(src_seeds, "src_seeds", instruction)
     if values is not None and core.current().strict and (~values[:, :5].any(axis=1)).any():
-        raise ModelError(f"{instruction}: a lane's XORWOW state has its five xorshift words all zero, which "
-                         "draws only zeros; give every lane a nonzero state")
+        raise ModelError(
+            f"{instruction}: a lane's XORWOW state has its five xorshift words all zero, which "
+            "draws only zeros; give every lane a nonzero state"
+        )
     _seed(chosen, values, start + lanes if start == 0 else 0)
     core.current().count(chosen, "rand_set_state", words, reads=(src_seeds,))
 
@@ -517,8 +612,10 @@ def rng(dst, engine=None, name=None) -> None:
     core_ = core.current()
     if core_.strict and core_.seeded_lanes.get(chosen, 0) < start + lanes:
         how = "nisa.set_rng_seed" if chosen == vector_engine else "nisa.rand_set_state(..., engine=gpsimd)"
-        raise ModelError(f"nisa.rng on {chosen}: partitions {start}..{start + lanes - 1} draw from a generator "
-                         f"this program did not seed (each engine has its own; seed {chosen}'s with {how})")
+        raise ModelError(
+            f"nisa.rng on {chosen}: partitions {start}..{start + lanes - 1} draw from a generator "
+            f"this program did not seed (each engine has its own; seed {chosen}'s with {how})"
+        )
     if core_.arithmetic:
         generator = core_.generators.setdefault(chosen, np.random.Generator(np.random.PCG64(0)))
         _write(dst, generator.integers(0, 2**32, size=dst.shape, dtype=np.uint32).view(dst.dtype))
@@ -543,8 +640,9 @@ def register_alloc(x=None) -> VirtualRegister:
 
 def _register(reg: object, role: str, instruction: str) -> VirtualRegister:
     if not isinstance(reg, VirtualRegister):
-        raise ModelError(f"{instruction}: {role} must be a VirtualRegister (nisa.register_alloc()), got "
-                         f"{type(reg).__name__}")
+        raise ModelError(
+            f"{instruction}: {role} must be a VirtualRegister (nisa.register_alloc()), got {type(reg).__name__}"
+        )
     return reg
 
 
@@ -553,8 +651,10 @@ def _scalar_tile(t: object, role: str, instruction: str) -> Tensor:
     register_store: "a single scalar value (up to 32-bit)"; the model holds registers as int32: assumed)."""
     t = _tensor(t, role, instruction)
     if t.buffer is core.PSUM or t.size != 1 or t.dtype != nl.int32:
-        raise ModelError(f"{instruction}: {role} must be a one-element int32 tensor in SBUF or HBM, got "
-                         f"{t.buffer.name} {t.shape} {t.dtype}")
+        raise ModelError(
+            f"{instruction}: {role} must be a one-element int32 tensor in SBUF or HBM, got "
+            f"{t.buffer.name} {t.shape} {t.dtype}"
+        )
     if t.buffer.on_chip:
         t.alloc.use()
         t.partitions()
@@ -564,10 +664,12 @@ def _scalar_tile(t: object, role: str, instruction: str) -> Tensor:
 def _writable(reg: VirtualRegister, instruction: str) -> VirtualRegister:
     """A register an instruction writes: not an nl.fori_loop's induction register, which is read-only."""
     if reg._induction:
-        raise ModelError(f"{instruction}: dst is an nl.fori_loop's induction register, which is read-only (the body "
-                         "gets i as a read-only VirtualRegister: nl.fori_loop, SDK nki/api/nki/language/__init__.py; "
-                         "nki/deep-dives/nki-dynamic-loops.rst), during the loop or after it; allocate a register of "
-                         "your own with nisa.register_alloc() and write that")
+        raise ModelError(
+            f"{instruction}: dst is an nl.fori_loop's induction register, which is read-only (the body "
+            "gets i as a read-only VirtualRegister: nl.fori_loop, SDK nki/api/nki/language/__init__.py; "
+            "nki/deep-dives/nki-dynamic-loops.rst), during the loop or after it; allocate a register of "
+            "your own with nisa.register_alloc() and write that"
+        )
     return reg
 
 

@@ -9,10 +9,37 @@ import numpy as np
 
 from . import core
 
-__all__ = ["ndarray", "tile_size", "Op", "add", "subtract", "multiply", "copy", "bitwise_and", "float32", "float16",
-           "bfloat16", "float8_e4m3", "float8_e5m2", "int8", "int16", "int32", "uint8", "uint16", "uint32", "bool_",
-           "sbuf", "psum", "hbm", "private_hbm", "shared_hbm", "program_id", "num_programs", "program_ndim",
-           "NKIObject"]
+__all__ = [
+    "ndarray",
+    "tile_size",
+    "Op",
+    "add",
+    "subtract",
+    "multiply",
+    "copy",
+    "bitwise_and",
+    "float32",
+    "float16",
+    "bfloat16",
+    "float8_e4m3",
+    "float8_e5m2",
+    "int8",
+    "int16",
+    "int32",
+    "uint8",
+    "uint16",
+    "uint32",
+    "bool_",
+    "sbuf",
+    "psum",
+    "hbm",
+    "private_hbm",
+    "shared_hbm",
+    "program_id",
+    "num_programs",
+    "program_ndim",
+    "NKIObject",
+]
 
 float32 = np.dtype(np.float32)
 float16 = np.dtype(np.float16)
@@ -76,8 +103,9 @@ def ndarray(shape, dtype, buffer: core.Buffer = sbuf, name: str = "", address=No
     if address is not None:
         raise core.ModelError("nl.ndarray(address=...): manual placement is not modelled by the CPU model")
     if isinstance(buffer, str):
-        raise core.ModelError(f"nl.ndarray(buffer={buffer!r}): buffers are nl.sbuf, nl.psum, nl.shared_hbm, ... "
-                              "not strings")
+        raise core.ModelError(
+            f"nl.ndarray(buffer={buffer!r}): buffers are nl.sbuf, nl.psum, nl.shared_hbm, ... not strings"
+        )
     tensor = core.Tensor.allocate(tuple(shape), dtype, buffer, name)
     if buffer.on_chip:
         allocated_in_body(tensor.alloc)  # a tile of a dynamic loop's body lives for the whole loop (loops.py)
@@ -133,8 +161,10 @@ def ds(start, size) -> slice:
     """``nl.ds(start, size)``: the slice start:start + size (compile-time ints). The NKI 0.6 stubs document no
     register start; a dynamic start is written as an access pattern."""
     if isinstance(start, VirtualRegister) or isinstance(size, VirtualRegister):
-        raise core.ModelError("nl.ds: a VirtualRegister start or size is not documented for NKI 0.6; write the "
-                              "access as tensor.ap(pattern, scalar_offset=reg, indirect_dim=d)")
+        raise core.ModelError(
+            "nl.ds: a VirtualRegister start or size is not documented for NKI 0.6; write the "
+            "access as tensor.ap(pattern, scalar_offset=reg, indirect_dim=d)"
+        )
     return slice(start, start + size)
 
 

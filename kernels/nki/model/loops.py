@@ -57,8 +57,16 @@ from . import core
 # The registers and .ap are core's (its Tensor.ap needs them); published here with the loops that hand them out.
 from .core import IndirectView, ModelError, RegisterUseError, VirtualRegister, access_pattern, register_int
 
-__all__ = ["VirtualRegister", "RegisterUseError", "fori_loop", "access_pattern", "IndirectView", "recorded",
-           "allocated_in_body"]
+__all__ = [
+    "VirtualRegister",
+    "RegisterUseError",
+    "fori_loop",
+    "access_pattern",
+    "IndirectView",
+    "recorded",
+    "allocated_in_body",
+]
+
 
 # --- tracing and replaying loop bodies ---------------------------------------------------------------------------
 class _Tracer(threading.local):
@@ -114,11 +122,18 @@ def fori_loop(lower, upper, body_fun: Callable[[VirtualRegister], None], step=1)
             "notes, known issue since 0.4.0: nested dynamic loops with loop-carried values fail to compile, 'Could "
             "not find register'; no example in nki/deep-dives/nki-dynamic-loops.rst or nki-library nests them); "
             "flatten the two into one fori_loop over the combined range (a counter tile gives the inner offset), or "
-            "unroll the inner loop with a Python for loop inside the body")
-    if isinstance(step, VirtualRegister) or isinstance(step, bool) or not isinstance(step, (int, np.integer)) \
-            or step <= 0:
-        raise ModelError(f"nl.fori_loop: step must be a compile-time positive int (the loop instruction encodes it "
-                         f"as an immediate), got {step!r}")
+            "unroll the inner loop with a Python for loop inside the body"
+        )
+    if (
+        isinstance(step, VirtualRegister)
+        or isinstance(step, bool)
+        or not isinstance(step, (int, np.integer))
+        or step <= 0
+    ):
+        raise ModelError(
+            f"nl.fori_loop: step must be a compile-time positive int (the loop instruction encodes it "
+            f"as an immediate), got {step!r}"
+        )
     for bound, role in ((lower, "lower"), (upper, "upper")):
         if not isinstance(bound, VirtualRegister):
             register_int(bound, f"nl.fori_loop: {role} (an int or a VirtualRegister)")
@@ -146,10 +161,12 @@ class _Loop:
                 self._iterate(run)
                 for bound, role, read in ((self.lower, "lower", lower), (self.upper, "upper", upper)):
                     if isinstance(bound, VirtualRegister) and bound._value != read:
-                        raise ModelError(f"nl.fori_loop: the body changed the {role}-bound register ({read} -> "
-                                         f"{bound._value}); the model reads bounds once, when the loop starts, and "
-                                         "NKI does not document re-reading them: keep bound registers fixed in the "
-                                         "body")
+                        raise ModelError(
+                            f"nl.fori_loop: the body changed the {role}-bound register ({read} -> "
+                            f"{bound._value}); the model reads bounds once, when the loop starts, and "
+                            "NKI does not document re-reading them: keep bound registers fixed in the "
+                            "body"
+                        )
         finally:
             _TRACER.loop = None
         for tile in self.tiles:
@@ -160,8 +177,10 @@ class _Loop:
         if not isinstance(bound, VirtualRegister):
             return int(bound)
         if bound._value is None:
-            raise ModelError(f"nl.fori_loop: the {role}-bound register has no value (never written, or loaded "
-                             "from memory under counting_only, which computes no data)")
+            raise ModelError(
+                f"nl.fori_loop: the {role}-bound register has no value (never written, or loaded "
+                "from memory under counting_only, which computes no data)"
+            )
         return bound._value
 
     def _iterate(self, run: core.Core) -> None:
@@ -189,6 +208,8 @@ class _Loop:
         finally:
             _TRACER.program = None
         if result is not None:
-            raise ModelError(f"nl.fori_loop: body_fun returned {type(result).__name__}; a fori_loop body returns "
-                             "nothing and carries no values (carry loop state through SBUF or HBM)")
+            raise ModelError(
+                f"nl.fori_loop: body_fun returned {type(result).__name__}; a fori_loop body returns "
+                "nothing and carries no values (carry loop state through SBUF or HBM)"
+            )
         return program
