@@ -144,7 +144,8 @@ def _broken(**changes) -> dict:
         ({"dma": []}, "format None, expected 'trn_backend check-neuron measurements, version 1'"),
         (
             _broken(dma=[{"run_bytes": 512, "bytes": 65536, "transfers": 4, "seconds": 1e-4}] * 5),
-            "too few DMA measurements to fit: it needs at least two transfer sizes and two run lengths \\(5 rows given\\)",
+            "too few DMA measurements to fit: it needs at least two transfer sizes and two run lengths "
+            "\\(5 rows given\\)",
         ),
         (
             _broken(dma=[{"run_bytes": r, "bytes": 65536, "transfers": 4, "seconds": 1e-4} for r in RUNS]),

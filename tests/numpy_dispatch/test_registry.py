@@ -523,7 +523,8 @@ def test_the_generated_binding_agrees_with_signature_bind(func) -> None:
     for parameter names the generated code uses itself (which keep ``Signature.bind``); errors included."""
     binder = Binder(inspect.signature(func))
     for args, kwargs in _calls(inspect.signature(func)):
-        assert _bind_outcome(lambda: binder(args, kwargs)) == _bind_outcome(lambda: binder.bind(args, kwargs)), (
+        # the lambdas run at once, inside this iteration
+        assert _bind_outcome(lambda: binder(args, kwargs)) == _bind_outcome(lambda: binder.bind(args, kwargs)), (  # noqa: B023
             args,
             kwargs,
         )  # noqa: B023 (called at once)

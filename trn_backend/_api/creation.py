@@ -429,8 +429,8 @@ def arange(
     differ). Integer ranges are computed exactly in int64 (uint64 in its bit pattern), and rounded once from
     there to a floating dtype."""
     # each an int or a float (_number of (int, float)); only stop may be None
-    start, stop, step = (
-        None if v is None else _number(v, "arange", a, (int, float))  # type: ignore[assignment]
+    start, stop, step = (  # type: ignore[assignment]
+        None if v is None else _number(v, "arange", a, (int, float))
         for v, a in ((start, "start"), (stop, "stop"), (step, "step"))
     )
     if stop is None:
@@ -458,9 +458,9 @@ def arange(
                 return wrap(
                     _dtypes.cast(
                         _integer_range(
-                            start,
-                            stop,
-                            step,  # type: ignore[arg-type]  # all_int: ints
+                            start,  # type: ignore[arg-type]  # all_int: ints
+                            stop,  # type: ignore[arg-type]
+                            step,  # type: ignore[arg-type]
                             exact,
                             dev,
                         ),
@@ -550,8 +550,8 @@ def linspace(
     wide = _dtypes.complex128 if target in _dtypes.COMPLEX_FLOAT else _dtypes.float64
     kind = complex if wide is _dtypes.complex128 else float
     values = torch.linspace(
-        kind(start),
-        kind(stop),  # type: ignore[arg-type]  # float: no complex (check_castable)
+        kind(start),  # type: ignore[arg-type]  # float: no complex (check_castable)
+        kind(stop),  # type: ignore[arg-type]
         num + (not endpoint),
         dtype=wide,
         device=dev,
