@@ -51,20 +51,9 @@ test: $(VENV)/.installed-test
 	$(PY) -m pytest -q -n 2 -m "not slow" tests
 
 # a quick run for contributors (under 2 minutes on 2 cores): without the tests marked heavy (over 2 s) or slow, 10
-# hypothesis examples per property instead of 40; make test runs everything it leaves out. The deselected node ids
-# (prefixes) are heavy tests in files that do not carry the marker yet.
-FAST_DESELECT = $(addprefix --deselect ,\
-	tests/distributed/test_calibrate.py::test_quick_run_end_to_end \
-	tests/tools/test_check_neuron.py::test_a_biased_sr_kernel_fails_the_command \
-	tests/tools/test_check_neuron.py::test_a_kernel_that_raises_is_a_failed_row_with_its_reason \
-	tests/tools/test_check_neuron.py::test_a_mode_that_misses_its_nki_route_fails \
-	tests/tools/test_check_neuron.py::test_a_switch_probe_that_fails_is_informational \
-	tests/tools/test_check_neuron.py::test_a_wrong_kernel_result_fails \
-	tests/tools/test_check_neuron.py::test_on_the_cpu_model_every_case_and_mode_is_within_its_bound \
-	tests/tools/test_check_neuron.py::test_python_dash_m_generation_trn1 \
-	tests/tools/test_check_neuron.py::test_the_gate_runs_first_and_every_mode_compiles_and_runs)
+# hypothesis examples per property instead of 40; make test runs everything it leaves out
 test-fast: $(VENV)/.installed-test
-	TRN_TEST_MAX_EXAMPLES=$${TRN_TEST_MAX_EXAMPLES:-10} $(PY) -m pytest -q -n 2 -m "not slow and not heavy" $(FAST_DESELECT) tests
+	TRN_TEST_MAX_EXAMPLES=$${TRN_TEST_MAX_EXAMPLES:-10} $(PY) -m pytest -q -n 2 -m "not slow and not heavy" tests
 
 # the tests marked slow (each over a minute: documented tables regenerated from the cost model, sweeps of large
 # modelled kernels); .ci/run runs them after `make test`

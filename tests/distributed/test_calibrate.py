@@ -115,6 +115,7 @@ def test_shipped_table() -> None:
     assert gloo["matmul_flops_per_s"]["float64"] > 0 and gloo["matmul_flops_per_s"]["float32"] > 0
 
 
+@pytest.mark.heavy
 @pytest.mark.timeout(120)
 def test_quick_run_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "interconnects.json"

@@ -88,6 +88,7 @@ def model_run(model_json) -> tuple[int, str]:
     return model_json[:2]
 
 
+@pytest.mark.heavy
 def test_on_the_cpu_model_every_case_and_mode_is_within_its_bound(model_run):
     code, out = model_run
     assert code == 0, out
@@ -108,6 +109,7 @@ def test_on_the_cpu_model_every_case_and_mode_is_within_its_bound(model_run):
     assert f"check-neuron: ok; {rows}/{rows} cases within their bounds" in out
 
 
+@pytest.mark.heavy
 def test_the_gate_runs_first_and_every_mode_compiles_and_runs(model_json):
     code, out, data = model_json
     lines = out.splitlines()
@@ -230,6 +232,7 @@ def test_the_measurement_file_on_the_cpu_model(model_json):
     assert all(r["ok"] and r["seconds_measured"] is False for r in data["table"])
 
 
+@pytest.mark.heavy
 def test_a_wrong_kernel_result_fails(monkeypatch, capsys):
     right = check_neuron.run_kernel
 
@@ -247,6 +250,7 @@ def test_a_wrong_kernel_result_fails(monkeypatch, capsys):
     assert "check-neuron: FAIL: 12 of 12 cases outside their bounds" in out
 
 
+@pytest.mark.heavy
 def test_a_kernel_that_raises_is_a_failed_row_with_its_reason(monkeypatch, capsys):
     right = check_neuron.run_kernel
 
@@ -264,6 +268,7 @@ def test_a_kernel_that_raises_is_a_failed_row_with_its_reason(monkeypatch, capsy
     assert "check-neuron: FAIL: 1 of 12 cases outside their bounds" in out
 
 
+@pytest.mark.heavy
 def test_a_mode_that_misses_its_nki_route_fails(monkeypatch, capsys):
     right = check_neuron.run_kernel
 
@@ -282,6 +287,7 @@ def test_a_mode_that_misses_its_nki_route_fails(monkeypatch, capsys):
     assert "check-neuron: FAIL: 2 of 12 cases outside their bounds" in out
 
 
+@pytest.mark.heavy
 def test_a_biased_sr_kernel_fails_the_command(monkeypatch, capsys):
     right = check_neuron.run_nki
 
@@ -411,6 +417,7 @@ def test_the_kernel_shapes_stand_above_the_launch():
     assert all(2 * b * m * k * n >= 2 * 2048**3 for _, (b, m, k, n) in check_neuron.KERNEL_SHAPES)
 
 
+@pytest.mark.heavy
 def test_a_switch_probe_that_fails_is_informational(monkeypatch, capsys):
     def no_device(switch, seed, on_gpsimd):
         raise RuntimeError("the probe subprocess exited 1: no Neuron device")
@@ -511,6 +518,7 @@ def test_unbiased_verdicts():
     assert not check_neuron.unbiased_verdict(odd, below, above, exact)[0]
 
 
+@pytest.mark.heavy
 def test_python_dash_m_generation_trn1():
     done = subprocess.run(
         [sys.executable, "-m", "trn_backend", "check-neuron", "--generation", "trn1"],
