@@ -342,14 +342,20 @@ def program(kernel: str, mode: str, float64: bool, bmkn: tuple[int, int, int, in
 @settings(max_examples=12)
 @given(mode=st.sampled_from(PROGRAM_MODES), rows=st.integers(2, 6), columns=st.integers(1, 3), transposed=st.booleans())
 def test_the_program_does_not_grow_with_m_or_n(mode, rows, columns, transposed):
-    """Units of 512 x 1024 (M and N multiples of them) are iterations of one dynamic loop: the program is the same
-    for any number of them; the split kernels' loop runs rows of units, whose units are static code, so their
-    program is the same for any M. Oracle: the program at two rows of one unit column (the split kernels: the
-    same number of unit columns)."""
+    """Units of 512 x 1024 (M and N multiples of them) are iterations of one dynamic loop: the program does not
+    grow with their number. The split kernels' loop runs rows of units, whose units are static code, and at LNC=2
+    the rows are shared between two cores, so their program depends on the parity of the row count: from four
+    rows on it is the program at four or five rows (the same number of unit columns); fewer rows never make a
+    larger one. The other modes' program is one for any M and N."""
     base = columns if mode in SPLIT else 1
-    assert program("matmul", *mode, (1, rows * 512, 300, columns * 1024), transposed) == program(
-        "matmul", *mode, (1, 2 * 512, 300, base * 1024), transposed
-    )
+    got = program("matmul", *mode, (1, rows * 512, 300, columns * 1024), transposed)
+    at = {r: program("matmul", *mode, (1, r * 512, 300, base * 1024), transposed) for r in (4, 5)}
+    if mode not in SPLIT:
+        assert got == at[4] == at[5]
+    elif rows >= 4:
+        assert got == at[4 + rows % 2]
+    else:
+        assert got <= max(at.values())
 
 
 @settings(max_examples=10)
@@ -359,11 +365,12 @@ def test_the_program_does_not_grow_with_m_or_n(mode, rows, columns, transposed):
     transposed=st.booleans(),
 )
 def test_the_bmm_program_does_not_grow_with_the_batch(mode, entries, transposed):
-    """Batch entries are more units (or rows of units) of the same loop: the program at any batch is the one at
-    B = 2."""
-    assert program("bmm", *mode, (entries, 700, 300, 600), transposed) == program(
-        "bmm", *mode, (2, 700, 300, 600), transposed
-    )
+    """Batch entries are more units (or rows of units) of the same loop: the program at any batch from B = 3 on is
+    the one at B = 3; a smaller batch may make a smaller program (at LNC=2, one entry per core needs no loop),
+    never a larger one."""
+    got = program("bmm", *mode, (entries, 700, 300, 600), transposed)
+    oracle = program("bmm", *mode, (3, 700, 300, 600), transposed)
+    assert got == oracle if entries >= 3 else got <= oracle
 
 
 # The largest program of one core (trn2, LNC=2): the loop bodies (a unit's K blocks, static: a few per unit, so it
