@@ -27,8 +27,9 @@ steps:
   ``opt_einsum.sharing._memoize`` and ``opt_einsum.contract.ContractExpression._get_evaluated_constants``:
   opt_einsum keys the memo of ``shared_intermediates`` and an expression's folded ``constants=`` by backend name
   only, so a result computed under one precision mode would be reused under another; the replacements key them
-  by the precision setting too for this backend, and call opt_einsum's own for every other backend. A step
-  already inside opt_einsum's memo or fold when the first use happens is kept by opt_einsum's own (the
+  by the precision setting too for this backend, and call opt_einsum's own for every other backend. A fold
+  that opt_einsum's own lookup makes at the first use is keyed as the replacement keys its own; a step already
+  inside opt_einsum's ``shared_intermediates`` memo when the first use happens is kept by opt_einsum's own (the
   replacement takes over from the next one).
 """
 
@@ -230,9 +231,18 @@ def build_expression(_arrays: object, expr: Any):
 
 def evaluate_constants(const_arrays: list[object], expr: Any) -> Any:
     """Convert the constant operands and contract what depends on them only, once."""
-    if not _adapted:
-        _adapt()
-    return expr(*(_to_trn_shared(x) for x in const_arrays), backend="trn", evaluate_constants=True)
+    if _adapted:
+        return expr(*(_to_trn_shared(x) for x in const_arrays), backend="trn", evaluate_constants=True)
+    # The first use of "trn": opt_einsum's own lookup is making this fold, before the replacement that keys folds
+    # by the precision setting is in place. The fold is keyed here as the replacement keys its own, so the next
+    # call under the same setting reuses it (and one under another setting folds again).
+    _adapt()
+    with _precision.captured_checks() as checks:
+        result = expr(*(_to_trn_shared(x) for x in const_arrays), backend="trn", evaluate_constants=True)
+    folds = expr.__dict__.setdefault("_trn_folds", {})
+    for name in _NAMES:
+        folds[(name, _precision.active_setting())] = (result[0], tuple(checks))
+    return result
 
 
 # --- opt_einsum's caches, keyed by the precision setting (see the module docstring) ---
