@@ -322,6 +322,7 @@ def test_sr_is_priced_as_the_fast_kernel_it_runs():
     assert _neuron_front.step_note(1, "sr", torch.float32, 300, xp.error_bound("sr", xp.float32, 300)) is None
 
 
+@pytest.mark.heavy
 @PREVIEW
 def test_the_opt_einsum_route_previews_each_call():
     with config.set(nki_min_flops=0):

@@ -136,6 +136,7 @@ def test_toolchain_selection(monkeypatch):
     assert bound.nl.__name__.endswith("model.language") and bound.nisa.__name__.endswith("model.isa")
 
 
+@pytest.mark.heavy
 def test_explain_shows_the_implementation_and_modelled_time():
     e = xp.explain("ij,jk->ik", (4096, 4096), (4096, 4096))
     assert e.implementations == ("torch.matmul",) and e.modelled == (None,)

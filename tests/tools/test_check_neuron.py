@@ -185,6 +185,7 @@ def test_a_mode_that_misses_its_nki_route_fails_the_gate(monkeypatch, capsys):
     )
 
 
+@pytest.mark.heavy
 def test_device_assumptions_on_the_model(model_run):
     _, out = model_run
     assert "device assumptions (undocumented; informational, except the sr kernel: ours):" in out
@@ -206,6 +207,7 @@ def test_device_assumptions_on_the_model(model_run):
     assert "; 0 device assumptions verified" in out  # the model's verdicts never count as verified
 
 
+@pytest.mark.heavy
 def test_on_the_cpu_model_nothing_is_timed(model_run):
     # every calibration row says it was not measured, with no number in it; the LNC says where it would come from
     _, out = model_run
@@ -218,6 +220,7 @@ def test_on_the_cpu_model_nothing_is_timed(model_run):
     assert "  LNC (logical NeuronCore config): not measured (CPU model); NEURON_LOGICAL_NC_CONFIG" in out
 
 
+@pytest.mark.heavy
 def test_the_measurement_file_on_the_cpu_model(model_json):
     _, out, data = model_json
     assert data["format"] == check_neuron.calibrate.FORMAT
@@ -372,6 +375,7 @@ def test_with_a_device_times_are_measured_and_the_switch_is_probed(monkeypatch, 
     assert all(g["ok"] and g["lnc"] == 1 for g in data["gate"])
 
 
+@pytest.mark.heavy
 def test_a_time_not_above_the_launch_is_left_out_and_said(monkeypatch, capsys, tmp_path):
     # a launch probe slower than everything (as on a busy machine): every DMA, Tensor Engine and kernel time is
     # left out, and each "not measured (see below)" has its reason below
@@ -442,6 +446,7 @@ def test_a_switch_probe_that_fails_is_informational(monkeypatch, capsys):
     assert "; 4 device assumptions verified" in out  # the two switch probes did not run: not verified
 
 
+@pytest.mark.heavy
 def test_the_switch_probe_subprocess_needs_a_device():
     # the real spawn: the subprocess imports the command, finds no device and says so; nothing runs on the model
     with pytest.raises(RuntimeError, match="exited 1: the probe subprocess found no Neuron device"):
