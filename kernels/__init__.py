@@ -154,7 +154,9 @@ def first_calls() -> Iterator[None]:
         _CALLED.update(saved)
 
 
-def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any]) -> torch.Tensor:
+def _run(
+    kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[str, Any], check_specials: bool = True
+) -> torch.Tensor:
     CALLS[kernel, mode] += 1
     # only a Neuron device, or the CPU model, can route to NKI: the common call (CPU, GPU) stops at is_cpu or
     # is_cuda, without building a torch.device (this runs once per step of a network)
@@ -183,8 +185,10 @@ def _run(kernel: str, a: torch.Tensor, b: torch.Tensor, mode: str, params: dict[
         if a.is_complex() and a.dtype is b.dtype:
             if kernel == "bmm":
                 a, b = _blas_layout(a), _blas_layout(b)
-                return reference.textbook_specials(a.bmm(b), a, b)
-            return reference.textbook_specials(a.mm(b), a, b)
+                c = a.bmm(b)
+            else:
+                c = a.mm(b)
+            return reference.textbook_specials(c, a, b) if check_specials else c
     return _implementation(mode)(a, b, **params)
 
 
@@ -223,27 +227,39 @@ def _nki_fast_pass(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return nki.run("bmm" if x.dim() == 3 else "matmul", x.to(torch.bfloat16), y.to(torch.bfloat16), "fast")
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
-    """[M, K] x [K, N] -> [M, N] under ``mode``; ``params`` are the mode's own settings."""
+def matmul(
+    a: torch.Tensor, b: torch.Tensor, mode: str = "native", *, check_specials: bool = True, **params: Any
+) -> torch.Tensor:
+    """[M, K] x [K, N] -> [M, N] under ``mode``; ``params`` are the mode's own settings.
+
+    ``check_specials=False`` leaves a complex ``native`` product's inf and nan entries as the GEMM makes them
+    (torch's: nan+nanj) instead of the textbook formula's, saving the check that finds them (a sum of the product
+    and its read). Both forms have the same non-finite entries and agree on every finite one, so a caller that
+    finds its finished result finite has lost nothing, and one that does not reruns with the check (the runner's
+    deferred check, ``contraction.runner``). Every other mode and dtype ignores it."""
     sa, sb = a.shape, b.shape
     if len(sa) != 2 or len(sb) != 2 or sa[1] != sb[0]:
         raise ValueError(f"kernels.matmul needs [M, K] x [K, N], got {tuple(sa)} x {tuple(sb)}")
     if mode not in reference.MODES:
         mode = reference.renamed(mode, "kernels.matmul")  # a former name, or the error naming the known modes
-    return _run("matmul", a, b, mode, params)
+    return _run("matmul", a, b, mode, params, check_specials)
 
 
-def bmm(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
-    """[B, M, K] x [B, K, N] -> [B, M, N] under ``mode``."""
+def bmm(
+    a: torch.Tensor, b: torch.Tensor, mode: str = "native", *, check_specials: bool = True, **params: Any
+) -> torch.Tensor:
+    """[B, M, K] x [B, K, N] -> [B, M, N] under ``mode``; ``check_specials`` as in ``matmul``."""
     sa, sb = a.shape, b.shape
     if len(sa) != 3 or len(sb) != 3 or sa[0] != sb[0] or sa[2] != sb[1]:
         raise ValueError(f"kernels.bmm needs [B, M, K] x [B, K, N], got {tuple(sa)} x {tuple(sb)}")
     if mode not in reference.MODES:
         mode = reference.renamed(mode, "kernels.bmm")  # a former name, or the error naming the known modes
-    return _run("bmm", a, b, mode, params)
+    return _run("bmm", a, b, mode, params, check_specials)
 
 
-def mul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -> torch.Tensor:
+def mul(
+    a: torch.Tensor, b: torch.Tensor, mode: str = "native", *, check_specials: bool = True, **params: Any
+) -> torch.Tensor:
     """The elementwise product of broadcastable operands of one dtype under ``mode``: a contraction step with
     nothing to contract (K = 1), the planner laying the operands out so the product comes out in output order.
 
@@ -254,7 +270,9 @@ def mul(a: torch.Tensor, b: torch.Tensor, mode: str = "native", **params: Any) -
     parameters (ozaki's ``slices``) change nothing for a single product. Integers multiply modulo 2**bits and
     bool operands are a logical and, as native's exact products; complex inf/nan follow the textbook formula,
     as NumPy's elementwise multiply (torch's complex mul computes it so). The modes other than native need
-    floating-point operands, as in ``matmul``. Never routed to NKI: there is no engine work to offload."""
+    floating-point operands, as in ``matmul``. Never routed to NKI: there is no engine work to offload.
+    ``check_specials`` is taken as ``matmul`` takes it and changes nothing here: torch.mul's complex products
+    already have the textbook formula's inf and nan entries."""
     if a.dtype is not b.dtype:
         raise TypeError(f"kernels.mul needs operands of one dtype, got {a.dtype} and {b.dtype}")
     if any(x != y and x != 1 and y != 1 for x, y in zip(reversed(a.shape), reversed(b.shape), strict=False)):

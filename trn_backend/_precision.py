@@ -45,7 +45,8 @@ class Resolved:
     target_relative_error: float | None = None
 
     @property
-    def kwargs(self) -> dict[str, object]:
+    def kwargs(self) -> dict[str, Any]:
+        """The parameters as the keyword arguments of a kernel call (each mode's own types)."""
         return dict(self.params)
 
     @property

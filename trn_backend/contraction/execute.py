@@ -23,8 +23,11 @@ __all__ = ["execute", "EXECUTORS"]
 EXECUTORS: dict[type, Callable[[Plan, Sequence[torch.Tensor]], torch.Tensor]] = {}
 
 
-def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Run ``plan``; the only arithmetic outside the kernel is diagonal extraction and single-operand sums."""
+def execute(plan: Plan, tensors: Sequence[torch.Tensor], check_specials: bool = True) -> torch.Tensor:
+    """Run ``plan``; the only arithmetic outside the kernel is diagonal extraction and single-operand sums.
+    ``check_specials=False``: a direct step (``Plan.direct``) leaves a complex native product's inf and nan
+    entries as the GEMM makes them (``kernels.matmul``); the runner passes it where it checks the finished result
+    instead (``runner.partial``). Other steps always check."""
     if EXECUTORS:
         for t in tensors:
             run = EXECUTORS.get(type(t))
@@ -45,7 +48,10 @@ def execute(plan: Plan, tensors: Sequence[torch.Tensor]) -> torch.Tensor:
             b = b.permute(*perm_b)
         if shape_b is not None:
             b = b.reshape(*shape_b)
-        out = getattr(kernels, kernel)(a, b, mode)
+        if check_specials:
+            out = getattr(kernels, kernel)(a, b, mode)
+        else:
+            out = getattr(kernels, kernel)(a, b, mode, check_specials=False)
     else:
         out = _general(plan, tensors)
     out_shape = plan.out_shape
