@@ -43,6 +43,7 @@ __all__ = [
     "einsum_tensors",
     "contract_spec",
     "tensordot_tensors",
+    "kept_tensordot",
     "matmul_tensors",
     "vecdot_tensors",
     "ranks_of",
@@ -200,8 +201,48 @@ def tensordot(
 ) -> NeuronArray:
     """Contract the last ``axes`` axes of x1 with the first of x2, or the axes named by a pair of sequences.
     ``axes`` may also be passed by position, as in NumPy and autoray (a superset of the standard)."""
+    if type(x1) is NeuronArray and type(x2) is NeuronArray:
+        t = kept_tensordot(x1._t, x2._t, axes, request)
+        if t is not None:
+            result = _new(NeuronArray)  # ``wrap``, inline
+            result._t = t
+            return result
     t1, t2 = _operands(x1, x2, "tensordot")
     return wrap(tensordot_tensors(request, t1, t2, axes))
+
+
+def kept_tensordot(a: torch.Tensor, b: torch.Tensor, axes: object, request: Request | None) -> torch.Tensor | None:
+    """tensordot's commonest call, or None where it is not that call: each step of a network, as opt_einsum's
+    loop and autoray-based libraries (cotengra, quimb) make it. Plain CPU tensors, ``axes`` an int or already
+    canonical (checked first: 1.0 and True hash like 1), no relative target, and the compiled one-step program
+    found by ``tensordot_tensors``' own key, run directly (``Compiled.call``, else its one plan)."""
+    if (
+        a.is_cpu
+        and b.is_cpu
+        and type(a) is _TENSOR
+        and type(b) is _TENSOR
+        and (request is None or request.relative is None)
+        and (type(axes) is int or canonical_axes(axes) is axes)
+    ):
+        found = _get(
+            (
+                "tensordot",
+                a.shape,
+                b.shape,
+                a.dtype,
+                b.dtype,
+                _CPU,
+                request if request is None or request.mode is not None else cache_key(request),
+                axes,
+            )
+        )
+        if found is not None:
+            call = found.call
+            if call is not None:
+                return call[0](a, b, call[1])
+            if found.single is not None and not found.checked:
+                return execute(found.single, (a, b))
+    return None
 
 
 @entry_point("matmul()")

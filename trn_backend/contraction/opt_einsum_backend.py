@@ -51,10 +51,8 @@ from .. import _device, _dtypes, _precision
 from .._helpers import PY_SCALARS, NeuronArray, from_numpy, wrap
 from .._precision import Request
 from . import paths, runner, slicing
-from .api import einsum_operands, einsum_tensors, ranks_of, tensordot_tensors
-from .axes import canonical_axes
+from .api import einsum_operands, einsum_tensors, kept_tensordot, ranks_of, tensordot_tensors
 from .compiler import COMPILED, Compiled, cache_key, cacheable, compile
-from .execute import execute
 from .front import entry_point
 from .parse import parse
 from .plan import result_dtype
@@ -71,9 +69,6 @@ __all__ = [
     "OPT_EINSUM_SERIES",
 ]
 
-_CPU = torch.device("cpu")
-_TENSOR = torch.Tensor
-_get = COMPILED.get
 
 # The opt_einsum release series whose private dispatch module ``register`` writes into.
 OPT_EINSUM_SERIES = "3.4"
@@ -150,30 +145,9 @@ def tensordot(request: Request | None, x: object, y: object, axes: int | tuple[A
         _adapt()
     if type(x) is NeuronArray and type(y) is NeuronArray:
         a, b = x._t, y._t
-        if (
-            a.is_cpu
-            and b.is_cpu
-            and (request is None or request.relative is None)
-            and type(a) is _TENSOR
-            and type(b) is _TENSOR
-            and canonical_axes(axes) is axes
-        ):
-            # every step of a network: plain CPU tensors, axes as opt_einsum passes them (checked first: 1.0 and
-            # True hash like 1), its compiled program found in one lookup (``api.tensordot_tensors``' own key)
-            found = _get(
-                (
-                    "tensordot",
-                    a.shape,
-                    b.shape,
-                    a.dtype,
-                    b.dtype,
-                    _CPU,
-                    request if request is None or request.mode is not None else cache_key(request),
-                    axes,
-                )
-            )
-            if found is not None and found.single is not None and not found.checked:
-                return wrap(execute(found.single, (a, b)))
+        kept = kept_tensordot(a, b, axes, request)  # every step of a network
+        if kept is not None:
+            return wrap(kept)
         if (a.is_cpu and b.is_cpu) or a.device == b.device:  # nothing to convert
             return wrap(tensordot_tensors(request, a, b, axes))
     a, b = _operands((x, y), "tensordot")
