@@ -48,7 +48,7 @@ def test_opt_einsum_version_is_the_pinned_series():
 
 
 def test_the_replaced_opt_einsum_functions_have_the_signatures_they_are_replaced_for():
-    """The one replacement of opt_einsum's code (docs/contractions.md): the private functions it stands in for
+    """The replacements of opt_einsum's code (docs/contractions.md): the private functions they stand in for
     still take what the replacements forward, on the installed opt_einsum."""
     import inspect
 
@@ -57,21 +57,32 @@ def test_the_replaced_opt_einsum_functions_have_the_signatures_they_are_replaced
 
     assert list(inspect.signature(opt_einsum_backend._opt_einsum_memoize).parameters) == ["key", "fn", "args", "kwargs"]
     assert list(inspect.signature(opt_einsum_backend._opt_einsum_constants).parameters) == ["self", "backend"]
+    assert list(inspect.signature(opt_einsum_backend._opt_einsum_core_contract).parameters) == [
+        "operands_",
+        "contraction_list",
+        "backend",
+        "evaluate_constants",
+        "out",
+        "kwargs",
+    ]
     assert callable(sharing.get_sharing_cache) and "_evaluated_constants" in inspect.getsource(
         ContractExpression.evaluate_constants
     )
 
 
-# Run in a fresh interpreter: importing trn_backend leaves opt_einsum's memo and constants folding alone; another
-# backend's call keeps them, and so do trn_backend's own contract and contract_expression, which run opt_einsum's
-# path themselves; the first use of "trn" by opt_einsum's own loop (FIRST_USE) replaces both.
+# Run in a fresh interpreter: importing trn_backend leaves opt_einsum's memo, constants folding and contraction loop
+# alone; another backend's call keeps them, and so do trn_backend's own contract and contract_expression, which run
+# opt_einsum's path themselves; the first use of "trn" by opt_einsum's own loop (FIRST_USE) replaces all three.
 FRESH = """
+import sys
+
 import numpy as np
 import opt_einsum as oe
 from opt_einsum import sharing
 from opt_einsum.contract import ContractExpression
 
 memo, fold = sharing._memoize, ContractExpression._get_evaluated_constants
+loop = sys.modules["opt_einsum.contract"]._core_contract
 import trn_backend as xp
 from opt_einsum.backends import dispatch
 
@@ -84,8 +95,10 @@ xp.contract_expression("ij,jk->ik", (2, 3), a.T, constants=[1])(a)
 with oe.shared_intermediates():
     xp.contract_expression("ij,jk->ik", (2, 3), (3, 2))(a, a.T)
 assert sharing._memoize is memo and ContractExpression._get_evaluated_constants is fold, "replaced too early"
+assert sys.modules["opt_einsum.contract"]._core_contract is loop, "replaced too early"
 {first_use}
 assert sharing._memoize is not memo and ContractExpression._get_evaluated_constants is not fold, "not replaced"
+assert sys.modules["opt_einsum.contract"]._core_contract is not loop, "not replaced"
 """
 FIRST_USE = [
     'oe.contract("ij,jk->ik", a, a.T, backend="trn")',
@@ -354,7 +367,7 @@ def test_expression_program_matches_opt_einsum_bit_for_bit(n, regularity, global
     ops = [xp.NeuronArray((torch.randn(s, generator=g, dtype=torch.float64) * 3).to(dtype)) for s in shapes]
     expr = xp.contract_expression(eq, *shapes)
     with kernels.count_calls() as via_opt_einsum:
-        want = expr.expression(*ops, backend="trn")
+        want = _loop(expr.expression.contraction_list, ops)
     for _ in range(2):  # compiled on the first call, reused on the second
         with kernels.count_calls() as via_program:
             got = expr(*ops)
@@ -362,6 +375,80 @@ def test_expression_program_matches_opt_einsum_bit_for_bit(n, regularity, global
     assert len(expr._programs) == 1
     if dtype is torch.float64:
         np.testing.assert_allclose(to_numpy(got), np.einsum(eq, *map(to_numpy, ops), optimize=True), rtol=1e-10)
+
+
+def _loop(contraction_list, ops):
+    """opt_einsum's own loop with backend "trn": one call of the backend per step, as opt_einsum runs it for
+    every other backend (the reference the one-program routes must match)."""
+    return opt_einsum_backend._opt_einsum_core_contract(list(ops), contraction_list, backend="trn")
+
+
+@pytest.mark.parametrize(
+    "n, regularity, global_dim, dtype",
+    [
+        (16, 3, False, torch.float64),
+        (16, 3, True, torch.float64),
+        (30, 2, False, torch.float32),
+        (12, 3, True, torch.complex128),
+        (10, 3, False, torch.int64),
+        (0, 0, False, torch.float64),
+    ],
+)
+def test_opt_einsum_loop_on_trn_runs_as_one_program_with_the_loops_bits(monkeypatch, n, regularity, global_dim, dtype):
+    """Once adapted, ``opt_einsum.contract(..., backend="trn")`` and an opt_einsum expression called with it run
+    the contraction list as one program: the same kernel calls and the same bits as opt_einsum's own loop making
+    one call of this backend per step (tensordot, batched, matrix-vector, single-operand and transposed steps)."""
+    eq, shapes = _network(n, regularity, global_dim)
+    g = torch.Generator().manual_seed(n)
+    ops = [xp.NeuronArray((torch.randn(s, generator=g, dtype=torch.float64) * 3).to(dtype)) for s in shapes]
+    oe.contract(eq, *ops, backend="trn")  # the first use adapts opt_einsum
+    expr = oe.contract_expression(eq, *shapes)
+    with kernels.count_calls() as via_loop:
+        want = _loop(expr.contraction_list, ops)
+    programs = []
+    real = opt_einsum_backend._as_one_program
+    monkeypatch.setattr(opt_einsum_backend, "_as_one_program", lambda *a: programs.append(real(*a)) or programs[-1])
+    for call in (lambda: oe.contract(eq, *ops, backend="trn"), lambda: expr(*ops), lambda: expr(*ops)):
+        with kernels.count_calls() as via_program:
+            got = call()
+        assert type(got) is xp.NeuronArray and torch.equal(got._t, want._t) and via_program == via_loop
+    assert len(programs) == 3 and all(p is not None for p in programs)
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["mixed dtypes", "a forward target", "shared intermediates", "out=", "NumPy operands", "three operands in a step"],
+)
+def test_opt_einsum_loop_on_trn_stays_the_loop_where_a_program_would_differ(monkeypatch, case):
+    """Where one program would not be the loop's arithmetic (each call computes in its own operands' promotion,
+    meets its own share of a target, or is memoized by ``shared_intermediates``) or the loop has more to do
+    (``out=``, conversions, a step whose einsum picks its own path), opt_einsum's loop runs."""
+    g = np.random.default_rng(1)
+    arrays = [g.standard_normal(s) for s in ((3, 4), (4, 5), (5, 2))]
+    ops = [xp.asarray(a) for a in arrays]
+    oe.contract(EQ, *ops, backend="trn")  # the first use adapts opt_einsum
+    programs = []
+    real = opt_einsum_backend._as_one_program
+    monkeypatch.setattr(opt_einsum_backend, "_as_one_program", lambda *a: programs.append(real(*a)) or programs[-1])
+    kwargs: dict = {"backend": "trn"}
+    if case == "mixed dtypes":
+        ops[1] = xp.asarray(arrays[1].astype(np.float32))
+    elif case == "NumPy operands":
+        ops = arrays
+    elif case == "out=":
+        kwargs["out"] = xp.zeros((3, 2))
+    elif case == "three operands in a step":
+        kwargs["optimize"] = [(0, 1, 2)]
+    if case == "a forward target":
+        with xp.precision(target_forward_error=1e-6):
+            got = oe.contract(EQ, *ops, **kwargs)
+    elif case == "shared intermediates":
+        with oe.shared_intermediates():
+            got = oe.contract(EQ, *ops, **kwargs)
+    else:
+        got = oe.contract(EQ, *ops, **kwargs)
+    np.testing.assert_allclose(to_numpy(got), _expected(arrays), rtol=1e-6)
+    assert all(p is None for p in programs)  # declined (or never asked): opt_einsum's loop ran
 
 
 def test_expression_program_follows_the_precision_in_force_and_falls_back_where_it_must():

@@ -9,7 +9,9 @@ opt_einsum's sharing cache, keyed by its modes) and ``memory_limit=`` (sliced wi
 ``backend="trn"`` in opt_einsum's own calls (``opt_einsum.contract(..., backend="trn")``, an opt_einsum
 ``ContractExpression`` called with it) reaches ``einsum``, ``tensordot`` and ``transpose`` below: opt_einsum
 runs its loop itself and calls them one step at a time, so each call is an expression of its own (its own
-program, its own bound, its own share of a target; docs/precision.md says what that accounts for). They accept
+program, its own bound, its own share of a target; docs/precision.md says what that accounts for). Where that
+is the same arithmetic, the loop's calls run as one program instead (``_core_contract``): each step the call
+the loop would make, with the same bits, without the loop's Python per step. They accept
 NeuronArray, NumPy and torch operands (converted without a copy where possible) and return NeuronArrays;
 expressions called on NumPy arrays convert back, as opt_einsum's torch backend does. NeuronArray inputs with
 ``backend="auto"`` come here too: opt_einsum names the backend after the array's top-level module,
@@ -23,7 +25,9 @@ steps:
   ``opt_einsum.backends.dispatch._aliases``, and this module's conversions to its ``CONVERT_BACKENDS`` and
   ``EVAL_CONSTS_BACKENDS`` tables. Other backends see no change.
 - ``_adapt()``, on the first use of the "trn" backend by opt_einsum's own loop (the first call of ``einsum``,
-  ``tensordot``, ``transpose``, ``build_expression`` or ``evaluate_constants`` here), replaces
+  ``tensordot``, ``transpose``, ``build_expression`` or ``evaluate_constants`` here), replaces opt_einsum's loop
+  ``opt_einsum.contract._core_contract`` (for this backend, one program where that is the loop's arithmetic: see
+  ``_as_one_program``; the first call, already inside opt_einsum's loop, finishes there with the same bits), and
   ``opt_einsum.sharing._memoize`` and ``opt_einsum.contract.ContractExpression._get_evaluated_constants``:
   opt_einsum keys the memo of ``shared_intermediates`` and an expression's folded ``constants=`` by backend name
   only, so a result computed under one precision mode would be reused under another; the replacements key them
@@ -36,6 +40,7 @@ steps:
 from __future__ import annotations
 
 import functools
+import importlib
 from typing import Any
 
 import numpy as np
@@ -73,6 +78,9 @@ __all__ = [
 # The opt_einsum release series whose private dispatch module ``register`` writes into.
 OPT_EINSUM_SERIES = "3.4"
 _OPT_EINSUM_CALL = "opt_einsum.contract(backend='trn')"  # what precision errors name when opt_einsum calls us
+_TENSOR = torch.Tensor
+# the module opt_einsum.contract (the package's attribute of that name is its function)
+_oe_contract = importlib.import_module("opt_einsum.contract")
 
 
 def to_trn(x: object) -> NeuronArray:
@@ -225,6 +233,7 @@ _NAMES = ("trn", "trn_backend")
 _CONTRACTIONS = ("tensordot", "einsum")
 _opt_einsum_memoize = sharing._memoize
 _opt_einsum_constants = ContractExpression._get_evaluated_constants
+_opt_einsum_core_contract = _oe_contract._core_contract
 _adapted = False  # whether ``_adapt`` has run: one global test on every entry point
 
 
@@ -261,6 +270,102 @@ def _evaluated_constants(self: ContractExpression, backend: str) -> list[Any]:
     return _cached(self.__dict__.setdefault("_trn_folds", {}), (backend, _precision.active_setting()), fold)
 
 
+def _core_contract(
+    operands_: Any,
+    contraction_list: Any,
+    backend: str | None = "auto",
+    evaluate_constants: bool = False,
+    out: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """opt_einsum's contraction loop (``opt_einsum.contract._core_contract``, what ``opt_einsum.contract`` and a
+    ``ContractExpression`` call): for this backend, where running the whole contraction list as one program on
+    the runner is the same arithmetic as the loop's calls (``_as_one_program``), that program; every other call
+    is opt_einsum's own loop."""
+    plain = not (evaluate_constants or out is not None or kwargs)
+    if plain and _oe_contract.parse_backend(operands_, backend) in _NAMES:
+        result = _as_one_program(operands_, contraction_list)
+        if result is not None:
+            return result
+    return _opt_einsum_core_contract(
+        operands_, contraction_list, backend=backend, evaluate_constants=evaluate_constants, out=out, **kwargs
+    )
+
+
+def _as_one_program(operands: Any, contraction_list: Any) -> NeuronArray | None:
+    """The contraction list run as one program (``program.from_contraction_list``), or None where that would not
+    be what opt_einsum's loop computes: its calls here are each a one-step program under the precision block's
+    request, computing in their operands' promotion, so the program must have one dtype (no cast a call would
+    not make), a mode or the device default (a target is each call's own, not the whole's), no step of three or
+    more operands (the loop's einsum would pick its own path for them), plain NeuronArrays on one device, and no
+    ``shared_intermediates`` block (its memo keeps each call's result). Each step of the program is then the
+    loop's call, planned alike, and its result is the loop's (``tests/contraction/test_opt_einsum_backend.py``
+    compares them bit for bit); the program skips the loop's Python per step and checks a complex product's inf
+    and nan once (``runner.partial``)."""
+    request = _precision.active_setting()
+    if (request is not None and request.mode is None) or sharing.currently_sharing():
+        return None
+    ts = []
+    for x in operands:
+        if type(x) is not NeuronArray:
+            return None
+        ts.append(x._t)
+    first = ts[0]
+    for t in ts:
+        if type(t) is not _TENSOR or t.dtype is not first.dtype or t.device != first.device:
+            return None
+    steps = _steps_key(contraction_list)
+    if steps is None:
+        return None
+    shapes = tuple(tuple(t.shape) for t in ts)
+    key = ("opt_einsum loop", steps, shapes, first.dtype, first.device, request)
+    c = COMPILED.get(key)
+    try:
+        if c is None:
+            program = from_contraction_list(contraction_list, _spec(contraction_list, shapes), shapes)
+            c = COMPILED.put(key, compile(program, request, tuple(t.dtype for t in ts), first.device))
+        return wrap(runner.run(c, ts))
+    except _precision.PrecisionError as e:
+        raise e.named(_OPT_EINSUM_CALL) from e.__cause__
+
+
+_STEPS_KEYS: dict[int, tuple[Any, tuple | None]] = {}  # id of a contraction list -> (the list, its steps' key)
+
+
+def _steps_key(contraction_list: Any) -> tuple | None:
+    """What a contraction list's program depends on (each step's operand positions, removed indices, einsum
+    string and tensordot flag), found by the list's identity for an expression's repeated calls; None where a
+    step takes three or more operands."""
+    found = _STEPS_KEYS.get(id(contraction_list))
+    if found is not None and found[0] is contraction_list:  # the list is held here, so its id is its own
+        return found[1]
+    key: tuple | None = tuple(
+        (tuple(inds), frozenset(removed), einsum_str, blas) for inds, removed, einsum_str, _, blas in contraction_list
+    )
+    if any(len(step[0]) > 2 for step in key):  # type: ignore[union-attr]
+        key = None
+    if len(_STEPS_KEYS) >= 256:
+        _STEPS_KEYS.clear()
+    _STEPS_KEYS[id(contraction_list)] = (contraction_list, key)
+    return key
+
+
+def _spec(contraction_list: Any, shapes: tuple[tuple[int, ...], ...]) -> Any:
+    """The whole contraction's labels, read off the list: each operand's term where a step takes it, and the
+    last step's output."""
+    terms: list[str | None] = [None] * len(shapes)
+    live: list[int | None] = list(range(len(shapes)))  # the loop's operand list: an operand's number, or None
+    output = ""
+    for inds, _, einsum_str, _, _ in contraction_list:
+        inputs, output = einsum_str.split("->")
+        for x, term in zip(inds, inputs.split(","), strict=True):
+            i = live.pop(x)
+            if i is not None:
+                terms[i] = term
+        live.append(None)
+    return parse(",".join(t or "" for t in terms) + "->" + output, shapes, _OPT_EINSUM_CALL)
+
+
 def register() -> None:
     """Make ``backend="trn"`` (and ``"auto"`` on NeuronArrays) reach this module: additions to opt_einsum's
     dispatch tables only (see the module docstring)."""
@@ -272,10 +377,13 @@ def register() -> None:
 
 def _adapt() -> None:
     """The first use of backend "trn" by opt_einsum's loop: opt_einsum's two caches keyed by the precision setting
-    for it (the only place opt_einsum's internals are replaced; see the module docstring)."""
+    for it, and its loop run as one program where that is the same arithmetic (the only place opt_einsum's
+    internals are replaced; see the module docstring)."""
     global _adapted
     sharing._memoize = _memoize
     ContractExpression._get_evaluated_constants = _evaluated_constants
+    # a module found by name (the package's own attribute "contract" is the function): the checker sees no attributes
+    _oe_contract._core_contract = _core_contract  # type: ignore[attr-defined]
     _adapted = True
 
 
