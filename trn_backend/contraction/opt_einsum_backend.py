@@ -61,7 +61,7 @@ from .compiler import COMPILED, Compiled, cache_key, cacheable, compile
 from .front import entry_point
 from .parse import parse
 from .plan import result_dtype
-from .program import Program, from_contraction_list, shape_of
+from .program import Program, build, from_contraction_list, shape_of
 
 __all__ = [
     "einsum",
@@ -395,10 +395,11 @@ _CONTRACT_KEYWORDS = frozenset({"optimize", "memory_limit", "out", "use_blas", "
 @entry_point("contract()")
 def contract(request: Request | None, subscripts: Any, *operands: Any, **kwargs: Any) -> NeuronArray:
     """``opt_einsum.contract(subscripts, *operands, **kwargs)`` run here as one program: opt_einsum's path
-    (``optimize=``, ``use_blas=``), ``out=`` (NumPy's einsum casting='safe' rule), ``memory_limit=`` (a number
-    of elements or "max_input": sliced with cotengra so that no intermediate exceeds it; None: no limit) with
-    ``progress=``; under ``precision=`` or a target for the whole expression (with target_relative_error=,
-    ``trn_backend.last_precision_report()`` then tells the modes run)."""
+    (``optimize=``; ``use_blas=`` is taken and changes nothing: every step is planned for the kernels), ``out=``
+    (NumPy's einsum casting='safe' rule), ``memory_limit=`` (a number of elements or "max_input": sliced with
+    cotengra so that no intermediate exceeds it; None: no limit) with ``progress=``; under ``precision=`` or a
+    target for the whole expression (with target_relative_error=, ``trn_backend.last_precision_report()`` then
+    tells the modes run)."""
     if "backend" in kwargs:
         raise TypeError("trn_backend.contract() always uses backend='trn'; call opt_einsum.contract for others")
     unknown = sorted(set(kwargs) - _CONTRACT_KEYWORDS)
@@ -488,13 +489,18 @@ def _cached_program(subscripts: str, shapes: tuple[tuple[int, ...], ...], optimi
 def _contraction_list_program(
     subscripts: str, shapes: tuple[tuple[int, ...], ...], optimize: object, use_blas: bool
 ) -> Program:
+    """The program along the path of opt_einsum's contraction list (``program.build``): each intermediate in the
+    order its kernel produces it, as cotengra keeps them, where opt_einsum's loop transposes some into its
+    einsum order and the next step copies them back (on the 3-D lattices of benchmarks/bench_families.py, a
+    third of the run time). ``use_blas`` changes opt_einsum's flags, not its path: every step is planned for the
+    kernels either way."""
     spec = parse(subscripts, shapes, "contract")
     if optimize is False:  # opt_einsum's "no optimization": left to right, through the planner
         return paths.program(spec, shapes, False)
     _, contraction_list = opt_einsum.contract_path(
         subscripts, *shapes, shapes=True, optimize=optimize, use_blas=use_blas, einsum_call=True
     )
-    return from_contraction_list(contraction_list, spec, shapes)
+    return build(spec, shapes, [step[0] for step in contraction_list])
 
 
 class Expression:
@@ -532,7 +538,8 @@ class Expression:
             if len(self._programs) >= 64:
                 self._programs.clear()
             spec = parse(self.subscripts, shapes, "contract_expression")
-            found = self._programs[shapes] = from_contraction_list(self.expression._full_contraction_list, spec, shapes)
+            path = [step[0] for step in self.expression._full_contraction_list]
+            found = self._programs[shapes] = build(spec, shapes, path)
         return found
 
     def _compiled(
