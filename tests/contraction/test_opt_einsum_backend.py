@@ -341,23 +341,25 @@ def test_backend_einsum_step_errors_are_the_einsum_errors():
         opt_einsum_backend.einsum("ij,jk->ik", x, y)  # not cached as a plan
 
 
+# (size, regularity, global dimension, dtype) of ``_network``'s networks: tensordot, batched, matrix-vector,
+# single-operand and transposed steps, complex and exact integer data among them
+NETWORKS = [
+    (16, 3, False, torch.float64),
+    (16, 3, True, torch.float64),
+    (30, 2, False, torch.float32),
+    (12, 3, True, torch.complex64),
+    (10, 3, False, torch.int64),
+    (0, 0, False, torch.float64),
+]
+
+
 def _network(n, regularity, global_dim):
     if n == 0:  # a trace, a tensordot whose result opt_einsum transposes, an outer product
         return "abc,cd,ii,e->dbea", [(2, 3, 4), (4, 5), (3, 3), (2,)]
     return oe.testing.rand_equation(n, regularity, n_out=2, d_min=2, d_max=3, seed=n, global_dim=global_dim)
 
 
-@pytest.mark.parametrize(
-    "n, regularity, global_dim, dtype",
-    [
-        (16, 3, False, torch.float64),
-        (16, 3, True, torch.float64),
-        (30, 2, False, torch.float32),
-        (12, 3, True, torch.complex64),
-        (10, 3, False, torch.int64),
-        (0, 0, False, torch.float64),
-    ],
-)
+@pytest.mark.parametrize("n, regularity, global_dim, dtype", NETWORKS)
 def test_expression_program_runs_opt_einsums_path(n, regularity, global_dim, dtype):
     """``trn_backend.contract_expression`` runs opt_einsum's path as one compiled program on NeuronArrays (each
     intermediate in the order its kernel produces it, where opt_einsum's loop transposes some): one kernel call
@@ -394,17 +396,7 @@ def _loop(contraction_list, ops):
     return opt_einsum_backend._opt_einsum_core_contract(list(ops), contraction_list, backend="trn")
 
 
-@pytest.mark.parametrize(
-    "n, regularity, global_dim, dtype",
-    [
-        (16, 3, False, torch.float64),
-        (16, 3, True, torch.float64),
-        (30, 2, False, torch.float32),
-        (12, 3, True, torch.complex128),
-        (10, 3, False, torch.int64),
-        (0, 0, False, torch.float64),
-    ],
-)
+@pytest.mark.parametrize("n, regularity, global_dim, dtype", NETWORKS)
 def test_opt_einsum_loop_on_trn_runs_as_one_program_with_the_loops_bits(monkeypatch, n, regularity, global_dim, dtype):
     """Once adapted, ``opt_einsum.contract(..., backend="trn")`` and an opt_einsum expression called with it run
     the contraction list as one program: the same kernel calls and the same bits as opt_einsum's own loop making

@@ -216,14 +216,7 @@ def kept_tensordot(a: torch.Tensor, b: torch.Tensor, axes: object, request: Requ
     loop and autoray-based libraries (cotengra, quimb) make it. Plain CPU tensors, ``axes`` an int or already
     canonical (checked first: 1.0 and True hash like 1), no relative target, and the compiled one-step program
     found by ``tensordot_tensors``' own key, run directly (``Compiled.call``, else its one plan)."""
-    if (
-        a.is_cpu
-        and b.is_cpu
-        and type(a) is _TENSOR
-        and type(b) is _TENSOR
-        and (request is None or request.relative is None)
-        and (type(axes) is int or canonical_axes(axes) is axes)
-    ):
+    if _plain_cpu_pair(a, b, request) and (type(axes) is int or canonical_axes(axes) is axes):
         found = _get(
             (
                 "tensordot",
@@ -263,13 +256,7 @@ def _kept_call(t1: torch.Tensor, t2: torch.Tensor, request: Request | None) -> t
     default, a mode or a forward target, whose compiled program is kept (found by shapes, dtypes and request in
     one lookup) and is one kernel call on the operands as they are (``Compiled.call``, what ``run`` would call;
     the kernel layer routes it, by config.nki, and counts it, as on every call)."""
-    if (
-        t1.is_cpu
-        and t2.is_cpu
-        and type(t1) is _TENSOR
-        and type(t2) is _TENSOR
-        and (request is None or request.relative is None)
-    ):
+    if _plain_cpu_pair(t1, t2, request):
         found = _get(
             (
                 "matmul",
@@ -286,6 +273,18 @@ def _kept_call(t1: torch.Tensor, t2: torch.Tensor, request: Request | None) -> t
             kernel, mode = found.call
             return kernel(t1, t2, mode)
     return None
+
+
+def _plain_cpu_pair(a: torch.Tensor, b: torch.Tensor, request: Request | None) -> bool:
+    """Both operands plain CPU tensors (no registered executor's type) and no relative target (whose a posteriori
+    check runs on every call): the calls whose kept program may run as it is."""
+    return (
+        a.is_cpu
+        and b.is_cpu
+        and type(a) is _TENSOR
+        and type(b) is _TENSOR
+        and (request is None or request.relative is None)
+    )
 
 
 def matmul_operator(public: Callable[..., NeuronArray]) -> Callable[[object, object], NeuronArray]:
