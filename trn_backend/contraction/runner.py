@@ -133,9 +133,9 @@ def partial(
 
     A complex program checks its native products' inf and nan entries once, on its result, instead of once per
     step (a sum of each product and its read: 12-22% of the time of the quimb circuit and QAOA networks of
-    benchmarks/bench_autoray.py): its direct steps
-    run without the check (``execute``'s ``check_specials``), and a finite result is the result; a non-finite one
-    (an inf or nan operand, or an overflow) runs the program again with every step checked. Sound, because
+    benchmarks/bench_autoray.py): its direct steps run without the check (``execute``'s ``check_specials``), and
+    a finite result is the result; a non-finite one (an inf or nan operand, or an overflow) runs the program
+    again with every step checked. Sound, because
     what the check changes can only be an entry a non-finite term feeds: the unchecked and the checked steps have
     the same non-finite entries and the same finite ones, and a non-finite entry stays non-finite through every
     later product (inf * 0 is nan), sum and layout change, or is dropped without reaching the result (a
