@@ -11,23 +11,10 @@ import pytest
 import torch
 
 import trn_backend as xp
+from tests.support import DTYPE_NAMES
 from trn_backend import _device, _dtypes
 
-ALL_NAMES = [
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-]
+ALL_NAMES = list(DTYPE_NAMES)  # the standard's dtypes, in its order
 KIND_NAMES = {
     "bool": ["bool"],
     "signed integer": ["int8", "int16", "int32", "int64"],

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import trn_backend as xp
-from tests.support import from_numpy
+from tests.support import DTYPE_NAMES, from_numpy
 
 FUNCTIONS = (
     "__array_namespace_info__",
@@ -151,21 +151,7 @@ FUNCTIONS = (
     "zeros_like",
 )
 CONSTANTS = ("e", "inf", "nan", "newaxis", "pi")
-DTYPES = (
-    "bool",
-    "int8",
-    "int16",
-    "int32",
-    "int64",
-    "uint8",
-    "uint16",
-    "uint32",
-    "uint64",
-    "float32",
-    "float64",
-    "complex64",
-    "complex128",
-)
+DTYPES = DTYPE_NAMES
 LINALG = (
     "cholesky",
     "cross",
