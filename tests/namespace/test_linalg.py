@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import trn_backend as xp
-from tests.support import FLOAT_NAMES, assert_same, from_numpy, to_numpy
+from tests.support import DTYPE_NAMES, FLOAT_NAMES, assert_same, from_numpy, to_numpy
 from trn_backend import kernels, linalg
 
 FLOATING = ("float32", "float64", "complex64", "complex128")
@@ -269,23 +269,7 @@ def test_matrix_power_returns_a_new_array_and_keeps_integers():
 # ---------------------------------------------------------------- cross, diagonal, trace
 
 
-@pytest.mark.parametrize(
-    "dtype",
-    [
-        "int8",
-        "int16",
-        "int32",
-        "int64",
-        "uint8",
-        "uint16",
-        "uint32",
-        "uint64",
-        "float32",
-        "float64",
-        "complex64",
-        "complex128",
-    ],
-)
+@pytest.mark.parametrize("dtype", DTYPE_NAMES[1:])  # every numeric dtype of the standard
 def test_cross_all_numeric_dtypes(dtype):
     rng = np.random.default_rng(4)
     if dtype.startswith("uint"):
