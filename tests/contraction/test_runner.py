@@ -203,6 +203,39 @@ def test_inf_and_nan_land_as_the_textbook_product_puts_them(name: str, data: st.
     ROUTES[name](data)
 
 
+LAYOUTS = ("constants", "out", "numpy.einsum out", "numpy.einsum dtype")
+
+
+def _in_layout(layout: str, subscripts: str, operands: list[np.ndarray], path: list) -> object:
+    """The contraction along ``path`` with folded constants (operand 0), out=, or NumPy's out= or dtype=."""
+    ops = [xp.asarray(x) for x in operands]
+    shape = textbook(subscripts, operands, path).shape
+    if layout == "constants":
+        expr = xp.contract_expression(
+            subscripts, operands[0], *(x.shape for x in ops[1:]), constants=[0], optimize=path
+        )
+        return expr(*ops[1:])
+    if layout == "out":
+        result = xp.zeros(shape, dtype=xp.complex128)
+        xp.contract(subscripts, *ops, optimize=path, out=result)
+        return result
+    if layout == "numpy.einsum out":
+        result = xp.zeros(shape, dtype=xp.complex128)
+        np.einsum(subscripts, *ops, optimize=["einsum_path", *path], out=result)
+        return result
+    return np.einsum(subscripts, *ops, optimize=["einsum_path", *path], dtype=np.complex128)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@given(data=st.data())
+def test_the_layouts_of_a_program_keep_the_textbook_pattern(layout: str, data: st.DataObject) -> None:
+    """Folded constants (steps run before the call, checked each), a final rounding into out= and NumPy's dtype=
+    around the deferred check: the same inf and nan as the textbook product along the path."""
+    subscripts, operands = data.draw(networks())
+    path = data.draw(paths(len(operands)))
+    assert_like_textbook(_in_layout(layout, subscripts, operands, path), textbook(subscripts, operands, path))
+
+
 # --- the deferred check itself ---
 
 CHAIN = "ab,bc,cd->ad"
@@ -224,6 +257,13 @@ def test_a_finite_complex_program_checks_only_its_result(monkeypatch):
     result = xp.einsum(CHAIN, *(xp.asarray(x) for x in ops), optimize=[(0, 1), (0, 1)])
     assert checks == []
     np.testing.assert_allclose(np.asarray(result), ops[0] @ ops[1] @ ops[2], rtol=1e-12)
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("special", [np.inf, -np.inf, np.nan])
+def test_an_inf_in_the_chain_lands_as_the_textbook_product_puts_it_in_every_layout(layout, special):
+    ops, path = _chain(special), [(0, 1), (0, 1)]
+    assert_like_textbook(_in_layout(layout, CHAIN, ops, path), textbook(CHAIN, ops, path))
 
 
 @pytest.mark.parametrize("special", [np.inf, -np.inf, np.nan])
